@@ -1,0 +1,5 @@
+module tofuc
+
+go 1.26
+
+require github.com/alecthomas/participle/v2 v2.1.4

@@ -1,0 +1,395 @@
+package lang
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Dim is an integer expression over shape symbols, kept in a canonical form:
+// a sum of terms, each an integer coefficient times a product of atoms. An
+// atom is a symbol or an expression that does not distribute (floor division
+// or remainder by a constant, max, min). Two Dims are equal as expressions
+// exactly when their canonical strings are equal, and a Dim with no atoms is
+// a constant. The zero Dim is 0. Dims are immutable.
+type Dim struct {
+	terms []term // sorted by key; the constant term, if any, has no factors
+}
+
+type term struct {
+	coef    int64
+	factors []atom // sorted by key
+}
+
+type atomKind uint8
+
+const (
+	atomSym atomKind = iota
+	atomDiv          // floor(a / c)
+	atomMax          // max(a, b)
+	atomMin          // min(a, b)
+)
+
+type atom struct {
+	kind atomKind
+	sym  string
+	a, b Dim
+	c    int64
+	key  string
+}
+
+// Const is the constant dimension n.
+func Const(n int64) Dim {
+	if n == 0 {
+		return Dim{}
+	}
+	return Dim{terms: []term{{coef: n}}}
+}
+
+// Sym is the dimension named by the shape symbol s.
+func Sym(s string) Dim {
+	return Dim{terms: []term{{coef: 1, factors: []atom{{kind: atomSym, sym: s, key: s}}}}}
+}
+
+func atomDim(a atom) Dim { return Dim{terms: []term{{coef: 1, factors: []atom{a}}}} }
+
+func (t term) key() string {
+	keys := make([]string, len(t.factors))
+	for i, f := range t.factors {
+		keys[i] = f.key
+	}
+	return strings.Join(keys, "*")
+}
+
+// normalize merges terms with equal factors, drops zero terms and sorts.
+func normalize(ts []term) Dim {
+	byKey := map[string]int{}
+	var out []term
+	for _, t := range ts {
+		k := t.key()
+		if i, ok := byKey[k]; ok {
+			out[i].coef += t.coef
+			continue
+		}
+		byKey[k] = len(out)
+		out = append(out, t)
+	}
+	kept := out[:0]
+	for _, t := range out {
+		if t.coef != 0 {
+			kept = append(kept, t)
+		}
+	}
+	sort.Slice(kept, func(i, j int) bool {
+		ki, kj := kept[i].key(), kept[j].key()
+		if (ki == "") != (kj == "") {
+			return kj == "" // constant last
+		}
+		if len(kept[i].factors) != len(kept[j].factors) {
+			return len(kept[i].factors) > len(kept[j].factors)
+		}
+		return ki < kj
+	})
+	if len(kept) == 0 {
+		return Dim{}
+	}
+	return Dim{terms: kept}
+}
+
+// Add returns d + e.
+func (d Dim) Add(e Dim) Dim {
+	ts := append(append([]term(nil), d.terms...), e.terms...)
+	return normalize(ts)
+}
+
+// Neg returns -d.
+func (d Dim) Neg() Dim { return d.Scale(-1) }
+
+// Sub returns d - e.
+func (d Dim) Sub(e Dim) Dim { return d.Add(e.Neg()) }
+
+// Scale returns k * d.
+func (d Dim) Scale(k int64) Dim {
+	ts := make([]term, len(d.terms))
+	for i, t := range d.terms {
+		ts[i] = term{coef: t.coef * k, factors: t.factors}
+	}
+	return normalize(ts)
+}
+
+// Mul returns d * e.
+func (d Dim) Mul(e Dim) Dim {
+	var ts []term
+	for _, a := range d.terms {
+		for _, b := range e.terms {
+			fs := append(append([]atom(nil), a.factors...), b.factors...)
+			sort.Slice(fs, func(i, j int) bool { return fs[i].key < fs[j].key })
+			ts = append(ts, term{coef: a.coef * b.coef, factors: fs})
+		}
+	}
+	return normalize(ts)
+}
+
+// IsConst reports whether d has no symbols, and its value.
+func (d Dim) IsConst() (int64, bool) {
+	switch len(d.terms) {
+	case 0:
+		return 0, true
+	case 1:
+		if len(d.terms[0].factors) == 0 {
+			return d.terms[0].coef, true
+		}
+	}
+	return 0, false
+}
+
+// constPart splits d into its constant and the rest.
+func (d Dim) constPart() (int64, Dim) {
+	if n := len(d.terms); n > 0 && len(d.terms[n-1].factors) == 0 {
+		return d.terms[n-1].coef, Dim{terms: d.terms[:n-1]}
+	}
+	return 0, d
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
+
+// FloorDiv returns floor(d / c) for a positive constant c, exact where d is
+// divisible term by term.
+func (d Dim) FloorDiv(c int64) Dim {
+	if c <= 0 {
+		panic("lang: FloorDiv by a non-positive constant")
+	}
+	if c == 1 {
+		return d
+	}
+	if n, ok := d.IsConst(); ok {
+		return Const(floorDiv(n, c))
+	}
+	// floor((c*q + r) / c) = q + floor(r / c) for integer-valued q.
+	var q, r []term
+	for _, t := range d.terms {
+		if t.coef%c == 0 {
+			q = append(q, term{coef: t.coef / c, factors: t.factors})
+		} else {
+			r = append(r, t)
+		}
+	}
+	quot := normalize(q)
+	rest := normalize(r)
+	k, sym := rest.constPart()
+	quot = quot.Add(Const(floorDiv(k, c)))
+	if len(sym.terms) == 0 {
+		return quot
+	}
+	rest = sym.Add(Const(floorMod(k, c)))
+	return quot.Add(atomDim(atom{kind: atomDiv, a: rest, c: c, key: "(" + rest.String() + ")/" + strconv.FormatInt(c, 10)}))
+}
+
+// CeilDiv returns ceil(d / c) for a positive constant c.
+func (d Dim) CeilDiv(c int64) Dim { return d.Add(Const(c - 1)).FloorDiv(c) }
+
+// Mod returns d mod c (in [0, c)) for a positive constant c.
+func (d Dim) Mod(c int64) Dim {
+	return d.Sub(d.FloorDiv(c).Scale(c))
+}
+
+// Max returns max(d, e).
+func (d Dim) Max(e Dim) Dim { return minmax(d, e, atomMax) }
+
+// Min returns min(d, e).
+func (d Dim) Min(e Dim) Dim { return minmax(d, e, atomMin) }
+
+func minmax(d, e Dim, kind atomKind) Dim {
+	x, xok := d.IsConst()
+	y, yok := e.IsConst()
+	if xok && yok {
+		if (x > y) == (kind == atomMax) {
+			return d
+		}
+		return e
+	}
+	if d.Equal(e) {
+		return d
+	}
+	if diff, ok := d.Sub(e).IsConst(); ok {
+		if (diff > 0) == (kind == atomMax) {
+			return d
+		}
+		return e
+	}
+	a, b := d, e
+	if a.String() > b.String() {
+		a, b = b, a
+	}
+	name := "max"
+	if kind == atomMin {
+		name = "min"
+	}
+	return atomDim(atom{kind: kind, a: a, b: b, key: name + "(" + a.String() + ", " + b.String() + ")"})
+}
+
+// Equal reports whether d and e are the same canonical expression.
+func (d Dim) Equal(e Dim) bool { return d.String() == e.String() }
+
+// Symbols returns the shape symbols d mentions, sorted.
+func (d Dim) Symbols() []string {
+	set := map[string]bool{}
+	d.collect(set)
+	out := make([]string, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (d Dim) collect(set map[string]bool) {
+	for _, t := range d.terms {
+		for _, f := range t.factors {
+			if f.kind == atomSym {
+				set[f.sym] = true
+			} else {
+				f.a.collect(set)
+				f.b.collect(set)
+			}
+		}
+	}
+}
+
+// Subst replaces symbols by the dimensions bound to them.
+func (d Dim) Subst(bind func(sym string) (Dim, bool)) Dim {
+	out := Dim{}
+	for _, t := range d.terms {
+		p := Const(t.coef)
+		for _, f := range t.factors {
+			p = p.Mul(f.subst(bind))
+		}
+		out = out.Add(p)
+	}
+	return out
+}
+
+func (f atom) subst(bind func(string) (Dim, bool)) Dim {
+	switch f.kind {
+	case atomSym:
+		if v, ok := bind(f.sym); ok {
+			return v
+		}
+		return atomDim(f)
+	case atomDiv:
+		return f.a.Subst(bind).FloorDiv(f.c)
+	case atomMax:
+		return f.a.Subst(bind).Max(f.b.Subst(bind))
+	default:
+		return f.a.Subst(bind).Min(f.b.Subst(bind))
+	}
+}
+
+// Eval evaluates d with every symbol bound to an integer.
+func (d Dim) Eval(env map[string]int64) (int64, error) {
+	var missing string
+	v := d.Subst(func(s string) (Dim, bool) {
+		n, ok := env[s]
+		if !ok && missing == "" {
+			missing = s
+		}
+		return Const(n), ok
+	})
+	if missing != "" {
+		return 0, fmt.Errorf("shape symbol %s has no value", missing)
+	}
+	n, _ := v.IsConst()
+	return n, nil
+}
+
+// Linear reports whether d is a sum of symbols times constants plus a
+// constant, and gives the coefficients.
+func (d Dim) Linear() (coefs map[string]int64, constant int64, ok bool) {
+	coefs = map[string]int64{}
+	for _, t := range d.terms {
+		switch {
+		case len(t.factors) == 0:
+			constant = t.coef
+		case len(t.factors) == 1 && t.factors[0].kind == atomSym:
+			coefs[t.factors[0].sym] = t.coef
+		default:
+			return nil, 0, false
+		}
+	}
+	return coefs, constant, true
+}
+
+// String prints d canonically, e.g. "H - KH + 1" or "(H - 1)/2 + 1".
+func (d Dim) String() string {
+	if len(d.terms) == 0 {
+		return "0"
+	}
+	var b strings.Builder
+	for i, t := range d.terms {
+		c := t.coef
+		switch {
+		case i == 0 && c < 0:
+			b.WriteString("-")
+			c = -c
+		case i > 0 && c < 0:
+			b.WriteString(" - ")
+			c = -c
+		case i > 0:
+			b.WriteString(" + ")
+		}
+		if len(t.factors) == 0 {
+			b.WriteString(strconv.FormatInt(c, 10))
+			continue
+		}
+		if c != 1 {
+			b.WriteString(strconv.FormatInt(c, 10))
+			b.WriteString("*")
+		}
+		b.WriteString(t.key())
+	}
+	return b.String()
+}
+
+// ShapeString prints a shape as "[2, N, 3]".
+func ShapeString(s []Dim) string {
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = d.String()
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// ShapeEqual reports whether two shapes are the same expressions.
+func ShapeEqual(a, b []Dim) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].Equal(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// ConstShape returns the integer extents of a shape with no symbols.
+func ConstShape(s []Dim) ([]int, bool) {
+	out := make([]int, len(s))
+	for i, d := range s {
+		n, ok := d.IsConst()
+		if !ok {
+			return nil, false
+		}
+		out[i] = int(n)
+	}
+	return out, true
+}
