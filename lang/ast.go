@@ -17,10 +17,12 @@ type File struct {
 // Decl is a top-level declaration.
 type Decl interface{ DeclPos() Pos }
 
-// Comment is a `//` comment; Text excludes the slashes' line end.
+// Comment is a `//` comment, Text including the slashes. Trailing marks a
+// comment that follows code on its line.
 type Comment struct {
-	Pos  Pos
-	Text string
+	Pos      Pos
+	Text     string
+	Trailing bool
 }
 
 // Import is `import "PATH"`.
@@ -61,6 +63,7 @@ type TensorDecl struct {
 type LetDecl struct {
 	Pos   Pos
 	Name  string
+	Shape []DimPat // nil: extents inferred from the body's accesses
 	Value Expr
 }
 
@@ -239,12 +242,13 @@ type Index struct {
 	Default Expr // nil when absent
 }
 
-// LambdaParam is a lambda variable: `i`, `k < K`, or a pack `*i`.
+// LambdaParam is a lambda variable: `i`, `k < K`, a pack `*i`, or a pack
+// with explicit extents `*r < *pick(S, axes)`.
 type LambdaParam struct {
 	Pos   Pos
 	Name  string
 	Pack  bool
-	Bound Expr // explicit extent, nil when inferred
+	Bound *DimPat // explicit extent(s), nil when inferred
 }
 
 // Lambda is `lambda params: body`.

@@ -64,7 +64,9 @@ func comments(path string, src []byte) []lang.Comment {
 			return out
 		}
 		if tok.Type == commentType {
-			out = append(out, lang.Comment{Pos: pos(tok.Pos), Text: strings.TrimRight(tok.Value, " \t\r")})
+			lineStart := bytes.LastIndexByte(src[:tok.Pos.Offset], '\n') + 1
+			trailing := len(bytes.TrimSpace(src[lineStart:tok.Pos.Offset])) > 0
+			out = append(out, lang.Comment{Pos: pos(tok.Pos), Text: strings.TrimRight(tok.Value, " \t\r"), Trailing: trailing})
 		}
 	}
 }
@@ -138,7 +140,7 @@ func (b *builder) op(g *gOp) *lang.OpDecl {
 		op.Outputs = append(op.Outputs, b.tensor(t))
 	}
 	for _, l := range g.Lets {
-		op.Lets = append(op.Lets, &lang.LetDecl{Pos: pos(l.Pos), Name: b.name(l.Pos, l.Name), Value: b.expr(l.Value)})
+		op.Lets = append(op.Lets, &lang.LetDecl{Pos: pos(l.Pos), Name: b.name(l.Pos, l.Name), Shape: b.dims(l.Shape), Value: b.expr(l.Value)})
 	}
 	for _, e := range g.Bodies {
 		op.Bodies = append(op.Bodies, b.expr(e))
@@ -205,7 +207,10 @@ func (b *builder) stmts(g *gBlockBody) ([]lang.Stmt, lang.Pos) {
 			out = append(out, st)
 		}
 	}
-	return out, pos(g.End)
+	// participle's EndPos is just past the closing brace.
+	end := pos(g.EndPos)
+	end.Col = max(1, end.Col-1)
+	return out, end
 }
 
 func (b *builder) stmt(g *gStmt) lang.Stmt {
@@ -265,7 +270,8 @@ func (b *builder) expr(g *gExpr) lang.Expr {
 		for _, p := range g.Lambda.Params {
 			lp := &lang.LambdaParam{Pos: pos(p.Pos), Name: b.name(p.Pos, p.Name), Pack: p.Pack}
 			if p.Bound != nil {
-				lp.Bound = b.arith(p.Bound)
+				bound := b.dims([]*gDimPat{p.Bound})[0]
+				lp.Bound = &bound
 			}
 			l.Params = append(l.Params, lp)
 		}

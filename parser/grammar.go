@@ -71,8 +71,9 @@ type gDimPat struct {
 
 type gLet struct {
 	Pos   lexer.Position
-	Name  string `parser:"'let' @Ident '='"`
-	Value *gExpr `parser:"@@ 'in'"`
+	Name  string     `parser:"'let' @Ident"`
+	Shape []*gDimPat `parser:"( ':' '[' ( @@ ( ',' @@ )* )? ']' )? '='"`
+	Value *gExpr     `parser:"@@ 'in'"`
 }
 
 type gModel struct {
@@ -84,8 +85,8 @@ type gModel struct {
 }
 
 type gBlockBody struct {
-	Stmts []*gStmt       `parser:"'{' ( @@ ';'? )*"`
-	End   lexer.Position `parser:"'}'"`
+	Stmts  []*gStmt `parser:"'{' ( @@ ';'? )* '}'"`
+	EndPos lexer.Position
 }
 
 type gRule struct {
@@ -163,9 +164,9 @@ type gLambda struct {
 
 type gParamVar struct {
 	Pos   lexer.Position
-	Pack  bool    `parser:"@'*'?"`
-	Name  string  `parser:"@Ident"`
-	Bound *gArith `parser:"( '<' @@ )?"`
+	Pack  bool     `parser:"@'*'?"`
+	Name  string   `parser:"@Ident"`
+	Bound *gDimPat `parser:"( '<' @@ )?"`
 }
 
 type gBinary struct {

@@ -1,0 +1,529 @@
+package check
+
+import (
+	"tofuc/lang"
+	"tofuc/lang/ir"
+)
+
+// Elaboration of lambda bodies into IR expressions.
+
+var reducers = map[string]ir.Reducer{"sum": ir.Sum, "max": ir.Max, "min": ir.Min, "prod": ir.Prod}
+
+// elabTop elaborates a Def body; a bare tensor-valued or pack result is an error.
+func (c *instCtx) elabTop(e lang.Expr) ir.Expr { return c.elab(e) }
+
+func (c *instCtx) weakConst(k *ir.Const) ir.Expr {
+	c.weak[k] = true
+	return k
+}
+
+func (c *instCtx) elab(e lang.Expr) ir.Expr {
+	switch e := e.(type) {
+	case *lang.Num:
+		if e.IsFloat {
+			return c.weakConst(&ir.Const{T: lang.F32, Float: e.Float})
+		}
+		return c.weakConst(&ir.Const{T: lang.I64, Int: e.Int})
+	case *lang.BoolLit:
+		k := &ir.Const{T: lang.Bool}
+		if e.Value {
+			k.Int = 1
+		}
+		return k
+	case *lang.StrLit:
+		c.fail(e.Pos, "a string is not a tensor value")
+	case *lang.Paren:
+		return c.elab(e.X)
+	case *lang.Ident:
+		return c.ident(e)
+	case *lang.Unary:
+		return c.unary(e)
+	case *lang.Binary:
+		return c.binary(e)
+	case *lang.Index:
+		return c.access(e)
+	case *lang.Call:
+		return c.call(e)
+	case *lang.Lambda:
+		c.fail(e.Pos, "a lambda can only define an operator's output, a let, or the argument of a reducer")
+	case *lang.List:
+		c.fail(e.Pos, "a list is not a tensor value")
+	}
+	c.fail(e.ExprPos(), "unexpected expression")
+	return nil
+}
+
+func (c *instCtx) ident(e *lang.Ident) ir.Expr {
+	if v, ok := c.vars[e.Name]; ok {
+		c.used[v] = true
+		r := &ir.VarRef{V: v}
+		c.weak[r] = true
+		return r
+	}
+	if t, ok := c.tensors[e.Name]; ok {
+		if t.Rank() != 0 {
+			c.fail(e.Pos, "%s is a tensor of rank %d; index it", e.Name, t.Rank())
+		}
+		return &ir.Access{Pos: e.Pos, T: t}
+	}
+	if _, ok := c.packs[e.Name]; ok {
+		c.fail(e.Pos, "%s is a pack of index variables; splice it into an index with *%s", e.Name, e.Name)
+	}
+	if v, ok := c.consts[e.Name]; ok {
+		return c.constExpr(e.Pos, v)
+	}
+	c.fail(e.Pos, "undefined: %s%s", e.Name, didYouMean(e.Name, c.names()))
+	return nil
+}
+
+// constExpr turns a compile-time scalar into an IR value.
+func (c *instCtx) constExpr(pos lang.Pos, v cval) ir.Expr {
+	switch v.kind {
+	case cInt:
+		x := idxDim(v.dim)
+		c.weak[x] = true
+		return x
+	case cFloat:
+		return c.weakConst(&ir.Const{T: lang.F32, Float: v.f})
+	case cBool:
+		k := &ir.Const{T: lang.Bool}
+		if v.b {
+			k.Int = 1
+		}
+		return k
+	case cIndex:
+		c.weak[v.exprs[0]] = true
+		return v.exprs[0]
+	}
+	c.fail(pos, "a %s (%s) is not a scalar value", v.kind, v)
+	return nil
+}
+
+func (c *instCtx) unary(e *lang.Unary) ir.Expr {
+	x := c.elab(e.X)
+	if e.Op == "!" {
+		if x.Type() != lang.Bool {
+			c.fail(e.Pos, "! needs a bool, found %s", x.Type())
+		}
+		return &ir.Unary{Op: "!", X: x, T: lang.Bool}
+	}
+	if x.Type() == lang.Bool {
+		c.fail(e.Pos, "cannot negate a bool")
+	}
+	if k, ok := x.(*ir.Const); ok {
+		n := &ir.Const{T: k.T, Int: k.T.WrapInt(-k.Int), Float: -k.Float}
+		if c.weak[x] {
+			c.weak[n] = true
+		}
+		return n
+	}
+	u := &ir.Unary{Op: "-", X: x, T: x.Type()}
+	if c.weak[x] {
+		c.weak[u] = true
+	}
+	return u
+}
+
+var binOps = map[string]ir.BinOp{
+	"+": ir.OpAdd, "-": ir.OpSub, "*": ir.OpMul, "/": ir.OpDiv, "%": ir.OpMod,
+	"==": ir.OpEq, "!=": ir.OpNe, "<": ir.OpLt, "<=": ir.OpLe, ">": ir.OpGt, ">=": ir.OpGe,
+	"&&": ir.OpAnd, "||": ir.OpOr,
+}
+
+func (c *instCtx) binary(e *lang.Binary) ir.Expr {
+	op := binOps[e.Op]
+	l, r := c.elab(e.L), c.elab(e.R)
+	if op == ir.OpAnd || op == ir.OpOr {
+		if l.Type() != lang.Bool || r.Type() != lang.Bool {
+			c.fail(e.Pos, "%s needs two bools, found %s and %s", e.Op, l.Type(), r.Type())
+		}
+		return &ir.Binary{Op: op, L: l, R: r, T: lang.Bool}
+	}
+	if !op.IsComparison() && (l.Type() == lang.Bool || r.Type() == lang.Bool) {
+		c.fail(e.Pos, "arithmetic %s on a bool; convert it with f32(...) or select", e.Op)
+	}
+	l, r, t := c.unify(l, r)
+	if op == ir.OpMod && t.IsFloat() {
+		c.fail(e.Pos, "%% needs integers, found %s", t)
+	}
+	if op.IsComparison() {
+		return &ir.Binary{Op: op, L: l, R: r, T: lang.Bool}
+	}
+	if x := foldInt(op, l, r); x != nil {
+		c.weak[x] = c.weak[l] && c.weak[r]
+		return x
+	}
+	b := &ir.Binary{Op: op, L: l, R: r, T: t}
+	if c.weak[l] && c.weak[r] {
+		c.weak[b] = true
+	}
+	return b
+}
+
+// foldInt folds integer index arithmetic on constants.
+func foldInt(op ir.BinOp, l, r ir.Expr) ir.Expr {
+	x, xok := constOf(l)
+	y, yok := constOf(r)
+	if !xok || !yok || l.Type() != lang.I64 {
+		switch {
+		case op == ir.OpAdd && l.Type() == lang.I64:
+			return idxAdd(l, r)
+		case op == ir.OpSub && yok && l.Type() == lang.I64:
+			return idxAdd(l, idxConst(-y))
+		case op == ir.OpMul && yok && l.Type() == lang.I64:
+			return idxMul(l, y)
+		}
+		return nil
+	}
+	switch op {
+	case ir.OpAdd:
+		return idxConst(x + y)
+	case ir.OpSub:
+		return idxConst(x - y)
+	case ir.OpMul:
+		return idxConst(x * y)
+	case ir.OpDiv:
+		if y != 0 {
+			return idxConst(x / y)
+		}
+	case ir.OpMod:
+		if y != 0 {
+			return idxConst(x % y)
+		}
+	}
+	return nil
+}
+
+// unify converts the operands of a binary operation to one dtype: an
+// untyped operand takes the other's dtype; otherwise they promote.
+func (c *instCtx) unify(l, r ir.Expr) (ir.Expr, ir.Expr, lang.DType) {
+	lt, rt := l.Type(), r.Type()
+	lw, rw := c.weak[l], c.weak[r]
+	var t lang.DType
+	switch {
+	case lw && !rw:
+		t = adopt(lt, rt)
+	case rw && !lw:
+		t = adopt(rt, lt)
+	default:
+		t = lang.Promote(lt, rt)
+	}
+	nl, nr := c.convert(l, t), c.convert(r, t)
+	return nl, nr, t
+}
+
+// adopt is the dtype an untyped operand of dtype w takes next to dtype t.
+func adopt(w, t lang.DType) lang.DType {
+	if w.IsFloat() && !t.IsFloat() {
+		return w
+	}
+	return t
+}
+
+func (c *instCtx) convert(e ir.Expr, t lang.DType) ir.Expr {
+	if e.Type() == t {
+		return e
+	}
+	out := c.castTo(e, t)
+	if c.weak[e] {
+		c.weak[out] = true
+	}
+	return out
+}
+
+func (c *instCtx) call(e *lang.Call) ir.Expr {
+	if e.Opaque {
+		c.fail(e.Pos, "index the result of opaque %s: opaque %s(...)[i, ...]", e.Name, e.Name)
+	}
+	if _, isTensor := c.tensors[e.Name]; isTensor {
+		c.fail(e.Pos, "%s is a tensor; index it with [...]", e.Name)
+	}
+	if k, ok := reducers[e.Name]; ok && len(e.Args) == 1 {
+		return c.reduce(e, k)
+	}
+	if len(e.Attrs) > 0 {
+		c.fail(e.Pos, "%s takes no attributes inside a lambda", e.Name)
+	}
+	if e.Name == "select" {
+		return c.selectExpr(e)
+	}
+	if t := lang.ParseDType(e.Name); t != lang.Invalid {
+		if len(e.Args) != 1 {
+			c.fail(e.Pos, "%s(...) converts one value", e.Name)
+		}
+		return c.castTo(c.elab(e.Args[0]), t)
+	}
+	if n, ok := ir.MathFuncs[e.Name]; ok {
+		if len(e.Args) != n {
+			c.fail(e.Pos, "%s takes %d arguments, found %d", e.Name, n, len(e.Args))
+		}
+		return c.math(e)
+	}
+	if _, ok := builtins[e.Name]; ok {
+		return c.constExpr(e.Pos, c.ev.eval(e))
+	}
+	c.fail(e.Pos, "unknown function %s%s (operators cannot be called inside a lambda)", e.Name, didYouMean(e.Name, append(builtinNames(), mathNames()...)))
+	return nil
+}
+
+func mathNames() []string {
+	out := []string{"sum", "prod", "select"}
+	for n := range ir.MathFuncs {
+		out = append(out, n)
+	}
+	return out
+}
+
+var intMath = map[string]bool{"abs": true, "max": true, "min": true, "sign": true}
+
+func (c *instCtx) math(e *lang.Call) ir.Expr {
+	args := make([]ir.Expr, len(e.Args))
+	for i, a := range e.Args {
+		args[i] = c.elab(a)
+		if args[i].Type() == lang.Bool {
+			c.fail(a.ExprPos(), "%s of a bool", e.Name)
+		}
+	}
+	weak := c.weak[args[0]]
+	t := args[0].Type()
+	if len(args) == 2 {
+		args[0], args[1], t = c.unify(args[0], args[1])
+		weak = weak && c.weak[args[1]]
+	}
+	if !t.IsFloat() && !intMath[e.Name] {
+		t = lang.F32
+		for i := range args {
+			args[i] = c.castTo(args[i], t)
+		}
+	}
+	result := t
+	if e.Name == "isnan" || e.Name == "isinf" {
+		result = lang.Bool
+	}
+	call := &ir.Call{Fn: e.Name, Args: args, T: result}
+	if weak && result != lang.Bool {
+		c.weak[call] = true
+	}
+	return call
+}
+
+func (c *instCtx) selectExpr(e *lang.Call) ir.Expr {
+	if len(e.Args) != 3 {
+		c.fail(e.Pos, "select takes 3 arguments (condition, then, else), found %d", len(e.Args))
+	}
+	cond := c.elab(e.Args[0])
+	if cond.Type() != lang.Bool {
+		c.fail(e.Args[0].ExprPos(), "the condition of select must be a bool, found %s", cond.Type())
+	}
+	// Accesses in the branches are guarded by the condition: the checker
+	// cannot tell which indices they are evaluated at.
+	a := c.guardedElab(e.Args[1])
+	b := c.guardedElab(e.Args[2])
+	a, b, t := c.unify(a, b)
+	s := &ir.Select{C: cond, A: a, B: b, T: t}
+	if c.weak[a] && c.weak[b] {
+		c.weak[s] = true
+	}
+	return s
+}
+
+func (c *instCtx) guardedElab(e lang.Expr) ir.Expr {
+	x := c.elab(e)
+	ir.Walk(x, func(n ir.Expr) bool {
+		if a, ok := n.(*ir.Access); ok {
+			c.guarded[a] = true
+		}
+		return true
+	})
+	return x
+}
+
+func (c *instCtx) reduce(e *lang.Call, k ir.Reducer) ir.Expr {
+	l := c.lambdaOf(e.Args[0], "the argument of "+e.Name)
+	vars := c.pendingParams(l, e.Name)
+	body := c.elab(l.Body)
+	c.inferExtents(vars, body, l)
+	c.popParams(l)
+	t := body.Type()
+	if t == lang.Bool {
+		if k == ir.Sum || k == ir.Prod {
+			t = lang.I64
+			body = c.castTo(body, t)
+		}
+	}
+	r := &ir.Reduce{Kind: k, Vars: vars, Body: body, T: t}
+	if c.weak[body] {
+		c.weak[r] = true
+	}
+	return r
+}
+
+// access elaborates T[index...] (with an optional else default) and opaque
+// calls indexed by their result.
+func (c *instCtx) access(e *lang.Index) ir.Expr {
+	if call, ok := e.X.(*lang.Call); ok && call.Opaque {
+		return c.opaque(e, call)
+	}
+	id, ok := e.X.(*lang.Ident)
+	if !ok {
+		c.fail(e.Pos, "only tensors can be indexed")
+	}
+	t, ok := c.tensors[id.Name]
+	if !ok {
+		if _, isConst := c.consts[id.Name]; isConst {
+			c.fail(e.Pos, "%s is not a tensor and cannot be indexed", id.Name)
+		}
+		c.fail(id.Pos, "undefined tensor %s%s", id.Name, didYouMean(id.Name, c.tensorNames()))
+	}
+	idx := c.indexList(e.Idx, false)
+	idx = c.broadcastIndex(e, t, idx)
+	if len(idx) != t.Rank() {
+		c.fail(e.Pos, "%s has rank %d (shape %s) but is indexed with %d indices", t.Name, t.Rank(), lang.ShapeString(t.Shape), len(idx))
+	}
+	for i, x := range idx {
+		if x == nil {
+			c.fail(e.Idx[min(i, len(e.Idx)-1)].Pos, "a slice ':' is only allowed in the arguments of an opaque function")
+		}
+		if x.Type() == lang.Bool || x.Type().IsFloat() {
+			c.fail(e.Pos, "index %d of %s must be an integer, found %s", i, t.Name, x.Type())
+		}
+	}
+	a := &ir.Access{Pos: e.Pos, T: t, Index: idx}
+	if e.Default != nil {
+		d := c.elab(e.Default)
+		if d.Type() != t.DType && !c.weak[d] && !(d.Type().IsFloat() && t.DType.IsFloat()) {
+			c.fail(e.Default.ExprPos(), "the default of %s must be a %s, found %s", t.Name, t.DType, d.Type())
+		}
+		a.Default = c.castTo(d, t.DType)
+	}
+	return a
+}
+
+func (c *instCtx) tensorNames() []string {
+	var out []string
+	for n := range c.tensors {
+		out = append(out, n)
+	}
+	return out
+}
+
+// indexList expands pack splices and spliced functions; a nil entry is a
+// full slice (allowed only when slices is set).
+func (c *instCtx) indexList(elems []*lang.IndexElem, slices bool) []ir.Expr {
+	var out []ir.Expr
+	for _, el := range elems {
+		switch {
+		case el.Slice:
+			if !slices {
+				c.fail(el.Pos, "a slice ':' is only allowed in the arguments of an opaque function")
+			}
+			out = append(out, nil)
+		case el.Pack != "":
+			vs, ok := c.packs[el.Pack]
+			if !ok {
+				c.fail(el.Pos, "*%s: %s is not a pack of index variables%s", el.Pack, el.Pack, didYouMean(el.Pack, packNames(c.packs)))
+			}
+			for _, v := range vs {
+				c.used[v] = true
+				out = append(out, &ir.VarRef{V: v})
+			}
+		case el.Func != nil:
+			v := c.ev.eval(el.Func)
+			if v.kind != cList {
+				c.fail(el.Pos, "*%s(...) must give a list of indices, found %s", el.Func.Name, v.kind)
+			}
+			for _, x := range v.list {
+				out = append(out, c.ev.index(el.Func, x))
+			}
+		default:
+			out = append(out, c.elab(el.Expr))
+		}
+	}
+	return out
+}
+
+func packNames(m map[string][]*ir.Var) []string {
+	var out []string
+	for n := range m {
+		out = append(out, n)
+	}
+	return out
+}
+
+// broadcastIndex applies NumPy broadcasting to an access that splices one
+// pack alone, t[*i]: the trailing variables index t, and a dimension of
+// extent 1 is indexed with 0 where the variable's extent is not 1.
+func (c *instCtx) broadcastIndex(e *lang.Index, t *ir.Tensor, idx []ir.Expr) []ir.Expr {
+	if len(e.Idx) != 1 || e.Idx[0].Pack == "" || len(idx) < t.Rank() {
+		return idx
+	}
+	idx = idx[len(idx)-t.Rank():]
+	out := make([]ir.Expr, len(idx))
+	for d, x := range idx {
+		out[d] = x
+		if isOne(t.Shape[d]) && !isOne(x.(*ir.VarRef).V.Extent) {
+			out[d] = idxConst(0)
+		}
+	}
+	return out
+}
+
+func (c *instCtx) opaque(e *lang.Index, call *lang.Call) ir.Expr {
+	fn, ok := lang.OpaqueFuncs[call.Name]
+	if !ok {
+		c.fail(call.Pos, "unknown opaque function %s%s", call.Name, didYouMean(call.Name, opaqueNames()))
+	}
+	if len(call.Args) != fn.Arity {
+		c.fail(call.Pos, "opaque %s takes %d arguments, found %d", call.Name, fn.Arity, len(call.Args))
+	}
+	o := &ir.Opaque{Pos: call.Pos, Fn: call.Name}
+	var shapes [][]lang.Dim
+	for _, a := range call.Args {
+		ix, ok := a.(*lang.Index)
+		id, isIdent := a.(*lang.Ident)
+		var view *ir.View
+		switch {
+		case ok:
+			name, _ := ix.X.(*lang.Ident)
+			if name == nil || c.tensors[name.Name] == nil {
+				c.fail(a.ExprPos(), "an argument of opaque %s must be a tensor or a slice of one", call.Name)
+			}
+			view = &ir.View{T: c.tensors[name.Name], Index: c.indexList(ix.Idx, true)}
+		case isIdent && c.tensors[id.Name] != nil:
+			t := c.tensors[id.Name]
+			view = &ir.View{T: t, Index: make([]ir.Expr, t.Rank())}
+		default:
+			c.fail(a.ExprPos(), "an argument of opaque %s must be a tensor or a slice of one", call.Name)
+		}
+		if len(view.Index) != view.T.Rank() {
+			c.fail(a.ExprPos(), "%s has rank %d but is indexed with %d entries", view.T.Name, view.T.Rank(), len(view.Index))
+		}
+		var shape []lang.Dim
+		for d, x := range view.Index {
+			if x == nil {
+				shape = append(shape, view.T.Shape[d])
+			}
+		}
+		shapes = append(shapes, shape)
+		o.Args = append(o.Args, view)
+		o.T = view.T.DType
+	}
+	res, err := fn.Shape(shapes)
+	if err != nil {
+		c.fail(call.Pos, "opaque %s %v", call.Name, err)
+	}
+	o.Shape = res
+	o.Index = c.indexList(e.Idx, false)
+	if len(o.Index) != len(res) {
+		c.fail(e.Pos, "the result of opaque %s has rank %d but is indexed with %d indices", call.Name, len(res), len(o.Index))
+	}
+	return o
+}
+
+func opaqueNames() []string {
+	var out []string
+	for n := range lang.OpaqueFuncs {
+		out = append(out, n)
+	}
+	return out
+}

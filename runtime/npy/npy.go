@@ -1,0 +1,540 @@
+package npy
+
+import (
+	"archive/zip"
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"tofuc/lang"
+	"tofuc/runtime/tensor"
+)
+
+const (
+	magic         = "\x93NUMPY"
+	maxHeaderLen  = 1 << 20
+	headerAlign   = 64
+	maxV1Header   = math.MaxUint16
+	maxAllocChunk = 1 << 20
+)
+
+// header is a parsed .npy header.
+type header struct {
+	dtype lang.DType
+	order binary.ByteOrder
+	shape []int
+	count int // product of shape
+	size  int // bytes per element
+}
+
+// Read reads one .npy array from r, consuming exactly its bytes.
+func Read(r io.Reader) (*tensor.Tensor, error) {
+	avail := int64(-1)
+	switch b := r.(type) {
+	case *bytes.Reader:
+		avail = int64(b.Len())
+	case *bytes.Buffer:
+		avail = int64(b.Len())
+	case *strings.Reader:
+		avail = int64(b.Len())
+	}
+	return read(r, avail, avail >= 0)
+}
+
+// ReadFile reads the .npy file at path.
+func ReadFile(path string) (*tensor.Tensor, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	t, err := read(bufio.NewReader(f), st.Size(), true)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// read reads an array; avail is the number of bytes r can deliver, or -1
+// when unknown; exact says that avail is known to be right (not a size
+// declared by the input itself).
+func read(r io.Reader, avail int64, exact bool) (*tensor.Tensor, error) {
+	h, hlen, err := readHeader(r)
+	if err != nil {
+		return nil, err
+	}
+	nbytes := int64(h.count) * int64(h.size) // readHeader bounds count*size
+	if avail >= 0 && nbytes > avail-int64(hlen) {
+		return nil, fmt.Errorf("npy: shape %v of %s needs %d bytes of data but only %d are present", h.shape, h.dtype, nbytes, max(avail-int64(hlen), 0))
+	}
+	data, err := readData(r, nbytes, exact)
+	if err != nil {
+		return nil, err
+	}
+	return decode(h, data), nil
+}
+
+// readData reads exactly n bytes. When exact is set the caller has checked
+// that n bytes are available and the buffer is allocated at once; otherwise
+// it grows only as bytes arrive.
+func readData(r io.Reader, n int64, exact bool) ([]byte, error) {
+	if exact {
+		buf := make([]byte, n)
+		if m, err := io.ReadFull(r, buf); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, fmt.Errorf("npy: truncated data: got %d of %d bytes", m, n)
+			}
+			return nil, fmt.Errorf("npy: reading data: %w", err)
+		}
+		return buf, nil
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(min(n, maxAllocChunk)))
+	m, err := io.Copy(&buf, io.LimitReader(r, n))
+	if err != nil {
+		return nil, fmt.Errorf("npy: reading data: %w", err)
+	}
+	if m < n {
+		return nil, fmt.Errorf("npy: truncated data: got %d of %d bytes", m, n)
+	}
+	return buf.Bytes(), nil
+}
+
+// readHeader reads the magic, version and header dict; it returns the
+// header and the number of bytes consumed.
+func readHeader(r io.Reader) (*header, int, error) {
+	var pre [8]byte
+	if n, err := io.ReadFull(r, pre[:]); err != nil {
+		if n == 0 && errors.Is(err, io.EOF) {
+			return nil, 0, errors.New("npy: empty input")
+		}
+		return nil, 0, errors.New("npy: truncated preamble")
+	}
+	if string(pre[:6]) != magic {
+		return nil, 0, errors.New("npy: not a .npy file (bad magic string)")
+	}
+	major, minor := pre[6], pre[7]
+	var hlen, consumed int
+	switch major {
+	case 1:
+		var b [2]byte
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return nil, 0, errors.New("npy: truncated header length")
+		}
+		hlen = int(binary.LittleEndian.Uint16(b[:]))
+		consumed = 10
+	case 2, 3:
+		var b [4]byte
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return nil, 0, errors.New("npy: truncated header length")
+		}
+		l := binary.LittleEndian.Uint32(b[:])
+		if l > maxHeaderLen {
+			return nil, 0, fmt.Errorf("npy: header length %d exceeds the limit of %d bytes", l, maxHeaderLen)
+		}
+		hlen = int(l)
+		consumed = 12
+	default:
+		return nil, 0, fmt.Errorf("npy: unsupported format version %d.%d", major, minor)
+	}
+	if minor != 0 {
+		return nil, 0, fmt.Errorf("npy: unsupported format version %d.%d", major, minor)
+	}
+	text, err := readData(r, int64(hlen), false)
+	if err != nil {
+		return nil, 0, errors.New("npy: truncated header")
+	}
+	h, err := parseHeader(string(text))
+	if err != nil {
+		return nil, 0, err
+	}
+	return h, consumed + hlen, nil
+}
+
+// parseHeader parses the Python dict literal of a .npy header.
+func parseHeader(s string) (*header, error) {
+	p := &pyParser{s: s}
+	v, err := p.value()
+	if err != nil {
+		return nil, fmt.Errorf("npy: malformed header: %v", err)
+	}
+	p.skipSpace()
+	if p.i != len(p.s) {
+		return nil, fmt.Errorf("npy: malformed header: unexpected %q after the dict", p.rest())
+	}
+	d, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("npy: malformed header: not a dict")
+	}
+	for k := range d {
+		if k != "descr" && k != "fortran_order" && k != "shape" {
+			return nil, fmt.Errorf("npy: unexpected header key %q", k)
+		}
+	}
+	descr, ok := d["descr"].(string)
+	if !ok {
+		return nil, errors.New("npy: header has no string 'descr'")
+	}
+	fortran, ok := d["fortran_order"].(bool)
+	if !ok {
+		return nil, errors.New("npy: header has no bool 'fortran_order'")
+	}
+	if fortran {
+		return nil, errors.New("npy: Fortran-order arrays are not supported (save the array in C order, e.g. with numpy.ascontiguousarray)")
+	}
+	tup, ok := d["shape"].(tuple)
+	if !ok {
+		return nil, errors.New("npy: header has no tuple 'shape'")
+	}
+	h := &header{}
+	if err := h.setDescr(descr); err != nil {
+		return nil, err
+	}
+	zero := false
+	for _, x := range tup {
+		n, ok := x.(int64)
+		if !ok {
+			return nil, fmt.Errorf("npy: shape entry %v is not an integer", x)
+		}
+		if n < 0 {
+			return nil, fmt.Errorf("npy: negative extent %d in shape", n)
+		}
+		if n > math.MaxInt32*int64(math.MaxInt32) {
+			return nil, fmt.Errorf("npy: extent %d in shape is too large", n)
+		}
+		zero = zero || n == 0
+		h.shape = append(h.shape, int(n))
+	}
+	// count*size must fit an int64 (and an int) to be checked against the
+	// bytes available.
+	const limit = math.MaxInt64 / 8
+	count := int64(1)
+	for _, n := range h.shape {
+		if zero {
+			count = 0
+			break
+		}
+		if count > limit/int64(n) {
+			return nil, fmt.Errorf("npy: shape %v has too many elements", h.shape)
+		}
+		count *= int64(n)
+	}
+	if int64(int(count)) != count {
+		return nil, fmt.Errorf("npy: shape %v has too many elements", h.shape)
+	}
+	h.count = int(count)
+	return h, nil
+}
+
+var descrTypes = map[string]lang.DType{
+	"f2": lang.F16, "f4": lang.F32, "f8": lang.F64,
+	"i1": lang.I8, "i2": lang.I16, "i4": lang.I32, "i8": lang.I64,
+	"u1": lang.U8, "u2": lang.U16, "u4": lang.U32, "u8": lang.U64,
+	"b1": lang.Bool,
+}
+
+func (h *header) setDescr(d string) error {
+	if len(d) != 3 {
+		return fmt.Errorf("npy: unsupported dtype %q", d)
+	}
+	dt, ok := descrTypes[d[1:]]
+	if !ok {
+		return fmt.Errorf("npy: unsupported dtype %q (supported: f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1)", d)
+	}
+	switch d[0] {
+	case '<', '|', '=':
+		h.order = binary.LittleEndian
+	case '>':
+		h.order = binary.BigEndian
+	default:
+		return fmt.Errorf("npy: unsupported byte order in dtype %q", d)
+	}
+	h.dtype = dt
+	h.size = dt.Size()
+	return nil
+}
+
+// decode converts len(data) == count*size bytes to a tensor.
+func decode(h *header, data []byte) *tensor.Tensor {
+	t := tensor.New(h.dtype, h.shape)
+	o := h.order
+	for i := 0; i < h.count; i++ {
+		b := data[i*h.size:]
+		switch h.dtype {
+		case lang.F16:
+			t.F[i] = lang.F16ToFloat(o.Uint16(b))
+		case lang.F32:
+			t.F[i] = float64(math.Float32frombits(o.Uint32(b)))
+		case lang.F64:
+			t.F[i] = math.Float64frombits(o.Uint64(b))
+		case lang.I8:
+			t.I[i] = int64(int8(b[0]))
+		case lang.I16:
+			t.I[i] = int64(int16(o.Uint16(b)))
+		case lang.I32:
+			t.I[i] = int64(int32(o.Uint32(b)))
+		case lang.I64, lang.U64:
+			t.I[i] = int64(o.Uint64(b))
+		case lang.U8:
+			t.I[i] = int64(b[0])
+		case lang.U16:
+			t.I[i] = int64(o.Uint16(b))
+		case lang.U32:
+			t.I[i] = int64(o.Uint32(b))
+		case lang.Bool:
+			if b[0] != 0 {
+				t.I[i] = 1
+			}
+		}
+	}
+	return t
+}
+
+// Write writes t to w as a .npy array.
+func Write(w io.Writer, t *tensor.Tensor) error {
+	if err := check(t); err != nil {
+		return err
+	}
+	var descr string
+	dt := t.DType
+	switch dt {
+	case lang.F16:
+		descr = "<f2"
+	case lang.F32, lang.BF16:
+		descr, dt = "<f4", lang.F32
+	case lang.F64:
+		descr = "<f8"
+	case lang.I8:
+		descr = "|i1"
+	case lang.I16:
+		descr = "<i2"
+	case lang.I32:
+		descr = "<i4"
+	case lang.I64:
+		descr = "<i8"
+	case lang.U8:
+		descr = "|u1"
+	case lang.U16:
+		descr = "<u2"
+	case lang.U32:
+		descr = "<u4"
+	case lang.U64:
+		descr = "<u8"
+	case lang.Bool:
+		descr = "|b1"
+	}
+	var sb strings.Builder
+	sb.WriteString("{'descr': '" + descr + "', 'fortran_order': False, 'shape': (")
+	for i, d := range t.Shape {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(strconv.Itoa(d))
+	}
+	if len(t.Shape) == 1 {
+		sb.WriteString(",")
+	}
+	sb.WriteString("), }")
+	hdr := sb.String()
+	pre := 10
+	if len(hdr)+1+pre > maxV1Header {
+		pre = 12
+	}
+	pad := (headerAlign - (pre+len(hdr)+1)%headerAlign) % headerAlign
+	hdr += strings.Repeat(" ", pad) + "\n"
+	var out bytes.Buffer
+	out.WriteString(magic)
+	if pre == 10 {
+		out.Write([]byte{1, 0})
+		out.Write(binary.LittleEndian.AppendUint16(nil, uint16(len(hdr))))
+	} else {
+		out.Write([]byte{2, 0})
+		out.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(hdr))))
+	}
+	out.WriteString(hdr)
+	if _, err := w.Write(out.Bytes()); err != nil {
+		return err
+	}
+	size := dt.Size()
+	n := t.Len()
+	buf := make([]byte, 0, min(n*size, maxAllocChunk))
+	le := binary.LittleEndian
+	for i := 0; i < n; i++ {
+		switch dt {
+		case lang.F16:
+			buf = le.AppendUint16(buf, lang.FloatToF16(t.F[i]))
+		case lang.F32:
+			buf = le.AppendUint32(buf, math.Float32bits(float32(t.F[i])))
+		case lang.F64:
+			buf = le.AppendUint64(buf, math.Float64bits(t.F[i]))
+		case lang.I8, lang.U8, lang.Bool:
+			buf = append(buf, byte(t.I[i]))
+		case lang.I16, lang.U16:
+			buf = le.AppendUint16(buf, uint16(t.I[i]))
+		case lang.I32, lang.U32:
+			buf = le.AppendUint32(buf, uint32(t.I[i]))
+		case lang.I64, lang.U64:
+			buf = le.AppendUint64(buf, uint64(t.I[i]))
+		}
+		if len(buf)+8 > cap(buf) || i == n-1 {
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			buf = buf[:0]
+		}
+	}
+	return nil
+}
+
+// check rejects a tensor whose dtype, shape and data disagree.
+func check(t *tensor.Tensor) error {
+	if t == nil {
+		return errors.New("npy: nil tensor")
+	}
+	if t.DType.Size() == 0 {
+		return fmt.Errorf("npy: cannot write dtype %s", t.DType)
+	}
+	n := 1
+	for _, d := range t.Shape {
+		if d < 0 {
+			return fmt.Errorf("npy: negative extent in shape %v", t.Shape)
+		}
+		n *= d
+	}
+	if t.DType.IsFloat() && len(t.F) != n || !t.DType.IsFloat() && len(t.I) != n {
+		return fmt.Errorf("npy: %s tensor of shape %v has %d float and %d integer elements", t.DType, t.Shape, len(t.F), len(t.I))
+	}
+	return nil
+}
+
+// WriteFile writes t to the .npy file at path.
+func WriteFile(path string, t *tensor.Tensor) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	err = Write(bw, t)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ReadNPZ reads every array of the .npz file at path, keyed by name.
+func ReadNPZ(path string) (map[string]*tensor.Tensor, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	m, err := ReadNPZFrom(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// ReadNPZFrom reads every array of an .npz archive of the given size.
+func ReadNPZFrom(r io.ReaderAt, size int64) (map[string]*tensor.Tensor, error) {
+	zr, err := zip.NewReader(r, size)
+	if err != nil {
+		return nil, fmt.Errorf("npz: %w", err)
+	}
+	out := map[string]*tensor.Tensor{}
+	for _, f := range zr.File {
+		if strings.HasSuffix(f.Name, "/") {
+			continue // a directory entry
+		}
+		name := strings.TrimSuffix(f.Name, ".npy")
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("npz: duplicate member %q", f.Name)
+		}
+		t, err := readMember(f)
+		if err != nil {
+			return nil, fmt.Errorf("npz member %q: %w", f.Name, err)
+		}
+		out[name] = t
+	}
+	return out, nil
+}
+
+func readMember(f *zip.File) (*tensor.Tensor, error) {
+	rc, err := f.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	avail := int64(f.UncompressedSize64)
+	if f.UncompressedSize64 > math.MaxInt64 {
+		avail = math.MaxInt64
+	}
+	t, err := read(rc, avail, false)
+	if err != nil {
+		return nil, err
+	}
+	// Read to the end so that the zip reader verifies the checksum.
+	if _, err := io.Copy(io.Discard, io.LimitReader(rc, 1<<20)); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// WriteNPZ writes the tensors to the .npz file at path, as stored members
+// "name.npy" sorted by name.
+func WriteNPZ(path string, tensors map[string]*tensor.Tensor) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	err = writeNPZ(bw, tensors)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func writeNPZ(w io.Writer, tensors map[string]*tensor.Tensor) error {
+	names := make([]string, 0, len(tensors))
+	for n := range tensors {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	zw := zip.NewWriter(w)
+	for _, n := range names {
+		if n == "" {
+			return errors.New("npz: empty tensor name")
+		}
+		mw, err := zw.CreateHeader(&zip.FileHeader{Name: n + ".npy", Method: zip.Store})
+		if err != nil {
+			return err
+		}
+		if err := Write(mw, tensors[n]); err != nil {
+			return fmt.Errorf("npz member %q: %w", n, err)
+		}
+	}
+	return zw.Close()
+}
