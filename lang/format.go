@@ -19,7 +19,7 @@ const (
 func FormatExpr(e Expr) string {
 	var p printer
 	p.expr(e)
-	return p.String()
+	return unbroken(p.String())
 }
 
 // FormatShape prints a shape pattern, e.g. "[*A:axis, N, *B]".
@@ -80,7 +80,7 @@ func (fm *formatter) leading(pos Pos, allowBlank bool, indent string) {
 		fm.out.WriteString(indent + c.Text + "\n")
 		allowBlank = true
 	}
-	if first && allowBlank && pos.Line <= len(fm.lines) && fm.blankBefore(pos.Line) {
+	if allowBlank && pos.Line <= len(fm.lines) && fm.blankBefore(pos.Line) {
 		fm.out.WriteString("\n")
 	}
 }
@@ -117,12 +117,19 @@ func (fm *formatter) op(d *OpDecl) {
 	} else {
 		body.exprList("(", d.Bodies, ")")
 	}
-	oneLine := head.String() + " " + body.String()
+	oneLine := head.String() + " " + unbroken(body.String())
 	if len(d.Lets) == 0 && len(oneLine) <= lineWidth {
 		fm.emit(oneLine, d.Pos, "")
 		return
 	}
-	fm.emit(head.String(), d.Pos, "")
+	if h := head.String(); len(h) > lineWidth {
+		// Put the output shape on a line of its own.
+		at := strings.LastIndex(h, " -> ")
+		fm.emit(h[:at], d.Pos, "")
+		fm.out.WriteString(indentUnit + h[at+1:] + "\n")
+	} else {
+		fm.emit(h, d.Pos, "")
+	}
 	for _, l := range d.Lets {
 		var p printer
 		p.printf("let %s", l.Name)
@@ -134,10 +141,29 @@ func (fm *formatter) op(d *OpDecl) {
 		p.expr(l.Value)
 		p.printf(" in")
 		fm.leading(l.Pos, false, indentUnit)
-		fm.emit(p.String(), l.Pos, indentUnit)
+		fm.emit(breakLine(p.String(), indentUnit), l.Pos, indentUnit)
 	}
 	fm.leading(d.Bodies[0].ExprPos(), false, indentUnit)
-	fm.emit(body.String(), d.Bodies[0].ExprPos(), indentUnit)
+	fm.emit(breakLine(body.String(), indentUnit), d.Bodies[0].ExprPos(), indentUnit)
+}
+
+// lambdaBreak marks where a line may break: after the colon of a lambda
+// nested in another expression.
+const lambdaBreak = "\x00"
+
+func unbroken(s string) string { return strings.ReplaceAll(s, lambdaBreak, "") }
+
+// breakLine breaks a line that is too long after its first nested lambda's
+// colon, indenting the rest one more level.
+func breakLine(s, indent string) string {
+	if len(indent)+len(unbroken(s)) <= lineWidth {
+		return unbroken(s)
+	}
+	first, rest, ok := strings.Cut(s, lambdaBreak)
+	if !ok {
+		return s
+	}
+	return first + "\n" + indent + indentUnit + strings.TrimLeft(unbroken(rest), " ")
 }
 
 func (fm *formatter) model(d *ModelDecl) {
@@ -219,7 +245,7 @@ func (fm *formatter) stmt(s Stmt, indent string) {
 		fm.emit("}", s.End, indent)
 		return
 	}
-	fm.emit(p.String(), s.StmtPos(), indent)
+	fm.emit(unbroken(p.String()), s.StmtPos(), indent)
 }
 
 func (fm *formatter) ifStmt(s *IfStmt, indent, prefix string) {
@@ -258,7 +284,11 @@ func isElseIf(s Stmt) bool {
 	return ok
 }
 
-type printer struct{ b strings.Builder }
+type printer struct {
+	b      strings.Builder
+	nested int // depth of lambdas being printed
+	tight  int // > 0 inside + - or comparisons: print * / % without spaces
+}
 
 func (p *printer) String() string { return p.b.String() }
 
@@ -363,17 +393,29 @@ func (p *printer) expr(e Expr) {
 	case *Ident:
 		p.printf("%s", e.Name)
 	case *Paren:
+		saved := p.tight
+		p.tight = 0
 		p.printf("(")
 		p.expr(e.X)
 		p.printf(")")
+		p.tight = saved
 	case *List:
 		p.exprList("[", e.Elems, "]")
 	case *Unary:
 		p.printf("%s", e.Op)
 		p.expr(e.X)
 	case *Binary:
+		multiplicative := e.Op == "*" || e.Op == "/" || e.Op == "%"
+		if !multiplicative {
+			p.tight++
+			defer func() { p.tight-- }()
+		}
 		p.expr(e.L)
-		p.printf(" %s ", e.Op)
+		if multiplicative && p.tight > 0 {
+			p.printf("%s", e.Op)
+		} else {
+			p.printf(" %s ", e.Op)
+		}
 		p.expr(e.R)
 	case *Call:
 		if e.Opaque {
@@ -431,8 +473,14 @@ func (p *printer) expr(e Expr) {
 				p.dimPat(*v.Bound)
 			}
 		}
-		p.printf(": ")
+		p.printf(":")
+		if p.nested > 0 {
+			p.printf(lambdaBreak)
+		}
+		p.printf(" ")
+		p.nested++
 		p.expr(e.Body)
+		p.nested--
 	}
 }
 

@@ -140,7 +140,11 @@ func (b *builder) op(g *gOp) *lang.OpDecl {
 		op.Outputs = append(op.Outputs, b.tensor(t))
 	}
 	for _, l := range g.Lets {
-		op.Lets = append(op.Lets, &lang.LetDecl{Pos: pos(l.Pos), Name: b.name(l.Pos, l.Name), Shape: b.dims(l.Shape), Value: b.expr(l.Value)})
+		let := &lang.LetDecl{Pos: pos(l.Pos), Name: b.name(l.Pos, l.Name), Value: b.expr(l.Value)}
+		if l.Shape != nil {
+			let.Shape = append(b.dims(l.Shape.Dims), []lang.DimPat{}...) // non-nil, even when empty
+		}
+		op.Lets = append(op.Lets, let)
 	}
 	for _, e := range g.Bodies {
 		op.Bodies = append(op.Bodies, b.expr(e))

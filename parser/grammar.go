@@ -71,9 +71,13 @@ type gDimPat struct {
 
 type gLet struct {
 	Pos   lexer.Position
-	Name  string     `parser:"'let' @Ident"`
-	Shape []*gDimPat `parser:"( ':' '[' ( @@ ( ',' @@ )* )? ']' )? '='"`
+	Name  string      `parser:"'let' @Ident"`
+	Shape *gShapeList `parser:"( ':' @@ )? '='"`
 	Value *gExpr     `parser:"@@ 'in'"`
+}
+
+type gShapeList struct {
+	Dims []*gDimPat `parser:"'[' ( @@ ( ',' @@ )* )? ']'"`
 }
 
 type gModel struct {

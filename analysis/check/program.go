@@ -214,15 +214,25 @@ func instanceKey(decl *lang.OpDecl, attrs map[string]cval, inputs []TensorType) 
 }
 
 // Check checks every operator of the file on its own (symbolic shapes,
-// default attributes), every model with its default attributes, and every
+// default attributes), every model with its default attributes (set
+// overrides them for the model named model, or for the only one), and every
 // rule.
-func (m *Module) Check() error {
+func (m *Module) Check(model string, set map[string]ir.AttrValue) error {
 	var errs lang.ErrorList
 	for _, op := range m.File.Ops {
 		m.prog.checkOp(op, &errs)
 	}
+	if model != "" {
+		if _, err := m.findModel(model); err != nil {
+			errs.Append(err)
+		}
+	}
 	for _, md := range m.File.Models {
-		if _, err := m.elaborate(md, nil); err != nil {
+		var over map[string]ir.AttrValue
+		if md.Name == model || (model == "" && len(m.File.Models) == 1) {
+			over = set
+		}
+		if _, err := m.elaborate(md, over); err != nil {
 			errs.Append(err)
 		}
 	}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"tofuc/analysis/check"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+)
+
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	fs := flagSet("check", stderr)
+	asJSON := fs.Bool("json", false, "print diagnostics as JSON on stdout")
+	model := fs.String("model", "", "the model to check with --set (default: the only one)")
+	sets := fs.StringArray("set", nil, "override a model attribute, NAME=VALUE (repeatable)")
+	if status, done := parseFlags(fs, args, stdout); done {
+		return status
+	}
+	if fs.NArg() == 0 {
+		return usageError(stderr, "check", "no files given")
+	}
+	set, err := parseSets(*sets)
+	if err != nil {
+		return usageError(stderr, "check", "%v", err)
+	}
+	prog, err := check.NewProgram()
+	var errs lang.ErrorList
+	errs.Append(err)
+	for _, path := range fs.Args() {
+		m, err := prog.Load(path)
+		if err != nil {
+			errs.Append(err)
+			continue
+		}
+		errs.Append(m.Check(*model, set))
+	}
+	errs = errs.Sort()
+	if *asJSON {
+		writeDiagnosticsJSON(stdout, errs)
+	} else {
+		printDiagnostics(stderr, errs)
+	}
+	if len(errs) > 0 {
+		return exitUser
+	}
+	return exitOK
+}
+
+func printDiagnostics(w io.Writer, errs lang.ErrorList) {
+	if len(errs) > 0 {
+		fmt.Fprintln(w, errs.Error())
+	}
+}
+
+type diagnostic struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Col     int    `json:"col"`
+	Message string `json:"message"`
+}
+
+func writeDiagnosticsJSON(w io.Writer, errs lang.ErrorList) {
+	out := struct {
+		Diagnostics []diagnostic `json:"diagnostics"`
+	}{Diagnostics: []diagnostic{}}
+	for _, e := range errs {
+		out.Diagnostics = append(out.Diagnostics, diagnostic{File: e.Pos.File, Line: e.Pos.Line, Col: e.Pos.Col, Message: e.Msg})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(out)
+}
+
+// parseSets parses repeated NAME=VALUE model attribute overrides.
+func parseSets(sets []string) (map[string]ir.AttrValue, error) {
+	out := map[string]ir.AttrValue{}
+	for _, s := range sets {
+		name, value, ok := strings.Cut(s, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--set %q: expected NAME=VALUE", s)
+		}
+		v, err := parseAttrValue(strings.TrimSpace(value))
+		if err != nil {
+			return nil, fmt.Errorf("--set %s: %v", name, err)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+// parseAttrValue reads an attribute value written on the command line: an
+// integer, a float, true or false, a list [a, b, ...], or else a string.
+func parseAttrValue(s string) (ir.AttrValue, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return ir.AttrValue{Kind: ir.AttrInt, Int: n}, nil
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return ir.AttrValue{Kind: ir.AttrFloat, Float: f}, nil
+	}
+	switch s {
+	case "true", "false":
+		return ir.AttrValue{Kind: ir.AttrBool, Bool: s == "true"}, nil
+	}
+	if strings.HasPrefix(s, "[") {
+		if !strings.HasSuffix(s, "]") {
+			return ir.AttrValue{}, fmt.Errorf("unterminated list %q", s)
+		}
+		list := ir.AttrValue{Kind: ir.AttrList}
+		inner := strings.TrimSpace(s[1 : len(s)-1])
+		if inner == "" {
+			return list, nil
+		}
+		for _, part := range strings.Split(inner, ",") {
+			v, err := parseAttrValue(strings.TrimSpace(part))
+			if err != nil {
+				return list, err
+			}
+			list.List = append(list.List, v)
+		}
+		return list, nil
+	}
+	if unq, err := strconv.Unquote(s); err == nil {
+		s = unq
+	}
+	return ir.AttrValue{Kind: ir.AttrString, Str: s}, nil
+}

@@ -1,0 +1,148 @@
+// Command tofuc compiles TDL: it checks and formats .tdl files, evaluates
+// operators and models with the reference interpreter, and (in later
+// stages) partitions, rewrites and lowers them. `tofuc help` lists the
+// commands.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// Exit statuses (docs/cli.md).
+const (
+	exitOK    = 0
+	exitUser  = 1 // an error in the user's input, or a failed check
+	exitUsage = 2 // a usage error
+)
+
+type command struct {
+	name    string
+	summary string
+	usage   string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+var commands map[string]*command
+
+func init() {
+	commands = map[string]*command{}
+	for _, c := range []*command{
+		{"check", "parse and check TDL files", "tofuc check [--json] [--model NAME] [--set NAME=VALUE]... FILE...", runCheck},
+		{"fmt", "format TDL files canonically", "tofuc fmt [-w | -l | -d] FILE...", runFmt},
+		{"eval", "evaluate an operator or a model with the reference interpreter", "tofuc eval FILE [--model NAME | --op NAME] [--set NAME=VALUE]... [--attr NAME=VALUE]... --in NAME=PATH.npy ... [--params PATH.npz] [--seed N] --out DIR", runEval},
+		{"version", "print tofuc's version and the tools it finds", "tofuc version", runVersion},
+		{"help", "show help for tofuc or one command", "tofuc help [COMMAND]", runHelp},
+	} {
+		commands[c.name] = c
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printUsage(stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "--help":
+		printUsage(stdout)
+		return exitOK
+	case "-v", "--version":
+		name = "version"
+	}
+	c, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "tofuc: unknown command %q\n", name)
+		if s := suggestCommand(name); s != "" {
+			fmt.Fprintf(stderr, "Did you mean %q?\n", s)
+		}
+		fmt.Fprintln(stderr, "Run 'tofuc help' for the list of commands.")
+		return exitUsage
+	}
+	return c.run(args[1:], stdout, stderr)
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "tofuc compiles TDL, a tensor description language.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: tofuc COMMAND [ARGUMENTS]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'tofuc help COMMAND' for a command's flags.")
+}
+
+func suggestCommand(name string) string {
+	for n := range commands {
+		if strings.HasPrefix(n, name) || strings.HasPrefix(name, n) {
+			return n
+		}
+	}
+	return ""
+}
+
+func runHelp(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printUsage(stdout)
+		return exitOK
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "tofuc help: unknown command %q\n", args[0])
+		return exitUsage
+	}
+	return c.run([]string{"--help"}, stdout, stderr)
+}
+
+// flagSet makes a flag set whose errors and --help follow tofuc's
+// conventions.
+func flagSet(c string, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(c, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SortFlags = false
+	fs.Usage = func() {
+		cmd := commands[c]
+		fmt.Fprintf(stderr, "%s: %s\n\nUsage: %s\n\nFlags:\n%s", cmd.name, cmd.summary, cmd.usage, fs.FlagUsages())
+	}
+	return fs
+}
+
+// parseFlags parses args; it returns done with the exit status when the
+// command should stop (a usage error, or --help).
+func parseFlags(fs *pflag.FlagSet, args []string, stdout io.Writer) (status int, done bool) {
+	err := fs.Parse(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		return exitOK, true
+	}
+	if err != nil {
+		fmt.Fprintf(fs.Output(), "tofuc %s: %v\n", fs.Name(), err)
+		fmt.Fprintf(fs.Output(), "Run 'tofuc help %s' for usage.\n", fs.Name())
+		return exitUsage, true
+	}
+	return exitOK, false
+}
+
+func usageError(stderr io.Writer, cmd, format string, args ...any) int {
+	fmt.Fprintf(stderr, "tofuc %s: %s\n", cmd, fmt.Sprintf(format, args...))
+	fmt.Fprintf(stderr, "Run 'tofuc help %s' for usage.\n", cmd)
+	return exitUsage
+}

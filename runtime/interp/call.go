@@ -1,0 +1,143 @@
+package interp
+
+import (
+	"fmt"
+	"math"
+
+	"tofuc/lang"
+	"tofuc/lang/ir"
+)
+
+var unaryMath = map[string]func(float64) float64{
+	"exp":        math.Exp,
+	"log":        math.Log,
+	"sqrt":       math.Sqrt,
+	"rsqrt":      func(x float64) float64 { return 1 / math.Sqrt(x) },
+	"tanh":       math.Tanh,
+	"sigmoid":    func(x float64) float64 { return 1 / (1 + math.Exp(-x)) },
+	"erf":        math.Erf,
+	"abs":        math.Abs,
+	"sin":        math.Sin,
+	"cos":        math.Cos,
+	"tan":        math.Tan,
+	"asin":       math.Asin,
+	"acos":       math.Acos,
+	"atan":       math.Atan,
+	"sinh":       math.Sinh,
+	"cosh":       math.Cosh,
+	"asinh":      math.Asinh,
+	"acosh":      math.Acosh,
+	"atanh":      math.Atanh,
+	"floor":      math.Floor,
+	"ceil":       math.Ceil,
+	"round":      math.RoundToEven,
+	"sign":       fsign,
+	"reciprocal": func(x float64) float64 { return 1 / x },
+	"isnan":      func(x float64) float64 { return float64(b2i(math.IsNaN(x))) },
+	"isinf":      func(x float64) float64 { return float64(b2i(math.IsInf(x, 0))) },
+}
+
+var binaryMath = map[string]func(float64, float64) float64{
+	"pow":   math.Pow,
+	"max":   math.Max,
+	"min":   math.Min,
+	"atan2": math.Atan2,
+}
+
+func fsign(x float64) float64 {
+	switch {
+	case x > 0:
+		return 1
+	case x < 0:
+		return -1
+	}
+	return x // 0, -0 or NaN
+}
+
+func (c *compiler) call(e *ir.Call) (code, error) {
+	arity, ok := ir.MathFuncs[e.Fn]
+	if !ok {
+		return code{}, fmt.Errorf("unknown function %s", e.Fn)
+	}
+	if len(e.Args) != arity {
+		return code{}, fmt.Errorf("%s takes %d arguments, got %d", e.Fn, arity, len(e.Args))
+	}
+	args := make([]code, len(e.Args))
+	p := e.Args[0].Type()
+	for i, a := range e.Args {
+		x, err := c.compile(a)
+		if err != nil {
+			return code{}, err
+		}
+		args[i] = x
+		p = lang.Promote(p, a.Type())
+	}
+	if !p.IsFloat() {
+		switch e.Fn {
+		case "abs", "max", "min", "sign":
+			return convert(code{i: intCall(e.Fn, p, args, e.Args)}, p, e.T, false), nil
+		case "isnan", "isinf":
+			return convert(code{i: func(*frame) int64 { return 0 }}, lang.Bool, e.T, false), nil
+		}
+	}
+	if arity == 1 {
+		fn := unaryMath[e.Fn]
+		x := asFloat(args[0], e.Args[0].Type())
+		out := func(f *frame) float64 { return fn(x(f)) }
+		if e.Fn == "isnan" || e.Fn == "isinf" {
+			return convert(code{i: func(f *frame) int64 { return int64(out(f)) }}, lang.Bool, e.T, false), nil
+		}
+		return convert(code{f: out}, lang.F64, e.T, false), nil
+	}
+	fn := binaryMath[e.Fn]
+	x, y := asFloat(args[0], e.Args[0].Type()), asFloat(args[1], e.Args[1].Type())
+	return convert(code{f: func(f *frame) float64 { return fn(x(f), y(f)) }}, lang.F64, e.T, false), nil
+}
+
+// intCall computes abs, max, min or sign on integers of dtype p.
+func intCall(fn string, p lang.DType, args []code, exprs []ir.Expr) iexpr {
+	a := convert(args[0], exprs[0].Type(), p, false).i
+	unsigned := p == lang.U64 || !p.IsSigned()
+	switch fn {
+	case "abs":
+		return func(f *frame) int64 {
+			v := a(f)
+			if v < 0 && !unsigned {
+				v = -v
+			}
+			return p.WrapInt(v)
+		}
+	case "sign":
+		return func(f *frame) int64 {
+			v := a(f)
+			switch {
+			case v == 0:
+				return 0
+			case v < 0 && !unsigned:
+				return p.WrapInt(-1)
+			}
+			return 1
+		}
+	}
+	b := convert(args[1], exprs[1].Type(), p, false).i
+	less := func(x, y int64) bool { return x < y }
+	if p == lang.U64 {
+		less = func(x, y int64) bool { return uint64(x) < uint64(y) }
+	}
+	if fn == "max" {
+		return func(f *frame) int64 {
+			x, y := a(f), b(f)
+			if less(x, y) {
+				return y
+			}
+			return x
+		}
+	}
+	return func(f *frame) int64 {
+		x, y := a(f), b(f)
+		if less(y, x) {
+			return y
+		}
+		return x
+	}
+}

@@ -1,0 +1,330 @@
+package interp
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/runtime/tensor"
+)
+
+// EvalInstance evaluates inst on inputs (matched to inst.Inputs by
+// position) with the shape symbols in syms, and returns its outputs in
+// order. See the package comment for the semantics.
+func EvalInstance(inst *ir.Instance, inputs []*tensor.Tensor, syms map[string]int64) ([]*tensor.Tensor, error) {
+	return evalInstance(inst, inputs, syms, nil, 0)
+}
+
+// evalInstance binds symbols from syms first, then from the input shapes,
+// then from fallback; workers <= 0 means GOMAXPROCS.
+func evalInstance(inst *ir.Instance, inputs []*tensor.Tensor, syms, fallback map[string]int64, workers int) ([]*tensor.Tensor, error) {
+	if len(inputs) != len(inst.Inputs) {
+		return nil, lang.Errorf(inst.Pos, "%s takes %d inputs, got %d", inst.Op, len(inst.Inputs), len(inputs))
+	}
+	env := map[string]int64{}
+	for k, v := range syms {
+		env[k] = v
+	}
+	var shapes []shapeUse
+	for i, in := range inst.Inputs {
+		x := inputs[i]
+		if err := wellFormed(x); err != nil {
+			return nil, lang.Errorf(inst.Pos, "%s: input %s: %v", inst.Op, in.Name, err)
+		}
+		if x.DType != in.DType {
+			return nil, lang.Errorf(inst.Pos, "%s: input %s is %s, want %s", inst.Op, in.Name, x.DType, in.DType)
+		}
+		shapes = append(shapes, shapeUse{"input " + in.Name, in.Shape, x.Shape})
+	}
+	if err := bindShapes(env, shapes, fallback); err != nil {
+		return nil, lang.Errorf(inst.Pos, "%s: %v", inst.Op, err)
+	}
+	c := &compiler{
+		syms:    env,
+		slots:   map[*ir.Var]int{},
+		tensors: map[*ir.Tensor]*tensor.Tensor{},
+		byName:  map[string]*tensor.Tensor{},
+	}
+	for i, in := range inst.Inputs {
+		c.tensors[in] = inputs[i]
+		c.byName[in.Name] = inputs[i]
+	}
+	defs := append(append([]*ir.Def{}, inst.Locals...), inst.Outputs...)
+	for _, d := range defs {
+		shape := make([]int, len(d.Tensor.Shape))
+		for i, dim := range d.Tensor.Shape {
+			n, err := c.dim(dim, d.Pos)
+			if err != nil {
+				return nil, err
+			}
+			if n < 0 {
+				return nil, lang.Errorf(d.Pos, "tensor %s has a negative extent: %s = %d", d.Tensor.Name, dim, n)
+			}
+			shape[i] = int(n)
+		}
+		if d.Tensor.DType.Size() == 0 {
+			return nil, lang.Errorf(d.Pos, "tensor %s has invalid dtype %s", d.Tensor.Name, d.Tensor.DType)
+		}
+		t := tensor.New(d.Tensor.DType, shape)
+		c.tensors[d.Tensor] = t
+		c.byName[d.Tensor.Name] = t
+	}
+	for _, d := range defs {
+		p, err := c.def(d)
+		if err != nil {
+			var le *lang.Error
+			if e, ok := err.(*lang.Error); ok {
+				le = e
+			} else {
+				le = lang.Errorf(d.Pos, "%v", err)
+			}
+			if !le.Pos.IsValid() {
+				le.Pos = d.Pos
+			}
+			return nil, le
+		}
+		if err := p.run(len(c.ext), workers); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]*tensor.Tensor, len(inst.Outputs))
+	for i, d := range inst.Outputs {
+		out[i] = c.tensors[d.Tensor]
+	}
+	return out, nil
+}
+
+// wellFormed checks that t's data matches its dtype and shape.
+func wellFormed(t *tensor.Tensor) error {
+	if t == nil {
+		return fmt.Errorf("nil tensor")
+	}
+	if t.DType.Size() == 0 {
+		return fmt.Errorf("invalid dtype %s", t.DType)
+	}
+	n := 1
+	for _, d := range t.Shape {
+		if d < 0 {
+			return fmt.Errorf("negative extent in shape %v", t.Shape)
+		}
+		n *= d
+	}
+	if t.DType.IsFloat() && len(t.F) != n || !t.DType.IsFloat() && len(t.I) != n {
+		return fmt.Errorf("%s tensor of shape %v holds %d float and %d integer elements", t.DType, t.Shape, len(t.F), len(t.I))
+	}
+	return nil
+}
+
+// shapeUse is a declared shape and the actual shape of a value.
+type shapeUse struct {
+	what     string
+	declared []lang.Dim
+	actual   []int
+}
+
+// bindShapes binds the symbols of the declared shapes that env lacks by
+// solving against the actual shapes (then from fallback), and checks every
+// dimension.
+func bindShapes(env map[string]int64, uses []shapeUse, fallback map[string]int64) error {
+	for _, u := range uses {
+		if len(u.declared) != len(u.actual) {
+			return fmt.Errorf("%s has shape %v, want rank %d %s", u.what, u.actual, len(u.declared), lang.ShapeString(u.declared))
+		}
+	}
+	for progress := true; progress; {
+		progress = false
+		for _, u := range uses {
+			for i, d := range u.declared {
+				coefs, k, ok := d.Linear()
+				if !ok {
+					continue
+				}
+				var free string
+				rest := int64(u.actual[i]) - k
+				nfree := 0
+				for s, a := range coefs {
+					if v, ok := env[s]; ok {
+						rest -= a * v
+					} else {
+						free = s
+						nfree++
+					}
+				}
+				if nfree != 1 {
+					continue
+				}
+				a := coefs[free]
+				if rest%a != 0 {
+					return fmt.Errorf("%s: dimension %d is %d, which is not %s for any integer %s", u.what, i, u.actual[i], d, free)
+				}
+				env[free] = rest / a
+				progress = true
+			}
+		}
+	}
+	for s, v := range fallback {
+		if _, ok := env[s]; !ok {
+			env[s] = v
+		}
+	}
+	for _, u := range uses {
+		for i, d := range u.declared {
+			n, err := d.Eval(env)
+			if err != nil {
+				return fmt.Errorf("%s: dimension %d (%s): %v", u.what, i, d, err)
+			}
+			if n != int64(u.actual[i]) {
+				return fmt.Errorf("%s has shape %v, want %s = %d in dimension %d (with %s)", u.what, u.actual, d, n, i, symString(env, d.Symbols()))
+			}
+		}
+	}
+	return nil
+}
+
+func symString(env map[string]int64, syms []string) string {
+	sort.Strings(syms)
+	parts := make([]string, len(syms))
+	for i, s := range syms {
+		parts[i] = fmt.Sprintf("%s = %d", s, env[s])
+	}
+	if len(parts) == 0 {
+		return "no symbols"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// defPlan is a compiled Def.
+type defPlan struct {
+	t     *tensor.Tensor
+	slots []int
+	exts  []int64
+	store func(off int, f *frame)
+}
+
+func (c *compiler) def(d *ir.Def) (*defPlan, error) {
+	t := c.tensors[d.Tensor]
+	if len(d.Vars) != len(t.Shape) {
+		return nil, lang.Errorf(d.Pos, "tensor %s of rank %d is defined with %d index variables", d.Tensor.Name, len(t.Shape), len(d.Vars))
+	}
+	slots, exts, err := c.bind(d.Vars, d.Pos)
+	if err != nil {
+		return nil, err
+	}
+	defer c.unbind(slots)
+	for i, n := range exts {
+		if n != int64(t.Shape[i]) {
+			return nil, lang.Errorf(d.Pos, "index variable %s ranges over %d values, but dimension %d of %s has %d", d.Vars[i].Name, n, i, d.Tensor.Name, t.Shape[i])
+		}
+	}
+	body, err := c.compile(d.Body)
+	if err != nil {
+		return nil, err
+	}
+	body = convert(body, d.Body.Type(), t.DType, true)
+	p := &defPlan{t: t, slots: slots, exts: exts}
+	if t.DType.IsFloat() {
+		data, b := t.F, body.f
+		p.store = func(off int, f *frame) { data[off] = b(f) }
+	} else {
+		data, b := t.I, body.i
+		p.store = func(off int, f *frame) { data[off] = b(f) }
+	}
+	return p, nil
+}
+
+// run evaluates the plan's elements, split among workers goroutines.
+func (p *defPlan) run(nslots, workers int) error {
+	total := p.t.Len()
+	if total == 0 {
+		return nil
+	}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, total)
+	chunk := max(1, total/(workers*8))
+	var (
+		next    atomic.Int64
+		stop    atomic.Bool
+		errOnce sync.Once
+		first   error
+		wg      sync.WaitGroup
+	)
+	work := func() {
+		defer wg.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				err, ok := r.(evalError)
+				var e error = err.err
+				if !ok {
+					e = fmt.Errorf("interp: internal error: %v\n%s", r, debug.Stack())
+				}
+				errOnce.Do(func() { first = e })
+				stop.Store(true)
+			}
+		}()
+		f := &frame{v: make([]int64, nslots)}
+		for !stop.Load() {
+			lo := int(next.Add(int64(chunk))) - chunk
+			if lo >= total {
+				return
+			}
+			p.chunk(f, lo, min(lo+chunk, total))
+		}
+	}
+	wg.Add(workers)
+	for i := 1; i < workers; i++ {
+		go work()
+	}
+	work()
+	wg.Wait()
+	return first
+}
+
+// chunk evaluates the elements at flat positions [lo, hi).
+func (p *defPlan) chunk(f *frame, lo, hi int) {
+	r := len(p.slots)
+	if r == 0 {
+		p.store(0, f)
+		return
+	}
+	idx := make([]int64, r)
+	rem := int64(lo)
+	for d := r - 1; d >= 0; d-- {
+		idx[d] = rem % p.exts[d]
+		rem /= p.exts[d]
+		f.v[p.slots[d]] = idx[d]
+	}
+	last, el := p.slots[r-1], p.exts[r-1]
+	off := lo
+	for {
+		for k := idx[r-1]; k < el; k++ {
+			if off >= hi {
+				return
+			}
+			f.v[last] = k
+			p.store(off, f)
+			off++
+		}
+		idx[r-1] = 0
+		d := r - 2
+		for ; d >= 0; d-- {
+			idx[d]++
+			if idx[d] < p.exts[d] {
+				f.v[p.slots[d]] = idx[d]
+				break
+			}
+			idx[d] = 0
+			f.v[p.slots[d]] = 0
+		}
+		if d < 0 {
+			return
+		}
+	}
+}
