@@ -375,9 +375,16 @@ func addConst(ev *evaluator, c *lang.Call, v cval, k int64) cval {
 	return dimVal(ev.dimOf(c, v).Add(lang.Const(k)))
 }
 
-type sliceSpec struct{ start, step, count int64 }
+type sliceSpec struct {
+	start lang.Dim
+	step  int64
+	count lang.Dim
+	whole bool // the axis is not sliced
+}
 
-// slices resolves ONNX Slice parameters against constant extents.
+// slices resolves ONNX Slice parameters. With constant extents, negative
+// and out-of-range starts and ends follow ONNX's clamping; with symbolic
+// extents, starts and ends must be non-negative and the step positive.
 func (ev *evaluator) slices(c *lang.Call, S []cval, starts, ends, axesV, stepsV cval) []sliceSpec {
 	st, en := ev.intList(c, starts), ev.intList(c, ends)
 	axesIn, steps := ev.intList(c, axesV), ev.intList(c, stepsV)
@@ -398,27 +405,41 @@ func (ev *evaluator) slices(c *lang.Call, S []cval, starts, ends, axesV, stepsV 
 	axes := ev.normAxes(c, axesIn, len(S), false)
 	specs := make([]sliceSpec, len(S))
 	for i := range specs {
-		specs[i] = sliceSpec{start: 0, step: 1, count: -1}
+		specs[i] = sliceSpec{whole: true}
 	}
 	for j, ax := range axes {
-		n, ok := ev.dimOf(c, S[ax]).IsConst()
-		if !ok {
-			ev.fail(c.Pos, "slice along axis %d needs a constant extent, found %s", ax, S[ax].dim)
-		}
-		s, e, k := st[j], en[j], steps[j]
-		if k == 0 {
+		if steps[j] == 0 {
 			ev.fail(c.Pos, "slice: step 0")
 		}
-		s, e = clampSlice(s, n, k), clampSlice(e, n, k)
-		count := int64(0)
-		if k > 0 && e > s {
-			count = (e - s + k - 1) / k
-		} else if k < 0 && s > e {
-			count = (s - e - k - 1) / -k
-		}
-		specs[ax] = sliceSpec{start: s, step: k, count: count}
+		specs[ax] = ev.sliceAxis(c, ev.dimOf(c, S[ax]), st[j], en[j], steps[j])
 	}
 	return specs
+}
+
+// bigEnd is where an ONNX end means "to the end" (INT_MAX and the like).
+const bigEnd = 1 << 31
+
+func (ev *evaluator) sliceAxis(c *lang.Call, extent lang.Dim, s, e, k int64) sliceSpec {
+	n, constant := extent.IsConst()
+	if !constant {
+		if s < 0 || e < 0 || k < 0 {
+			ev.fail(c.Pos, "slice of the symbolic extent %s needs non-negative starts and ends and a positive step", extent)
+		}
+		start := lang.Const(s).Min(extent)
+		end := extent
+		if e < bigEnd {
+			end = lang.Const(e).Min(extent)
+		}
+		return sliceSpec{start: start, step: k, count: end.Sub(start).CeilDiv(k).Max(lang.Const(0))}
+	}
+	s, e = clampSlice(s, n, k), clampSlice(e, n, k)
+	count := int64(0)
+	if k > 0 && e > s {
+		count = (e - s + k - 1) / k
+	} else if k < 0 && s > e {
+		count = (s - e - k - 1) / -k
+	}
+	return sliceSpec{start: lang.Const(s), step: k, count: lang.Const(count)}
 }
 
 // clampSlice applies ONNX's rules for out-of-range starts and ends.
@@ -437,10 +458,10 @@ func biSliceDims(ev *evaluator, c *lang.Call, a []cval) cval {
 	specs := ev.slices(c, S, a[1], a[2], a[3], a[4])
 	out := cval{kind: cList}
 	for i, s := range specs {
-		if s.count < 0 {
+		if s.whole {
 			out.list = append(out.list, S[i])
 		} else {
-			out.list = append(out.list, intVal(s.count))
+			out.list = append(out.list, dimVal(s.count))
 		}
 	}
 	return out
@@ -455,21 +476,12 @@ func biSliceIndex(ev *evaluator, c *lang.Call, a []cval) cval {
 	out := cval{kind: cList}
 	for i, s := range specs {
 		e := ev.index(c, o[i])
-		out.list = append(out.list, idxVal(idxAdd(idxMul(e, s.step), idxConst(s.start))))
+		if !s.whole {
+			e = idxAdd(idxMul(e, s.step), idxDim(s.start))
+		}
+		out.list = append(out.list, idxVal(e))
 	}
 	return out
-}
-
-// index returns an index expression, converting integers to constants.
-func (ev *evaluator) index(c *lang.Call, v cval) ir.Expr {
-	switch v.kind {
-	case cIndex:
-		return v.exprs[0]
-	case cInt:
-		return idxDim(v.dim)
-	}
-	ev.fail(c.Pos, "%s expects index expressions, found %s %s", c.Name, v.kind, v)
-	return nil
 }
 
 // reshape_dims(S, shape) resolves ONNX Reshape's target: 0 copies the input
@@ -551,8 +563,12 @@ func biUnravel(ev *evaluator, c *lang.Call, a []cval) cval {
 	return out
 }
 
+// mul_each(S, k) multiplies elementwise; an empty k leaves S as it is.
 func biMulEach(ev *evaluator, c *lang.Call, a []cval) cval {
 	l, k := ev.list(c, a[0]), ev.list(c, a[1])
+	if len(k) == 0 {
+		return a[0]
+	}
 	if len(l) != len(k) {
 		ev.fail(c.Pos, "mul_each: lists of %d and %d", len(l), len(k))
 	}
@@ -585,4 +601,16 @@ func biRange(ev *evaluator, c *lang.Call, a []cval) cval {
 		out.list = append(out.list, intVal(i))
 	}
 	return out
+}
+
+// index returns an index expression, converting integers to constants.
+func (ev *evaluator) index(c *lang.Call, v cval) ir.Expr {
+	switch v.kind {
+	case cIndex:
+		return v.exprs[0]
+	case cInt:
+		return idxDim(v.dim)
+	}
+	ev.fail(c.Pos, "%s expects index expressions, found %s %s", c.Name, v.kind, v)
+	return nil
 }
