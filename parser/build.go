@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -32,6 +33,9 @@ func Parse(path string, src []byte) (f *lang.File, err error) {
 			f, err = nil, lang.ErrorList{lang.Errorf(lang.Pos{File: path}, "internal parser error: %v", r)}
 		}
 	}()
+	if at, deep := tooDeep(path, src); deep {
+		return nil, lang.ErrorList{lang.Errorf(pos(at), "syntax error: nested more than %d deep", maxNesting)}
+	}
 	g, perr := tdlParser.ParseBytes(path, src)
 	if perr != nil {
 		return nil, lang.ErrorList{syntaxError(path, perr)}
@@ -43,10 +47,34 @@ func Parse(path string, src []byte) (f *lang.File, err error) {
 	return f, b.errs.Err()
 }
 
+// grammarNames renames the grammar's node types in participle's messages.
+var grammarNames = regexp.MustCompile(`\bG([A-Z][A-Za-z]*)\b`)
+
+var readableNames = map[string]string{
+	"Expr": "expression", "Binary": "expression", "Arith": "expression", "AttrExpr": "value",
+	"Unary": "operand", "Primary": "operand", "Suffix": "index", "IndexElem": "index",
+	"Call": "call", "AttrArgs": "attributes", "AttrArg": "attribute", "AttrDecls": "attributes",
+	"AttrDecl": "attribute", "AttrList": "list", "Tensor": "tensor", "DimPat": "dimension",
+	"ShapeList": "shape", "Lambda": "lambda", "ParamVar": "variable", "OpTerm": "operator",
+	"ArithTerm": "operator", "Let": "let", "Stmt": "statement", "BlockBody": "block",
+	"Return": "return", "For": "for", "If": "if", "Block": "block", "Param": "param",
+	"Assign": "assignment", "Decl": "declaration", "Op": "op", "Model": "model", "Rule": "rule",
+	"Import": "import",
+}
+
+func readable(msg string) string {
+	return grammarNames.ReplaceAllStringFunc(msg, func(g string) string {
+		if r, ok := readableNames[g[1:]]; ok {
+			return r
+		}
+		return strings.ToLower(g[1:])
+	})
+}
+
 func syntaxError(path string, err error) *lang.Error {
 	var pe participle.Error
 	if errors.As(err, &pe) {
-		return &lang.Error{Pos: pos(pe.Position()), Msg: "syntax error: " + pe.Message()}
+		return &lang.Error{Pos: pos(pe.Position()), Msg: "syntax error: " + readable(pe.Message())}
 	}
 	return lang.Errorf(lang.Pos{File: path}, "syntax error: %v", err)
 }

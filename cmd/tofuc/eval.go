@@ -1,7 +1,254 @@
 package main
 
-import "io"
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"tofuc/analysis/check"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/runtime/interp"
+	"tofuc/runtime/npy"
+	"tofuc/runtime/tensor"
+)
+
+type evalFlags struct {
+	model, op, out, params string
+	sets, attrs, ins       []string
+	seed                   uint64
+	random                 bool
+}
 
 func runEval(args []string, stdout, stderr io.Writer) int {
-	return usageError(stderr, "eval", "not available yet")
+	fs := flagSet("eval", stderr)
+	var f evalFlags
+	fs.StringVar(&f.model, "model", "", "the model to evaluate (default: the only one)")
+	fs.StringVar(&f.op, "op", "", "evaluate this operator instead of a model")
+	fs.StringArrayVar(&f.sets, "set", nil, "override a model attribute, NAME=VALUE (repeatable)")
+	fs.StringArrayVar(&f.attrs, "attr", nil, "an attribute of the --op operator, NAME=VALUE (repeatable)")
+	fs.StringArrayVar(&f.ins, "in", nil, "an input, NAME=PATH.npy (repeatable)")
+	fs.BoolVar(&f.random, "random-inputs", false, "draw inputs not given with --in from the seed")
+	fs.StringVar(&f.params, "params", "", "parameters, one .npz (missing ones are initialised from the seed)")
+	fs.Uint64Var(&f.seed, "seed", 0, "seed for parameter initialisation and random inputs")
+	fs.StringVar(&f.out, "out", "", "directory for the outputs (created if missing)")
+	if status, done := parseFlags(fs, args, stdout); done {
+		return status
+	}
+	switch {
+	case fs.NArg() != 1:
+		return usageError(stderr, "eval", "expected one FILE, found %d", fs.NArg())
+	case f.out == "":
+		return usageError(stderr, "eval", "--out DIR is required")
+	case f.op != "" && (f.model != "" || len(f.sets) > 0):
+		return usageError(stderr, "eval", "--op excludes --model and --set (use --attr)")
+	case f.op == "" && len(f.attrs) > 0:
+		return usageError(stderr, "eval", "--attr goes with --op (use --set for models)")
+	}
+	inputs, err := readInputs(f.ins)
+	if err != nil {
+		return usageError(stderr, "eval", "%v", err)
+	}
+	prog, err := check.NewProgram()
+	if err != nil {
+		return fail(stderr, err)
+	}
+	m, err := prog.Load(fs.Arg(0))
+	if err != nil {
+		return fail(stderr, err)
+	}
+	var outputs, params map[string]*tensor.Tensor
+	if f.op != "" {
+		outputs, err = evalOp(m, f, inputs)
+	} else {
+		outputs, params, err = evalModel(m, f, inputs, stderr)
+	}
+	if err != nil {
+		return fail(stderr, err)
+	}
+	if err := writeOutputs(f.out, outputs, params, stdout); err != nil {
+		return fail(stderr, err)
+	}
+	return exitOK
+}
+
+func fail(stderr io.Writer, err error) int {
+	if l, ok := err.(lang.ErrorList); ok {
+		printDiagnostics(stderr, l)
+	} else {
+		fmt.Fprintln(stderr, err)
+	}
+	return exitUser
+}
+
+func readInputs(specs []string) (map[string]*tensor.Tensor, error) {
+	out := map[string]*tensor.Tensor{}
+	for _, s := range specs {
+		name, path, ok := strings.Cut(s, "=")
+		if !ok || name == "" || path == "" {
+			return nil, fmt.Errorf("--in %q: expected NAME=PATH.npy", s)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("--in %s given twice", name)
+		}
+		t, err := npy.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("--in %s: %v", name, err)
+		}
+		out[name] = t
+	}
+	return out, nil
+}
+
+func evalModel(m *check.Module, f evalFlags, inputs map[string]*tensor.Tensor, stderr io.Writer) (outs, params map[string]*tensor.Tensor, err error) {
+	set, err := parseSets(f.sets)
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := m.Model(f.model, set)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, in := range g.Inputs {
+		if inputs[in.Name] != nil {
+			continue
+		}
+		if !f.random {
+			return nil, nil, fmt.Errorf("input %s (%s%s) is missing: give it with --in %s=PATH.npy, or use --random-inputs", in.Name, in.DType, lang.ShapeString(in.Shape), in.Name)
+		}
+		t, err := randomInput(in, f.seed)
+		if err != nil {
+			return nil, nil, err
+		}
+		inputs[in.Name] = t
+	}
+	given := map[string]*tensor.Tensor{}
+	if f.params != "" {
+		if given, err = npy.ReadNPZ(f.params); err != nil {
+			return nil, nil, fmt.Errorf("--params: %v", err)
+		}
+	}
+	opts := interp.Options{}
+	if isTerminal(os.Stderr) && stderr == os.Stderr {
+		opts.Progress = func(i, n int, name string) {
+			fmt.Fprintf(stderr, "\r[%d/%d] %-40.40s", i+1, n, name)
+			if i+1 == n {
+				fmt.Fprint(stderr, "\r\033[K")
+			}
+		}
+	}
+	res, err := interp.RunGraphOpts(g, inputs, given, f.seed, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res.Outputs, res.Params, nil
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// randomInput draws an input from the seed: floats normal(0, 1), integers
+// uniform in [0, 10), bools fair.
+func randomInput(v *ir.Value, seed uint64) (*tensor.Tensor, error) {
+	shape, ok := lang.ConstShape(v.Shape)
+	if !ok {
+		return nil, fmt.Errorf("input %s has the symbolic shape %s: give it with --in", v.Name, lang.ShapeString(v.Shape))
+	}
+	r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15^uint64(len(v.Name))))
+	t := tensor.New(v.DType, shape)
+	for i := range t.Len() {
+		switch {
+		case v.DType.IsFloat():
+			t.SetFlat(i, r.NormFloat64())
+		case v.DType == lang.Bool:
+			t.SetFlat(i, float64(r.IntN(2)))
+		default:
+			t.SetFlat(i, float64(r.IntN(10)))
+		}
+	}
+	return t, nil
+}
+
+func evalOp(m *check.Module, f evalFlags, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+	decl := m.Op(f.op)
+	if decl == nil {
+		return nil, fmt.Errorf("%s: no operator %s", m.Path, f.op)
+	}
+	attrs, err := parseSets(f.attrs)
+	if err != nil {
+		return nil, err
+	}
+	args := make([]*tensor.Tensor, len(decl.Inputs))
+	types := make([]check.TensorType, len(decl.Inputs))
+	for i, in := range decl.Inputs {
+		t := inputs[in.Name]
+		if t == nil {
+			return nil, fmt.Errorf("operator %s needs input %s: give it with --in %s=PATH.npy", decl.Name, in.Name, in.Name)
+		}
+		args[i] = t
+		types[i] = check.TensorType{DType: t.DType, Shape: constDims(t.Shape)}
+		delete(inputs, in.Name)
+	}
+	for name := range inputs {
+		return nil, fmt.Errorf("operator %s has no input %s", decl.Name, name)
+	}
+	inst, err := check.Instantiate(decl, attrs, types, lang.Pos{File: "command line"})
+	if err != nil {
+		return nil, err
+	}
+	outs, err := interp.EvalInstance(inst, args, nil)
+	if err != nil {
+		return nil, err
+	}
+	res := map[string]*tensor.Tensor{}
+	for i, d := range inst.Outputs {
+		res[d.Tensor.Name] = outs[i]
+	}
+	return res, nil
+}
+
+func constDims(shape []int) []lang.Dim {
+	out := make([]lang.Dim, len(shape))
+	for i, n := range shape {
+		out[i] = lang.Const(int64(n))
+	}
+	return out
+}
+
+// fileName makes a value name usable as a file name ("h.2/w1" -> "h.2_w1").
+func fileName(name string) string {
+	return strings.NewReplacer("/", "_", ":", "_", string(filepath.Separator), "_").Replace(name)
+}
+
+func writeOutputs(dir string, outputs, params map[string]*tensor.Tensor, stdout io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(outputs))
+	for n := range outputs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t := outputs[n]
+		path := filepath.Join(dir, fileName(n)+".npy")
+		if err := npy.WriteFile(path, t); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: %s%v -> %s\n", n, t.DType, t.Shape, path)
+	}
+	if len(params) > 0 {
+		path := filepath.Join(dir, "params.npz")
+		if err := npy.WriteNPZ(path, params); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%d parameters -> %s\n", len(params), path)
+	}
+	return nil
 }

@@ -12,7 +12,9 @@ import (
 // frame holds the current values of an instance's index variables, indexed
 // by slot. Every worker goroutine has its own.
 type frame struct {
-	v []int64
+	v     []int64
+	fb    [][]float64 // the vector path's buffers, one per node
+	nh, w int         // the vector path's block: nh rows of w elements
 }
 
 type (
@@ -40,6 +42,12 @@ type compiler struct {
 	inScope []bool
 	tensors map[*ir.Tensor]*tensor.Tensor
 	byName  map[string]*tensor.Tensor
+	pending map[*tensor.Tensor]bool // Def tensors not yet computed
+
+	scalar bool // no vector path
+	row    int  // the slot of the vector path's row variable, or -1
+	blk    int  // the slot of the vector path's block variable, or -1
+	nbuf   int  // vector buffers allocated so far
 }
 
 func (c *compiler) dim(d lang.Dim, pos lang.Pos) (int64, error) {
@@ -83,13 +91,17 @@ func (c *compiler) unbind(slots []int) {
 }
 
 func (c *compiler) tensor(t *ir.Tensor, pos lang.Pos) (*tensor.Tensor, error) {
-	if x, ok := c.tensors[t]; ok {
-		return x, nil
+	x, ok := c.tensors[t]
+	if !ok {
+		x, ok = c.byName[t.Name]
 	}
-	if x, ok := c.byName[t.Name]; ok {
-		return x, nil
+	if !ok {
+		return nil, lang.Errorf(pos, "tensor %s is not an input, a local or an output of the instance", t.Name)
 	}
-	return nil, lang.Errorf(pos, "tensor %s is not an input, a local or an output of the instance", t.Name)
+	if c.pending[x] {
+		return nil, lang.Errorf(pos, "tensor %s is read before it is defined", t.Name)
+	}
+	return x, nil
 }
 
 // compile compiles e natively: a float64 for a float dtype, an int64 (wrapped
@@ -155,7 +167,9 @@ func (c *compiler) compileTo(e ir.Expr, t lang.DType) (code, error) {
 func convert(x code, from, to lang.DType, round bool) code {
 	switch {
 	case to.IsFloat() && from.IsFloat():
-		if !round || to == lang.F64 || to == from || (from == lang.F16 || from == lang.BF16) && to == lang.F32 {
+		// Values of a float dtype are carried unrounded in float64, so
+		// rounding applies even when from == to.
+		if !round || to == lang.F64 {
 			return x
 		}
 		f := x.f

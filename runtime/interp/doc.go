@@ -75,8 +75,8 @@
 //     fixed index out of range is an error), the registered function is
 //     called on the views, its result checked against Opaque.Shape, and
 //     element Index of the result read (out of range is an error). Results
-//     are cached per evaluation of a Def, keyed by the fixed index values,
-//     so a batched function computes each slice once. Built-ins: cholesky
+//     are cached for the duration of one EvalInstance call, keyed by the
+//     fixed index values, so a batched function computes each slice once. Built-ins: cholesky
 //     (lower-triangular L with A = L·Lᵀ, reading only the lower triangle of
 //     A; an error unless A is positive definite) and inverse (Gauss-Jordan
 //     elimination with partial pivoting; an error when a pivot is exactly
@@ -91,7 +91,8 @@
 // bound from its actual inputs first and from the graph's symbols for the
 // rest. Intermediate values are dropped after their last use. The result
 // holds the graph outputs by name and every parameter actually used (given
-// or initialised), so that a caller can save them.
+// or initialised), so that a caller can save them. Every node output is
+// checked against its Value's dtype and shape.
 //
 // A parameter missing from the params argument is initialised by InitParam,
 // deterministically from (seed, parameter name) and independently of the

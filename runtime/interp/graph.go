@@ -34,7 +34,8 @@ func RunGraph(g *ir.Graph, inputs, params map[string]*tensor.Tensor, seed uint64
 }
 
 // RunGraphOpts is RunGraph with options.
-func RunGraphOpts(g *ir.Graph, inputs, params map[string]*tensor.Tensor, seed uint64, opts Options) (*Result, error) {
+func RunGraphOpts(g *ir.Graph, inputs, params map[string]*tensor.Tensor, seed uint64, opts Options) (res *Result, err error) {
+	defer recoverInternal(&err)
 	vals := map[*ir.Value]*tensor.Tensor{}
 	env := map[string]int64{}
 	var uses []shapeUse
@@ -64,7 +65,7 @@ func RunGraphOpts(g *ir.Graph, inputs, params map[string]*tensor.Tensor, seed ui
 	if err := bindShapes(env, uses, nil); err != nil {
 		return nil, fmt.Errorf("graph %s: %v", g.Name, err)
 	}
-	res := &Result{Outputs: map[string]*tensor.Tensor{}, Params: map[string]*tensor.Tensor{}}
+	res = &Result{Outputs: map[string]*tensor.Tensor{}, Params: map[string]*tensor.Tensor{}}
 	for _, p := range g.Params {
 		v := p.Value
 		shape := make([]int, len(v.Shape))
@@ -78,8 +79,12 @@ func RunGraphOpts(g *ir.Graph, inputs, params map[string]*tensor.Tensor, seed ui
 			}
 			shape[i] = int(n)
 		}
+		if err := checkSize(shape); err != nil {
+			return nil, lang.Errorf(p.Pos, "parameter %s: %v", v.Name, err)
+		}
 		x, ok := params[v.Name]
 		if ok {
+			// Given parameters are used as they are.
 			if err := wellFormed(x); err != nil {
 				return nil, lang.Errorf(p.Pos, "parameter %s: %v", v.Name, err)
 			}
@@ -130,7 +135,7 @@ func RunGraphOpts(g *ir.Graph, inputs, params map[string]*tensor.Tensor, seed ui
 		if n.Inst == nil {
 			return nil, lang.Errorf(n.Pos, "node %s has no instance", n.Name)
 		}
-		outs, err := evalInstance(n.Inst, ins, nil, env, opts.Workers)
+		outs, err := evalInstance(n.Inst, ins, nil, env, config{workers: opts.Workers})
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", n.Name, err)
 		}
@@ -138,6 +143,9 @@ func RunGraphOpts(g *ir.Graph, inputs, params map[string]*tensor.Tensor, seed ui
 			return nil, lang.Errorf(n.Pos, "node %s: the instance has %d outputs, the node %d", n.Name, len(outs), len(n.Outputs))
 		}
 		for j, v := range n.Outputs {
+			if err := checkValue(v, outs[j], env); err != nil {
+				return nil, lang.Errorf(n.Pos, "node %s: %v", n.Name, err)
+			}
 			if _, used := lastUse[v]; used || keep[v] {
 				vals[v] = outs[j]
 			}
@@ -159,6 +167,20 @@ func RunGraphOpts(g *ir.Graph, inputs, params map[string]*tensor.Tensor, seed ui
 		res.Outputs[v.Name] = x
 	}
 	return res, nil
+}
+
+// checkValue checks a computed value against the dtype and shape its graph
+// Value declares (dimensions with unbound symbols are not checked).
+func checkValue(v *ir.Value, x *tensor.Tensor, env map[string]int64) error {
+	if x.DType != v.DType || len(x.Shape) != len(v.Shape) {
+		return fmt.Errorf("value %s is %s%v, want %s%s", v.Name, x.DType, x.Shape, v.DType, lang.ShapeString(v.Shape))
+	}
+	for i, d := range v.Shape {
+		if n, err := d.Eval(env); err == nil && n != int64(x.Shape[i]) {
+			return fmt.Errorf("value %s has shape %v, want %s = %d in dimension %d", v.Name, x.Shape, d, n, i)
+		}
+	}
+	return nil
 }
 
 func equalShape(a, b []int) bool {

@@ -1,0 +1,47 @@
+# tofuc: `make run` builds the compiler and runs its main job on the bundled
+# examples; `make test` runs the whole suite. Both install what is missing.
+
+GO        ?= go
+BIN       := bin/tofuc
+DEB_PKGS  := llvm-14 libz3-dev
+FUZZTIME  ?= 60s
+
+.PHONY: all deps build run test bench fuzz clean
+
+all: build
+
+# deps installs the Debian packages tofuc needs when they are missing and
+# downloads the Go modules.
+deps:
+	@missing=""; \
+	for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && $$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	@$(GO) mod download
+
+build:
+	$(GO) build -o $(BIN) ./cmd/tofuc
+
+run: deps build
+	@echo "== tofuc check: the standard library and every example"
+	./$(BIN) check stdlib/*.tdl examples/*.tdl && echo "all clean"
+	@echo "== tofuc eval: the MLP example on a seeded random batch"
+	./$(BIN) eval examples/mlp.tdl --set batch=4 --random-inputs --seed 1 --out out/mlp
+	@echo "outputs written to out/mlp/"
+
+test: deps
+	$(GO) vet ./...
+	$(GO) test ./...
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
+
+fuzz: deps
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./parser
+	$(GO) test -run '^$$' -fuzz FuzzCheck -fuzztime $(FUZZTIME) ./analysis/check
+
+clean:
+	rm -rf bin out
