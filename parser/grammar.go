@@ -73,7 +73,7 @@ type gLet struct {
 	Pos   lexer.Position
 	Name  string      `parser:"'let' @Ident"`
 	Shape *gShapeList `parser:"( ':' @@ )? '='"`
-	Value *gExpr     `parser:"@@ 'in'"`
+	Value *gExpr      `parser:"@@ 'in'"`
 }
 
 type gShapeList struct {
