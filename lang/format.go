@@ -85,6 +85,12 @@ func (fm *formatter) leading(pos Pos, allowBlank bool, indent string) {
 	}
 }
 
+// commentBefore reports whether a comment not yet printed stands on a line
+// before pos (inside a declaration: it must stay there).
+func (fm *formatter) commentBefore(pos Pos) bool {
+	return fm.next < len(fm.comments) && fm.comments[fm.next].Pos.Line < pos.Line
+}
+
 // emit writes code that started at pos, with the trailing comment of that
 // line if there is one.
 func (fm *formatter) emit(code string, pos Pos, indent string) {
@@ -118,7 +124,7 @@ func (fm *formatter) op(d *OpDecl) {
 		body.exprList("(", d.Bodies, ")")
 	}
 	oneLine := head.String() + " " + unbroken(body.String())
-	if len(d.Lets) == 0 && len(oneLine) <= lineWidth {
+	if len(d.Lets) == 0 && len(oneLine) <= lineWidth && !fm.commentBefore(d.Bodies[0].ExprPos()) {
 		fm.emit(oneLine, d.Pos, "")
 		return
 	}
@@ -253,7 +259,11 @@ func (fm *formatter) ifStmt(s *IfStmt, indent, prefix string) {
 	p.printf("%sif ", prefix)
 	p.expr(s.Cond)
 	p.printf(" {")
-	fm.emit(p.String(), s.Pos, indent)
+	if prefix != "" {
+		fm.emit(p.String(), s.Pos, "") // continues the line of the "}"
+	} else {
+		fm.emit(p.String(), s.Pos, indent)
+	}
 	var thenEnd Pos
 	if s.Else != nil {
 		thenEnd = s.Pos // the else branch's comments come with it
@@ -269,7 +279,7 @@ func (fm *formatter) ifStmt(s *IfStmt, indent, prefix string) {
 		fm.emit("}", s.End, indent)
 	case len(s.Else) == 1 && isElseIf(s.Else[0]):
 		fm.out.WriteString(indent + "}")
-		fm.ifStmt(s.Else[0].(*IfStmt), "", " else ")
+		fm.ifStmt(s.Else[0].(*IfStmt), indent, " else ")
 	default:
 		fm.out.WriteString(indent + "} else {\n")
 		fm.stmts(s.Else, s.End, indent+indentUnit)
@@ -459,11 +469,12 @@ func (p *printer) expr(e Expr) {
 			p.expr(e.Default)
 		}
 	case *Lambda:
-		p.printf("lambda ")
+		p.printf("lambda")
 		for i, v := range e.Params {
 			if i > 0 {
-				p.printf(", ")
+				p.printf(",")
 			}
+			p.printf(" ")
 			if v.Pack {
 				p.printf("*")
 			}

@@ -302,7 +302,7 @@ func (b *builder) expr(g *gExpr) lang.Expr {
 		for _, p := range g.Lambda.Params {
 			lp := &lang.LambdaParam{Pos: pos(p.Pos), Name: b.name(p.Pos, p.Name), Pack: p.Pack}
 			if p.Bound != nil {
-				bound := b.dims([]*gDimPat{p.Bound})[0]
+				bound := b.dims([]*gDimPat{{Pos: p.Bound.Pos, Func: p.Bound.Func, Pack: p.Bound.Pack, Expr: p.Bound.Expr}})[0]
 				lp.Bound = &bound
 			}
 			l.Params = append(l.Params, lp)

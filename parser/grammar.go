@@ -162,15 +162,24 @@ type gExpr struct {
 
 type gLambda struct {
 	Pos    lexer.Position
-	Params []*gParamVar `parser:"'lambda' @@ ( ',' @@ )* ':'"`
+	Params []*gParamVar `parser:"'lambda' ( @@ ( ',' @@ )* )? ':'"`
 	Body   *gExpr       `parser:"@@"`
 }
 
 type gParamVar struct {
 	Pos   lexer.Position
-	Pack  bool     `parser:"@'*'?"`
-	Name  string   `parser:"@Ident"`
-	Bound *gDimPat `parser:"( '<' @@ )?"`
+	Pack  bool    `parser:"@'*'?"`
+	Name  string  `parser:"@Ident"`
+	Bound *gBound `parser:"( '<' @@ )?"`
+}
+
+// gBound is the extent of a lambda variable: like gDimPat, without a pack
+// length (its ':' would be the lambda's).
+type gBound struct {
+	Pos  lexer.Position
+	Func *gCall  `parser:"  '*' @@"`
+	Pack string  `parser:"| '*' @Ident"`
+	Expr *gArith `parser:"| @@"`
 }
 
 type gBinary struct {

@@ -12,6 +12,19 @@ var reducers = map[string]ir.Reducer{"sum": ir.Sum, "max": ir.Max, "min": ir.Min
 // elabTop elaborates a Def body; a bare tensor-valued or pack result is an error.
 func (c *instCtx) elabTop(e lang.Expr) ir.Expr { return c.elab(e) }
 
+func isLambda(e lang.Expr) bool {
+	for {
+		switch x := e.(type) {
+		case *lang.Paren:
+			e = x.X
+		case *lang.Lambda:
+			return true
+		default:
+			return false
+		}
+	}
+}
+
 func (c *instCtx) weakConst(k *ir.Const) ir.Expr {
 	c.weak[k] = true
 	return k
@@ -70,6 +83,9 @@ func (c *instCtx) ident(e *lang.Ident) ir.Expr {
 		c.fail(e.Pos, "%s is a pack of index variables; splice it into an index with *%s", e.Name, e.Name)
 	}
 	if v, ok := c.consts[e.Name]; ok {
+		return c.constExpr(e.Pos, v)
+	}
+	if v, ok := predeclared[e.Name]; ok {
 		return c.constExpr(e.Pos, v)
 	}
 	c.fail(e.Pos, "undefined: %s%s", e.Name, didYouMean(e.Name, c.names()))
@@ -238,7 +254,7 @@ func (c *instCtx) call(e *lang.Call) ir.Expr {
 	if _, isTensor := c.tensors[e.Name]; isTensor {
 		c.fail(e.Pos, "%s is a tensor; index it with [...]", e.Name)
 	}
-	if k, ok := reducers[e.Name]; ok && len(e.Args) == 1 {
+	if k, ok := reducers[e.Name]; ok && len(e.Args) == 1 && isLambda(e.Args[0]) {
 		return c.reduce(e, k)
 	}
 	if len(e.Attrs) > 0 {
@@ -311,6 +327,14 @@ func (c *instCtx) selectExpr(e *lang.Call) ir.Expr {
 	if len(e.Args) != 3 {
 		c.fail(e.Pos, "select takes 3 arguments (condition, then, else), found %d", len(e.Args))
 	}
+	if v, ok := c.compileTime(e.Args[0]); ok && v.kind == cBool {
+		// A condition known at compile time picks its branch now, so the
+		// other may be invalid for these attributes.
+		if v.b {
+			return c.elab(e.Args[1])
+		}
+		return c.elab(e.Args[2])
+	}
 	cond := c.elab(e.Args[0])
 	if cond.Type() != lang.Bool {
 		c.fail(e.Args[0].ExprPos(), "the condition of select must be a bool, found %s", cond.Type())
@@ -325,6 +349,16 @@ func (c *instCtx) selectExpr(e *lang.Call) ir.Expr {
 		c.weak[s] = true
 	}
 	return s
+}
+
+// compileTime evaluates e if it is a compile-time value, reporting nothing
+// when it is not.
+func (c *instCtx) compileTime(e lang.Expr) (cval, bool) {
+	var scratch lang.ErrorList
+	ev := &evaluator{env: c, errs: &scratch}
+	var v cval
+	ok := try(func() { v = ev.eval(e) })
+	return v, ok && v.kind != cIndex
 }
 
 func (c *instCtx) guardedElab(e lang.Expr) ir.Expr {
@@ -370,7 +404,9 @@ func (c *instCtx) access(e *lang.Index) ir.Expr {
 	}
 	t, ok := c.tensors[id.Name]
 	if !ok {
-		if _, isConst := c.consts[id.Name]; isConst {
+		if v, isConst := c.consts[id.Name]; isConst && v.kind == cList {
+			return c.constExpr(e.Pos, c.ev.eval(e)) // an element of a list attribute
+		} else if isConst {
 			c.fail(e.Pos, "%s is not a tensor and cannot be indexed", id.Name)
 		}
 		c.fail(id.Pos, "undefined tensor %s%s", id.Name, didYouMean(id.Name, c.tensorNames()))

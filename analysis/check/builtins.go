@@ -22,7 +22,7 @@ func init() {
 	builtins = map[string]builtin{
 		"max":      {2, func(ev *evaluator, c *lang.Call, a []cval) cval { return ev.minmax(c, a, true) }},
 		"min":      {2, func(ev *evaluator, c *lang.Call, a []cval) cval { return ev.minmax(c, a, false) }},
-		"select":   {3, biSelect},
+		"select":   {3, nil}, // lazy: see call
 		"len":      {1, func(ev *evaluator, c *lang.Call, a []cval) cval { return intVal(int64(len(ev.list(c, a[0])))) }},
 		"prod":     {1, biProd},
 		"ceil_div": {2, biCeilDiv},
@@ -60,6 +60,14 @@ func (ev *evaluator) call(c *lang.Call) cval {
 	}
 	if b.arity >= 0 && len(c.Args) != b.arity {
 		ev.fail(c.Pos, "%s takes %d arguments, found %d", c.Name, b.arity, len(c.Args))
+	}
+	if c.Name == "select" {
+		// Lazy, so that the branch not taken may be invalid (an index
+		// into an empty list).
+		if ev.boolOf(c, ev.eval(c.Args[0])) {
+			return ev.eval(c.Args[1])
+		}
+		return ev.eval(c.Args[2])
 	}
 	args := make([]cval, len(c.Args))
 	for i, a := range c.Args {
@@ -121,13 +129,6 @@ func (ev *evaluator) minmax(c *lang.Call, a []cval, isMax bool) cval {
 		return cval{kind: cFloat, f: x}
 	}
 	return cval{kind: cFloat, f: y}
-}
-
-func biSelect(ev *evaluator, c *lang.Call, a []cval) cval {
-	if ev.boolOf(c, a[0]) {
-		return a[1]
-	}
-	return a[2]
 }
 
 func biProd(ev *evaluator, c *lang.Call, a []cval) cval {
@@ -596,12 +597,23 @@ func biRange(ev *evaluator, c *lang.Call, a []cval) cval {
 	if !ok || n < 0 {
 		ev.fail(c.Pos, "range needs a non-negative constant")
 	}
+	if n > maxListLen {
+		ev.fail(c.Pos, "range(%d) is too long (at most %d)", n, maxListLen)
+	}
 	out := cval{kind: cList}
 	for i := range n {
 		out.list = append(out.list, intVal(i))
 	}
 	return out
 }
+
+// maxListLen bounds the compile-time lists range builds, and maxRank the
+// packs a standalone check invents, so that a small input cannot make the
+// checker run out of time or memory.
+const (
+	maxListLen = 1 << 16
+	maxRank    = 1 << 10
+)
 
 // index returns an index expression, converting integers to constants.
 func (ev *evaluator) index(c *lang.Call, v cval) ir.Expr {

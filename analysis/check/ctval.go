@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"tofuc/lang"
@@ -207,6 +208,9 @@ func (ev *evaluator) eval(e lang.Expr) cval {
 		if v, ok := ev.env.lookupConst(e.Name); ok {
 			return v
 		}
+		if v, ok := predeclared[e.Name]; ok {
+			return v
+		}
 		ev.fail(e.Pos, "undefined: %s%s", e.Name, didYouMean(e.Name, ev.env.names()))
 	case *lang.Unary:
 		x := ev.eval(e.X)
@@ -271,6 +275,9 @@ func (ev *evaluator) binary(e *lang.Binary) cval {
 	if l.kind == cInt && r.kind == cInt {
 		return ev.intBinary(e, l.dim, r.dim)
 	}
+	if (l.kind == cIndex || r.kind == cIndex) && (l.kind == cInt || l.kind == cIndex) && (r.kind == cInt || r.kind == cIndex) {
+		return ev.indexBinary(e, l, r)
+	}
 	if (l.kind == cInt || l.kind == cFloat) && (r.kind == cInt || r.kind == cFloat) {
 		return ev.floatBinary(e, ev.toFloat(e.L.ExprPos(), l), ev.toFloat(e.R.ExprPos(), r))
 	}
@@ -283,6 +290,39 @@ func (ev *evaluator) binary(e *lang.Binary) cval {
 	}
 	ev.fail(e.Pos, "cannot apply %s to %s and %s", e.Op, l.kind, r.kind)
 	return cval{}
+}
+
+// indexBinary builds index arithmetic on index variables at compile time,
+// as in a list of indices `[o / 2 + c]`.
+func (ev *evaluator) indexBinary(e *lang.Binary, l, r cval) cval {
+	a, b := ev.asIndex(l), ev.asIndex(r)
+	switch e.Op {
+	case "+":
+		return idxVal(idxAdd(a, b))
+	case "-":
+		return idxVal(idxAdd(a, idxBin(ir.OpMul, b, idxConst(-1))))
+	case "*":
+		return idxVal(idxBin(ir.OpMul, a, b))
+	case "/":
+		return idxVal(idxBin(ir.OpDiv, a, b))
+	case "%":
+		return idxVal(idxBin(ir.OpMod, a, b))
+	}
+	ev.fail(e.Pos, "%s on index variables is not a compile-time value; write it in the lambda", e.Op)
+	return cval{}
+}
+
+func (ev *evaluator) asIndex(v cval) ir.Expr {
+	if v.kind == cIndex {
+		return v.exprs[0]
+	}
+	return idxDim(v.dim)
+}
+
+// predeclared names, visible unless an attribute or symbol shadows them.
+var predeclared = map[string]cval{
+	"inf": {kind: cFloat, f: math.Inf(1)},
+	"nan": {kind: cFloat, f: math.NaN()},
 }
 
 func (ev *evaluator) toFloat(pos lang.Pos, v cval) float64 {

@@ -122,6 +122,22 @@ func instantiate(decl *lang.OpDecl, attrs map[string]cval, attrPos map[string]la
 	return c.inst
 }
 
+// dtypeClass interprets the dtype written on an operator input: a dtype,
+// or `int` (any integer dtype) or `float` (any floating dtype). sample is
+// the dtype a standalone check uses, Invalid for an unknown name.
+func dtypeClass(name string) (accepts func(lang.DType) bool, sample lang.DType) {
+	switch name {
+	case "int":
+		return lang.DType.IsInt, lang.I64
+	case "float":
+		return lang.DType.IsFloat, lang.F32
+	}
+	dt := lang.ParseDType(name)
+	return func(x lang.DType) bool { return x == dt }, dt
+}
+
+func dtypeClassNames() []string { return append(lang.DTypeNames(), "int", "float") }
+
 func attrKindOf(d *lang.AttrDecl, v cval) string {
 	switch d.Type {
 	case "":
@@ -228,12 +244,12 @@ func (c *instCtx) bindInputs(inputs []TensorType, site lang.Pos) {
 	for i, in := range c.decl.Inputs {
 		actual := inputs[i]
 		if in.DType != "" {
-			want := lang.ParseDType(in.DType)
-			if want == lang.Invalid {
-				c.fail(in.Pos, "unknown dtype %s", in.DType)
+			accepts, sample := dtypeClass(in.DType)
+			if sample == lang.Invalid {
+				c.fail(in.Pos, "unknown dtype %s%s", in.DType, didYouMean(in.DType, dtypeClassNames()))
 			}
-			if want != actual.DType {
-				c.fail(site, "input %s of %s must be %s, found %s", in.Name, c.decl.Name, want, actual)
+			if !accepts(actual.DType) {
+				c.fail(site, "input %s of %s must be %s, found %s", in.Name, c.decl.Name, in.DType, actual)
 			}
 		}
 		c.matchShape(in, actual, site, inputs)
@@ -280,9 +296,10 @@ func (c *instCtx) packLens(pat []lang.DimPat, rank int, what string, pos lang.Po
 	}
 	if free >= 0 {
 		lens[free] = rank - used
-		used = rank
-	}
-	if used != rank || (free >= 0 && lens[free] < 0) {
+		if lens[free] < 0 {
+			c.fail(pos, "%s has rank %d but the pattern %s needs rank at least %d", what, rank, patString(pat), used)
+		}
+	} else if used != rank {
 		c.fail(pos, "%s has rank %d but the pattern %s needs rank %d", what, rank, patString(pat), used)
 	}
 	return lens

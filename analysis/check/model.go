@@ -102,10 +102,15 @@ type elab struct {
 	ret    []*ir.Value    // set by a return statement
 	retPos lang.Pos
 	depth  int
+	steps  int // statements run so far
 }
 
 // maxBlockDepth bounds block recursion.
 const maxBlockDepth = 64
+
+// maxSteps bounds the statements one elaboration runs (through nested
+// loops and block calls), so that checking always ends.
+const maxSteps = 1_000_000
 
 func (m *Module) elaborate(md *lang.ModelDecl, set map[string]ir.AttrValue) (*ir.Graph, error) {
 	el := &elab{mod: m, graph: &ir.Graph{Name: md.Name}, names: map[string]int{}}
@@ -243,6 +248,12 @@ func (el *elab) stmts(s *mscope, body []lang.Stmt) {
 	for _, st := range body {
 		if el.ret != nil {
 			el.fail(st.StmtPos(), "unreachable statement after return (at %s)", el.retPos)
+		}
+		if el.steps++; el.steps > maxSteps {
+			if el.steps == maxSteps+1 {
+				el.errs.Add(st.StmtPos(), "elaboration runs more than %d statements (loops nested too deep?)", maxSteps)
+			}
+			panic(errStop{})
 		}
 		if !try(func() { el.stmt(s, st) }) && len(el.errs) >= lang.MaxErrors {
 			panic(errStop{})
@@ -518,7 +529,7 @@ func (el *elab) callOp(s *mscope, pos lang.Pos, opName, symbol string, attrArgs 
 	}
 	ops := make([]operand, len(argExprs))
 	for i, a := range argExprs {
-		ops[i] = el.operand(s, a, name)
+		ops[i] = el.operand(s, a, nestedName(name))
 		if ops[i].isVal && len(ops[i].vals) != 1 {
 			el.fail(a.ExprPos(), "this call gives %d values; bind them with a, b = ... first", len(ops[i].vals))
 		}
@@ -528,13 +539,15 @@ func (el *elab) callOp(s *mscope, pos lang.Pos, opName, symbol string, attrArgs 
 	for i, a := range args {
 		types[i] = TensorType{DType: a.DType, Shape: a.Shape}
 	}
+	before := len(el.errs)
 	inst := el.mod.prog.instance(decl, attrs, attrPos, types, pos, &el.errs)
 	if inst == nil {
+		el.relocate(before, pos, opName)
 		panic(errStop{})
 	}
 	nodeName := name
-	if nodeName == "" {
-		nodeName = opName
+	if nodeName == "" || strings.HasSuffix(nodeName, ".") {
+		nodeName += opName
 	}
 	node := &ir.Node{Name: el.unique(nodeName), Inst: inst, Inputs: args, Pos: pos}
 	for i, out := range inst.Outputs {
@@ -546,6 +559,26 @@ func (el *elab) callOp(s *mscope, pos lang.Pos, opName, symbol string, attrArgs 
 	}
 	el.graph.Nodes = append(el.graph.Nodes, node)
 	return operand{vals: node.Outputs, pos: pos, isVal: true}
+}
+
+// relocate moves the errors from index from on that lie in another file
+// (an imported or standard-library operator) to the call site, where the
+// user can act on them, saying where they arose.
+func (el *elab) relocate(from int, site lang.Pos, opName string) {
+	for i := from; i < len(el.errs); i++ {
+		if e := el.errs[i]; e.Pos.File != site.File {
+			el.errs[i] = &lang.Error{Pos: site, Msg: fmt.Sprintf("%s (in %s at %s)", e.Msg, opName, e.Pos)}
+		}
+	}
+}
+
+// nestedName is the prefix of the nodes an argument of a call creates:
+// in `y = relu(conv(x))` the conv node is y.conv.
+func nestedName(name string) string {
+	if name == "" || strings.HasSuffix(name, ".") {
+		return name
+	}
+	return name + "."
 }
 
 // materialise turns constant operands into rank-0 values with the dtype of
@@ -605,8 +638,8 @@ func (el *elab) callBlock(s *mscope, b *blockDef, call *lang.Call, name string) 
 	for i, p := range d.Params {
 		inner.values[p] = el.tensorExpr(s, call.Args[i], name)
 	}
-	if name == "" {
-		name = d.Name
+	if name == "" || strings.HasSuffix(name, ".") {
+		name += d.Name
 	}
 	savedPath, savedRet := el.path, el.ret
 	el.path = append(append([]string(nil), el.path...), strings.TrimPrefix(el.unique(name), strings.Join(el.path, "/")+"/"))

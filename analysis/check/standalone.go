@@ -44,8 +44,8 @@ func (p *Program) checkOp(op *lang.OpDecl, errs *lang.ErrorList) {
 		for _, in := range op.Inputs {
 			dt := lang.F32
 			if in.DType != "" {
-				if dt = lang.ParseDType(in.DType); dt == lang.Invalid {
-					ev.fail(in.Pos, "unknown dtype %s%s", in.DType, didYouMean(in.DType, lang.DTypeNames()))
+				if _, dt = dtypeClass(in.DType); dt == lang.Invalid {
+					ev.fail(in.Pos, "unknown dtype %s%s", in.DType, didYouMean(in.DType, dtypeClassNames()))
 				}
 			}
 			inputs = append(inputs, TensorType{DType: dt, Shape: symbolicShape(ev, env, in, shared)})
@@ -91,6 +91,9 @@ func symbolicShape(ev *evaluator, env mapEnv, in *lang.TensorDecl, shared map[in
 			known += lens[i]
 		case p.Len != nil:
 			n := ev.constInt(p.Len)
+			if n > maxRank || n < -maxRank {
+				ev.fail(p.Pos, "pack *%s of length %d is too long (at most %d dimensions)", p.Pack, n, maxRank)
+			}
 			if n < 0 {
 				negative[i] = n
 				continue

@@ -78,7 +78,7 @@ func ExprString(e Expr) string {
 	case *Access:
 		s := e.T.Name + "[" + exprList(e.Index) + "]"
 		if e.Default != nil {
-			s += " else " + ExprString(e.Default)
+			s = "(" + s + " else " + ExprString(e.Default) + ")"
 		}
 		return s
 	case *Binary:
