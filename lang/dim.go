@@ -174,6 +174,11 @@ func (d Dim) FloorDiv(c int64) Dim {
 	if n, ok := d.IsConst(); ok {
 		return Const(floorDiv(n, c))
 	}
+	if len(d.terms) == 1 && d.terms[0].coef == 1 && len(d.terms[0].factors) == 1 && d.terms[0].factors[0].kind == atomDiv {
+		// floor(floor(a / b) / c) = floor(a / (b c)) for positive b, c.
+		inner := d.terms[0].factors[0]
+		return inner.a.FloorDiv(inner.c * c)
+	}
 	// floor((c*q + r) / c) = q + floor(r / c) for integer-valued q.
 	var q, r []term
 	for _, t := range d.terms {

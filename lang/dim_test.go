@@ -64,7 +64,7 @@ func TestDimFloorDivMod(t *testing.T) {
 		{"mod constant", c(7).Mod(3), "1"},
 		{"mod negative constant is non-negative", c(-7).Mod(3), "2"},
 		{"mod divisible", N.Scale(4).Add(c(6)).Mod(2), "0"},
-		{"nested", N.Max(M).Add(c(1)).FloorDiv(2).FloorDiv(3), "((max(M, N) + 1)/2)/3"},
+		{"nested divisions merge", N.Max(M).Add(c(1)).FloorDiv(2).FloorDiv(3), "(max(M, N) + 1)/6"},
 	} {
 		if got := tc.d.String(); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)

@@ -69,14 +69,12 @@ func (fm *formatter) blankBefore(line int) bool {
 // leading prints the comments before pos, and a blank line where the source
 // had one before the comments or the code.
 func (fm *formatter) leading(pos Pos, allowBlank bool, indent string) {
-	first := true
 	for fm.next < len(fm.comments) && fm.comments[fm.next].Pos.Line < pos.Line {
 		c := fm.comments[fm.next]
 		fm.next++
-		if first && allowBlank && fm.blankBefore(c.Pos.Line) {
+		if allowBlank && fm.blankBefore(c.Pos.Line) {
 			fm.out.WriteString("\n")
 		}
-		first = false
 		fm.out.WriteString(indent + c.Text + "\n")
 		allowBlank = true
 	}

@@ -254,8 +254,13 @@ func (c *instCtx) call(e *lang.Call) ir.Expr {
 	if _, isTensor := c.tensors[e.Name]; isTensor {
 		c.fail(e.Pos, "%s is a tensor; index it with [...]", e.Name)
 	}
-	if k, ok := reducers[e.Name]; ok && len(e.Args) == 1 && isLambda(e.Args[0]) {
-		return c.reduce(e, k)
+	if k, ok := reducers[e.Name]; ok && len(e.Args) == 1 {
+		if isLambda(e.Args[0]) {
+			return c.reduce(e, k)
+		}
+		if _, isBuiltin := builtins[e.Name]; !isBuiltin {
+			c.fail(e.Pos, "the argument of %s must be a lambda: %s(lambda k: ...)", e.Name, e.Name)
+		}
 	}
 	if len(e.Attrs) > 0 {
 		c.fail(e.Pos, "%s takes no attributes inside a lambda", e.Name)

@@ -415,6 +415,14 @@ func (ev *evaluator) floatBinary(e *lang.Binary, a, b float64) cval {
 	return cval{kind: cBool, b: compareInt(e.Op, d)}
 }
 
+// article puts "a" or "an" before a word.
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
+}
+
 // didYouMean suggests the closest name within edit distance 2.
 func didYouMean(name string, candidates []string) string {
 	best, bestD := "", 3

@@ -199,7 +199,7 @@ func (c *instCtx) bindAttrs(args map[string]cval, argPos map[string]lang.Pos, si
 				if p, ok := argPos[d.Name]; ok {
 					pos = p
 				}
-				c.fail(pos, "attribute %s of %s must be a %s, found %s %s", d.Name, c.decl.Name, want, v.kind, v)
+				c.fail(pos, "attribute %s of %s must be %s, found %s %s", d.Name, c.decl.Name, article(want), v.kind, v)
 			}
 			if def := d.Default; def != nil && d.Type == "" {
 				var dv cval
@@ -208,7 +208,7 @@ func (c *instCtx) bindAttrs(args map[string]cval, argPos map[string]lang.Pos, si
 					if p, ok := argPos[d.Name]; ok {
 						pos = p
 					}
-					c.fail(pos, "attribute %s of %s must be a %s like its default %s, found %s %s", d.Name, c.decl.Name, dv.kind, dv, v.kind, v)
+					c.fail(pos, "attribute %s of %s must be %s like its default %s, found %s %s", d.Name, c.decl.Name, article(dv.kind.String()), dv, v.kind, v)
 				}
 			}
 			if d.Type == "float" && v.kind == cInt {
@@ -217,7 +217,7 @@ func (c *instCtx) bindAttrs(args map[string]cval, argPos map[string]lang.Pos, si
 		case d.Default != nil:
 			v = c.ev.eval(d.Default)
 			if want := attrKindOf(d, v); want != "" {
-				c.fail(d.Pos, "default of attribute %s must be a %s, found %s", d.Name, want, v.kind)
+				c.fail(d.Pos, "default of attribute %s must be %s, found %s", d.Name, article(want), v.kind)
 			}
 		default:
 			c.fail(site, "%s needs attribute %s", c.decl.Name, d.Name)

@@ -92,6 +92,22 @@ func (s *mscope) assign(name string, v []*ir.Value) {
 	s.values[name] = v
 }
 
+// assignConst rebinds a constant where it is bound (up to a barrier), so
+// that `c = c + 1` in a loop body updates the c outside; otherwise binds it
+// here.
+func (s *mscope) assignConst(name string, v cval) {
+	for sc := s; sc != nil; sc = sc.parent {
+		if _, ok := sc.consts[name]; ok {
+			sc.consts[name] = v
+			return
+		}
+		if sc.barrier {
+			break
+		}
+	}
+	s.consts[name] = v
+}
+
 // elab builds one graph.
 type elab struct {
 	mod    *Module
@@ -180,7 +196,7 @@ func (el *elab) bindModelAttrs(s *mscope, md *lang.ModelDecl, set map[string]ir.
 			el.fail(a.Pos, "model attribute %s has no default; give it with --set %s=VALUE", a.Name, a.Name)
 		}
 		if want := attrKindOf(a, v); want != "" {
-			el.fail(a.Pos, "attribute %s must be a %s, found %s %s", a.Name, want, v.kind, v)
+			el.fail(a.Pos, "attribute %s must be %s, found %s %s", a.Name, article(want), v.kind, v)
 		}
 		s.consts[a.Name] = v
 	}
@@ -312,7 +328,7 @@ func (el *elab) assign(s *mscope, st *lang.AssignStmt) {
 		if _, isValue := s.lookupValue(name); isValue {
 			el.fail(st.Pos, "%s is a tensor; it cannot be rebound to a constant", name)
 		}
-		s.consts[name] = el.ev(s).eval(st.Value)
+		s.assignConst(name, el.ev(s).eval(st.Value))
 		return
 	}
 	vals := el.tensorExpr(s, st.Value, name)
