@@ -2,7 +2,6 @@ package stdlib_test
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"sort"
 	"testing"
@@ -111,35 +110,13 @@ func TestEveryOperatorHasACase(t *testing.T) {
 	}
 }
 
-// assertClose compares shape, dtype and values: |got - want| <= tol *
-// (1 + |want|); NaN matches NaN; tol 0 asks for exact equality.
+// assertClose compares dtype, shape and values within tol, relative and
+// absolute (tofuc's tolerance policy, tensor.Compare); tol 0 is exact.
 func assertClose(t *testing.T, what string, got, want *tensor.Tensor, tol float64) {
 	t.Helper()
-	if got.DType != want.DType {
-		t.Fatalf("%s: dtype %s, want %s", what, got.DType, want.DType)
+	if err := tensor.Compare(got, want, tensor.Tolerance{Rel: tol, Abs: tol}); err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
-	if fmt.Sprint(got.Shape) != fmt.Sprint(want.Shape) {
-		t.Fatalf("%s: shape %v, want %v", what, got.Shape, want.Shape)
-	}
-	for i := range want.Len() {
-		g, w := got.Flat(i), want.Flat(i)
-		if math.IsNaN(w) && math.IsNaN(g) {
-			continue
-		}
-		if g == w || math.Abs(g-w) <= tol*(1+math.Abs(w)) {
-			continue
-		}
-		t.Fatalf("%s: element %d (index %v) is %v, want %v", what, i, unflat(i, want.Shape), g, w)
-	}
-}
-
-func unflat(i int, shape []int) []int {
-	idx := make([]int, len(shape))
-	for d := len(shape) - 1; d >= 0; d-- {
-		idx[d] = i % shape[d]
-		i /= shape[d]
-	}
-	return idx
 }
 
 // Helpers to build inputs and attributes.

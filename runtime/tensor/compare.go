@@ -1,0 +1,94 @@
+package tensor
+
+import (
+	"fmt"
+	"math"
+
+	"tofuc/lang"
+)
+
+// Tolerance is tofuc's one policy for comparing results (docs/testing.md):
+// a float element got matches want when |got - want| <= Abs + Rel*|want|;
+// NaN matches NaN and an infinity matches the same infinity. Integers and
+// bools always match exactly.
+type Tolerance struct {
+	Rel, Abs float64
+}
+
+// Exact asks for bit-for-bit equal values (after rounding to the dtype):
+// for results computed in the same order.
+var Exact = Tolerance{}
+
+// External is the tolerance against results from other implementations
+// (ONNX's reference implementation, ONNX Runtime, PyTorch).
+var External = Tolerance{Rel: 1e-3, Abs: 1e-5}
+
+// Reordered returns the tolerance for results of dtype dt computed with
+// the additions of a reduction in a different order (a split reduction, a
+// rewritten graph, a compiled kernel): a few units in the last place of the
+// dtype, times the square root of the reduction length n.
+func Reordered(dt lang.DType, n int) Tolerance {
+	var eps float64
+	switch dt {
+	case lang.F64:
+		eps = 0x1p-52
+	case lang.F32:
+		eps = 0x1p-23
+	case lang.F16:
+		eps = 0x1p-10
+	case lang.BF16:
+		eps = 0x1p-7
+	default:
+		return Exact
+	}
+	scale := 4 * math.Sqrt(float64(max(n, 1)))
+	return Tolerance{Rel: scale * eps, Abs: scale * eps}
+}
+
+// Compare reports the first difference between got and want beyond tol in
+// dtype, shape or values; for values it names the largest error and where.
+func Compare(got, want *Tensor, tol Tolerance) error {
+	if got.DType != want.DType {
+		return fmt.Errorf("dtype %s, want %s", got.DType, want.DType)
+	}
+	if fmt.Sprint(got.Shape) != fmt.Sprint(want.Shape) {
+		return fmt.Errorf("shape %v, want %v", got.Shape, want.Shape)
+	}
+	worst, worstErr := -1, 0.0
+	for i := range want.Len() {
+		g, w := got.Flat(i), want.Flat(i)
+		if matches(g, w, tol, want.DType.IsFloat()) {
+			continue
+		}
+		e := math.Abs(g - w)
+		if math.IsNaN(e) {
+			e = math.Inf(1)
+		}
+		if worst < 0 || e > worstErr {
+			worst, worstErr = i, e
+		}
+	}
+	if worst < 0 {
+		return nil
+	}
+	idx := make([]int, len(want.Shape))
+	rest := worst
+	for d := len(want.Shape) - 1; d >= 0; d-- {
+		idx[d] = rest % want.Shape[d]
+		rest /= want.Shape[d]
+	}
+	return fmt.Errorf("largest error %.3g at %v: got %v, want %v", worstErr, idx, got.Flat(worst), want.Flat(worst))
+}
+
+func matches(g, w float64, tol Tolerance, isFloat bool) bool {
+	if g == w || !isFloat {
+		return g == w
+	}
+	if math.IsNaN(g) || math.IsNaN(w) {
+		return math.IsNaN(g) && math.IsNaN(w)
+	}
+	if math.IsInf(g, 0) || math.IsInf(w, 0) {
+		return false
+	}
+	return math.Abs(g-w) <= tol.Abs+tol.Rel*math.Abs(w)
+}
