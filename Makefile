@@ -28,9 +28,12 @@ build:
 run: deps build
 	@echo "== tofuc check: the standard library and every example"
 	./$(BIN) check stdlib/*.tdl examples/*.tdl && echo "all clean"
-	@echo "== tofuc eval: the MLP example on a seeded random batch"
+	@echo "== tofuc eval: each example on a seeded random batch, with the reference interpreter"
 	./$(BIN) eval examples/mlp.tdl --set batch=4 --random-inputs --seed 1 --out out/mlp
-	@echo "outputs written to out/mlp/"
+	./$(BIN) eval examples/wresnet.tdl --set width=1 --set batch=1 --random-inputs --seed 1 --out out/resnet50
+	./$(BIN) eval examples/rnn.tdl --random-inputs --seed 1 --out out/rnn
+	./$(BIN) eval examples/transformer.tdl --random-inputs --seed 1 --out out/transformer
+	@echo "outputs and parameters written under out/"
 
 test: deps
 	$(GO) vet ./...

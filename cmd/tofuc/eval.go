@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -226,6 +227,19 @@ func fileName(name string) string {
 	return strings.NewReplacer("/", "_", ":", "_", string(filepath.Separator), "_").Replace(name)
 }
 
+// summary describes a tensor's values in one phrase.
+func summary(t *tensor.Tensor) string {
+	if t.Len() == 0 {
+		return "(empty)"
+	}
+	lo, hi, sum := math.Inf(1), math.Inf(-1), 0.0
+	for i := range t.Len() {
+		v := t.Flat(i)
+		lo, hi, sum = math.Min(lo, v), math.Max(hi, v), sum+v
+	}
+	return fmt.Sprintf("min %.4g max %.4g mean %.4g", lo, hi, sum/float64(t.Len()))
+}
+
 func writeOutputs(dir string, outputs, params map[string]*tensor.Tensor, stdout io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -241,7 +255,7 @@ func writeOutputs(dir string, outputs, params map[string]*tensor.Tensor, stdout 
 		if err := npy.WriteFile(path, t); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s: %s%v -> %s\n", n, t.DType, t.Shape, path)
+		fmt.Fprintf(stdout, "%s: %s%v %s -> %s\n", n, t.DType, t.Shape, summary(t), path)
 	}
 	if len(params) > 0 {
 		path := filepath.Join(dir, "params.npz")
