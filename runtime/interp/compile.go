@@ -279,7 +279,7 @@ func (c *compiler) binary(e *ir.Binary) (code, error) {
 	if p.IsFloat() {
 		a, b := asFloat(l, lt), asFloat(r, rt)
 		if e.Op.IsComparison() {
-			return convert(code{i: floatCompare(e.Op, a, b)}, lang.Bool, e.T, false), nil
+			return convert(code{i: compare(e.Op, a, b)}, lang.Bool, e.T, false), nil
 		}
 		var out fexpr
 		switch e.Op {
@@ -343,7 +343,8 @@ func (c *compiler) binary(e *ir.Binary) (code, error) {
 	return convert(code{i: out}, t, e.T, false), nil
 }
 
-func floatCompare(op ir.BinOp, a, b fexpr) iexpr {
+// compare builds a comparison of two compiled operands of one domain.
+func compare[T float64 | int64 | uint64](op ir.BinOp, a, b func(*frame) T) iexpr {
 	switch op {
 	case ir.OpEq:
 		return func(f *frame) int64 { return b2i(a(f) == b(f)) }
@@ -359,32 +360,14 @@ func floatCompare(op ir.BinOp, a, b fexpr) iexpr {
 	return func(f *frame) int64 { return b2i(a(f) >= b(f)) }
 }
 
+// intCompare compares integers, as unsigned in the u64 domain.
 func intCompare(op ir.BinOp, a, b iexpr, unsigned bool) iexpr {
 	if unsigned {
-		switch op {
-		case ir.OpLt:
-			return func(f *frame) int64 { return b2i(uint64(a(f)) < uint64(b(f))) }
-		case ir.OpLe:
-			return func(f *frame) int64 { return b2i(uint64(a(f)) <= uint64(b(f))) }
-		case ir.OpGt:
-			return func(f *frame) int64 { return b2i(uint64(a(f)) > uint64(b(f))) }
-		case ir.OpGe:
-			return func(f *frame) int64 { return b2i(uint64(a(f)) >= uint64(b(f))) }
-		}
+		ua := func(f *frame) uint64 { return uint64(a(f)) }
+		ub := func(f *frame) uint64 { return uint64(b(f)) }
+		return compare(op, ua, ub)
 	}
-	switch op {
-	case ir.OpEq:
-		return func(f *frame) int64 { return b2i(a(f) == b(f)) }
-	case ir.OpNe:
-		return func(f *frame) int64 { return b2i(a(f) != b(f)) }
-	case ir.OpLt:
-		return func(f *frame) int64 { return b2i(a(f) < b(f)) }
-	case ir.OpLe:
-		return func(f *frame) int64 { return b2i(a(f) <= b(f)) }
-	case ir.OpGt:
-		return func(f *frame) int64 { return b2i(a(f) > b(f)) }
-	}
-	return func(f *frame) int64 { return b2i(a(f) >= b(f)) }
+	return compare(op, a, b)
 }
 
 func (c *compiler) selectExpr(e *ir.Select) (code, error) {

@@ -44,7 +44,7 @@ func RunGraphOpts(g *ir.Graph, inputs, params map[string]*tensor.Tensor, seed ui
 		if !ok {
 			return nil, fmt.Errorf("graph %s: missing input %s", g.Name, v.Name)
 		}
-		if err := wellFormed(x); err != nil {
+		if err := x.Validate(); err != nil {
 			return nil, fmt.Errorf("graph %s: input %s: %v", g.Name, v.Name, err)
 		}
 		if x.DType != v.DType {
@@ -85,7 +85,7 @@ func RunGraphOpts(g *ir.Graph, inputs, params map[string]*tensor.Tensor, seed ui
 		x, ok := params[v.Name]
 		if ok {
 			// Given parameters are used as they are.
-			if err := wellFormed(x); err != nil {
+			if err := x.Validate(); err != nil {
 				return nil, lang.Errorf(p.Pos, "parameter %s: %v", v.Name, err)
 			}
 			if x.DType != v.DType || !equalShape(x.Shape, shape) {

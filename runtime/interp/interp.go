@@ -56,7 +56,7 @@ func evalInstance(inst *ir.Instance, inputs []*tensor.Tensor, syms, fallback map
 	var shapes []shapeUse
 	for i, in := range inst.Inputs {
 		x := inputs[i]
-		if err := wellFormed(x); err != nil {
+		if err := x.Validate(); err != nil {
 			return nil, lang.Errorf(inst.Pos, "%s: input %s: %v", inst.Op, in.Name, err)
 		}
 		if x.DType != in.DType {
@@ -132,27 +132,6 @@ func evalInstance(inst *ir.Instance, inputs []*tensor.Tensor, syms, fallback map
 		out[i] = c.tensors[d.Tensor]
 	}
 	return out, nil
-}
-
-// wellFormed checks that t's data matches its dtype and shape.
-func wellFormed(t *tensor.Tensor) error {
-	if t == nil {
-		return fmt.Errorf("nil tensor")
-	}
-	if t.DType.Size() == 0 {
-		return fmt.Errorf("invalid dtype %s", t.DType)
-	}
-	n := 1
-	for _, d := range t.Shape {
-		if d < 0 {
-			return fmt.Errorf("negative extent in shape %v", t.Shape)
-		}
-		n *= d
-	}
-	if t.DType.IsFloat() && len(t.F) != n || !t.DType.IsFloat() && len(t.I) != n {
-		return fmt.Errorf("%s tensor of shape %v holds %d float and %d integer elements", t.DType, t.Shape, len(t.F), len(t.I))
-	}
-	return nil
 }
 
 // maxElements bounds the size of a tensor the interpreter allocates.

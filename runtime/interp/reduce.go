@@ -32,13 +32,9 @@ func (c *compiler) reduce(e *ir.Reduce) (code, error) {
 }
 
 // loop calls step(v) for the body's value v at every index tuple, in
-// row-major order, until step returns false.
+// row-major order.
 func loop[T float64 | int64](slots []int, exts []int64, body func(*frame) T, f *frame, step func(T)) {
-	switch len(slots) {
-	case 0:
-		step(body(f))
-		return
-	case 1:
+	if len(slots) == 1 {
 		s0, e0 := slots[0], exts[0]
 		for i := int64(0); i < e0; i++ {
 			f.v[s0] = i
@@ -46,30 +42,7 @@ func loop[T float64 | int64](slots []int, exts []int64, body func(*frame) T, f *
 		}
 		return
 	}
-	idx := make([]int64, len(slots))
-	for _, s := range slots {
-		f.v[s] = 0
-	}
-	last, el := slots[len(slots)-1], exts[len(slots)-1]
-	for {
-		for i := int64(0); i < el; i++ {
-			f.v[last] = i
-			step(body(f))
-		}
-		d := len(slots) - 2
-		for ; d >= 0; d-- {
-			idx[d]++
-			if idx[d] < exts[d] {
-				f.v[slots[d]] = idx[d]
-				break
-			}
-			idx[d] = 0
-			f.v[slots[d]] = 0
-		}
-		if d < 0 {
-			return
-		}
-	}
+	forEach(f, slots, exts, func() { step(body(f)) })
 }
 
 func reduceFloat(kind ir.Reducer, slots []int, exts []int64, body fexpr) fexpr {

@@ -304,8 +304,8 @@ func decode(h *header, data []byte) *tensor.Tensor {
 
 // Write writes t to w as a .npy array.
 func Write(w io.Writer, t *tensor.Tensor) error {
-	if err := check(t); err != nil {
-		return err
+	if err := t.Validate(); err != nil {
+		return fmt.Errorf("npy: %v", err)
 	}
 	var descr string
 	dt := t.DType
@@ -394,27 +394,6 @@ func Write(w io.Writer, t *tensor.Tensor) error {
 			}
 			buf = buf[:0]
 		}
-	}
-	return nil
-}
-
-// check rejects a tensor whose dtype, shape and data disagree.
-func check(t *tensor.Tensor) error {
-	if t == nil {
-		return errors.New("npy: nil tensor")
-	}
-	if t.DType.Size() == 0 {
-		return fmt.Errorf("npy: cannot write dtype %s", t.DType)
-	}
-	n := 1
-	for _, d := range t.Shape {
-		if d < 0 {
-			return fmt.Errorf("npy: negative extent in shape %v", t.Shape)
-		}
-		n *= d
-	}
-	if t.DType.IsFloat() && len(t.F) != n || !t.DType.IsFloat() && len(t.I) != n {
-		return fmt.Errorf("npy: %s tensor of shape %v has %d float and %d integer elements", t.DType, t.Shape, len(t.F), len(t.I))
 	}
 	return nil
 }

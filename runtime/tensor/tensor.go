@@ -255,3 +255,24 @@ func (t *Tensor) elemString(i int) string {
 	}
 	return strconv.FormatInt(t.I[i], 10)
 }
+
+// Validate reports whether t's dtype, shape and data agree.
+func (t *Tensor) Validate() error {
+	if t == nil {
+		return fmt.Errorf("nil tensor")
+	}
+	if t.DType.Size() == 0 {
+		return fmt.Errorf("invalid dtype %s", t.DType)
+	}
+	n := 1
+	for _, d := range t.Shape {
+		if d < 0 {
+			return fmt.Errorf("negative extent in shape %v", t.Shape)
+		}
+		n *= d
+	}
+	if t.DType.IsFloat() && len(t.F) != n || !t.DType.IsFloat() && len(t.I) != n {
+		return fmt.Errorf("%s tensor of shape %v holds %d float and %d integer elements", t.DType, t.Shape, len(t.F), len(t.I))
+	}
+	return nil
+}
