@@ -268,6 +268,9 @@ func (c *instCtx) call(e *lang.Call) ir.Expr {
 	if e.Name == "select" {
 		return c.selectExpr(e)
 	}
+	if e.Name == "like" {
+		return c.like(e)
+	}
 	if t := lang.ParseDType(e.Name); t != lang.Invalid {
 		if len(e.Args) != 1 {
 			c.fail(e.Pos, "%s(...) converts one value", e.Name)
@@ -287,8 +290,22 @@ func (c *instCtx) call(e *lang.Call) ir.Expr {
 	return nil
 }
 
+// like(t, v) converts v to the dtype of the tensor t, for operators that
+// keep their input's dtype whatever it is (`like(x, 1)` is a one of x's
+// dtype).
+func (c *instCtx) like(e *lang.Call) ir.Expr {
+	if len(e.Args) != 2 {
+		c.fail(e.Pos, "like takes a tensor and a value, found %d arguments", len(e.Args))
+	}
+	id, ok := e.Args[0].(*lang.Ident)
+	if !ok || c.tensors[id.Name] == nil {
+		c.fail(e.Args[0].ExprPos(), "the first argument of like must name a tensor")
+	}
+	return c.castTo(c.elab(e.Args[1]), c.tensors[id.Name].DType)
+}
+
 func mathNames() []string {
-	out := []string{"sum", "prod", "select"}
+	out := []string{"sum", "prod", "select", "like"}
 	for n := range ir.MathFuncs {
 		out = append(out, n)
 	}
