@@ -85,13 +85,13 @@ func comments(path string, src []byte) []lang.Comment {
 		return nil
 	}
 	var out []lang.Comment
-	commentType := tdlLexer.Symbols()["Comment"]
+
 	for {
 		tok, err := lx.Next()
 		if err != nil || tok.EOF() {
 			return out
 		}
-		if tok.Type == commentType {
+		if tok.Type == tokComment {
 			lineStart := bytes.LastIndexByte(src[:tok.Pos.Offset], '\n') + 1
 			trailing := len(bytes.TrimSpace(src[lineStart:tok.Pos.Offset])) > 0
 			out = append(out, lang.Comment{Pos: pos(tok.Pos), Text: strings.TrimRight(tok.Value, " \t\r"), Trailing: trailing})
@@ -239,10 +239,7 @@ func (b *builder) stmts(g *gBlockBody) ([]lang.Stmt, lang.Pos) {
 			out = append(out, st)
 		}
 	}
-	// participle's EndPos is just past the closing brace.
-	end := pos(g.EndPos)
-	end.Col = max(1, end.Col-1)
-	return out, end
+	return out, pos(g.Close.Pos)
 }
 
 func (b *builder) stmt(g *gStmt) lang.Stmt {

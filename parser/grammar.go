@@ -5,18 +5,6 @@ import (
 	"github.com/alecthomas/participle/v2/lexer"
 )
 
-// tdlLexer splits TDL text into tokens. Comments are kept as tokens so the
-// formatter can find them; the grammar elides them.
-var tdlLexer = lexer.MustSimple([]lexer.SimpleRule{
-	{Name: "Comment", Pattern: `//[^\n]*`},
-	{Name: "Whitespace", Pattern: `[ \t\r\n]+`},
-	{Name: "String", Pattern: `"(\\.|[^"\\\n])*"`},
-	{Name: "Float", Pattern: `\d+\.\d+([eE][-+]?\d+)?|\d+[eE][-+]?\d+`},
-	{Name: "Int", Pattern: `\d+`},
-	{Name: "Ident", Pattern: `[A-Za-z_][A-Za-z0-9_]*`},
-	{Name: "Punct", Pattern: `->|==|!=|<=|>=|&&|\|\||\.\.|[-+*/%<>=!()\[\]{},:;]`},
-})
-
 type gFile struct {
 	Decls []*gDecl `parser:"( @@ ';'? )*"`
 }
@@ -89,8 +77,14 @@ type gModel struct {
 }
 
 type gBlockBody struct {
-	Stmts  []*gStmt `parser:"'{' ( @@ ';'? )* '}'"`
-	EndPos lexer.Position
+	Stmts []*gStmt `parser:"'{' ( @@ ';'? )*"`
+	Close *gClose  `parser:"@@"`
+}
+
+// gClose is a closing brace, kept for its position.
+type gClose struct {
+	Pos   lexer.Position
+	Brace string `parser:"@'}'"`
 }
 
 type gRule struct {
