@@ -50,9 +50,13 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	case f.op == "" && len(f.attrs) > 0:
 		return usageError(stderr, "eval", "--attr goes with --op (use --set for models)")
 	}
-	inputs, err := readInputs(f.ins)
+	specs, err := inputSpecs(f.ins)
 	if err != nil {
 		return usageError(stderr, "eval", "%v", err)
+	}
+	inputs, err := readInputs(specs)
+	if err != nil {
+		return fail(stderr, err)
 	}
 	prog, err := check.NewProgram()
 	if err != nil {
@@ -86,9 +90,10 @@ func fail(stderr io.Writer, err error) int {
 	return exitUser
 }
 
-func readInputs(specs []string) (map[string]*tensor.Tensor, error) {
-	out := map[string]*tensor.Tensor{}
-	for _, s := range specs {
+// inputSpecs parses repeated NAME=PATH.npy flags.
+func inputSpecs(flags []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, s := range flags {
 		name, path, ok := strings.Cut(s, "=")
 		if !ok || name == "" || path == "" {
 			return nil, fmt.Errorf("--in %q: expected NAME=PATH.npy", s)
@@ -96,6 +101,14 @@ func readInputs(specs []string) (map[string]*tensor.Tensor, error) {
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("--in %s given twice", name)
 		}
+		out[name] = path
+	}
+	return out, nil
+}
+
+func readInputs(specs map[string]string) (map[string]*tensor.Tensor, error) {
+	out := map[string]*tensor.Tensor{}
+	for name, path := range specs {
 		t, err := npy.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("--in %s: %v", name, err)
