@@ -40,8 +40,8 @@ func TestExitStatuses(t *testing.T) {
 		{[]string{"check", "--set", "noequals", bad}, exitUsage},
 		{[]string{"fmt"}, exitUsage},
 		{[]string{"fmt", "-w", "-l", bad}, exitUsage},
-		{[]string{"eval", bad}, exitUsage},                      // no --out
-		{[]string{"eval", "--out", dir}, exitUsage},             // no file
+		{[]string{"eval", bad}, exitUsage},          // no --out
+		{[]string{"eval", "--out", dir}, exitUsage}, // no file
 		{[]string{"eval", bad, "--op", "f", "--set", "a=1", "--out", dir}, exitUsage},
 		{[]string{"eval", bad, "--op", "f", "--out", dir}, exitUser}, // does not check
 	} {
