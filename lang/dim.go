@@ -225,8 +225,9 @@ func minmax(d, e Dim, kind atomKind) Dim {
 	if d.Equal(e) {
 		return d
 	}
-	if diff, ok := d.Sub(e).IsConst(); ok {
-		if (diff > 0) == (kind == atomMax) {
+	if diff := d.Sub(e); diff.NonNegative() || diff.Neg().NonNegative() {
+		// Provably ordered (shape symbols are non-negative).
+		if diff.NonNegative() == (kind == atomMax) {
 			return d
 		}
 		return e
@@ -397,4 +398,33 @@ func ConstShape(s []Dim) ([]int, bool) {
 		out[i] = int(n)
 	}
 	return out, true
+}
+
+// NonNegative reports whether d is provably >= 0, taking every shape
+// symbol as non-negative: all coefficients are non-negative and every atom
+// is.
+func (d Dim) NonNegative() bool {
+	for _, t := range d.terms {
+		if t.coef < 0 {
+			return false
+		}
+		for _, f := range t.factors {
+			if !f.nonNegative() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (f atom) nonNegative() bool {
+	switch f.kind {
+	case atomSym:
+		return true
+	case atomDiv:
+		return f.a.NonNegative()
+	case atomMax:
+		return f.a.NonNegative() || f.b.NonNegative()
+	}
+	return f.a.NonNegative() && f.b.NonNegative()
 }

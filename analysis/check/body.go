@@ -96,7 +96,7 @@ func (c *instCtx) ident(e *lang.Ident) ir.Expr {
 func (c *instCtx) constExpr(pos lang.Pos, v cval) ir.Expr {
 	switch v.kind {
 	case cInt:
-		x := idxDim(v.dim)
+		x := ir.IndexDim(v.dim)
 		c.weak[x] = true
 		return x
 	case cFloat:
@@ -178,33 +178,33 @@ func (c *instCtx) binary(e *lang.Binary) ir.Expr {
 
 // foldInt folds integer index arithmetic on constants.
 func foldInt(op ir.BinOp, l, r ir.Expr) ir.Expr {
-	x, xok := constOf(l)
-	y, yok := constOf(r)
+	x, xok := ir.ConstInt(l)
+	y, yok := ir.ConstInt(r)
 	if !xok || !yok || l.Type() != lang.I64 {
 		switch {
 		case op == ir.OpAdd && l.Type() == lang.I64:
-			return idxAdd(l, r)
+			return ir.IndexAdd(l, r)
 		case op == ir.OpSub && yok && l.Type() == lang.I64:
-			return idxAdd(l, idxConst(-y))
+			return ir.IndexAdd(l, ir.IndexConst(-y))
 		case op == ir.OpMul && yok && l.Type() == lang.I64:
-			return idxMul(l, y)
+			return ir.IndexMul(l, y)
 		}
 		return nil
 	}
 	switch op {
 	case ir.OpAdd:
-		return idxConst(x + y)
+		return ir.IndexConst(x + y)
 	case ir.OpSub:
-		return idxConst(x - y)
+		return ir.IndexConst(x - y)
 	case ir.OpMul:
-		return idxConst(x * y)
+		return ir.IndexConst(x * y)
 	case ir.OpDiv:
 		if y != 0 {
-			return idxConst(x / y)
+			return ir.IndexConst(x / y)
 		}
 	case ir.OpMod:
 		if y != 0 {
-			return idxConst(x % y)
+			return ir.IndexConst(x % y)
 		}
 	}
 	return nil
@@ -520,7 +520,7 @@ func (c *instCtx) broadcastIndex(e *lang.Index, t *ir.Tensor, idx []ir.Expr) []i
 	for d, x := range idx {
 		out[d] = x
 		if isOne(t.Shape[d]) && !isOne(x.(*ir.VarRef).V.Extent) {
-			out[d] = idxConst(0)
+			out[d] = ir.IndexConst(0)
 		}
 	}
 	return out

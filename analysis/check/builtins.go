@@ -371,7 +371,7 @@ func biPadIndex(ev *evaluator, c *lang.Call, a []cval) cval {
 // addConst adds a constant to an integer or an index expression.
 func addConst(ev *evaluator, c *lang.Call, v cval, k int64) cval {
 	if v.kind == cIndex {
-		return idxVal(idxAdd(v.exprs[0], idxConst(k)))
+		return idxVal(ir.IndexAdd(v.exprs[0], ir.IndexConst(k)))
 	}
 	return dimVal(ev.dimOf(c, v).Add(lang.Const(k)))
 }
@@ -478,7 +478,7 @@ func biSliceIndex(ev *evaluator, c *lang.Call, a []cval) cval {
 	for i, s := range specs {
 		e := ev.index(c, o[i])
 		if !s.whole {
-			e = idxAdd(idxMul(e, s.step), idxDim(s.start))
+			e = ir.IndexAdd(ir.IndexMul(e, s.step), ir.IndexDim(s.start))
 		}
 		out.list = append(out.list, idxVal(e))
 	}
@@ -539,9 +539,9 @@ func biRavel(ev *evaluator, c *lang.Call, a []cval) cval {
 	if len(o) != len(dims) {
 		ev.fail(c.Pos, "ravel: index of rank %d for dims of rank %d", len(o), len(dims))
 	}
-	var lin ir.Expr = idxConst(0)
+	var lin ir.Expr = ir.IndexConst(0)
 	for i := range o {
-		lin = idxAdd(idxMulDim(lin, ev.dimOf(c, dims[i])), ev.index(c, o[i]))
+		lin = ir.IndexAdd(ir.IndexMulDim(lin, ev.dimOf(c, dims[i])), ev.index(c, o[i]))
 	}
 	return idxVal(lin)
 }
@@ -554,9 +554,9 @@ func biUnravel(ev *evaluator, c *lang.Call, a []cval) cval {
 	stride := lang.Const(1)
 	for i := len(dims) - 1; i >= 0; i-- {
 		d := ev.dimOf(c, dims[i])
-		e := idxDivDim(lin, stride)
+		e := ir.IndexDivDim(lin, stride)
 		if i > 0 {
-			e = idxModDim(e, d)
+			e = ir.IndexModDim(e, d)
 		}
 		out.list[i] = idxVal(e)
 		stride = stride.Mul(d)
@@ -587,7 +587,7 @@ func biModEach(ev *evaluator, c *lang.Call, a []cval) cval {
 	}
 	out := cval{kind: cList}
 	for i := range o {
-		out.list = append(out.list, idxVal(idxModDim(ev.index(c, o[i]), ev.dimOf(c, dims[i]))))
+		out.list = append(out.list, idxVal(ir.IndexModDim(ev.index(c, o[i]), ev.dimOf(c, dims[i]))))
 	}
 	return out
 }
@@ -621,7 +621,7 @@ func (ev *evaluator) index(c *lang.Call, v cval) ir.Expr {
 	case cIndex:
 		return v.exprs[0]
 	case cInt:
-		return idxDim(v.dim)
+		return ir.IndexDim(v.dim)
 	}
 	ev.fail(c.Pos, "%s expects index expressions, found %s %s", c.Name, v.kind, v)
 	return nil

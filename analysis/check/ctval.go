@@ -298,15 +298,15 @@ func (ev *evaluator) indexBinary(e *lang.Binary, l, r cval) cval {
 	a, b := ev.asIndex(l), ev.asIndex(r)
 	switch e.Op {
 	case "+":
-		return idxVal(idxAdd(a, b))
+		return idxVal(ir.IndexAdd(a, b))
 	case "-":
-		return idxVal(idxAdd(a, idxBin(ir.OpMul, b, idxConst(-1))))
+		return idxVal(ir.IndexAdd(a, ir.IndexBin(ir.OpMul, b, ir.IndexConst(-1))))
 	case "*":
-		return idxVal(idxBin(ir.OpMul, a, b))
+		return idxVal(ir.IndexBin(ir.OpMul, a, b))
 	case "/":
-		return idxVal(idxBin(ir.OpDiv, a, b))
+		return idxVal(ir.IndexBin(ir.OpDiv, a, b))
 	case "%":
-		return idxVal(idxBin(ir.OpMod, a, b))
+		return idxVal(ir.IndexBin(ir.OpMod, a, b))
 	}
 	ev.fail(e.Pos, "%s on index variables is not a compile-time value; write it in the lambda", e.Op)
 	return cval{}
@@ -316,7 +316,7 @@ func (ev *evaluator) asIndex(v cval) ir.Expr {
 	if v.kind == cIndex {
 		return v.exprs[0]
 	}
-	return idxDim(v.dim)
+	return ir.IndexDim(v.dim)
 }
 
 // predeclared names, visible unless an attribute or symbol shadows them.

@@ -220,7 +220,7 @@ func instanceKey(decl *lang.OpDecl, attrs map[string]cval, inputs []TensorType) 
 func (m *Module) Check(model string, set map[string]ir.AttrValue) error {
 	var errs lang.ErrorList
 	for _, op := range m.File.Ops {
-		m.prog.checkOp(op, &errs)
+		checkOp(op, &errs)
 	}
 	if model != "" {
 		if _, err := m.findModel(model); err != nil {

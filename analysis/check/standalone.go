@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"tofuc/lang"
+	"tofuc/lang/ir"
 )
 
 // mapEnv is a compile-time environment backed by a map.
@@ -21,7 +22,7 @@ func (m mapEnv) names() []string {
 // checkOp checks an operator on its own: attributes take their defaults
 // (required ones a neutral sample value), every dimension of the inputs is a
 // shape symbol, and each pack of unknown length is given one that fits.
-func (p *Program) checkOp(op *lang.OpDecl, errs *lang.ErrorList) {
+func checkOp(op *lang.OpDecl, errs *lang.ErrorList) *ir.Instance {
 	env := mapEnv{}
 	ev := &evaluator{env: env, errs: errs}
 	attrs := map[string]cval{}
@@ -36,7 +37,7 @@ func (p *Program) checkOp(op *lang.OpDecl, errs *lang.ErrorList) {
 		}
 	})
 	if !ok {
-		return
+		return nil
 	}
 	var inputs []TensorType
 	shared := map[int][]lang.Dim{} // free packs of each length share their symbols
@@ -52,9 +53,20 @@ func (p *Program) checkOp(op *lang.OpDecl, errs *lang.ErrorList) {
 		}
 	})
 	if !ok {
-		return
+		return nil
 	}
-	instantiate(op, attrs, nil, inputs, op.Pos, errs)
+	return instantiate(op, attrs, nil, inputs, op.Pos, errs)
+}
+
+// Standalone instantiates an operator on its own, as check does: default
+// attributes (required ones a neutral sample) and symbolic input shapes.
+func Standalone(op *lang.OpDecl) (*ir.Instance, error) {
+	var errs lang.ErrorList
+	inst := checkOp(op, &errs)
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return inst, nil
 }
 
 func sampleAttr(a *lang.AttrDecl) cval {

@@ -222,44 +222,49 @@ var MathFuncs = map[string]int{
 	"pow": 2, "max": 2, "min": 2, "atan2": 2,
 }
 
+// Children returns the expressions directly below e (an opaque view's
+// whole dimensions, which have no expression, are skipped).
+func Children(e Expr) []Expr {
+	switch e := e.(type) {
+	case *Access:
+		if e.Default != nil {
+			return append(append([]Expr(nil), e.Index...), e.Default)
+		}
+		return e.Index
+	case *Binary:
+		return []Expr{e.L, e.R}
+	case *Unary:
+		return []Expr{e.X}
+	case *Call:
+		return e.Args
+	case *Select:
+		return []Expr{e.C, e.A, e.B}
+	case *Cast:
+		return []Expr{e.X}
+	case *Reduce:
+		return []Expr{e.Body}
+	case *Opaque:
+		var out []Expr
+		for _, v := range e.Args {
+			for _, x := range v.Index {
+				if x != nil {
+					out = append(out, x)
+				}
+			}
+		}
+		return append(out, e.Index...)
+	}
+	return nil
+}
+
 // Walk calls f on e and every expression below it, parents first; when f
 // returns false the children of that node are skipped.
 func Walk(e Expr, f func(Expr) bool) {
 	if e == nil || !f(e) {
 		return
 	}
-	switch e := e.(type) {
-	case *Access:
-		for _, x := range e.Index {
-			Walk(x, f)
-		}
-		Walk(e.Default, f)
-	case *Binary:
-		Walk(e.L, f)
-		Walk(e.R, f)
-	case *Unary:
-		Walk(e.X, f)
-	case *Call:
-		for _, x := range e.Args {
-			Walk(x, f)
-		}
-	case *Select:
-		Walk(e.C, f)
-		Walk(e.A, f)
-		Walk(e.B, f)
-	case *Cast:
-		Walk(e.X, f)
-	case *Reduce:
-		Walk(e.Body, f)
-	case *Opaque:
-		for _, v := range e.Args {
-			for _, x := range v.Index {
-				Walk(x, f)
-			}
-		}
-		for _, x := range e.Index {
-			Walk(x, f)
-		}
+	for _, c := range Children(e) {
+		Walk(c, f)
 	}
 }
 

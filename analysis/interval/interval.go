@@ -1,0 +1,194 @@
+package interval
+
+import (
+	"fmt"
+
+	"tofuc/lang"
+	"tofuc/lang/ir"
+)
+
+// Interval is the set of integers [Lo, Hi]; it is empty when Hi < Lo.
+type Interval struct {
+	Lo, Hi lang.Dim
+}
+
+// Point is the interval [d, d].
+func Point(d lang.Dim) Interval { return Interval{d, d} }
+
+// Range is [0, n-1], the values of an index over an extent n.
+func Range(n lang.Dim) Interval { return Interval{lang.Const(0), n.Sub(lang.Const(1))} }
+
+// Size is the number of integers in the interval (Hi - Lo + 1), which may
+// be zero or negative for an empty interval.
+func (iv Interval) Size() lang.Dim { return iv.Hi.Sub(iv.Lo).Add(lang.Const(1)) }
+
+func (iv Interval) String() string { return "[" + iv.Lo.String() + ", " + iv.Hi.String() + "]" }
+
+// Subst substitutes symbols in both bounds.
+func (iv Interval) Subst(bind func(string) (lang.Dim, bool)) Interval {
+	return Interval{iv.Lo.Subst(bind), iv.Hi.Subst(bind)}
+}
+
+// Hull is the smallest interval holding a and b.
+func Hull(a, b Interval) Interval { return Interval{a.Lo.Min(b.Lo), a.Hi.Max(b.Hi)} }
+
+// Clamp intersects iv with [0, n-1].
+func (iv Interval) Clamp(n lang.Dim) Interval {
+	return Interval{iv.Lo.Max(lang.Const(0)), iv.Hi.Min(n.Sub(lang.Const(1)))}
+}
+
+// Env gives the interval of each index variable.
+type Env map[*ir.Var]Interval
+
+// Error says why an expression cannot be bounded.
+type Error struct {
+	Expr   ir.Expr
+	Reason string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("cannot bound %s: %s", ir.ExprString(e.Expr), e.Reason)
+}
+
+// Of bounds an integer index expression: every value it takes while each
+// variable ranges over its interval in env lies in the result. Variables
+// missing from env range over their whole extent. A data-dependent value
+// (an element read from a tensor) cannot be bounded here: the caller gives
+// the indexed dimension its whole range.
+func Of(e ir.Expr, env Env) (Interval, error) {
+	switch e := e.(type) {
+	case *ir.Const:
+		if e.T.IsFloat() {
+			return Interval{}, &Error{e, "a float index"}
+		}
+		return Point(lang.Const(e.Int)), nil
+	case *ir.Size:
+		return Point(e.D), nil
+	case *ir.VarRef:
+		if iv, ok := env[e.V]; ok {
+			return iv, nil
+		}
+		return Range(e.V.Extent), nil
+	case *ir.Unary:
+		if e.Op != "-" {
+			return Interval{}, &Error{e, "a logical operation"}
+		}
+		x, err := Of(e.X, env)
+		return Interval{x.Hi.Neg(), x.Lo.Neg()}, err
+	case *ir.Binary:
+		return binary(e, env)
+	case *ir.Select:
+		a, err := Of(e.A, env)
+		if err != nil {
+			return a, err
+		}
+		b, err := Of(e.B, env)
+		return Hull(a, b), err
+	case *ir.Cast:
+		if e.T.IsFloat() || e.X.Type().IsFloat() {
+			return Interval{}, &Error{e, "a conversion from or to a float"}
+		}
+		return Of(e.X, env)
+	case *ir.Access, *ir.Opaque:
+		return Interval{}, &Error{e, "a value read from a tensor (data-dependent)"}
+	}
+	return Interval{}, &Error{e, "not an index expression"}
+}
+
+func binary(e *ir.Binary, env Env) (Interval, error) {
+	a, err := Of(e.L, env)
+	if err != nil {
+		return a, err
+	}
+	b, err := Of(e.R, env)
+	if err != nil {
+		return b, err
+	}
+	switch e.Op {
+	case ir.OpAdd:
+		return Interval{a.Lo.Add(b.Lo), a.Hi.Add(b.Hi)}, nil
+	case ir.OpSub:
+		return Interval{a.Lo.Sub(b.Hi), a.Hi.Sub(b.Lo)}, nil
+	case ir.OpMul:
+		return mul(e, a, b)
+	case ir.OpDiv:
+		c, ok := positiveConst(b)
+		if !ok {
+			return Interval{}, &Error{e, "division by something other than a positive constant"}
+		}
+		// Integer division truncates; it equals floor division for
+		// non-negative operands, the only case an index can use.
+		if !nonNegative(a.Lo) {
+			return Interval{}, &Error{e, "division of a possibly negative value"}
+		}
+		return Interval{a.Lo.FloorDiv(c), a.Hi.FloorDiv(c)}, nil
+	case ir.OpMod:
+		return mod(e, a, b)
+	}
+	return Interval{}, &Error{e, "a comparison or logical operation"}
+}
+
+// mul multiplies by a constant (either side) or by a non-negative symbolic
+// point such as a stride of extent N.
+func mul(e *ir.Binary, a, b Interval) (Interval, error) {
+	if k, ok := pointConst(b); ok {
+		return scale(a, k), nil
+	}
+	if k, ok := pointConst(a); ok {
+		return scale(b, k), nil
+	}
+	if a.Lo.Equal(a.Hi) && nonNegative(b.Lo) {
+		a, b = b, a
+	}
+	if b.Lo.Equal(b.Hi) && nonNegative(a.Lo) {
+		// b is a symbolic extent (non-negative), a is non-negative.
+		return Interval{a.Lo.Mul(b.Lo), a.Hi.Mul(b.Lo)}, nil
+	}
+	return Interval{}, &Error{e, "a product of two varying values"}
+}
+
+func scale(a Interval, k int64) Interval {
+	if k < 0 {
+		return Interval{a.Hi.Scale(k), a.Lo.Scale(k)}
+	}
+	return Interval{a.Lo.Scale(k), a.Hi.Scale(k)}
+}
+
+// mod is exact when the whole interval lies in one period, and [0, c-1]
+// (conservative) otherwise.
+func mod(e *ir.Binary, a, b Interval) (Interval, error) {
+	if !nonNegative(a.Lo) {
+		return Interval{}, &Error{e, "remainder of a possibly negative value"}
+	}
+	if c, ok := positiveConst(b); ok {
+		if a.Lo.FloorDiv(c).Equal(a.Hi.FloorDiv(c)) {
+			return Interval{a.Lo.Mod(c), a.Hi.Mod(c)}, nil
+		}
+		return Interval{lang.Const(0), lang.Const(c - 1)}, nil
+	}
+	if b.Lo.Equal(b.Hi) {
+		return Interval{lang.Const(0), b.Lo.Sub(lang.Const(1))}, nil
+	}
+	return Interval{}, &Error{e, "remainder by a varying value"}
+}
+
+func pointConst(iv Interval) (int64, bool) {
+	lo, ok := iv.Lo.IsConst()
+	hi, ok2 := iv.Hi.IsConst()
+	return lo, ok && ok2 && lo == hi
+}
+
+func positiveConst(iv Interval) (int64, bool) {
+	k, ok := pointConst(iv)
+	return k, ok && k > 0
+}
+
+// nonNegative reports whether d is provably >= 0: a non-negative constant,
+// or a polynomial whose terms all have non-negative coefficients (shape
+// symbols are non-negative).
+func nonNegative(d lang.Dim) bool {
+	if n, ok := d.IsConst(); ok {
+		return n >= 0
+	}
+	return d.NonNegative()
+}
