@@ -89,10 +89,37 @@ func Of(e ir.Expr, env Env) (Interval, error) {
 			return Interval{}, &Error{e, "a conversion from or to a float"}
 		}
 		return Of(e.X, env)
+	case *ir.Call:
+		return call(e, env)
 	case *ir.Access, *ir.Opaque:
 		return Interval{}, &Error{e, "a value read from a tensor (data-dependent)"}
 	}
 	return Interval{}, &Error{e, "not an index expression"}
+}
+
+// call bounds the integer functions an index can use: max, min, abs.
+func call(e *ir.Call, env Env) (Interval, error) {
+	args := make([]Interval, len(e.Args))
+	for i, x := range e.Args {
+		iv, err := Of(x, env)
+		if err != nil {
+			return iv, err
+		}
+		args[i] = iv
+	}
+	switch e.Fn {
+	case "max":
+		return Interval{args[0].Lo.Max(args[1].Lo), args[0].Hi.Max(args[1].Hi)}, nil
+	case "min":
+		return Interval{args[0].Lo.Min(args[1].Lo), args[0].Hi.Min(args[1].Hi)}, nil
+	case "abs":
+		a := args[0]
+		if nonNegative(a.Lo) {
+			return a, nil
+		}
+		return Interval{lang.Const(0), a.Lo.Neg().Max(a.Hi)}, nil
+	}
+	return Interval{}, &Error{e, "the function " + e.Fn + " in an index"}
 }
 
 func binary(e *ir.Binary, env Env) (Interval, error) {
@@ -116,12 +143,14 @@ func binary(e *ir.Binary, env Env) (Interval, error) {
 		if !ok {
 			return Interval{}, &Error{e, "division by something other than a positive constant"}
 		}
-		// Integer division truncates; it equals floor division for
-		// non-negative operands, the only case an index can use.
-		if !nonNegative(a.Lo) {
-			return Interval{}, &Error{e, "division of a possibly negative value"}
+		// Integer division truncates toward zero, a monotonic function:
+		// floor(lo/c) <= trunc(lo/c), and trunc(hi/c) <= ceil(hi/c), with
+		// floor exact for a non-negative bound.
+		hi := a.Hi.CeilDiv(c)
+		if nonNegative(a.Hi) {
+			hi = a.Hi.FloorDiv(c)
 		}
-		return Interval{a.Lo.FloorDiv(c), a.Hi.FloorDiv(c)}, nil
+		return Interval{a.Lo.FloorDiv(c), hi}, nil
 	case ir.OpMod:
 		return mod(e, a, b)
 	}
@@ -158,7 +187,11 @@ func scale(a Interval, k int64) Interval {
 // (conservative) otherwise.
 func mod(e *ir.Binary, a, b Interval) (Interval, error) {
 	if !nonNegative(a.Lo) {
-		return Interval{}, &Error{e, "remainder of a possibly negative value"}
+		// C's remainder takes the sign of the dividend: |x % c| < c.
+		if c, ok := positiveConst(b); ok {
+			return Interval{lang.Const(1 - c), lang.Const(c - 1)}, nil
+		}
+		return Interval{}, &Error{e, "remainder of a possibly negative value by a varying value"}
 	}
 	if c, ok := positiveConst(b); ok {
 		if a.Lo.FloorDiv(c).Equal(a.Hi.FloorDiv(c)) {
@@ -186,9 +219,4 @@ func positiveConst(iv Interval) (int64, bool) {
 // nonNegative reports whether d is provably >= 0: a non-negative constant,
 // or a polynomial whose terms all have non-negative coefficients (shape
 // symbols are non-negative).
-func nonNegative(d lang.Dim) bool {
-	if n, ok := d.IsConst(); ok {
-		return n >= 0
-	}
-	return d.NonNegative()
-}
+func nonNegative(d lang.Dim) bool { return d.NonNegative() }

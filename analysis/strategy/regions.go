@@ -40,13 +40,15 @@ func readRegions(inst *ir.Instance, splits map[*ir.Var]interval.Interval) (map[*
 	return regions, nil
 }
 
-// collect adds the boxes e reads to regions. Accesses with an else default,
-// and accesses in a branch of select (which the checker does not bound),
-// are clamped to their tensor.
+// collect adds the boxes e reads to regions. Every access reads inside
+// its tensor (or reads its else default), so clamping a box to the tensor
+// is always sound; it is skipped where the checker proved the box inside
+// already (affine indices outside select branches, without default), which
+// keeps the symbolic regions free of min and max.
 func collect(e ir.Expr, env interval.Env, regions map[*ir.Tensor]*Region, guarded bool) error {
 	switch x := e.(type) {
 	case *ir.Access:
-		r, err := accessRegion(x.T, x.Index, env, x.Default != nil || guarded)
+		r, err := accessRegion(x.T, x.Index, env, x.Default != nil || guarded || !checked(x.Index))
 		if err != nil {
 			return fmt.Errorf("%s: reading %s: %v", x.Pos, x.T.Name, err)
 		}
@@ -96,6 +98,31 @@ func accessRegion(t *ir.Tensor, index []ir.Expr, env interval.Env, clamp bool) (
 		r.Dims[d] = iv
 	}
 	return r, nil
+}
+
+// checked reports whether the checker bounded these indices: affine in the
+// variables (constants, dimensions, + - and products by constants).
+func checked(index []ir.Expr) bool {
+	for _, idx := range index {
+		ok := true
+		ir.Walk(idx, func(e ir.Expr) bool {
+			switch x := e.(type) {
+			case *ir.Const, *ir.Size, *ir.VarRef:
+			case *ir.Unary:
+				ok = ok && x.Op == "-"
+			case *ir.Binary:
+				_, constant := ir.ConstInt(x.R)
+				ok = ok && (x.Op == ir.OpAdd || x.Op == ir.OpSub || x.Op == ir.OpMul && constant)
+			default:
+				ok = false
+			}
+			return ok
+		})
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func dataDependent(e ir.Expr) bool {

@@ -1,0 +1,295 @@
+package strategy_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+
+	"tofuc/analysis/check"
+	"tofuc/analysis/strategy"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/runtime/interp"
+	"tofuc/runtime/tensor"
+)
+
+// TestPartitionedEqualsWhole checks every strategy of every standard
+// library operator: each of k workers (k = 2, 3, 4) evaluates the operator
+// on the regions of the inputs the analysis gives it, cut out of the full
+// inputs, and the parts, concatenated (output splits) or combined with the
+// reducer (reduction splits), equal the interpreter's result for the whole
+// operator: exactly for output splits, within the tolerance policy for
+// reductions. Shapes are random, so extents k does not divide occur.
+func TestPartitionedEqualsWhole(t *testing.T) {
+	p, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := p.StdOps()
+	names := make([]string, 0, len(ops))
+	for n := range ops {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var skipped []string
+	strategies := 0
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			c, reason := concreteCase(t, ops[name])
+			if c == nil {
+				skipped = append(skipped, name+": "+reason)
+				return
+			}
+			a, err := strategy.Analyse(c.inst)
+			if err != nil {
+				t.Fatalf("not analysable: %v", err)
+			}
+			for _, s := range a.Strategies {
+				strategies++
+				for k := 2; k <= 4; k++ {
+					t.Run(fmt.Sprintf("%s/k=%d", s.Name(), k), func(t *testing.T) {
+						checkStrategy(t, a, s, c, k)
+					})
+				}
+			}
+		})
+	}
+	// Operators whose inputs random values cannot satisfy are named here,
+	// so that a new one cannot slip through unnoticed.
+	want := []string{"cholesky: the input must be positive definite"}
+	if strings.Join(skipped, "\n") != strings.Join(want, "\n") {
+		t.Errorf("operators not run:\n%s\nwant:\n%s", strings.Join(skipped, "\n"), strings.Join(want, "\n"))
+	}
+	t.Logf("%d operators, %d strategies, each for k = 2, 3, 4", len(names), strategies)
+}
+
+// opCase is an operator instantiated for concrete random shapes, with
+// inputs and its whole result.
+type opCase struct {
+	inst   *ir.Instance
+	inputs []*tensor.Tensor
+	want   []*tensor.Tensor
+}
+
+// concreteCase instantiates op for random extents in [2, 5] of the shape
+// symbols of its standalone check (trying again when the extents violate
+// the operator's constraints) and evaluates it.
+func concreteCase(t *testing.T, op *lang.OpDecl) (*opCase, string) {
+	sym, err := check.Standalone(op)
+	if err != nil {
+		t.Fatalf("standalone: %v", err)
+	}
+	attrs := map[string]ir.AttrValue{}
+	for _, a := range sym.Attrs {
+		attrs[a.Name] = a.Value
+	}
+	r := rand.New(rand.NewPCG(uint64(len(op.Name)), hash(op.Name)))
+	last := "no extents fit"
+	for try := 0; try < 40; try++ {
+		vals := map[string]int64{}
+		types := make([]check.TensorType, len(sym.Inputs))
+		for i, in := range sym.Inputs {
+			shape := make([]lang.Dim, len(in.Shape))
+			for d, dim := range in.Shape {
+				shape[d] = dim.Subst(func(s string) (lang.Dim, bool) {
+					if _, ok := vals[s]; !ok {
+						vals[s] = 2 + r.Int64N(4)
+					}
+					return lang.Const(vals[s]), true
+				})
+			}
+			types[i] = check.TensorType{DType: in.DType, Shape: shape}
+		}
+		inst, err := check.Instantiate(op, attrs, types, op.Pos)
+		if err != nil || !positive(inst) {
+			continue
+		}
+		c := &opCase{inst: inst}
+		for _, in := range inst.Inputs {
+			c.inputs = append(c.inputs, randomTensor(r, in))
+		}
+		c.want, err = interp.EvalInstance(inst, c.inputs, nil)
+		if err != nil {
+			last = err.Error()
+			if strings.Contains(last, "positive definite") {
+				return nil, "the input must be positive definite"
+			}
+			continue
+		}
+		return c, ""
+	}
+	t.Fatalf("no concrete case: %s", last)
+	return nil, ""
+}
+
+func hash(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := range len(s) {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	return h
+}
+
+// positive reports whether every output extent is at least 1.
+func positive(inst *ir.Instance) bool {
+	for _, d := range inst.Outputs {
+		for _, n := range d.Tensor.Shape {
+			if v, ok := n.IsConst(); !ok || v < 1 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// randomTensor draws floats from a normal distribution, integers from [0,
+// 2) (valid indices: every extent is at least 2), bools fairly.
+func randomTensor(r *rand.Rand, t *ir.Tensor) *tensor.Tensor {
+	shape, _ := lang.ConstShape(t.Shape)
+	x := tensor.New(t.DType, shape)
+	for i := range x.Len() {
+		switch {
+		case t.DType.IsFloat():
+			x.SetFlat(i, r.NormFloat64())
+		default:
+			x.SetFlat(i, float64(r.IntN(2)))
+		}
+	}
+	return x
+}
+
+func checkStrategy(t *testing.T, a *strategy.Analysis, s *strategy.Strategy, c *opCase, k int) {
+	got := make([]*tensor.Tensor, len(c.want))
+	for i, w := range c.want {
+		got[i] = tensor.New(w.DType, w.Shape)
+	}
+	first := true
+	for w := range k {
+		worker, err := a.Worker(s, nil, w, k)
+		if err != nil {
+			t.Fatalf("worker %d: %v", w, err)
+		}
+		if worker.Empty {
+			continue
+		}
+		inputs := make([]*tensor.Tensor, len(c.inputs))
+		for i, in := range c.inputs {
+			inputs[i] = cut(in, worker.Inputs[i])
+		}
+		parts, err := interp.EvalInstance(worker.Inst, inputs, nil)
+		if err != nil {
+			t.Fatalf("worker %d of %d: %v", w, k, err)
+		}
+		for i, part := range parts {
+			if s.Kind == strategy.SplitOutput {
+				paste(got[i], part, s.Dim, worker.Part.Lo)
+			} else {
+				combine(got[i], part, s.Reducer, first)
+			}
+		}
+		first = false
+	}
+	for i := range got {
+		tol := tensor.Exact
+		if s.Kind == strategy.SplitReduction {
+			n, _ := s.Var.Extent.IsConst()
+			tol = tensor.Reordered(got[i].DType, int(n)*8)
+			round(got[i])
+		}
+		if err := tensor.Compare(got[i], c.want[i], tol); err != nil {
+			t.Errorf("output %d: %v", i, err)
+		}
+	}
+}
+
+// cut copies box out of x.
+func cut(x *tensor.Tensor, box strategy.Box) *tensor.Tensor {
+	shape := make([]int, len(box))
+	for d, b := range box {
+		shape[d] = int(b.Size())
+	}
+	out := tensor.New(x.DType, shape)
+	idx := make([]int, len(shape))
+	for i := range out.Len() {
+		rest := i
+		for d := len(shape) - 1; d >= 0; d-- {
+			idx[d] = rest%shape[d] + int(box[d].Lo)
+			rest /= shape[d]
+		}
+		out.SetFlat(i, x.Flat(x.Offset(idx...)))
+	}
+	return out
+}
+
+// paste copies part into whole along dim, starting at lo.
+func paste(whole, part *tensor.Tensor, dim int, lo int64) {
+	idx := make([]int, len(part.Shape))
+	for i := range part.Len() {
+		rest := i
+		for d := len(part.Shape) - 1; d >= 0; d-- {
+			idx[d] = rest % part.Shape[d]
+			rest /= part.Shape[d]
+		}
+		idx[dim] += int(lo)
+		whole.SetFlat(whole.Offset(idx...), part.Flat(i))
+	}
+}
+
+// combine folds a partial output into the total with the reducer, in
+// float64 (acc.F keeps the unrounded sum until round).
+func combine(acc, part *tensor.Tensor, r ir.Reducer, first bool) {
+	for i := range part.Len() {
+		v := part.Flat(i)
+		if first {
+			setRaw(acc, i, v)
+			continue
+		}
+		old := raw(acc, i)
+		switch r {
+		case ir.Sum:
+			v += old
+		case ir.Prod:
+			v *= old
+		case ir.Max:
+			if math.IsNaN(old) || old > v {
+				v = old
+			}
+		case ir.Min:
+			if math.IsNaN(old) || old < v {
+				v = old
+			}
+		}
+		setRaw(acc, i, v)
+	}
+}
+
+func raw(t *tensor.Tensor, i int) float64 {
+	if t.DType.IsFloat() {
+		return t.F[i]
+	}
+	return float64(t.I[i])
+}
+
+func setRaw(t *tensor.Tensor, i int, v float64) {
+	if t.DType.IsFloat() {
+		t.F[i] = v
+	} else {
+		t.I[i] = int64(v)
+	}
+}
+
+// round rounds combined values to the dtype, as a store would.
+func round(t *tensor.Tensor) {
+	if t.DType.IsFloat() {
+		for i, v := range t.F {
+			t.F[i] = t.DType.RoundFloat(v)
+		}
+	} else {
+		for i, v := range t.I {
+			t.I[i] = t.DType.WrapInt(v)
+		}
+	}
+}
