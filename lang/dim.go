@@ -62,39 +62,48 @@ func (t term) key() string {
 	return strings.Join(keys, "*")
 }
 
-// normalize merges terms with equal factors, drops zero terms and sorts.
+// normalize merges terms with equal factors, drops zero terms and sorts:
+// by degree, higher first, then by the factors' keys, the constant last.
 func normalize(ts []term) Dim {
-	byKey := map[string]int{}
-	var out []term
+	type keyed struct {
+		t   term
+		key string
+	}
+	byKey := make(map[string]int, len(ts))
+	out := make([]keyed, 0, len(ts))
 	for _, t := range ts {
 		k := t.key()
 		if i, ok := byKey[k]; ok {
-			out[i].coef += t.coef
+			out[i].t.coef += t.coef
 			continue
 		}
 		byKey[k] = len(out)
-		out = append(out, t)
+		out = append(out, keyed{t, k})
 	}
 	kept := out[:0]
-	for _, t := range out {
-		if t.coef != 0 {
-			kept = append(kept, t)
+	for _, kt := range out {
+		if kt.t.coef != 0 {
+			kept = append(kept, kt)
 		}
 	}
-	sort.Slice(kept, func(i, j int) bool {
-		ki, kj := kept[i].key(), kept[j].key()
-		if (ki == "") != (kj == "") {
-			return kj == "" // constant last
-		}
-		if len(kept[i].factors) != len(kept[j].factors) {
-			return len(kept[i].factors) > len(kept[j].factors)
-		}
-		return ki < kj
-	})
 	if len(kept) == 0 {
 		return Dim{}
 	}
-	return Dim{terms: kept}
+	sort.Slice(kept, func(i, j int) bool {
+		a, b := kept[i], kept[j]
+		if (a.key == "") != (b.key == "") {
+			return b.key == "" // constant last
+		}
+		if len(a.t.factors) != len(b.t.factors) {
+			return len(a.t.factors) > len(b.t.factors)
+		}
+		return a.key < b.key
+	})
+	terms := make([]term, len(kept))
+	for i, kt := range kept {
+		terms[i] = kt.t
+	}
+	return Dim{terms: terms}
 }
 
 // Add returns d + e.

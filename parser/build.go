@@ -59,7 +59,7 @@ var readableNames = map[string]string{
 	"ArithTerm": "operator", "Let": "let", "Stmt": "statement", "BlockBody": "block",
 	"Return": "return", "For": "for", "If": "if", "Block": "block", "Param": "param",
 	"Assign": "assignment", "Decl": "declaration", "Op": "op", "Model": "model", "Rule": "rule",
-	"Import": "import",
+	"Import": "import", "Close": `"}"`,
 }
 
 func readable(msg string) string {
