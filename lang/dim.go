@@ -234,6 +234,12 @@ func minmax(d, e Dim, kind atomKind) Dim {
 	if d.Equal(e) {
 		return d
 	}
+	if r, ok := absorb(d, e, kind); ok {
+		return r
+	}
+	if r, ok := absorb(e, d, kind); ok {
+		return r
+	}
 	if diff := d.Sub(e); diff.NonNegative() || diff.Neg().NonNegative() {
 		// Provably ordered (shape symbols are non-negative).
 		if diff.NonNegative() == (kind == atomMax) {
@@ -250,6 +256,22 @@ func minmax(d, e Dim, kind atomKind) Dim {
 		name = "min"
 	}
 	return atomDim(atom{kind: kind, a: a, b: b, key: name + "(" + a.String() + ", " + b.String() + ")"})
+}
+
+// absorb simplifies max(d, e) (or min) when e is itself a max or min
+// holding d: max(d, max(d, y)) = max(d, y), and max(d, min(d, y)) = d.
+func absorb(d, e Dim, kind atomKind) (Dim, bool) {
+	if len(e.terms) != 1 || e.terms[0].coef != 1 || len(e.terms[0].factors) != 1 {
+		return Dim{}, false
+	}
+	f := e.terms[0].factors[0]
+	if (f.kind != atomMax && f.kind != atomMin) || !(f.a.Equal(d) || f.b.Equal(d)) {
+		return Dim{}, false
+	}
+	if f.kind == kind {
+		return e, true // max(d, max(d, y)) = max(d, y)
+	}
+	return d, true // max(d, min(d, y)) = d
 }
 
 // Equal reports whether d and e are the same canonical expression.

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"tofuc/analysis/interval"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 )
@@ -23,78 +24,23 @@ func (c *instCtx) checkBounds() {
 	}
 }
 
+// checkIndex reports an affine index whose range provably leaves [0,
+// extent): its bounds are attained, so some index value reads outside.
+// Other indices (division, remainder, select, max) are checked at run time.
 func (c *instCtx) checkIndex(a *ir.Access, dim int, x ir.Expr) {
-	lo, hi, ok := indexRange(x)
-	if !ok {
+	if !interval.Affine(x) {
+		return
+	}
+	iv, err := interval.Of(x, nil)
+	if err != nil {
 		return
 	}
 	extent := a.T.Shape[dim]
-	if n, ok := lo.IsConst(); ok && n < 0 {
-		c.errs.Add(a.Pos, "index %d of %s can be %s, below 0; add `else VALUE` for out-of-range reads", dim, a.T.Name, lo)
+	if iv.Lo.Neg().Sub(lang.Const(1)).NonNegative() {
+		c.errs.Add(a.Pos, "index %d of %s can be %s, below 0; add `else VALUE` for out-of-range reads", dim, a.T.Name, iv.Lo)
 		return
 	}
-	if over, ok := hi.Sub(extent).IsConst(); ok && over >= 0 {
-		c.errs.Add(a.Pos, "index %d of %s can reach %s, beyond its extent %s; add `else VALUE` for out-of-range reads", dim, a.T.Name, hi, extent)
+	if iv.Hi.Sub(extent).NonNegative() {
+		c.errs.Add(a.Pos, "index %d of %s can reach %s, beyond its extent %s; add `else VALUE` for out-of-range reads", dim, a.T.Name, iv.Hi, extent)
 	}
-}
-
-// indexRange bounds an integer index expression over the extents of its
-// variables: [lo, hi], both inclusive. ok is false when it cannot.
-func indexRange(x ir.Expr) (lo, hi lang.Dim, ok bool) {
-	switch x := x.(type) {
-	case *ir.Const:
-		if x.T.IsFloat() {
-			return lo, hi, false
-		}
-		return lang.Const(x.Int), lang.Const(x.Int), true
-	case *ir.Size:
-		return x.D, x.D, true
-	case *ir.VarRef:
-		return lang.Const(0), x.V.Extent.Sub(lang.Const(1)), true
-	case *ir.Unary:
-		if x.Op != "-" {
-			return lo, hi, false
-		}
-		l, h, ok := indexRange(x.X)
-		return h.Neg(), l.Neg(), ok
-	case *ir.Binary:
-		return binaryRange(x)
-	}
-	return lo, hi, false
-}
-
-func binaryRange(x *ir.Binary) (lo, hi lang.Dim, ok bool) {
-	ll, lh, lok := indexRange(x.L)
-	rl, rh, rok := indexRange(x.R)
-	if !lok || !rok {
-		return lo, hi, false
-	}
-	switch x.Op {
-	case ir.OpAdd:
-		return ll.Add(rl), lh.Add(rh), true
-	case ir.OpSub:
-		return ll.Sub(rh), lh.Sub(rl), true
-	case ir.OpMul:
-		k, kok := rl.IsConst()
-		if !kok || !rl.Equal(rh) {
-			return lo, hi, false
-		}
-		if k < 0 {
-			return lh.Scale(k), ll.Scale(k), true
-		}
-		return ll.Scale(k), lh.Scale(k), true
-	case ir.OpDiv:
-		k, kok := rl.IsConst()
-		if n, nok := ll.IsConst(); !kok || !rl.Equal(rh) || k <= 0 || !nok || n < 0 {
-			return lo, hi, false
-		}
-		return ll.FloorDiv(k), lh.FloorDiv(k), true
-	case ir.OpMod:
-		k, kok := rl.IsConst()
-		if n, nok := ll.IsConst(); !kok || !rl.Equal(rh) || k <= 0 || !nok || n < 0 {
-			return lo, hi, false
-		}
-		return lang.Const(0), lang.Const(k - 1), true
-	}
-	return lo, hi, false
 }

@@ -141,7 +141,12 @@ func binary(e *ir.Binary, env Env) (Interval, error) {
 	case ir.OpDiv:
 		c, ok := positiveConst(b)
 		if !ok {
-			return Interval{}, &Error{e, "division by something other than a positive constant"}
+			if b.Lo.Equal(b.Hi) && nonNegative(b.Lo) && nonNegative(a.Lo) {
+				// A non-negative value divided by an extent (0 gives 0): it
+				// shrinks, so [0, hi] holds it; loose but sound.
+				return Interval{lang.Const(0), a.Hi}, nil
+			}
+			return Interval{}, &Error{e, "division by a value that is not a positive constant or an extent"}
 		}
 		// Integer division truncates toward zero, a monotonic function:
 		// floor(lo/c) <= trunc(lo/c), and trunc(hi/c) <= ceil(hi/c), with
@@ -157,8 +162,9 @@ func binary(e *ir.Binary, env Env) (Interval, error) {
 	return Interval{}, &Error{e, "a comparison or logical operation"}
 }
 
-// mul multiplies by a constant (either side) or by a non-negative symbolic
-// point such as a stride of extent N.
+// mul multiplies by a constant (either side) or by a symbolic point such
+// as an extent N: scaling by a provably non-negative point keeps the order
+// of the bounds, by a provably non-positive one swaps them.
 func mul(e *ir.Binary, a, b Interval) (Interval, error) {
 	if k, ok := pointConst(b); ok {
 		return scale(a, k), nil
@@ -166,14 +172,19 @@ func mul(e *ir.Binary, a, b Interval) (Interval, error) {
 	if k, ok := pointConst(a); ok {
 		return scale(b, k), nil
 	}
-	if a.Lo.Equal(a.Hi) && nonNegative(b.Lo) {
-		a, b = b, a
+	for _, p := range [][2]Interval{{a, b}, {b, a}} {
+		x, pt := p[0], p[1]
+		if !pt.Lo.Equal(pt.Hi) {
+			continue
+		}
+		switch s := pt.Lo; {
+		case nonNegative(s):
+			return Interval{x.Lo.Mul(s), x.Hi.Mul(s)}, nil
+		case nonNegative(s.Neg()):
+			return Interval{x.Hi.Mul(s), x.Lo.Mul(s)}, nil
+		}
 	}
-	if b.Lo.Equal(b.Hi) && nonNegative(a.Lo) {
-		// b is a symbolic extent (non-negative), a is non-negative.
-		return Interval{a.Lo.Mul(b.Lo), a.Hi.Mul(b.Lo)}, nil
-	}
-	return Interval{}, &Error{e, "a product of two varying values"}
+	return Interval{}, &Error{e, "a product of two varying values, or by a value of unknown sign"}
 }
 
 func scale(a Interval, k int64) Interval {
@@ -199,10 +210,10 @@ func mod(e *ir.Binary, a, b Interval) (Interval, error) {
 		}
 		return Interval{lang.Const(0), lang.Const(c - 1)}, nil
 	}
-	if b.Lo.Equal(b.Hi) {
+	if b.Lo.Equal(b.Hi) && nonNegative(b.Lo) {
 		return Interval{lang.Const(0), b.Lo.Sub(lang.Const(1))}, nil
 	}
-	return Interval{}, &Error{e, "remainder by a varying value"}
+	return Interval{}, &Error{e, "remainder by a varying or possibly negative value"}
 }
 
 func pointConst(iv Interval) (int64, bool) {
@@ -220,3 +231,25 @@ func positiveConst(iv Interval) (int64, bool) {
 // or a polynomial whose terms all have non-negative coefficients (shape
 // symbols are non-negative).
 func nonNegative(d lang.Dim) bool { return d.NonNegative() }
+
+// Affine reports whether e is affine in its variables: constants,
+// dimensions, variables, negation, + and -, and products with a constant.
+// Of bounds such an expression tightly: both bounds are attained.
+func Affine(e ir.Expr) bool {
+	ok := true
+	ir.Walk(e, func(x ir.Expr) bool {
+		switch x := x.(type) {
+		case *ir.Const, *ir.Size, *ir.VarRef:
+		case *ir.Unary:
+			ok = ok && x.Op == "-"
+		case *ir.Binary:
+			_, r := ir.ConstInt(x.R)
+			_, l := ir.ConstInt(x.L)
+			ok = ok && (x.Op == ir.OpAdd || x.Op == ir.OpSub || x.Op == ir.OpMul && (l || r))
+		default:
+			ok = false
+		}
+		return ok
+	})
+	return ok
+}

@@ -51,25 +51,26 @@ func cost(e ir.Expr) lang.Dim {
 
 // elementwise reports whether the operator reads every input at the
 // output's own index (right-aligned, with 0 for broadcast dimensions of
-// extent 1), with no reduction, local or data-dependent read: its inputs
-// and output can always be partitioned alike.
+// extent 1), with no reduction, local or data-dependent read, and reads at
+// least one input: its inputs and output can always be partitioned alike.
 func elementwise(inst *ir.Instance) bool {
 	if len(inst.Outputs) != 1 || len(inst.Locals) != 0 {
 		return false
 	}
 	out := inst.Outputs[0]
-	ok := true
+	ok, reads := true, false
 	ir.Walk(out.Body, func(e ir.Expr) bool {
 		switch x := e.(type) {
 		case *ir.Reduce, *ir.Opaque:
 			ok = false
 		case *ir.Access:
 			ok = ok && alignedIndex(x, out.Vars)
+			reads = true
 			return false
 		}
 		return ok
 	})
-	return ok
+	return ok && reads // a generator with no input is not element-wise
 }
 
 func alignedIndex(a *ir.Access, vars []*ir.Var) bool {

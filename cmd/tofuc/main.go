@@ -37,6 +37,7 @@ func init() {
 		{"check", "parse and check TDL files", "tofuc check [--json] [--model NAME] [--set NAME=VALUE]... FILE...", runCheck},
 		{"fmt", "format TDL files canonically", "tofuc fmt [-w | -l | -d] FILE...", runFmt},
 		{"eval", "evaluate an operator or a model with the reference interpreter", "tofuc eval FILE [--model NAME | --op NAME] [--set NAME=VALUE]... [--attr NAME=VALUE]... --in NAME=PATH.npy ... [--params PATH.npz] [--seed N] --out DIR", runEval},
+		{"strategies", "list the partition-n-reduce strategies of operators", "tofuc strategies [--op NAME] [--json] FILE...", runStrategies},
 		{"version", "print tofuc's version and the tools it finds", "tofuc version", runVersion},
 		{"help", "show help for tofuc or one command", "tofuc help [COMMAND]", runHelp},
 	} {

@@ -1,0 +1,418 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"tofuc/analysis/check"
+	"tofuc/analysis/interval"
+	"tofuc/analysis/strategy"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+)
+
+// strategiesVersion is the version of the --json document (docs/strategies.md).
+const strategiesVersion = 1
+
+// The --json document of `tofuc strategies`.
+type strategiesDoc struct {
+	Version    int               `json:"version"`
+	Ops        []opStrategies    `json:"ops"`
+	Unanalysed []unanalysedEntry `json:"unanalysed"`
+}
+
+type opStrategies struct {
+	Op          string          `json:"op"`
+	File        string          `json:"file"`
+	Line        int             `json:"line"`
+	Elementwise bool            `json:"elementwise"`
+	Opaque      bool            `json:"opaque"`
+	FLOPs       string          `json:"flops"`
+	Strategies  []strategyEntry `json:"strategies"`
+}
+
+type strategyEntry struct {
+	Kind           string       `json:"kind"`
+	Var            string       `json:"var"`
+	OutputDim      *int         `json:"output_dim,omitempty"`
+	Reducer        string       `json:"reducer,omitempty"`
+	Output         string       `json:"output"`
+	Inputs         []inputEntry `json:"inputs"`
+	FLOPsPerWorker string       `json:"flops_per_worker"`
+}
+
+type inputEntry struct {
+	Name   string     `json:"name"`
+	Region []dimEntry `json:"region"`
+	Halo   string     `json:"halo,omitempty"`
+}
+
+type dimEntry struct {
+	Lo    string `json:"lo"`
+	Hi    string `json:"hi"`
+	Whole bool   `json:"whole"`
+	Halo  string `json:"halo,omitempty"`
+}
+
+type unanalysedEntry struct {
+	Op     string `json:"op"`
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
+}
+
+func runStrategies(args []string, stdout, stderr io.Writer) int {
+	fs := flagSet("strategies", stderr)
+	opName := fs.String("op", "", "only the operator NAME")
+	asJSON := fs.Bool("json", false, "print one JSON document on stdout")
+	if status, done := parseFlags(fs, args, stdout); done {
+		return status
+	}
+	if fs.NArg() == 0 {
+		return usageError(stderr, "strategies", "no files given")
+	}
+	prog, err := check.NewProgram()
+	if err != nil {
+		return fail(stderr, err)
+	}
+	// Files in sorted order, each once.
+	seen := map[string]bool{}
+	var paths []string
+	for _, p := range fs.Args() {
+		if c := filepath.Clean(p); !seen[c] {
+			seen[c] = true
+			paths = append(paths, c)
+		}
+	}
+	sort.Strings(paths)
+
+	doc := strategiesDoc{Version: strategiesVersion, Ops: []opStrategies{}, Unanalysed: []unanalysedEntry{}}
+	var errs lang.ErrorList
+	var analyses []*strategy.Analysis // beside doc.Ops, for the text output
+	found := false
+	for _, path := range paths {
+		m, err := prog.Load(path)
+		if err != nil {
+			errs.Append(err)
+			continue
+		}
+		for _, op := range m.File.Ops {
+			if *opName != "" && op.Name != *opName {
+				continue
+			}
+			found = true
+			a, reason := analyseOp(op)
+			if a == nil {
+				doc.Unanalysed = append(doc.Unanalysed, unanalysedEntry{Op: op.Name, File: path, Line: op.Pos.Line, Reason: reason})
+				continue
+			}
+			doc.Ops = append(doc.Ops, describeAnalysis(a, op.Name, path, op.Pos.Line))
+			analyses = append(analyses, a)
+		}
+	}
+	if len(errs) > 0 {
+		printDiagnostics(stderr, errs.Sort())
+	}
+	if *opName != "" && !found && len(errs) == 0 {
+		fmt.Fprintf(stderr, "tofuc strategies: no operator %s in %s\n", *opName, strings.Join(paths, ", "))
+		return exitUser
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(doc)
+	} else {
+		printStrategies(stdout, doc, analyses)
+	}
+	if len(errs) > 0 || (*opName != "" && !found) {
+		return exitUser
+	}
+	return exitOK
+}
+
+// analyseOp instantiates op standalone and analyses it; on failure it
+// returns the reason.
+func analyseOp(op *lang.OpDecl) (*strategy.Analysis, string) {
+	inst, err := check.Standalone(op)
+	if err != nil {
+		return nil, "does not instantiate: " + oneLine(err.Error())
+	}
+	a, err := strategy.Analyse(inst)
+	if err != nil {
+		return nil, oneLine(err.Error())
+	}
+	return a, ""
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// describeAnalysis is the JSON form of an analysis.
+func describeAnalysis(a *strategy.Analysis, name, file string, line int) opStrategies {
+	out := opStrategies{Op: name, File: file, Line: line, Elementwise: a.Elementwise, Opaque: usesOpaque(a.Inst),
+		FLOPs: a.FLOPs.String(), Strategies: []strategyEntry{}}
+	for _, s := range a.Strategies {
+		e := strategyEntry{Kind: s.Kind.String(), Var: s.Name(), FLOPsPerWorker: s.PerWorker().String(), Inputs: []inputEntry{}}
+		if s.Kind == strategy.SplitOutput {
+			d := s.Dim
+			e.OutputDim = &d
+			e.Output = "concat"
+		} else {
+			e.Reducer = s.Reducer.String()
+			e.Output = s.Reducer.String()
+		}
+		for _, r := range s.Regions {
+			in := inputEntry{Name: r.Tensor.Name, Region: []dimEntry{}}
+			var halos []string
+			for d, iv := range r.Dims {
+				de := dimEntry{Lo: iv.Lo.String(), Hi: iv.Hi.String(), Whole: wholeDim(r, d)}
+				if h, ok := halo(a, s, r.Tensor, d, iv); ok {
+					de.Halo = h
+					halos = append(halos, h)
+				}
+				in.Region = append(in.Region, de)
+			}
+			in.Halo = strings.Join(halos, ", ")
+			e.Inputs = append(e.Inputs, in)
+		}
+		out.Strategies = append(out.Strategies, e)
+	}
+	return out
+}
+
+// usesOpaque reports whether an instance calls an opaque function.
+func usesOpaque(inst *ir.Instance) bool {
+	found := false
+	for _, d := range append(append([]*ir.Def(nil), inst.Locals...), inst.Outputs...) {
+		ir.Walk(d.Body, func(e ir.Expr) bool {
+			if _, ok := e.(*ir.Opaque); ok {
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
+}
+
+// wholeDim reports whether a worker reads dimension d of the region's
+// tensor entirely.
+func wholeDim(r strategy.Region, d int) bool {
+	if r.Whole[d] {
+		return true
+	}
+	full := interval.Range(r.Tensor.Shape[d])
+	return r.Dims[d].Lo.Equal(full.Lo) && r.Dims[d].Hi.Equal(full.Hi)
+}
+
+// unread reports whether a worker reads nothing of the region's tensor.
+func unread(r strategy.Region) bool {
+	if len(r.Dims) == 0 {
+		return false
+	}
+	for _, iv := range r.Dims {
+		if !iv.Size().Equal(lang.Const(0)) {
+			return false
+		}
+	}
+	return true
+}
+
+// halo is how much longer than the worker's part a region dimension that
+// follows the split variable is, when that excess does not depend on the
+// part: a window's overlap, e.g. K - 1 for a convolution split along its
+// output width. Regions are clamped to the tensor, which only shortens the
+// first and last workers' windows; the halo is an interior worker's, taken
+// from the unclamped indices where the output bodies read the input
+// directly.
+func halo(a *strategy.Analysis, s *strategy.Strategy, t *ir.Tensor, d int, iv interval.Interval) (string, bool) {
+	lo, hi := s.PartSymbols()
+	if !mentions(iv.Lo, lo, hi) && !mentions(iv.Hi, lo, hi) {
+		return "", false
+	}
+	if u, ok := unclamped(a, s, t, d); ok {
+		iv = u
+	}
+	part := lang.Sym(hi).Sub(lang.Sym(lo)).Add(lang.Const(1))
+	h := iv.Size().Sub(part)
+	if mentions(h, lo, hi) {
+		return "", false
+	}
+	if n, ok := h.IsConst(); ok && n <= 0 {
+		return "", false
+	}
+	return h.String(), true
+}
+
+// unclamped bounds dimension d of what the outputs read of input t under
+// strategy s, without clamping it to the tensor. It fails where t is read
+// through a local, an opaque function or a data-dependent index.
+func unclamped(a *strategy.Analysis, s *strategy.Strategy, t *ir.Tensor, d int) (interval.Interval, bool) {
+	lo, hi := s.PartSymbols()
+	part := interval.Interval{Lo: lang.Sym(lo), Hi: lang.Sym(hi)}
+	env := interval.Env{}
+	if s.Kind == strategy.SplitOutput {
+		for _, o := range a.Inst.Outputs {
+			env[o.Vars[s.Dim]] = part
+		}
+	} else {
+		env[s.Var] = part
+	}
+	var out interval.Interval
+	found, ok := false, true
+	visit := func(e ir.Expr) bool {
+		switch x := e.(type) {
+		case *ir.Opaque:
+			for _, v := range x.Args {
+				ok = ok && v.T != t
+			}
+		case *ir.Access:
+			if x.T != t {
+				break
+			}
+			iv, err := interval.Of(x.Index[d], env)
+			if err != nil {
+				ok = false
+				break
+			}
+			if found {
+				iv = interval.Hull(out, iv)
+			}
+			out, found = iv, true
+		}
+		return ok
+	}
+	for _, l := range a.Inst.Locals {
+		ir.Walk(l.Body, func(e ir.Expr) bool {
+			if x, isAccess := e.(*ir.Access); isAccess && x.T == t {
+				ok = false
+			}
+			return ok
+		})
+	}
+	for _, o := range a.Inst.Outputs {
+		ir.Walk(o.Body, visit)
+	}
+	return out, ok && found
+}
+
+func mentions(d lang.Dim, syms ...string) bool {
+	for _, s := range d.Symbols() {
+		for _, t := range syms {
+			if s == t {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// printStrategies writes the text report: per operator a header and a
+// table of its strategies, then the operators the analysis could not
+// handle.
+func printStrategies(w io.Writer, doc strategiesDoc, analyses []*strategy.Analysis) {
+	for i, op := range doc.Ops {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		a := analyses[i]
+		kind := fmt.Sprintf("%d strategies", len(op.Strategies))
+		if len(op.Strategies) == 1 {
+			kind = "1 strategy"
+		}
+		if op.Elementwise {
+			kind = "element-wise, " + kind
+		}
+		if op.Opaque {
+			kind = "opaque, " + kind
+		}
+		fmt.Fprintf(w, "op %s (%s:%d) — %s, FLOPs %s\n", op.Op, op.File, op.Line, kind, op.FLOPs)
+		if len(op.Strategies) == 0 {
+			fmt.Fprintln(w, "  (nothing to split)")
+			continue
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		header := []string{"  strategy"}
+		for _, in := range a.Inst.Inputs {
+			header = append(header, in.Name)
+		}
+		header = append(header, "output", "FLOPs/worker")
+		fmt.Fprintln(tw, strings.Join(header, "\t"))
+		for j, s := range a.Strategies {
+			e := op.Strategies[j]
+			row := []string{"  " + e.Kind + " " + e.Var}
+			if s.Kind == strategy.SplitReduction {
+				row[0] += " (" + e.Reducer + ")"
+			}
+			for k, r := range s.Regions {
+				row = append(row, regionText(r, e.Inputs[k]))
+			}
+			if s.Kind == strategy.SplitOutput {
+				row = append(row, fmt.Sprintf("concat along dim %d", s.Dim))
+			} else {
+				row = append(row, e.Reducer+" of partials")
+			}
+			row = append(row, perWorkerText(a, s))
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+		tw.Flush()
+	}
+	if len(doc.Unanalysed) > 0 {
+		if len(doc.Ops) > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintln(w, "unanalysed:")
+		for _, u := range doc.Unanalysed {
+			fmt.Fprintf(w, "  %s (%s:%d): %s\n", u.Op, u.File, u.Line, u.Reason)
+		}
+	}
+}
+
+// regionText prints a region: `all` for the whole tensor, `none` for an
+// input the worker does not read, else one entry per dimension (`all` or
+// `[lo, hi]`, with its halo).
+func regionText(r strategy.Region, e inputEntry) string {
+	if unread(r) {
+		return "none"
+	}
+	var parts []string
+	allWhole := true
+	for _, de := range e.Region {
+		if de.Whole {
+			parts = append(parts, "all")
+			continue
+		}
+		allWhole = false
+		p := "[" + de.Lo + ", " + de.Hi + "]"
+		if de.Halo != "" {
+			p += " (halo " + de.Halo + ")"
+		}
+		parts = append(parts, p)
+	}
+	if allWhole {
+		return "all"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// perWorkerText prints a worker's work: the expression when it is short,
+// else, when the work is exactly proportional to the part, as the share
+// of the total (`total * len(n)/N`).
+func perWorkerText(a *strategy.Analysis, s *strategy.Strategy) string {
+	w := s.PerWorker()
+	if text := w.String(); len(text) <= 32 {
+		return text
+	}
+	n := lang.Sym("len(" + s.Name() + ")")
+	if w.Mul(s.Var.Extent).Equal(a.FLOPs.Mul(n)) {
+		ext := s.Var.Extent.String()
+		if strings.ContainsAny(ext, " */") {
+			ext = "(" + ext + ")"
+		}
+		return "total * " + n.String() + "/" + ext
+	}
+	return w.String()
+}
