@@ -12,6 +12,15 @@ var reducers = map[string]ir.Reducer{"sum": ir.Sum, "max": ir.Max, "min": ir.Min
 // elabTop elaborates a Def body; a bare tensor-valued or pack result is an error.
 func (c *instCtx) elabTop(e lang.Expr) ir.Expr { return c.elab(e) }
 
+// paramPos is the position of the lambda parameter that made variable i
+// (a pack's variables share their parameter's).
+func paramPos(l *lang.Lambda, i int) lang.Pos {
+	if i < len(l.Params) {
+		return l.Params[i].Pos
+	}
+	return l.Pos
+}
+
 func isLambda(e lang.Expr) bool {
 	for {
 		switch x := e.(type) {
@@ -161,6 +170,9 @@ func (c *instCtx) binary(e *lang.Binary) ir.Expr {
 	l, r, t := c.unify(l, r)
 	if op == ir.OpMod && t.IsFloat() {
 		c.fail(e.Pos, "%% needs integers, found %s", t)
+	}
+	if k, ok := ir.ConstInt(r); ok && k == 0 && (op == ir.OpDiv || op == ir.OpMod) && !t.IsFloat() {
+		c.fail(e.Pos, "integer %s by zero", map[ir.BinOp]string{ir.OpDiv: "division", ir.OpMod: "remainder"}[op])
 	}
 	if op.IsComparison() {
 		return &ir.Binary{Op: op, L: l, R: r, T: lang.Bool}
@@ -399,6 +411,11 @@ func (c *instCtx) reduce(e *lang.Call, k ir.Reducer) ir.Expr {
 	vars := c.pendingParams(l, e.Name)
 	body := c.elab(l.Body)
 	c.inferExtents(vars, body, l)
+	for i, v := range vars {
+		if !c.used[v] {
+			c.fail(paramPos(l, i), "reduction variable %s is never used (the %s would repeat its body %s times)", v.Name, e.Name, v.Extent)
+		}
+	}
 	c.popParams(l)
 	t := body.Type()
 	if t == lang.Bool {

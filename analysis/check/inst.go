@@ -170,6 +170,9 @@ func (c *instCtx) bindAttrs(args map[string]cval, argPos map[string]lang.Pos, si
 	declared := map[string]*lang.AttrDecl{}
 	var names []string
 	for _, d := range c.decl.Attrs {
+		if declared[d.Name] != nil {
+			c.fail(d.Pos, "attribute %s is declared twice", d.Name)
+		}
 		declared[d.Name] = d
 		names = append(names, d.Name)
 	}
@@ -335,6 +338,9 @@ func (c *instCtx) matchShape(in *lang.TensorDecl, actual TensorType, site lang.P
 				continue
 			}
 		}
+		if c.solveMultiple(p.Expr, got[0], in, site, inputs) {
+			continue
+		}
 		want := c.ev.eval(p.Expr)
 		if want.kind != cInt {
 			c.fail(p.Pos, "a dimension must be an integer, found %s %s", want.kind, want)
@@ -343,6 +349,35 @@ func (c *instCtx) matchShape(in *lang.TensorDecl, actual TensorType, site lang.P
 			c.fail(site, "%s(%s): %s must be %s where %s", c.decl.Name, typesString(inputs), in.Name, patString(in.Shape), c.explain(p.Expr))
 		}
 	}
+}
+
+// solveMultiple binds the symbol of a pattern `k * S` (or `S * k`), k a
+// compile-time integer, to the actual extent divided by k, which must be
+// exact: `x: [*Z, S, heads * D]` splits the last dimension into heads.
+func (c *instCtx) solveMultiple(e lang.Expr, actual lang.Dim, in *lang.TensorDecl, site lang.Pos, inputs []TensorType) bool {
+	b, ok := e.(*lang.Binary)
+	if !ok || b.Op != "*" {
+		return false
+	}
+	for _, side := range [][2]lang.Expr{{b.L, b.R}, {b.R, b.L}} {
+		id, ok := side[1].(*lang.Ident)
+		if !ok || c.hasConst(id.Name) {
+			continue
+		}
+		kv, known := c.compileTime(side[0])
+		k, isInt := kv.constInt()
+		if !known || !isInt || k <= 0 {
+			continue
+		}
+		q := actual.FloorDiv(k)
+		if !q.Scale(k).Equal(actual) {
+			c.fail(site, "%s(%s): %s must be %s, but %s is not a multiple of %s = %d", c.decl.Name, typesString(inputs), in.Name, patString(in.Shape), actual, exprString(side[0]), k)
+		}
+		c.consts[id.Name] = dimVal(q)
+		c.origin[id.Name] = in.Name
+		return true
+	}
+	return false
 }
 
 func typesString(ts []TensorType) string {
@@ -569,6 +604,9 @@ func (c *instCtx) pendingParams(l *lang.Lambda, what string) []*ir.Var {
 			if len(ds) != 1 {
 				c.fail(p.Bound.Pos, "the extent of %s must be one dimension, found %s", p.Name, lang.ShapeString(ds))
 			}
+			if n, ok := ds[0].IsConst(); ok && n < 0 {
+				c.fail(p.Bound.Pos, "the extent of %s is negative (%d)", p.Name, n)
+			}
 			vars = append(vars, c.newVar(p, ds[0]))
 			continue
 		}
@@ -627,7 +665,12 @@ func (c *instCtx) defineOutputs() {
 	if len(c.decl.Bodies) != len(c.decl.Outputs) {
 		c.fail(c.decl.Pos, "%s declares %d outputs but defines %d", c.decl.Name, len(c.decl.Outputs), len(c.decl.Bodies))
 	}
+	seen := map[string]bool{}
 	for i, out := range c.decl.Outputs {
+		if out.Name != "" && seen[out.Name] {
+			c.fail(out.Pos, "output %s is declared twice", out.Name)
+		}
+		seen[out.Name] = true
 		name := out.Name
 		if name == "" {
 			name = "out"

@@ -159,6 +159,9 @@ func (el *elab) bindModelAttrs(s *mscope, md *lang.ModelDecl, set map[string]ir.
 	declared := map[string]bool{}
 	var names []string
 	for _, a := range md.Attrs {
+		if declared[a.Name] {
+			el.fail(a.Pos, "attribute %s is declared twice", a.Name)
+		}
 		declared[a.Name] = true
 		names = append(names, a.Name)
 	}
@@ -271,8 +274,30 @@ func (el *elab) stmts(s *mscope, body []lang.Stmt) {
 			}
 			panic(errStop{})
 		}
-		if !try(func() { el.stmt(s, st) }) && len(el.errs) >= lang.MaxErrors {
-			panic(errStop{})
+		if !try(func() { el.stmt(s, st) }) {
+			if len(el.errs) >= lang.MaxErrors {
+				panic(errStop{})
+			}
+			poison(s, st)
+		}
+	}
+}
+
+// poison binds the names a failed statement should have bound, so that
+// their uses do not report them undefined on top of the real error.
+func poison(s *mscope, st lang.Stmt) {
+	var names []string
+	switch st := st.(type) {
+	case *lang.AssignStmt:
+		names = st.Names
+	case *lang.ParamStmt:
+		names = []string{st.Name}
+	}
+	for _, n := range names {
+		if _, ok := s.lookupValue(n); !ok {
+			if _, isConst := s.lookupConst(n); !isConst {
+				s.values[n] = nil
+			}
 		}
 	}
 }
@@ -286,8 +311,14 @@ func (el *elab) stmt(s *mscope, st lang.Stmt) {
 	case *lang.ReturnStmt:
 		var vals []*ir.Value
 		for _, e := range st.Values {
-			v := el.tensorExpr(s, e, "")
-			vals = append(vals, v...)
+			for _, v := range el.tensorExpr(s, e, "") {
+				for _, prev := range vals {
+					if prev == v {
+						el.fail(e.ExprPos(), "%s is returned twice", v.Name)
+					}
+				}
+				vals = append(vals, v)
+			}
 		}
 		el.ret, el.retPos = vals, st.Pos
 	case *lang.ForStmt:
@@ -331,13 +362,17 @@ func (el *elab) assign(s *mscope, st *lang.AssignStmt) {
 		s.assignConst(name, el.ev(s).eval(st.Value))
 		return
 	}
-	vals := el.tensorExpr(s, st.Value, name)
+	node := strings.Join(st.Names, ",")
+	vals := el.tensorExpr(s, st.Value, node)
 	if len(vals) != len(st.Names) {
-		el.fail(st.Pos, "%d names on the left but the right side gives %d values", len(st.Names), len(vals))
+		el.fail(st.Pos, "%s on the left but the right side gives %s", plural(len(st.Names), "name"), plural(len(vals), "value"))
 	}
 	for i, n := range st.Names {
 		if _, isConst := s.consts[n]; isConst {
 			el.fail(st.Pos, "%s is a constant; it cannot be rebound to a tensor", n)
+		}
+		if len(vals) > 1 && strings.HasPrefix(vals[i].Name, node+":") {
+			vals[i].Name = el.unique(n) // the outputs of `a, b = split(x)` are a and b
 		}
 		s.assign(n, vals[i:i+1])
 	}
@@ -459,6 +494,9 @@ func (el *elab) operand(s *mscope, e lang.Expr, name string) operand {
 	switch e := e.(type) {
 	case *lang.Ident:
 		if v, ok := s.lookupValue(e.Name); ok {
+			if v == nil {
+				panic(errStop{}) // poisoned by an earlier error, already reported
+			}
 			return operand{vals: v, pos: e.Pos, isVal: true}
 		}
 		if s.lookupBlock(e.Name) != nil || el.mod.Op(e.Name) != nil {
@@ -662,11 +700,23 @@ func (el *elab) callBlock(s *mscope, b *blockDef, call *lang.Call, name string) 
 	el.ret = nil
 	el.depth++
 	defer func() { el.path, el.ret = savedPath, savedRet; el.depth-- }()
+	before := len(el.errs)
 	el.stmts(inner, d.Body)
 	if el.ret == nil {
+		if len(el.errs) > before {
+			panic(errStop{}) // the block's own errors explain it
+		}
 		el.fail(d.End, "block %s has no return statement", d.Name)
 	}
 	return operand{vals: el.ret, pos: call.Pos, isVal: true}
+}
+
+// plural says "1 name" or "2 names".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func contains(l []string, s string) bool {

@@ -156,11 +156,11 @@ func symbolicShape(ev *evaluator, env mapEnv, in *lang.TensorDecl, shared map[in
 			env[p.Pack] = dimsVal(ds)
 			shape = append(shape, ds...)
 		default:
-			if id, ok := p.Expr.(*lang.Ident); ok {
-				if _, bound := env[id.Name]; !bound {
-					env[id.Name] = dimVal(lang.Sym(id.Name))
+			walkIdents(p.Expr, func(name string) {
+				if _, bound := env[name]; !bound {
+					env[name] = dimVal(lang.Sym(name)) // a symbol, also in `heads * D`
 				}
-			}
+			})
 			d := ev.eval(p.Expr)
 			if d.kind != cInt {
 				ev.fail(p.Pos, "a dimension must be an integer, found %s %s", d.kind, d)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -52,6 +53,9 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	}
 	specs, err := inputSpecs(f.ins)
 	if err != nil {
+		return usageError(stderr, "eval", "%v", err)
+	}
+	if _, err := parseSets(append(f.sets, f.attrs...)); err != nil {
 		return usageError(stderr, "eval", "%v", err)
 	}
 	inputs, err := readInputs(specs)
@@ -145,6 +149,12 @@ func evalModel(m *check.Module, f evalFlags, inputs map[string]*tensor.Tensor, s
 		if given, err = npy.ReadNPZ(f.params); err != nil {
 			return nil, nil, fmt.Errorf("--params: %v", err)
 		}
+		if err := matchParams(g, given); err != nil {
+			return nil, nil, fmt.Errorf("--params %s: %v", f.params, err)
+		}
+	}
+	for _, in := range g.Inputs {
+		inputs[in.Name] = fromNPY(inputs[in.Name], in.DType)
 	}
 	opts := interp.Options{}
 	if isTerminal(os.Stderr) && stderr == os.Stderr {
@@ -162,6 +172,48 @@ func evalModel(m *check.Module, f evalFlags, inputs map[string]*tensor.Tensor, s
 	return res.Outputs, res.Params, nil
 }
 
+// matchParams checks that every member of a parameter file names a
+// parameter of the model (a typo would otherwise go unnoticed), converting
+// the f32 arrays NumPy files hold for bf16 parameters.
+func matchParams(g *ir.Graph, given map[string]*tensor.Tensor) error {
+	byName := map[string]*ir.Value{}
+	var names []string
+	for _, p := range g.Params {
+		byName[p.Value.Name] = p.Value
+		names = append(names, p.Value.Name)
+	}
+	var unknown []string
+	for name, t := range given {
+		v, ok := byName[name]
+		if !ok {
+			unknown = append(unknown, name)
+			continue
+		}
+		given[name] = fromNPY(t, v.DType)
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return fmt.Errorf("the model has no parameters %s (it has %d: %s)", strings.Join(unknown, ", "), len(names), abbreviate(names, 8))
+	}
+	return nil
+}
+
+func abbreviate(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + ", ..."
+}
+
+// fromNPY converts an f32 array read from a .npy file to bf16, which
+// NumPy cannot store (npy writes bf16 tensors as f32).
+func fromNPY(t *tensor.Tensor, want lang.DType) *tensor.Tensor {
+	if t == nil || want != lang.BF16 || t.DType != lang.F32 {
+		return t
+	}
+	return tensor.FromFloats(lang.BF16, t.Shape, t.F)
+}
+
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
@@ -174,7 +226,9 @@ func randomInput(v *ir.Value, seed uint64) (*tensor.Tensor, error) {
 	if !ok {
 		return nil, fmt.Errorf("input %s has the symbolic shape %s: give it with --in", v.Name, lang.ShapeString(v.Shape))
 	}
-	r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15^uint64(len(v.Name))))
+	h := fnv.New64a()
+	h.Write([]byte(v.Name))
+	r := rand.New(rand.NewPCG(seed, h.Sum64()))
 	t := tensor.New(v.DType, shape)
 	for i := range t.Len() {
 		switch {
