@@ -485,7 +485,7 @@ func (c *instCtx) bindParams(l *lang.Lambda, groups [][]lang.Dim, what string) [
 		return c.newPack(l.Params[0], flatten(groups))
 	}
 	if len(l.Params) != len(groups) {
-		c.fail(l.Pos, "the lambda of %s has %d parameters but its shape %s has %d entries", what, len(l.Params), shapeGroupsString(groups), len(groups))
+		c.fail(l.Pos, "the lambda of %s has %s but its shape %s has %s", what, plural(len(l.Params), "parameter"), lang.ShapeString(flatten(groups)), plural(len(groups), "entry"))
 	}
 	var vars []*ir.Var
 	for i, p := range l.Params {
@@ -504,13 +504,6 @@ func (c *instCtx) bindParams(l *lang.Lambda, groups [][]lang.Dim, what string) [
 	return vars
 }
 
-func shapeGroupsString(groups [][]lang.Dim) string {
-	parts := make([]string, len(groups))
-	for i, g := range groups {
-		parts[i] = lang.ShapeString(g)
-	}
-	return strings.Join(parts, " ")
-}
 
 func (c *instCtx) checkFresh(p *lang.LambdaParam) {
 	_, isVar := c.vars[p.Name]

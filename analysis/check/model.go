@@ -438,6 +438,9 @@ func (el *elab) param(s *mscope, st *lang.ParamStmt) {
 		shape = append(shape, lang.Const(n))
 	}
 	init := ir.Init{Kind: "normal"}
+	if !dt.IsFloat() {
+		init.Kind = "zeros"
+	}
 	if st.Init != nil {
 		lim, ok := initKinds[st.Init.Name]
 		if !ok {
@@ -450,6 +453,7 @@ func (el *elab) param(s *mscope, st *lang.ParamStmt) {
 		for _, a := range st.Init.Args {
 			init.Args = append(init.Args, el.ev(s).toFloat(a.ExprPos(), el.ev(s).eval(a)))
 		}
+		el.checkInit(st, dt, init)
 	}
 	v := &ir.Value{Name: el.unique(st.Name), DType: dt, Shape: shape}
 	el.graph.Params = append(el.graph.Params, &ir.Param{Value: v, Init: init, Pos: st.Pos})
@@ -457,6 +461,18 @@ func (el *elab) param(s *mscope, st *lang.ParamStmt) {
 		el.fail(st.Pos, "%s is a constant; it cannot be rebound to a parameter", st.Name)
 	}
 	s.assign(st.Name, []*ir.Value{v})
+}
+
+// checkInit rejects initialisers that cannot draw what they say.
+func (el *elab) checkInit(st *lang.ParamStmt, dt lang.DType, init ir.Init) {
+	switch {
+	case init.Kind == "uniform" && len(init.Args) == 2 && init.Args[0] > init.Args[1]:
+		el.fail(st.Init.Pos, "uniform(%g, %g): the low bound is above the high one", init.Args[0], init.Args[1])
+	case init.Kind == "normal" && len(init.Args) == 2 && init.Args[1] < 0:
+		el.fail(st.Init.Pos, "normal(%g, %g): a negative standard deviation", init.Args[0], init.Args[1])
+	case !dt.IsFloat() && init.Kind != "zeros" && init.Kind != "ones" && init.Kind != "const":
+		el.fail(st.Init.Pos, "%s() draws floats; %s parameter takes zeros(), ones() or const(v)", init.Kind, article(dt.String()))
+	}
 }
 
 func keys[V any](m map[string]V) []string {
@@ -617,11 +633,18 @@ func (el *elab) callOp(s *mscope, pos lang.Pos, opName, symbol string, attrArgs 
 
 // relocate moves the errors from index from on that lie in another file
 // (an imported or standard-library operator) to the call site, where the
-// user can act on them, saying where they arose.
+// user can act on them, saying where they arose; errors in an operator of
+// the same file stay there and name the call.
 func (el *elab) relocate(from int, site lang.Pos, opName string) {
 	for i := from; i < len(el.errs); i++ {
-		if e := el.errs[i]; e.Pos.File != site.File {
+		e := el.errs[i]
+		switch {
+		case e.Pos.File != site.File:
 			el.errs[i] = &lang.Error{Pos: site, Msg: fmt.Sprintf("%s (in %s at %s)", e.Msg, opName, e.Pos)}
+		case e.Pos != site:
+			// An error in the operator's own text, for this call's attributes
+			// or shapes: say which call.
+			el.errs[i] = &lang.Error{Pos: e.Pos, Msg: fmt.Sprintf("%s (instantiating %s for the call at %d:%d)", e.Msg, opName, site.Line, site.Col)}
 		}
 	}
 }
@@ -711,10 +734,13 @@ func (el *elab) callBlock(s *mscope, b *blockDef, call *lang.Call, name string) 
 	return operand{vals: el.ret, pos: call.Pos, isVal: true}
 }
 
-// plural says "1 name" or "2 names".
+// plural says "1 name", "2 names", "2 entries".
 func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -226,6 +226,8 @@ func (m *Module) Check(model string, set map[string]ir.AttrValue) error {
 		if _, err := m.findModel(model); err != nil {
 			errs.Append(err)
 		}
+	} else if len(set) > 0 && len(m.File.Models) != 1 {
+		errs.Add(lang.Pos{File: m.Path}, "attribute overrides need one model, but the file defines %d; choose one with --model", len(m.File.Models))
 	}
 	for _, md := range m.File.Models {
 		var over map[string]ir.AttrValue

@@ -17,6 +17,9 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
+	if fs.NArg() > 0 {
+		return usageError(stderr, "version", "unexpected argument %q", fs.Arg(0))
+	}
 	fmt.Fprintf(stdout, "tofuc %s\n", version)
 	fmt.Fprintf(stdout, "llc:  %s\n", describeLLC())
 	fmt.Fprintf(stdout, "z3:   %s\n", describeLibrary("libz3.so.4", "libz3.so"))
