@@ -122,6 +122,14 @@ type ParamStmt struct {
 	Init  *Call // nil: the default initialiser
 }
 
+// AssertStmt is `assert COND, "message"`: a compile-time condition on
+// attributes that must hold (e.g. a supported depth).
+type AssertStmt struct {
+	Pos  Pos
+	Cond Expr
+	Msg  string // "" when not given
+}
+
 // ReturnStmt is `return a, b`.
 type ReturnStmt struct {
 	Pos    Pos
@@ -159,6 +167,7 @@ type BlockStmt struct {
 func (s *AssignStmt) StmtPos() Pos { return s.Pos }
 func (s *ParamStmt) StmtPos() Pos  { return s.Pos }
 func (s *ReturnStmt) StmtPos() Pos { return s.Pos }
+func (s *AssertStmt) StmtPos() Pos { return s.Pos }
 func (s *ForStmt) StmtPos() Pos    { return s.Pos }
 func (s *IfStmt) StmtPos() Pos     { return s.Pos }
 func (s *BlockStmt) StmtPos() Pos  { return s.Pos }

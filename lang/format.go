@@ -224,6 +224,12 @@ func (fm *formatter) stmt(s Stmt, indent string) {
 			p.printf(" init ")
 			p.expr(s.Init)
 		}
+	case *AssertStmt:
+		p.printf("assert ")
+		p.expr(s.Cond)
+		if s.Msg != "" {
+			p.printf(", %q", s.Msg)
+		}
 	case *ReturnStmt:
 		p.printf("return ")
 		p.exprs(s.Values)

@@ -18,7 +18,7 @@ import (
 var keywords = map[string]bool{
 	"op": true, "model": true, "rule": true, "import": true, "lambda": true,
 	"let": true, "in": true, "param": true, "init": true, "return": true,
-	"for": true, "if": true, "else": true, "block": true, "opaque": true,
+	"for": true, "if": true, "else": true, "block": true, "opaque": true, "assert": true,
 }
 
 // IsKeyword reports whether s is reserved.
@@ -58,7 +58,7 @@ var readableNames = map[string]string{
 	"ShapeList": "shape", "Lambda": "lambda", "ParamVar": "variable", "OpTerm": "operator",
 	"ArithTerm": "operator", "Let": "let", "Stmt": "statement", "BlockBody": "block",
 	"Return": "return", "For": "for", "If": "if", "Block": "block", "Param": "param",
-	"Assign": "assignment", "Decl": "declaration", "Op": "op", "Model": "model", "Rule": "rule",
+	"Assign": "assignment", "Assert": "assert", "Decl": "declaration", "Op": "op", "Model": "model", "Rule": "rule",
 	"Import": "import", "Close": `"}"`,
 }
 
@@ -244,6 +244,16 @@ func (b *builder) stmts(g *gBlockBody) ([]lang.Stmt, lang.Pos) {
 
 func (b *builder) stmt(g *gStmt) lang.Stmt {
 	switch {
+	case g.Assert != nil:
+		a := &lang.AssertStmt{Pos: pos(g.Assert.Pos), Cond: b.expr(g.Assert.Cond)}
+		if g.Assert.Msg != "" {
+			msg, err := strconv.Unquote(g.Assert.Msg)
+			if err != nil {
+				b.errs.Add(a.Pos, "bad string %s", g.Assert.Msg)
+			}
+			a.Msg = msg
+		}
+		return a
 	case g.Return != nil:
 		r := &lang.ReturnStmt{Pos: pos(g.Return.Pos)}
 		for _, v := range g.Return.Values {

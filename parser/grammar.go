@@ -96,12 +96,19 @@ type gRule struct {
 }
 
 type gStmt struct {
-	Return *gReturn `parser:"  @@"`
+	Assert *gAssert `parser:"  @@"`
+	Return *gReturn `parser:"| @@"`
 	For    *gFor    `parser:"| @@"`
 	If     *gIf     `parser:"| @@"`
 	Block  *gBlock  `parser:"| @@"`
 	Param  *gParam  `parser:"| @@"`
 	Assign *gAssign `parser:"| @@"`
+}
+
+type gAssert struct {
+	Pos  lexer.Position
+	Cond *gExpr `parser:"'assert' @@"`
+	Msg  string `parser:"( ',' @String )?"`
 }
 
 type gReturn struct {

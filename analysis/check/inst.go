@@ -504,7 +504,6 @@ func (c *instCtx) bindParams(l *lang.Lambda, groups [][]lang.Dim, what string) [
 	return vars
 }
 
-
 func (c *instCtx) checkFresh(p *lang.LambdaParam) {
 	_, isVar := c.vars[p.Name]
 	_, isPack := c.packs[p.Name]

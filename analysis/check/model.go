@@ -308,6 +308,18 @@ func (el *elab) stmt(s *mscope, st lang.Stmt) {
 		el.assign(s, st)
 	case *lang.ParamStmt:
 		el.param(s, st)
+	case *lang.AssertStmt:
+		c := el.ev(s).eval(st.Cond)
+		if c.kind != cBool {
+			el.fail(st.Cond.ExprPos(), "the condition of assert must be a compile-time bool, found %s %s", c.kind, c)
+		}
+		if !c.b {
+			msg := st.Msg
+			if msg == "" {
+				msg = "assertion failed: " + lang.FormatExpr(st.Cond)
+			}
+			el.fail(st.Pos, "%s", msg)
+		}
 	case *lang.ReturnStmt:
 		var vals []*ir.Value
 		for _, e := range st.Values {
