@@ -71,10 +71,27 @@ func readable(msg string) string {
 	})
 }
 
+// invalidText is how participle's lexer reports text no token matches.
+var invalidText = regexp.MustCompile(`^(?:lexer: )?invalid input text "(.)`)
+
+// lexicalMessage says what is wrong with text no token matches: an
+// unterminated string, or an unexpected character.
+func lexicalMessage(msg string) string {
+	m := invalidText.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	if m[1] == `\` { // the quote is escaped in participle's message
+		return "unterminated string"
+	}
+	return fmt.Sprintf("unexpected character %q", m[1])
+}
+
 func syntaxError(path string, err error) *lang.Error {
 	var pe participle.Error
 	if errors.As(err, &pe) {
-		return &lang.Error{Pos: pos(pe.Position()), Msg: "syntax error: " + readable(pe.Message())}
+		msg := lexicalMessage(pe.Message())
+		return &lang.Error{Pos: pos(pe.Position()), Msg: "syntax error: " + readable(msg)}
 	}
 	return lang.Errorf(lang.Pos{File: path}, "syntax error: %v", err)
 }
@@ -85,13 +102,14 @@ func comments(path string, src []byte) []lang.Comment {
 		return nil
 	}
 	var out []lang.Comment
+	commentType := tdlLexer.Symbols()["Comment"]
 
 	for {
 		tok, err := lx.Next()
 		if err != nil || tok.EOF() {
 			return out
 		}
-		if tok.Type == tokComment {
+		if tok.Type == commentType {
 			lineStart := bytes.LastIndexByte(src[:tok.Pos.Offset], '\n') + 1
 			trailing := len(bytes.TrimSpace(src[lineStart:tok.Pos.Offset])) > 0
 			out = append(out, lang.Comment{Pos: pos(tok.Pos), Text: strings.TrimRight(tok.Value, " \t\r"), Trailing: trailing})

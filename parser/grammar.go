@@ -5,6 +5,18 @@ import (
 	"github.com/alecthomas/participle/v2/lexer"
 )
 
+// tdlLexer splits TDL text into tokens. Comments are kept as tokens so the
+// formatter can find them; the grammar elides them.
+var tdlLexer = lexer.MustSimple([]lexer.SimpleRule{
+	{Name: "Comment", Pattern: `//[^\n]*`},
+	{Name: "Whitespace", Pattern: `[ \t\r\n]+`},
+	{Name: "String", Pattern: `"(\\.|[^"\\\n])*"`},
+	{Name: "Float", Pattern: `\d+\.\d+([eE][-+]?\d+)?|\d+[eE][-+]?\d+`},
+	{Name: "Int", Pattern: `\d+`},
+	{Name: "Ident", Pattern: `[A-Za-z_][A-Za-z0-9_]*`},
+	{Name: "Punct", Pattern: `->|==|!=|<=|>=|&&|\|\||\.\.|[-+*/%<>=!()\[\]{},:;]`},
+})
+
 type gFile struct {
 	Decls []*gDecl `parser:"( @@ ';'? )*"`
 }
