@@ -114,9 +114,11 @@ func candidates(inst *ir.Instance) []*Strategy {
 }
 
 // topReduce finds a reduction whose partial results combine into the
-// output with its own reducer: the body itself (through conversions), or,
-// for sum, the reduction divided or multiplied by a constant (a mean).
+// output with its own reducer: the body itself (through float
+// conversions), or, for sum, the reduction negated, or divided or
+// multiplied by a constant (a mean): operations that distribute over sums.
 func topReduce(e ir.Expr) *ir.Reduce {
+	linear := false // a linear operation was passed: only sum distributes
 	for {
 		switch x := e.(type) {
 		case *ir.Cast:
@@ -125,13 +127,20 @@ func topReduce(e ir.Expr) *ir.Reduce {
 			}
 			e = x.X
 		case *ir.Reduce:
-			return x
-		case *ir.Binary:
-			r, ok := x.L.(*ir.Reduce)
-			if !ok || r.Kind != ir.Sum || (x.Op != ir.OpDiv && x.Op != ir.OpMul) || !invariant(x.R) {
+			if linear && x.Kind != ir.Sum {
 				return nil
 			}
-			return r
+			return x
+		case *ir.Unary:
+			if x.Op != "-" {
+				return nil
+			}
+			e, linear = x.X, true
+		case *ir.Binary:
+			if (x.Op != ir.OpDiv && x.Op != ir.OpMul) || !invariant(x.R) {
+				return nil
+			}
+			e, linear = x.L, true
 		default:
 			return nil
 		}
