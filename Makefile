@@ -30,7 +30,7 @@ run: deps build
 	./$(BIN) check stdlib/*.tdl examples/*.tdl && echo "all clean"
 	@echo "== tofuc eval: each example on a seeded random batch, with the reference interpreter"
 	./$(BIN) eval examples/mlp.tdl --set batch=4 --random-inputs --seed 1 --out out/mlp
-	./$(BIN) eval examples/wresnet.tdl --set width=1 --set batch=1 --random-inputs --seed 1 --out out/resnet50
+	./$(BIN) eval examples/wresnet.tdl --set width=1 --set batch=1 --set train=true --random-inputs --seed 1 --out out/resnet50
 	./$(BIN) eval examples/rnn.tdl --random-inputs --seed 1 --out out/rnn
 	./$(BIN) eval examples/transformer.tdl --random-inputs --seed 1 --out out/transformer
 	@echo "outputs and parameters written under out/"
