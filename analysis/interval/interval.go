@@ -50,7 +50,9 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("cannot bound %s: %s", ir.ExprString(e.Expr), e.Reason)
 }
 
-// Of bounds an integer index expression: every value it takes while each
+// Of bounds an integer index expression (i64 arithmetic; conversions and
+// arithmetic of narrower integers, which wrap, are not bounded): every
+// value it takes while each
 // variable ranges over its interval in env lies in the result. Variables
 // missing from env range over their whole extent. A data-dependent value
 // (an element read from a tensor) cannot be bounded here: the caller gives
@@ -73,6 +75,9 @@ func Of(e ir.Expr, env Env) (Interval, error) {
 		if e.Op != "-" {
 			return Interval{}, &Error{e, "a logical operation"}
 		}
+		if e.T != lang.I64 {
+			return Interval{}, &Error{e, "arithmetic in " + e.T.String() + ", which wraps"}
+		}
 		x, err := Of(e.X, env)
 		return Interval{x.Hi.Neg(), x.Lo.Neg()}, err
 	case *ir.Binary:
@@ -85,8 +90,11 @@ func Of(e ir.Expr, env Env) (Interval, error) {
 		b, err := Of(e.B, env)
 		return Hull(a, b), err
 	case *ir.Cast:
-		if e.T.IsFloat() || e.X.Type().IsFloat() {
+		switch {
+		case e.T.IsFloat() || e.X.Type().IsFloat():
 			return Interval{}, &Error{e, "a conversion from or to a float"}
+		case e.T != lang.I64 || !e.X.Type().IsInt():
+			return Interval{}, &Error{e, "a conversion to " + e.T.String() + ", which may wrap"}
 		}
 		return Of(e.X, env)
 	case *ir.Call:
@@ -123,6 +131,11 @@ func call(e *ir.Call, env Env) (Interval, error) {
 }
 
 func binary(e *ir.Binary, env Env) (Interval, error) {
+	if e.T != lang.I64 && !e.Op.IsComparison() {
+		// Index arithmetic is i64; arithmetic of a narrower integer
+		// wraps at its width, which intervals do not model.
+		return Interval{}, &Error{e, "arithmetic in " + e.T.String() + ", which wraps"}
+	}
 	a, err := Of(e.L, env)
 	if err != nil {
 		return a, err

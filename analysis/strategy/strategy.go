@@ -114,20 +114,27 @@ func candidates(inst *ir.Instance) []*Strategy {
 }
 
 // topReduce finds a reduction whose partial results combine into the
-// output with its own reducer: the body itself (through float
-// conversions), or, for sum, the reduction negated, or divided or
-// multiplied by a constant (a mean): operations that distribute over sums.
+// output with its own reducer: the body itself, through float conversions
+// of a float reduction (rounding is reordering) or of an integer max or min
+// (an integer sum or product wraps at its width as a whole, not per part),
+// or a sum negated, or divided or multiplied by a constant or an extent
+// (a mean): operations that distribute over a sum; integer division does
+// not.
 func topReduce(e ir.Expr) *ir.Reduce {
-	linear := false // a linear operation was passed: only sum distributes
+	sumOnly, orderOnly := false, false
 	for {
 		switch x := e.(type) {
 		case *ir.Cast:
-			if !x.T.IsFloat() {
+			switch {
+			case !x.T.IsFloat():
 				return nil // rounding partials to an integer would not combine
+			case !x.X.Type().IsFloat():
+				orderOnly = true
 			}
 			e = x.X
 		case *ir.Reduce:
-			if linear && x.Kind != ir.Sum {
+			switch {
+			case sumOnly && x.Kind != ir.Sum, orderOnly && x.Kind != ir.Max && x.Kind != ir.Min:
 				return nil
 			}
 			return x
@@ -135,12 +142,12 @@ func topReduce(e ir.Expr) *ir.Reduce {
 			if x.Op != "-" {
 				return nil
 			}
-			e, linear = x.X, true
+			e, sumOnly = x.X, true
 		case *ir.Binary:
-			if (x.Op != ir.OpDiv && x.Op != ir.OpMul) || !invariant(x.R) {
+			if !(x.Op == ir.OpMul || x.Op == ir.OpDiv && x.T.IsFloat()) || !invariant(x.R) {
 				return nil
 			}
-			e, linear = x.L, true
+			e, sumOnly = x.L, true
 		default:
 			return nil
 		}

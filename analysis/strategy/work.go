@@ -50,8 +50,8 @@ func cost(e ir.Expr) lang.Dim {
 }
 
 // elementwise reports whether the operator reads every input at the
-// output's own index (right-aligned, with 0 for broadcast dimensions of
-// extent 1), with no reduction, local or data-dependent read, and reads at
+// output's own index (right-aligned, over the same extents, with 0 for
+// broadcast dimensions of extent 1; an else default is a constant), with no reduction, local or data-dependent read, and reads at
 // least one input: its inputs and output can always be partitioned alike.
 func elementwise(inst *ir.Instance) bool {
 	if len(inst.Outputs) != 1 || len(inst.Locals) != 0 {
@@ -64,7 +64,8 @@ func elementwise(inst *ir.Instance) bool {
 		case *ir.Reduce, *ir.Opaque:
 			ok = false
 		case *ir.Access:
-			ok = ok && alignedIndex(x, out.Vars)
+			_, constDefault := x.Default.(*ir.Const)
+			ok = ok && alignedIndex(x, out.Vars) && (x.Default == nil || constDefault)
 			reads = true
 			return false
 		}
@@ -79,7 +80,7 @@ func alignedIndex(a *ir.Access, vars []*ir.Var) bool {
 		return false
 	}
 	for d, idx := range a.Index {
-		if r, ok := idx.(*ir.VarRef); ok && r.V == vars[off+d] {
+		if r, ok := idx.(*ir.VarRef); ok && r.V == vars[off+d] && a.T.Shape[d].Equal(r.V.Extent) {
 			continue
 		}
 		if k, ok := ir.ConstInt(idx); ok && k == 0 {

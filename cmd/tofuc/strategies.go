@@ -120,7 +120,6 @@ func runStrategies(args []string, stdout, stderr io.Writer) int {
 	}
 	if *opName != "" && !found && len(errs) == 0 {
 		fmt.Fprintf(stderr, "tofuc strategies: no operator %s in %s\n", *opName, strings.Join(paths, ", "))
-		return exitUser
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -221,7 +220,8 @@ func unread(r strategy.Region) bool {
 	return true
 }
 
-// halo is how much longer than the worker's part a region dimension that
+// halo is how much longer than the worker's part of an output split a
+// region dimension that
 // follows the split variable is, when that excess does not depend on the
 // part: a window's overlap, e.g. K - 1 for a convolution split along its
 // output width. Regions are clamped to the tensor, which only shortens the
@@ -229,6 +229,9 @@ func unread(r strategy.Region) bool {
 // from the unclamped indices where the output bodies read the input
 // directly.
 func halo(a *strategy.Analysis, s *strategy.Strategy, t *ir.Tensor, d int, iv interval.Interval) (string, bool) {
+	if s.Kind != strategy.SplitOutput {
+		return "", false // a halo is relative to a part of the output
+	}
 	lo, hi := s.PartSymbols()
 	if !mentions(iv.Lo, lo, hi) && !mentions(iv.Hi, lo, hi) {
 		return "", false
