@@ -38,7 +38,7 @@ func TestPartitionedEqualsWhole(t *testing.T) {
 	strategies := 0
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			c, reason := concreteCase(t, ops[name])
+			c, reason := concreteCase(t, ops[name], lang.Invalid)
 			if c == nil {
 				skipped = append(skipped, name+": "+reason)
 				return
@@ -77,7 +77,7 @@ type opCase struct {
 // concreteCase instantiates op for random extents in [2, 5] of the shape
 // symbols of its standalone check (trying again when the extents violate
 // the operator's constraints) and evaluates it.
-func concreteCase(t *testing.T, op *lang.OpDecl) (*opCase, string) {
+func concreteCase(t *testing.T, op *lang.OpDecl, intType lang.DType) (*opCase, string) {
 	sym, err := check.Standalone(op)
 	if err != nil {
 		t.Fatalf("standalone: %v", err)
@@ -101,7 +101,11 @@ func concreteCase(t *testing.T, op *lang.OpDecl) (*opCase, string) {
 					return lang.Const(vals[s]), true
 				})
 			}
-			types[i] = check.TensorType{DType: in.DType, Shape: shape}
+			dt := in.DType
+			if intType != lang.Invalid && op.Inputs[i].DType == "" {
+				dt = intType // an input of any dtype, given integers
+			}
+			types[i] = check.TensorType{DType: dt, Shape: shape}
 		}
 		inst, err := check.Instantiate(op, attrs, types, op.Pos)
 		if err != nil || !positive(inst) {
@@ -146,7 +150,9 @@ func positive(inst *ir.Instance) bool {
 }
 
 // randomTensor draws floats from a normal distribution, integers from [0,
-// 2) (valid indices: every extent is at least 2), bools fairly.
+// 2) (valid indices: every extent is at least 2) or, for inputs of any
+// dtype given integers, from [-60, 60) (so that narrow types wrap), bools
+// fairly.
 func randomTensor(r *rand.Rand, t *ir.Tensor) *tensor.Tensor {
 	shape, _ := lang.ConstShape(t.Shape)
 	x := tensor.New(t.DType, shape)
@@ -154,6 +160,8 @@ func randomTensor(r *rand.Rand, t *ir.Tensor) *tensor.Tensor {
 		switch {
 		case t.DType.IsFloat():
 			x.SetFlat(i, r.NormFloat64())
+		case t.DType == lang.I8:
+			x.SetFlat(i, float64(r.IntN(120)-60))
 		default:
 			x.SetFlat(i, float64(r.IntN(2)))
 		}
@@ -292,4 +300,47 @@ func round(t *tensor.Tensor) {
 			t.I[i] = t.DType.WrapInt(v)
 		}
 	}
+}
+
+// TestPartitionedEqualsWholeIntegers repeats the check with i8 values for
+// every input that accepts any dtype: integer division truncates and
+// narrow integers wrap, so a strategy that is right for floats may not be.
+func TestPartitionedEqualsWholeIntegers(t *testing.T) {
+	p, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := p.StdOps()
+	names := make([]string, 0, len(ops))
+	for n, op := range ops {
+		for _, in := range op.Inputs {
+			if in.DType == "" {
+				names = append(names, n)
+				break
+			}
+		}
+	}
+	sort.Strings(names)
+	ran := 0
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			c, _ := concreteCase(t, ops[name], lang.I8)
+			if c == nil {
+				return
+			}
+			a, err := strategy.Analyse(c.inst)
+			if err != nil {
+				return // integer index arithmetic the analysis declines: fine
+			}
+			ran++
+			for _, s := range a.Strategies {
+				for k := 2; k <= 4; k++ {
+					t.Run(fmt.Sprintf("%s/k=%d", s.Name(), k), func(t *testing.T) {
+						checkStrategy(t, a, s, c, k)
+					})
+				}
+			}
+		})
+	}
+	t.Logf("%d operators run with i8 inputs", ran)
 }
