@@ -3,13 +3,13 @@ package strategy_test
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"sort"
 	"strings"
 	"testing"
 
 	"tofuc/analysis/check"
 	"tofuc/analysis/strategy"
+	"tofuc/internal/opcase"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/interp"
@@ -38,12 +38,15 @@ func TestPartitionedEqualsWhole(t *testing.T) {
 	strategies := 0
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			c, reason := concreteCase(t, ops[name], lang.Invalid)
-			if c == nil {
-				skipped = append(skipped, name+": "+reason)
-				return
+			c, err := opcase.New(ops[name], opcase.Options{})
+			if err != nil {
+				if strings.Contains(err.Error(), "positive definite") {
+					skipped = append(skipped, name+": the input must be positive definite")
+					return
+				}
+				t.Fatalf("no concrete case: %v", err)
 			}
-			a, err := strategy.Analyse(c.inst)
+			a, err := strategy.Analyse(c.Inst)
 			if err != nil {
 				t.Fatalf("not analysable: %v", err)
 			}
@@ -66,112 +69,9 @@ func TestPartitionedEqualsWhole(t *testing.T) {
 	t.Logf("%d operators, %d strategies, each for k = 2, 3, 4", len(names), strategies)
 }
 
-// opCase is an operator instantiated for concrete random shapes, with
-// inputs and its whole result.
-type opCase struct {
-	inst   *ir.Instance
-	inputs []*tensor.Tensor
-	want   []*tensor.Tensor
-}
-
-// concreteCase instantiates op for random extents in [2, 5] of the shape
-// symbols of its standalone check (trying again when the extents violate
-// the operator's constraints) and evaluates it.
-func concreteCase(t *testing.T, op *lang.OpDecl, intType lang.DType) (*opCase, string) {
-	sym, err := check.Standalone(op)
-	if err != nil {
-		t.Fatalf("standalone: %v", err)
-	}
-	attrs := map[string]ir.AttrValue{}
-	for _, a := range sym.Attrs {
-		attrs[a.Name] = a.Value
-	}
-	r := rand.New(rand.NewPCG(uint64(len(op.Name)), hash(op.Name)))
-	last := "no extents fit"
-	for try := 0; try < 40; try++ {
-		vals := map[string]int64{}
-		types := make([]check.TensorType, len(sym.Inputs))
-		for i, in := range sym.Inputs {
-			shape := make([]lang.Dim, len(in.Shape))
-			for d, dim := range in.Shape {
-				shape[d] = dim.Subst(func(s string) (lang.Dim, bool) {
-					if _, ok := vals[s]; !ok {
-						vals[s] = 2 + r.Int64N(4)
-					}
-					return lang.Const(vals[s]), true
-				})
-			}
-			dt := in.DType
-			if intType != lang.Invalid && op.Inputs[i].DType == "" {
-				dt = intType // an input of any dtype, given integers
-			}
-			types[i] = check.TensorType{DType: dt, Shape: shape}
-		}
-		inst, err := check.Instantiate(op, attrs, types, op.Pos)
-		if err != nil || !positive(inst) {
-			continue
-		}
-		c := &opCase{inst: inst}
-		for _, in := range inst.Inputs {
-			c.inputs = append(c.inputs, randomTensor(r, in))
-		}
-		c.want, err = interp.EvalInstance(inst, c.inputs, nil)
-		if err != nil {
-			last = err.Error()
-			if strings.Contains(last, "positive definite") {
-				return nil, "the input must be positive definite"
-			}
-			continue
-		}
-		return c, ""
-	}
-	t.Fatalf("no concrete case: %s", last)
-	return nil, ""
-}
-
-func hash(s string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := range len(s) {
-		h = (h ^ uint64(s[i])) * 1099511628211
-	}
-	return h
-}
-
-// positive reports whether every output extent is at least 1.
-func positive(inst *ir.Instance) bool {
-	for _, d := range inst.Outputs {
-		for _, n := range d.Tensor.Shape {
-			if v, ok := n.IsConst(); !ok || v < 1 {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// randomTensor draws floats from a normal distribution, integers from [0,
-// 2) (valid indices: every extent is at least 2) or, for inputs of any
-// dtype given integers, from [-60, 60) (so that narrow types wrap), bools
-// fairly.
-func randomTensor(r *rand.Rand, t *ir.Tensor) *tensor.Tensor {
-	shape, _ := lang.ConstShape(t.Shape)
-	x := tensor.New(t.DType, shape)
-	for i := range x.Len() {
-		switch {
-		case t.DType.IsFloat():
-			x.SetFlat(i, r.NormFloat64())
-		case t.DType == lang.I8:
-			x.SetFlat(i, float64(r.IntN(120)-60))
-		default:
-			x.SetFlat(i, float64(r.IntN(2)))
-		}
-	}
-	return x
-}
-
-func checkStrategy(t *testing.T, a *strategy.Analysis, s *strategy.Strategy, c *opCase, k int) {
-	got := make([]*tensor.Tensor, len(c.want))
-	for i, w := range c.want {
+func checkStrategy(t *testing.T, a *strategy.Analysis, s *strategy.Strategy, c *opcase.Case, k int) {
+	got := make([]*tensor.Tensor, len(c.Want))
+	for i, w := range c.Want {
 		got[i] = tensor.New(w.DType, w.Shape)
 	}
 	first := true
@@ -183,8 +83,8 @@ func checkStrategy(t *testing.T, a *strategy.Analysis, s *strategy.Strategy, c *
 		if worker.Empty {
 			continue
 		}
-		inputs := make([]*tensor.Tensor, len(c.inputs))
-		for i, in := range c.inputs {
+		inputs := make([]*tensor.Tensor, len(c.Inputs))
+		for i, in := range c.Inputs {
 			inputs[i] = cut(in, worker.Inputs[i])
 		}
 		parts, err := interp.EvalInstance(worker.Inst, inputs, nil)
@@ -207,7 +107,7 @@ func checkStrategy(t *testing.T, a *strategy.Analysis, s *strategy.Strategy, c *
 			tol = tensor.Reordered(got[i].DType, int(n)*8)
 			round(got[i])
 		}
-		if err := tensor.Compare(got[i], c.want[i], tol); err != nil {
+		if err := tensor.Compare(got[i], c.Want[i], tol); err != nil {
 			t.Errorf("output %d: %v", i, err)
 		}
 	}
@@ -324,11 +224,11 @@ func TestPartitionedEqualsWholeIntegers(t *testing.T) {
 	ran := 0
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			c, _ := concreteCase(t, ops[name], lang.I8)
-			if c == nil {
+			c, err := opcase.New(ops[name], opcase.Options{Any: lang.I8})
+			if err != nil {
 				return
 			}
-			a, err := strategy.Analyse(c.inst)
+			a, err := strategy.Analyse(c.Inst)
 			if err != nil {
 				return // integer index arithmetic the analysis declines: fine
 			}

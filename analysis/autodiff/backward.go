@@ -1,0 +1,362 @@
+package autodiff
+
+import (
+	"fmt"
+	"sort"
+
+	"tofuc/analysis/interval"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+)
+
+// Backward derives the backward instance of inst. Its inputs are inst's
+// inputs followed by the gradient of each output (named "d" + the output's
+// name, same shape and dtype); its outputs are the gradients of inst's
+// floating inputs, in order (named "d" + the input's name). Inputs of other
+// dtypes (indices, masks) get no gradient.
+func Backward(inst *ir.Instance) (*ir.Instance, error) {
+	b := &ir.Instance{Op: inst.Op + ".grad", Pos: inst.Pos, Attrs: inst.Attrs}
+	b.Inputs = append(b.Inputs, inst.Inputs...)
+	seeds := map[*ir.Tensor]*ir.Tensor{} // a tensor of inst -> its gradient
+	for _, o := range inst.Outputs {
+		if !o.Tensor.DType.IsFloat() {
+			continue
+		}
+		g := &ir.Tensor{Name: "d" + o.Tensor.Name, DType: o.Tensor.DType, Shape: o.Tensor.Shape}
+		b.Inputs = append(b.Inputs, g)
+		seeds[o.Tensor] = g
+	}
+	b.Locals = append(b.Locals, inst.Locals...) // the forward values, recomputed
+
+	wrt := map[*ir.Tensor]bool{}
+	for _, in := range inst.Inputs {
+		wrt[in] = in.DType.IsFloat()
+	}
+	for _, l := range inst.Locals {
+		wrt[l.Tensor] = l.Tensor.DType.IsFloat()
+	}
+	contribs := map[*ir.Tensor][]scatter{}
+	collect := func(def *ir.Def, seed *ir.Tensor) error {
+		d := &diff{wrt: wrt}
+		ref := make([]ir.Expr, len(def.Vars))
+		for i, v := range def.Vars {
+			ref[i] = &ir.VarRef{V: v}
+		}
+		d.grad(def.Body, &ir.Access{Pos: def.Pos, T: seed, Index: ref})
+		if d.err != nil {
+			return fmt.Errorf("%s: %v", def.Pos, d.err)
+		}
+		for _, t := range d.terms {
+			contribs[t.read.T] = append(contribs[t.read.T], scatter{term: t, def: def})
+		}
+		return nil
+	}
+	for _, o := range inst.Outputs {
+		if g := seeds[o.Tensor]; g != nil {
+			if err := collect(o, g); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for i := len(inst.Locals) - 1; i >= 0; i-- {
+		l := inst.Locals[i]
+		cs := contribs[l.Tensor]
+		if len(cs) == 0 || !l.Tensor.DType.IsFloat() {
+			continue
+		}
+		g := &ir.Tensor{Name: "d" + l.Tensor.Name, DType: l.Tensor.DType, Shape: l.Tensor.Shape}
+		b.Locals = append(b.Locals, gradDef(g, cs))
+		if err := collect(l, g); err != nil {
+			return nil, err
+		}
+	}
+	for _, in := range inst.Inputs {
+		if !in.DType.IsFloat() {
+			continue
+		}
+		g := &ir.Tensor{Name: "d" + in.Name, DType: in.DType, Shape: in.Shape}
+		b.Outputs = append(b.Outputs, gradDef(g, contribs[in]))
+	}
+	if len(b.Outputs) == 0 {
+		return nil, fmt.Errorf("%s has no floating input to differentiate", inst.Op)
+	}
+	return b, nil
+}
+
+// scatter is a term and the Def whose body it came from.
+type scatter struct {
+	term
+	def *ir.Def
+}
+
+// gradDef builds g[u...] = the sum of every term's coefficient over the
+// values of its variables for which the read's index equals u.
+func gradDef(g *ir.Tensor, cs []scatter) *ir.Def {
+	def := &ir.Def{Tensor: g}
+	for d, n := range g.Shape {
+		def.Vars = append(def.Vars, &ir.Var{Name: fmt.Sprintf("u%d", d), Extent: n})
+	}
+	var body ir.Expr = fconst(g.DType, 0)
+	for _, c := range cs {
+		body = bin(ir.OpAdd, body, invert(def.Vars, c))
+	}
+	def.Body = body
+	return def
+}
+
+// invert turns one term into an expression over the gradient's variables
+// u: each index dimension idx_d(vars) = u_d is solved for a variable of
+// coefficient ±1 where it can be (the largest extent first, so that what
+// stays a reduction is small), with a guard that the solution lies in the
+// variable's range; dimensions that cannot be solved become equality
+// guards; the variables left unsolved are summed over.
+func invert(u []*ir.Var, c scatter) ir.Expr {
+	vars := append(append([]*ir.Var(nil), c.def.Vars...), c.reduce...)
+	solved := map[*ir.Var]ir.Expr{}
+	var guards []ir.Expr
+	index := c.read.Index
+	for d, idx := range index {
+		idx = substitute(idx, solved)
+		ud := ir.Expr(&ir.VarRef{V: u[d]})
+		coefs, ok := linear(idx)
+		var pick *ir.Var
+		if ok {
+			for _, v := range byExtent(vars) {
+				if k := coefs[v]; (k == 1 || k == -1) && solved[v] == nil {
+					pick = v
+					break
+				}
+			}
+		}
+		if pick == nil {
+			if !trivialEquality(idx, u[d]) {
+				guards = append(guards, cmp(ir.OpEq, idx, ud))
+			}
+			continue
+		}
+		// idx = k*pick + rest  =>  pick = k*(u - rest), as k = ±1.
+		rest := ir.IndexAdd(idx, ir.IndexMul(&ir.VarRef{V: pick}, -coefs[pick]))
+		sol := ir.IndexAdd(ud, ir.IndexMul(rest, -1))
+		if coefs[pick] == -1 {
+			sol = ir.IndexMul(sol, -1)
+		}
+		for v, e := range solved {
+			solved[v] = substitute(e, map[*ir.Var]ir.Expr{pick: sol})
+		}
+		solved[pick] = sol
+	}
+	env := interval.Env{}
+	for _, v := range u {
+		env[v] = interval.Range(v.Extent)
+	}
+	var free []*ir.Var
+	for _, v := range vars {
+		if sol, ok := solved[v]; ok {
+			if !inRange(sol, v.Extent, env) {
+				guards = append(guards, cmp(ir.OpAnd, cmp(ir.OpGe, sol, ir.IndexConst(0)), cmp(ir.OpLt, sol, ir.IndexDim(v.Extent))))
+			}
+			continue
+		}
+		free = append(free, v)
+	}
+	for i, gd := range guards {
+		guards[i] = substitute(gd, solved)
+	}
+	// Reductions recomputed inside the coefficient bind their own
+	// variables: rename them first, so that substituting a solved variable
+	// only touches the coefficient's free references to it.
+	e := substitute(freshen(c.coef), solved)
+	if len(guards) > 0 {
+		cond := guards[0]
+		for _, gd := range guards[1:] {
+			cond = cmp(ir.OpAnd, cond, gd)
+		}
+		e = sel(cond, e, fconst(e.Type(), 0))
+	}
+	if len(free) > 0 {
+		e = &ir.Reduce{Kind: ir.Sum, Vars: free, Body: e, T: e.Type()}
+	}
+	return freshen(e)
+}
+
+// byExtent orders variables by decreasing constant extent (symbolic
+// extents first), keeping the order otherwise.
+func byExtent(vars []*ir.Var) []*ir.Var {
+	out := append([]*ir.Var(nil), vars...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, aok := out[i].Extent.IsConst()
+		b, bok := out[j].Extent.IsConst()
+		if aok != bok {
+			return !aok
+		}
+		return aok && a > b
+	})
+	return out
+}
+
+// linear decomposes an index expression into integer coefficients of its
+// variables (plus a part without variables); ok is false when a variable
+// occurs non-linearly.
+func linear(e ir.Expr) (map[*ir.Var]int64, bool) {
+	switch x := e.(type) {
+	case *ir.Const, *ir.Size:
+		return map[*ir.Var]int64{}, true
+	case *ir.VarRef:
+		return map[*ir.Var]int64{x.V: 1}, true
+	case *ir.Unary:
+		c, ok := linear(x.X)
+		return scaleCoefs(c, -1), ok && x.Op == "-"
+	case *ir.Binary:
+		l, lok := linear(x.L)
+		r, rok := linear(x.R)
+		if !lok || !rok {
+			return nil, false
+		}
+		switch x.Op {
+		case ir.OpAdd:
+			return addCoefs(l, r, 1), true
+		case ir.OpSub:
+			return addCoefs(l, r, -1), true
+		case ir.OpMul:
+			if k, ok := ir.ConstInt(x.R); ok {
+				return scaleCoefs(l, k), true
+			}
+			if k, ok := ir.ConstInt(x.L); ok {
+				return scaleCoefs(r, k), true
+			}
+		}
+	}
+	return nil, noVars(e)
+}
+
+func noVars(e ir.Expr) bool {
+	found := false
+	ir.Walk(e, func(x ir.Expr) bool {
+		if _, ok := x.(*ir.VarRef); ok {
+			found = true
+		}
+		return !found
+	})
+	return !found
+}
+
+func scaleCoefs(c map[*ir.Var]int64, k int64) map[*ir.Var]int64 {
+	out := map[*ir.Var]int64{}
+	for v, n := range c {
+		out[v] = n * k
+	}
+	return out
+}
+
+func addCoefs(a, b map[*ir.Var]int64, sign int64) map[*ir.Var]int64 {
+	out := scaleCoefs(a, 1)
+	for v, n := range b {
+		out[v] += sign * n
+	}
+	return out
+}
+
+// trivialEquality reports an index that always equals u: the constant 0 on
+// a dimension of extent 1 (a broadcast read).
+func trivialEquality(idx ir.Expr, u *ir.Var) bool {
+	k, ok := ir.ConstInt(idx)
+	n, one := u.Extent.IsConst()
+	return ok && k == 0 && one && n == 1
+}
+
+// inRange reports whether e provably lies in [0, extent) as the gradient's
+// variables range over their extents.
+func inRange(e ir.Expr, extent lang.Dim, env interval.Env) bool {
+	if !noOtherVars(e, env) {
+		return false
+	}
+	iv, err := interval.Of(e, env)
+	return err == nil && iv.Lo.NonNegative() && extent.Sub(lang.Const(1)).Sub(iv.Hi).NonNegative()
+}
+
+func noOtherVars(e ir.Expr, env interval.Env) bool {
+	ok := true
+	ir.Walk(e, func(x ir.Expr) bool {
+		if r, isRef := x.(*ir.VarRef); isRef {
+			if _, known := env[r.V]; !known {
+				ok = false
+			}
+		}
+		return ok
+	})
+	return ok
+}
+
+// substitute replaces variables by expressions.
+func substitute(e ir.Expr, sub map[*ir.Var]ir.Expr) ir.Expr {
+	if len(sub) == 0 {
+		return e
+	}
+	return ir.Map(e, func(x ir.Expr) ir.Expr {
+		if r, ok := x.(*ir.VarRef); ok {
+			if s, ok := sub[r.V]; ok {
+				return s
+			}
+		}
+		return x
+	})
+}
+
+// freshen gives every reduction in e new variables, scope by scope, so
+// that a forward reduction recomputed inside a gradient (the maximum a max
+// reduction selects) does not share variables with a reduction around it.
+func freshen(e ir.Expr) ir.Expr { return clone(e, map[*ir.Var]*ir.Var{}) }
+
+func clone(e ir.Expr, scope map[*ir.Var]*ir.Var) ir.Expr {
+	if e == nil {
+		return nil
+	}
+	list := func(xs []ir.Expr) []ir.Expr {
+		out := make([]ir.Expr, len(xs))
+		for i, x := range xs {
+			out[i] = clone(x, scope)
+		}
+		return out
+	}
+	switch x := e.(type) {
+	case *ir.VarRef:
+		if nv, ok := scope[x.V]; ok {
+			return &ir.VarRef{V: nv}
+		}
+		return x
+	case *ir.Reduce:
+		inner := make(map[*ir.Var]*ir.Var, len(scope)+len(x.Vars))
+		for k, v := range scope {
+			inner[k] = v
+		}
+		vars := make([]*ir.Var, len(x.Vars))
+		for i, v := range x.Vars {
+			vars[i] = &ir.Var{Name: v.Name, Extent: v.Extent}
+			inner[v] = vars[i]
+		}
+		return &ir.Reduce{Kind: x.Kind, Vars: vars, Body: clone(x.Body, inner), T: x.T}
+	case *ir.Access:
+		return &ir.Access{Pos: x.Pos, T: x.T, Index: list(x.Index), Default: clone(x.Default, scope)}
+	case *ir.Binary:
+		return &ir.Binary{Op: x.Op, L: clone(x.L, scope), R: clone(x.R, scope), T: x.T}
+	case *ir.Unary:
+		return &ir.Unary{Op: x.Op, X: clone(x.X, scope), T: x.T}
+	case *ir.Call:
+		return &ir.Call{Fn: x.Fn, Args: list(x.Args), T: x.T}
+	case *ir.Select:
+		return &ir.Select{C: clone(x.C, scope), A: clone(x.A, scope), B: clone(x.B, scope), T: x.T}
+	case *ir.Cast:
+		return &ir.Cast{X: clone(x.X, scope), T: x.T}
+	case *ir.Opaque:
+		o := &ir.Opaque{Pos: x.Pos, Fn: x.Fn, Shape: x.Shape, Index: list(x.Index), T: x.T}
+		for _, v := range x.Args {
+			idx := make([]ir.Expr, len(v.Index))
+			for i, ix := range v.Index {
+				idx[i] = clone(ix, scope)
+			}
+			o.Args = append(o.Args, &ir.View{T: v.T, Index: idx})
+		}
+		return o
+	}
+	return e // constants and sizes are immutable
+}

@@ -1,0 +1,278 @@
+package autodiff
+
+import (
+	"fmt"
+	"math"
+
+	"tofuc/lang"
+	"tofuc/lang/ir"
+)
+
+// term is one read of a tensor in a body and its coefficient: the body's
+// derivative with respect to that read, times the seed.
+type term struct {
+	read *ir.Access
+	coef ir.Expr
+	// reduce holds the variables of the reductions enclosing the read.
+	reduce []*ir.Var
+}
+
+// diff collects the terms of e's derivative times seed. wrt says which
+// tensors are differentiated.
+type diff struct {
+	wrt   map[*ir.Tensor]bool
+	terms []term
+	err   error
+	stack []*ir.Var // enclosing reduction variables
+}
+
+func (d *diff) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf(format, args...)
+	}
+}
+
+func fconst(t lang.DType, v float64) ir.Expr { return &ir.Const{T: t, Float: v} }
+
+func bin(op ir.BinOp, a, b ir.Expr) ir.Expr {
+	return simplifyBinary(&ir.Binary{Op: op, L: a, R: b, T: a.Type()})
+}
+
+func neg(a ir.Expr) ir.Expr {
+	if k, ok := a.(*ir.Const); ok {
+		return fconst(k.T, -k.Float)
+	}
+	if u, ok := a.(*ir.Unary); ok && u.Op == "-" {
+		return u.X
+	}
+	return &ir.Unary{Op: "-", X: a, T: a.Type()}
+}
+
+func call(fn string, t lang.DType, args ...ir.Expr) ir.Expr { return &ir.Call{Fn: fn, Args: args, T: t} }
+
+func sel(c, a, b ir.Expr) ir.Expr { return &ir.Select{C: c, A: a, B: b, T: a.Type()} }
+
+func cmp(op ir.BinOp, a, b ir.Expr) ir.Expr { return &ir.Binary{Op: op, L: a, R: b, T: lang.Bool} }
+
+// grad adds the terms of d(e) * seed. seed has e's (float) dtype.
+func (d *diff) grad(e ir.Expr, seed ir.Expr) {
+	if d.err != nil || isZero(seed) || !e.Type().IsFloat() {
+		return // integer and bool values carry no gradient
+	}
+	t := e.Type()
+	switch x := e.(type) {
+	case *ir.Const, *ir.Size, *ir.VarRef:
+	case *ir.Access:
+		if d.wrt[x.T] {
+			d.terms = append(d.terms, term{read: x, coef: seed, reduce: append([]*ir.Var(nil), d.stack...)})
+		}
+	case *ir.Unary:
+		d.grad(x.X, neg(seed))
+	case *ir.Cast:
+		if x.X.Type().IsFloat() {
+			d.grad(x.X, cast(seed, x.X.Type()))
+		}
+	case *ir.Binary:
+		d.binary(x, seed)
+	case *ir.Call:
+		d.call(x, seed, t)
+	case *ir.Select:
+		zero := fconst(t, 0)
+		d.grad(x.A, sel(x.C, seed, zero))
+		d.grad(x.B, sel(x.C, zero, seed))
+	case *ir.Reduce:
+		d.reduce(x, seed)
+	case *ir.Opaque:
+		d.fail("opaque %s has no derivative (give the operator a backward)", x.Fn)
+	default:
+		d.fail("cannot differentiate %s", ir.ExprString(e))
+	}
+}
+
+func cast(e ir.Expr, t lang.DType) ir.Expr {
+	if e.Type() == t {
+		return e
+	}
+	return &ir.Cast{X: e, T: t}
+}
+
+func (d *diff) binary(x *ir.Binary, seed ir.Expr) {
+	l, r := x.L, x.R
+	switch x.Op {
+	case ir.OpAdd:
+		d.grad(l, seed)
+		d.grad(r, seed)
+	case ir.OpSub:
+		d.grad(l, seed)
+		d.grad(r, neg(seed))
+	case ir.OpMul:
+		d.grad(l, bin(ir.OpMul, seed, r))
+		d.grad(r, bin(ir.OpMul, seed, l))
+	case ir.OpDiv:
+		d.grad(l, bin(ir.OpDiv, seed, r))
+		d.grad(r, neg(bin(ir.OpDiv, bin(ir.OpMul, seed, l), bin(ir.OpMul, r, r))))
+	default:
+		// Comparisons and logic give bools: no gradient; % on floats is
+		// rejected by the checker.
+	}
+}
+
+// call differentiates the math functions.
+func (d *diff) call(x *ir.Call, seed ir.Expr, t lang.DType) {
+	a := x.Args[0]
+	one := fconst(t, 1)
+	var da ir.Expr
+	switch x.Fn {
+	case "exp":
+		da = x
+	case "log":
+		da = bin(ir.OpDiv, one, a)
+	case "sqrt":
+		da = bin(ir.OpDiv, fconst(t, 0.5), x)
+	case "rsqrt":
+		da = bin(ir.OpMul, fconst(t, -0.5), bin(ir.OpDiv, x, a))
+	case "tanh":
+		da = bin(ir.OpSub, one, bin(ir.OpMul, x, x))
+	case "sigmoid":
+		da = bin(ir.OpMul, x, bin(ir.OpSub, one, x))
+	case "erf":
+		da = bin(ir.OpMul, fconst(t, 2/math.Sqrt(math.Pi)), call("exp", t, neg(bin(ir.OpMul, a, a))))
+	case "abs":
+		da = call("sign", t, a)
+	case "sin":
+		da = call("cos", t, a)
+	case "cos":
+		da = neg(call("sin", t, a))
+	case "tan":
+		da = bin(ir.OpAdd, one, bin(ir.OpMul, x, x))
+	case "asin":
+		da = call("rsqrt", t, bin(ir.OpSub, one, bin(ir.OpMul, a, a)))
+	case "acos":
+		da = neg(call("rsqrt", t, bin(ir.OpSub, one, bin(ir.OpMul, a, a))))
+	case "atan":
+		da = bin(ir.OpDiv, one, bin(ir.OpAdd, one, bin(ir.OpMul, a, a)))
+	case "sinh":
+		da = call("cosh", t, a)
+	case "cosh":
+		da = call("sinh", t, a)
+	case "asinh":
+		da = call("rsqrt", t, bin(ir.OpAdd, bin(ir.OpMul, a, a), one))
+	case "acosh":
+		da = call("rsqrt", t, bin(ir.OpSub, bin(ir.OpMul, a, a), one))
+	case "atanh":
+		da = bin(ir.OpDiv, one, bin(ir.OpSub, one, bin(ir.OpMul, a, a)))
+	case "reciprocal":
+		da = neg(bin(ir.OpMul, x, x))
+	case "floor", "ceil", "round", "sign", "isnan", "isinf":
+		return // piecewise constant
+	case "pow":
+		b := x.Args[1]
+		d.grad(a, bin(ir.OpMul, seed, bin(ir.OpMul, b, call("pow", t, a, bin(ir.OpSub, b, one)))))
+		d.grad(b, bin(ir.OpMul, seed, bin(ir.OpMul, x, call("log", t, a))))
+		return
+	case "max", "min":
+		op := ir.OpGe
+		if x.Fn == "min" {
+			op = ir.OpLe
+		}
+		first := cmp(op, a, x.Args[1]) // ties go to the first argument
+		zero := fconst(t, 0)
+		d.grad(a, sel(first, seed, zero))
+		d.grad(x.Args[1], sel(first, zero, seed))
+		return
+	case "atan2":
+		b := x.Args[1]
+		den := bin(ir.OpAdd, bin(ir.OpMul, a, a), bin(ir.OpMul, b, b))
+		d.grad(a, bin(ir.OpMul, seed, bin(ir.OpDiv, b, den)))
+		d.grad(b, bin(ir.OpMul, seed, neg(bin(ir.OpDiv, a, den))))
+		return
+	default:
+		d.fail("no derivative for %s", x.Fn)
+		return
+	}
+	d.grad(a, bin(ir.OpMul, seed, da))
+}
+
+// reduce differentiates a reduction: a sum passes the seed to every
+// element; max and min to the elements equal to the result; prod to each
+// element times the product of the others (the product divided by it).
+func (d *diff) reduce(x *ir.Reduce, seed ir.Expr) {
+	d.stack = append(d.stack, x.Vars...)
+	defer func() { d.stack = d.stack[:len(d.stack)-len(x.Vars)] }()
+	switch x.Kind {
+	case ir.Sum:
+		d.grad(x.Body, seed)
+	case ir.Max, ir.Min:
+		d.grad(x.Body, sel(cmp(ir.OpEq, x.Body, x), seed, fconst(x.T, 0)))
+	case ir.Prod:
+		d.grad(x.Body, bin(ir.OpMul, seed, bin(ir.OpDiv, x, x.Body)))
+	}
+}
+
+func isZero(e ir.Expr) bool {
+	k, ok := e.(*ir.Const)
+	return ok && k.Float == 0 && k.Int == 0
+}
+
+func isOne(e ir.Expr) bool {
+	k, ok := e.(*ir.Const)
+	return ok && k.T.IsFloat() && k.Float == 1
+}
+
+// simplifyBinary folds the algebra that the chain rule produces: products
+// with 0 and 1, sums with 0, constants.
+func simplifyBinary(b *ir.Binary) ir.Expr {
+	l, r := b.L, b.R
+	lk, lc := l.(*ir.Const)
+	rk, rc := r.(*ir.Const)
+	if lc && rc && b.T.IsFloat() {
+		var v float64
+		switch b.Op {
+		case ir.OpAdd:
+			v = lk.Float + rk.Float
+		case ir.OpSub:
+			v = lk.Float - rk.Float
+		case ir.OpMul:
+			v = lk.Float * rk.Float
+		case ir.OpDiv:
+			v = lk.Float / rk.Float
+		default:
+			return b
+		}
+		return fconst(b.T, v)
+	}
+	switch b.Op {
+	case ir.OpAdd:
+		if isZero(l) {
+			return r
+		}
+		if isZero(r) {
+			return l
+		}
+	case ir.OpSub:
+		if isZero(r) {
+			return l
+		}
+		if isZero(l) {
+			return neg(r)
+		}
+	case ir.OpMul:
+		if isZero(l) || isZero(r) {
+			return fconst(b.T, 0)
+		}
+		if isOne(l) {
+			return r
+		}
+		if isOne(r) {
+			return l
+		}
+	case ir.OpDiv:
+		if isOne(r) {
+			return l
+		}
+		if isZero(l) {
+			return fconst(b.T, 0)
+		}
+	}
+	return b
+}

@@ -1,0 +1,126 @@
+// Package opcase is test support: it instantiates an operator for random
+// concrete shapes and draws inputs for it, for the property tests that
+// compare a transformed operator (partitioned, differentiated) with the
+// interpreter's result.
+package opcase
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"tofuc/analysis/check"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/runtime/interp"
+	"tofuc/runtime/tensor"
+)
+
+// Case is an operator instantiated for concrete shapes, with inputs and
+// its result.
+type Case struct {
+	Inst   *ir.Instance
+	Inputs []*tensor.Tensor
+	Want   []*tensor.Tensor
+}
+
+// Options choose dtypes: Any replaces the dtype of inputs declared without
+// one (f32 otherwise), Float that of inputs declared `float`.
+type Options struct {
+	Any, Float lang.DType
+}
+
+// New instantiates op for random extents in [2, 5] of the shape symbols of
+// its standalone check, trying again when the extents violate the
+// operator's constraints or the inputs make it fail, and evaluates it.
+// Floats are drawn from a normal distribution, integers from [0, 2) (valid
+// indices, every extent being at least 2; i8 inputs of any dtype from
+// [-60, 60) so that narrow types wrap), bools fairly.
+func New(op *lang.OpDecl, opts Options) (*Case, error) {
+	sym, err := check.Standalone(op)
+	if err != nil {
+		return nil, err
+	}
+	attrs := map[string]ir.AttrValue{}
+	for _, a := range sym.Attrs {
+		attrs[a.Name] = a.Value
+	}
+	r := rand.New(rand.NewPCG(uint64(len(op.Name)), hash(op.Name)))
+	last := fmt.Errorf("no extents fit")
+	for range 40 {
+		vals := map[string]int64{}
+		types := make([]check.TensorType, len(sym.Inputs))
+		for i, in := range sym.Inputs {
+			shape := make([]lang.Dim, len(in.Shape))
+			for d, dim := range in.Shape {
+				shape[d] = dim.Subst(func(s string) (lang.Dim, bool) {
+					if _, ok := vals[s]; !ok {
+						vals[s] = 2 + r.Int64N(4)
+					}
+					return lang.Const(vals[s]), true
+				})
+			}
+			dt := in.DType
+			switch op.Inputs[i].DType {
+			case "":
+				if opts.Any != lang.Invalid {
+					dt = opts.Any
+				}
+			case "float":
+				if opts.Float != lang.Invalid {
+					dt = opts.Float
+				}
+			}
+			types[i] = check.TensorType{DType: dt, Shape: shape}
+		}
+		inst, err := check.Instantiate(op, attrs, types, op.Pos)
+		if err != nil || !positive(inst) {
+			continue
+		}
+		c := &Case{Inst: inst}
+		for _, in := range inst.Inputs {
+			c.Inputs = append(c.Inputs, random(r, in))
+		}
+		if c.Want, err = interp.EvalInstance(inst, c.Inputs, nil); err != nil {
+			last = err
+			continue
+		}
+		return c, nil
+	}
+	return nil, last
+}
+
+func hash(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := range len(s) {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	return h
+}
+
+// positive reports whether every output extent is at least 1.
+func positive(inst *ir.Instance) bool {
+	for _, d := range inst.Outputs {
+		for _, n := range d.Tensor.Shape {
+			if v, ok := n.IsConst(); !ok || v < 1 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func random(r *rand.Rand, t *ir.Tensor) *tensor.Tensor {
+	shape, _ := lang.ConstShape(t.Shape)
+	x := tensor.New(t.DType, shape)
+	for i := range x.Len() {
+		switch {
+		case t.DType.IsFloat():
+			x.SetFlat(i, r.NormFloat64())
+		case t.DType == lang.I8:
+			x.SetFlat(i, float64(r.IntN(120)-60))
+		default:
+			x.SetFlat(i, float64(r.IntN(2)))
+		}
+	}
+	return x
+}
