@@ -9,13 +9,33 @@ import (
 	"tofuc/lang/ir"
 )
 
-// Backward derives the backward instance of inst. Its inputs are inst's
-// inputs followed by the gradient of each output (named "d" + the output's
-// name, same shape and dtype); its outputs are the gradients of inst's
-// floating inputs, in order (named "d" + the input's name). Inputs of other
-// dtypes (indices, masks) get no gradient.
-func Backward(inst *ir.Instance) (*ir.Instance, error) {
-	b := &ir.Instance{Op: inst.Op + ".grad", Pos: inst.Pos, Attrs: inst.Attrs}
+// Backward derives one backward operator per floating input of inst (in
+// input order; inputs of other dtypes, indices and masks, get none). Each
+// takes inst's inputs followed by the gradient of each floating output
+// (named "d" + the output's name, same shape and dtype) and gives the
+// gradient of its input (named "d" + the input's name). wrt[i] is the
+// index in inst.Inputs of the input backward i differentiates.
+func Backward(inst *ir.Instance) (backs []*ir.Instance, wrt []int, err error) {
+	for i, in := range inst.Inputs {
+		if !in.DType.IsFloat() {
+			continue
+		}
+		b, err := backwardFor(inst, i)
+		if err != nil {
+			return nil, nil, err
+		}
+		backs = append(backs, b)
+		wrt = append(wrt, i)
+	}
+	if len(backs) == 0 {
+		return nil, nil, fmt.Errorf("%s has no floating input to differentiate", inst.Op)
+	}
+	return backs, wrt, nil
+}
+
+// backwardFor derives the gradient of input j.
+func backwardFor(inst *ir.Instance, j int) (*ir.Instance, error) {
+	b := &ir.Instance{Op: inst.Op + ".grad_" + inst.Inputs[j].Name, Pos: inst.Pos, Attrs: inst.Attrs}
 	b.Inputs = append(b.Inputs, inst.Inputs...)
 	seeds := map[*ir.Tensor]*ir.Tensor{} // a tensor of inst -> its gradient
 	for _, o := range inst.Outputs {
@@ -70,16 +90,9 @@ func Backward(inst *ir.Instance) (*ir.Instance, error) {
 			return nil, err
 		}
 	}
-	for _, in := range inst.Inputs {
-		if !in.DType.IsFloat() {
-			continue
-		}
-		g := &ir.Tensor{Name: "d" + in.Name, DType: in.DType, Shape: in.Shape}
-		b.Outputs = append(b.Outputs, gradDef(g, contribs[in]))
-	}
-	if len(b.Outputs) == 0 {
-		return nil, fmt.Errorf("%s has no floating input to differentiate", inst.Op)
-	}
+	in := inst.Inputs[j]
+	g := &ir.Tensor{Name: "d" + in.Name, DType: in.DType, Shape: in.Shape}
+	b.Outputs = []*ir.Def{gradDef(g, contribs[in])}
 	return b, nil
 }
 
@@ -134,8 +147,9 @@ func invert(u []*ir.Var, c scatter) ir.Expr {
 			}
 			continue
 		}
-		// idx = k*pick + rest  =>  pick = k*(u - rest), as k = ±1.
-		rest := ir.IndexAdd(idx, ir.IndexMul(&ir.VarRef{V: pick}, -coefs[pick]))
+		// idx = k*pick + rest  =>  pick = k*(u - rest), as k = ±1; rest is
+		// idx with pick set to 0, since idx is linear in it.
+		rest := foldIndex(substitute(idx, map[*ir.Var]ir.Expr{pick: ir.IndexConst(0)}))
 		sol := ir.IndexAdd(ud, ir.IndexMul(rest, -1))
 		if coefs[pick] == -1 {
 			sol = ir.IndexMul(sol, -1)
@@ -177,6 +191,30 @@ func invert(u []*ir.Var, c scatter) ir.Expr {
 		e = &ir.Reduce{Kind: ir.Sum, Vars: free, Body: e, T: e.Type()}
 	}
 	return freshen(e)
+}
+
+// foldIndex folds constants in an index expression bottom-up.
+func foldIndex(e ir.Expr) ir.Expr {
+	return ir.Map(e, func(x ir.Expr) ir.Expr {
+		b, ok := x.(*ir.Binary)
+		if !ok || b.T != lang.I64 {
+			return x
+		}
+		switch b.Op {
+		case ir.OpAdd:
+			return ir.IndexAdd(b.L, b.R)
+		case ir.OpSub:
+			return ir.IndexAdd(b.L, ir.IndexMul(b.R, -1))
+		case ir.OpMul:
+			if k, ok := ir.ConstInt(b.R); ok {
+				return ir.IndexMul(b.L, k)
+			}
+			if k, ok := ir.ConstInt(b.L); ok {
+				return ir.IndexMul(b.R, k)
+			}
+		}
+		return x
+	})
 }
 
 // byExtent orders variables by decreasing constant extent (symbolic

@@ -48,7 +48,9 @@ func neg(a ir.Expr) ir.Expr {
 	return &ir.Unary{Op: "-", X: a, T: a.Type()}
 }
 
-func call(fn string, t lang.DType, args ...ir.Expr) ir.Expr { return &ir.Call{Fn: fn, Args: args, T: t} }
+func call(fn string, t lang.DType, args ...ir.Expr) ir.Expr {
+	return &ir.Call{Fn: fn, Args: args, T: t}
+}
 
 func sel(c, a, b ir.Expr) ir.Expr { return &ir.Select{C: c, A: a, B: b, T: a.Type()} }
 

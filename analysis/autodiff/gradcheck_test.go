@@ -1,0 +1,201 @@
+package autodiff_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+
+	"tofuc/analysis/autodiff"
+	"tofuc/analysis/check"
+	"tofuc/analysis/strategy"
+	"tofuc/internal/opcase"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/runtime/interp"
+	"tofuc/runtime/tensor"
+)
+
+// TestGradientsMatchFiniteDifferences checks the derived backward of every
+// differentiable standard-library operator against central finite
+// differences in float64: for L = sum over outputs of dy * y with random
+// dy, dL/dx from the backward instance equals (L(x + h) - L(x - h)) / 2h
+// at sampled elements of every floating input.
+func TestGradientsMatchFiniteDifferences(t *testing.T) {
+	p, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := p.StdOps()
+	names := make([]string, 0, len(ops))
+	for n := range ops {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var notDifferentiable []string
+	checked := 0
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			c, err := opcase.New(ops[name], opcase.Options{Any: lang.F64, Float: lang.F64})
+			if err != nil {
+				notDifferentiable = append(notDifferentiable, name+": "+firstLine(err.Error()))
+				return
+			}
+			if !hasFloat(c) {
+				notDifferentiable = append(notDifferentiable, name+": no floating input or output")
+				return
+			}
+			if narrowOutput(c) {
+				notDifferentiable = append(notDifferentiable, name+": rounds to a narrower float (finite differences are meaningless)")
+				return
+			}
+			backs, wrt, err := autodiff.Backward(c.Inst)
+			if err != nil {
+				notDifferentiable = append(notDifferentiable, name+": "+firstLine(err.Error()))
+				return
+			}
+			checked++
+			gradCheck(t, c, backs, wrt)
+		})
+	}
+	t.Logf("%d operators checked; not differentiable: %s", checked, strings.Join(notDifferentiable, "; "))
+}
+
+func firstLine(s string) string { return strings.SplitN(s, "\n", 2)[0] }
+
+// narrowOutput reports a float output narrower than the f64 inputs.
+func narrowOutput(c *opcase.Case) bool {
+	for _, y := range c.Want {
+		if y.DType.IsFloat() && y.DType != lang.F64 {
+			return true
+		}
+	}
+	return false
+}
+
+func hasFloat(c *opcase.Case) bool {
+	in, out := false, false
+	for _, x := range c.Inputs {
+		in = in || x.DType.IsFloat()
+	}
+	for _, y := range c.Want {
+		out = out || y.DType.IsFloat()
+	}
+	return in && out
+}
+
+func gradCheck(t *testing.T, c *opcase.Case, backs []*ir.Instance, wrt []int) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	var dys []*tensor.Tensor
+	for _, y := range c.Want {
+		if y.DType.IsFloat() {
+			dy := tensor.New(y.DType, y.Shape)
+			for i := range dy.Len() {
+				dy.SetFlat(i, r.NormFloat64())
+			}
+			dys = append(dys, dy)
+		}
+	}
+	grads := map[int]*tensor.Tensor{}
+	backOf := map[int]*ir.Instance{}
+	for k, back := range backs {
+		backOf[wrt[k]] = back
+		out, err := interp.EvalInstance(back, append(append([]*tensor.Tensor(nil), c.Inputs...), dys...), nil)
+		if err != nil {
+			t.Fatalf("backward: %v\n%s", err, back)
+		}
+		grads[wrt[k]] = out[0]
+	}
+	loss := func(inputs []*tensor.Tensor) float64 {
+		outs, err := interp.EvalInstance(c.Inst, inputs, nil)
+		if err != nil {
+			t.Fatalf("forward: %v", err)
+		}
+		l, k := 0.0, 0
+		for _, y := range outs {
+			if !y.DType.IsFloat() {
+				continue
+			}
+			for i := range y.Len() {
+				l += dys[k].Flat(i) * y.Flat(i)
+			}
+			k++
+		}
+		return l
+	}
+	for i, x := range c.Inputs {
+		grad, ok := grads[i]
+		if !ok {
+			continue
+		}
+		back := backOf[i]
+		for _, e := range sample(r, x.Len(), 12) {
+			h := 1e-6 * math.Max(1, math.Abs(x.Flat(e)))
+			in := append([]*tensor.Tensor(nil), c.Inputs...)
+			plus, minus := x.Clone(), x.Clone()
+			plus.SetFlat(e, x.Flat(e)+h)
+			minus.SetFlat(e, x.Flat(e)-h)
+			in[i] = plus
+			lp := loss(in)
+			in[i] = minus
+			lm := loss(in)
+			fd := (lp - lm) / (2 * h)
+			if got := grad.Flat(e); math.Abs(got-fd) > 1e-4*(1+math.Abs(fd)) {
+				t.Errorf("d%s element %d: backward %.9g, finite differences %.9g\n%s", back.Inputs[i].Name, e, got, fd, back)
+				return
+			}
+		}
+	}
+}
+
+// sample picks up to n distinct elements of [0, size), all when size <= n.
+func sample(r *rand.Rand, size, n int) []int {
+	if size <= n {
+		out := make([]int, size)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	return r.Perm(size)[:n]
+}
+
+// TestBackwardIsPartitionable analyses every derived backward instance like
+// any operator: each must be analysable, with at least one strategy.
+func TestBackwardIsPartitionable(t *testing.T) {
+	p, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := p.StdOps()
+	names := make([]string, 0, len(ops))
+	for n := range ops {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	analysed := 0
+	for _, name := range names {
+		c, err := opcase.New(ops[name], opcase.Options{Any: lang.F64, Float: lang.F64})
+		if err != nil || !hasFloat(c) || narrowOutput(c) {
+			continue
+		}
+		backs, _, err := autodiff.Backward(c.Inst)
+		if err != nil {
+			continue
+		}
+		for _, back := range backs {
+			a, err := strategy.Analyse(back)
+			if err != nil {
+				t.Errorf("%s: %s is not analysable: %v", name, back.Op, err)
+				continue
+			}
+			if len(a.Strategies) == 0 {
+				t.Errorf("%s: %s has no strategy", name, back.Op)
+			}
+			analysed++
+		}
+	}
+	t.Logf("%d backward instances analysed", analysed)
+}
