@@ -165,3 +165,33 @@ func TestEvalOperator(t *testing.T) {
 		}
 	}
 }
+
+func TestGradPrintsCheckedTDL(t *testing.T) {
+	status, out, stderr := tofuc("grad", "../../stdlib/linalg.tdl", "--op", "matmul")
+	if status != 0 {
+		t.Fatalf("grad: %s", stderr)
+	}
+	for _, want := range []string{
+		"op matmul_grad_A(A: f32[M, K], B: f32[K, N], dout: f32[M, N]) -> (dA: f32[M, K])",
+		"lambda u0, u1: sum(lambda j < N: (dout[u0, j] * B[u1, j]))",
+		"op matmul_grad_B(",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("grad output lacks %q:\n%s", want, out)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "grad.tdl")
+	os.WriteFile(path, []byte(out), 0o644)
+	if status, _, stderr := tofuc("check", path); status != 0 {
+		t.Errorf("the derived file does not check: %s", stderr)
+	}
+	if _, formatted, _ := tofuc("fmt", path); formatted != out {
+		t.Error("grad's output is not in canonical format")
+	}
+	if status, _, stderr := tofuc("grad", "../../stdlib/linalg.tdl", "--op", "inverse"); status != exitUser || !strings.Contains(stderr, "not differentiable") {
+		t.Errorf("an opaque operator: exit %d, %q", status, stderr)
+	}
+	if status, _, _ := tofuc("grad", "../../stdlib/linalg.tdl"); status != exitUsage {
+		t.Errorf("grad without --op: exit %d, want 2", status)
+	}
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"tofuc/analysis/autodiff"
+	"tofuc/analysis/check"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/parser"
+)
+
+func runGrad(args []string, stdout, stderr io.Writer) int {
+	fs := flagSet("grad", stderr)
+	opName := fs.String("op", "", "the operator to differentiate (required)")
+	if status, done := parseFlags(fs, args, stdout); done {
+		return status
+	}
+	if fs.NArg() != 1 {
+		return usageError(stderr, "grad", "expected one FILE, found %d", fs.NArg())
+	}
+	if *opName == "" {
+		return usageError(stderr, "grad", "--op NAME is required")
+	}
+	prog, err := check.NewProgram()
+	if err != nil {
+		return fail(stderr, err)
+	}
+	m, err := prog.Load(fs.Arg(0))
+	if err != nil {
+		return fail(stderr, err)
+	}
+	decl := m.Op(*opName)
+	if decl == nil {
+		return fail(stderr, fmt.Errorf("%s: no operator %s", fs.Arg(0), *opName))
+	}
+	src, err := gradSource(decl)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	io.WriteString(stdout, src)
+	return exitOK
+}
+
+// gradSource derives the backward operators of decl (symbolic shapes,
+// default attributes) and prints them as one formatted TDL file.
+func gradSource(decl *lang.OpDecl) (string, error) {
+	inst, err := check.Standalone(decl)
+	if err != nil {
+		return "", err
+	}
+	backs, wrt, err := autodiff.Backward(inst)
+	if err != nil {
+		return "", fmt.Errorf("%s: %s is not differentiable: %v", decl.Pos, decl.Name, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "// Backward operators of %s (%s), derived by tofuc grad with its default\n", decl.Name, decl.Pos)
+	fmt.Fprintf(&b, "// attributes: each takes the inputs of %s and the gradient of its outputs.\n", decl.Name)
+	for i, back := range backs {
+		fmt.Fprintf(&b, "\n// The gradient of %s.\n", inst.Inputs[wrt[i]].Name)
+		b.WriteString(ir.FormatTDL(back, decl.Name+"_grad_"+inst.Inputs[wrt[i]].Name))
+	}
+	text := []byte(b.String())
+	f, err := parser.Parse(decl.Name+"_grad.tdl", text)
+	if err != nil {
+		return "", fmt.Errorf("internal error: the derived operators do not parse: %v", err)
+	}
+	return string(lang.Format(f, text)), nil
+}
