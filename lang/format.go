@@ -148,6 +148,17 @@ func (fm *formatter) op(d *OpDecl) {
 		fm.emit(breakLine(p.String(), indentUnit), l.Pos, indentUnit)
 	}
 	fm.leading(d.Bodies[0].ExprPos(), false, indentUnit)
+	if len(d.Bodies) > 1 && len(indentUnit)+len(unbroken(body.String())) > lineWidth {
+		// One output's lambda per line.
+		parts := make([]string, len(d.Bodies))
+		for i, e := range d.Bodies {
+			var p printer
+			p.expr(e)
+			parts[i] = unbroken(p.String())
+		}
+		body = printer{}
+		body.printf("(%s)", strings.Join(parts, ",\n"+indentUnit+" "))
+	}
 	fm.emit(breakLine(body.String(), indentUnit), d.Bodies[0].ExprPos(), indentUnit)
 }
 
