@@ -43,3 +43,11 @@ func init() {
 }
 
 func optList(xs ...*tensor.Tensor) []*tensor.Tensor { return xs }
+
+func init() {
+	x := floats([]int{2, 2}, 1, -2, 3, 4)
+	register(opCase{op: "zeros_like", name: "f32 zeros", inputs: optList(x),
+		want: func(in []*tensor.Tensor) []*tensor.Tensor {
+			return optList(tensor.New(lang.F32, []int{2, 2}))
+		}})
+}

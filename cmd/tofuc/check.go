@@ -17,6 +17,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print diagnostics as JSON on stdout")
 	model := fs.String("model", "", "the model to check with --set (default: the only one)")
 	sets := fs.StringArray("set", nil, "override a model attribute, NAME=VALUE (repeatable)")
+	summary := fs.Bool("summary", false, "print each model's operator counts on stdout")
+	var tf trainFlags
+	tf.register(fs)
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
@@ -36,7 +39,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 			errs.Append(err)
 			continue
 		}
-		errs.Append(m.Check(*model, set))
+		err = m.Check(*model, set)
+		errs.Append(err)
+		if err == nil && (tf.train || *summary) {
+			errs.Append(checkModels(m, *model, set, &tf, *summary, stdout))
+		}
 	}
 	errs = errs.Sort()
 	if *asJSON {
@@ -48,6 +55,33 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return exitUser
 	}
 	return exitOK
+}
+
+// checkModels builds each model's graph (its training graph with
+// --train) and prints its operator counts with --summary.
+func checkModels(m *check.Module, only string, set map[string]ir.AttrValue, tf *trainFlags, summary bool, stdout io.Writer) error {
+	var errs lang.ErrorList
+	for _, name := range modelNames(m, only) {
+		over := set
+		if only == "" && len(m.File.Models) != 1 {
+			over = nil
+		}
+		g, err := m.Model(name, over)
+		if err != nil {
+			errs.Append(err)
+			continue
+		}
+		if tf.train {
+			if g, _, err = trainingGraph(m, g, tf); err != nil {
+				errs.Append(err)
+				continue
+			}
+		}
+		if summary {
+			summarise(stdout, m.Path, g)
+		}
+	}
+	return errs.Err()
 }
 
 func printDiagnostics(w io.Writer, errs lang.ErrorList) {

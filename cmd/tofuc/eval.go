@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
 	"tofuc/lang"
 	"tofuc/lang/ir"
@@ -24,6 +25,8 @@ type evalFlags struct {
 	sets, attrs, ins       []string
 	seed                   uint64
 	random                 bool
+	train                  trainFlags
+	steps                  int
 }
 
 func runEval(args []string, stdout, stderr io.Writer) int {
@@ -38,6 +41,8 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.params, "params", "", "parameters, one .npz (missing ones are initialised from the seed)")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed for parameter initialisation and random inputs")
 	fs.StringVar(&f.out, "out", "", "directory for the outputs (created if missing)")
+	f.train.register(fs)
+	fs.IntVar(&f.steps, "steps", 1, "with --train: the number of training steps (the loss is printed after each)")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
@@ -50,6 +55,10 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "eval", "--op excludes --model and --set (use --attr)")
 	case f.op == "" && len(f.attrs) > 0:
 		return usageError(stderr, "eval", "--attr goes with --op (use --set for models)")
+	case f.op != "" && f.train.train:
+		return usageError(stderr, "eval", "--train works on models, not on --op")
+	case f.steps < 1:
+		return usageError(stderr, "eval", "--steps must be at least 1")
 	}
 	specs, err := inputSpecs(f.ins)
 	if err != nil {
@@ -74,7 +83,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	if f.op != "" {
 		outputs, err = evalOp(m, f, inputs)
 	} else {
-		outputs, params, err = evalModel(m, f, inputs, stderr)
+		outputs, params, err = evalModel(m, f, inputs, stdout, stderr)
 	}
 	if err != nil {
 		return fail(stderr, err)
@@ -122,7 +131,7 @@ func readInputs(specs map[string]string) (map[string]*tensor.Tensor, error) {
 	return out, nil
 }
 
-func evalModel(m *check.Module, f evalFlags, inputs map[string]*tensor.Tensor, stderr io.Writer) (outs, params map[string]*tensor.Tensor, err error) {
+func evalModel(m *check.Module, f evalFlags, inputs map[string]*tensor.Tensor, stdout, stderr io.Writer) (outs, params map[string]*tensor.Tensor, err error) {
 	set, err := parseSets(f.sets)
 	if err != nil {
 		return nil, nil, err
@@ -131,14 +140,20 @@ func evalModel(m *check.Module, f evalFlags, inputs map[string]*tensor.Tensor, s
 	if err != nil {
 		return nil, nil, err
 	}
+	var next map[string]string
+	if f.train.train {
+		if g, next, err = trainingGraph(m, g, &f.train); err != nil {
+			return nil, nil, err
+		}
+	}
 	for _, in := range g.Inputs {
-		if inputs[in.Name] != nil {
+		if inputs[in.Name] != nil || in.Name == autodiff.StepInput {
 			continue
 		}
 		if !f.random {
 			return nil, nil, fmt.Errorf("input %s (%s%s) is missing: give it with --in %s=PATH.npy, or use --random-inputs", in.Name, in.DType, lang.ShapeString(in.Shape), in.Name)
 		}
-		t, err := randomInput(in, f.seed)
+		t, err := randomInput(in, f.seed, classes(g, in))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -157,7 +172,7 @@ func evalModel(m *check.Module, f evalFlags, inputs map[string]*tensor.Tensor, s
 		inputs[in.Name] = fromNPY(inputs[in.Name], in.DType)
 	}
 	opts := interp.Options{}
-	if isTerminal(os.Stderr) && stderr == os.Stderr {
+	if isTerminal(os.Stderr) && stderr == os.Stderr && !f.train.train {
 		opts.Progress = func(i, n int, name string) {
 			fmt.Fprintf(stderr, "\r[%d/%d] %-40.40s", i+1, n, name)
 			if i+1 == n {
@@ -165,11 +180,61 @@ func evalModel(m *check.Module, f evalFlags, inputs map[string]*tensor.Tensor, s
 			}
 		}
 	}
-	res, err := interp.RunGraphOpts(g, inputs, given, f.seed, opts)
-	if err != nil {
-		return nil, nil, err
+	if !f.train.train {
+		res, err := interp.RunGraphOpts(g, inputs, given, f.seed, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return res.Outputs, res.Params, nil
 	}
-	return res.Outputs, res.Params, nil
+	return train(g, next, inputs, given, f, stdout)
+}
+
+// train runs training steps, feeding each step's updated parameters to
+// the next, and prints the loss of every step.
+func train(g *ir.Graph, next map[string]string, inputs, params map[string]*tensor.Tensor, f evalFlags, stdout io.Writer) (outs, last map[string]*tensor.Tensor, err error) {
+	for step := 1; step <= f.steps; step++ {
+		inputs[autodiff.StepInput] = tensor.Scalar(lang.F32, float64(step))
+		if !hasInput(g, autodiff.StepInput) {
+			delete(inputs, autodiff.StepInput)
+		}
+		res, err := interp.RunGraph(g, inputs, params, f.seed)
+		if err != nil {
+			return nil, nil, fmt.Errorf("step %d: %v", step, err)
+		}
+		fmt.Fprintf(stdout, "step %d: loss %.6g\n", step, res.Outputs[autodiff.LossOutput].Flat(0))
+		params = map[string]*tensor.Tensor{}
+		for p, out := range next {
+			params[p] = res.Outputs[out]
+		}
+		outs = map[string]*tensor.Tensor{autodiff.LossOutput: res.Outputs[autodiff.LossOutput]}
+	}
+	return outs, params, nil
+}
+
+func hasInput(g *ir.Graph, name string) bool {
+	for _, in := range g.Inputs {
+		if in.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// classes is the number of classes of a cross-entropy labels input (the
+// last extent of the model's output), 0 for any other input.
+func classes(g *ir.Graph, in *ir.Value) int64 {
+	if in.Name != autodiff.LabelsInput || len(g.Outputs) == 0 {
+		return 0
+	}
+	for _, n := range g.Nodes {
+		if n.Role == "loss" && len(n.Inputs) == 2 && n.Inputs[1] == in {
+			shape := n.Inputs[0].Shape
+			c, _ := shape[len(shape)-1].IsConst()
+			return c
+		}
+	}
+	return 0
 }
 
 // matchParams checks that every member of a parameter file names a
@@ -220,8 +285,8 @@ func isTerminal(f *os.File) bool {
 }
 
 // randomInput draws an input from the seed: floats normal(0, 1), integers
-// uniform in [0, 10), bools fair.
-func randomInput(v *ir.Value, seed uint64) (*tensor.Tensor, error) {
+// uniform in [0, 10) (in [0, classes) for labels), bools fair.
+func randomInput(v *ir.Value, seed uint64, classes int64) (*tensor.Tensor, error) {
 	shape, ok := lang.ConstShape(v.Shape)
 	if !ok {
 		return nil, fmt.Errorf("input %s has the symbolic shape %s: give it with --in", v.Name, lang.ShapeString(v.Shape))
@@ -229,6 +294,10 @@ func randomInput(v *ir.Value, seed uint64) (*tensor.Tensor, error) {
 	h := fnv.New64a()
 	h.Write([]byte(v.Name))
 	r := rand.New(rand.NewPCG(seed, h.Sum64()))
+	span := 10
+	if classes > 0 {
+		span = int(classes)
+	}
 	t := tensor.New(v.DType, shape)
 	for i := range t.Len() {
 		switch {
@@ -237,7 +306,7 @@ func randomInput(v *ir.Value, seed uint64) (*tensor.Tensor, error) {
 		case v.DType == lang.Bool:
 			t.SetFlat(i, float64(r.IntN(2)))
 		default:
-			t.SetFlat(i, float64(r.IntN(10)))
+			t.SetFlat(i, float64(r.IntN(span)))
 		}
 	}
 	return t, nil

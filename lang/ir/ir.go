@@ -283,6 +283,8 @@ type Value struct {
 	DType lang.DType
 	Shape []lang.Dim
 	Const *ConstData // non-nil for a literal constant in the model
+	// GradOf is the value this one is the gradient of, in a training graph.
+	GradOf *Value
 }
 
 // ConstData is a literal scalar in a model expression (`x * 0.5`).
@@ -311,4 +313,10 @@ type Node struct {
 	Inputs  []*Value
 	Outputs []*Value
 	Pos     lang.Pos // the call site
+	// Forward is the forward node a backward node belongs to, in a
+	// training graph (Tofu's coarsening groups them).
+	Forward *Node
+	// Role says what the node does in a training graph: "forward",
+	// "loss", "backward", "gradient sum" or "update" ("" in a model).
+	Role string
 }

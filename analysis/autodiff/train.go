@@ -1,0 +1,363 @@
+package autodiff
+
+import (
+	"fmt"
+
+	"tofuc/analysis/check"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+)
+
+// TrainOptions choose the loss and the optimizer of a training graph.
+type TrainOptions struct {
+	Loss      string  // "cross_entropy" (default) or "mse"
+	Optimizer string  // "sgd" (default), "momentum" or "adam"
+	LR        float64 // the learning rate; 0 keeps the optimizer's default
+}
+
+// Losses and Optimizers list the accepted names.
+var (
+	Losses     = []string{"cross_entropy", "mse"}
+	Optimizers = []string{"sgd", "momentum", "adam"}
+)
+
+// Ops resolves operator names (a module's scope).
+type Ops interface{ Op(name string) *lang.OpDecl }
+
+// Training graph inputs and outputs added to the model's.
+const (
+	LabelsInput = "labels" // cross-entropy: class ids, the output's shape without its last dimension
+	TargetInput = "target" // mse: the output's shape
+	StepInput   = "step"   // adam: the step number, 1-based
+	LossOutput  = "loss"
+)
+
+// trainer builds one training graph.
+type trainer struct {
+	next  map[string]string // parameter -> the output holding its next value
+	ops   Ops
+	g     *ir.Graph
+	names map[string]bool
+	backs map[*ir.Instance]*derived
+}
+
+type derived struct {
+	backs []*ir.Instance
+	wrt   []int
+}
+
+// TrainingGraph extends a model's graph into one training step: the
+// forward nodes; a loss on the model's first output; the backward nodes
+// derived from each forward node, in reverse, each recording its forward
+// node; gradient sums where a value is used more than once; and an
+// optimizer update of every parameter. Its outputs are the loss, then each
+// parameter's next value (named PARAM.next) and optimizer state; next maps
+// each parameter (optimizer state included, initialised to zeros) to the
+// output that holds its value for the following step.
+func TrainingGraph(model *ir.Graph, ops Ops, opts TrainOptions) (g *ir.Graph, next map[string]string, err error) {
+	t := &trainer{ops: ops, names: map[string]bool{}, backs: map[*ir.Instance]*derived{}, next: map[string]string{},
+		g: &ir.Graph{Name: model.Name + ".train", Inputs: append([]*ir.Value(nil), model.Inputs...),
+			Params: append([]*ir.Param(nil), model.Params...)}}
+	for _, v := range model.Inputs {
+		t.names[v.Name] = true
+	}
+	for _, p := range model.Params {
+		t.names[p.Value.Name] = true
+	}
+	for _, n := range model.Nodes {
+		fn := *n
+		fn.Role = "forward"
+		t.g.Nodes = append(t.g.Nodes, &fn)
+		t.names[n.Name] = true
+		for _, o := range n.Outputs {
+			t.names[o.Name] = true
+		}
+	}
+	if len(model.Outputs) == 0 {
+		return nil, nil, fmt.Errorf("model %s has no output", model.Name)
+	}
+	loss, err := t.loss(model.Outputs[0], opts.Loss)
+	if err != nil {
+		return nil, nil, err
+	}
+	grads, err := t.backward(loss)
+	if err != nil {
+		return nil, nil, err
+	}
+	t.g.Outputs = []*ir.Value{loss}
+	if err := t.update(grads, opts); err != nil {
+		return nil, nil, err
+	}
+	return t.g, t.next, nil
+}
+
+func (t *trainer) unique(name string) string {
+	n := name
+	for k := 1; t.names[n]; k++ {
+		n = fmt.Sprintf("%s.%d", name, k)
+	}
+	t.names[n] = true
+	return n
+}
+
+// call instantiates a stdlib operator and appends its node.
+func (t *trainer) call(op string, attrs map[string]ir.AttrValue, role, name string, inputs ...*ir.Value) (*ir.Node, error) {
+	decl := t.ops.Op(op)
+	if decl == nil {
+		return nil, fmt.Errorf("no operator %s for the training graph", op)
+	}
+	types := make([]check.TensorType, len(inputs))
+	for i, v := range inputs {
+		types[i] = check.TensorType{DType: v.DType, Shape: v.Shape}
+	}
+	inst, err := check.Instantiate(decl, attrs, types, lang.Pos{File: "training graph"})
+	if err != nil {
+		return nil, err
+	}
+	n := &ir.Node{Name: t.unique(name), Inst: inst, Inputs: inputs, Role: role}
+	for _, d := range inst.Outputs {
+		vname := n.Name
+		if len(inst.Outputs) > 1 {
+			vname = t.unique(n.Name + "." + d.Tensor.Name)
+		}
+		n.Outputs = append(n.Outputs, &ir.Value{Name: vname, DType: d.Tensor.DType, Shape: d.Tensor.Shape})
+	}
+	t.g.Nodes = append(t.g.Nodes, n)
+	return n, nil
+}
+
+func (t *trainer) input(name string, dt lang.DType, shape []lang.Dim) *ir.Value {
+	v := &ir.Value{Name: t.unique(name), DType: dt, Shape: shape}
+	t.g.Inputs = append(t.g.Inputs, v)
+	return v
+}
+
+func intList(ns ...int64) ir.AttrValue {
+	l := ir.AttrValue{Kind: ir.AttrList}
+	for _, n := range ns {
+		l.List = append(l.List, ir.AttrValue{Kind: ir.AttrInt, Int: n})
+	}
+	return l
+}
+
+// loss adds the loss on the model's output y.
+func (t *trainer) loss(y *ir.Value, kind string) (*ir.Value, error) {
+	if !y.DType.IsFloat() {
+		return nil, fmt.Errorf("the model's output %s is %s; a loss needs floats", y.Name, y.DType)
+	}
+	switch kind {
+	case "", "cross_entropy":
+		if len(y.Shape) < 2 {
+			return nil, fmt.Errorf("cross-entropy needs logits of rank 2 or more ([..., classes]); %s is %s", y.Name, lang.ShapeString(y.Shape))
+		}
+		labels := t.input(LabelsInput, lang.I64, y.Shape[:len(y.Shape)-1])
+		logits := y
+		if len(y.Shape) > 2 {
+			classes, ok := y.Shape[len(y.Shape)-1].IsConst()
+			if !ok {
+				return nil, fmt.Errorf("cross-entropy over a symbolic number of classes")
+			}
+			r, err := t.call("reshape", map[string]ir.AttrValue{"shape": intList(-1, classes)}, "loss", "loss.logits", y)
+			if err != nil {
+				return nil, err
+			}
+			l, err := t.call("reshape", map[string]ir.AttrValue{"shape": intList(-1)}, "loss", "loss.labels", labels)
+			if err != nil {
+				return nil, err
+			}
+			logits, labels = r.Outputs[0], l.Outputs[0]
+		}
+		n, err := t.call("softmax_cross_entropy", nil, "loss", LossOutput, logits, labels)
+		if err != nil {
+			return nil, err
+		}
+		return n.Outputs[0], nil
+	case "mse":
+		target := t.input(TargetInput, y.DType, y.Shape)
+		n, err := t.call("mse_loss", nil, "loss", LossOutput, y, target)
+		if err != nil {
+			return nil, err
+		}
+		return n.Outputs[0], nil
+	}
+	return nil, fmt.Errorf("unknown loss %q (expected cross_entropy or mse)", kind)
+}
+
+// backward adds the backward nodes from the loss to every parameter and
+// returns each parameter's gradient.
+func (t *trainer) backward(loss *ir.Value) (map[*ir.Value]*ir.Value, error) {
+	needs := t.dependsOnParams()
+	contribs := map[*ir.Value][]*ir.Value{
+		loss: {{Name: t.unique("loss.seed"), DType: loss.DType, Const: &ir.ConstData{Float: 1, Int: 1}}},
+	}
+	nodes := t.g.Nodes
+	for i := len(nodes) - 1; i >= 0; i-- {
+		n := nodes[i]
+		var outGrads []*ir.Value
+		any := false
+		for _, o := range n.Outputs {
+			if !o.DType.IsFloat() {
+				continue
+			}
+			g, err := t.sum(o, contribs[o])
+			if err != nil {
+				return nil, err
+			}
+			outGrads = append(outGrads, g)
+			any = any || g != nil
+		}
+		if !any {
+			continue
+		}
+		for k, g := range outGrads {
+			if g == nil { // an output not on the way to the loss
+				z, err := t.call("zeros_like", nil, "backward", n.Name+".dzero", floatOutputs(n)[k])
+				if err != nil {
+					return nil, err
+				}
+				outGrads[k] = z.Outputs[0]
+			}
+		}
+		d, err := t.derive(n)
+		if err != nil {
+			return nil, err
+		}
+		for k, back := range d.backs {
+			x := n.Inputs[d.wrt[k]]
+			if !needs[x] {
+				continue
+			}
+			bn := &ir.Node{Name: t.unique(n.Name + ".d" + back.Inputs[d.wrt[k]].Name), Inst: back,
+				Inputs: append(append([]*ir.Value(nil), n.Inputs...), outGrads...), Forward: n, Role: "backward", Pos: n.Pos}
+			gv := &ir.Value{Name: bn.Name, DType: x.DType, Shape: x.Shape, GradOf: x}
+			bn.Outputs = []*ir.Value{gv}
+			t.g.Nodes = append(t.g.Nodes, bn)
+			contribs[x] = append(contribs[x], gv)
+		}
+	}
+	grads := map[*ir.Value]*ir.Value{}
+	for _, p := range t.g.Params {
+		g, err := t.sum(p.Value, contribs[p.Value])
+		if err != nil {
+			return nil, err
+		}
+		if g != nil {
+			grads[p.Value] = g
+		}
+	}
+	return grads, nil
+}
+
+func floatOutputs(n *ir.Node) []*ir.Value {
+	var out []*ir.Value
+	for _, o := range n.Outputs {
+		if o.DType.IsFloat() {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// derive caches the backward instances of each distinct forward instance.
+func (t *trainer) derive(n *ir.Node) (*derived, error) {
+	if d, ok := t.backs[n.Inst]; ok {
+		return d, nil
+	}
+	backs, wrt, err := Backward(n.Inst)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %v", n.Pos, n.Name, err)
+	}
+	d := &derived{backs: backs, wrt: wrt}
+	t.backs[n.Inst] = d
+	return d, nil
+}
+
+// sum adds up the gradient contributions to v (a tensor used more than
+// once), recording what it is the gradient of; nil when there are none.
+func (t *trainer) sum(v *ir.Value, parts []*ir.Value) (*ir.Value, error) {
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	acc := parts[0]
+	for _, p := range parts[1:] {
+		n, err := t.call("add", nil, "gradient sum", v.Name+".grad", acc, p)
+		if err != nil {
+			return nil, err
+		}
+		acc = n.Outputs[0]
+	}
+	acc.GradOf = v
+	return acc, nil
+}
+
+// dependsOnParams marks the values computed from a parameter: only they
+// need gradients.
+func (t *trainer) dependsOnParams() map[*ir.Value]bool {
+	needs := map[*ir.Value]bool{}
+	for _, p := range t.g.Params {
+		needs[p.Value] = true
+	}
+	for _, n := range t.g.Nodes {
+		for _, in := range n.Inputs {
+			if needs[in] {
+				for _, o := range n.Outputs {
+					needs[o] = true
+				}
+				break
+			}
+		}
+	}
+	return needs
+}
+
+// update adds the optimizer step of every parameter with a gradient.
+func (t *trainer) update(grads map[*ir.Value]*ir.Value, opts TrainOptions) error {
+	attrs := map[string]ir.AttrValue{}
+	if opts.LR != 0 {
+		attrs["lr"] = ir.AttrValue{Kind: ir.AttrFloat, Float: opts.LR}
+	}
+	var step *ir.Value
+	for _, p := range t.g.Params[:len(t.g.Params):len(t.g.Params)] {
+		g := grads[p.Value]
+		if g == nil {
+			continue
+		}
+		inputs := []*ir.Value{p.Value, g}
+		switch opts.Optimizer {
+		case "", "sgd":
+		case "momentum":
+			inputs = append(inputs, t.state(p, "v"))
+		case "adam":
+			if step == nil {
+				step = t.input(StepInput, lang.F32, nil)
+			}
+			inputs = append(inputs, t.state(p, "m"), t.state(p, "v"), step)
+		default:
+			return fmt.Errorf("unknown optimizer %q (expected sgd, momentum or adam)", opts.Optimizer)
+		}
+		name := opts.Optimizer
+		if name == "" {
+			name = "sgd"
+		}
+		n, err := t.call(name, attrs, "update", p.Value.Name+".update", inputs...)
+		if err != nil {
+			return err
+		}
+		n.Outputs[0].Name = t.unique(p.Value.Name + ".next")
+		t.g.Outputs = append(t.g.Outputs, n.Outputs...)
+		t.next[p.Value.Name] = n.Outputs[0].Name
+		for i, st := range inputs[2:] {
+			if st != step {
+				t.next[st.Name] = n.Outputs[1+i].Name // optimizer state, in input order
+			}
+		}
+	}
+	return nil
+}
+
+// state adds an optimizer state parameter of p, initialised to zeros.
+func (t *trainer) state(p *ir.Param, what string) *ir.Value {
+	v := &ir.Value{Name: t.unique(p.Value.Name + "." + what), DType: p.Value.DType, Shape: p.Value.Shape}
+	t.g.Params = append(t.g.Params, &ir.Param{Value: v, Init: ir.Init{Kind: "zeros"}, Pos: p.Pos})
+	return v
+}

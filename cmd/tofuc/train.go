@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"tofuc/analysis/autodiff"
+	"tofuc/analysis/check"
+	"tofuc/lang/ir"
+)
+
+// trainFlags are the flags of commands that can work on a model's
+// training graph.
+type trainFlags struct {
+	train          bool
+	loss, optimize string
+	lr             float64
+}
+
+func (f *trainFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.train, "train", false, "work on the model's training graph (forward, loss, backward, update)")
+	fs.StringVar(&f.loss, "loss", "cross_entropy", "the training loss on the model's first output: "+strings.Join(autodiff.Losses, ", "))
+	fs.StringVar(&f.optimize, "optimizer", "sgd", "the optimizer: "+strings.Join(autodiff.Optimizers, ", "))
+	fs.Float64Var(&f.lr, "lr", 0, "the learning rate (0: the optimizer's default)")
+}
+
+func (f *trainFlags) options() autodiff.TrainOptions {
+	return autodiff.TrainOptions{Loss: f.loss, Optimizer: f.optimize, LR: f.lr}
+}
+
+// trainingGraph builds the training graph of a model of m.
+func trainingGraph(m *check.Module, g *ir.Graph, f *trainFlags) (*ir.Graph, map[string]string, error) {
+	tg, next, err := autodiff.TrainingGraph(g, m, f.options())
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: training graph of %s: %v", m.Path, g.Name, err)
+	}
+	return tg, next, nil
+}
+
+// summarise prints a graph's operator counts by role.
+func summarise(w io.Writer, path string, g *ir.Graph) {
+	roles := map[string]int{}
+	for _, n := range g.Nodes {
+		r := n.Role
+		if r == "" {
+			r = "forward"
+		}
+		roles[r]++
+	}
+	var parts []string
+	for _, r := range []string{"forward", "loss", "backward", "gradient sum", "update"} {
+		if roles[r] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", roles[r], r))
+		}
+	}
+	instances := map[*ir.Instance]bool{}
+	for _, n := range g.Nodes {
+		instances[n.Inst] = true
+	}
+	fmt.Fprintf(w, "%s: %s: %d operators (%s), %d distinct instances, %d parameters, %d inputs, %d outputs\n",
+		path, g.Name, len(g.Nodes), strings.Join(parts, ", "), len(instances), len(g.Params), len(g.Inputs), len(g.Outputs))
+}
+
+// modelNames lists the models of a module to summarise or train: the one
+// named, or all.
+func modelNames(m *check.Module, only string) []string {
+	if only != "" {
+		return []string{only}
+	}
+	var out []string
+	for _, md := range m.File.Models {
+		out = append(out, md.Name)
+	}
+	sort.Strings(out)
+	return out
+}
