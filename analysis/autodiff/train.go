@@ -22,7 +22,9 @@ var (
 )
 
 // Ops resolves operator names (a module's scope).
-type Ops interface{ Op(name string) *lang.OpDecl }
+type Ops interface {
+	Op(name string) *lang.OpDecl
+}
 
 // Training graph inputs and outputs added to the model's.
 const (

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,5 +194,40 @@ func TestGradPrintsCheckedTDL(t *testing.T) {
 	}
 	if status, _, _ := tofuc("grad", "../../stdlib/linalg.tdl"); status != exitUsage {
 		t.Errorf("grad without --op: exit %d, want 2", status)
+	}
+}
+
+// TestTrainMLP trains the MLP example for 200 SGD steps on a synthetic
+// task (random inputs and labels, fixed by the seed) with the default
+// learning rate: the loss must fall at least tenfold.
+func TestTrainMLP(t *testing.T) {
+	status, out, stderr := tofuc("eval", "../../examples/mlp.tdl", "--train", "--set", "hidden=64", "--set", "batch=32",
+		"--steps", "200", "--random-inputs", "--seed", "1", "--out", t.TempDir())
+	if status != 0 {
+		t.Fatalf("eval --train: %s", stderr)
+	}
+	var losses []float64
+	for _, line := range strings.Split(out, "\n") {
+		var step int
+		var loss float64
+		if n, _ := fmt.Sscanf(line, "step %d: loss %g", &step, &loss); n == 2 {
+			losses = append(losses, loss)
+		}
+	}
+	if len(losses) != 200 {
+		t.Fatalf("%d losses printed, want 200:\n%s", len(losses), out)
+	}
+	if first, last := losses[0], losses[199]; !(last*10 <= first) {
+		t.Errorf("loss %g -> %g: not a tenfold reduction", first, last)
+	}
+	t.Logf("loss %g -> %g", losses[0], losses[199])
+}
+
+func TestCheckTrainSummary(t *testing.T) {
+	for _, ex := range []string{"mlp", "wresnet", "rnn", "transformer"} {
+		status, out, stderr := tofuc("check", "--train", "--summary", "../../examples/"+ex+".tdl")
+		if status != 0 || !strings.Contains(out, ex+".train: ") || !strings.Contains(out, "backward") || !strings.Contains(out, "update") {
+			t.Errorf("%s: exit %d, %q, %q", ex, status, out, stderr)
+		}
 	}
 }

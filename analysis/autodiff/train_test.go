@@ -1,0 +1,96 @@
+package autodiff_test
+
+import (
+	"math"
+	"testing"
+
+	"tofuc/analysis/autodiff"
+	"tofuc/analysis/check"
+	"tofuc/lang"
+	"tofuc/runtime/interp"
+	"tofuc/runtime/tensor"
+)
+
+// A model that uses a parameter twice: its gradient is a sum, the backward
+// nodes point at their forward nodes, and one SGD step on the training
+// graph equals p - lr * dL/dp computed by finite differences.
+const twice = `
+model m(x: f64[3, 4]) {
+    w = param f64[4, 4] init normal(0.0, 0.5)
+    h = matmul(x, w)
+    return matmul(tanh(h), w)
+}
+`
+
+func TestTrainingGraphStructure(t *testing.T) {
+	p, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := p.LoadSource("twice.tdl", []byte(twice))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Model("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, next, err := autodiff.TrainingGraph(g, m, autodiff.TrainOptions{Loss: "mse", LR: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := g.Params[0].Value
+	sums, backward := 0, 0
+	for _, n := range tg.Nodes {
+		switch n.Role {
+		case "backward":
+			backward++
+			if n.Forward == nil || n.Forward.Role != "forward" && n.Forward.Role != "loss" {
+				t.Errorf("backward node %s does not point at a forward node", n.Name)
+			}
+		case "gradient sum":
+			sums++
+			if n.Outputs[0].GradOf != w {
+				t.Errorf("the gradient sum %s is not w's gradient", n.Name)
+			}
+		}
+	}
+	if sums != 1 {
+		t.Errorf("%d gradient sums, want 1 (w is used twice)", sums)
+	}
+	if next[w.Name] != w.Name+".next" {
+		t.Errorf("next[w] = %q", next[w.Name])
+	}
+
+	// One step against finite differences of the loss.
+	x := tensor.New(lang.F64, []int{3, 4})
+	target := tensor.New(lang.F64, []int{3, 4})
+	for i := range x.Len() {
+		x.SetFlat(i, math.Sin(float64(i)))
+		target.SetFlat(i, math.Cos(float64(i)))
+	}
+	inputs := map[string]*tensor.Tensor{"x": x, autodiff.TargetInput: target}
+	res, err := interp.RunGraph(tg, inputs, nil, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w0 := res.Params[w.Name]
+	loss := func(wv *tensor.Tensor) float64 {
+		r, err := interp.RunGraph(tg, inputs, map[string]*tensor.Tensor{w.Name: wv}, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Outputs[autodiff.LossOutput].Flat(0)
+	}
+	for _, e := range []int{0, 5, 15} {
+		h := 1e-6
+		plus, minus := w0.Clone(), w0.Clone()
+		plus.SetFlat(e, w0.Flat(e)+h)
+		minus.SetFlat(e, w0.Flat(e)-h)
+		grad := (loss(plus) - loss(minus)) / (2 * h)
+		want := w0.Flat(e) - 0.1*grad
+		if got := res.Outputs[next[w.Name]].Flat(e); math.Abs(got-want) > 1e-6 {
+			t.Errorf("w.next[%d] = %.9g, want w - 0.1 dL/dw = %.9g", e, got, want)
+		}
+	}
+}
