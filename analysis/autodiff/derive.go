@@ -85,7 +85,7 @@ func (d *diff) grad(e ir.Expr, seed ir.Expr) {
 	case *ir.Reduce:
 		d.reduce(x, seed)
 	case *ir.Opaque:
-		d.fail("opaque %s has no derivative (give the operator a backward)", x.Fn)
+		d.fail("opaque %s has no derivative, so the operator is not differentiable", x.Fn)
 	default:
 		d.fail("cannot differentiate %s", ir.ExprString(e))
 	}

@@ -27,6 +27,11 @@ type Case struct {
 // one (f32 otherwise), Float that of inputs declared `float`.
 type Options struct {
 	Any, Float lang.DType
+	// Attrs override the operator's default attributes.
+	Attrs map[string]ir.AttrValue
+	// Shapes, when set, are the input shapes (for attributes that change
+	// them, like groups), instead of random extents.
+	Shapes [][]int64
 }
 
 // New instantiates op for random extents in [2, 5] of the shape symbols of
@@ -36,13 +41,16 @@ type Options struct {
 // indices, every extent being at least 2; i8 inputs of any dtype from
 // [-60, 60) so that narrow types wrap), bools fairly.
 func New(op *lang.OpDecl, opts Options) (*Case, error) {
-	sym, err := check.Standalone(op)
+	sym, err := check.Standalone(op) // its symbols and default attributes
 	if err != nil {
 		return nil, err
 	}
 	attrs := map[string]ir.AttrValue{}
 	for _, a := range sym.Attrs {
 		attrs[a.Name] = a.Value
+	}
+	for k, v := range opts.Attrs {
+		attrs[k] = v
 	}
 	r := rand.New(rand.NewPCG(uint64(len(op.Name)), hash(op.Name)))
 	last := fmt.Errorf("no extents fit")
@@ -58,6 +66,12 @@ func New(op *lang.OpDecl, opts Options) (*Case, error) {
 					}
 					return lang.Const(vals[s]), true
 				})
+			}
+			if opts.Shapes != nil {
+				shape = shape[:0]
+				for _, n := range opts.Shapes[i] {
+					shape = append(shape, lang.Const(n))
+				}
 			}
 			dt := in.DType
 			switch op.Inputs[i].DType {
