@@ -3,7 +3,6 @@ package autodiff_test
 import (
 	"math"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"testing"
 
@@ -23,16 +22,10 @@ import (
 // dy, dL/dx from the backward instance equals (L(x + h) - L(x - h)) / 2h
 // at sampled elements of every floating input.
 func TestGradientsMatchFiniteDifferences(t *testing.T) {
-	p, err := check.NewProgram()
+	ops, names, err := opcase.Stdlib()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops := p.StdOps()
-	names := make([]string, 0, len(ops))
-	for n := range ops {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var notDifferentiable []string
 	checked := 0
 	for _, name := range names {
@@ -210,16 +203,10 @@ func sample(r *rand.Rand, size, n int) []int {
 // any operator: each must be analysable, with at least one strategy unless
 // its gradient is a scalar.
 func TestBackwardIsPartitionable(t *testing.T) {
-	p, err := check.NewProgram()
+	ops, names, err := opcase.Stdlib()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops := p.StdOps()
-	names := make([]string, 0, len(ops))
-	for n := range ops {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	analysed := 0
 	for _, name := range names {
 		c, err := opcase.New(ops[name], opcase.Options{Any: lang.F64, Float: lang.F64})

@@ -1,7 +1,6 @@
 package autodiff_test
 
 import (
-	"sort"
 	"testing"
 
 	"tofuc/analysis/autodiff"
@@ -18,16 +17,14 @@ import (
 // the text passes the checker on its own. For concrete shapes it also runs
 // the printed operator and compares it with the backward instance itself.
 func TestBackwardPrintsAsCheckedTDL(t *testing.T) {
-	p, err := check.NewProgram()
+	ops, names, err := opcase.Stdlib()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops := p.StdOps()
-	names := make([]string, 0, len(ops))
-	for n := range ops {
-		names = append(names, n)
+	p, err := check.NewProgram() // loads the printed files
+	if err != nil {
+		t.Fatal(err)
 	}
-	sort.Strings(names)
 	printed := 0
 	for _, name := range names {
 		sym, err := check.Standalone(ops[name])

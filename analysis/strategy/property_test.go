@@ -24,16 +24,10 @@ import (
 // operator: exactly for output splits, within the tolerance policy for
 // reductions. Shapes are random, so extents k does not divide occur.
 func TestPartitionedEqualsWhole(t *testing.T) {
-	p, err := check.NewProgram()
+	ops, names, err := opcase.Stdlib()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops := p.StdOps()
-	names := make([]string, 0, len(ops))
-	for n := range ops {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var skipped []string
 	strategies := 0
 	for _, name := range names {

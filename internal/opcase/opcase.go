@@ -7,6 +7,7 @@ package opcase
 import (
 	"fmt"
 	"math/rand/v2"
+	"sort"
 
 	"tofuc/analysis/check"
 	"tofuc/lang"
@@ -137,4 +138,19 @@ func random(r *rand.Rand, t *ir.Tensor) *tensor.Tensor {
 		}
 	}
 	return x
+}
+
+// Stdlib returns the standard library's operators and their names, sorted.
+func Stdlib() (map[string]*lang.OpDecl, []string, error) {
+	p, err := check.NewProgram()
+	if err != nil {
+		return nil, nil, err
+	}
+	ops := p.StdOps()
+	names := make([]string, 0, len(ops))
+	for n := range ops {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return ops, names, nil
 }
