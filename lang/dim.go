@@ -391,9 +391,26 @@ func (d Dim) String() string {
 			b.WriteString(strconv.FormatInt(c, 10))
 			b.WriteString("*")
 		}
-		b.WriteString(t.key())
+		b.WriteString(t.product(c != 1))
 	}
 	return b.String()
+}
+
+// product prints a term's factors. Inside a longer product a floor
+// division is parenthesised, so that the text reads back as the same
+// dimension: 2*((N + 2)/3), not 2*(N + 2)/3, which is (2*(N + 2))/3.
+func (t term) product(scaled bool) string {
+	if !scaled && len(t.factors) == 1 {
+		return t.factors[0].key
+	}
+	parts := make([]string, len(t.factors))
+	for i, f := range t.factors {
+		parts[i] = f.key
+		if f.kind == atomDiv {
+			parts[i] = "(" + f.key + ")"
+		}
+	}
+	return strings.Join(parts, "*")
 }
 
 // ShapeString prints a shape as "[2, N, 3]".

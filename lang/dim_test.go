@@ -60,7 +60,7 @@ func TestDimFloorDivMod(t *testing.T) {
 		{"ceil", N.CeilDiv(2), "(N + 1)/2"},
 		{"ceil constant", c(7).CeilDiv(2), "4"},
 		{"ceil exact", N.Scale(4).CeilDiv(4), "N"},
-		{"mod symbolic", N.Mod(2), "-2*(N)/2 + N"},
+		{"mod symbolic", N.Mod(2), "-2*((N)/2) + N"},
 		{"mod constant", c(7).Mod(3), "1"},
 		{"mod negative constant is non-negative", c(-7).Mod(3), "2"},
 		{"mod divisible", N.Scale(4).Add(c(6)).Mod(2), "0"},

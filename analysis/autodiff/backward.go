@@ -12,9 +12,10 @@ import (
 // Backward derives one backward operator per floating input of inst (in
 // input order; inputs of other dtypes, indices and masks, get none). Each
 // takes inst's inputs followed by the gradient of each floating output
-// (named "d" + the output's name, same shape and dtype) and gives the
-// gradient of its input (named "d" + the input's name). wrt[i] is the
-// index in inst.Inputs of the input backward i differentiates.
+// (named "d" + the output's name, made unique, same shape and dtype) and
+// gives the gradient of its input (named "d" + the input's name). wrt[i]
+// is the index in inst.Inputs of the input backward i differentiates. An
+// instance without floating inputs has no backward operators.
 func Backward(inst *ir.Instance) (backs []*ir.Instance, wrt []int, err error) {
 	for i, in := range inst.Inputs {
 		if !in.DType.IsFloat() {
@@ -27,10 +28,7 @@ func Backward(inst *ir.Instance) (backs []*ir.Instance, wrt []int, err error) {
 		backs = append(backs, b)
 		wrt = append(wrt, i)
 	}
-	if len(backs) == 0 {
-		return nil, nil, fmt.Errorf("%s has no floating input to differentiate", inst.Op)
-	}
-	return backs, wrt, nil
+	return backs, wrt, nil // none: no floating input
 }
 
 // backwardFor derives the gradient of input j.
@@ -42,7 +40,7 @@ func backwardFor(inst *ir.Instance, j int) (*ir.Instance, error) {
 		if !o.Tensor.DType.IsFloat() {
 			continue
 		}
-		g := &ir.Tensor{Name: "d" + o.Tensor.Name, DType: o.Tensor.DType, Shape: o.Tensor.Shape}
+		g := &ir.Tensor{Name: freeName(inst, "d"+o.Tensor.Name), DType: o.Tensor.DType, Shape: o.Tensor.Shape}
 		b.Inputs = append(b.Inputs, g)
 		seeds[o.Tensor] = g
 	}
@@ -84,16 +82,31 @@ func backwardFor(inst *ir.Instance, j int) (*ir.Instance, error) {
 		if len(cs) == 0 || !l.Tensor.DType.IsFloat() {
 			continue
 		}
-		g := &ir.Tensor{Name: "d" + l.Tensor.Name, DType: l.Tensor.DType, Shape: l.Tensor.Shape}
+		g := &ir.Tensor{Name: freeName(inst, "d"+l.Tensor.Name), DType: l.Tensor.DType, Shape: l.Tensor.Shape}
 		b.Locals = append(b.Locals, gradDef(g, cs))
 		if err := collect(l, g); err != nil {
 			return nil, err
 		}
 	}
 	in := inst.Inputs[j]
-	g := &ir.Tensor{Name: "d" + in.Name, DType: in.DType, Shape: in.Shape}
+	g := &ir.Tensor{Name: freeName(inst, "d"+in.Name), DType: in.DType, Shape: in.Shape}
 	b.Outputs = []*ir.Def{gradDef(g, contribs[in])}
 	return b, nil
+}
+
+// freeName makes a tensor name that no tensor of inst has.
+func freeName(inst *ir.Instance, name string) string {
+	taken := map[string]bool{}
+	for _, t := range inst.Inputs {
+		taken[t.Name] = true
+	}
+	for _, d := range append(append([]*ir.Def(nil), inst.Locals...), inst.Outputs...) {
+		taken[d.Tensor.Name] = true
+	}
+	for taken[name] {
+		name += "_"
+	}
+	return name
 }
 
 // scatter is a term and the Def whose body it came from.

@@ -68,6 +68,10 @@ func (d *diff) grad(e ir.Expr, seed ir.Expr) {
 		if d.wrt[x.T] {
 			d.terms = append(d.terms, term{read: x, coef: seed, reduce: append([]*ir.Var(nil), d.stack...)})
 		}
+		if x.Default != nil {
+			// The default is the value wherever the index leaves the tensor.
+			d.grad(x.Default, sel(outside(x), seed, fconst(t, 0)))
+		}
 	case *ir.Unary:
 		d.grad(x.X, neg(seed))
 	case *ir.Cast:
@@ -89,6 +93,23 @@ func (d *diff) grad(e ir.Expr, seed ir.Expr) {
 	default:
 		d.fail("cannot differentiate %s", ir.ExprString(e))
 	}
+}
+
+// outside is the condition that an access's index leaves its tensor.
+func outside(a *ir.Access) ir.Expr {
+	var cond ir.Expr
+	for d, idx := range a.Index {
+		c := cmp(ir.OpOr, cmp(ir.OpLt, idx, ir.IndexConst(0)), cmp(ir.OpGe, idx, ir.IndexDim(a.T.Shape[d])))
+		if cond == nil {
+			cond = c
+		} else {
+			cond = cmp(ir.OpOr, cond, c)
+		}
+	}
+	if cond == nil {
+		return &ir.Const{T: lang.Bool}
+	}
+	return cond
 }
 
 func cast(e ir.Expr, t lang.DType) ir.Expr {
@@ -205,7 +226,11 @@ func (d *diff) reduce(x *ir.Reduce, seed ir.Expr) {
 	case ir.Sum:
 		d.grad(x.Body, seed)
 	case ir.Max, ir.Min:
-		d.grad(x.Body, sel(cmp(ir.OpEq, x.Body, x), seed, fconst(x.T, 0)))
+		// The maximal elements share the gradient evenly (a value read
+		// twice is one element read twice: each read gets half).
+		hit := cmp(ir.OpEq, x.Body, x)
+		count := &ir.Reduce{Kind: ir.Sum, Vars: x.Vars, Body: sel(hit, fconst(x.T, 1), fconst(x.T, 0)), T: x.T}
+		d.grad(x.Body, sel(hit, bin(ir.OpDiv, seed, count), fconst(x.T, 0)))
 	case ir.Prod:
 		d.grad(x.Body, bin(ir.OpMul, seed, bin(ir.OpDiv, x, x.Body)))
 	}

@@ -226,7 +226,7 @@ func (t *trainer) backward(loss *ir.Value) (map[*ir.Value]*ir.Value, error) {
 		}
 		for k, back := range d.backs {
 			x := n.Inputs[d.wrt[k]]
-			if !needs[x] {
+			if !needs[x] || zeroGradient(back) {
 				continue
 			}
 			bn := &ir.Node{Name: t.unique(n.Name + ".d" + back.Inputs[d.wrt[k]].Name), Inst: back,
@@ -248,6 +248,14 @@ func (t *trainer) backward(loss *ir.Value) (map[*ir.Value]*ir.Value, error) {
 		}
 	}
 	return grads, nil
+}
+
+// zeroGradient reports a backward whose result is the constant 0 (the
+// output does not depend on that input, like the running statistics of
+// batch_norm_train's normalised output).
+func zeroGradient(back *ir.Instance) bool {
+	k, ok := back.Outputs[0].Body.(*ir.Const)
+	return ok && k.Float == 0
 }
 
 func floatOutputs(n *ir.Node) []*ir.Value {

@@ -118,6 +118,9 @@ func (ev *evaluator) boolOf(c *lang.Call, v cval) bool {
 }
 
 func (ev *evaluator) minmax(c *lang.Call, a []cval, isMax bool) cval {
+	if a[0].kind == cIndex || a[1].kind == cIndex {
+		ev.fail(c.Pos, "%s of index variables is not a compile-time value", c.Name)
+	}
 	if a[0].kind == cInt && a[1].kind == cInt {
 		if isMax {
 			return dimVal(a[0].dim.Max(a[1].dim))

@@ -275,8 +275,13 @@ func (ev *evaluator) binary(e *lang.Binary) cval {
 	if l.kind == cInt && r.kind == cInt {
 		return ev.intBinary(e, l.dim, r.dim)
 	}
-	if (l.kind == cIndex || r.kind == cIndex) && (l.kind == cInt || l.kind == cIndex) && (r.kind == cInt || r.kind == cIndex) {
-		return ev.indexBinary(e, l, r)
+	if l.kind == cIndex || r.kind == cIndex {
+		// Index variables vary: arithmetic on them builds index
+		// expressions; anything else is not a compile-time value.
+		if (l.kind == cInt || l.kind == cIndex) && (r.kind == cInt || r.kind == cIndex) {
+			return ev.indexBinary(e, l, r)
+		}
+		ev.fail(e.Pos, "%s on index variables is not a compile-time value", e.Op)
 	}
 	if (l.kind == cInt || l.kind == cFloat) && (r.kind == cInt || r.kind == cFloat) {
 		return ev.floatBinary(e, ev.toFloat(e.L.ExprPos(), l), ev.toFloat(e.R.ExprPos(), r))

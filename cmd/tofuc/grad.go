@@ -44,14 +44,18 @@ func runGrad(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// gradSource derives the backward operators of decl (symbolic shapes,
-// default attributes) and prints them as one formatted TDL file.
+// gradSource derives the backward operators of decl and prints them as one
+// formatted TDL file. They are for the operator's standalone instance:
+// default attributes, f32 where the dtype is free, one dimension per pack.
 func gradSource(decl *lang.OpDecl) (string, error) {
 	inst, err := check.Standalone(decl)
 	if err != nil {
 		return "", err
 	}
 	backs, wrt, err := autodiff.Backward(inst)
+	if err == nil && len(backs) == 0 {
+		err = fmt.Errorf("it has no floating input")
+	}
 	if err != nil {
 		return "", fmt.Errorf("%s: %s is not differentiable: %v", decl.Pos, decl.Name, err)
 	}
