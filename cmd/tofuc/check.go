@@ -26,6 +26,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() == 0 {
 		return usageError(stderr, "check", "no files given")
 	}
+	if !tf.train && tf.changed(fs) {
+		return usageError(stderr, "check", "--loss, --optimizer and --lr go with --train")
+	}
 	set, err := parseSets(*sets)
 	if err != nil {
 		return usageError(stderr, "check", "%v", err)

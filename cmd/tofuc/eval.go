@@ -59,6 +59,8 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "eval", "--train works on models, not on --op")
 	case f.steps < 1:
 		return usageError(stderr, "eval", "--steps must be at least 1")
+	case !f.train.train && f.train.changed(fs):
+		return usageError(stderr, "eval", "--steps, --loss, --optimizer and --lr go with --train")
 	}
 	specs, err := inputSpecs(f.ins)
 	if err != nil {
@@ -141,6 +143,7 @@ func evalModel(m *check.Module, f evalFlags, inputs map[string]*tensor.Tensor, s
 		return nil, nil, err
 	}
 	var next map[string]string
+	model := g
 	if f.train.train {
 		if g, next, err = trainingGraph(m, g, &f.train); err != nil {
 			return nil, nil, err
@@ -187,7 +190,39 @@ func evalModel(m *check.Module, f evalFlags, inputs map[string]*tensor.Tensor, s
 		}
 		return res.Outputs, res.Params, nil
 	}
-	return train(g, next, inputs, given, f, stdout)
+	outs, params, err = train(g, next, inputs, given, f, stdout)
+	if err != nil {
+		return nil, nil, err
+	}
+	state := optimizerState(model, params)
+	if len(state) > 0 {
+		if err := os.MkdirAll(f.out, 0o755); err != nil {
+			return nil, nil, err
+		}
+		path := filepath.Join(f.out, "optimizer.npz")
+		if err := npy.WriteNPZ(path, state); err != nil {
+			return nil, nil, err
+		}
+		fmt.Fprintf(stdout, "%d optimizer state tensors -> %s\n", len(state), path)
+	}
+	return outs, params, nil
+}
+
+// optimizerState splits the optimizer's state (momentum, Adam moments: the
+// training graph's parameters the model does not have) out of params.
+func optimizerState(model *ir.Graph, params map[string]*tensor.Tensor) (state map[string]*tensor.Tensor) {
+	own := map[string]bool{}
+	for _, p := range model.Params {
+		own[p.Value.Name] = true
+	}
+	state = map[string]*tensor.Tensor{}
+	for name, t := range params {
+		if !own[name] {
+			state[name] = t
+			delete(params, name)
+		}
+	}
+	return state
 }
 
 // train runs training steps, feeding each step's updated parameters to
@@ -203,7 +238,7 @@ func train(g *ir.Graph, next map[string]string, inputs, params map[string]*tenso
 			return nil, nil, fmt.Errorf("step %d: %v", step, err)
 		}
 		fmt.Fprintf(stdout, "step %d: loss %.6g\n", step, res.Outputs[autodiff.LossOutput].Flat(0))
-		params = map[string]*tensor.Tensor{}
+		params = res.Params // those without a gradient keep their values
 		for p, out := range next {
 			params[p] = res.Outputs[out]
 		}
@@ -222,9 +257,10 @@ func hasInput(g *ir.Graph, name string) bool {
 }
 
 // classes is the number of classes of a cross-entropy labels input (the
-// last extent of the model's output), 0 for any other input.
+// last extent of the logits the loss reads it with), 0 for any other
+// input.
 func classes(g *ir.Graph, in *ir.Value) int64 {
-	if in.Name != autodiff.LabelsInput || len(g.Outputs) == 0 {
+	if in.DType.IsFloat() {
 		return 0
 	}
 	for _, n := range g.Nodes {

@@ -34,10 +34,10 @@ var commands map[string]*command
 func init() {
 	commands = map[string]*command{}
 	for _, c := range []*command{
-		{"check", "parse and check TDL files", "tofuc check [--json] [--model NAME] [--set NAME=VALUE]... FILE...", runCheck},
+		{"check", "parse and check TDL files", "tofuc check [--json] [--model NAME] [--set NAME=VALUE]... [--train [--loss L] [--optimizer O]] [--summary] FILE...", runCheck},
 		{"fmt", "format TDL files canonically", "tofuc fmt [-w | -l | -d] FILE...", runFmt},
 		{"grad", "print the backward operators derived from an operator, as TDL", "tofuc grad FILE --op NAME", runGrad},
-		{"eval", "evaluate an operator or a model with the reference interpreter", "tofuc eval FILE [--model NAME | --op NAME] [--set NAME=VALUE]... [--attr NAME=VALUE]... --in NAME=PATH.npy ... [--params PATH.npz] [--seed N] --out DIR", runEval},
+		{"eval", "evaluate an operator or a model with the reference interpreter", "tofuc eval FILE [--model NAME | --op NAME] [--set NAME=VALUE]... [--attr NAME=VALUE]... --in NAME=PATH.npy ... [--params PATH.npz] [--seed N] [--train --steps N [--loss L] [--optimizer O] [--lr X]] --out DIR", runEval},
 		{"strategies", "list the partition-n-reduce strategies of operators", "tofuc strategies [--op NAME] [--json] FILE...", runStrategies},
 		{"version", "print tofuc's version and the tools it finds", "tofuc version", runVersion},
 		{"help", "show help for tofuc or one command", "tofuc help [COMMAND]", runHelp},

@@ -28,6 +28,12 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.lr, "lr", 0, "the learning rate (0: the optimizer's default)")
 }
 
+// changed reports whether a training flag was given (an error without
+// --train, rather than being ignored).
+func (f *trainFlags) changed(fs *pflag.FlagSet) bool {
+	return fs.Changed("loss") || fs.Changed("optimizer") || fs.Changed("lr") || fs.Changed("steps")
+}
+
 func (f *trainFlags) options() autodiff.TrainOptions {
 	return autodiff.TrainOptions{Loss: f.loss, Optimizer: f.optimize, LR: f.lr}
 }
