@@ -17,11 +17,19 @@ import (
 // is the index in inst.Inputs of the input backward i differentiates. An
 // instance without floating inputs has no backward operators.
 func Backward(inst *ir.Instance) (backs []*ir.Instance, wrt []int, err error) {
+	return BackwardSeeded(inst, nil)
+}
+
+// BackwardSeeded is Backward for the outputs seeded marks (by output
+// index; nil: every floating output): the others are taken to have a zero
+// gradient and get no input, so what does not depend on the seeded outputs
+// derives to the constant 0 (a training graph's outputs off the loss path).
+func BackwardSeeded(inst *ir.Instance, seeded []bool) (backs []*ir.Instance, wrt []int, err error) {
 	for i, in := range inst.Inputs {
 		if !in.DType.IsFloat() {
 			continue
 		}
-		b, err := backwardFor(inst, i)
+		b, err := backwardFor(inst, i, seeded)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -32,12 +40,12 @@ func Backward(inst *ir.Instance) (backs []*ir.Instance, wrt []int, err error) {
 }
 
 // backwardFor derives the gradient of input j.
-func backwardFor(inst *ir.Instance, j int) (*ir.Instance, error) {
+func backwardFor(inst *ir.Instance, j int, seeded []bool) (*ir.Instance, error) {
 	b := &ir.Instance{Op: inst.Op + ".grad_" + inst.Inputs[j].Name, Pos: inst.Pos, Attrs: inst.Attrs}
 	b.Inputs = append(b.Inputs, inst.Inputs...)
 	seeds := map[*ir.Tensor]*ir.Tensor{} // a tensor of inst -> its gradient
-	for _, o := range inst.Outputs {
-		if !o.Tensor.DType.IsFloat() {
+	for k, o := range inst.Outputs {
+		if !o.Tensor.DType.IsFloat() || seeded != nil && !seeded[k] {
 			continue
 		}
 		g := &ir.Tensor{Name: freeName(inst, "d"+o.Tensor.Name), DType: o.Tensor.DType, Shape: o.Tensor.Shape}

@@ -40,7 +40,7 @@ type trainer struct {
 	ops   Ops
 	g     *ir.Graph
 	names map[string]bool
-	backs map[*ir.Instance]*derived
+	backs map[derivedKey]*derived
 }
 
 type derived struct {
@@ -57,7 +57,7 @@ type derived struct {
 // each parameter (optimizer state included, initialised to zeros) to the
 // output that holds its value for the following step.
 func TrainingGraph(model *ir.Graph, ops Ops, opts TrainOptions) (g *ir.Graph, next map[string]string, err error) {
-	t := &trainer{ops: ops, names: map[string]bool{}, backs: map[*ir.Instance]*derived{}, next: map[string]string{},
+	t := &trainer{ops: ops, names: map[string]bool{}, backs: map[derivedKey]*derived{}, next: map[string]string{},
 		g: &ir.Graph{Name: model.Name + ".train", Inputs: append([]*ir.Value(nil), model.Inputs...),
 			Params: append([]*ir.Param(nil), model.Params...)}}
 	for _, v := range model.Inputs {
@@ -196,8 +196,8 @@ func (t *trainer) backward(loss *ir.Value) (map[*ir.Value]*ir.Value, error) {
 	for i := len(nodes) - 1; i >= 0; i-- {
 		n := nodes[i]
 		var outGrads []*ir.Value
-		any := false
-		for _, o := range n.Outputs {
+		seeded := make([]bool, len(n.Outputs))
+		for k, o := range n.Outputs {
 			if !o.DType.IsFloat() {
 				continue
 			}
@@ -205,22 +205,15 @@ func (t *trainer) backward(loss *ir.Value) (map[*ir.Value]*ir.Value, error) {
 			if err != nil {
 				return nil, err
 			}
-			outGrads = append(outGrads, g)
-			any = any || g != nil
-		}
-		if !any {
-			continue
-		}
-		for k, g := range outGrads {
-			if g == nil { // an output not on the way to the loss
-				z, err := t.call("zeros_like", nil, "backward", n.Name+".dzero", floatOutputs(n)[k])
-				if err != nil {
-					return nil, err
-				}
-				outGrads[k] = z.Outputs[0]
+			if g != nil {
+				outGrads = append(outGrads, g)
+				seeded[k] = true
 			}
 		}
-		d, err := t.derive(n)
+		if len(outGrads) == 0 {
+			continue
+		}
+		d, err := t.derive(n, seeded)
 		if err != nil {
 			return nil, err
 		}
@@ -258,28 +251,25 @@ func zeroGradient(back *ir.Instance) bool {
 	return ok && k.Float == 0
 }
 
-func floatOutputs(n *ir.Node) []*ir.Value {
-	var out []*ir.Value
-	for _, o := range n.Outputs {
-		if o.DType.IsFloat() {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
-// derive caches the backward instances of each distinct forward instance.
-func (t *trainer) derive(n *ir.Node) (*derived, error) {
-	if d, ok := t.backs[n.Inst]; ok {
+// derive caches the backward instances of each distinct forward instance
+// and set of outputs with a gradient.
+func (t *trainer) derive(n *ir.Node, seeded []bool) (*derived, error) {
+	key := derivedKey{n.Inst, fmt.Sprint(seeded)}
+	if d, ok := t.backs[key]; ok {
 		return d, nil
 	}
-	backs, wrt, err := Backward(n.Inst)
+	backs, wrt, err := BackwardSeeded(n.Inst, seeded)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %v", n.Pos, n.Name, err)
 	}
 	d := &derived{backs: backs, wrt: wrt}
-	t.backs[n.Inst] = d
+	t.backs[key] = d
 	return d, nil
+}
+
+type derivedKey struct {
+	inst   *ir.Instance
+	seeded string
 }
 
 // sum adds up the gradient contributions to v (a tensor used more than
