@@ -33,6 +33,10 @@ run: deps build
 	./$(BIN) eval examples/wresnet.tdl --set width=1 --set batch=1 --set train=true --random-inputs --seed 1 --out out/resnet50
 	./$(BIN) eval examples/rnn.tdl --random-inputs --seed 1 --out out/rnn
 	./$(BIN) eval examples/transformer.tdl --random-inputs --seed 1 --out out/transformer
+	@echo "== tofuc strategies: how matmul can be split across devices"
+	./$(BIN) strategies stdlib/linalg.tdl --op matmul
+	@echo "== tofuc eval --train: 20 SGD steps of the MLP on a synthetic task"
+	./$(BIN) eval examples/mlp.tdl --train --steps 20 --set batch=32 --random-inputs --seed 1 --out out/mlp-train
 	@echo "outputs and parameters written under out/"
 
 test: deps
