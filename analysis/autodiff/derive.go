@@ -232,8 +232,30 @@ func (d *diff) reduce(x *ir.Reduce, seed ir.Expr) {
 		count := &ir.Reduce{Kind: ir.Sum, Vars: x.Vars, Body: sel(hit, fconst(x.T, 1), fconst(x.T, 0)), T: x.T}
 		d.grad(x.Body, sel(hit, bin(ir.OpDiv, seed, count), fconst(x.T, 0)))
 	case ir.Prod:
-		d.grad(x.Body, bin(ir.OpMul, seed, bin(ir.OpDiv, x, x.Body)))
+		d.grad(x.Body, bin(ir.OpMul, seed, others(x)))
 	}
+}
+
+// others is, at the current element of a product, the product of all the
+// other elements (exact where an element is 0, unlike product / element):
+// the product again over fresh variables, with the current element
+// replaced by 1.
+func others(x *ir.Reduce) ir.Expr {
+	fresh := make([]*ir.Var, len(x.Vars))
+	sub := map[*ir.Var]ir.Expr{}
+	var same ir.Expr
+	for i, v := range x.Vars {
+		fresh[i] = &ir.Var{Name: v.Name, Extent: v.Extent}
+		sub[v] = &ir.VarRef{V: fresh[i]}
+		eq := cmp(ir.OpEq, &ir.VarRef{V: fresh[i]}, &ir.VarRef{V: v})
+		if same == nil {
+			same = eq
+		} else {
+			same = cmp(ir.OpAnd, same, eq)
+		}
+	}
+	body := sel(same, fconst(x.T, 1), substitute(x.Body, sub))
+	return &ir.Reduce{Kind: ir.Prod, Vars: fresh, Body: body, T: x.T}
 }
 
 func isZero(e ir.Expr) bool {

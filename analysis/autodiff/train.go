@@ -128,10 +128,16 @@ func (t *trainer) call(op string, attrs map[string]ir.AttrValue, role, name stri
 	return n, nil
 }
 
-func (t *trainer) input(name string, dt lang.DType, shape []lang.Dim) *ir.Value {
-	v := &ir.Value{Name: t.unique(name), DType: dt, Shape: shape}
+// input adds an input of the training graph; its name is fixed, so that
+// callers can feed it, and must not be taken by the model.
+func (t *trainer) input(name string, dt lang.DType, shape []lang.Dim) (*ir.Value, error) {
+	if t.names[name] {
+		return nil, fmt.Errorf("the model already has a tensor named %s, which the training graph needs as an input", name)
+	}
+	t.names[name] = true
+	v := &ir.Value{Name: name, DType: dt, Shape: shape}
 	t.g.Inputs = append(t.g.Inputs, v)
-	return v
+	return v, nil
 }
 
 func intList(ns ...int64) ir.AttrValue {
@@ -152,7 +158,10 @@ func (t *trainer) loss(y *ir.Value, kind string) (*ir.Value, error) {
 		if len(y.Shape) < 2 {
 			return nil, fmt.Errorf("cross-entropy needs logits of rank 2 or more ([..., classes]); %s is %s", y.Name, lang.ShapeString(y.Shape))
 		}
-		labels := t.input(LabelsInput, lang.I64, y.Shape[:len(y.Shape)-1])
+		labels, err := t.input(LabelsInput, lang.I64, y.Shape[:len(y.Shape)-1])
+		if err != nil {
+			return nil, err
+		}
 		logits := y
 		if len(y.Shape) > 2 {
 			classes, ok := y.Shape[len(y.Shape)-1].IsConst()
@@ -175,7 +184,10 @@ func (t *trainer) loss(y *ir.Value, kind string) (*ir.Value, error) {
 		}
 		return n.Outputs[0], nil
 	case "mse":
-		target := t.input(TargetInput, y.DType, y.Shape)
+		target, err := t.input(TargetInput, y.DType, y.Shape)
+		if err != nil {
+			return nil, err
+		}
 		n, err := t.call("mse_loss", nil, "loss", LossOutput, y, target)
 		if err != nil {
 			return nil, err
@@ -329,7 +341,10 @@ func (t *trainer) update(grads map[*ir.Value]*ir.Value, opts TrainOptions) error
 			inputs = append(inputs, t.state(p, "v"))
 		case "adam":
 			if step == nil {
-				step = t.input(StepInput, lang.F32, nil)
+				var err error
+				if step, err = t.input(StepInput, lang.F32, nil); err != nil {
+					return err
+				}
 			}
 			inputs = append(inputs, t.state(p, "m"), t.state(p, "v"), step)
 		default:

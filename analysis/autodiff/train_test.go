@@ -94,3 +94,53 @@ func TestTrainingGraphStructure(t *testing.T) {
 		}
 	}
 }
+
+// A product's gradient at an element equal to zero is the product of the
+// others (not NaN from dividing by the element).
+func TestProdGradientAtZero(t *testing.T) {
+	p, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := p.LoadSource("prod.tdl", []byte("op prod_all(x: [N]) -> [] = lambda: prod(lambda k: x[k])\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := check.Instantiate(m.Op("prod_all"), nil, []check.TensorType{{DType: lang.F64, Shape: []lang.Dim{lang.Const(3)}}}, lang.Pos{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backs, _, err := autodiff.Backward(inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := tensor.FromFloats(lang.F64, []int{3}, []float64{0, 2, 3})
+	out, err := interp.EvalInstance(backs[0], []*tensor.Tensor{x, tensor.Scalar(lang.F64, 1)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tensor.FromFloats(lang.F64, []int{3}, []float64{6, 0, 0})
+	if err := tensor.Compare(out[0], want, tensor.Exact); err != nil {
+		t.Errorf("d prod / dx at [0 2 3]: %v", err)
+	}
+}
+
+// The training graph's inputs have fixed names; a model tensor of the
+// same name is an error, not a silent rename.
+func TestTrainingInputNameClash(t *testing.T) {
+	p, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := p.LoadSource("clash.tdl", []byte("model m(labels: f32[2, 3]) {\n    w = param f32[3, 4]\n    return matmul(labels, w)\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Model("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := autodiff.TrainingGraph(g, m, autodiff.TrainOptions{}); err == nil {
+		t.Error("a model input named labels was accepted")
+	}
+}
