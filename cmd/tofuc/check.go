@@ -29,6 +29,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if !tf.train && tf.changed(fs) {
 		return usageError(stderr, "check", "--loss, --optimizer and --lr go with --train")
 	}
+	if err := tf.validate(); err != nil {
+		return usageError(stderr, "check", "%v", err)
+	}
 	set, err := parseSets(*sets)
 	if err != nil {
 		return usageError(stderr, "check", "%v", err)

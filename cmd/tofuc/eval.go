@@ -61,6 +61,8 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "eval", "--steps must be at least 1")
 	case !f.train.train && f.train.changed(fs):
 		return usageError(stderr, "eval", "--steps, --loss, --optimizer and --lr go with --train")
+	case f.train.validate() != nil:
+		return usageError(stderr, "eval", "%v", f.train.validate())
 	}
 	specs, err := inputSpecs(f.ins)
 	if err != nil {

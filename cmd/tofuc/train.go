@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -32,6 +33,20 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 // --train, rather than being ignored).
 func (f *trainFlags) changed(fs *pflag.FlagSet) bool {
 	return fs.Changed("loss") || fs.Changed("optimizer") || fs.Changed("lr") || fs.Changed("steps")
+}
+
+// validate rejects unknown losses and optimizers (usage errors).
+func (f *trainFlags) validate() error {
+	if !slices.Contains(autodiff.Losses, f.loss) {
+		return fmt.Errorf("unknown loss %q (expected %s)", f.loss, strings.Join(autodiff.Losses, " or "))
+	}
+	if !slices.Contains(autodiff.Optimizers, f.optimize) {
+		return fmt.Errorf("unknown optimizer %q (expected %s)", f.optimize, strings.Join(autodiff.Optimizers, ", "))
+	}
+	if f.lr < 0 {
+		return fmt.Errorf("--lr must not be negative")
+	}
+	return nil
 }
 
 func (f *trainFlags) options() autodiff.TrainOptions {
