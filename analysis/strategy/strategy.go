@@ -182,6 +182,11 @@ func (a *Analysis) derive(s *Strategy) error {
 	if err != nil {
 		return err
 	}
+	for _, r := range regions {
+		for d, iv := range r.Dims {
+			r.Dims[d] = s.simplify(iv)
+		}
+	}
 	s.locals = map[*ir.Tensor]Region{}
 	for _, d := range a.Inst.Locals {
 		if r, ok := regions[d.Tensor]; ok {
@@ -201,6 +206,30 @@ func (a *Analysis) derive(s *Strategy) error {
 	}
 	s.FLOPs = flops(w)
 	return nil
+}
+
+// simplify uses what is known of the part: VAR.hi <= extent - 1 (and
+// VAR.lo >= 0, like every symbol). With VAR.hi written extent - 1 - slack
+// for a non-negative slack, clamps such as min(N - 1, VAR.hi) resolve to
+// VAR.hi; then slack is written back in terms of VAR.hi.
+func (s *Strategy) simplify(iv interval.Interval) interval.Interval {
+	_, hiName := s.PartSymbols()
+	slackName := s.Var.Name + ".slack"
+	last := s.Var.Extent.Sub(lang.Const(1))
+	hi, slack := lang.Sym(hiName), lang.Sym(slackName)
+	toSlack := func(name string) (lang.Dim, bool) {
+		if name == hiName {
+			return last.Sub(slack), true
+		}
+		return lang.Dim{}, false
+	}
+	back := func(name string) (lang.Dim, bool) {
+		if name == slackName {
+			return last.Sub(hi), true
+		}
+		return lang.Dim{}, false
+	}
+	return iv.Subst(toSlack).Subst(back)
 }
 
 // emptyRegion is the region of an input a worker does not read.
