@@ -586,32 +586,26 @@ func TestConv2d(t *testing.T) {
 	}
 }
 
+// BenchmarkConv times a 3x3 convolution: wide and shallow (64 channels,
+// 56x56) and narrow and deep (512 channels, 7x7).
 func BenchmarkConv(b *testing.B) {
-	const C, H, W = 64, 56, 56
-	r := rand.New(rand.NewPCG(1, 1))
-	x, k := randTensor(r, lang.F32, 1, C, H, W), randTensor(r, lang.F32, C, C, 3, 3)
-	in := convInst(1, C, H, W)
-	b.ResetTimer()
-	for range b.N {
-		if _, err := EvalInstance(in, []*tensor.Tensor{x, k}, nil); err != nil {
-			b.Fatal(err)
-		}
+	for _, c := range []struct {
+		name    string
+		C, H, W int
+	}{{"64x56x56", 64, 56, 56}, {"512x7x7", 512, 7, 7}} {
+		b.Run(c.name, func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 1))
+			x, k := randTensor(r, lang.F32, 1, c.C, c.H, c.W), randTensor(r, lang.F32, c.C, c.C, 3, 3)
+			in := convInst(1, int64(c.C), int64(c.H), int64(c.W))
+			b.ResetTimer()
+			for range b.N {
+				if _, err := EvalInstance(in, []*tensor.Tensor{x, k}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(c.C*c.C*c.H*c.W*9)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+		})
 	}
-	b.ReportMetric(float64(C*C*H*W*9)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
-}
-
-func BenchmarkConvDeep(b *testing.B) {
-	const C, H, W = 512, 7, 7
-	r := rand.New(rand.NewPCG(1, 1))
-	x, k := randTensor(r, lang.F32, 1, C, H, W), randTensor(r, lang.F32, C, C, 3, 3)
-	in := convInst(1, C, H, W)
-	b.ResetTimer()
-	for range b.N {
-		if _, err := EvalInstance(in, []*tensor.Tensor{x, k}, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(C*C*H*W*9)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 }
 
 func TestReadBeforeDefined(t *testing.T) {

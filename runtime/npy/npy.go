@@ -245,6 +245,20 @@ var descrTypes = map[string]lang.DType{
 	"b1": lang.Bool,
 }
 
+// descrOf is the NumPy type string of a dtype, little-endian ('|' for
+// single bytes, as NumPy writes them).
+func descrOf(dt lang.DType) string {
+	for code, d := range descrTypes {
+		if d == dt {
+			if dt.Size() == 1 {
+				return "|" + code
+			}
+			return "<" + code
+		}
+	}
+	return ""
+}
+
 func (h *header) setDescr(d string) error {
 	if len(d) != 3 {
 		return fmt.Errorf("npy: unsupported dtype %q", d)
@@ -307,34 +321,11 @@ func Write(w io.Writer, t *tensor.Tensor) error {
 	if err := t.Validate(); err != nil {
 		return fmt.Errorf("npy: %v", err)
 	}
-	var descr string
 	dt := t.DType
-	switch dt {
-	case lang.F16:
-		descr = "<f2"
-	case lang.F32, lang.BF16:
-		descr, dt = "<f4", lang.F32
-	case lang.F64:
-		descr = "<f8"
-	case lang.I8:
-		descr = "|i1"
-	case lang.I16:
-		descr = "<i2"
-	case lang.I32:
-		descr = "<i4"
-	case lang.I64:
-		descr = "<i8"
-	case lang.U8:
-		descr = "|u1"
-	case lang.U16:
-		descr = "<u2"
-	case lang.U32:
-		descr = "<u4"
-	case lang.U64:
-		descr = "<u8"
-	case lang.Bool:
-		descr = "|b1"
+	if dt == lang.BF16 {
+		dt = lang.F32 // NumPy has no bfloat16
 	}
+	descr := descrOf(dt)
 	var sb strings.Builder
 	sb.WriteString("{'descr': '" + descr + "', 'fortran_order': False, 'shape': (")
 	for i, d := range t.Shape {
