@@ -239,6 +239,8 @@ func init() {
 			want: spConst(floats([]int{2, 2}, 0.6, 0.8, 0, -1)), tol: 1e-7},
 		opCase{op: "lp_normalization", name: "hand p 1 axis 0", attrs: spA("axis", aInt(0), "p", aInt(1)), inputs: []*tensor.Tensor{floats([]int{2, 2}, 1, 4, -3, 4)},
 			want: spConst(floats([]int{2, 2}, 0.25, 0.5, -0.75, 0.5))},
+		opCase{op: "lp_normalization", name: "hand zero norm", inputs: []*tensor.Tensor{floats([]int{2, 2}, 0, 0, 3, 4)},
+			want: spConst(floats([]int{2, 2}, 0, 0, 0.6, 0.8))},
 	)
 
 	lrn := func(name string, x *tensor.Tensor, size int, alpha, beta, bias float64, defaults bool) opCase {

@@ -181,6 +181,22 @@ func (m *Module) OpNames() []string {
 	return out
 }
 
+// Instantiate instantiates decl for inputs of the given types, like
+// the package's Instantiate, through the program-wide cache (an importer
+// instantiates the same few operators thousands of times).
+func (p *Program) Instantiate(decl *lang.OpDecl, attrs map[string]ir.AttrValue, inputs []TensorType, site lang.Pos) (*ir.Instance, error) {
+	args := map[string]cval{}
+	for k, v := range attrs {
+		args[k] = fromAttr(v)
+	}
+	var errs lang.ErrorList
+	inst := p.instance(decl, args, nil, inputs, site, &errs)
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return inst, nil
+}
+
 // instance instantiates through the program-wide cache.
 func (p *Program) instance(decl *lang.OpDecl, attrs map[string]cval, attrPos map[string]lang.Pos, inputs []TensorType, site lang.Pos, errs *lang.ErrorList) *ir.Instance {
 	key := instanceKey(decl, attrs, inputs)

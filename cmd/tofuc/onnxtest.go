@@ -1,0 +1,123 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"tofuc/analysis/check"
+	"tofuc/parser/onnx/conform"
+)
+
+func runONNXTest(args []string, stdout, stderr io.Writer) int {
+	fs := flagSet("onnx-test", stderr)
+	asJSON := fs.Bool("json", false, "print the results as JSON")
+	backend := fs.String("backend", "interp", "how to run the models: interp (the reference interpreter)")
+	timeout := fs.Duration("timeout", 5*time.Minute, "give up on a test after this long (it fails)")
+	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "tests run at once")
+	if status, done := parseFlags(fs, args, stdout); done {
+		return status
+	}
+	switch {
+	case *backend != "interp":
+		return usageError(stderr, "onnx-test", "unknown backend %q (only interp)", *backend)
+	case fs.NArg() == 0:
+		return usageError(stderr, "onnx-test", "expected at least one PATH")
+	case *jobs < 1:
+		return usageError(stderr, "onnx-test", "--jobs must be at least 1")
+	}
+	paths := expandTestPaths(fs.Args())
+	results := runTests(paths, *timeout, *jobs, func(o conform.Outcome) {
+		if !*asJSON {
+			fmt.Fprintln(stdout, o.Line())
+		}
+	})
+	counts := map[conform.Status]int{}
+	for _, o := range results {
+		counts[o.Status]++
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(map[string]any{"results": results, "passed": counts[conform.Pass], "failed": counts[conform.Fail], "unsupported": counts[conform.Unsupported]})
+	} else {
+		fmt.Fprintf(stdout, "%d passed, %d failed, %d unsupported\n", counts[conform.Pass], counts[conform.Fail], counts[conform.Unsupported])
+	}
+	if counts[conform.Pass] != len(results) {
+		return exitUser
+	}
+	return exitOK
+}
+
+// expandTestPaths replaces a directory that is not a test (no model.onnx)
+// by the tests inside it: its subdirectories and .onnx files.
+func expandTestPaths(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		_, modelErr := os.Stat(filepath.Join(p, "model.onnx"))
+		if err != nil || !fi.IsDir() || modelErr == nil {
+			out = append(out, p)
+			continue
+		}
+		entries, _ := os.ReadDir(p)
+		var inner []string
+		for _, e := range entries {
+			if e.IsDir() || filepath.Ext(e.Name()) == ".onnx" {
+				inner = append(inner, filepath.Join(p, e.Name()))
+			}
+		}
+		sort.Strings(inner)
+		if len(inner) == 0 {
+			inner = []string{p} // reported as not a test
+		}
+		out = append(out, inner...)
+	}
+	return out
+}
+
+// runTests runs the tests on jobs workers (each with its own stdlib
+// program) and reports each outcome, in order, as soon as it and those
+// before it are done.
+func runTests(paths []string, timeout time.Duration, jobs int, report func(conform.Outcome)) []conform.Outcome {
+	results := make([]conform.Outcome, len(paths))
+	done := make([]chan struct{}, len(paths))
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(jobs, len(paths)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prog, err := check.NewProgram()
+			for i := range next {
+				if err != nil {
+					results[i] = conform.Outcome{Name: paths[i], Path: paths[i], Status: conform.Fail, Detail: err.Error()}
+				} else {
+					results[i] = conform.Run(paths[i], timeout, prog)
+				}
+				close(done[i])
+			}
+		}()
+	}
+	go func() {
+		for i := range paths {
+			next <- i
+		}
+		close(next)
+	}()
+	for i := range paths {
+		<-done[i]
+		report(results[i])
+	}
+	wg.Wait()
+	return results
+}

@@ -1,0 +1,335 @@
+package conform
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"tofuc/analysis/check"
+	"tofuc/lang"
+	"tofuc/parser/onnx"
+	"tofuc/parser/onnx/onnxpb"
+	"tofuc/runtime/interp"
+	"tofuc/runtime/tensor"
+)
+
+// Status is a test's outcome.
+type Status string
+
+// The outcomes of a test.
+const (
+	Pass        Status = "PASS"
+	Fail        Status = "FAIL"
+	Unsupported Status = "UNSUPPORTED"
+)
+
+// Outcome is the result of one test.
+type Outcome struct {
+	Name    string  `json:"name"`
+	Path    string  `json:"path"`
+	Status  Status  `json:"status"`
+	Detail  string  `json:"detail,omitempty"`
+	Seconds float64 `json:"seconds"`
+	// OpTypes are the model's operator types, for per-operator tables.
+	OpTypes []string `json:"op_types,omitempty"`
+}
+
+// Line is the outcome as the runner prints it.
+func (o Outcome) Line() string {
+	if o.Detail == "" {
+		return fmt.Sprintf("%s %s", o.Status, o.Name)
+	}
+	return fmt.Sprintf("%s %s: %s", o.Status, o.Name, o.Detail)
+}
+
+// dataSet is one set of inputs and expected outputs.
+type dataSet struct {
+	inputs  []*tensor.Tensor // for the graph inputs without initializers, in order; nil: arange
+	outputs []*tensor.Tensor
+}
+
+// Run runs the test at path, giving up after timeout (0: none). A panic or
+// a timeout is a failure.
+func Run(path string, timeout time.Duration, prog *check.Program) Outcome {
+	start := time.Now()
+	o := Outcome{Name: testName(path), Path: path}
+	done := make(chan Outcome, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- Outcome{Status: Fail, Detail: fmt.Sprintf("internal error: %v", r)}
+			}
+		}()
+		done <- run(path, prog)
+	}()
+	var res Outcome
+	if timeout > 0 {
+		select {
+		case res = <-done:
+		case <-time.After(timeout):
+			res = Outcome{Status: Fail, Detail: fmt.Sprintf("timed out after %s", timeout)}
+		}
+	} else {
+		res = <-done
+	}
+	o.Status, o.Detail, o.OpTypes = res.Status, res.Detail, res.OpTypes
+	o.Seconds = time.Since(start).Seconds()
+	return o
+}
+
+func testName(path string) string {
+	base := filepath.Base(filepath.Clean(path))
+	return strings.TrimSuffix(base, ".onnx")
+}
+
+func run(path string, prog *check.Program) Outcome {
+	model, err := modelPath(path)
+	if err != nil {
+		return Outcome{Status: Fail, Detail: err.Error()}
+	}
+	m, err := onnx.Load(model)
+	if err != nil {
+		return Outcome{Status: Fail, Detail: err.Error()}
+	}
+	o := Outcome{OpTypes: opTypes(m)}
+	if reason := unsupportedTypes(m); reason != "" {
+		o.Status, o.Detail = Unsupported, reason
+		return o
+	}
+	sets, err := dataSets(path)
+	if err != nil {
+		o.Status, o.Detail = Fail, err.Error()
+		return o
+	}
+	for i, set := range sets {
+		status, detail := runSet(m, set, prog, fmt.Sprintf("%s#%d.tdl", m.Path, i))
+		if status != Pass {
+			if len(sets) > 1 {
+				detail = fmt.Sprintf("data set %d: %s", i, detail)
+			}
+			o.Status, o.Detail = status, detail
+			return o
+		}
+	}
+	o.Status = Pass
+	return o
+}
+
+func opTypes(m *onnx.Model) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range m.Proto.GetGraph().GetNode() {
+		if !seen[n.GetOpType()] {
+			seen[n.GetOpType()] = true
+			out = append(out, n.GetOpType())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// runSet imports, checks and evaluates the model on one data set.
+func runSet(m *onnx.Model, set dataSet, prog *check.Program, tdlPath string) (Status, string) {
+	inputs, err := graphInputs(m, set.inputs)
+	if err != nil {
+		return Fail, err.Error()
+	}
+	res, err := onnx.Import(m, onnx.Options{Known: inputs, Program: prog})
+	var unsup *onnx.UnsupportedError
+	if errors.As(err, &unsup) {
+		return Unsupported, unsupportedSummary(unsup)
+	}
+	if err != nil {
+		return Fail, "import: " + err.Error()
+	}
+	got, err := Evaluate(prog, tdlPath, res, inputs)
+	if err != nil {
+		return Fail, err.Error()
+	}
+	if len(got) != len(set.outputs) {
+		return Fail, fmt.Sprintf("%d outputs, %d expected", len(got), len(set.outputs))
+	}
+	for i, want := range set.outputs {
+		if err := tensor.Compare(got[i], want, tensor.External); err != nil {
+			return Fail, fmt.Sprintf("output %d (%s): %v", i, res.Outputs[i].ONNX, err)
+		}
+	}
+	return Pass, ""
+}
+
+func unsupportedSummary(e *onnx.UnsupportedError) string {
+	parts := make([]string, len(e.Ops))
+	for i, op := range e.Ops {
+		parts[i] = op.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Evaluate checks an imported model, loaded into prog as the file path,
+// and runs it with the interpreter on inputs (by ONNX name), returning its
+// outputs in order.
+func Evaluate(prog *check.Program, path string, res *onnx.Result, inputs map[string]*tensor.Tensor) ([]*tensor.Tensor, error) {
+	mod, err := prog.LoadSource(path, res.Source)
+	if err != nil {
+		return nil, fmt.Errorf("the imported TDL does not parse: %v", err)
+	}
+	g, err := mod.Model("", nil)
+	if err != nil {
+		return nil, fmt.Errorf("the imported TDL does not check: %v", err)
+	}
+	feed := map[string]*tensor.Tensor{}
+	for _, p := range res.Inputs {
+		feed[p.TDL] = inputs[p.ONNX]
+	}
+	out, err := interp.RunGraph(g, feed, res.Params, 0)
+	if err != nil {
+		return nil, fmt.Errorf("evaluation: %v", err)
+	}
+	got := make([]*tensor.Tensor, len(g.Outputs))
+	for i, v := range g.Outputs {
+		got[i] = out.Outputs[v.Name]
+	}
+	return got, nil
+}
+
+// graphInputs pairs the data set's inputs with the graph inputs that have
+// no initializer; a missing one is arange(n).reshape(shape) / n in f32
+// with symbolic extents taken as 1.
+func graphInputs(m *onnx.Model, data []*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+	g := m.Proto.GetGraph()
+	inits := map[string]bool{}
+	for _, t := range g.GetInitializer() {
+		inits[t.GetName()] = true
+	}
+	out := map[string]*tensor.Tensor{}
+	k := 0
+	for _, vi := range g.GetInput() {
+		if inits[vi.GetName()] {
+			continue
+		}
+		if k < len(data) && data[k] != nil {
+			out[vi.GetName()] = data[k]
+		} else {
+			t, err := arange(vi.GetType().GetTensorType().GetShape().GetDim())
+			if err != nil {
+				return nil, fmt.Errorf("input %q: %v", vi.GetName(), err)
+			}
+			out[vi.GetName()] = t
+		}
+		k++
+	}
+	return out, nil
+}
+
+func arange(dims []*onnxpb.TensorShapeProto_Dimension) (*tensor.Tensor, error) {
+	shape := make([]int, len(dims))
+	n := 1
+	for i, d := range dims {
+		shape[i] = 1
+		if d.Value != nil {
+			shape[i] = int(d.GetDimValue())
+		}
+		n *= shape[i]
+		if shape[i] < 0 || n > onnx.MaxElements {
+			return nil, fmt.Errorf("shape %v is too large for a default input", shape)
+		}
+	}
+	t := tensor.New(lang.F32, shape)
+	for i := range n {
+		t.F[i] = lang.F32.RoundFloat(float64(i) / float64(n))
+	}
+	return t, nil
+}
+
+// modelPath is the model file of a test.
+func modelPath(path string) (string, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return "", err
+	case fi.IsDir():
+		return filepath.Join(path, "model.onnx"), nil
+	case filepath.Ext(path) != ".onnx":
+		return "", fmt.Errorf("%s is neither a test directory nor a .onnx file", path)
+	}
+	return path, nil
+}
+
+// unsupportedTypes names a graph input or output that is not a tensor of
+// a supported element type.
+func unsupportedTypes(m *onnx.Model) string {
+	g := m.Proto.GetGraph()
+	for _, vi := range append(append([]*onnxpb.ValueInfoProto{}, g.GetInput()...), g.GetOutput()...) {
+		tt := vi.GetType().GetTensorType()
+		if tt == nil {
+			return fmt.Sprintf("%q is not a tensor (sequence, map and optional values are not supported)", vi.GetName())
+		}
+		if _, err := onnx.DType(tt.GetElemType()); err != nil {
+			return fmt.Sprintf("%q: %v", vi.GetName(), err)
+		}
+	}
+	return ""
+}
+
+// dataSets reads the inputs and expected outputs of a test.
+func dataSets(path string) ([]dataSet, error) {
+	if filepath.Ext(path) != ".onnx" {
+		return discoverDir(path)
+	}
+	prefix := strings.TrimSuffix(path, ".onnx")
+	var set dataSet
+	if t, err := onnx.ReadTensorFile(prefix + "_input_0.pb"); err == nil {
+		set.inputs = []*tensor.Tensor{t}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	outs, err := readNumbered(prefix + "_output_%d.pb")
+	if err != nil {
+		return nil, err
+	}
+	if len(outs) == 0 {
+		return nil, fmt.Errorf("no expected outputs %s_output_0.pb", prefix)
+	}
+	set.outputs = outs
+	return []dataSet{set}, nil
+}
+
+func discoverDir(dir string) ([]dataSet, error) {
+	setDirs, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
+	sort.Strings(setDirs)
+	if len(setDirs) == 0 {
+		return nil, fmt.Errorf("%s has no test_data_set_* directories", dir)
+	}
+	var sets []dataSet
+	for _, d := range setDirs {
+		ins, err := readNumbered(filepath.Join(d, "input_%d.pb"))
+		if err != nil {
+			return nil, err
+		}
+		outs, err := readNumbered(filepath.Join(d, "output_%d.pb"))
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, dataSet{inputs: ins, outputs: outs})
+	}
+	return sets, nil
+}
+
+// readNumbered reads pattern with 0, 1, ... until a file is missing.
+func readNumbered(pattern string) ([]*tensor.Tensor, error) {
+	var out []*tensor.Tensor
+	for i := 0; ; i++ {
+		t, err := onnx.ReadTensorFile(fmt.Sprintf(pattern, i))
+		if errors.Is(err, os.ErrNotExist) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+}

@@ -1,0 +1,151 @@
+package onnx
+
+import (
+	"math"
+
+	"tofuc/lang"
+	"tofuc/runtime/tensor"
+)
+
+var negInf, posInf = math.Inf(-1), math.Inf(1)
+
+// convConstant binds the value attribute in any of its forms.
+func convConstant(c *nodeCtx) {
+	var t *tensor.Tensor
+	switch {
+	case c.has("value"):
+		var err error
+		t, err = Tensor(c.attribute("value").GetT(), c.imp.model.Dir())
+		if err != nil {
+			c.fail("value: %v", err)
+		}
+	case c.has("value_float"):
+		t = tensor.Scalar(lang.F32, c.floatAttr("value_float", 0))
+	case c.has("value_floats"):
+		fs := c.attribute("value_floats").GetFloats()
+		vals := make([]float64, len(fs))
+		for i, f := range fs {
+			vals[i] = float64(f)
+		}
+		t = tensor.FromFloats(lang.F32, []int{len(vals)}, vals)
+	case c.has("value_int"):
+		t = tensor.FromInts(lang.I64, nil, []int64{c.intAttr("value_int", 0)})
+	case c.has("value_ints"):
+		is := c.intsAttr("value_ints", nil)
+		t = tensor.FromInts(lang.I64, []int{len(is)}, is)
+	default:
+		c.fail("only tensor, float and int values are supported")
+	}
+	c.out(0, constValue("", t, false))
+}
+
+func convConstantOfShape(c *nodeCtx) {
+	shape := c.knownInts(0, "shape")
+	dims, _, err := tensorShape(shape)
+	if err != nil {
+		c.fail("shape: %v", err)
+	}
+	fill := tensor.Scalar(lang.F32, 0)
+	if c.has("value") {
+		fill, err = Tensor(c.attribute("value").GetT(), c.imp.model.Dir())
+		if err != nil || fill.Len() != 1 {
+			c.fail("value must be a one-element tensor")
+		}
+	}
+	t := tensor.New(fill.DType, dims)
+	for i := range t.Len() {
+		t.SetFlat(i, fill.Flat(0))
+	}
+	c.out(0, constValue("", t, false))
+}
+
+// convShape folds the shape of a tensor whose extents are known.
+func convShape(c *nodeCtx) {
+	dims := c.dims(c.must(0))
+	r := int64(len(dims))
+	start, end := c.intAttr("start", 0), c.intAttr("end", r)
+	start, end = clampAxis(start, r), clampAxis(end, r)
+	sel := []int64{}
+	if start < end {
+		sel = dims[start:end]
+	}
+	c.out(0, constValue("", tensor.FromInts(lang.I64, []int{len(sel)}, sel), false))
+}
+
+// clampAxis resolves a negative Shape bound and clamps it to [0, r].
+func clampAxis(a, r int64) int64 {
+	if a < 0 {
+		a += r
+	}
+	return min(max(a, 0), r)
+}
+
+func convSize(c *nodeCtx) {
+	n := int64(1)
+	for _, d := range c.dims(c.must(0)) {
+		n *= d
+	}
+	c.out(0, constValue("", tensor.FromInts(lang.I64, nil, []int64{n}), false))
+}
+
+// convRange folds Range, whose inputs are known scalars.
+func convRange(c *nodeCtx) {
+	start, limit, delta := c.known(0, "start"), c.known(1, "limit"), c.known(2, "delta")
+	if start.Len() != 1 || limit.Len() != 1 || delta.Len() != 1 || delta.Flat(0) == 0 {
+		c.fail("start, limit and delta must be scalars, delta nonzero")
+	}
+	s, l, d := start.Flat(0), limit.Flat(0), delta.Flat(0)
+	n := int(max(math.Ceil((l-s)/d), 0))
+	if n > MaxElements {
+		c.fail("%d elements are too many", n)
+	}
+	t := tensor.New(start.DType, []int{n})
+	for i := range n {
+		t.SetFlat(i, s+float64(i)*d)
+	}
+	c.out(0, constValue("", t, false))
+}
+
+func convCast(c *nodeCtx) {
+	dt, err := DType(int32(c.intAttr("to", 0)))
+	if err != nil {
+		c.fail("%v", err)
+	}
+	c.out(0, c.cast(c.must(0), dt))
+}
+
+func convCastLike(c *nodeCtx) { c.out(0, c.cast(c.must(0), c.must(1).typ.DType)) }
+
+// castTensor converts t to dt as ONNX Cast does: floats to integers
+// truncate, anything nonzero is true.
+func castTensor(t *tensor.Tensor, dt lang.DType) *tensor.Tensor {
+	if !t.DType.IsFloat() && !dt.IsFloat() {
+		return tensor.FromInts(dt, t.Shape, t.I)
+	}
+	vals := make([]float64, t.Len())
+	for i := range vals {
+		vals[i] = t.Flat(i)
+	}
+	return tensor.FromFloats(dt, t.Shape, vals)
+}
+
+// convDropout is the identity at inference; its mask is all true.
+func convDropout(c *nodeCtx) {
+	if c.in(2) != nil && c.knownFloat(2, "training_mode", 0) != 0 {
+		c.fail("training_mode = true draws random numbers (only inference is supported)")
+	}
+	if c.intAttr("is_test", 1) == 0 && c.opset() < 7 {
+		c.fail("is_test = 0 (training) is not supported")
+	}
+	x := c.must(0)
+	c.out(0, x)
+	if c.wants(1) {
+		_, mask := c.dropoutMask(x)
+		c.out(1, mask)
+	}
+}
+
+func (c *nodeCtx) dropoutMask(x *value) (*value, *value) {
+	outs := c.call("dropout_with_mask", nil, x)
+	return outs[0], c.cast(outs[1], lang.Bool)
+}

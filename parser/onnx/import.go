@@ -1,0 +1,383 @@
+package onnx
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"tofuc/analysis/check"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/parser/onnx/onnxpb"
+	"tofuc/runtime/interp"
+	"tofuc/runtime/tensor"
+)
+
+// Options control an import.
+type Options struct {
+	// Name is the TDL model's name (default: from the file name).
+	Name string
+	// Known holds values for graph inputs. An input that an operator needs
+	// at compile time (a Reshape's shape, a Slice's starts, a reduction's
+	// axes, ...) is bound to its value here and is no longer a model
+	// input; the others stay inputs.
+	Known map[string]*tensor.Tensor
+	// Program supplies the stdlib (default: a new one). A Program is not
+	// safe for concurrent use.
+	Program *check.Program
+}
+
+// Result is an imported model.
+type Result struct {
+	// Source is the TDL text of the model.
+	Source []byte
+	// Params holds the weights by parameter name: the model's .npz.
+	Params map[string]*tensor.Tensor
+	// Inputs and Outputs name the model's inputs and outputs, in order.
+	Inputs, Outputs []Port
+	// Nodes counts the ONNX nodes; Folded those evaluated at import.
+	Nodes, Folded int
+}
+
+// Port is a graph input or output, named in ONNX and in the TDL model.
+type Port struct{ ONNX, TDL string }
+
+// UnsupportedError lists every node that cannot be imported.
+type UnsupportedError struct {
+	Path string
+	Ops  []UnsupportedOp
+}
+
+// UnsupportedOp is a node that cannot be imported, and why.
+type UnsupportedOp struct {
+	OpType, Node, Domain string
+	Opset                int64
+	Reason               string
+}
+
+func (e *UnsupportedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d operator(s) cannot be imported:", e.Path, len(e.Ops))
+	for _, op := range e.Ops {
+		fmt.Fprintf(&b, "\n  %s", op)
+	}
+	return b.String()
+}
+
+func (op UnsupportedOp) String() string {
+	name := op.OpType
+	if op.Domain != "" && op.Domain != "ai.onnx" {
+		name = op.Domain + "." + name
+	}
+	return fmt.Sprintf("%s (node %q, opset %d): %s", name, op.Node, op.Opset, op.Reason)
+}
+
+// value is an ONNX value: a tensor computed by the TDL model, a model
+// input, or a constant known at import.
+type value struct {
+	onnx  string // ONNX name; empty for an intermediate result
+	typ   check.TensorType
+	konst *tensor.Tensor // known at import
+	init  bool           // an ONNX initializer: a parameter when used as data
+	input bool           // a model input
+	name  string         // TDL name, assigned when the model is printed
+}
+
+// stmt is one call in the model body.
+type stmt struct {
+	op    string
+	attrs []attr
+	args  []*value
+	outs  []*value
+}
+
+// attr is an attribute argument of a call, in TDL order.
+type attr struct {
+	name string
+	val  ir.AttrValue
+}
+
+type importer struct {
+	model       *Model
+	opts        Options
+	prog        *check.Program
+	opset       int64
+	values      map[string]*value
+	inputs      []*value
+	dimAttrs    []string // symbolic dimensions, which become model attributes
+	stmts       []*stmt
+	unsupported []UnsupportedOp
+	failed      map[string]bool // outputs of nodes that failed to import
+	folded      int
+}
+
+// Import converts an ONNX model into a TDL model.
+func Import(m *Model, opts Options) (*Result, error) {
+	prog := opts.Program
+	if prog == nil {
+		var err error
+		if prog, err = check.NewProgram(); err != nil {
+			return nil, err
+		}
+	}
+	imp := &importer{model: m, opts: opts, prog: prog, opset: m.Opset(), values: map[string]*value{}, failed: map[string]bool{}}
+	if imp.opset == 0 {
+		imp.opset = 1
+	}
+	g := m.Proto.GetGraph()
+	if err := imp.checkSupported(g); err != nil {
+		return nil, err
+	}
+	if err := imp.bindInitializers(g); err != nil {
+		return nil, err
+	}
+	if err := imp.bindInputs(g); err != nil {
+		return nil, err
+	}
+	for _, n := range g.GetNode() {
+		imp.convert(n)
+	}
+	if len(imp.unsupported) > 0 {
+		return nil, &UnsupportedError{Path: m.Path, Ops: imp.unsupported}
+	}
+	return imp.result(g)
+}
+
+// checkSupported lists every node whose operator has no converter.
+func (imp *importer) checkSupported(g *onnxpb.GraphProto) error {
+	var bad []UnsupportedOp
+	for _, n := range g.GetNode() {
+		if reason := unsupportedReason(n); reason != "" {
+			bad = append(bad, imp.unsupportedOp(n, reason))
+		}
+	}
+	if len(bad) > 0 {
+		return &UnsupportedError{Path: imp.model.Path, Ops: bad}
+	}
+	return nil
+}
+
+func unsupportedReason(n *onnxpb.NodeProto) string {
+	if d := n.GetDomain(); d != "" && d != "ai.onnx" {
+		return "operators of domain " + d + " are not supported"
+	}
+	if _, ok := converters[n.GetOpType()]; !ok {
+		return "no TDL equivalent yet"
+	}
+	return ""
+}
+
+func (imp *importer) unsupportedOp(n *onnxpb.NodeProto, reason string) UnsupportedOp {
+	return UnsupportedOp{OpType: n.GetOpType(), Node: n.GetName(), Domain: n.GetDomain(), Opset: imp.opset, Reason: reason}
+}
+
+func (imp *importer) bindInitializers(g *onnxpb.GraphProto) error {
+	if len(g.GetSparseInitializer()) > 0 {
+		return fmt.Errorf("%s: sparse initializers are not supported", imp.model.Path)
+	}
+	for _, tp := range g.GetInitializer() {
+		t, err := Tensor(tp, imp.model.Dir())
+		if err != nil {
+			return fmt.Errorf("%s: initializer %q: %v", imp.model.Path, tp.GetName(), err)
+		}
+		imp.values[tp.GetName()] = constValue(tp.GetName(), t, true)
+	}
+	return nil
+}
+
+// bindInputs makes the graph inputs without an initializer model inputs,
+// except those an operator needs at compile time, which take their values
+// from Options.Known.
+func (imp *importer) bindInputs(g *onnxpb.GraphProto) error {
+	needed := compileTimeInputs(g)
+	for _, vi := range g.GetInput() {
+		name := vi.GetName()
+		if imp.values[name] != nil {
+			continue // an initializer: a parameter
+		}
+		if needed[name] {
+			t := imp.opts.Known[name]
+			if t == nil {
+				return fmt.Errorf("%s: input %q must be known at import (it determines a shape or an attribute); give its value", imp.model.Path, name)
+			}
+			imp.values[name] = constValue(name, t, false)
+			continue
+		}
+		typ, err := imp.inputType(vi)
+		if err != nil {
+			return fmt.Errorf("%s: input %q: %v", imp.model.Path, name, err)
+		}
+		v := &value{onnx: name, typ: typ, input: true}
+		imp.values[name] = v
+		imp.inputs = append(imp.inputs, v)
+	}
+	return nil
+}
+
+// compileTimeInputs finds the graph values that some node reads in an
+// input slot it needs at import.
+func compileTimeInputs(g *onnxpb.GraphProto) map[string]bool {
+	needed := map[string]bool{}
+	for _, n := range g.GetNode() {
+		conv := converters[n.GetOpType()]
+		for _, i := range conv.consts {
+			if i < len(n.GetInput()) {
+				needed[n.GetInput()[i]] = true
+			}
+		}
+	}
+	return needed
+}
+
+func (imp *importer) inputType(vi *onnxpb.ValueInfoProto) (check.TensorType, error) {
+	tt := vi.GetType().GetTensorType()
+	if tt == nil {
+		return check.TensorType{}, errors.New("only tensor inputs are supported")
+	}
+	dt, err := DType(tt.GetElemType())
+	if err != nil {
+		return check.TensorType{}, err
+	}
+	if tt.GetShape() == nil {
+		return check.TensorType{}, errors.New("its rank is unknown")
+	}
+	var shape []lang.Dim
+	for i, d := range tt.GetShape().GetDim() {
+		switch {
+		case d.GetDimParam() != "":
+			shape = append(shape, lang.Sym(imp.dimAttr(d.GetDimParam())))
+		case d.Value == nil:
+			return check.TensorType{}, fmt.Errorf("extent %d is unknown (give it a name or a value)", i)
+		default:
+			shape = append(shape, lang.Const(d.GetDimValue()))
+		}
+	}
+	return check.TensorType{DType: dt, Shape: shape}, nil
+}
+
+// dimAttr names the model attribute of a symbolic dimension.
+func (imp *importer) dimAttr(param string) string {
+	n := &namer{taken: map[string]bool{}, avoid: func(string) bool { return false }}
+	name := n.ident(param)
+	for _, a := range imp.dimAttrs {
+		if a == name {
+			return name
+		}
+	}
+	imp.dimAttrs = append(imp.dimAttrs, name)
+	return name
+}
+
+func constValue(name string, t *tensor.Tensor, init bool) *value {
+	shape := make([]lang.Dim, len(t.Shape))
+	for i, d := range t.Shape {
+		shape[i] = lang.Const(int64(d))
+	}
+	return &value{onnx: name, typ: check.TensorType{DType: t.DType, Shape: shape}, konst: t, init: init}
+}
+
+// convert converts one node, recording why when it cannot.
+func (imp *importer) convert(n *onnxpb.NodeProto) {
+	c := &nodeCtx{imp: imp, node: n}
+	for _, in := range n.GetInput() {
+		if in != "" && imp.values[in] == nil {
+			if imp.failed[in] {
+				return // reported at the node that failed
+			}
+			imp.unsupported = append(imp.unsupported, imp.unsupportedOp(n, fmt.Sprintf("input %q is not defined before the node", in)))
+			return
+		}
+	}
+	stmts := len(imp.stmts)
+	if reason := c.run(); reason != "" {
+		imp.stmts = imp.stmts[:stmts]
+		imp.unsupported = append(imp.unsupported, imp.unsupportedOp(n, reason))
+		for _, out := range n.GetOutput() {
+			delete(imp.values, out)
+			imp.failed[out] = true
+		}
+		return
+	}
+	if len(imp.stmts) == stmts {
+		imp.folded++
+	}
+}
+
+// result prints the model and collects its parameters.
+func (imp *importer) result(g *onnxpb.GraphProto) (*Result, error) {
+	var outs []*value
+	for _, vi := range g.GetOutput() {
+		v := imp.values[vi.GetName()]
+		if v == nil {
+			return nil, fmt.Errorf("%s: graph output %q is not computed by any node", imp.model.Path, vi.GetName())
+		}
+		outs = append(outs, v)
+	}
+	p := newPrinter(imp)
+	src, params := p.model(outs)
+	res := &Result{Source: src, Params: params, Nodes: len(g.GetNode()), Folded: imp.folded}
+	for _, v := range imp.inputs {
+		res.Inputs = append(res.Inputs, Port{ONNX: v.onnx, TDL: v.name})
+	}
+	for i, vi := range g.GetOutput() {
+		res.Outputs = append(res.Outputs, Port{ONNX: vi.GetName(), TDL: p.returned[i]})
+	}
+	return res, nil
+}
+
+// ModelName derives a TDL model name from a file name.
+func ModelName(path string) string {
+	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	n := &namer{taken: map[string]bool{}, avoid: func(string) bool { return false }}
+	return n.ident(base)
+}
+
+// callStmt instantiates op on args (folding it when every argument is
+// known) and returns its results.
+func (imp *importer) callStmt(op string, attrs []attr, args []*value) ([]*value, error) {
+	decl := imp.prog.StdOps()[op]
+	if decl == nil {
+		return nil, fmt.Errorf("internal: no stdlib operator %s", op)
+	}
+	types := make([]check.TensorType, len(args))
+	known := true
+	for i, a := range args {
+		types[i] = a.typ
+		known = known && a.konst != nil
+	}
+	am := map[string]ir.AttrValue{}
+	for _, a := range attrs {
+		am[a.name] = a.val
+	}
+	inst, err := imp.prog.Instantiate(decl, am, types, lang.Pos{File: imp.model.Path})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", op, err)
+	}
+	if known {
+		return imp.fold(inst, args)
+	}
+	outs := make([]*value, len(inst.Outputs))
+	for i, d := range inst.Outputs {
+		outs[i] = &value{typ: check.TensorType{DType: d.Tensor.DType, Shape: d.Tensor.Shape}}
+	}
+	imp.stmts = append(imp.stmts, &stmt{op: op, attrs: attrs, args: args, outs: outs})
+	return outs, nil
+}
+
+// fold evaluates an instance on known arguments with the interpreter.
+func (imp *importer) fold(inst *ir.Instance, args []*value) ([]*value, error) {
+	ins := make([]*tensor.Tensor, len(args))
+	for i, a := range args {
+		ins[i] = a.konst
+	}
+	res, err := interp.EvalInstance(inst, ins, nil)
+	if err != nil {
+		return nil, fmt.Errorf("folding %s: %v", inst.Op, err)
+	}
+	outs := make([]*value, len(res))
+	for i, t := range res {
+		outs[i] = constValue("", t, false)
+	}
+	return outs, nil
+}

@@ -1,0 +1,405 @@
+package onnx
+
+import (
+	"strings"
+)
+
+// Converters of the convolution, pooling, matrix and normalisation
+// operators.
+
+// window holds the spatial attributes of a convolution or pooling node.
+type window struct {
+	kernel, strides, pads, dilations []int64
+}
+
+// window reads kernel_shape, strides, pads, dilations and auto_pad for
+// the spatial axes of x (all but the first two), with kernel the
+// kernel's spatial extents.
+func (c *nodeCtx) window(x *value, kernel []int64) window {
+	n := rank(x) - 2
+	w := window{
+		kernel:    kernel,
+		strides:   c.intsAttr("strides", ones(n)),
+		dilations: c.intsAttr("dilations", ones(n)),
+		pads:      c.intsAttr("pads", make([]int64, 2*n)),
+	}
+	if len(w.strides) != n || len(w.dilations) != n || len(w.pads) != 2*n || len(kernel) != n {
+		c.fail("strides, dilations, pads or kernel_shape do not match %d spatial axes", n)
+	}
+	switch pad := c.stringAttr("auto_pad", "NOTSET"); pad {
+	case "NOTSET":
+	case "VALID":
+		w.pads = make([]int64, 2*n)
+	case "SAME_UPPER", "SAME_LOWER":
+		dims := c.dims(x)[2:]
+		for i := range n {
+			out := (dims[i] + w.strides[i] - 1) / w.strides[i]
+			total := max((out-1)*w.strides[i]+(kernel[i]-1)*w.dilations[i]+1-dims[i], 0)
+			small, large := total/2, total-total/2
+			if pad == "SAME_UPPER" {
+				w.pads[i], w.pads[n+i] = small, large
+			} else {
+				w.pads[i], w.pads[n+i] = large, small
+			}
+		}
+	default:
+		c.fail("auto_pad = %q", pad)
+	}
+	return w
+}
+
+func ones(n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = 1
+	}
+	return out
+}
+
+func (w window) attrs() []attr {
+	return []attr{intsA("strides", w.strides), intsA("pads", w.pads), intsA("dilations", w.dilations)}
+}
+
+// convConv maps Conv of 1 to 3 spatial axes; a 2-D convolution with a
+// bias is conv2d_bias, the others add the bias with bias_add.
+func convConv(c *nodeCtx) {
+	x, w, b := c.must(0), c.must(1), c.in(2)
+	ops := map[int]string{3: "conv1d", 4: "conv2d", 5: "conv3d"}
+	op, ok := ops[rank(x)]
+	if !ok {
+		c.fail("%d-D convolution is not supported", rank(x)-2)
+	}
+	kernel := c.intsAttr("kernel_shape", nil)
+	if kernel == nil {
+		kernel = c.dims(w)[2:]
+	}
+	attrs := append(c.window(x, kernel).attrs(), intA("group", c.intAttr("group", 1)))
+	if b != nil && op == "conv2d" {
+		c.out(0, c.call1("conv2d_bias", attrs, x, w, b))
+		return
+	}
+	y := c.call1(op, attrs, x, w)
+	if b != nil {
+		y = c.call1("bias_add", []attr{intA("axis", 1)}, y, b)
+	}
+	c.out(0, y)
+}
+
+// convConvTranspose maps 2-D ConvTranspose; output_shape, when given,
+// sets the padding (SAME_UPPER's rule: the end gets the larger half
+// unless auto_pad is SAME_LOWER).
+func convConvTranspose(c *nodeCtx) {
+	x, w, b := c.must(0), c.must(1), c.in(2)
+	if rank(x) != 4 {
+		c.fail("%d-D transposed convolution is not supported (only 2-D)", rank(x)-2)
+	}
+	kernel := c.intsAttr("kernel_shape", nil)
+	if kernel == nil {
+		kernel = c.dims(w)[2:]
+	}
+	strides, dilations := c.intsAttr("strides", ones(2)), c.intsAttr("dilations", ones(2))
+	outPad := c.intsAttr("output_padding", make([]int64, 2))
+	pads := c.intsAttr("pads", make([]int64, 4))
+	autoPad := c.stringAttr("auto_pad", "NOTSET")
+	if shape := c.intsAttr("output_shape", nil); shape != nil || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER" {
+		dims := c.dims(x)[2:]
+		if shape == nil {
+			shape = []int64{dims[0] * strides[0], dims[1] * strides[1]}
+		}
+		shape = shape[len(shape)-2:]
+		for i := range 2 {
+			total := strides[i]*(dims[i]-1) + outPad[i] + (kernel[i]-1)*dilations[i] + 1 - shape[i]
+			small, large := total/2, total-total/2
+			if autoPad == "SAME_LOWER" {
+				pads[i], pads[2+i] = large, small
+			} else {
+				pads[i], pads[2+i] = small, large
+			}
+		}
+	}
+	attrs := []attr{intsA("strides", strides), intsA("pads", pads), intsA("dilations", dilations),
+		intsA("output_padding", outPad), intA("group", c.intAttr("group", 1))}
+	y := c.call1("conv_transpose2d", attrs, x, w)
+	if b != nil {
+		y = c.call1("bias_add", []attr{intA("axis", 1)}, y, b)
+	}
+	c.out(0, y)
+}
+
+// poolAttrs are the attributes of a 2-D pooling call.
+func poolAttrs(w window, ceil int64, extra []attr) []attr {
+	attrs := append([]attr{intsA("kernel_shape", w.kernel)}, w.attrs()...)
+	return append(append(attrs, intA("ceil_mode", ceil)), extra...)
+}
+
+// pool applies the 2-D pooling operator op2d to x of 1 to 3 spatial axes:
+// a 1-D pool is a 2-D one over a unit axis; a 3-D one is separable (a box
+// window's maximum, sum and count factor over its axes), a 2-D pool over
+// (H, W) and then one over D.
+func (c *nodeCtx) pool(op2d string, x *value, extra []attr) *value {
+	w := c.window(x, c.intsAttr("kernel_shape", nil))
+	ceil := c.intAttr("ceil_mode", 0)
+	switch rank(x) {
+	case 4:
+		return c.call1(op2d, poolAttrs(w, ceil, extra), x)
+	case 3:
+		unit := window{kernel: []int64{1, w.kernel[0]}, strides: []int64{1, w.strides[0]},
+			pads: []int64{0, w.pads[0], 0, w.pads[1]}, dilations: []int64{1, w.dilations[0]}}
+		y := c.call1(op2d, poolAttrs(unit, ceil, extra), c.call1("unsqueeze", []attr{intsA("axes", []int64{2})}, x))
+		return c.call1("squeeze", []attr{intsA("axes", []int64{2})}, y)
+	case 5:
+		d := c.dims(x)
+		hw := window{kernel: w.kernel[1:], strides: w.strides[1:], pads: []int64{w.pads[1], w.pads[2], w.pads[4], w.pads[5]}, dilations: w.dilations[1:]}
+		y := c.call1("reshape", []attr{intsA("shape", []int64{d[0], d[1] * d[2], d[3], d[4]})}, x)
+		y = c.call1(op2d, poolAttrs(hw, ceil, extra), y)
+		h, wd := c.dims(y)[2], c.dims(y)[3]
+		y = c.call1("reshape", []attr{intsA("shape", []int64{d[0], d[1], d[2], h * wd})}, y)
+		depth := window{kernel: []int64{w.kernel[0], 1}, strides: []int64{w.strides[0], 1}, pads: []int64{w.pads[0], 0, w.pads[3], 0}, dilations: []int64{w.dilations[0], 1}}
+		y = c.call1(op2d, poolAttrs(depth, ceil, extra), y)
+		return c.call1("reshape", []attr{intsA("shape", []int64{d[0], d[1], c.dims(y)[2], h, wd})}, y)
+	}
+	c.fail("%d-D pooling is not supported", rank(x)-2)
+	return nil
+}
+
+func convMaxPool(c *nodeCtx) {
+	x := c.must(0)
+	if !c.wants(1) {
+		c.out(0, c.pool("max_pool2d", x, nil))
+		return
+	}
+	if c.intAttr("storage_order", 0) != 0 || rank(x) != 4 {
+		c.fail("indices are supported for 2-D pooling with storage_order = 0 only")
+	}
+	w := c.window(x, c.intsAttr("kernel_shape", nil))
+	outs := c.call("max_pool2d_with_indices", poolAttrs(w, c.intAttr("ceil_mode", 0), nil), x)
+	c.out(0, outs[0])
+	c.out(1, outs[1])
+}
+
+func convAveragePool(c *nodeCtx) {
+	c.out(0, c.pool("avg_pool2d", c.must(0), []attr{intA("count_include_pad", c.intAttr("count_include_pad", 0))}))
+}
+
+func convGemm(c *nodeCtx) {
+	attrs := []attr{floatA("alpha", c.floatAttr("alpha", 1)), intA("transA", c.intAttr("transA", 0)), intA("transB", c.intAttr("transB", 0))}
+	if cc := c.in(2); cc != nil {
+		attrs = append(attrs, floatA("beta", c.floatAttr("beta", 1)))
+		c.out(0, c.call1("gemm", attrs, c.must(0), c.must(1), cc))
+		return
+	}
+	c.out(0, c.call1("gemm_noc", attrs, c.must(0), c.must(1)))
+}
+
+// convMatMul maps MatMul with NumPy's rules: a 1-D operand gets a unit
+// axis that is removed from the result.
+func convMatMul(c *nodeCtx) {
+	a, b := c.must(0), c.must(1)
+	var drop []int64
+	if rank(a) == 1 {
+		a = c.call1("unsqueeze", []attr{intsA("axes", []int64{0})}, a)
+		drop = append(drop, -2)
+	}
+	if rank(b) == 1 {
+		b = c.call1("unsqueeze", []attr{intsA("axes", []int64{1})}, b)
+		drop = append(drop, -1)
+	}
+	var y *value
+	if rank(a) == 2 && rank(b) == 2 {
+		y = c.call1("matmul", nil, a, b)
+	} else {
+		y = c.call1("matmul_broadcast", nil, a, b)
+	}
+	if len(drop) > 0 {
+		y = c.call1("squeeze", []attr{intsA("axes", c.axes(drop, rank(y)))}, y)
+	}
+	c.out(0, y)
+}
+
+// convEinsum maps two-operand einsums without repeated letters in one
+// operand (and one-operand transposes and sums) onto the stdlib einsum
+// "Z I K, Z K J -> Z I J": letters in both operands and the output are
+// batch (Z), in both but not the output contracted (K), in one and the
+// output free (I, J); letters in one operand only are summed out first.
+func convEinsum(c *nodeCtx) {
+	eq := strings.ReplaceAll(c.stringAttr("equation", ""), " ", "")
+	lhs, out, explicit := strings.Cut(eq, "->")
+	terms := strings.Split(lhs, ",")
+	if strings.Contains(eq, "...") || len(terms) > 2 || len(terms) != c.numIn() {
+		c.fail("equation %q (only one or two operands without ellipses)", eq)
+	}
+	for _, t := range terms {
+		if hasRepeat(t) {
+			c.fail("equation %q repeats a letter in one operand (diagonals are not supported)", eq)
+		}
+	}
+	if !explicit {
+		out = implicitOutput(terms)
+	}
+	ops := make([]*value, len(terms))
+	for i, t := range terms {
+		x := c.must(i)
+		if len(t) != rank(x) {
+			c.fail("operand %d has rank %d, the equation gives it %d letters", i, rank(x), len(t))
+		}
+		other := out
+		if len(terms) == 2 {
+			other += terms[1-i]
+		}
+		ops[i], terms[i] = c.sumOnly(x, t, other)
+	}
+	if len(terms) == 1 {
+		c.out(0, c.permuteTo(ops[0], terms[0], out))
+		return
+	}
+	ta, tb := terms[0], terms[1]
+	var z, i, k, j string
+	for _, l := range ta {
+		switch {
+		case strings.ContainsRune(tb, l) && strings.ContainsRune(out, l):
+			z += string(l)
+		case strings.ContainsRune(tb, l):
+			k += string(l)
+		default:
+			i += string(l)
+		}
+	}
+	for _, l := range tb {
+		if !strings.ContainsRune(ta, l) {
+			j += string(l)
+		}
+	}
+	a := c.permuteTo(ops[0], ta, z+i+k)
+	b := c.permuteTo(ops[1], tb, z+k+j)
+	y := c.call1("einsum", []attr{intA("batch", int64(len(z))), intA("contract", int64(len(k)))}, a, b)
+	c.out(0, c.permuteTo(y, z+i+j, out))
+}
+
+func hasRepeat(t string) bool {
+	for i, l := range t {
+		if strings.ContainsRune(t[i+1:], l) {
+			return true
+		}
+	}
+	return false
+}
+
+// implicitOutput is the output of an einsum without "->": the letters
+// that appear once, in alphabetical order.
+func implicitOutput(terms []string) string {
+	count := map[rune]int{}
+	for _, t := range terms {
+		for _, l := range t {
+			count[l]++
+		}
+	}
+	var out []byte
+	for l := 'A'; l <= 'z'; l++ {
+		if count[l] == 1 {
+			out = append(out, byte(l))
+		}
+	}
+	return string(out)
+}
+
+// sumOnly sums x (with letters t) over the letters not in keep, returning
+// the result and its letters.
+func (c *nodeCtx) sumOnly(x *value, t, keep string) (*value, string) {
+	var axes []int64
+	var rest string
+	for i, l := range t {
+		if strings.ContainsRune(keep, l) {
+			rest += string(l)
+		} else {
+			axes = append(axes, int64(i))
+		}
+	}
+	if len(axes) == 0 {
+		return x, t
+	}
+	return c.call1("reduce_sum", []attr{intsA("axes", axes), boolA("keepdims", false)}, x), rest
+}
+
+// permuteTo transposes x from letters from to letters to.
+func (c *nodeCtx) permuteTo(x *value, from, to string) *value {
+	if from == to {
+		return x
+	}
+	if len(from) != len(to) {
+		c.fail("einsum output %q does not use the letters %q", to, from)
+	}
+	perm := make([]int64, len(to))
+	for i, l := range to {
+		perm[i] = int64(strings.IndexRune(from, l))
+		if perm[i] < 0 {
+			c.fail("einsum output letter %c is not in the operands", l)
+		}
+	}
+	return c.call1("transpose", []attr{intsA("perm", perm)}, x)
+}
+
+// convBatchNorm maps inference to batch_norm and training mode (batch
+// statistics; outputs the running mean and variance) to batch_norm_train.
+func convBatchNorm(c *nodeCtx) {
+	if c.opset() < 9 && c.intAttr("spatial", 1) == 0 {
+		c.fail("spatial = 0 is not supported")
+	}
+	ins := []*value{c.must(0), c.must(1), c.must(2), c.must(3), c.must(4)}
+	eps := floatA("epsilon", c.floatAttr("epsilon", 1e-5))
+	if c.intAttr("training_mode", 0) == 0 && !c.wants(1) {
+		c.out(0, c.call1("batch_norm", []attr{eps}, ins...))
+		return
+	}
+	if c.opset() < 14 {
+		c.fail("training outputs before opset 14 are not supported")
+	}
+	outs := c.call("batch_norm_train", []attr{eps, floatA("momentum", c.floatAttr("momentum", 0.9))}, ins...)
+	c.out(0, outs[0])
+	c.out(1, outs[3])
+	c.out(2, outs[4])
+}
+
+// convLayerNorm maps LayerNormalization; without a bias it adds zeros,
+// and the optional mean and inverse standard deviation outputs come from
+// layer_norm_stats.
+func convLayerNorm(c *nodeCtx) {
+	x, scale := c.must(0), c.must(1)
+	axis := c.axis(c.intAttr("axis", -1), rank(x))
+	bias := c.in(2)
+	if bias == nil {
+		bias = c.call1("zeros_like", nil, scale)
+	}
+	attrs := []attr{intA("axis", axis), floatA("epsilon", c.floatAttr("epsilon", 1e-5))}
+	if !c.wants(1) && !c.wants(2) {
+		c.out(0, c.call1("layer_norm", attrs, x, scale, bias))
+		return
+	}
+	outs := c.call("layer_norm_stats", attrs, x, scale, bias)
+	for i := range 3 {
+		c.out(i, outs[i])
+	}
+}
+
+func convRMSNorm(c *nodeCtx) {
+	x := c.must(0)
+	attrs := []attr{intA("axis", c.axis(c.intAttr("axis", -1), rank(x))), floatA("epsilon", c.floatAttr("epsilon", 1e-5))}
+	c.out(0, c.call1("rms_norm", attrs, x, c.must(1)))
+}
+
+func convLRN(c *nodeCtx) {
+	attrs := []attr{intA("size", c.intAttr("size", 0)), floatA("alpha", c.floatAttr("alpha", 1e-4)),
+		floatA("beta", c.floatAttr("beta", 0.75)), floatA("bias", c.floatAttr("bias", 1))}
+	c.out(0, c.call1("lrn", attrs, c.must(0)))
+}
+
+// convMVN is ONNX's definition: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9)
+// over axes (default 0, 2, 3).
+func convMVN(c *nodeCtx) {
+	x := c.must(0)
+	axes := []attr{intsA("axes", c.axes(c.intsAttr("axes", []int64{0, 2, 3}), rank(x))), boolA("keepdims", true)}
+	mean := c.call1("reduce_mean", axes, x)
+	meanSq := c.call1("reduce_mean", axes, c.call1("mul", nil, x, x))
+	variance := c.call1("sub", nil, meanSq, c.call1("mul", nil, mean, mean))
+	std := c.call1("add", nil, c.call1("sqrt", nil, variance), scalar(x.typ.DType, 1e-9))
+	c.out(0, c.call1("div", nil, c.call1("sub", nil, x, mean), std))
+}

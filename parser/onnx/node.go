@@ -1,0 +1,249 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/parser/onnx/onnxpb"
+	"tofuc/runtime/tensor"
+)
+
+// nodeCtx is what a converter sees of the node it converts. Converters
+// stop with fail, which run turns into the node's unsupported reason.
+type nodeCtx struct {
+	imp  *importer
+	node *onnxpb.NodeProto
+}
+
+// nodeFailure carries a converter's reason out of run.
+type nodeFailure struct{ reason string }
+
+func (c *nodeCtx) run() (reason string) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(nodeFailure)
+			if !ok {
+				panic(r)
+			}
+			reason = f.reason
+		}
+	}()
+	converters[c.node.GetOpType()].convert(c)
+	for i, out := range c.node.GetOutput() {
+		if out != "" && c.imp.values[out] == nil {
+			c.fail("output %d is not supported", i)
+		}
+	}
+	return ""
+}
+
+func (c *nodeCtx) fail(format string, args ...any) {
+	panic(nodeFailure{fmt.Sprintf(format, args...)})
+}
+
+// opset is the model's default-domain opset version.
+func (c *nodeCtx) opset() int64 { return c.imp.opset }
+
+// in returns input i, or nil when it is absent or empty.
+func (c *nodeCtx) in(i int) *value {
+	ins := c.node.GetInput()
+	if i >= len(ins) || ins[i] == "" {
+		return nil
+	}
+	return c.imp.values[ins[i]]
+}
+
+// must returns input i, failing when it is absent.
+func (c *nodeCtx) must(i int) *value {
+	v := c.in(i)
+	if v == nil {
+		c.fail("input %d is required", i)
+	}
+	return v
+}
+
+func (c *nodeCtx) numIn() int { return len(c.node.GetInput()) }
+
+// wants reports whether output i is present and used.
+func (c *nodeCtx) wants(i int) bool {
+	outs := c.node.GetOutput()
+	return i < len(outs) && outs[i] != ""
+}
+
+// out binds output i to v; an unnamed intermediate takes the output's name.
+func (c *nodeCtx) out(i int, v *value) {
+	if !c.wants(i) {
+		return
+	}
+	name := c.node.GetOutput()[i]
+	if v.onnx == "" {
+		v.onnx = name
+	}
+	c.imp.values[name] = v
+}
+
+// call adds a call of the stdlib operator op (or folds it).
+func (c *nodeCtx) call(op string, attrs []attr, args ...*value) []*value {
+	outs, err := c.imp.callStmt(op, attrs, args)
+	if err != nil {
+		c.fail("%v", err)
+	}
+	return outs
+}
+
+// call1 is call for an operator with one result.
+func (c *nodeCtx) call1(op string, attrs []attr, args ...*value) *value {
+	return c.call(op, attrs, args...)[0]
+}
+
+func (c *nodeCtx) attribute(name string) *onnxpb.AttributeProto {
+	for _, a := range c.node.GetAttribute() {
+		if a.GetName() == name {
+			return a
+		}
+	}
+	return nil
+}
+
+func (c *nodeCtx) has(name string) bool { return c.attribute(name) != nil }
+
+func (c *nodeCtx) intAttr(name string, def int64) int64 {
+	if a := c.attribute(name); a != nil {
+		return a.GetI()
+	}
+	return def
+}
+
+func (c *nodeCtx) floatAttr(name string, def float64) float64 {
+	if a := c.attribute(name); a != nil {
+		return float32Value(a.GetF())
+	}
+	return def
+}
+
+func (c *nodeCtx) intsAttr(name string, def []int64) []int64 {
+	if a := c.attribute(name); a != nil {
+		return a.GetInts()
+	}
+	return def
+}
+
+func (c *nodeCtx) stringAttr(name, def string) string {
+	if a := c.attribute(name); a != nil {
+		return string(a.GetS())
+	}
+	return def
+}
+
+// float32Value is the float64 whose shortest decimal form is that of the
+// float32 f, so that the printed model and the folded constants agree.
+func float32Value(f float32) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(f), 'g', -1, 32), 64)
+	return v
+}
+
+// known returns input i's value, which must be known at import.
+func (c *nodeCtx) known(i int, what string) *tensor.Tensor {
+	v := c.must(i)
+	if v.konst == nil {
+		c.fail("its %s (input %d) must be known at import", what, i)
+	}
+	return v.konst
+}
+
+// knownInts returns input i as integers; absent gives nil.
+func (c *nodeCtx) knownInts(i int, what string) []int64 {
+	if c.in(i) == nil {
+		return nil
+	}
+	t := c.known(i, what)
+	out := make([]int64, t.Len())
+	for k := range out {
+		if t.DType.IsFloat() {
+			out[k] = int64(t.F[k])
+		} else {
+			out[k] = t.I[k]
+		}
+	}
+	return out
+}
+
+// knownFloat returns the scalar input i, or def when it is absent.
+func (c *nodeCtx) knownFloat(i int, what string, def float64) float64 {
+	if c.in(i) == nil {
+		return def
+	}
+	t := c.known(i, what)
+	if t.Len() != 1 {
+		c.fail("its %s (input %d) must be a scalar", what, i)
+	}
+	return t.Flat(0)
+}
+
+// dims returns v's extents, which must be constants.
+func (c *nodeCtx) dims(v *value) []int64 {
+	out := make([]int64, len(v.typ.Shape))
+	for i, d := range v.typ.Shape {
+		n, ok := d.IsConst()
+		if !ok {
+			c.fail("extent %d of %q is symbolic (%s); this conversion needs it known", i, v.onnx, d)
+		}
+		out[i] = n
+	}
+	return out
+}
+
+func rank(v *value) int { return len(v.typ.Shape) }
+
+// axis normalises a possibly negative axis of a tensor of rank r.
+func (c *nodeCtx) axis(a int64, r int) int64 {
+	if a < -int64(r) || a >= int64(r) {
+		c.fail("axis %d is out of range for rank %d", a, r)
+	}
+	if a < 0 {
+		a += int64(r)
+	}
+	return a
+}
+
+func (c *nodeCtx) axes(as []int64, r int) []int64 {
+	out := make([]int64, len(as))
+	for i, a := range as {
+		out[i] = c.axis(a, r)
+	}
+	return out
+}
+
+// scalar is a known rank-0 tensor of dtype dt.
+func scalar(dt lang.DType, v float64) *value {
+	return constValue("", tensor.Scalar(dt, v), false)
+}
+
+// Attribute value constructors.
+
+func intA(name string, v int64) attr { return attr{name, ir.AttrValue{Kind: ir.AttrInt, Int: v}} }
+
+func floatA(name string, v float64) attr {
+	return attr{name, ir.AttrValue{Kind: ir.AttrFloat, Float: v}}
+}
+
+func boolA(name string, v bool) attr { return attr{name, ir.AttrValue{Kind: ir.AttrBool, Bool: v}} }
+
+func stringA(name, v string) attr { return attr{name, ir.AttrValue{Kind: ir.AttrString, Str: v}} }
+
+func intsA(name string, vs []int64) attr {
+	l := ir.AttrValue{Kind: ir.AttrList, List: []ir.AttrValue{}}
+	for _, v := range vs {
+		l.List = append(l.List, ir.AttrValue{Kind: ir.AttrInt, Int: v})
+	}
+	return attr{name, l}
+}
+
+// clampInt64 keeps ONNX's "to the end" sentinels within int64 arithmetic.
+func clampInt64(v int64) int64 {
+	const big = math.MaxInt32
+	return max(min(v, big), -big)
+}

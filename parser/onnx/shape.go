@@ -1,0 +1,249 @@
+package onnx
+
+// Converters of the shape, indexing and reduction operators.
+
+func convFlatten(c *nodeCtx) {
+	x := c.must(0)
+	axis := c.intAttr("axis", 1)
+	if axis != int64(rank(x)) {
+		axis = c.axis(axis, rank(x))
+	}
+	c.out(0, c.call1("flatten", []attr{intA("axis", axis)}, x))
+}
+
+func convReshape(c *nodeCtx) {
+	x := c.must(0)
+	shape := c.intsAttr("shape", nil)
+	if c.opset() >= 5 {
+		shape = c.knownInts(1, "shape")
+	}
+	if c.intAttr("allowzero", 0) == 1 {
+		for _, d := range shape {
+			if d == 0 {
+				c.fail("allowzero = 1 with a zero extent in the shape")
+			}
+		}
+	}
+	c.out(0, c.call1("reshape", []attr{intsA("shape", shape)}, x))
+}
+
+func convTranspose(c *nodeCtx) {
+	x := c.must(0)
+	perm := c.intsAttr("perm", []int64{})
+	c.out(0, c.call1("transpose", []attr{intsA("perm", c.axes(perm, rank(x)))}, x))
+}
+
+// convConcat joins the inputs with concat, concat3 and concat4, in groups
+// of at most four.
+func convConcat(c *nodeCtx) {
+	var ins []*value
+	for i := range c.numIn() {
+		ins = append(ins, c.must(i))
+	}
+	axis := c.axis(c.intAttr("axis", 0), rank(ins[0]))
+	ops := map[int]string{2: "concat", 3: "concat3", 4: "concat4"}
+	for len(ins) > 1 {
+		k := min(len(ins), 4)
+		joined := c.call1(ops[k], []attr{intA("axis", axis)}, ins[:k]...)
+		ins = append([]*value{joined}, ins[k:]...)
+	}
+	c.out(0, ins[0])
+}
+
+// convSplit slices each output along axis.
+func convSplit(c *nodeCtx) {
+	x := c.must(0)
+	axis := c.axis(c.intAttr("axis", 0), rank(x))
+	extent := c.dims(x)[axis]
+	sizes := c.intsAttr("split", nil)
+	if c.opset() >= 13 {
+		sizes = c.knownInts(1, "split")
+	}
+	n := int64(len(c.node.GetOutput()))
+	if sizes == nil {
+		if num := c.intAttr("num_outputs", 0); num > 0 {
+			n = num
+		}
+		chunk := (extent + n - 1) / n
+		for start := int64(0); start < extent || int64(len(sizes)) < n; start += chunk {
+			sizes = append(sizes, max(min(chunk, extent-start), 0))
+		}
+	}
+	var total int64
+	for _, s := range sizes {
+		total += s
+	}
+	if total != extent || int64(len(sizes)) != n {
+		c.fail("split sizes %v do not divide extent %d into %d outputs", sizes, extent, n)
+	}
+	start := int64(0)
+	for i, s := range sizes {
+		part := c.call1("slice", []attr{intsA("starts", []int64{start}), intsA("ends", []int64{start + s}), intsA("axes", []int64{axis})}, x)
+		c.out(i, part)
+		start += s
+	}
+}
+
+func convSlice(c *nodeCtx) {
+	x := c.must(0)
+	var starts, ends, axes, steps []int64
+	if c.opset() < 10 {
+		starts, ends, axes = c.intsAttr("starts", nil), c.intsAttr("ends", nil), c.intsAttr("axes", nil)
+	} else {
+		starts, ends = c.knownInts(1, "starts"), c.knownInts(2, "ends")
+		axes, steps = c.knownInts(3, "axes"), c.knownInts(4, "steps")
+	}
+	for i := range starts {
+		starts[i] = clampInt64(starts[i])
+	}
+	for i := range ends {
+		ends[i] = clampInt64(ends[i])
+	}
+	if axes == nil {
+		axes = []int64{}
+	}
+	if steps == nil {
+		steps = []int64{}
+	}
+	attrs := []attr{intsA("starts", starts), intsA("ends", ends), intsA("axes", c.axes(axes, rank(x))), intsA("steps", steps)}
+	c.out(0, c.call1("slice", attrs, x))
+}
+
+func convSqueeze(c *nodeCtx) {
+	x := c.must(0)
+	axes := c.intsAttr("axes", nil)
+	if c.opset() >= 13 {
+		axes = c.knownInts(1, "axes")
+	}
+	if axes == nil {
+		for i, d := range c.dims(x) {
+			if d == 1 {
+				axes = append(axes, int64(i))
+			}
+		}
+	}
+	axes = c.axes(axes, rank(x))
+	for _, a := range axes {
+		if n, ok := x.typ.Shape[a].IsConst(); ok && n != 1 {
+			c.fail("axis %d has extent %d, not 1", a, n)
+		}
+	}
+	c.out(0, c.call1("squeeze", []attr{intsA("axes", axes)}, x))
+}
+
+func convUnsqueeze(c *nodeCtx) {
+	x := c.must(0)
+	axes := c.intsAttr("axes", nil)
+	if c.opset() >= 13 {
+		axes = c.knownInts(1, "axes")
+	}
+	c.out(0, c.call1("unsqueeze", []attr{intsA("axes", c.axes(axes, rank(x)+len(axes)))}, x))
+}
+
+// convPad maps constant padding to pad, and edge and reflect padding of
+// the last two axes to pad_edge2d and pad_reflect2d.
+func convPad(c *nodeCtx) {
+	x := c.must(0)
+	r := rank(x)
+	pads, value := c.intsAttr("pads", nil), c.floatAttr("value", 0)
+	if c.opset() >= 11 {
+		pads, value = c.knownInts(1, "pads"), c.knownFloat(2, "constant value", 0)
+	}
+	if axes := c.knownInts(3, "axes"); axes != nil {
+		pads = scatterPads(pads, c.axes(axes, r), r)
+	}
+	if len(pads) != 2*r {
+		c.fail("%d pads for rank %d", len(pads), r)
+	}
+	switch mode := c.stringAttr("mode", "constant"); mode {
+	case "constant":
+		c.out(0, c.call1("pad", []attr{intsA("pads", pads), floatA("value", value)}, x))
+	case "edge", "reflect":
+		for i := range r - 2 {
+			if pads[i] != 0 || pads[r+i] != 0 {
+				c.fail("mode %q pads only the last two axes", mode)
+			}
+		}
+		p := []int64{pads[r-2], pads[r-1], pads[2*r-2], pads[2*r-1]}
+		c.out(0, c.call1("pad_"+mode+"2d", []attr{intsA("pads", p)}, x))
+	default:
+		c.fail("mode %q is not supported", mode)
+	}
+}
+
+// scatterPads expands pads given for some axes to every axis.
+func scatterPads(pads, axes []int64, r int) []int64 {
+	full := make([]int64, 2*r)
+	for i, a := range axes {
+		if i < len(pads) && len(axes)+i < len(pads) {
+			full[a], full[int(a)+r] = pads[i], pads[len(axes)+i]
+		}
+	}
+	return full
+}
+
+func convTile(c *nodeCtx) {
+	c.out(0, c.call1("tile", []attr{intsA("repeats", c.knownInts(1, "repeats"))}, c.must(0)))
+}
+
+func convExpand(c *nodeCtx) {
+	c.out(0, c.call1("expand", []attr{intsA("shape", c.knownInts(1, "shape"))}, c.must(0)))
+}
+
+func convTrilu(c *nodeCtx) {
+	k := int64(0)
+	if c.in(1) != nil {
+		k = int64(c.knownFloat(1, "k", 0))
+	}
+	op := "triu"
+	if c.intAttr("upper", 1) == 0 {
+		op = "tril"
+	}
+	c.out(0, c.call1(op, []attr{intA("k", k)}, c.must(0)))
+}
+
+func convCumSum(c *nodeCtx) {
+	x := c.must(0)
+	axis := c.axis(int64(c.knownFloat(1, "axis", 0)), rank(x))
+	attrs := []attr{intA("axis", axis), intA("exclusive", c.intAttr("exclusive", 0)), intA("reverse", c.intAttr("reverse", 0))}
+	c.out(0, c.call1("cumsum", attrs, x))
+}
+
+// argReduce maps ArgMax and ArgMin. select_last_index = 1 reverses the
+// axis, takes the first extreme, and maps the index back.
+func argReduce(op string) func(*nodeCtx) {
+	return func(c *nodeCtx) {
+		x := c.must(0)
+		axis := c.axis(c.intAttr("axis", 0), rank(x))
+		attrs := []attr{intA("axis", axis), boolA("keepdims", c.intAttr("keepdims", 1) != 0)}
+		if c.intAttr("select_last_index", 0) == 0 {
+			c.out(0, c.call1(op, attrs, x))
+			return
+		}
+		n := c.dims(x)[axis]
+		rev := c.call1("slice", []attr{intsA("starts", []int64{-1}), intsA("ends", []int64{-clampInt64(1 << 62)}), intsA("axes", []int64{axis}), intsA("steps", []int64{-1})}, x)
+		idx := c.call1(op, attrs, rev)
+		c.out(0, c.call1("sub", nil, scalar(idx.typ.DType, float64(n-1)), idx))
+	}
+}
+
+// reduce maps the Reduce operators; axesInput is the opset from which the
+// axes are an input rather than an attribute.
+func reduce(op string, axesInput int64) func(*nodeCtx) {
+	return func(c *nodeCtx) {
+		x := c.must(0)
+		axes := c.intsAttr("axes", nil)
+		if c.opset() >= axesInput {
+			axes = c.knownInts(1, "axes")
+		}
+		if len(axes) == 0 && c.intAttr("noop_with_empty_axes", 0) == 1 {
+			c.out(0, x)
+			return
+		}
+		if axes == nil {
+			axes = []int64{}
+		}
+		attrs := []attr{intsA("axes", c.axes(axes, rank(x))), boolA("keepdims", c.intAttr("keepdims", 1) != 0)}
+		c.out(0, c.call1(op, attrs, x))
+	}
+}
