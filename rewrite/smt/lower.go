@@ -1,0 +1,175 @@
+package smt
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+
+	"tofuc/lang"
+	"tofuc/lang/ir"
+)
+
+// lowerer expands a rule side into normal form by inlining every operator
+// lambda into its consumer: a read of an intermediate tensor becomes the
+// producer's body with its index variables bound to the read's indices.
+type lowerer struct {
+	producer map[*ir.Value]producer
+	fresh    int
+}
+
+type producer struct {
+	node *ir.Node
+	out  int
+}
+
+// frame is the node whose lambdas are being read and the values of its
+// index variables.
+type frame struct {
+	node *ir.Node
+	env  map[*ir.Var]lin
+}
+
+// unsupported is the error for IR the normal form cannot express.
+type unsupported struct{ what string }
+
+func (u *unsupported) Error() string { return "cannot verify: " + u.what }
+
+func newLowerer(graphs ...*ir.Graph) *lowerer {
+	l := &lowerer{producer: map[*ir.Value]producer{}}
+	for _, g := range graphs {
+		for _, n := range g.Nodes {
+			for i, v := range n.Outputs {
+				l.producer[v] = producer{n, i}
+			}
+		}
+	}
+	return l
+}
+
+// outputVars names the free index variables of an output of rank r.
+func outputVars(r int) []lin {
+	idx := make([]lin, r)
+	for i := range idx {
+		idx[i] = linName(fmt.Sprintf("%%o%d", i))
+	}
+	return idx
+}
+
+// value reads graph value v at idx.
+func (l *lowerer) value(v *ir.Value, idx []lin) (poly, error) {
+	if v.Const != nil {
+		if v.DType.IsFloat() {
+			return floatPoly(v.Const.Float)
+		}
+		return constPoly(ratInt(v.Const.Int)), nil
+	}
+	p, ok := l.producer[v]
+	if !ok {
+		return atomPoly(newAccess(v.Name, idx)), nil
+	}
+	return l.def(p.node, p.node.Inst.Outputs[p.out], idx)
+}
+
+func (l *lowerer) def(n *ir.Node, d *ir.Def, idx []lin) (poly, error) {
+	env := map[*ir.Var]lin{}
+	for i, v := range d.Vars {
+		env[v] = idx[i]
+	}
+	return l.expr(d.Body, &frame{n, env})
+}
+
+func floatPoly(f float64) (poly, error) {
+	switch {
+	case math.IsNaN(f):
+		return nil, &unsupported{"a NaN constant"}
+	case math.IsInf(f, 1):
+		return atomPoly(&atom{kind: aInf, name: "inf", key: "inf"}), nil
+	case math.IsInf(f, -1):
+		return atomPoly(&atom{kind: aInf, name: "-inf", key: "-inf"}), nil
+	}
+	return constPoly(new(big.Rat).SetFloat64(f)), nil
+}
+
+// read evaluates an access of tensor t of the frame's instance.
+func (l *lowerer) read(fr *frame, t *ir.Tensor, idx []lin) (poly, error) {
+	inst := fr.node.Inst
+	for i, in := range inst.Inputs {
+		if in == t {
+			return l.value(fr.node.Inputs[i], idx)
+		}
+	}
+	for _, ds := range [][]*ir.Def{inst.Locals, inst.Outputs} {
+		for _, d := range ds {
+			if d.Tensor == t {
+				return l.def(fr.node, d, idx)
+			}
+		}
+	}
+	return nil, &unsupported{"a read of unknown tensor " + t.Name}
+}
+
+func (l *lowerer) access(fr *frame, a *ir.Access) (poly, error) {
+	idx := make([]lin, len(a.Index))
+	for i, x := range a.Index {
+		v, err := l.index(fr, x)
+		if err != nil {
+			return nil, err
+		}
+		idx[i] = v
+	}
+	p, err := l.read(fr, a.T, idx)
+	if err != nil || a.Default == nil {
+		return p, err
+	}
+	inb, ik := inBounds(a.T.Shape, idx)
+	def, err := l.expr(a.Default, fr)
+	if err != nil {
+		return nil, err
+	}
+	if ik.known {
+		if ik.val {
+			return p, nil
+		}
+		return def, nil
+	}
+	out, _ := inb.not()
+	return p.withGuard(inb, ik).add(def.withGuard(out, condConst{})), nil
+}
+
+// inBounds is the condition that idx lies inside shape.
+func inBounds(shape []lang.Dim, idx []lin) (*cond, condConst) {
+	var cs []*cond
+	var ks []condConst
+	for i, x := range idx {
+		lo, lk := mkGE(x)
+		hi, hk := mkGE(dimLin(shape[i]).sub(x).add(linConst(-1)))
+		cs = append(cs, lo, hi)
+		ks = append(ks, lk, hk)
+	}
+	return mkJunction(cAnd, cs, ks)
+}
+
+// indexPure reports whether e is integer or boolean index arithmetic that
+// reads no tensor.
+func indexPure(e ir.Expr) bool {
+	if e.Type().IsFloat() {
+		return false
+	}
+	pure := true
+	ir.Walk(e, func(x ir.Expr) bool {
+		switch x.(type) {
+		case *ir.Access, *ir.Reduce, *ir.Call, *ir.Opaque:
+			pure = false
+		}
+		if x.Type().IsFloat() {
+			pure = false
+		}
+		return pure
+	})
+	return pure
+}
+
+func (l *lowerer) freshVar() string {
+	l.fresh++
+	return fmt.Sprintf("%%b%d", l.fresh)
+}
