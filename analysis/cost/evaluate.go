@@ -1,0 +1,127 @@
+package cost
+
+import (
+	"fmt"
+
+	"tofuc/lang/ir"
+)
+
+// Cost is what a plan costs.
+type Cost struct {
+	// CommBytes is the bytes communicated per training (or inference)
+	// step, over all devices.
+	CommBytes int64
+	// StepBytes is each recursion step's share (Tofu's δ_i).
+	StepBytes []int64
+	// OpBytes is each node's share, in node order.
+	OpBytes []int64
+	Memory  Memory
+}
+
+// Memory is the memory of one device.
+type Memory struct {
+	// Peak is the largest live memory during the step.
+	Peak int64
+	// PeakNode is the node running at the peak (-1: none).
+	PeakNode int
+	// Resident is what is live throughout: parameters, inputs, outputs.
+	Resident int64
+	// Buffers is the largest communication buffer of one operator.
+	Buffers int64
+}
+
+// Evaluate prices a plan (see the package comment).
+func (g *Graph) Evaluate(p *Plan) (*Cost, error) {
+	if err := g.Validate(p); err != nil {
+		return nil, err
+	}
+	c := &Cost{StepBytes: make([]int64, len(p.Factors)), OpBytes: make([]int64, len(g.IR.Nodes))}
+	views := make([]*View, len(g.IR.Nodes))
+	for j, n := range g.IR.Nodes {
+		views[j] = g.Root(n)
+	}
+	groups := int64(1)
+	for i, k := range p.Factors {
+		for j, n := range g.IR.Nodes {
+			v, ch := views[j], p.Ops[n][i]
+			if ch != Replicate && (ch < 0 || int(ch) >= v.Strategies()) {
+				return nil, fmt.Errorf("operator %s has no strategy %d at step %d", n.Name, ch, i+1)
+			}
+			b := groups * v.Step(k).Bytes(ch, p.dims(n.Inputs, i), p.dims(n.Outputs, i))
+			c.OpBytes[j] += b
+			c.StepBytes[i] += b
+			sub, err := v.Sub(ch, k)
+			if err != nil {
+				return nil, fmt.Errorf("operator %s: %v", n.Name, err)
+			}
+			views[j] = sub
+		}
+		groups *= int64(k)
+	}
+	for _, b := range c.StepBytes {
+		c.CommBytes += b
+	}
+	c.Memory = g.memory(p, c.OpBytes)
+	return c, nil
+}
+
+// TileBytes is the size of a tensor's largest tile under p.
+func (g *Graph) TileBytes(p *Plan, v *ir.Value) int64 {
+	return volume(TileShape(g.Shapes[v], p.Tensors[v], p.Factors)) * elemSize(v.DType)
+}
+
+// memory walks the nodes in order with live tiles and each node's
+// communication buffers.
+func (g *Graph) memory(p *Plan, opBytes []int64) Memory {
+	devices := int64(p.Devices())
+	resident := map[*ir.Value]bool{}
+	for _, v := range g.IR.Inputs {
+		resident[v] = true
+	}
+	for _, pr := range g.IR.Params {
+		resident[pr.Value] = true
+	}
+	for _, v := range g.IR.Outputs {
+		resident[v] = true
+	}
+	last := map[*ir.Value]int{}
+	for j, n := range g.IR.Nodes {
+		for _, v := range n.Inputs {
+			last[v] = j
+		}
+	}
+	m := Memory{PeakNode: -1}
+	for v := range resident {
+		if v.Const == nil {
+			m.Resident += g.TileBytes(p, v)
+		}
+	}
+	live, counted := m.Resident, map[*ir.Value]bool{}
+	m.Peak = live
+	for j, n := range g.IR.Nodes {
+		for _, v := range n.Outputs {
+			if !resident[v] && !counted[v] {
+				counted[v] = true
+				live += g.TileBytes(p, v)
+			}
+		}
+		buf := (opBytes[j] + devices - 1) / devices
+		m.Buffers = max(m.Buffers, buf)
+		if live+buf > m.Peak {
+			m.Peak, m.PeakNode = live+buf, j
+		}
+		for _, v := range n.Inputs {
+			if last[v] == j && counted[v] {
+				live -= g.TileBytes(p, v)
+				counted[v] = false
+			}
+		}
+		for _, v := range n.Outputs {
+			if _, used := last[v]; !used && counted[v] {
+				live -= g.TileBytes(p, v) // never read: dropped at once
+				counted[v] = false
+			}
+		}
+	}
+	return m
+}

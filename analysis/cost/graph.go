@@ -1,0 +1,242 @@
+package cost
+
+import (
+	"fmt"
+	"sync"
+
+	"tofuc/analysis/strategy"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+)
+
+// Graph is a dataflow graph prepared for pricing: concrete shapes, and one
+// View per distinct instance, shared by every step and every caller.
+type Graph struct {
+	IR     *ir.Graph
+	Shapes map[*ir.Value][]int64
+	// Index is each node's position in IR.Nodes.
+	Index map[*ir.Node]int
+
+	mu    sync.Mutex
+	roots map[*ir.Instance]*View
+}
+
+// NewGraph prepares g. Every shape must be concrete (bind symbolic
+// attributes first); the instances are analysed lazily.
+func NewGraph(g *ir.Graph) (*Graph, error) {
+	cg := &Graph{IR: g, Shapes: map[*ir.Value][]int64{}, Index: map[*ir.Node]int{}, roots: map[*ir.Instance]*View{}}
+	add := func(v *ir.Value) error {
+		if _, ok := cg.Shapes[v]; ok || v.Const != nil {
+			return nil
+		}
+		s, err := concrete(v.Shape)
+		if err != nil {
+			return fmt.Errorf("tensor %s: %v", v.Name, err)
+		}
+		cg.Shapes[v] = s
+		return nil
+	}
+	for _, v := range g.Inputs {
+		if err := add(v); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range g.Params {
+		if err := add(p.Value); err != nil {
+			return nil, err
+		}
+	}
+	for i, n := range g.Nodes {
+		cg.Index[n] = i
+		for _, v := range append(append([]*ir.Value(nil), n.Inputs...), n.Outputs...) {
+			if err := add(v); err != nil {
+				return nil, fmt.Errorf("node %s: %v", n.Name, err)
+			}
+		}
+	}
+	return cg, nil
+}
+
+func concrete(shape []lang.Dim) ([]int64, error) {
+	out := make([]int64, len(shape))
+	for i, d := range shape {
+		n, ok := d.IsConst()
+		if !ok {
+			return nil, fmt.Errorf("shape %s is symbolic (bind its attributes with --set)", lang.ShapeString(shape))
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// Tensors lists the graph's tensors (constants aside) in a fixed order:
+// inputs, parameters, then node outputs in node order.
+func (g *Graph) Tensors() []*ir.Value {
+	var out []*ir.Value
+	seen := map[*ir.Value]bool{}
+	add := func(v *ir.Value) {
+		if v.Const == nil && !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	for _, v := range g.IR.Inputs {
+		add(v)
+	}
+	for _, p := range g.IR.Params {
+		add(p.Value)
+	}
+	for _, n := range g.IR.Nodes {
+		for _, v := range n.Inputs {
+			add(v)
+		}
+		for _, v := range n.Outputs {
+			add(v)
+		}
+	}
+	return out
+}
+
+// Bytes is the size of a whole tensor.
+func (g *Graph) Bytes(v *ir.Value) int64 { return volume(g.Shapes[v]) * elemSize(v.DType) }
+
+// Root is the view of a node at the first step: its own instance.
+func (g *Graph) Root(n *ir.Node) *View {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if v, ok := g.roots[n.Inst]; ok {
+		return v
+	}
+	v := newView(n.Inst)
+	g.roots[n.Inst] = v
+	return v
+}
+
+func elemSize(t lang.DType) int64 { return int64(max(1, t.Size())) }
+
+func volume(shape []int64) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// Choice is an operator's choice at one step: an index into its view's
+// Analysis.Strategies, or Replicate.
+type Choice int
+
+// Replicate runs the operator whole on every worker of the step.
+const Replicate Choice = -1
+
+// View is an operator instance as the workers of one step see it: the
+// node's instance at the first step, afterwards the instance of the
+// representative worker of the step before (the one with the largest
+// part), whose inputs are the regions it reads.
+type View struct {
+	Inst *ir.Instance
+	// Analysis is nil when the strategy analysis failed (Err says why):
+	// the operator can then only be replicated.
+	Analysis  *strategy.Analysis
+	Err       error
+	InShapes  [][]int64
+	OutShapes [][]int64
+
+	mu    sync.Mutex
+	steps map[int]*StepCost
+	subs  map[subKey]*View
+}
+
+type subKey struct {
+	c Choice
+	k int
+}
+
+func newView(inst *ir.Instance) *View {
+	v := &View{Inst: inst, steps: map[int]*StepCost{}, subs: map[subKey]*View{}}
+	for _, t := range inst.Inputs {
+		s, _ := concrete(t.Shape)
+		v.InShapes = append(v.InShapes, s)
+	}
+	for _, d := range inst.Outputs {
+		s, _ := concrete(d.Tensor.Shape)
+		v.OutShapes = append(v.OutShapes, s)
+	}
+	v.Analysis, v.Err = strategy.Analyse(inst)
+	return v
+}
+
+// Strategies is the number of strategies (choices other than Replicate).
+func (v *View) Strategies() int {
+	if v.Analysis == nil {
+		return 0
+	}
+	return len(v.Analysis.Strategies)
+}
+
+// Name says a choice in words: "split b", "reduce ci (sum)" or "replicate".
+func (v *View) Name(c Choice) string {
+	if c == Replicate || v.Analysis == nil || int(c) >= len(v.Analysis.Strategies) {
+		return "replicate"
+	}
+	s := v.Analysis.Strategies[c]
+	if s.Kind == strategy.SplitReduction {
+		return fmt.Sprintf("reduce %s (%s)", s.Var.Name, s.Reducer)
+	}
+	return "split " + s.Var.Name
+}
+
+// Lookup finds a choice by its Name.
+func (v *View) Lookup(name string) (Choice, bool) {
+	if name == "replicate" {
+		return Replicate, true
+	}
+	for c := range v.Strategies() {
+		if v.Name(Choice(c)) == name {
+			return Choice(c), true
+		}
+	}
+	return 0, false
+}
+
+// Sub is the view of the next step after choice c over k workers: the
+// representative worker's instance (Replicate keeps the view).
+func (v *View) Sub(c Choice, k int) (*View, error) {
+	if c == Replicate {
+		return v, nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	key := subKey{c, k}
+	if s, ok := v.subs[key]; ok {
+		return s, nil
+	}
+	s := v.Analysis.Strategies[c]
+	w, err := v.Analysis.Worker(s, nil, representative(s, k), k)
+	if err != nil {
+		return nil, fmt.Errorf("%s: worker of %s: %v", v.Inst.Op, v.Name(c), err)
+	}
+	if w.Inst == nil {
+		return nil, fmt.Errorf("%s: %s over %d workers leaves them nothing", v.Inst.Op, v.Name(c), k)
+	}
+	sub := newView(w.Inst)
+	v.subs[key] = sub
+	return sub, nil
+}
+
+// representative is the worker with the largest part of s's variable.
+func representative(s *strategy.Strategy, k int) int {
+	n, _ := s.Var.Extent.IsConst()
+	best, size := 0, int64(-1)
+	for w := range k {
+		lo, hi := strategy.Part(n, w, k)
+		if hi-lo+1 > size {
+			best, size = w, hi-lo+1
+		}
+	}
+	return best
+}
+
+// Elementwise reports whether the view's operator reads every input at
+// its output's own index (up to broadcasting).
+func (v *View) Elementwise() bool { return v.Analysis != nil && v.Analysis.Elementwise }

@@ -1,0 +1,102 @@
+package cost
+
+import (
+	"fmt"
+
+	"tofuc/lang/ir"
+)
+
+// Plan is a partition strategy: per recursion step, how every tensor is
+// split and which strategy every operator runs.
+type Plan struct {
+	// Factors are the workers per step, k1 ≥ k2 ≥ …; their product is the
+	// number of devices.
+	Factors []int
+	// Tensors holds, per tensor, the dimension it is split along at each
+	// step (-1: replicated at that step).
+	Tensors map[*ir.Value][]int
+	// Ops holds, per node, its choice at each step, relative to its view
+	// at that step.
+	Ops map[*ir.Node][]Choice
+}
+
+// NewPlan is an empty plan over the given factors.
+func NewPlan(factors []int) *Plan {
+	return &Plan{Factors: factors, Tensors: map[*ir.Value][]int{}, Ops: map[*ir.Node][]Choice{}}
+}
+
+// Devices is the product of the factors.
+func (p *Plan) Devices() int {
+	n := 1
+	for _, k := range p.Factors {
+		n *= k
+	}
+	return n
+}
+
+// TileShape is the shape of the largest tile of a tensor after the splits
+// dims (one per step) over factors.
+func TileShape(shape []int64, dims, factors []int) []int64 {
+	out := append([]int64(nil), shape...)
+	for i, d := range dims {
+		if d >= 0 {
+			out[d] = (out[d] + int64(factors[i]) - 1) / int64(factors[i])
+		}
+	}
+	return out
+}
+
+// Splittable lists the dimensions a tile can be split along into k parts
+// (those with at least k values); empty means it must be replicated.
+func Splittable(tile []int64, k int) []int {
+	var out []int
+	for d, n := range tile {
+		if n >= int64(k) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// dims is the split of each value at step i (-1 for constants).
+func (p *Plan) dims(vs []*ir.Value, i int) []int {
+	out := make([]int, len(vs))
+	for j, v := range vs {
+		out[j] = -1
+		if v.Const == nil {
+			out[j] = p.Tensors[v][i]
+		}
+	}
+	return out
+}
+
+// Validate checks that p covers g: a split per step for every tensor
+// within its rank, and a choice per step for every node.
+func (g *Graph) Validate(p *Plan) error {
+	if len(p.Factors) == 0 {
+		return fmt.Errorf("the plan has no steps")
+	}
+	for _, k := range p.Factors {
+		if k < 2 {
+			return fmt.Errorf("a step splits over %d workers; every step needs at least 2", k)
+		}
+	}
+	m := len(p.Factors)
+	for _, v := range g.Tensors() {
+		ds, ok := p.Tensors[v]
+		if !ok || len(ds) != m {
+			return fmt.Errorf("tensor %s: expected a split for each of the %d steps", v.Name, m)
+		}
+		for _, d := range ds {
+			if d < -1 || d >= len(g.Shapes[v]) {
+				return fmt.Errorf("tensor %s has no dimension %d (rank %d)", v.Name, d, len(g.Shapes[v]))
+			}
+		}
+	}
+	for _, n := range g.IR.Nodes {
+		if cs, ok := p.Ops[n]; !ok || len(cs) != m {
+			return fmt.Errorf("operator %s: expected a strategy for each of the %d steps", n.Name, m)
+		}
+	}
+	return nil
+}

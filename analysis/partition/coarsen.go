@@ -1,0 +1,340 @@
+package partition
+
+import (
+	"fmt"
+
+	"tofuc/analysis/cost"
+	"tofuc/lang/ir"
+)
+
+// Coarse is the coarsened graph (Tofu §3.5.1), read from the graph's
+// structure: node roles, backward-to-forward links, gradient links,
+// element-wise operators and shared parameters. Names play no part.
+type Coarse struct {
+	// Groups are the operator groups, each a list of node indices in node
+	// order: a forward operator with its backward operators, merged with
+	// the operators of consecutive element-wise forward operators, and a
+	// tensor's gradient sums with the operator that produced the tensor.
+	Groups [][]int
+	// Group is each node's group.
+	Group []int
+	// TensorGroup numbers each tensor's group: a tensor with its
+	// gradients and their sums.
+	TensorGroup map[*ir.Value]int
+	// Repeats are the classes of repeated operators that share weights
+	// (unrolled time steps, a block called in a loop with the same
+	// parameters): same instance, same parameters, and likewise the
+	// backward operators of such a class. Members of a class share their
+	// choices and their outputs' splits.
+	Repeats [][]int
+
+	tensorVar map[*ir.Value]int
+	nTensor   int
+	opVar     []int
+	nOp       int
+}
+
+// Coarsen builds the coarsened graph of g.
+func Coarsen(g *cost.Graph) *Coarse {
+	nodes := g.IR.Nodes
+	c := &Coarse{Group: make([]int, len(nodes)), TensorGroup: map[*ir.Value]int{}}
+	c.Repeats = repeats(g)
+	c.groups(g)
+	c.tensorGroups(g)
+	c.ties(g)
+	return c
+}
+
+// repeats finds classes of forward nodes with the same instance reading
+// the same parameters, and the matching backward nodes of their members.
+func repeats(g *cost.Graph) [][]int {
+	params := map[*ir.Value]bool{}
+	for _, p := range g.IR.Params {
+		params[p.Value] = true
+	}
+	type key struct {
+		inst   *ir.Instance
+		params string
+	}
+	byKey := map[key][]int{}
+	var keys []key
+	classOf := map[*ir.Node]int{}
+	for j, n := range g.IR.Nodes {
+		if n.Forward != nil || n.Role == "gradient sum" || n.Role == "update" {
+			continue
+		}
+		sig := ""
+		for _, v := range n.Inputs {
+			if params[v] {
+				sig += v.Name + "\x00"
+			}
+		}
+		if sig == "" {
+			continue
+		}
+		k := key{n.Inst, sig}
+		if byKey[k] == nil {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], j)
+	}
+	var out [][]int
+	for _, k := range keys {
+		if m := byKey[k]; len(m) > 1 {
+			for _, j := range m {
+				classOf[g.IR.Nodes[j]] = len(out)
+			}
+			out = append(out, m)
+		}
+	}
+	// Backward nodes of a class, by (class, instance, input position).
+	type bkey struct {
+		class int
+		inst  *ir.Instance
+	}
+	back := map[bkey][]int{}
+	var bkeys []bkey
+	for j, n := range g.IR.Nodes {
+		if n.Forward == nil {
+			continue
+		}
+		cl, ok := classOf[n.Forward]
+		if !ok {
+			continue
+		}
+		k := bkey{cl, n.Inst}
+		if back[k] == nil {
+			bkeys = append(bkeys, k)
+		}
+		back[k] = append(back[k], j)
+	}
+	for _, k := range bkeys {
+		if m := back[k]; len(m) > 1 {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// groups builds the operator groups.
+func (c *Coarse) groups(g *cost.Graph) {
+	nodes := g.IR.Nodes
+	uf := newUnionFind(len(nodes))
+	producer := map[*ir.Value]int{}
+	consumers := map[*ir.Value]int{}
+	for j, n := range nodes {
+		for _, v := range n.Outputs {
+			producer[v] = j
+		}
+		for _, v := range n.Inputs {
+			consumers[v]++
+		}
+	}
+	for j, n := range nodes {
+		switch {
+		case n.Forward != nil:
+			uf.union(j, g.Index[n.Forward])
+		case n.Role == "gradient sum":
+			for _, v := range n.Inputs {
+				if v.GradOf != nil {
+					if p, ok := producer[v.GradOf]; ok {
+						uf.union(j, p)
+					}
+				}
+			}
+		case n.Role == "" || n.Role == "forward":
+			if !g.Root(n).Elementwise() {
+				continue
+			}
+			for _, v := range n.Inputs {
+				p, ok := producer[v]
+				if ok && consumers[v] == 1 && isForward(nodes[p]) && g.Root(nodes[p]).Elementwise() {
+					uf.union(j, p)
+				}
+			}
+		}
+	}
+	for _, r := range c.Repeats {
+		for _, j := range r[1:] {
+			uf.union(r[0], j)
+		}
+	}
+	c.Groups, c.Group = uf.classes()
+}
+
+func isForward(n *ir.Node) bool { return n.Role == "" || n.Role == "forward" }
+
+// tensorGroups puts each tensor with its gradients and gradient sums.
+func (c *Coarse) tensorGroups(g *cost.Graph) {
+	tensors := g.Tensors()
+	index := map[*ir.Value]int{}
+	for i, v := range tensors {
+		index[v] = i
+	}
+	uf := newUnionFind(len(tensors))
+	for i, v := range tensors {
+		if v.GradOf != nil {
+			if j, ok := index[v.GradOf]; ok {
+				uf.union(i, j)
+			}
+		}
+	}
+	for _, n := range g.IR.Nodes {
+		if n.Role != "gradient sum" {
+			continue
+		}
+		for _, in := range n.Inputs {
+			if j, ok := index[in]; ok {
+				for _, out := range n.Outputs {
+					uf.union(index[out], j)
+				}
+			}
+		}
+	}
+	_, cls := uf.classes()
+	for i, v := range tensors {
+		c.TensorGroup[v] = cls[i]
+	}
+}
+
+// ties gives the search its variables: one per node and one per tensor,
+// except that tensors in corresponding places of repeated structure share
+// one: the outputs of the members of a class, position by position; their
+// inputs read only inside the class (the time step's input); and, to a
+// fixed point, the outputs of operators with the same instance and role
+// whose inputs are tied position by position (the rest of a time step,
+// its backward operators).
+func (c *Coarse) ties(g *cost.Graph) {
+	tensors := g.Tensors()
+	index := map[*ir.Value]int{}
+	for i, v := range tensors {
+		index[v] = i
+	}
+	tu := newUnionFind(len(tensors))
+	tieOutputs := func(a, b *ir.Node) bool {
+		changed := false
+		for o, v := range b.Outputs {
+			x, y := index[a.Outputs[o]], index[v]
+			changed = changed || tu.find(x) != tu.find(y)
+			tu.union(x, y)
+		}
+		return changed
+	}
+	for _, r := range c.Repeats {
+		first := g.IR.Nodes[r[0]]
+		for _, j := range r[1:] {
+			tieOutputs(first, g.IR.Nodes[j])
+		}
+		c.tieInputs(g, r, index, tu)
+	}
+	for changed := true; changed; {
+		changed = false
+		seen := map[string]*ir.Node{}
+		for _, n := range g.IR.Nodes {
+			key := fmt.Sprintf("%p/%s", n.Inst, n.Role)
+			for _, v := range n.Inputs {
+				if i, ok := index[v]; ok {
+					key += fmt.Sprintf("/%d", tu.find(i))
+				} else {
+					key += "/" + v.Name
+				}
+			}
+			if m, ok := seen[key]; ok {
+				changed = tieOutputs(m, n) || changed
+			} else {
+				seen[key] = n
+			}
+		}
+	}
+	_, tcls := tu.classes()
+	c.tensorVar = map[*ir.Value]int{}
+	for i, v := range tensors {
+		c.tensorVar[v] = tcls[i]
+		c.nTensor = max(c.nTensor, tcls[i]+1)
+	}
+	c.opVar = make([]int, len(g.IR.Nodes))
+	for j := range c.opVar {
+		c.opVar[j] = j
+	}
+	c.nOp = len(g.IR.Nodes)
+}
+
+// tieInputs ties the inputs of a class's members at each position when
+// every one of them is read only by the class and its backward operators.
+func (c *Coarse) tieInputs(g *cost.Graph, class []int, index map[*ir.Value]int, tu *unionFind) {
+	in := map[*ir.Node]bool{}
+	for _, j := range class {
+		in[g.IR.Nodes[j]] = true
+	}
+	outside := map[*ir.Value]bool{}
+	for _, n := range g.IR.Nodes {
+		if in[n] || n.Forward != nil && in[n.Forward] {
+			continue
+		}
+		for _, v := range n.Inputs {
+			outside[v] = true
+		}
+	}
+	first := g.IR.Nodes[class[0]]
+	for i := range first.Inputs {
+		ok := true
+		for _, j := range class {
+			v := g.IR.Nodes[j].Inputs[i]
+			_, isTensor := index[v]
+			ok = ok && isTensor && !outside[v]
+		}
+		if !ok {
+			continue
+		}
+		for _, j := range class[1:] {
+			tu.union(index[first.Inputs[i]], index[g.IR.Nodes[j].Inputs[i]])
+		}
+	}
+}
+
+// unionFind is a disjoint-set forest over 0..n-1.
+type unionFind struct{ parent []int }
+
+func newUnionFind(n int) *unionFind {
+	u := &unionFind{parent: make([]int, n)}
+	for i := range u.parent {
+		u.parent[i] = i
+	}
+	return u
+}
+
+func (u *unionFind) find(x int) int {
+	for u.parent[x] != x {
+		u.parent[x] = u.parent[u.parent[x]]
+		x = u.parent[x]
+	}
+	return x
+}
+
+func (u *unionFind) union(a, b int) {
+	ra, rb := u.find(a), u.find(b)
+	if ra < rb {
+		u.parent[rb] = ra
+	} else if rb < ra {
+		u.parent[ra] = rb
+	}
+}
+
+// classes numbers the sets in order of their smallest member and lists
+// their members.
+func (u *unionFind) classes() (members [][]int, class []int) {
+	class = make([]int, len(u.parent))
+	id := map[int]int{}
+	for x := range u.parent {
+		r := u.find(x)
+		c, ok := id[r]
+		if !ok {
+			c = len(members)
+			id[r] = c
+			members = append(members, nil)
+		}
+		class[x] = c
+		members[c] = append(members[c], x)
+	}
+	return members, class
+}

@@ -1,0 +1,199 @@
+package partition
+
+import (
+	"fmt"
+	"time"
+
+	"tofuc/analysis/cost"
+)
+
+// Options tune a search.
+type Options struct {
+	// Factors are the workers per recursion step, non-increasing, with
+	// the number of devices as their product; nil: Factorise's.
+	Factors []int
+	// Memory is the limit per device in bytes; 0: unlimited.
+	Memory int64
+	// Progress, when not nil, is told when each step starts.
+	Progress func(step, steps int)
+	// TableLimit bounds the tables of the elimination; beyond it a step
+	// is solved by local search and the result says so. 0: DefaultTableLimit.
+	TableLimit int64
+}
+
+// DefaultTableLimit is the largest elimination table (entries) built.
+const DefaultTableLimit = 1 << 18
+
+// Result is a searched plan with its cost.
+type Result struct {
+	Plan    *cost.Plan
+	Cost    *cost.Cost
+	Seconds float64 // the search alone, wall clock
+	Steps   []StepStats
+	// Exact is false when some step exceeded the table limit and was
+	// solved by local search instead of elimination.
+	Exact bool
+}
+
+// StepStats describe how one step was solved.
+type StepStats struct {
+	K         int
+	Variables int
+	Factors   int
+	Largest   int64  // the largest elimination table
+	Method    string // "elimination" or "local search (table limit)"
+	Bytes     int64  // the step's bytes, as the search priced it
+}
+
+// Factorise splits n devices into its prime factors, largest first (8 is
+// 2·2·2, 12 is 3·2·2): the recursion of Tofu §3.5.2.
+func Factorise(n int) []int {
+	var out []int
+	for p := 2; p*p <= n; p++ {
+		for n%p == 0 {
+			out = append(out, p)
+			n /= p
+		}
+	}
+	if n > 1 {
+		out = append(out, n)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+// CheckFactors validates a factorisation of devices.
+func CheckFactors(factors []int, devices int) error {
+	prod := 1
+	for i, k := range factors {
+		if k < 2 {
+			return fmt.Errorf("factor %d: every factor must be at least 2", k)
+		}
+		if i > 0 && k > factors[i-1] {
+			return fmt.Errorf("factors %v: each factor must be at most the one before", factors)
+		}
+		prod *= k
+	}
+	if prod != devices {
+		return fmt.Errorf("factors %v multiply to %d, not %d devices", factors, prod, devices)
+	}
+	return nil
+}
+
+// Search finds the plan with the least communication over devices
+// (Tofu's recursive DP over the coarsened graph, see the package comment).
+func Search(g *cost.Graph, devices int, opt Options) (*Result, error) {
+	start := time.Now()
+	c := Coarsen(g)
+	res, err := recursive(g, c, devices, opt, allowAll, opt.eliminate)
+	if err != nil {
+		return nil, err
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// solveStep picks an assignment (domain indices) for one step.
+type solveStep func(s *step) ([]int, StepStats)
+
+// eliminate solves a step exactly by variable elimination or, beyond the
+// table limit, by local search from the data-parallel and the Spartan
+// assignments, keeping the better.
+func (opt Options) eliminate(s *step) ([]int, StepStats) {
+	limit := opt.TableLimit
+	if limit == 0 {
+		limit = DefaultTableLimit
+	}
+	dom := s.domains()
+	st := StepStats{Method: "elimination"}
+	sv := newSolver(dom, s.positions(), s.factors)
+	if sv.run(limit) {
+		st.Largest = sv.Largest
+		return sv.solution(), st
+	}
+	st.Method, st.Largest = "local search (table limit)", sv.Largest
+	a := localSearch(dom, s.factors, s.dataParallel())
+	if b := localSearch(dom, s.factors, s.spartan()); total(dom, s.factors, b) < total(dom, s.factors, a) {
+		a = b
+	}
+	return a, st
+}
+
+// recursive runs a per-step solver over the factors.
+func recursive(g *cost.Graph, c *Coarse, devices int, opt Options, ok allow, solve solveStep) (*Result, error) {
+	factors := opt.Factors
+	if factors == nil {
+		factors = Factorise(devices)
+	}
+	if devices < 2 {
+		return nil, fmt.Errorf("partitioning needs at least 2 devices, not %d", devices)
+	}
+	if err := CheckFactors(factors, devices); err != nil {
+		return nil, err
+	}
+	p := cost.NewPlan(factors)
+	res := &Result{Plan: p, Exact: true}
+	views := roots(g)
+	groups := int64(1)
+	for i, k := range factors {
+		if opt.Progress != nil {
+			opt.Progress(i+1, len(factors))
+		}
+		s, err := newStep(g, c, p, views, i, groups, ok)
+		if err != nil {
+			return nil, err
+		}
+		assign, st := solve(s)
+		st.K, st.Variables, st.Factors = k, len(s.domains()), len(s.factors)
+		st.Bytes = total(s.domains(), s.factors, assign)
+		res.Exact = res.Exact && st.Method == "elimination"
+		res.Steps = append(res.Steps, st)
+		if views, err = s.apply(p, i, assign); err != nil {
+			return nil, err
+		}
+		groups *= int64(k)
+	}
+	cst, err := g.Evaluate(p)
+	if err != nil {
+		return nil, err
+	}
+	res.Cost = cst
+	return res, nil
+}
+
+func roots(g *cost.Graph) []*cost.View {
+	out := make([]*cost.View, len(g.IR.Nodes))
+	for j, n := range g.IR.Nodes {
+		out[j] = g.Root(n)
+	}
+	return out
+}
+
+// localSearch improves an assignment one variable at a time (iterated
+// conditional modes) until no single change lowers the total.
+func localSearch(dom []int, factors []*factor, assign []int) []int {
+	byVar := make([][]*factor, len(dom))
+	for _, f := range factors {
+		for _, v := range f.vars {
+			byVar[v] = append(byVar[v], f)
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for v := range dom {
+			orig := assign[v]
+			best, arg := total(dom, byVar[v], assign), orig
+			for x := range dom[v] {
+				assign[v] = x
+				if c := total(dom, byVar[v], assign); c < best {
+					best, arg = c, x
+				}
+			}
+			changed = changed || arg != orig
+			assign[v] = arg
+		}
+	}
+	return assign
+}

@@ -1,0 +1,175 @@
+package partition
+
+import (
+	"fmt"
+
+	"tofuc/analysis/cost"
+	"tofuc/analysis/strategy"
+	"tofuc/lang/ir"
+)
+
+// step is one recursion step as a min-sum problem: a variable per tied
+// tensor (its split) and per tied node (its choice), and a factor per
+// (node, tensor) pair: the bytes the node's strategy causes on that
+// tensor, times the number of device groups the step applies to.
+type step struct {
+	g      *cost.Graph
+	c      *Coarse
+	k      int
+	groups int64
+	views  []*cost.View
+	// tdom and odom are the domains: dimensions (-1 replicated) of each
+	// tensor variable, choices of each node variable.
+	tdom    [][]int
+	odom    [][]cost.Choice
+	factors []*factor
+	pairs   map[[2]int]*factor
+}
+
+// allow filters a view's choices (ICML18 drops the reductions).
+type allow func(v *cost.View, c cost.Choice) bool
+
+func allowAll(*cost.View, cost.Choice) bool { return true }
+
+func noReduction(v *cost.View, c cost.Choice) bool {
+	return v.Analysis.Strategies[c].Kind != strategy.SplitReduction
+}
+
+// newStep builds the problem of one step from the views and the tiles
+// left by the earlier steps.
+func newStep(g *cost.Graph, c *Coarse, p *cost.Plan, views []*cost.View, i int, groups int64, ok allow) (*step, error) {
+	s := &step{g: g, c: c, k: p.Factors[i], groups: groups, views: views,
+		tdom: make([][]int, c.nTensor), odom: make([][]cost.Choice, c.nOp), pairs: map[[2]int]*factor{}}
+	for _, v := range g.Tensors() {
+		id := c.tensorVar[v]
+		dom := cost.Splittable(cost.TileShape(g.Shapes[v], p.Tensors[v][:i], p.Factors), s.k)
+		if len(dom) == 0 {
+			dom = []int{-1}
+		}
+		if s.tdom[id] == nil {
+			s.tdom[id] = dom
+		} else if fmt.Sprint(s.tdom[id]) != fmt.Sprint(dom) {
+			return nil, fmt.Errorf("tensor %s is tied to a tensor split differently", v.Name)
+		}
+	}
+	for j, n := range g.IR.Nodes {
+		id := c.opVar[j]
+		if s.odom[id] == nil {
+			s.odom[id] = choices(views[j], ok)
+		}
+		s.addNode(n, j)
+	}
+	for _, f := range s.pairs {
+		s.factors = append(s.factors, f)
+	}
+	return s, nil
+}
+
+// choices are the allowed strategies of a view, or Replicate when none.
+func choices(v *cost.View, ok allow) []cost.Choice {
+	var out []cost.Choice
+	for c := range v.Strategies() {
+		if ok(v, cost.Choice(c)) {
+			out = append(out, cost.Choice(c))
+		}
+	}
+	if len(out) == 0 {
+		out = []cost.Choice{cost.Replicate}
+	}
+	return out
+}
+
+// variable ids: tensors first, then nodes.
+func (s *step) opID(j int) int           { return s.c.nTensor + s.c.opVar[j] }
+func (s *step) tensorID(v *ir.Value) int { return s.c.tensorVar[v] }
+
+// addNode adds the node's bytes on each of its tensors to the pair
+// factors.
+func (s *step) addNode(n *ir.Node, j int) {
+	sc := s.views[j].Step(s.k)
+	odom := s.odom[s.c.opVar[j]]
+	add := func(v *ir.Value, table [][][]int64, pos int) {
+		if v.Const != nil {
+			return
+		}
+		tid := s.tensorID(v)
+		f := s.pair(s.opID(j), tid)
+		tdom := s.tdom[tid]
+		for a, ch := range odom {
+			for b, d := range tdom {
+				f.table[b*len(odom)+a] += s.groups * table[ch+1][pos][d+1]
+			}
+		}
+	}
+	for i, v := range n.Inputs {
+		add(v, sc.Fetch, i)
+	}
+	for o, v := range n.Outputs {
+		add(v, sc.Store, o)
+	}
+}
+
+// pair is the factor over a node variable and a tensor variable.
+func (s *step) pair(op, t int) *factor {
+	key := [2]int{op, t}
+	if f, ok := s.pairs[key]; ok {
+		return f
+	}
+	vars := []int{t, op} // tensor ids are below node ids
+	f := &factor{vars: vars, table: make([]int64, len(s.tdom[t])*len(s.odom[op-s.c.nTensor]))}
+	s.pairs[key] = f
+	return f
+}
+
+// positions places each variable at the last operator group that
+// touches it, groups taken in the order of their first node: the order
+// of the coarsened graph, which breaks ties between equal tables.
+func (s *step) positions() []int {
+	pos := make([]int, len(s.tdom)+len(s.odom))
+	for j, n := range s.g.IR.Nodes {
+		at := s.c.Groups[s.c.Group[j]][0]
+		pos[s.opID(j)] = max(pos[s.opID(j)], at)
+		for _, v := range append(append([]*ir.Value(nil), n.Inputs...), n.Outputs...) {
+			if v.Const == nil {
+				pos[s.tensorID(v)] = max(pos[s.tensorID(v)], at)
+			}
+		}
+	}
+	return pos
+}
+
+// domains lists each variable's domain size.
+func (s *step) domains() []int {
+	out := make([]int, 0, len(s.tdom)+len(s.odom))
+	for _, d := range s.tdom {
+		out = append(out, max(1, len(d)))
+	}
+	for _, d := range s.odom {
+		out = append(out, max(1, len(d)))
+	}
+	return out
+}
+
+// apply writes an assignment (domain indices) into the plan at step i
+// and returns the views of the next step.
+func (s *step) apply(p *cost.Plan, i int, assign []int) ([]*cost.View, error) {
+	for _, v := range s.g.Tensors() {
+		id := s.tensorID(v)
+		d := -1
+		if len(s.tdom[id]) > 0 {
+			d = s.tdom[id][assign[id]]
+		}
+		p.Tensors[v] = append(p.Tensors[v][:i], d)
+	}
+	next := make([]*cost.View, len(s.views))
+	for j, n := range s.g.IR.Nodes {
+		ch := s.odom[s.c.opVar[j]][assign[s.opID(j)]]
+		p.Ops[n] = append(p.Ops[n][:i], ch)
+		sub, err := s.views[j].Sub(ch, s.k)
+		if err != nil {
+			return nil, fmt.Errorf("operator %s: %v", n.Name, err)
+		}
+		next[j] = sub
+	}
+	return next, nil
+}
