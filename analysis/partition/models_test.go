@@ -1,0 +1,49 @@
+package partition_test
+
+import (
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"tofuc/analysis/autodiff"
+	"tofuc/analysis/check"
+	"tofuc/analysis/cost"
+	"tofuc/lang/ir"
+)
+
+// exampleGraph loads an example model (its training graph with train)
+// with attributes overridden.
+func exampleGraph(tb testing.TB, name string, train bool, set map[string]int64) *cost.Graph {
+	tb.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	path := filepath.Join(filepath.Dir(file), "..", "..", "examples", name+".tdl")
+	prog, err := check.NewProgram()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m, err := prog.Load(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	attrs := map[string]ir.AttrValue{}
+	for k, v := range set {
+		attrs[k] = ir.AttrValue{Kind: ir.AttrInt, Int: v}
+	}
+	if name == "wresnet" && train {
+		attrs["train"] = ir.AttrValue{Kind: ir.AttrBool, Bool: true}
+	}
+	g, err := m.Model("", attrs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if train {
+		if g, _, err = autodiff.TrainingGraph(g, m, autodiff.TrainOptions{}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	cg, err := cost.NewGraph(g)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cg
+}

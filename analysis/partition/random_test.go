@@ -1,0 +1,134 @@
+package partition_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"tofuc/analysis/check"
+	"tofuc/analysis/cost"
+	"tofuc/analysis/partition"
+)
+
+// halo is an operator whose split along j reads a halo of one column.
+const halo = `op shift(x: [M, N]) -> [M, N] = lambda i, j: x[i, j - 1] else 0.0 + x[i, j]
+`
+
+// randomModel writes a random model of up to ops operators over 2-D
+// tensors whose extents are powers of two; withHalo adds shift operators.
+func randomModel(r *rand.Rand, ops int, withHalo bool) string {
+	sizes := []int{4, 8, 16}
+	type t struct {
+		name string
+		m, n int
+	}
+	var b strings.Builder
+	x := t{"x", sizes[r.IntN(3)], sizes[r.IntN(3)]}
+	live := []t{x}
+	var body []string
+	for i := range ops {
+		a := live[r.IntN(len(live))]
+		name := fmt.Sprintf("t%d", i)
+		kinds := 4
+		if withHalo {
+			kinds = 5
+		}
+		switch r.IntN(kinds) {
+		case 0:
+			n := sizes[r.IntN(3)]
+			body = append(body, fmt.Sprintf("    w%d = param f32[%d, %d]", i, a.n, n), fmt.Sprintf("    %s = matmul(%s, w%d)", name, a.name, i))
+			live = append(live, t{name, a.m, n})
+		case 1:
+			body = append(body, fmt.Sprintf("    %s = relu(%s)", name, a.name))
+			live = append(live, t{name, a.m, a.n})
+		case 2:
+			var same []t
+			for _, c := range live {
+				if c.m == a.m && c.n == a.n {
+					same = append(same, c)
+				}
+			}
+			c := same[r.IntN(len(same))]
+			body = append(body, fmt.Sprintf("    %s = add(%s, %s)", name, a.name, c.name))
+			live = append(live, t{name, a.m, a.n})
+		case 3:
+			body = append(body, fmt.Sprintf("    %s = transpose<perm = [1, 0]>(%s)", name, a.name))
+			live = append(live, t{name, a.n, a.m})
+		case 4:
+			body = append(body, fmt.Sprintf("    %s = shift(%s)", name, a.name))
+			live = append(live, t{name, a.m, a.n})
+		}
+	}
+	if withHalo {
+		b.WriteString(halo)
+	}
+	fmt.Fprintf(&b, "model r(x: f32[%d, %d]) {\n%s\n    return %s\n}\n", x.m, x.n, strings.Join(body, "\n"), live[len(live)-1].name)
+	return b.String()
+}
+
+func graphOf(tb testing.TB, src string) *cost.Graph {
+	tb.Helper()
+	prog, err := check.NewProgram()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m, err := prog.LoadSource("random.tdl", []byte(src))
+	if err != nil {
+		tb.Fatalf("%v\n%s", err, src)
+	}
+	g, err := m.Model("", nil)
+	if err != nil {
+		tb.Fatalf("%v\n%s", err, src)
+	}
+	cg, err := cost.NewGraph(g)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cg
+}
+
+// TestSearchMatchesExhaustive: on random graphs of up to 8 operators
+// over 4 devices (Tofu's assumptions: no halos, even splits) the search
+// is as cheap as exhaustive search. Graphs with halos are compared and
+// logged apart.
+func TestSearchMatchesExhaustive(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 1))
+	compared, halos := 0, 0
+	for compared < 24 {
+		src := randomModel(r, 1+r.IntN(8), false)
+		if compare(t, graphOf(t, src), src, true) {
+			compared++
+		}
+		if compared%3 == 0 && halos < 8 {
+			src := randomModel(r, 2+r.IntN(5), true)
+			if compare(t, graphOf(t, src), src, false) {
+				halos++
+			}
+		}
+	}
+}
+
+// compare searches g and compares with exhaustive search; false when g
+// has too many plans to enumerate.
+func compare(t *testing.T, g *cost.Graph, src string, strict bool) bool {
+	t.Helper()
+	e, err := partition.Exhaustive(g, 4, partition.Options{})
+	if err != nil {
+		return false
+	}
+	s, err := partition.Search(g, 4, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Cost.CommBytes < e.Cost.CommBytes {
+		t.Errorf("search %d bytes beats exhaustive %d: exhaustive is not exhaustive\n%s", s.Cost.CommBytes, e.Cost.CommBytes, src)
+	}
+	switch {
+	case !strict:
+		t.Logf("halo case: search %d bytes, exhaustive %d (%d operators)", s.Cost.CommBytes, e.Cost.CommBytes, len(g.IR.Nodes))
+	case s.Cost.CommBytes != e.Cost.CommBytes:
+		t.Errorf("search %d bytes, exhaustive %d\n%s", s.Cost.CommBytes, e.Cost.CommBytes, src)
+	}
+	return true
+}
