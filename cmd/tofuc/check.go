@@ -40,7 +40,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	var errs lang.ErrorList
 	errs.Append(err)
 	for _, path := range fs.Args() {
-		m, err := prog.Load(path)
+		m, _, err := loadModel(prog, path)
 		if err != nil {
 			errs.Append(err)
 			continue

@@ -79,7 +79,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	m, err := prog.Load(fs.Arg(0))
+	m, weights, err := loadModel(prog, fs.Arg(0))
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -87,7 +87,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	if f.op != "" {
 		outputs, err = evalOp(m, f, inputs)
 	} else {
-		outputs, params, err = evalModel(m, f, inputs, stdout, stderr)
+		outputs, params, err = evalModel(m, f, inputs, weights, stdout, stderr)
 	}
 	if err != nil {
 		return fail(stderr, err)
@@ -135,7 +135,7 @@ func readInputs(specs map[string]string) (map[string]*tensor.Tensor, error) {
 	return out, nil
 }
 
-func evalModel(m *check.Module, f evalFlags, inputs map[string]*tensor.Tensor, stdout, stderr io.Writer) (outs, params map[string]*tensor.Tensor, err error) {
+func evalModel(m *check.Module, f evalFlags, inputs, weights map[string]*tensor.Tensor, stdout, stderr io.Writer) (outs, params map[string]*tensor.Tensor, err error) {
 	set, err := parseSets(f.sets)
 	if err != nil {
 		return nil, nil, err
@@ -165,13 +165,20 @@ func evalModel(m *check.Module, f evalFlags, inputs map[string]*tensor.Tensor, s
 		inputs[in.Name] = t
 	}
 	given := map[string]*tensor.Tensor{}
+	for name, t := range weights {
+		given[name] = t
+	}
 	if f.params != "" {
-		if given, err = npy.ReadNPZ(f.params); err != nil {
+		override, err := npy.ReadNPZ(f.params)
+		if err != nil {
 			return nil, nil, fmt.Errorf("--params: %v", err)
 		}
-		if err := matchParams(g, given); err != nil {
-			return nil, nil, fmt.Errorf("--params %s: %v", f.params, err)
+		for name, t := range override {
+			given[name] = t
 		}
+	}
+	if err := matchParams(g, given); err != nil {
+		return nil, nil, fmt.Errorf("parameters: %v", err)
 	}
 	for _, in := range g.Inputs {
 		inputs[in.Name] = fromNPY(inputs[in.Name], in.DType)

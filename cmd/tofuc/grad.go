@@ -28,7 +28,7 @@ func runGrad(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	m, err := prog.Load(fs.Arg(0))
+	m, _, err := loadModel(prog, fs.Arg(0))
 	if err != nil {
 		return fail(stderr, err)
 	}

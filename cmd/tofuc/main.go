@@ -39,6 +39,7 @@ func init() {
 		{"grad", "print the backward operators derived from an operator, as TDL", "tofuc grad FILE --op NAME", runGrad},
 		{"eval", "evaluate an operator or a model with the reference interpreter", "tofuc eval FILE [--model NAME | --op NAME] [--set NAME=VALUE]... [--attr NAME=VALUE]... --in NAME=PATH.npy ... [--params PATH.npz] [--seed N] [--train --steps N [--loss L] [--optimizer O] [--lr X]] --out DIR", runEval},
 		{"strategies", "list the partition-n-reduce strategies of operators", "tofuc strategies [--op NAME] [--json] FILE...", runStrategies},
+		{"import", "import an ONNX model as TDL, with its weights in an .npz", "tofuc import MODEL.onnx [-o OUT.tdl] [--known NAME=PATH]...", runImport},
 		{"onnx-test", "run ONNX conformance tests with the reference interpreter", "tofuc onnx-test [--json] [--backend interp] [--timeout D] [--jobs N] PATH...", runONNXTest},
 		{"verify", "prove rewrite rules equal from their TDL, or refute them", "tofuc verify [--json] [--timeout D] [--max-shapes N] FILE...", runVerify},
 		{"version", "print tofuc's version and the tools it finds", "tofuc version", runVersion},

@@ -96,7 +96,7 @@ func runStrategies(args []string, stdout, stderr io.Writer) int {
 	var analyses []*strategy.Analysis // beside doc.Ops, for the text output
 	found := false
 	for _, path := range paths {
-		m, err := prog.Load(path)
+		m, _, err := loadModel(prog, path)
 		if err != nil {
 			errs.Append(err)
 			continue

@@ -46,12 +46,12 @@ func (p *printer) model(outs []*value) ([]byte, map[string]*tensor.Tensor) {
 	var b strings.Builder
 	m := p.imp.model
 	fmt.Fprintf(&b, "// Imported by tofuc import from %s (ONNX IR version %d, opset %d", filepath.Base(m.Path), m.Proto.GetIrVersion(), p.imp.opset)
-	if prod := m.Proto.GetProducerName(); prod != "" {
-		fmt.Fprintf(&b, ", produced by %s %s", prod, m.Proto.GetProducerVersion())
+	if prod := strings.TrimSpace(m.Proto.GetProducerName() + " " + m.Proto.GetProducerVersion()); prod != "" {
+		fmt.Fprintf(&b, ", produced by %s", prod)
 	}
 	fmt.Fprintf(&b, ").\n// %d nodes: %d folded at import, %d calls.", len(m.Proto.GetGraph().GetNode()), p.imp.folded, len(p.imp.stmts))
 	if len(p.params) > 0 {
-		fmt.Fprintf(&b, " The %d parameters without an initialiser are in the .npz beside this file.", len(p.params))
+		fmt.Fprintf(&b, " The values of its %d parameters are in the .npz beside this file.", len(p.params))
 	}
 	b.WriteString("\n")
 	name := p.imp.opts.Name
