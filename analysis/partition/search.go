@@ -197,3 +197,26 @@ func localSearch(dom []int, factors []*factor, assign []int) []int {
 	}
 	return assign
 }
+
+// WithinMemory applies a memory limit per device (0: none): the searched
+// plan when it fits, else the cheapest baseline plan that fits, else the
+// searched plan (the caller reports by how much it is over). Plans over
+// the limit are never preferred to one under it.
+func WithinMemory(best *Result, baselines map[string]*Result, limit int64) *Result {
+	if limit == 0 || best.Cost.Memory.Peak <= limit {
+		return best
+	}
+	var pick *Result
+	for _, name := range Baselines {
+		b := baselines[name]
+		if b != nil && b.Cost.Memory.Peak <= limit && (pick == nil || b.Cost.CommBytes < pick.Cost.CommBytes) {
+			pick = b
+		}
+	}
+	if pick == nil {
+		return best
+	}
+	out := *pick
+	out.Seconds = best.Seconds
+	return &out
+}

@@ -38,6 +38,7 @@ func init() {
 		{"fmt", "format TDL files canonically", "tofuc fmt [-w | -l | -d] FILE...", runFmt},
 		{"grad", "print the backward operators derived from an operator, as TDL", "tofuc grad FILE --op NAME", runGrad},
 		{"eval", "evaluate an operator or a model with the reference interpreter", "tofuc eval FILE [--model NAME | --op NAME] [--set NAME=VALUE]... [--attr NAME=VALUE]... --in NAME=PATH.npy ... [--params PATH.npz] [--seed N] [--train --steps N [--loss L] [--optimizer O] [--lr X]] --out DIR", runEval},
+		{"partition", "split a model over devices with the least communication, and report it", "tofuc partition MODEL [--train] --devices N [--report DIR] [--memory BYTES] [--strategy FILE] [--factors K1,K2,...] [--set NAME=VALUE]...", runPartition},
 		{"strategies", "list the partition-n-reduce strategies of operators", "tofuc strategies [--op NAME] [--json] FILE...", runStrategies},
 		{"import", "import an ONNX model as TDL, with its weights in an .npz", "tofuc import MODEL.onnx [-o OUT.tdl] [--known NAME=PATH]...", runImport},
 		{"onnx-test", "run ONNX conformance tests with the reference interpreter", "tofuc onnx-test [--json] [--backend interp] [--timeout D] [--jobs N] PATH...", runONNXTest},

@@ -1,0 +1,256 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"tofuc/analysis/cost"
+	"tofuc/analysis/partition"
+	"tofuc/lang/ir"
+)
+
+// Input is what the partition report is built from.
+type Input struct {
+	Model, File string
+	Train       bool
+	Graph       *cost.Graph
+	Coarse      *partition.Coarse
+	Best        *partition.Result
+	// Baselines by their report.json key (partition.Baselines).
+	Baselines   map[string]*partition.Result
+	MemoryLimit int64
+	// Checked is the plan read with --strategy from CheckedFile, or nil.
+	Checked     *partition.Result
+	CheckedFile string
+}
+
+// Partition builds the report of a partition search.
+func Partition(in *Input) *Report {
+	best := in.Best
+	r := &Report{Version: Version, Model: in.Model, File: in.File, Train: in.Train,
+		Devices: best.Plan.Devices(), Factors: best.Plan.Factors, SearchSeconds: best.Seconds,
+		CommBytes: best.Cost.CommBytes, MaxMemoryBytes: best.Cost.Memory.Peak, MemoryLimit: in.MemoryLimit,
+		Exact: best.Exact, Method: method(best), Baselines: map[string]int64{},
+		BaselineDetails: map[string]BaselineDetail{}, Sections: []Section{}}
+	if in.MemoryLimit > 0 && best.Cost.Memory.Peak > in.MemoryLimit {
+		r.OverLimitBytes = best.Cost.Memory.Peak - in.MemoryLimit
+	}
+	for _, s := range best.Steps {
+		r.Steps = append(r.Steps, Step{Workers: s.K, Bytes: s.Bytes, Method: s.Method, Variables: s.Variables, LargestTable: s.Largest})
+	}
+	for _, name := range partition.Baselines {
+		b := in.Baselines[name]
+		if b == nil {
+			continue
+		}
+		r.Baselines[name] = b.Cost.CommBytes
+		d := BaselineDetail{CommBytes: b.Cost.CommBytes, MaxMemoryBytes: b.Cost.Memory.Peak, Seconds: b.Seconds,
+			OverMemory: in.MemoryLimit > 0 && b.Cost.Memory.Peak > in.MemoryLimit}
+		if b.Cost.CommBytes > 0 {
+			d.Ratio = float64(best.Cost.CommBytes) / float64(b.Cost.CommBytes)
+		}
+		r.BaselineDetails[name] = d
+	}
+	r.Ops = ops(in.Graph, in.Coarse, best)
+	r.Tensors = tensors(in.Graph, best.Plan)
+	r.Contributors = contributors(in.Graph, best)
+	r.Plan = ToPlan(in.Graph, best.Plan)
+	if in.Checked != nil {
+		r.Checked = checked(in)
+	}
+	return r
+}
+
+func method(r *partition.Result) string {
+	if r.Exact {
+		return "recursive elimination over the coarsened graph (exact at every step)"
+	}
+	return "recursive elimination; some steps exceeded the table limit and were solved by local search (not proved optimal)"
+}
+
+// Words says the choices of a node at every step, through its views.
+func Words(g *cost.Graph, p *cost.Plan, n *ir.Node) []string {
+	v := g.Root(n)
+	var out []string
+	for i, c := range p.Ops[n] {
+		out = append(out, v.Name(c))
+		sub, err := v.Sub(c, p.Factors[i])
+		if err != nil {
+			break
+		}
+		v = sub
+	}
+	return out
+}
+
+func ops(g *cost.Graph, c *partition.Coarse, best *partition.Result) []Op {
+	var out []Op
+	for j, n := range g.IR.Nodes {
+		role := n.Role
+		if role == "" {
+			role = "forward"
+		}
+		o := Op{Name: n.Name, Op: n.Inst.Op, Role: role, File: n.Pos.File, Line: n.Pos.Line, Group: c.Group[j],
+			Strategy: Words(g, best.Plan, n), Bytes: best.Cost.OpBytes[j], Inputs: []string{}, Outputs: []string{}}
+		for _, v := range n.Inputs {
+			o.Inputs = append(o.Inputs, valueString(g, v))
+		}
+		for _, v := range n.Outputs {
+			o.Outputs = append(o.Outputs, valueString(g, v))
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+func valueString(g *cost.Graph, v *ir.Value) string {
+	if v.Const != nil {
+		return v.Name
+	}
+	return fmt.Sprintf("%s %s%v", v.Name, v.DType, g.Shapes[v])
+}
+
+func tensors(g *cost.Graph, p *cost.Plan) []Tensor {
+	kinds := map[*ir.Value]string{}
+	for _, v := range g.IR.Inputs {
+		kinds[v] = "input"
+	}
+	for _, pr := range g.IR.Params {
+		kinds[pr.Value] = "parameter"
+	}
+	var out []Tensor
+	for _, v := range g.Tensors() {
+		kind := kinds[v]
+		switch {
+		case kind != "":
+		case v.GradOf != nil:
+			kind = "gradient"
+		default:
+			kind = "activation"
+		}
+		t := Tensor{Name: v.Name, Kind: kind, DType: v.DType.String(), Shape: g.Shapes[v], Splits: p.Tensors[v],
+			Tile: cost.TileShape(g.Shapes[v], p.Tensors[v], p.Factors), Bytes: g.Bytes(v), Repeat: 1}
+		if n := len(out); n > 0 && foldable(out, t) {
+			first := n - 1
+			for first > 0 && out[first].Repeat == 0 {
+				first--
+			}
+			out[first].Repeat++
+			t.Repeat = 0
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// foldable reports whether t repeats the last folded run of out.
+func foldable(out []Tensor, t Tensor) bool {
+	last := out[len(out)-1]
+	return last.Kind == t.Kind && fmt.Sprint(last.Shape, last.Splits) == fmt.Sprint(t.Shape, t.Splits)
+}
+
+// contributors lists the ten operators communicating most, with why.
+func contributors(g *cost.Graph, best *partition.Result) []Contributor {
+	idx := make([]int, len(g.IR.Nodes))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return best.Cost.OpBytes[idx[a]] > best.Cost.OpBytes[idx[b]] })
+	var out []Contributor
+	for _, j := range idx[:min(10, len(idx))] {
+		b := best.Cost.OpBytes[j]
+		if b == 0 {
+			break
+		}
+		n := g.IR.Nodes[j]
+		out = append(out, Contributor{Op: n.Name, Bytes: b, Share: float64(b) / float64(max(1, best.Cost.CommBytes)), Why: why(g, best.Plan, n)})
+	}
+	return out
+}
+
+// why compares, at each step, the chosen strategy with the operator's
+// cheapest alternative given the same tensor splits.
+func why(g *cost.Graph, p *cost.Plan, n *ir.Node) string {
+	v := g.Root(n)
+	groups := int64(1)
+	var parts []string
+	for i, k := range p.Factors {
+		in, out := dims(p, n.Inputs, i), dims(p, n.Outputs, i)
+		sc := v.Step(k)
+		chosen := p.Ops[n][i]
+		mine := groups * sc.Bytes(chosen, in, out)
+		alt, altName := int64(-1), ""
+		for c := cost.Replicate; int(c) < v.Strategies(); c++ {
+			if c == chosen || c == cost.Replicate && v.Strategies() > 0 {
+				continue
+			}
+			if b := groups * sc.Bytes(c, in, out); alt < 0 || b < alt {
+				alt, altName = b, v.Name(c)
+			}
+		}
+		if mine > 0 {
+			s := fmt.Sprintf("step %d: %s costs %s", i+1, v.Name(chosen), Bytes(mine))
+			if alt >= 0 {
+				s += fmt.Sprintf(" (%s would cost %s with the same tensor splits", altName, Bytes(alt))
+				s += "; changing the splits moves the cost to neighbouring operators)"
+			} else {
+				s += " (no other strategy)"
+			}
+			parts = append(parts, s)
+		}
+		sub, err := v.Sub(chosen, k)
+		if err != nil {
+			break
+		}
+		v, groups = sub, groups*int64(k)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func dims(p *cost.Plan, vs []*ir.Value, i int) []int {
+	out := make([]int, len(vs))
+	for j, v := range vs {
+		out[j] = -1
+		if v.Const == nil {
+			out[j] = p.Tensors[v][i]
+		}
+	}
+	return out
+}
+
+func checked(in *Input) *Checked {
+	c := &Checked{File: in.CheckedFile, CommBytes: in.Checked.Cost.CommBytes, MaxMemoryBytes: in.Checked.Cost.Memory.Peak,
+		OptimumBytes: in.Best.Cost.CommBytes, Worse: []Contributor{}}
+	type diff struct {
+		j int
+		d int64
+	}
+	var ds []diff
+	for j := range in.Graph.IR.Nodes {
+		if d := in.Checked.Cost.OpBytes[j] - in.Best.Cost.OpBytes[j]; d > 0 {
+			ds = append(ds, diff{j, d})
+		}
+	}
+	sort.SliceStable(ds, func(a, b int) bool { return ds[a].d > ds[b].d })
+	for _, d := range ds[:min(10, len(ds))] {
+		n := in.Graph.IR.Nodes[d.j]
+		c.Worse = append(c.Worse, Contributor{Op: n.Name, Bytes: d.d,
+			Why: fmt.Sprintf("yours: %s; optimum: %s", strings.Join(Words(in.Graph, in.Checked.Plan, n), " | "), strings.Join(Words(in.Graph, in.Best.Plan, n), " | "))})
+	}
+	return c
+}
+
+// Bytes writes a byte count with a binary unit.
+func Bytes(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	f, u := float64(n), 0
+	for f >= 1024 && u < len(units)-1 {
+		f /= 1024
+		u++
+	}
+	if u == 0 {
+		return fmt.Sprintf("%d B", n)
+	}
+	return fmt.Sprintf("%.2f %s", f, units[u])
+}

@@ -1,0 +1,119 @@
+package report
+
+// Version is the version of report.json's schema (docs/report.md).
+const Version = 1
+
+// Report is the whole compiler report.
+type Report struct {
+	Version int    `json:"version"`
+	Model   string `json:"model"`
+	File    string `json:"file"`
+	Train   bool   `json:"train"`
+	Devices int    `json:"devices"`
+	Factors []int  `json:"factors"`
+	// SearchSeconds is the partition search alone, wall clock.
+	SearchSeconds float64 `json:"search_seconds"`
+	// CommBytes is the bytes communicated per step by the chosen plan.
+	CommBytes      int64 `json:"comm_bytes"`
+	MaxMemoryBytes int64 `json:"max_memory_bytes"`
+	// MemoryLimit is --memory (0: none); OverLimitBytes how far the chosen
+	// plan is over it (0 when it fits).
+	MemoryLimit    int64  `json:"memory_limit_bytes"`
+	OverLimitBytes int64  `json:"over_limit_bytes"`
+	Exact          bool   `json:"exact"`
+	Method         string `json:"method"`
+	Steps          []Step `json:"steps"`
+	// Baselines holds each baseline's bytes per step under the same cost
+	// model: exactly data_parallel, spartan, equal_chop and icml18.
+	Baselines       map[string]int64          `json:"baselines"`
+	BaselineDetails map[string]BaselineDetail `json:"baseline_details"`
+	Ops             []Op                      `json:"ops"`
+	Tensors         []Tensor                  `json:"tensors"`
+	Contributors    []Contributor             `json:"contributors"`
+	// Checked is the plan given with --strategy, priced beside the optimum.
+	Checked *Checked `json:"checked,omitempty"`
+	// Plan is the chosen plan, in the form --strategy reads.
+	Plan Plan `json:"plan"`
+	// Sections are added by later passes.
+	Sections []Section `json:"sections"`
+}
+
+// Step is one recursion step of the search.
+type Step struct {
+	Workers      int    `json:"workers"`
+	Bytes        int64  `json:"bytes"`
+	Method       string `json:"method"`
+	Variables    int    `json:"variables"`
+	LargestTable int64  `json:"largest_table"`
+}
+
+// BaselineDetail is what a baseline's plan costs beyond its bytes.
+type BaselineDetail struct {
+	CommBytes      int64   `json:"comm_bytes"`
+	MaxMemoryBytes int64   `json:"max_memory_bytes"`
+	OverMemory     bool    `json:"over_memory"`
+	Ratio          float64 `json:"ratio"` // tofuc's bytes over the baseline's
+	Seconds        float64 `json:"seconds"`
+}
+
+// Op is one operator row.
+type Op struct {
+	Name     string   `json:"name"`
+	Op       string   `json:"op"`
+	Role     string   `json:"role"`
+	File     string   `json:"file"`
+	Line     int      `json:"line"`
+	Group    int      `json:"group"`
+	Inputs   []string `json:"inputs"`
+	Outputs  []string `json:"outputs"`
+	Strategy []string `json:"strategy"` // per step, in words
+	Bytes    int64    `json:"bytes"`
+}
+
+// Tensor is one tensor with its tiling.
+type Tensor struct {
+	Name   string  `json:"name"`
+	Kind   string  `json:"kind"` // input, parameter, activation, gradient
+	DType  string  `json:"dtype"`
+	Shape  []int64 `json:"shape"`
+	Splits []int   `json:"splits"` // dimension per step, -1 replicated
+	Tile   []int64 `json:"tile"`
+	Bytes  int64   `json:"bytes"`
+	// Repeat folds consecutive tensors of the same kind, shape and
+	// tiling into the first (×Repeat); they follow it in Tensors.
+	Repeat int `json:"repeat"`
+}
+
+// Contributor is one of the operators communicating most, with why.
+type Contributor struct {
+	Op    string  `json:"op"`
+	Bytes int64   `json:"bytes"`
+	Share float64 `json:"share"`
+	Why   string  `json:"why"`
+}
+
+// Checked is a user's plan beside the optimum.
+type Checked struct {
+	File           string `json:"file"`
+	CommBytes      int64  `json:"comm_bytes"`
+	MaxMemoryBytes int64  `json:"max_memory_bytes"`
+	OptimumBytes   int64  `json:"optimum_bytes"`
+	// Worse lists the operators whose bytes exceed the optimum's most.
+	Worse []Contributor `json:"worse"`
+}
+
+// Plan is a partition plan by tensor and operator names.
+type Plan struct {
+	Factors []int               `json:"factors"`
+	Tensors map[string][]int    `json:"tensors"`
+	Ops     map[string][]string `json:"ops"`
+}
+
+// Section is a later pass's part of the report: a title, lines of text
+// for report.txt and report.html, and its data for report.json.
+type Section struct {
+	Name  string   `json:"name"`
+	Title string   `json:"title"`
+	Lines []string `json:"lines"`
+	Data  any      `json:"data,omitempty"`
+}

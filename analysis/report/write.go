@@ -1,0 +1,150 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+)
+
+// Write writes report.txt, report.json and report.html into dir, creating
+// it if missing.
+func (r *Report) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var txt, js, html bytes.Buffer
+	r.Text(&txt)
+	if err := r.JSON(&js); err != nil {
+		return err
+	}
+	if err := r.HTML(&html); err != nil {
+		return err
+	}
+	for name, b := range map[string][]byte{"report.txt": txt.Bytes(), "report.json": js.Bytes(), "report.html": html.Bytes()} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// JSON writes report.json.
+func (r *Report) JSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// Summary writes the summary lines (also printed by tofuc partition).
+func (r *Report) Summary(w io.Writer) {
+	kind := "model"
+	if r.Train {
+		kind = "training graph"
+	}
+	fmt.Fprintf(w, "%s (%s of %s) on %d devices (steps %s)\n", r.Model, kind, r.File, r.Devices, joinInts(r.Factors, " x "))
+	fmt.Fprintf(w, "  communication  %s per step\n", Bytes(r.CommBytes))
+	fmt.Fprintf(w, "  memory         %s per device (peak)\n", Bytes(r.MaxMemoryBytes))
+	if r.MemoryLimit > 0 {
+		if r.OverLimitBytes > 0 {
+			fmt.Fprintf(w, "  memory limit   %s: the best plan is %s over\n", Bytes(r.MemoryLimit), Bytes(r.OverLimitBytes))
+		} else {
+			fmt.Fprintf(w, "  memory limit   %s: fits\n", Bytes(r.MemoryLimit))
+		}
+	}
+	fmt.Fprintf(w, "  search         %.3f s, %s\n", r.SearchSeconds, r.Method)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  baseline\tbytes per step\tmemory per device\ttofuc / baseline\t")
+	for _, name := range baselineOrder(r) {
+		d := r.BaselineDetails[name]
+		over := ""
+		if d.OverMemory {
+			over = " (over the limit)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s%s\t%.3f\t\n", name, Bytes(d.CommBytes), Bytes(d.MaxMemoryBytes), over, d.Ratio)
+	}
+	tw.Flush()
+	if c := r.Checked; c != nil {
+		fmt.Fprintf(w, "  your plan (%s): %s per step, %s per device; the optimum is %s\n", c.File, Bytes(c.CommBytes), Bytes(c.MaxMemoryBytes), Bytes(c.OptimumBytes))
+	}
+}
+
+func baselineOrder(r *Report) []string {
+	var out []string
+	for _, n := range []string{"data_parallel", "spartan", "equal_chop", "icml18"} {
+		if _, ok := r.BaselineDetails[n]; ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func joinInts(xs []int, sep string) string {
+	var s []string
+	for _, x := range xs {
+		s = append(s, fmt.Sprint(x))
+	}
+	return strings.Join(s, sep)
+}
+
+// Text writes report.txt.
+func (r *Report) Text(w io.Writer) {
+	r.Summary(w)
+	fmt.Fprintln(w, "\nRecursion steps")
+	for i, s := range r.Steps {
+		fmt.Fprintf(w, "  %d. %d workers: %s (%s, %d variables, largest table %d)\n", i+1, s.Workers, Bytes(s.Bytes), s.Method, s.Variables, s.LargestTable)
+	}
+	if c := r.Checked; c != nil && len(c.Worse) > 0 {
+		fmt.Fprintln(w, "\nWhere your plan communicates more than the optimum")
+		for _, x := range c.Worse {
+			fmt.Fprintf(w, "  %s: +%s (%s)\n", x.Op, Bytes(x.Bytes), x.Why)
+		}
+	}
+	fmt.Fprintln(w, "\nLargest communication")
+	for _, c := range r.Contributors {
+		fmt.Fprintf(w, "  %s: %s (%.1f%%)\n    %s\n", c.Op, Bytes(c.Bytes), 100*c.Share, c.Why)
+	}
+	fmt.Fprintln(w, "\nOperators")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  name\top\tat\tstrategy per step\tbytes\t")
+	for _, o := range r.Ops {
+		fmt.Fprintf(tw, "  %s\t%s\t%s:%d\t%s\t%s\t\n", o.Name, o.Op, o.File, o.Line, strings.Join(o.Strategy, " | "), Bytes(o.Bytes))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nTensors")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  name\tkind\tshape\tsplit per step\ttile\t")
+	for _, t := range r.Tensors {
+		if t.Repeat == 0 {
+			continue
+		}
+		name := t.Name
+		if t.Repeat > 1 {
+			name += fmt.Sprintf(" (x%d)", t.Repeat)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%v\t%s\t%v\t\n", name, t.Kind, t.Shape, splitWords(t.Splits), t.Tile)
+	}
+	tw.Flush()
+	for _, s := range r.Sections {
+		fmt.Fprintf(w, "\n%s\n", s.Title)
+		for _, l := range s.Lines {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
+}
+
+func splitWords(splits []int) string {
+	var s []string
+	for _, d := range splits {
+		if d < 0 {
+			s = append(s, "replicate")
+		} else {
+			s = append(s, fmt.Sprintf("dim %d", d))
+		}
+	}
+	return strings.Join(s, " | ")
+}

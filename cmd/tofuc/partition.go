@@ -1,0 +1,175 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"tofuc/analysis/check"
+	"tofuc/analysis/cost"
+	"tofuc/analysis/partition"
+	"tofuc/analysis/report"
+	"tofuc/lang/ir"
+)
+
+// partitionFlags are the flags of `tofuc partition`.
+type partitionFlags struct {
+	model, reportDir, strategy, factors string
+	devices                             int
+	memory                              int64
+	sets                                []string
+	train                               trainFlags
+}
+
+func runPartition(args []string, stdout, stderr io.Writer) int {
+	fs := flagSet("partition", stderr)
+	var f partitionFlags
+	fs.IntVar(&f.devices, "devices", 0, "the number of devices N (required)")
+	fs.StringVar(&f.reportDir, "report", "", "write report.txt, report.json and report.html into DIR (created if missing)")
+	fs.Int64Var(&f.memory, "memory", 0, "the memory per device in bytes (0: unlimited)")
+	fs.StringVar(&f.strategy, "strategy", "", "price the plan in FILE (a report.json, edited) beside the optimum")
+	fs.StringVar(&f.factors, "factors", "", "the workers per recursion step, e.g. 4,2 (default: N's prime factors, largest first)")
+	fs.StringVar(&f.model, "model", "", "the model (default: the only one)")
+	fs.StringArrayVar(&f.sets, "set", nil, "override a model attribute, NAME=VALUE (repeatable)")
+	f.train.register(fs)
+	if status, done := parseFlags(fs, args, stdout); done {
+		return status
+	}
+	factors, err := f.validate(fs.NArg(), fs.Changed)
+	if err != nil {
+		return usageError(stderr, "partition", "%v", err)
+	}
+	set, err := parseSets(f.sets)
+	if err != nil {
+		return usageError(stderr, "partition", "%v", err)
+	}
+	g, name, err := partitionGraph(fs.Arg(0), f, set)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	opt := partition.Options{Factors: factors, Memory: f.memory}
+	if isTerminal(os.Stderr) && stderr == os.Stderr {
+		opt.Progress = func(step, steps int) {
+			fmt.Fprintf(stderr, "\rsearching: step %d of %d", step, steps)
+		}
+	}
+	r, err := partitionReport(g, fs.Arg(0), name, f, opt)
+	if opt.Progress != nil {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if err != nil {
+		return fail(stderr, err)
+	}
+	r.Summary(stdout)
+	if f.reportDir != "" {
+		if err := r.Write(f.reportDir); err != nil {
+			return fail(stderr, err)
+		}
+		fmt.Fprintf(stdout, "report: %s/report.{txt,json,html}\n", strings.TrimRight(f.reportDir, "/"))
+	}
+	if r.OverLimitBytes > 0 {
+		fmt.Fprintf(stderr, "tofuc partition: no plan fits in %d bytes per device; the best is %d bytes over\n", f.memory, r.OverLimitBytes)
+		return exitUser
+	}
+	return exitOK
+}
+
+// validate checks the flags; it returns the factors (nil: default).
+func (f *partitionFlags) validate(nargs int, changed func(string) bool) ([]int, error) {
+	switch {
+	case nargs != 1:
+		return nil, fmt.Errorf("expected one MODEL file")
+	case f.devices < 2:
+		return nil, fmt.Errorf("--devices must be at least 2")
+	case f.memory < 0:
+		return nil, fmt.Errorf("--memory must not be negative")
+	case !f.train.train && (changed("loss") || changed("optimizer") || changed("lr")):
+		return nil, fmt.Errorf("--loss, --optimizer and --lr go with --train")
+	}
+	if err := f.train.validate(); err != nil {
+		return nil, err
+	}
+	if f.factors == "" {
+		return nil, nil
+	}
+	var factors []int
+	for _, s := range strings.Split(f.factors, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("--factors %q: expected integers separated by commas", f.factors)
+		}
+		factors = append(factors, k)
+	}
+	return factors, partition.CheckFactors(factors, f.devices)
+}
+
+// partitionGraph loads the model's graph (its training graph with
+// --train), prepared for pricing.
+func partitionGraph(path string, f partitionFlags, set map[string]ir.AttrValue) (*cost.Graph, string, error) {
+	prog, err := check.NewProgram()
+	if err != nil {
+		return nil, "", err
+	}
+	m, _, err := loadModel(prog, path)
+	if err != nil {
+		return nil, "", err
+	}
+	g, err := m.Model(f.model, set)
+	if err != nil {
+		return nil, "", err
+	}
+	name := g.Name
+	if f.train.train {
+		if g, _, err = trainingGraph(m, g, &f.train); err != nil {
+			return nil, "", err
+		}
+	}
+	cg, err := cost.NewGraph(g)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %v", path, err)
+	}
+	return cg, name, nil
+}
+
+// partitionReport searches, runs the baselines, applies the memory limit
+// and prices --strategy.
+func partitionReport(g *cost.Graph, path, name string, f partitionFlags, opt partition.Options) (*report.Report, error) {
+	best, err := partition.Search(g, f.devices, opt)
+	if err != nil {
+		return nil, err
+	}
+	opt.Progress = nil
+	in := &report.Input{Model: name, File: path, Train: f.train.train, Graph: g, Coarse: partition.Coarsen(g),
+		Baselines: map[string]*partition.Result{}, MemoryLimit: f.memory}
+	for _, b := range partition.Baselines {
+		if in.Baselines[b], err = partition.Baseline(g, b, f.devices, opt); err != nil {
+			return nil, fmt.Errorf("baseline %s: %v", b, err)
+		}
+	}
+	in.Best = partition.WithinMemory(best, in.Baselines, f.memory)
+	if f.strategy != "" {
+		if in.Checked, err = checkStrategy(g, f.strategy); err != nil {
+			return nil, fmt.Errorf("--strategy %s: %v", f.strategy, err)
+		}
+		in.CheckedFile = f.strategy
+	}
+	return report.Partition(in), nil
+}
+
+func checkStrategy(g *cost.Graph, path string) (*partition.Result, error) {
+	rp, err := report.ReadPlan(path)
+	if err != nil {
+		return nil, err
+	}
+	p, err := report.FromPlan(g, rp)
+	if err != nil {
+		return nil, err
+	}
+	c, err := g.Evaluate(p)
+	if err != nil {
+		return nil, err
+	}
+	return &partition.Result{Plan: p, Cost: c, Exact: true}, nil
+}
