@@ -1,0 +1,141 @@
+package execution_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"tofuc/analysis/autodiff"
+	"tofuc/analysis/check"
+	"tofuc/analysis/cost"
+	"tofuc/analysis/partition"
+	"tofuc/analysis/partition/execution"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/runtime/interp"
+	"tofuc/runtime/tensor"
+)
+
+func load(t *testing.T, name string, train bool, set map[string]ir.AttrValue) *ir.Graph {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	prog, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := prog.Load(filepath.Join(filepath.Dir(file), "..", "..", "..", "examples", name+".tdl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Model("", set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if train {
+		if g, _, err = autodiff.TrainingGraph(g, m, autodiff.TrainOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return g
+}
+
+func ints(kv ...any) map[string]ir.AttrValue {
+	out := map[string]ir.AttrValue{}
+	for i := 0; i < len(kv); i += 2 {
+		switch v := kv[i+1].(type) {
+		case int:
+			out[kv[i].(string)] = ir.AttrValue{Kind: ir.AttrInt, Int: int64(v)}
+		case bool:
+			out[kv[i].(string)] = ir.AttrValue{Kind: ir.AttrBool, Bool: v}
+		}
+	}
+	return out
+}
+
+// randomInputs fills the graph's inputs: floats in [-1, 1), integer
+// labels below classes.
+func randomInputs(g *ir.Graph, classes int64) map[string]*tensor.Tensor {
+	r := rand.New(rand.NewPCG(1, 2))
+	out := map[string]*tensor.Tensor{}
+	for _, v := range g.Inputs {
+		shape, _ := lang.ConstShape(v.Shape)
+		x := tensor.New(v.DType, shape)
+		for i := range x.Len() {
+			if v.DType.IsFloat() {
+				x.SetFlat(i, 2*r.Float64()-1)
+			} else {
+				x.SetFlat(i, float64(r.Int64N(classes)))
+			}
+		}
+		out[v.Name] = x
+	}
+	return out
+}
+
+// TestPartitionedEqualsWhole: the execution graph of the searched plan,
+// run by the interpreter over 2, 4 and 8 simulated devices, gives the
+// unpartitioned graph's outputs: exactly where no partial outputs are
+// combined, within the tolerance for reordered sums where they are.
+func TestPartitionedEqualsWhole(t *testing.T) {
+	cases := []struct {
+		name    string
+		train   bool
+		set     map[string]ir.AttrValue
+		classes int64
+	}{
+		{"mlp", true, ints("batch", 8, "hidden", 16), 10},
+		{"wresnet", false, ints("depth", 50, "width", 1, "batch", 2, "image", 16, "classes", 10), 10},
+		{"rnn", true, ints("layers", 2, "hidden", 8, "steps", 3, "batch", 4, "classes", 4), 4},
+	}
+	for _, c := range cases {
+		g := load(t, c.name, c.train, c.set)
+		inputs := randomInputs(g, c.classes)
+		want, err := interp.RunGraph(g, inputs, nil, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cg, err := cost.NewGraph(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, devices := range []int{2, 4, 8} {
+			t.Run(fmt.Sprintf("%s/%d", c.name, devices), func(t *testing.T) {
+				res, err := partition.Search(cg, devices, partition.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				eg, err := execution.Build(cg, res.Plan)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := eg.Run(inputs, want.Params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tol := tensor.Exact
+				if partial(eg) {
+					tol = tensor.Reordered(lang.F32, 1<<12)
+				}
+				for name, w := range want.Outputs {
+					if err := tensor.Compare(got[name], w, tol); err != nil {
+						t.Errorf("output %s: %v", name, err)
+					}
+				}
+				t.Logf("%d operators, fused fetches move %d bytes (cost model: %d)", len(g.Nodes), eg.FetchBytes(), res.Cost.CommBytes)
+			})
+		}
+	}
+}
+
+func partial(eg *execution.Graph) bool {
+	for _, ops := range eg.Ops {
+		for _, op := range ops {
+			if op.Partial {
+				return true
+			}
+		}
+	}
+	return false
+}
