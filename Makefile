@@ -5,6 +5,9 @@ GO        ?= go
 BIN       := bin/tofuc
 DEB_PKGS  := llvm-14 libz3-dev
 FUZZTIME  ?= 60s
+# TEST_PKGS are installed by `make test` only (the report test opens
+# report.html in headless Chromium).
+TEST_PKGS := chromium
 
 .PHONY: all deps build run test bench fuzz clean
 
@@ -14,7 +17,7 @@ all: build
 # downloads the Go modules.
 deps:
 	@missing=""; \
-	for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	for p in $(DEB_PKGS) $(EXTRA_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
@@ -37,8 +40,11 @@ run: deps build
 	./$(BIN) strategies stdlib/linalg.tdl --op matmul
 	@echo "== tofuc eval --train: 20 SGD steps of the MLP on a synthetic task"
 	./$(BIN) eval examples/mlp.tdl --train --steps 20 --set batch=32 --random-inputs --seed 1 --out out/mlp-train
+	@echo "== tofuc partition: Wide ResNet-152-10's training graph over 8 devices"
+	./$(BIN) partition examples/wresnet.tdl --train --set depth=152 --set width=10 --set train=true --devices 8 --report out/partition-wresnet
 	@echo "outputs and parameters written under out/"
 
+test: EXTRA_PKGS = $(TEST_PKGS)
 test: deps
 	$(GO) vet ./...
 	$(GO) test ./...

@@ -1,0 +1,53 @@
+// Package partition searches for the partition plan of a dataflow graph
+// with the least communication over N devices (Tofu §3.5), priced by
+// analysis/cost, and compares it with the baselines of Tofu §3.7.3.
+//
+// # Coarsening
+//
+// Coarsen reads the graph's structure (never names): a forward operator
+// with its backward operators (Node.Forward) forms a group; gradient sums
+// join the group of the operator that produced the tensor; consecutive
+// element-wise forward operators merge; a tensor forms a group with its
+// gradients (Value.GradOf) and their sums. Repeated structure that shares
+// weights — unrolled time steps, a block applied in a loop to the same
+// parameters: forward operators with the same instance reading the same
+// parameters — forms classes whose members share the splits of
+// corresponding tensors (outputs position by position, the class's own
+// inputs, and to a fixed point the outputs of operators with the same
+// instance whose inputs are tied), as Tofu coalesces unrolled time steps.
+//
+// # One step: a min-sum problem solved by elimination
+//
+// With the splits of the tensors fixed, an operator's bytes add up over
+// its tensors (cost.StepCost). A step is therefore a min-sum problem over
+// variables — one per tied tensor (its split dimension) and one per node
+// (its strategy) — with a factor per (node, tensor) pair. It is solved
+// exactly by variable elimination: eliminate the variable whose table is
+// smallest, replacing its factors by their minimum over it, then
+// back-substitute. On a coarsened graph that is a chain or a fork-join
+// (MLPs, CNNs: Tofu's "linear" graphs) this is Tofu's DP, the tables
+// being the frontier tables and the brute force inside each group the
+// minimum over its members' choices. On any other graph it is the
+// documented general method: still exact, with tables exponential in the
+// graph's induced width. When a table would exceed Options.TableLimit the
+// step is instead solved by local search (iterated conditional modes from
+// the data-parallel and the Spartan assignments, the better kept), and
+// the result says so (Result.Exact, StepStats.Method, the report).
+//
+// # Recursion
+//
+// Search runs one step per factor of N (Factorise: the prime factors,
+// largest first, or any non-increasing factorisation given in
+// Options.Factors): each step splits every tensor along one dimension and
+// every operator by one strategy among k workers, and the next step works
+// on the representative worker's instance (cost.View.Sub).
+//
+// # Baselines and reference
+//
+// Baseline computes data parallelism (AllRow-Greedy), Spartan's greedy,
+// EqualChop and ICML18 with the same cost model; Exhaustive enumerates
+// every plan of a small graph and is what the search is tested against.
+// WithinMemory applies a --memory limit.
+//
+// The execution graph of a plan is built by the sub-package execution.
+package partition

@@ -1,0 +1,153 @@
+package report_test
+
+import (
+	"bytes"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"tofuc/analysis/autodiff"
+	"tofuc/analysis/check"
+	"tofuc/analysis/cost"
+	"tofuc/analysis/partition"
+	"tofuc/analysis/report"
+)
+
+// mlpReport builds the report of the MLP's training graph on 4 devices.
+func mlpReport(t *testing.T) *report.Report {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	prog, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := prog.Load(filepath.Join(filepath.Dir(file), "..", "..", "examples", "mlp.tdl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Model("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, _, err = autodiff.TrainingGraph(g, m, autodiff.TrainOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cg, err := cost.NewGraph(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &report.Input{Model: "mlp", File: "examples/mlp.tdl", Train: true, Graph: cg, Coarse: partition.Coarsen(cg),
+		Baselines: map[string]*partition.Result{}}
+	if in.Best, err = partition.Search(cg, 4, partition.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range partition.Baselines {
+		if in.Baselines[b], err = partition.Baseline(cg, b, 4, partition.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return report.Partition(in)
+}
+
+// TestReportDeterministic: two reports of the same input differ only in
+// their timing fields, and report.json has the required fields.
+func TestReportDeterministic(t *testing.T) {
+	a, b := mlpReport(t), mlpReport(t)
+	for _, r := range []*report.Report{a, b} {
+		r.SearchSeconds = 0
+		for k, d := range r.BaselineDetails {
+			d.Seconds = 0
+			r.BaselineDetails[k] = d
+		}
+	}
+	var ja, jb bytes.Buffer
+	if err := a.JSON(&ja); err != nil {
+		t.Fatal(err)
+	}
+	b.JSON(&jb)
+	if ja.String() != jb.String() {
+		t.Fatal("two runs give different report.json beyond timing fields")
+	}
+	for _, field := range []string{`"version": 1`, `"devices": 4`, `"search_seconds"`, `"comm_bytes"`, `"max_memory_bytes"`,
+		`"data_parallel"`, `"spartan"`, `"equal_chop"`, `"icml18"`, `"baseline_details"`} {
+		if !strings.Contains(ja.String(), field) {
+			t.Errorf("report.json lacks %s", field)
+		}
+	}
+	if len(a.Baselines) != 4 {
+		t.Errorf("baselines has %d keys, want 4", len(a.Baselines))
+	}
+}
+
+// TestReportHTMLInChromium opens report.html in headless Chromium: no
+// console errors, and the screenshot shows the coloured tiles.
+func TestReportHTMLInChromium(t *testing.T) {
+	browser := findChromium()
+	if browser == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is not installed (make test installs Debian's chromium)")
+		}
+		t.Skip("chromium is not installed; make test installs it")
+	}
+	dir := t.TempDir()
+	if err := mlpReport(t).Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	page := "file://" + filepath.Join(dir, "report.html")
+	shot := filepath.Join(dir, "shot.png")
+	cmd := exec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+		"--enable-logging=stderr", "--v=0", "--window-size=1200,1600", "--screenshot="+shot, page)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "CONSOLE") || strings.Contains(line, "Uncaught") {
+			t.Errorf("console: %s", line)
+		}
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := colourful(img); n < 2000 {
+		t.Errorf("the screenshot has %d strongly coloured pixels; the tiling pictures are not drawn", n)
+	}
+}
+
+func findChromium() string {
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// colourful counts pixels of the tiles' colours: saturated, neither dark
+// nor pale (the rest of the page is black, white, grey and link blue).
+func colourful(img image.Image) int {
+	n := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			hi, lo := max(r, g, bl), min(r, g, bl)
+			if lo > 40<<8 && hi < 240<<8 && (hi-lo)*100/hi > 30 {
+				n++
+			}
+		}
+	}
+	return n
+}
