@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"fmt"
 	"math"
 
 	"tofuc/lang"
@@ -41,7 +42,10 @@ func convConstant(c *nodeCtx) {
 
 func convConstantOfShape(c *nodeCtx) {
 	shape := c.knownInts(0, "shape")
-	dims, _, err := tensorShape(shape)
+	dims, n, err := tensorShape(shape)
+	if err == nil && int64(n) > c.imp.foldLimit() {
+		err = fmt.Errorf("%d elements are more than %d", n, c.imp.foldLimit())
+	}
 	if err != nil {
 		c.fail("shape: %v", err)
 	}
@@ -95,12 +99,12 @@ func convRange(c *nodeCtx) {
 		c.fail("start, limit and delta must be scalars, delta nonzero")
 	}
 	s, l, d := start.Flat(0), limit.Flat(0), delta.Flat(0)
-	n := int(max(math.Ceil((l-s)/d), 0))
-	if n > MaxElements {
-		c.fail("%d elements are too many", n)
+	n := max(math.Ceil((l-s)/d), 0)
+	if n > float64(c.imp.foldLimit()) {
+		c.fail("%.0f elements are too many", n)
 	}
-	t := tensor.New(start.DType, []int{n})
-	for i := range n {
+	t := tensor.New(start.DType, []int{int(n)})
+	for i := range int(n) {
 		t.SetFlat(i, s+float64(i)*d)
 	}
 	c.out(0, constValue("", t, false))

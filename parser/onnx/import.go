@@ -23,6 +23,9 @@ type Options struct {
 	// axes, ...) is bound to its value here and is no longer a model
 	// input; the others stay inputs.
 	Known map[string]*tensor.Tensor
+	// FoldLimit bounds the elements of a tensor computed at import
+	// (default MaxFoldElements).
+	FoldLimit int64
 	// Program supplies the stdlib (default: a new one). A Program is not
 	// safe for concurrent use.
 	Program *check.Program
@@ -355,6 +358,11 @@ func (imp *importer) callStmt(op string, attrs []attr, args []*value) ([]*value,
 		return nil, fmt.Errorf("%s: %v", op, err)
 	}
 	if known {
+		for _, d := range inst.Outputs {
+			if err := imp.foldable(d.Tensor.Shape); err != nil {
+				return nil, fmt.Errorf("folding %s: %v", op, err)
+			}
+		}
 		return imp.fold(inst, args)
 	}
 	outs := make([]*value, len(inst.Outputs))
@@ -363,6 +371,37 @@ func (imp *importer) callStmt(op string, attrs []attr, args []*value) ([]*value,
 	}
 	imp.stmts = append(imp.stmts, &stmt{op: op, attrs: attrs, args: args, outs: outs})
 	return outs, nil
+}
+
+// MaxFoldElements bounds a tensor computed at import (the interpreter
+// holds it in float64: 2 GiB).
+const MaxFoldElements = 1 << 28
+
+// foldable rejects a constant shape beyond the fold limit.
+func (imp *importer) foldable(shape []lang.Dim) error {
+	limit := imp.foldLimit()
+	n := int64(1)
+	for _, d := range shape {
+		k, ok := d.IsConst()
+		if !ok {
+			return fmt.Errorf("extent %s is not known", d)
+		}
+		if k == 0 {
+			return nil
+		}
+		if n > limit/k {
+			return fmt.Errorf("a tensor of shape %s is too large to compute at import (over %d elements)", lang.ShapeString(shape), limit)
+		}
+		n *= k
+	}
+	return nil
+}
+
+func (imp *importer) foldLimit() int64 {
+	if imp.opts.FoldLimit > 0 {
+		return imp.opts.FoldLimit
+	}
+	return MaxFoldElements
 }
 
 // fold evaluates an instance on known arguments with the interpreter.

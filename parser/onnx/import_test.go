@@ -1,0 +1,293 @@
+package onnx
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"tofuc/analysis/check"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/parser/onnx/onnxpb"
+	"tofuc/runtime/interp"
+	"tofuc/runtime/tensor"
+)
+
+// Builders of small ONNX models.
+
+func node(op string, ins, outs []string, attrs ...*onnxpb.AttributeProto) *onnxpb.NodeProto {
+	return &onnxpb.NodeProto{OpType: proto.String(op), Input: ins, Output: outs, Name: proto.String(op + "_" + outs[0]), Attribute: attrs}
+}
+
+func intsAttr(name string, v ...int64) *onnxpb.AttributeProto {
+	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: v}
+}
+
+func tensorInfo(name string, elem onnxpb.TensorProto_DataType, dims ...any) *onnxpb.ValueInfoProto {
+	shape := &onnxpb.TensorShapeProto{}
+	for _, d := range dims {
+		dim := &onnxpb.TensorShapeProto_Dimension{}
+		switch d := d.(type) {
+		case int:
+			dim.Value = &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: int64(d)}
+		case string:
+			dim.Value = &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: d}
+		}
+		shape.Dim = append(shape.Dim, dim)
+	}
+	return &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+		TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(elem)), Shape: shape}}}}
+}
+
+func floatTensor(name string, dims []int64, vals ...float32) *onnxpb.TensorProto {
+	return &onnxpb.TensorProto{Name: proto.String(name), Dims: dims, DataType: proto.Int32(int32(onnxpb.TensorProto_FLOAT)), FloatData: vals}
+}
+
+func int64Tensor(name string, vals ...int64) *onnxpb.TensorProto {
+	return &onnxpb.TensorProto{Name: proto.String(name), Dims: []int64{int64(len(vals))}, DataType: proto.Int32(int32(onnxpb.TensorProto_INT64)), Int64Data: vals}
+}
+
+func model(g *onnxpb.GraphProto, opset int64) *Model {
+	return &Model{Path: "test.onnx", Proto: &onnxpb.ModelProto{
+		IrVersion:   proto.Int64(8),
+		OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(opset)}},
+		Graph:       g,
+	}}
+}
+
+// run imports m, checks the TDL and evaluates it on inputs (by ONNX name).
+func run(t *testing.T, m *Model, opts Options, inputs map[string]*tensor.Tensor, set map[string]ir.AttrValue) (*Result, []*tensor.Tensor) {
+	t.Helper()
+	res, err := Import(m, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := prog.LoadSource("test.tdl", res.Source)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, res.Source)
+	}
+	g, err := mod.Model("", set)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, res.Source)
+	}
+	feed := map[string]*tensor.Tensor{}
+	for _, p := range res.Inputs {
+		feed[p.TDL] = inputs[p.ONNX]
+	}
+	out, err := interp.RunGraph(g, feed, res.Params, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outs []*tensor.Tensor
+	for _, v := range g.Outputs {
+		outs = append(outs, out.Outputs[v.Name])
+	}
+	return res, outs
+}
+
+func TestImportFoldsConstantsAndKeepsInitializersAsParameters(t *testing.T) {
+	// y = relu(x @ w + b) * 2, with b = ConstantOfShape(Shape(w)[1:2]) (folded)
+	// and the 2 from a Constant.
+	g := &onnxpb.GraphProto{
+		Node: []*onnxpb.NodeProto{
+			node("Shape", []string{"w"}, []string{"wshape"}),
+			node("Slice", []string{"wshape", "one", "two"}, []string{"n"}),
+			node("ConstantOfShape", []string{"n"}, []string{"b"}, &onnxpb.AttributeProto{Name: proto.String("value"), T: floatTensor("", []int64{1}, 0.5)}),
+			node("MatMul", []string{"x", "w"}, []string{"xw"}),
+			node("Add", []string{"xw", "b"}, []string{"pre"}),
+			node("Relu", []string{"pre"}, []string{"h"}),
+			node("Constant", []string{}, []string{"two_f"}, &onnxpb.AttributeProto{Name: proto.String("value_float"), F: proto.Float32(2)}),
+			node("Mul", []string{"h", "two_f"}, []string{"y"}),
+		},
+		Initializer: []*onnxpb.TensorProto{floatTensor("w", []int64{2, 3}, 1, -1, 0, 2, 1, -3), int64Tensor("one", 1), int64Tensor("two", 2)},
+		Input:       []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, "batch", 2), tensorInfo("w", onnxpb.TensorProto_FLOAT, 2, 3)},
+		Output:      []*onnxpb.ValueInfoProto{tensorInfo("y", onnxpb.TensorProto_FLOAT, "batch", 3)},
+	}
+	x := tensor.FromFloats(lang.F32, []int{2, 2}, []float64{1, 2, -1, 0})
+	res, outs := run(t, model(g, 17), Options{}, map[string]*tensor.Tensor{"x": x}, map[string]ir.AttrValue{"batch": {Kind: ir.AttrInt, Int: 2}})
+	src := string(res.Source)
+	for _, want := range []string{"model test<batch = 1>(x: f32[batch, 2])", "w = param f32[2, 3]", "full<shape = [3], value = 0.5>()", "relu("} {
+		if !strings.Contains(src, want) {
+			t.Errorf("source lacks %q:\n%s", want, src)
+		}
+	}
+	if len(res.Params) != 1 || res.Params["w"] == nil {
+		t.Errorf("params %v, want only w", res.Params)
+	}
+	if res.Folded < 4 {
+		t.Errorf("%d nodes folded, want the 4 constant ones", res.Folded)
+	}
+	// x @ w = [[5, 1, -6], [-1, 1, 0]]; + 0.5, relu, * 2.
+	want := tensor.FromFloats(lang.F32, []int{2, 3}, []float64{11, 3, 0, 0, 3, 1})
+	if err := tensor.Compare(outs[0], want, tensor.Exact); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestImportListsEveryUnsupportedOperator(t *testing.T) {
+	g := &onnxpb.GraphProto{
+		Node: []*onnxpb.NodeProto{
+			node("Relu", []string{"x"}, []string{"a"}),
+			node("FancyOp", []string{"a"}, []string{"b"}),
+			node("Relu", []string{"b"}, []string{"c"}),
+			{OpType: proto.String("Custom"), Domain: proto.String("com.example"), Input: []string{"c"}, Output: []string{"d"}, Name: proto.String("mine")},
+		},
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, 4)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("d", onnxpb.TensorProto_FLOAT, 4)},
+	}
+	_, err := Import(model(g, 13), Options{})
+	var unsup *UnsupportedError
+	if !errors.As(err, &unsup) || len(unsup.Ops) != 2 {
+		t.Fatalf("got %v, want both unsupported operators", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{`FancyOp (node "FancyOp_b", opset 13)`, `com.example.Custom (node "mine", opset 13)`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+}
+
+func TestImportBindsShapeInputsFromKnownValues(t *testing.T) {
+	g := &onnxpb.GraphProto{
+		Node:   []*onnxpb.NodeProto{node("Reshape", []string{"x", "shape"}, []string{"y"})},
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, 2, 3), tensorInfo("shape", onnxpb.TensorProto_INT64, 2)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("y", onnxpb.TensorProto_FLOAT, 3, 2)},
+	}
+	if _, err := Import(model(g, 13), Options{}); err == nil || !strings.Contains(err.Error(), `input "shape" must be known at import`) {
+		t.Fatalf("without a value: %v", err)
+	}
+	x := tensor.FromFloats(lang.F32, []int{2, 3}, []float64{1, 2, 3, 4, 5, 6})
+	shape := tensor.FromInts(lang.I64, []int{2}, []int64{3, -1})
+	res, outs := run(t, model(g, 13), Options{Known: map[string]*tensor.Tensor{"shape": shape}}, map[string]*tensor.Tensor{"x": x}, nil)
+	if len(res.Inputs) != 1 || res.Inputs[0].ONNX != "x" {
+		t.Errorf("inputs %v, want only x", res.Inputs)
+	}
+	if fmtShape := outs[0].Shape; len(fmtShape) != 2 || fmtShape[0] != 3 || fmtShape[1] != 2 {
+		t.Errorf("shape %v, want [3 2]", fmtShape)
+	}
+}
+
+func TestImportNamesAreValidAndDistinct(t *testing.T) {
+	g := &onnxpb.GraphProto{
+		Node: []*onnxpb.NodeProto{
+			node("Relu", []string{"input:0"}, []string{"relu"}),
+			node("Neg", []string{"relu"}, []string{"0"}),
+			node("Abs", []string{"0"}, []string{"conv1/out"}),
+			node("Exp", []string{"conv1/out"}, []string{"conv1_out"}),
+		},
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("input:0", onnxpb.TensorProto_FLOAT, 2)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("conv1_out", onnxpb.TensorProto_FLOAT, 2), tensorInfo("0", onnxpb.TensorProto_FLOAT, 2)},
+	}
+	x := tensor.FromFloats(lang.F32, []int{2}, []float64{-1, 2})
+	res, outs := run(t, model(g, 13), Options{}, map[string]*tensor.Tensor{"input:0": x}, nil)
+	seen := map[string]bool{}
+	for _, p := range append(res.Inputs, res.Outputs...) {
+		if seen[p.TDL] {
+			t.Errorf("name %s used twice", p.TDL)
+		}
+		seen[p.TDL] = true
+	}
+	if got := outs[0].F[1]; math.Abs(got-math.Exp(2)) > 1e-5 {
+		t.Errorf("exp(|-relu(2)|) = %v", got)
+	}
+}
+
+func TestTensorRejectsAbsurdAndInconsistentSizes(t *testing.T) {
+	for name, tp := range map[string]*onnxpb.TensorProto{
+		"huge shape":     {Dims: []int64{1 << 40, 1 << 40}, DataType: proto.Int32(1), RawData: []byte{}},
+		"negative dim":   {Dims: []int64{-3}, DataType: proto.Int32(1)},
+		"short raw data": {Dims: []int64{4}, DataType: proto.Int32(1), RawData: make([]byte, 12)},
+		"few floats":     {Dims: []int64{4}, DataType: proto.Int32(1), FloatData: []float32{1, 2}},
+		"string":         {Dims: []int64{1}, DataType: proto.Int32(int32(onnxpb.TensorProto_STRING))},
+		"external escapes": {Dims: []int64{1}, DataType: proto.Int32(1), DataLocation: onnxpb.TensorProto_EXTERNAL.Enum(),
+			ExternalData: []*onnxpb.StringStringEntryProto{{Key: proto.String("location"), Value: proto.String("../../etc/passwd")}}},
+	} {
+		if _, err := Tensor(tp, t.TempDir()); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestTensorReadsExternalData(t *testing.T) {
+	dir := t.TempDir()
+	raw := make([]byte, 8+3*4)
+	for i, v := range []float32{1.5, -2, 3} {
+		binary.LittleEndian.PutUint32(raw[8+4*i:], math.Float32bits(v))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "weights.bin"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tp := &onnxpb.TensorProto{Name: proto.String("w"), Dims: []int64{3}, DataType: proto.Int32(1), DataLocation: onnxpb.TensorProto_EXTERNAL.Enum(),
+		ExternalData: []*onnxpb.StringStringEntryProto{
+			{Key: proto.String("location"), Value: proto.String("weights.bin")},
+			{Key: proto.String("offset"), Value: proto.String("8")},
+			{Key: proto.String("length"), Value: proto.String("12")},
+		}}
+	got, err := Tensor(tp, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tensor.Compare(got, tensor.FromFloats(lang.F32, []int{3}, []float64{1.5, -2, 3}), tensor.Exact); err != nil {
+		t.Error(err)
+	}
+	tp.ExternalData[2].Value = proto.String("16")
+	if _, err := Tensor(tp, dir); err == nil {
+		t.Error("a length that does not match the shape was accepted")
+	}
+}
+
+func TestDecodeRejectsMalformedFiles(t *testing.T) {
+	good, err := proto.Marshal(model(&onnxpb.GraphProto{Name: proto.String("g")}, 13).Proto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{
+		"truncated": good[:len(good)-3],
+		"garbage":   []byte("this is not a protobuf"),
+		"no graph":  {},
+	} {
+		if _, err := Decode(name, data); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func FuzzImport(f *testing.F) {
+	for _, g := range []*onnxpb.GraphProto{
+		{Node: []*onnxpb.NodeProto{node("Relu", []string{"x"}, []string{"y"})},
+			Input: []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, 2)}, Output: []*onnxpb.ValueInfoProto{tensorInfo("y", onnxpb.TensorProto_FLOAT, 2)}},
+		{Node: []*onnxpb.NodeProto{node("Reshape", []string{"x", "s"}, []string{"y"}), node("Transpose", []string{"y"}, []string{"z"}, intsAttr("perm", 1, 0))},
+			Initializer: []*onnxpb.TensorProto{int64Tensor("s", 3, -1)},
+			Input:       []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, "n", 6)}, Output: []*onnxpb.ValueInfoProto{tensorInfo("z", onnxpb.TensorProto_FLOAT)}},
+	} {
+		data, err := proto.Marshal(model(g, 13).Proto)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	prog, err := check.NewProgram()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Decode("fuzz.onnx", data)
+		if err != nil {
+			return
+		}
+		if res, err := Import(m, Options{Program: prog, FoldLimit: 1 << 16}); err == nil && len(res.Source) == 0 {
+			t.Error("an import without error gave no source")
+		}
+	})
+}
