@@ -1,0 +1,15 @@
+// Package search optimises dataflow graphs with verified rewrite rules
+// (stdlib/rules.tdl, proved by rewrite/smt), MetaFlow style: a
+// backtracking search over a priority queue of graphs ordered by the
+// roofline cost of analysis/cost, which keeps every candidate within a
+// relaxation factor alpha (1.05) of the best graph so far, so that it can
+// pass through slower graphs (enlarging a 1x1 kernel before fusing two
+// convolutions); a canonical hash skips graphs already seen, common
+// subexpressions are merged after every rewrite and a rewrite that would
+// make a cycle is dropped. Graphs above a threshold (30 operators) are
+// split recursively at minimum vertex cuts (max-flow, each operator
+// weighted by the rule matches that use it), each part searched on its
+// own, then a local search runs around the cuts. Rules are matched on the
+// operator, its attributes and the shapes of the rule's variables, and the
+// target side is instantiated at the matched shapes.
+package search

@@ -1,0 +1,190 @@
+package search
+
+import (
+	"container/heap"
+	"time"
+
+	"tofuc/analysis/check"
+	"tofuc/analysis/cost"
+	"tofuc/lang/ir"
+)
+
+// Options tunes the search.
+type Options struct {
+	Alpha     float64     // relaxation: graphs up to Alpha times the best are explored (MetaFlow: 1.05)
+	MaxGraphs int         // graphs dequeued per (sub)search; 0 means 300
+	Threshold int         // graphs with more operators are split (MetaFlow: 30); 0 means 30
+	Device    cost.Device // the roofline profile
+}
+
+func (o Options) maxGraphs() int {
+	if o.MaxGraphs == 0 {
+		return 300
+	}
+	return o.MaxGraphs
+}
+
+func (o Options) threshold() int {
+	if o.Threshold == 0 {
+		return 30
+	}
+	return o.Threshold
+}
+
+// Step is one rewrite on the path to the result.
+type Step struct{ Rule, Site string }
+
+// Outcome is what a search found.
+type Outcome struct {
+	Graph    *ir.Graph
+	Before   *cost.Estimate
+	After    *cost.Estimate
+	Steps    []Step
+	Explored int // graphs whose cost was computed
+	Time     time.Duration
+	Parts    int // subgraphs of the flow-based split
+}
+
+// Optimizer rewrites graphs with verified rules.
+type Optimizer struct {
+	rules []*Rule
+	rw    *rewriter
+	opts  Options
+	costs map[uint64]float64
+}
+
+// New makes an optimizer for rules (used in both directions where
+// possible); prog instantiates the operators of rewritten graphs.
+func New(prog *check.Program, rules []*check.Rule, opts Options) *Optimizer {
+	if opts.Alpha == 0 {
+		opts.Alpha = 1.05
+	}
+	if opts.Device.PeakFLOPS == 0 {
+		opts.Device = cost.H100
+	}
+	return &Optimizer{rules: Directions(rules), rw: &rewriter{prog: prog}, opts: opts, costs: map[uint64]float64{}}
+}
+
+// state is a graph in the search with the rewrites that led to it.
+type state struct {
+	g     *ir.Graph
+	cost  float64
+	steps []Step
+}
+
+func (o *Optimizer) cost(g *ir.Graph) float64 {
+	h := canonicalHash(g)
+	if c, ok := o.costs[h]; ok {
+		return c
+	}
+	e, err := cost.Roofline(g, o.opts.Device)
+	c := 1e30
+	if err == nil {
+		c = e.Time
+	}
+	o.costs[h] = c
+	return c
+}
+
+// backtrack is MetaFlow's Algorithm 1 restricted to matches with no node
+// in outside: a priority queue by cost, every candidate better than alpha
+// times the best so far enqueued, graphs seen before skipped (canonical
+// hash).
+func (o *Optimizer) backtrack(g *ir.Graph, outside map[string]bool, alpha float64, limit int) (state, int) {
+	start := state{g: g, cost: o.cost(g)}
+	best := start
+	q := &queue{start}
+	seen := map[uint64]bool{canonicalHash(g): true}
+	explored := 0
+	for q.Len() > 0 && limit > 0 {
+		limit--
+		s := heap.Pop(q).(state)
+		for _, c := range o.rw.candidates(s.g, o.rules, outside) {
+			h := canonicalHash(c.g)
+			if seen[h] {
+				continue
+			}
+			seen[h] = true
+			explored++
+			n := state{g: c.g, cost: o.cost(c.g), steps: append(append([]Step(nil), s.steps...), Step{c.rule, c.site})}
+			if n.cost < best.cost {
+				best = n
+			}
+			if n.cost < alpha*best.cost {
+				heap.Push(q, n)
+			}
+		}
+	}
+	return best, explored
+}
+
+// Exhaustive explores every graph reachable from g (up to limit graphs)
+// and returns the cheapest, for comparison with the backtracking search.
+func (o *Optimizer) Exhaustive(g *ir.Graph, limit int) (*Outcome, error) {
+	t0 := time.Now()
+	best, n := o.backtrack(g, nil, 1e300, limit)
+	return o.outcome(g, best, n, 1, t0)
+}
+
+// Optimize runs the search on g: graphs above the threshold are split at
+// minimum vertex cuts, each part searched on its own, then a local search
+// at the cuts.
+func (o *Optimizer) Optimize(g *ir.Graph) (*Outcome, error) {
+	t0 := time.Now()
+	if err := tidy(g); err != nil {
+		return nil, err
+	}
+	parts := o.split(g)
+	cur := state{g: g, cost: o.cost(g)}
+	explored := 0
+	for _, part := range parts {
+		s, n := o.backtrack(cur.g, complement(cur.g, part), o.opts.Alpha, o.opts.maxGraphs())
+		explored += n
+		s.steps = append(cur.steps, s.steps...)
+		cur = s
+	}
+	if len(parts) > 1 {
+		s, n := o.backtrack(cur.g, complement(cur.g, o.cutNeighbourhood(cur.g, parts)), o.opts.Alpha, o.opts.maxGraphs())
+		explored += n
+		s.steps = append(cur.steps, s.steps...)
+		cur = s
+	}
+	return o.outcome(g, cur, explored, len(parts), t0)
+}
+
+func (o *Optimizer) outcome(g *ir.Graph, best state, explored, parts int, t0 time.Time) (*Outcome, error) {
+	before, err := cost.Roofline(g, o.opts.Device)
+	if err != nil {
+		return nil, err
+	}
+	after, err := cost.Roofline(best.g, o.opts.Device)
+	if err != nil {
+		return nil, err
+	}
+	return &Outcome{Graph: best.g, Before: before, After: after, Steps: best.steps, Explored: explored, Time: time.Since(t0), Parts: parts}, nil
+}
+
+// complement is the set of g's node names not in part.
+func complement(g *ir.Graph, part map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range g.Nodes {
+		if !part[n.Name] {
+			out[n.Name] = true
+		}
+	}
+	return out
+}
+
+// queue is a min-heap of states by cost.
+type queue []state
+
+func (q queue) Len() int           { return len(q) }
+func (q queue) Less(i, j int) bool { return q[i].cost < q[j].cost }
+func (q queue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)        { *q = append(*q, x.(state)) }
+func (q *queue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,126 @@
+package search
+
+import (
+	"testing"
+
+	"tofuc/analysis/check"
+	"tofuc/lang/ir"
+	"tofuc/runtime/interp"
+	"tofuc/runtime/tensor"
+)
+
+func setup(t *testing.T) (*check.Program, []*check.Rule) {
+	t.Helper()
+	p, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm, err := p.Load("std/rules.tdl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []*check.Rule
+	for _, d := range rm.File.Rules {
+		r, err := rm.Rule(d.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, r)
+	}
+	return p, rules
+}
+
+func model(t *testing.T, p *check.Program, path string, set map[string]ir.AttrValue) *ir.Graph {
+	t.Helper()
+	m, err := p.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Model(m.File.Models[0].Name, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func ints(kv ...any) map[string]ir.AttrValue {
+	out := map[string]ir.AttrValue{}
+	for i := 0; i < len(kv); i += 2 {
+		out[kv[i].(string)] = ir.AttrValue{Kind: ir.AttrInt, Int: int64(kv[i+1].(int))}
+	}
+	return out
+}
+
+// TestOptimizedEqualsOriginal: for every example model, the optimised
+// graph computes what the original does on random inputs (interpreter).
+func TestOptimizedEqualsOriginal(t *testing.T) {
+	p, rules := setup(t)
+	for _, tc := range []struct {
+		path string
+		set  map[string]ir.AttrValue
+	}{
+		{"../../examples/sru.tdl", nil},
+		{"../../examples/mlp.tdl", ints("batch", 2, "hidden", 16)},
+		{"../../examples/rnn.tdl", ints("hidden", 8, "steps", 2, "batch", 2, "layers", 1)},
+		{"../../examples/transformer.tdl", nil},
+		{"../../examples/wresnet.tdl", ints("width", 1, "batch", 1, "depth", 50)},
+	} {
+		g := model(t, p, tc.path, tc.set)
+		out, err := New(p, rules, Options{MaxGraphs: 20}).Optimize(g)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.path, err)
+		}
+		if out.After.Time > out.Before.Time {
+			t.Errorf("%s: the optimised graph costs more (%g > %g)", tc.path, out.After.Time, out.Before.Time)
+		}
+		inputs := map[string]*tensor.Tensor{}
+		for i, v := range g.Inputs {
+			shape := make([]int, len(v.Shape))
+			for d, x := range v.Shape {
+				c, _ := x.IsConst()
+				shape[d] = int(c)
+			}
+			x := tensor.New(v.DType, shape)
+			for j := range x.Len() {
+				x.SetFlat(j, float64((j*7+i*3)%11)/11-0.5)
+			}
+			inputs[v.Name] = x
+		}
+		a, err := interp.RunGraph(g, inputs, nil, 1)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.path, err)
+		}
+		b, err := interp.RunGraph(out.Graph, inputs, nil, 1)
+		if err != nil {
+			t.Fatalf("%s optimised: %v", tc.path, err)
+		}
+		for i, v := range g.Outputs {
+			got := b.Outputs[out.Graph.Outputs[i].Name]
+			if err := tensor.Compare(got, a.Outputs[v.Name], tensor.Tolerance{Rel: 1e-4, Abs: 1e-5}); err != nil {
+				t.Errorf("%s output %s: %v", tc.path, v.Name, err)
+			}
+		}
+		t.Logf("%s: %d -> %d nodes, %d -> %d launches, %.3g -> %.3g us, steps %v", tc.path, len(g.Nodes), len(out.Graph.Nodes),
+			out.Before.Launches, out.After.Launches, out.Before.Time*1e6, out.After.Time*1e6, out.Steps)
+	}
+}
+
+// TestBacktrackingFindsExhaustiveOptimum (MetaFlow Table 3): on small
+// graphs the search with alpha = 1.05 reaches the exhaustive optimum.
+func TestBacktrackingFindsExhaustiveOptimum(t *testing.T) {
+	p, rules := setup(t)
+	g := model(t, p, "testdata/mix.tdl", nil)
+	o := New(p, rules, Options{})
+	ex, err := o.Exhaustive(g, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bt, err := New(p, rules, Options{}).Optimize(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bt.After.Time > ex.After.Time*(1+1e-9) {
+		t.Errorf("backtracking %g, exhaustive optimum %g", bt.After.Time, ex.After.Time)
+	}
+	t.Logf("mix: exhaustive %d graphs in %v, backtracking %d graphs in %v, both %.3g us", ex.Explored, ex.Time, bt.Explored, bt.Time, bt.After.Time*1e6)
+}
