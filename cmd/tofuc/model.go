@@ -2,14 +2,11 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"tofuc/analysis/check"
-	"tofuc/lang"
-	"tofuc/parser"
 	"tofuc/parser/onnx"
 	"tofuc/runtime/npy"
 	"tofuc/runtime/tensor"
@@ -39,21 +36,12 @@ func loadModel(prog *check.Program, path string) (*check.Module, map[string]*ten
 	return m, weights, err
 }
 
-// importONNX imports the ONNX model at path, its source formatted
-// canonically; known binds graph inputs that determine shapes.
+// importONNX imports the ONNX model at path; known binds graph inputs
+// that determine shapes.
 func importONNX(prog *check.Program, path string, known map[string]*tensor.Tensor) (*onnx.Result, error) {
 	m, err := onnx.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	res, err := onnx.Import(m, onnx.Options{Known: known, Program: prog})
-	if err != nil {
-		return nil, err
-	}
-	f, err := parser.Parse(path, res.Source)
-	if err != nil {
-		return nil, fmt.Errorf("internal error: the imported model does not parse: %v", err)
-	}
-	res.Source = lang.Format(f, res.Source)
-	return res, nil
+	return onnx.Import(m, onnx.Options{Known: known, Program: prog})
 }

@@ -9,6 +9,7 @@ import (
 	"tofuc/analysis/check"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/parser"
 	"tofuc/parser/onnx/onnxpb"
 	"tofuc/runtime/interp"
 	"tofuc/runtime/tensor"
@@ -33,7 +34,7 @@ type Options struct {
 
 // Result is an imported model.
 type Result struct {
-	// Source is the TDL text of the model.
+	// Source is the TDL text of the model, formatted canonically.
 	Source []byte
 	// Params holds the weights by parameter name: the model's .npz.
 	Params map[string]*tensor.Tensor
@@ -319,6 +320,11 @@ func (imp *importer) result(g *onnxpb.GraphProto) (*Result, error) {
 	}
 	p := newPrinter(imp)
 	src, params := p.model(outs)
+	f, err := parser.Parse(imp.model.Path, src)
+	if err != nil {
+		return nil, fmt.Errorf("internal error: the imported model does not parse: %v", err)
+	}
+	src = lang.Format(f, src)
 	res := &Result{Source: src, Params: params, Nodes: len(g.GetNode()), Folded: imp.folded}
 	for _, v := range imp.inputs {
 		res.Inputs = append(res.Inputs, Port{ONNX: v.onnx, TDL: v.name})
