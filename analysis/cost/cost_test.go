@@ -1,0 +1,66 @@
+package cost_test
+
+import (
+	"testing"
+
+	"tofuc/analysis/check"
+	"tofuc/analysis/cost"
+)
+
+// TestMatmulBytes prices C = x·w over 2 workers by hand (Tofu's
+// appendix): fetching the half of a whole-read tensor each worker lacks,
+// and a reduce-scatter of partial outputs.
+func TestMatmulBytes(t *testing.T) {
+	prog, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := prog.LoadSource("m.tdl", []byte("model m(x: f32[8, 16]) {\n    w = param f32[16, 4]\n    return matmul(x, w)\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ir, err := m.Model("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := cost.NewGraph(ir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := ir.Nodes[0]
+	x, w, y := n.Inputs[0], n.Inputs[1], n.Outputs[0]
+	v := g.Root(n)
+	byName := func(name string) cost.Choice {
+		c, ok := v.Lookup(name)
+		if !ok {
+			t.Fatalf("no strategy %q", name)
+		}
+		return c
+	}
+	for _, c := range []struct {
+		xd, wd, yd int
+		choice     string
+		want       int64
+	}{
+		{0, 0, 0, "split i", 16 * 4 * 4},            // each worker fetches the other half of w
+		{0, 1, 0, "split i", 16 * 4 * 4},            // likewise, split by columns
+		{1, 0, 0, "reduce k (sum)", 8 * 4 * 4},      // partials of y: reduce-scatter (k-1)|y|
+		{1, 0, -1, "reduce k (sum)", 2 * 8 * 4 * 4}, // a replicated y is all-gathered as well
+		{0, 0, 1, "split i", 8 * 4 * 4 / 2},         // rows computed, columns owned: half of y moves, plus w
+	} {
+		p := cost.NewPlan([]int{2})
+		p.Tensors[x], p.Tensors[w], p.Tensors[y] = []int{c.xd}, []int{c.wd}, []int{c.yd}
+		p.Ops[n] = []cost.Choice{byName(c.choice)}
+		got, err := g.Evaluate(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := c.want
+		if c.yd == 1 {
+			want += 16 * 4 * 4
+		}
+		if got.CommBytes != want {
+			t.Errorf("x %d, w %d, y %d, %s: %d bytes, want %d", c.xd, c.wd, c.yd, c.choice, got.CommBytes, want)
+		}
+	}
+}
