@@ -14,8 +14,13 @@ type Rule struct {
 
 // Rule elaborates the rule called name: its variables become graph inputs
 // with symbolic shapes, each side a graph; the two sides must agree in
-// shape and dtype.
-func (m *Module) Rule(name string) (*Rule, error) {
+// shape and dtype. Its attributes take their defaults.
+func (m *Module) Rule(name string) (*Rule, error) { return m.RuleWith(name, nil) }
+
+// RuleWith elaborates the rule called name with its attributes set as in
+// set (the others take their defaults): the instance of a rule template
+// that the optimiser binds from a match.
+func (m *Module) RuleWith(name string, set map[string]ir.AttrValue) (*Rule, error) {
 	var decl *lang.RuleDecl
 	var names []string
 	for _, r := range m.File.Rules {
@@ -31,7 +36,7 @@ func (m *Module) Rule(name string) (*Rule, error) {
 	root := newScope(nil, true)
 	r := &Rule{Decl: decl}
 	ok := try(func() {
-		el.bindModelAttrs(root, &lang.ModelDecl{Name: name, Pos: decl.Pos, Attrs: decl.Attrs}, nil)
+		el.bindModelAttrs(root, &lang.ModelDecl{Name: name, Pos: decl.Pos, Attrs: decl.Attrs}, set)
 		for _, v := range decl.Vars {
 			el.modelInput(root, v)
 		}

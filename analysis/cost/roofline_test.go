@@ -1,0 +1,46 @@
+package cost_test
+
+import (
+	"testing"
+
+	"tofuc/analysis/check"
+	"tofuc/analysis/cost"
+	"tofuc/lang/ir"
+)
+
+// TestRooflineViewsAndWeights: weight transformations are precomputed,
+// channel slices of a batch-1 tensor are views, and relu fuses into the
+// convolution it follows; a slice of a batch-2 tensor is a kernel.
+func TestRooflineViewsAndWeights(t *testing.T) {
+	prog, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		batch              int
+		launches, views, w int
+	}{{1, 2, 2, 2}, {2, 3, 0, 2}} {
+		src := `model m<batch = 1>(x: f32[batch, 4, 8, 8]) {
+    w = param f32[6, 4, 1, 1]
+    v = param f32[2, 4, 3, 3]
+    y = relu(conv2d<pads = [1, 1, 1, 1]>(x, concat<axis = 0>(pad<pads = [0, 0, 1, 1, 0, 0, 1, 1]>(w), v)))
+    return slice<starts = [0], ends = [6], axes = [1]>(y) + 1.0, slice<starts = [6], ends = [8], axes = [1]>(y)
+}
+`
+		m, err := prog.LoadSource("m.tdl", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := m.Model("", map[string]ir.AttrValue{"batch": {Kind: ir.AttrInt, Int: int64(tc.batch)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := cost.Roofline(g, cost.H100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Launches != tc.launches || e.Views != tc.views || e.Precomputed != tc.w {
+			t.Errorf("batch %d: %d launches, %d views, %d precomputed; want %d, %d, %d", tc.batch, e.Launches, e.Views, e.Precomputed, tc.launches, tc.views, tc.w)
+		}
+	}
+}
