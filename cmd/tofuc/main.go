@@ -41,7 +41,7 @@ func init() {
 		{"partition", "split a model over devices with the least communication, and report it", "tofuc partition MODEL [--train] --devices N [--report DIR] [--memory BYTES] [--strategy FILE] [--factors K1,K2,...] [--set NAME=VALUE]...", runPartition},
 		{"strategies", "list the partition-n-reduce strategies of operators", "tofuc strategies [--op NAME] [--json] FILE...", runStrategies},
 		{"import", "import an ONNX model as TDL, with its weights in an .npz", "tofuc import MODEL.onnx [-o OUT.tdl] [--known NAME=PATH]...", runImport},
-		{"onnx-test", "run ONNX conformance tests with the reference interpreter", "tofuc onnx-test [--json] [--backend interp] [--timeout D] [--jobs N] PATH...", runONNXTest},
+		{"onnx-test", "run ONNX conformance tests with the reference interpreter", "tofuc onnx-test [--json] [--backend interp] [--timeout D] [--jobs N] [--explain] PATH...", runONNXTest},
 		{"optimize", "rewrite a model with the verified rules to lower its estimated cost", "tofuc optimize MODEL.tdl [-o OUT.tdl] [--report DIR] [--model NAME] [--set NAME=VALUE]... [--alpha A] [--max-graphs N]", runOptimize},
 		{"verify", "prove rewrite rules equal from their TDL, or refute them", "tofuc verify [--json] [--timeout D] [--max-shapes N] FILE...", runVerify},
 		{"version", "print tofuc's version and the tools it finds", "tofuc version", runVersion},

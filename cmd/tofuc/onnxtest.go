@@ -21,6 +21,7 @@ func runONNXTest(args []string, stdout, stderr io.Writer) int {
 	backend := fs.String("backend", "interp", "how to run the models: interp (the reference interpreter)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up on a test after this long (it fails)")
 	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "tests run at once")
+	explain := fs.Bool("explain", false, "when float outputs fail, evaluate in float64 and say how far each side is from it")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
@@ -33,7 +34,7 @@ func runONNXTest(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "onnx-test", "--jobs must be at least 1")
 	}
 	paths := expandTestPaths(fs.Args())
-	results := runTests(paths, *timeout, *jobs, func(o conform.Outcome) {
+	results := runTests(paths, conform.Config{Timeout: *timeout, Explain: *explain}, *jobs, func(o conform.Outcome) {
 		if !*asJSON {
 			fmt.Fprintln(stdout, o.Line())
 		}
@@ -85,7 +86,7 @@ func expandTestPaths(paths []string) []string {
 // runTests runs the tests on jobs workers (each with its own stdlib
 // program) and reports each outcome, in order, as soon as it and those
 // before it are done.
-func runTests(paths []string, timeout time.Duration, jobs int, report func(conform.Outcome)) []conform.Outcome {
+func runTests(paths []string, cfg conform.Config, jobs int, report func(conform.Outcome)) []conform.Outcome {
 	results := make([]conform.Outcome, len(paths))
 	done := make([]chan struct{}, len(paths))
 	for i := range done {
@@ -98,11 +99,13 @@ func runTests(paths []string, timeout time.Duration, jobs int, report func(confo
 		go func() {
 			defer wg.Done()
 			prog, err := check.NewProgram()
+			cfg := cfg
+			cfg.Program = prog
 			for i := range next {
 				if err != nil {
 					results[i] = conform.Outcome{Name: paths[i], Path: paths[i], Status: conform.Fail, Detail: err.Error()}
 				} else {
-					results[i] = conform.Run(paths[i], timeout, prog)
+					results[i] = conform.Run(paths[i], cfg)
 				}
 				close(done[i])
 			}

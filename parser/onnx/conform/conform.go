@@ -3,6 +3,7 @@ package conform
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -52,9 +53,20 @@ type dataSet struct {
 	outputs []*tensor.Tensor
 }
 
-// Run runs the test at path, giving up after timeout (0: none). A panic or
-// a timeout is a failure.
-func Run(path string, timeout time.Duration, prog *check.Program) Outcome {
+// Config tunes Run.
+type Config struct {
+	// Timeout gives up on a test after this long (0: never); it fails.
+	Timeout time.Duration
+	// Program supplies the stdlib; it is not safe for concurrent use.
+	Program *check.Program
+	// Explain re-evaluates a model whose float outputs fail in float64
+	// and says how far tofuc's and the expected outputs are from that
+	// reference (the outcome stays a failure).
+	Explain bool
+}
+
+// Run runs the test at path. A panic or a timeout is a failure.
+func Run(path string, cfg Config) Outcome {
 	start := time.Now()
 	o := Outcome{Name: testName(path), Path: path}
 	done := make(chan Outcome, 1)
@@ -64,14 +76,14 @@ func Run(path string, timeout time.Duration, prog *check.Program) Outcome {
 				done <- Outcome{Status: Fail, Detail: fmt.Sprintf("internal error: %v", r)}
 			}
 		}()
-		done <- run(path, prog)
+		done <- run(path, cfg)
 	}()
 	var res Outcome
-	if timeout > 0 {
+	if cfg.Timeout > 0 {
 		select {
 		case res = <-done:
-		case <-time.After(timeout):
-			res = Outcome{Status: Fail, Detail: fmt.Sprintf("timed out after %s", timeout)}
+		case <-time.After(cfg.Timeout):
+			res = Outcome{Status: Fail, Detail: fmt.Sprintf("timed out after %s", cfg.Timeout)}
 		}
 	} else {
 		res = <-done
@@ -86,7 +98,7 @@ func testName(path string) string {
 	return strings.TrimSuffix(base, ".onnx")
 }
 
-func run(path string, prog *check.Program) Outcome {
+func run(path string, cfg Config) Outcome {
 	model, err := modelPath(path)
 	if err != nil {
 		return Outcome{Status: Fail, Detail: err.Error()}
@@ -106,7 +118,7 @@ func run(path string, prog *check.Program) Outcome {
 		return o
 	}
 	for i, set := range sets {
-		status, detail := runSet(m, set, prog, fmt.Sprintf("%s#%d.tdl", m.Path, i))
+		status, detail := runSet(m, set, cfg, fmt.Sprintf("%s#%d.tdl", m.Path, i))
 		if status != Pass {
 			if len(sets) > 1 {
 				detail = fmt.Sprintf("data set %d: %s", i, detail)
@@ -133,12 +145,12 @@ func opTypes(m *onnx.Model) []string {
 }
 
 // runSet imports, checks and evaluates the model on one data set.
-func runSet(m *onnx.Model, set dataSet, prog *check.Program, tdlPath string) (Status, string) {
+func runSet(m *onnx.Model, set dataSet, cfg Config, tdlPath string) (Status, string) {
 	inputs, err := graphInputs(m, set.inputs)
 	if err != nil {
 		return Fail, err.Error()
 	}
-	res, err := onnx.Import(m, onnx.Options{Known: inputs, Program: prog})
+	res, err := onnx.Import(m, onnx.Options{Known: inputs, Program: cfg.Program})
 	var unsup *onnx.UnsupportedError
 	if errors.As(err, &unsup) {
 		return Unsupported, unsupportedSummary(unsup)
@@ -146,7 +158,7 @@ func runSet(m *onnx.Model, set dataSet, prog *check.Program, tdlPath string) (St
 	if err != nil {
 		return Fail, "import: " + err.Error()
 	}
-	got, err := Evaluate(prog, tdlPath, res, inputs)
+	got, err := Evaluate(cfg.Program, tdlPath, res, inputs)
 	if err != nil {
 		return Fail, err.Error()
 	}
@@ -155,10 +167,47 @@ func runSet(m *onnx.Model, set dataSet, prog *check.Program, tdlPath string) (St
 	}
 	for i, want := range set.outputs {
 		if err := tensor.Compare(got[i], want, tensor.External); err != nil {
-			return Fail, fmt.Sprintf("output %d (%s): %v", i, res.Outputs[i].ONNX, err)
+			detail := fmt.Sprintf("output %d (%s): %v", i, res.Outputs[i].ONNX, err)
+			if cfg.Explain && want.DType.IsFloat() && got[i].DType == want.DType {
+				detail += explain(cfg.Program, tdlPath, res, inputs, i, got[i], want)
+			}
+			return Fail, detail
 		}
 	}
 	return Pass, ""
+}
+
+// explain evaluates the model with every f32 tensor in f64 and reports
+// the largest distance of tofuc's and the expected output from it.
+func explain(prog *check.Program, path string, res *onnx.Result, inputs map[string]*tensor.Tensor, k int, got, want *tensor.Tensor) string {
+	wide := *res
+	wide.Source = []byte(strings.ReplaceAll(string(res.Source), "f32[", "f64["))
+	wide.Params = map[string]*tensor.Tensor{}
+	for name, t := range res.Params {
+		wide.Params[name] = widen(t)
+	}
+	wideIn := map[string]*tensor.Tensor{}
+	for name, t := range inputs {
+		wideIn[name] = widen(t)
+	}
+	ref, err := Evaluate(prog, path+".f64", &wide, wideIn)
+	if err != nil {
+		return fmt.Sprintf(" (no float64 reference: %v)", err)
+	}
+	var ours, theirs float64
+	for i := range want.Len() {
+		r := ref[k].Flat(i)
+		ours = max(ours, math.Abs(got.Flat(i)-r))
+		theirs = max(theirs, math.Abs(want.Flat(i)-r))
+	}
+	return fmt.Sprintf(" (against a float64 evaluation: tofuc is off by at most %.3g, the expected output by %.3g)", ours, theirs)
+}
+
+func widen(t *tensor.Tensor) *tensor.Tensor {
+	if t.DType != lang.F32 {
+		return t
+	}
+	return tensor.FromFloats(lang.F64, t.Shape, t.F)
 }
 
 func unsupportedSummary(e *onnx.UnsupportedError) string {

@@ -37,7 +37,7 @@ func runAll(t *testing.T, paths []string) []Outcome {
 				return
 			}
 			for i := range next {
-				out[i] = Run(paths[i], 5*time.Minute, prog)
+				out[i] = Run(paths[i], Config{Timeout: 5 * time.Minute, Program: prog})
 			}
 		}()
 	}
