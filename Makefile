@@ -55,6 +55,7 @@ bench: deps
 fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./parser
 	$(GO) test -run '^$$' -fuzz FuzzCheck -fuzztime $(FUZZTIME) ./analysis/check
+	$(GO) test -run '^$$' -fuzz FuzzImport -fuzztime $(FUZZTIME) ./parser/onnx
 
 clean:
 	rm -rf bin out
