@@ -8,6 +8,7 @@ import (
 // Rule is a checked rewrite rule: both sides as graphs over the same inputs.
 type Rule struct {
 	Decl     *lang.RuleDecl
+	Module   *Module // where the rule is declared (RuleWith makes other instances)
 	Inputs   []*ir.Value
 	LHS, RHS *ir.Graph
 }
@@ -34,7 +35,7 @@ func (m *Module) RuleWith(name string, set map[string]ir.AttrValue) (*Rule, erro
 	}
 	el := &elab{mod: m, graph: &ir.Graph{Name: name}, names: map[string]int{}}
 	root := newScope(nil, true)
-	r := &Rule{Decl: decl}
+	r := &Rule{Decl: decl, Module: m}
 	ok := try(func() {
 		el.bindModelAttrs(root, &lang.ModelDecl{Name: name, Pos: decl.Pos, Attrs: decl.Attrs}, set)
 		for _, v := range decl.Vars {

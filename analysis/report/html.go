@@ -119,7 +119,7 @@ td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}
 figure{margin:0;font-size:12px;width:170px}
 </style></head><body>
 <h1>tofuc report: {{.R.Model}}</h1>
-<h2 id="summary">Summary</h2>
+{{if .R.Partitioned}}<h2 id="summary">Summary</h2>
 <pre>{{.Summary}}</pre>
 <h2 id="steps">Recursion steps</h2>
 <table><tr><th>step</th><th>workers</th><th>bytes</th><th>method</th><th>largest table</th></tr>
@@ -142,6 +142,7 @@ figure{margin:0;font-size:12px;width:170px}
 <table><tr><th>name</th><th>op</th><th>at</th><th>inputs → outputs</th><th>strategy per step</th><th>bytes</th></tr>
 {{range .R.Ops}}<tr><td>{{.Name}}</td><td>{{.Op}}</td><td><a href="{{.File}}#L{{.Line}}">{{.File}}:{{.Line}}</a></td><td>{{join .Inputs ", "}} → {{join .Outputs ", "}}</td><td>{{join .Strategy " | "}}</td><td>{{bytes .Bytes}}</td></tr>
 {{end}}</table>
-{{range .R.Sections}}<h2 id="{{.Name}}">{{.Title}}</h2><pre>{{join .Lines "\n"}}</pre>
+{{else}}<p>{{.R.File}}: not partitioned.</p>
+{{end}}{{range .R.Sections}}<h2 id="{{.Name}}">{{.Title}}</h2><pre>{{join .Lines "\n"}}</pre>
 {{end}}</body></html>
 `))

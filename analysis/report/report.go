@@ -1,5 +1,12 @@
 package report
 
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
 // Version is the version of report.json's schema (docs/report.md).
 const Version = 1
 
@@ -117,3 +124,35 @@ type Section struct {
 	Lines []string `json:"lines"`
 	Data  any      `json:"data,omitempty"`
 }
+
+// Read reads the report.json in dir, so that a later pass can add its
+// section to it.
+func Read(dir string) (*Report, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: %v", filepath.Join(dir, "report.json"), err)
+	}
+	if r.Version != Version {
+		return nil, fmt.Errorf("%s: report version %d, this tofuc writes %d", filepath.Join(dir, "report.json"), r.Version, Version)
+	}
+	return &r, nil
+}
+
+// SetSection replaces the section of the same name, or appends s.
+func (r *Report) SetSection(s Section) {
+	for i := range r.Sections {
+		if r.Sections[i].Name == s.Name {
+			r.Sections[i] = s
+			return
+		}
+	}
+	r.Sections = append(r.Sections, s)
+}
+
+// Partitioned reports whether the report holds a partition (a report that
+// only later passes wrote has none, and shows only their sections).
+func (r *Report) Partitioned() bool { return r.Devices > 0 }

@@ -93,6 +93,20 @@ func joinInts(xs []int, sep string) string {
 
 // Text writes report.txt.
 func (r *Report) Text(w io.Writer) {
+	if r.Partitioned() {
+		r.partitionText(w)
+	} else {
+		fmt.Fprintf(w, "%s (%s): not partitioned\n", r.Model, r.File)
+	}
+	for _, s := range r.Sections {
+		fmt.Fprintf(w, "\n%s\n", s.Title)
+		for _, l := range s.Lines {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
+}
+
+func (r *Report) partitionText(w io.Writer) {
 	r.Summary(w)
 	fmt.Fprintln(w, "\nRecursion steps")
 	for i, s := range r.Steps {
@@ -129,12 +143,6 @@ func (r *Report) Text(w io.Writer) {
 		fmt.Fprintf(tw, "  %s\t%s\t%v\t%s\t%v\t\n", name, t.Kind, t.Shape, splitWords(t.Splits), t.Tile)
 	}
 	tw.Flush()
-	for _, s := range r.Sections {
-		fmt.Fprintf(w, "\n%s\n", s.Title)
-		for _, l := range s.Lines {
-			fmt.Fprintf(w, "  %s\n", l)
-		}
-	}
 }
 
 func splitWords(splits []int) string {

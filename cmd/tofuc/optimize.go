@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,14 +10,17 @@ import (
 
 	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
+	"tofuc/analysis/report"
 	"tofuc/lang"
 	"tofuc/rewrite/search"
+	"tofuc/runtime/npy"
+	"tofuc/runtime/tensor"
 )
 
 func runOptimize(args []string, stdout, stderr io.Writer) int {
 	fs := flagSet("optimize", stderr)
 	outPath := fs.StringP("output", "o", "", "write the optimised model as TDL to this file")
-	reportDir := fs.String("report", "", "write report.txt and report.json (the optimize section) into this directory")
+	reportDir := fs.String("report", "", "add the optimize section to the report in this directory (report.txt, report.json, report.html)")
 	modelName := fs.String("model", "", "the model to optimise (default: the only one)")
 	sets := fs.StringArray("set", nil, "override a model attribute, NAME=VALUE (repeatable)")
 	alpha := fs.Float64("alpha", 1.05, "relaxation: explore graphs up to alpha times the best cost")
@@ -40,14 +43,15 @@ func runOptimize(args []string, stdout, stderr io.Writer) int {
 		printDiagnostics(stderr, lang.ErrorList{lang.Errorf(lang.Pos{}, "%v", err)})
 		return exitUser
 	}
-	m, err := prog.Load(fs.Arg(0))
+	path := fs.Arg(0)
+	m, weights, err := loadModel(prog, path)
 	if err != nil {
 		printDiagnostics(stderr, asErrorList(err))
 		return exitUser
 	}
 	names := modelNames(m, *modelName)
 	if len(names) != 1 {
-		fmt.Fprintf(stderr, "tofuc optimize: %s has %d models; choose one with --model\n", fs.Arg(0), len(names))
+		fmt.Fprintf(stderr, "tofuc optimize: %s has %d models; choose one with --model\n", path, len(names))
 		return exitUser
 	}
 	g, err := m.Model(names[0], set)
@@ -65,21 +69,33 @@ func runOptimize(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tofuc optimize: %v\n", err)
 		return exitUser
 	}
-	text := optimizeText(names[0], out)
-	fmt.Fprint(stdout, text)
+	lines := optimizeLines(names[0], out)
+	fmt.Fprintln(stdout, strings.Join(lines, "\n"))
 	if *outPath != "" {
-		if err := os.WriteFile(*outPath, []byte(search.FormatModel(out.Graph, names[0])), 0o644); err != nil {
+		if err := writeOptimized(*outPath, names[0], out, weights); err != nil {
 			fmt.Fprintf(stderr, "tofuc optimize: %v\n", err)
 			return exitUser
 		}
 	}
 	if *reportDir != "" {
-		if err := writeOptimizeReport(*reportDir, names[0], text, out); err != nil {
+		if err := writeOptimizeReport(*reportDir, names[0], path, lines, out); err != nil {
 			fmt.Fprintf(stderr, "tofuc optimize: %v\n", err)
 			return exitUser
 		}
 	}
 	return exitOK
+}
+
+// writeOptimized writes the optimised model as TDL, and its weights (the
+// parameters keep their names) in the .npz beside it.
+func writeOptimized(path, name string, out *search.Outcome, weights map[string]*tensor.Tensor) error {
+	if err := os.WriteFile(path, []byte(search.FormatModel(out.Graph, name)), 0o644); err != nil {
+		return err
+	}
+	if len(weights) == 0 {
+		return nil
+	}
+	return npy.WriteNPZ(strings.TrimSuffix(path, filepath.Ext(path))+".npz", weights)
 }
 
 func asErrorList(err error) lang.ErrorList {
@@ -90,47 +106,80 @@ func asErrorList(err error) lang.ErrorList {
 }
 
 func costLine(what string, e *cost.Estimate) string {
-	return fmt.Sprintf("%-7s %9.2f us  %8.3f GFLOP  %9.3f MB moved  %4d kernels\n",
-		what, e.Time*1e6, float64(e.FLOPs)/1e9, float64(e.Bytes)/1e6, e.Launches)
+	return fmt.Sprintf("%-7s %9.2f us  %8.3f GFLOP  %9.3f MB moved  %4d kernels  (%d precomputed, %d views)",
+		what, e.Time*1e6, float64(e.FLOPs)/1e9, float64(e.Bytes)/1e6, e.Launches, e.Precomputed, e.Views)
 }
 
-func optimizeText(name string, out *search.Outcome) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "model %s: roofline on %s\n", name, out.Before.Device.Name)
-	b.WriteString(costLine("before", out.Before))
-	b.WriteString(costLine("after", out.After))
-	fmt.Fprintf(&b, "%d rewrites; %d graphs explored in %d part(s), %s\n", len(out.Steps), out.Explored, out.Parts, formatDuration(out.Time))
+func optimizeLines(name string, out *search.Outcome) []string {
+	lines := []string{
+		fmt.Sprintf("model %s: roofline on %s", name, out.Before.Device.Name),
+		costLine("before", out.Before),
+		costLine("after", out.After),
+		fmt.Sprintf("%d rewrites; %d graphs explored in %d part(s), %s", len(out.Steps), out.Explored, out.Parts, formatDuration(out.Time)),
+	}
 	for _, s := range out.Steps {
-		fmt.Fprintf(&b, "  %s at %s\n", s.Rule, s.Site)
+		lines = append(lines, fmt.Sprintf("  %s at %s", s.Rule, s.Site))
 	}
-	return b.String()
+	if len(out.Verified) > 0 {
+		lines = append(lines, fmt.Sprintf("%d rule instances and split lemmas verified at the matched attributes:", len(out.Verified)))
+		for _, r := range out.Verified {
+			lines = append(lines, fmt.Sprintf("  %s: %s (%s), %s", r.Rule, r.Status, r.Level(), formatDuration(r.Time)))
+		}
+	}
+	return lines
 }
 
-// optimizeReport is the optimize section of the report (version 1).
-type optimizeReport struct {
-	Version  int            `json:"version"`
-	Model    string         `json:"model"`
-	Device   string         `json:"device"`
-	Before   *cost.Estimate `json:"before"`
-	After    *cost.Estimate `json:"after"`
-	Rules    []search.Step  `json:"rules_applied"`
-	Explored int            `json:"graphs_explored"`
-	Parts    int            `json:"parts"`
-	TimeMS   float64        `json:"time_ms"`
+// optimizeData is the data of the report's optimize section
+// (docs/report.md).
+type optimizeData struct {
+	Model    string          `json:"model"`
+	Device   string          `json:"device"`
+	Before   costSummary     `json:"before"`
+	After    costSummary     `json:"after"`
+	Rules    []search.Step   `json:"rules_applied"`
+	Verified []verifiedEntry `json:"verified"`
+	Explored int             `json:"graphs_explored"`
+	Parts    int             `json:"parts"`
+	Seconds  float64         `json:"search_seconds"`
 }
 
-func writeOptimizeReport(dir, name, text string, out *search.Outcome) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// costSummary is a roofline estimate without its kernel list.
+type costSummary struct {
+	Seconds     float64 `json:"seconds"`
+	FLOPs       int64   `json:"flops"`
+	Bytes       int64   `json:"bytes"`
+	Kernels     int     `json:"kernels"`
+	Precomputed int     `json:"precomputed"`
+	Views       int     `json:"views"`
+}
+
+func summarize(e *cost.Estimate) costSummary {
+	return costSummary{Seconds: e.Time, FLOPs: e.FLOPs, Bytes: e.Bytes, Kernels: e.Launches, Precomputed: e.Precomputed, Views: e.Views}
+}
+
+type verifiedEntry struct {
+	Rule   string `json:"rule"`
+	Status string `json:"status"`
+	Level  string `json:"level"`
+}
+
+// writeOptimizeReport adds the optimize section to the report in dir (the
+// one tofuc partition writes), or starts a report with only that section.
+func writeOptimizeReport(dir, name, file string, lines []string, out *search.Outcome) error {
+	rep, err := report.Read(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		rep = &report.Report{Version: report.Version, Model: name, File: file, Sections: []report.Section{}}
+	case err != nil:
 		return err
+	case rep.Model != name:
+		return fmt.Errorf("%s holds the report of model %s, not %s", dir, rep.Model, name)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte(text), 0o644); err != nil {
-		return err
+	data := optimizeData{Model: name, Device: out.Before.Device.Name, Before: summarize(out.Before), After: summarize(out.After),
+		Rules: out.Steps, Explored: out.Explored, Parts: out.Parts, Seconds: out.Time.Seconds()}
+	for _, r := range out.Verified {
+		data.Verified = append(data.Verified, verifiedEntry{Rule: r.Rule, Status: string(r.Status), Level: r.Level()})
 	}
-	r := optimizeReport{Version: 1, Model: name, Device: out.Before.Device.Name, Before: out.Before, After: out.After,
-		Rules: out.Steps, Explored: out.Explored, Parts: out.Parts, TimeMS: float64(out.Time.Microseconds()) / 1000}
-	data, err := json.MarshalIndent(map[string]any{"optimize": r}, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "report.json"), append(data, '\n'), 0o644)
+	rep.SetSection(report.Section{Name: "optimize", Title: "Graph optimisation", Lines: lines, Data: data})
+	return rep.Write(dir)
 }

@@ -13,20 +13,32 @@ import (
 type rewriter struct {
 	prog  *check.Program
 	fresh int
+	inst  *instances
 }
 
-// apply returns a copy of g with the match of r rooted at site replaced by
-// r's target side; nil when the target cannot be built or makes a cycle.
-func (rw *rewriter) apply(g *ir.Graph, r *Rule, m *match, site *ir.Node) *ir.Graph {
+// site is one way to apply a rule: the rule (an instance, for a
+// template), the match, and the graph values it replaces with the target
+// side's result (one, or two for siblings, which get slices of it).
+type site struct {
+	rule  *Rule
+	m     *match
+	roots []*ir.Value
+	axis  int // for siblings: the concatenation axis
+}
+
+// apply returns a copy of g with the site rewritten; nil when the target
+// cannot be built or makes a cycle.
+func (rw *rewriter) apply(g *ir.Graph, s site, pos lang.Pos) *ir.Graph {
+	r := s.rule
 	out := clone(g)
 	vals := map[*ir.Value]*ir.Value{}
 	for _, v := range r.Vars {
-		if gv, ok := m.vals[v]; ok {
+		if gv, ok := s.m.vals[v]; ok {
 			vals[v] = gv
 		}
 	}
 	for _, n := range r.Dst.Nodes {
-		node, err := rw.instantiate(n, vals, site.Pos)
+		node, err := rw.instantiate(n, vals, pos)
 		if err != nil {
 			return nil
 		}
@@ -36,20 +48,42 @@ func (rw *rewriter) apply(g *ir.Graph, r *Rule, m *match, site *ir.Node) *ir.Gra
 	if !ok {
 		return nil
 	}
-	replaceUses(out, site.Outputs[0], result)
+	if len(s.roots) == 1 {
+		replaceUses(out, s.roots[0], result)
+	} else {
+		start := int64(0)
+		for _, old := range s.roots {
+			ext, _ := old.Shape[s.axis].IsConst()
+			attrs := map[string]ir.AttrValue{
+				"starts": intList(start), "ends": intList(start + ext), "axes": intList(int64(s.axis)),
+			}
+			node, err := rw.node("slice", attrs, []*ir.Value{result}, pos)
+			if err != nil {
+				return nil
+			}
+			out.Nodes = append(out.Nodes, node)
+			replaceUses(out, old, node.Outputs[0])
+			start += ext
+		}
+	}
 	if tidy(out) != nil {
 		return nil
 	}
 	return out
 }
 
-func (rw *rewriter) instantiate(n *ir.Node, vals map[*ir.Value]*ir.Value, pos lang.Pos) (*ir.Node, error) {
-	decl := rw.prog.StdOps()[n.Inst.Op]
-	if decl == nil {
-		return nil, fmt.Errorf("no operator %s", n.Inst.Op)
+func intList(xs ...int64) ir.AttrValue {
+	v := ir.AttrValue{Kind: ir.AttrList}
+	for _, x := range xs {
+		v.List = append(v.List, ir.AttrValue{Kind: ir.AttrInt, Int: x})
 	}
+	return v
+}
+
+// instantiate builds the graph node for rule node n, its inputs looked up
+// in vals (constants copied), and records its outputs there.
+func (rw *rewriter) instantiate(n *ir.Node, vals map[*ir.Value]*ir.Value, pos lang.Pos) (*ir.Node, error) {
 	inputs := make([]*ir.Value, len(n.Inputs))
-	types := make([]check.TensorType, len(n.Inputs))
 	for i, v := range n.Inputs {
 		gv, ok := vals[v]
 		if !ok && v.Const != nil {
@@ -61,24 +95,103 @@ func (rw *rewriter) instantiate(n *ir.Node, vals map[*ir.Value]*ir.Value, pos la
 			return nil, fmt.Errorf("unbound value %s", v.Name)
 		}
 		inputs[i] = gv
-		types[i] = check.TensorType{DType: gv.DType, Shape: gv.Shape}
 	}
 	attrs := map[string]ir.AttrValue{}
 	for _, a := range n.Inst.Attrs {
 		attrs[a.Name] = a.Value
+	}
+	node, err := rw.node(n.Inst.Op, attrs, inputs, pos)
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range node.Outputs {
+		vals[n.Outputs[i]] = v
+	}
+	return node, nil
+}
+
+// node instantiates operator op at attrs on inputs, with fresh names.
+func (rw *rewriter) node(op string, attrs map[string]ir.AttrValue, inputs []*ir.Value, pos lang.Pos) (*ir.Node, error) {
+	decl := rw.prog.StdOps()[op]
+	if decl == nil {
+		return nil, fmt.Errorf("no operator %s", op)
+	}
+	types := make([]check.TensorType, len(inputs))
+	for i, v := range inputs {
+		types[i] = check.TensorType{DType: v.DType, Shape: v.Shape}
 	}
 	inst, err := rw.prog.Instantiate(decl, attrs, types, pos)
 	if err != nil {
 		return nil, err
 	}
 	rw.fresh++
-	node := &ir.Node{Name: fmt.Sprintf("rw%d.%s", rw.fresh, n.Inst.Op), Inst: inst, Inputs: inputs, Pos: pos}
+	node := &ir.Node{Name: fmt.Sprintf("rw%d.%s", rw.fresh, op), Inst: inst, Inputs: inputs, Pos: pos}
 	for i, d := range inst.Outputs {
-		v := &ir.Value{Name: fmt.Sprintf("rw%d.%d", rw.fresh, i), DType: d.Tensor.DType, Shape: d.Tensor.Shape}
-		node.Outputs = append(node.Outputs, v)
-		vals[n.Outputs[i]] = v
+		node.Outputs = append(node.Outputs, &ir.Value{Name: fmt.Sprintf("rw%d.%d", rw.fresh, i), DType: d.Tensor.DType, Shape: d.Tensor.Shape})
 	}
 	return node, nil
+}
+
+// sites lists the matches of r rooted at n: for a template, each loose
+// match binds the attributes and the verified instance must match
+// exactly.
+func (rw *rewriter) sites(r *Rule, n *ir.Node, prod map[*ir.Value]*ir.Node) []site {
+	if r.tmpl == nil {
+		if m := matchAt(r, n, prod, false); m != nil {
+			return []site{{rule: r, m: m, roots: []*ir.Value{n.Outputs[0]}}}
+		}
+		return nil
+	}
+	loose := matchAt(r, n, prod, true)
+	if loose == nil {
+		return nil
+	}
+	inst := rw.inst.bind(r, loose)
+	if inst == nil {
+		return nil
+	}
+	if m := matchAt(inst, n, prod, false); m != nil {
+		return []site{{rule: inst, m: m, roots: []*ir.Value{n.Outputs[0]}}}
+	}
+	return nil
+}
+
+// siblingSites lists the matches of a concat-rooted rule at two graph
+// nodes a (the left operand) and b that are not concatenated: the target
+// side computes concat(a, b), and a and b become slices of it. That is
+// sound by the rule and the split lemmas slice(concat(x, y)) == x, y at
+// the matched extents, which are verified too.
+func (rw *rewriter) siblingSites(r *Rule, a, b *ir.Node, prod map[*ir.Value]*ir.Node) []site {
+	inst := r
+	if r.tmpl != nil {
+		loose := matchPair(r, a, b, prod, true)
+		if loose == nil {
+			return nil
+		}
+		if inst = rw.inst.bind(r, loose); inst == nil {
+			return nil
+		}
+	}
+	m := matchPair(inst, a, b, prod, false)
+	if m == nil {
+		return nil
+	}
+	root := inst.root()
+	axis, ok := attrNamed(root.Inst.Attrs, "axis")
+	rank := len(root.Outputs[0].Shape)
+	if !ok || axis.Kind != ir.AttrInt {
+		return nil
+	}
+	ax := int(axis.Int)
+	if ax < 0 {
+		ax += rank
+	}
+	ka, okA := a.Outputs[0].Shape[ax].IsConst()
+	kb, okB := b.Outputs[0].Shape[ax].IsConst()
+	if !okA || !okB || !rw.inst.splitLemma(rank, ax, ka, kb) {
+		return nil
+	}
+	return []site{{rule: inst, m: m, roots: []*ir.Value{a.Outputs[0], b.Outputs[0]}, axis: ax}}
 }
 
 // candidates lists every graph one rewrite away from g, with the rule
@@ -87,6 +200,14 @@ func (rw *rewriter) instantiate(n *ir.Node, vals map[*ir.Value]*ir.Value, pos la
 func (rw *rewriter) candidates(g *ir.Graph, rules []*Rule, outside map[string]bool) []candidate {
 	prod := producers(g)
 	var out []candidate
+	add := func(s site, at string, pos lang.Pos) {
+		if touches(s.m, outside) {
+			return
+		}
+		if ng := rw.apply(g, s, pos); ng != nil {
+			out = append(out, candidate{g: ng, rule: s.rule.Name, site: at})
+		}
+	}
 	for _, n := range g.Nodes {
 		if outside[n.Name] {
 			continue
@@ -95,12 +216,40 @@ func (rw *rewriter) candidates(g *ir.Graph, rules []*Rule, outside map[string]bo
 			if root := r.root(); root == nil || root.Inst.Op != n.Inst.Op {
 				continue
 			}
-			m := matchAt(r, n, prod)
-			if m == nil || touches(m, outside) {
+			for _, s := range rw.sites(r, n, prod) {
+				add(s, n.Name, n.Pos)
+			}
+		}
+	}
+	for _, r := range rules {
+		if !r.sibling {
+			continue
+		}
+		rprod := producers(r.Src)
+		root := r.root()
+		opA, opB := rprod[root.Inputs[0]].Inst.Op, rprod[root.Inputs[1]].Inst.Op
+		// pairs must reach one graph value along the paths to the shared
+		// variable
+		byShared := map[*ir.Value][]*ir.Node{}
+		for _, b := range g.Nodes {
+			if !outside[b.Name] && b.Inst.Op == opB {
+				if v := follow(b, r.paths[1], prod); v != nil {
+					byShared[v] = append(byShared[v], b)
+				}
+			}
+		}
+		for _, a := range g.Nodes {
+			if outside[a.Name] || a.Inst.Op != opA {
 				continue
 			}
-			if ng := rw.apply(g, r, m, n); ng != nil {
-				out = append(out, candidate{g: ng, rule: r.Name, site: n.Name})
+			v := follow(a, r.paths[0], prod)
+			for _, b := range byShared[v] {
+				if b == a || v == nil {
+					continue
+				}
+				for _, s := range rw.siblingSites(r, a, b, prod) {
+					add(s, a.Name+"+"+b.Name, a.Pos)
+				}
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
 	"tofuc/lang/ir"
+	"tofuc/rewrite/smt"
 )
 
 // Options tunes the search.
@@ -43,6 +44,9 @@ type Outcome struct {
 	Explored int // graphs whose cost was computed
 	Time     time.Duration
 	Parts    int // subgraphs of the flow-based split
+	// Verified lists the rule instances (templates at matched attributes)
+	// and split lemmas verified during the search.
+	Verified []smt.Result
 }
 
 // Optimizer rewrites graphs with verified rules.
@@ -62,7 +66,7 @@ func New(prog *check.Program, rules []*check.Rule, opts Options) *Optimizer {
 	if opts.Device.PeakFLOPS == 0 {
 		opts.Device = cost.H100
 	}
-	return &Optimizer{rules: Directions(rules), rw: &rewriter{prog: prog}, opts: opts, costs: map[uint64]float64{}}
+	return &Optimizer{rules: Directions(rules), rw: &rewriter{prog: prog, inst: newInstances(prog)}, opts: opts, costs: map[uint64]float64{}}
 }
 
 // state is a graph in the search with the rewrites that led to it.
@@ -161,7 +165,8 @@ func (o *Optimizer) outcome(g *ir.Graph, best state, explored, parts int, t0 tim
 	if err != nil {
 		return nil, err
 	}
-	return &Outcome{Graph: best.g, Before: before, After: after, Steps: best.steps, Explored: explored, Time: time.Since(t0), Parts: parts}, nil
+	return &Outcome{Graph: best.g, Before: before, After: after, Steps: best.steps, Explored: explored, Time: time.Since(t0), Parts: parts,
+		Verified: append([]smt.Result(nil), o.rw.inst.Results...)}, nil
 }
 
 // complement is the set of g's node names not in part.

@@ -44,7 +44,7 @@ func (o *Optimizer) matchCounts(g *ir.Graph) map[*ir.Node]int {
 			if root := r.root(); root == nil || root.Inst.Op != n.Inst.Op {
 				continue
 			}
-			if m := matchAt(r, n, prod); m != nil {
+			if m := matchAt(r, n, prod, r.tmpl != nil); m != nil {
 				for _, x := range m.nodes {
 					out[x]++
 				}

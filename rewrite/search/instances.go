@@ -1,0 +1,132 @@
+package search
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"tofuc/analysis/check"
+	"tofuc/lang/ir"
+	"tofuc/rewrite/smt"
+)
+
+// instances elaborates and verifies the instances of rule templates and
+// the split lemmas that sibling rewrites rely on, each once: a rule is
+// used only when rewrite/smt proves it (or bounds it); a refuted or
+// unknown instance is never applied.
+type instances struct {
+	prog   *check.Program
+	opts   smt.Options
+	rules  map[string]*Rule // by direction name and attributes; nil: unusable
+	proofs map[string]bool  // by rule name and attributes: verified
+	lemmas map[string]bool
+	// Results lists every verification run, in order.
+	Results []smt.Result
+}
+
+func newInstances(prog *check.Program) *instances {
+	return &instances{prog: prog, rules: map[string]*Rule{}, proofs: map[string]bool{}, lemmas: map[string]bool{}}
+}
+
+func usable(res smt.Result) bool { return res.Status == smt.Proved || res.Status == smt.Bounded }
+
+// bind returns the instance of template r at the attributes a loose match
+// binds, verified; nil when binding, elaboration or verification fails.
+func (in *instances) bind(r *Rule, loose *match) *Rule {
+	set, ok := bindAttrs(r, loose)
+	if !ok {
+		return nil
+	}
+	key := r.Name + attrKey(set)
+	if d, ok := in.rules[key]; ok {
+		return d
+	}
+	in.rules[key] = nil
+	t := r.tmpl
+	cr, err := t.rule.Module.RuleWith(t.rule.Decl.Name, set)
+	if err != nil {
+		return nil
+	}
+	name := t.rule.Decl.Name + attrKey(set)
+	ok, done := in.proofs[name]
+	if !done {
+		res := smt.Verify(cr, in.opts)
+		res.Rule = name
+		in.Results = append(in.Results, res)
+		ok = usable(res)
+		in.proofs[name] = ok
+	}
+	if !ok {
+		return nil
+	}
+	src, dst := cr.LHS, cr.RHS
+	if t.reverse {
+		src, dst = dst, src
+	}
+	d := &Rule{Name: r.Name + attrKey(set), Src: src, Dst: dst, Vars: cr.Inputs, sibling: r.sibling}
+	in.rules[key] = d
+	return d
+}
+
+func attrKey(set map[string]ir.AttrValue) string {
+	if len(set) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + " = " + set[n].String()
+	}
+	return "<" + strings.Join(parts, ", ") + ">"
+}
+
+// splitLemma verifies, once per rank, axis and extents, that slicing
+// concat(x, y) along axis at [0, ka) gives x and at [ka, ka + kb) gives
+// y, the other extents symbolic: TASO's split axioms at the concrete
+// split point.
+func (in *instances) splitLemma(rank, axis int, ka, kb int64) bool {
+	key := fmt.Sprintf("r%d_a%d_%d_%d", rank, axis, ka, kb)
+	if ok, done := in.lemmas[key]; done {
+		return ok
+	}
+	in.lemmas[key] = false
+	src := splitLemmaSource(rank, axis, ka, kb)
+	m, err := in.prog.LoadSource("split_lemma_"+key+".tdl", []byte(src))
+	if err != nil {
+		return false
+	}
+	for _, d := range m.File.Rules {
+		cr, err := m.Rule(d.Name)
+		if err != nil {
+			return false
+		}
+		res := smt.Verify(cr, in.opts)
+		res.Rule = d.Name + "_" + key
+		in.Results = append(in.Results, res)
+		if !usable(res) {
+			return false
+		}
+	}
+	in.lemmas[key] = true
+	return true
+}
+
+// splitLemmaSource is the TDL of the two split lemmas.
+func splitLemmaSource(rank, axis int, ka, kb int64) string {
+	shape := func(k int64) string {
+		dims := make([]string, rank)
+		for i := range dims {
+			dims[i] = fmt.Sprintf("S%d", i)
+		}
+		dims[axis] = fmt.Sprint(k)
+		return "[" + strings.Join(dims, ", ") + "]"
+	}
+	vars := fmt.Sprintf("x: %s, y: %s", shape(ka), shape(kb))
+	cat := fmt.Sprintf("concat<axis = %d>(x, y)", axis)
+	return fmt.Sprintf("rule slice_concat_first(%s): slice<starts = [0], ends = [%d], axes = [%d]>(%s) == x\n", vars, ka, axis, cat) +
+		fmt.Sprintf("rule slice_concat_second(%s): slice<starts = [%d], ends = [%d], axes = [%d]>(%s) == y\n", vars, ka, ka+kb, axis, cat)
+}
