@@ -171,6 +171,15 @@ func (c *nodeCtx) knownInts(i int, what string) []int64 {
 	return out
 }
 
+// intsMoved reads a list that was attribute name before opset since and
+// is input i from it (Reshape's shape, Squeeze's axes, ...).
+func (c *nodeCtx) intsMoved(name string, i int, since int64) []int64 {
+	if c.opset() >= since {
+		return c.knownInts(i, name)
+	}
+	return c.intsAttr(name, nil)
+}
+
 // knownFloat returns the scalar input i, or def when it is absent.
 func (c *nodeCtx) knownFloat(i int, what string, def float64) float64 {
 	if c.in(i) == nil {

@@ -13,10 +13,7 @@ func convFlatten(c *nodeCtx) {
 
 func convReshape(c *nodeCtx) {
 	x := c.must(0)
-	shape := c.intsAttr("shape", nil)
-	if c.opset() >= 5 {
-		shape = c.knownInts(1, "shape")
-	}
+	shape := c.intsMoved("shape", 1, 5)
 	if c.intAttr("allowzero", 0) == 1 {
 		for _, d := range shape {
 			if d == 0 {
@@ -55,10 +52,7 @@ func convSplit(c *nodeCtx) {
 	x := c.must(0)
 	axis := c.axis(c.intAttr("axis", 0), rank(x))
 	extent := c.dims(x)[axis]
-	sizes := c.intsAttr("split", nil)
-	if c.opset() >= 13 {
-		sizes = c.knownInts(1, "split")
-	}
+	sizes := c.intsMoved("split", 1, 13)
 	n := int64(len(c.node.GetOutput()))
 	if sizes == nil {
 		if num := c.intAttr("num_outputs", 0); num > 0 {
@@ -111,10 +105,7 @@ func convSlice(c *nodeCtx) {
 
 func convSqueeze(c *nodeCtx) {
 	x := c.must(0)
-	axes := c.intsAttr("axes", nil)
-	if c.opset() >= 13 {
-		axes = c.knownInts(1, "axes")
-	}
+	axes := c.intsMoved("axes", 1, 13)
 	if axes == nil {
 		for i, d := range c.dims(x) {
 			if d == 1 {
@@ -133,10 +124,7 @@ func convSqueeze(c *nodeCtx) {
 
 func convUnsqueeze(c *nodeCtx) {
 	x := c.must(0)
-	axes := c.intsAttr("axes", nil)
-	if c.opset() >= 13 {
-		axes = c.knownInts(1, "axes")
-	}
+	axes := c.intsMoved("axes", 1, 13)
 	c.out(0, c.call1("unsqueeze", []attr{intsA("axes", c.axes(axes, rank(x)+len(axes)))}, x))
 }
 
@@ -232,10 +220,7 @@ func argReduce(op string) func(*nodeCtx) {
 func reduce(op string, axesInput int64) func(*nodeCtx) {
 	return func(c *nodeCtx) {
 		x := c.must(0)
-		axes := c.intsAttr("axes", nil)
-		if c.opset() >= axesInput {
-			axes = c.knownInts(1, "axes")
-		}
+		axes := c.intsMoved("axes", 1, axesInput)
 		if len(axes) == 0 && c.intAttr("noop_with_empty_axes", 0) == 1 {
 			c.out(0, x)
 			return
