@@ -43,6 +43,7 @@ func init() {
 		{"import", "import an ONNX model as TDL, with its weights in an .npz", "tofuc import MODEL.onnx [-o OUT.tdl] [--known NAME=PATH]...", runImport},
 		{"onnx-test", "run ONNX conformance tests with the reference interpreter", "tofuc onnx-test [--json] [--backend interp] [--timeout D] [--jobs N] [--explain] PATH...", runONNXTest},
 		{"optimize", "rewrite a model with the verified rules to lower its estimated cost", "tofuc optimize MODEL.tdl [-o OUT.tdl] [--report DIR] [--model NAME] [--set NAME=VALUE]... [--alpha A] [--max-graphs N]", runOptimize},
+		{"rules", "generate rewrite rules by enumerating small graphs, and verify them", "tofuc rules generate [-o FILE] [--max-ops N] [--worlds dense,conv] [--seed N] [--timeout D]", runRules},
 		{"verify", "prove rewrite rules equal from their TDL, or refute them", "tofuc verify [--json] [--timeout D] [--max-shapes N] FILE...", runVerify},
 		{"version", "print tofuc's version and the tools it finds", "tofuc version", runVersion},
 		{"help", "show help for tofuc or one command", "tofuc help [COMMAND]", runHelp},
