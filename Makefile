@@ -5,6 +5,7 @@ GO        ?= go
 BIN       := bin/tofuc
 DEB_PKGS  := llvm-14 libz3-dev
 FUZZTIME  ?= 60s
+SHARED    ?= $(or $(TOFUC_SHARED),../shared)
 # TEST_PKGS are installed by `make test` only (the report test opens
 # report.html in headless Chromium).
 TEST_PKGS := chromium
@@ -42,6 +43,13 @@ run: deps build
 	./$(BIN) eval examples/mlp.tdl --train --steps 20 --set batch=32 --random-inputs --seed 1 --out out/mlp-train
 	@echo "== tofuc partition: Wide ResNet-152-10's training graph over 8 devices"
 	./$(BIN) partition examples/wresnet.tdl --train --set depth=152 --set width=10 --set train=true --devices 8 --report out/partition-wresnet
+	@if [ -d "$(SHARED)/onnx" ]; then \
+		echo "== tofuc import and onnx-test: an ONNX SqueezeNet as TDL, and the op-level conformance tests"; \
+		echo "./$(BIN) import $(SHARED)/onnx/light-random/light_squeezenet_random.onnx -o out/squeezenet.tdl"; \
+		./$(BIN) import $(SHARED)/onnx/light-random/light_squeezenet_random.onnx -o out/squeezenet.tdl && \
+		echo "./$(BIN) onnx-test $(SHARED)/onnx/node-random $(SHARED)/onnx/light-random/light_squeezenet_random.onnx" && \
+		./$(BIN) onnx-test $(SHARED)/onnx/node-random $(SHARED)/onnx/light-random/light_squeezenet_random.onnx | tail -3; \
+	else echo "== (no ONNX test data in $(SHARED): skipping tofuc import)"; fi
 	@echo "outputs and parameters written under out/"
 
 test: EXTRA_PKGS = $(TEST_PKGS)
