@@ -113,6 +113,7 @@ type importer struct {
 	stmts       []*stmt
 	unsupported []UnsupportedOp
 	failed      map[string]bool // outputs of nodes that failed to import
+	used        map[string]bool // values some node or the graph's output reads
 	folded      int
 }
 
@@ -130,6 +131,7 @@ func Import(m *Model, opts Options) (*Result, error) {
 		imp.opset = 1
 	}
 	g := m.Proto.GetGraph()
+	imp.used = usedValues(g)
 	if err := imp.checkSupported(g); err != nil {
 		return nil, err
 	}
@@ -219,6 +221,20 @@ func (imp *importer) bindInputs(g *onnxpb.GraphProto) error {
 	return nil
 }
 
+// usedValues are the values read by a node or returned by the graph.
+func usedValues(g *onnxpb.GraphProto) map[string]bool {
+	used := map[string]bool{}
+	for _, n := range g.GetNode() {
+		for _, in := range n.GetInput() {
+			used[in] = true
+		}
+	}
+	for _, out := range g.GetOutput() {
+		used[out.GetName()] = true
+	}
+	return used
+}
+
 // compileTimeInputs finds the graph values that some node reads in an
 // input slot it needs at import.
 func compileTimeInputs(g *onnxpb.GraphProto) map[string]bool {
@@ -303,9 +319,19 @@ func (imp *importer) convert(n *onnxpb.NodeProto) {
 		}
 		return
 	}
-	if len(imp.stmts) == stmts {
+	if len(imp.stmts) == stmts && imp.allKnown(n) {
 		imp.folded++
 	}
+}
+
+// allKnown reports whether every bound output of n is known at import.
+func (imp *importer) allKnown(n *onnxpb.NodeProto) bool {
+	for _, out := range n.GetOutput() {
+		if v := imp.values[out]; v != nil && v.konst == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // result prints the model and collects its parameters.

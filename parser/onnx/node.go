@@ -32,8 +32,8 @@ func (c *nodeCtx) run() (reason string) {
 		}
 	}()
 	converters[c.node.GetOpType()].convert(c)
-	for i, out := range c.node.GetOutput() {
-		if out != "" && c.imp.values[out] == nil {
+	for i := range c.node.GetOutput() {
+		if c.wants(i) && c.imp.values[c.node.GetOutput()[i]] == nil {
 			c.fail("output %d is not supported", i)
 		}
 	}
@@ -67,10 +67,11 @@ func (c *nodeCtx) must(i int) *value {
 
 func (c *nodeCtx) numIn() int { return len(c.node.GetInput()) }
 
-// wants reports whether output i is present and used.
+// wants reports whether output i is present and read by a node or the
+// graph's output.
 func (c *nodeCtx) wants(i int) bool {
 	outs := c.node.GetOutput()
-	return i < len(outs) && outs[i] != ""
+	return i < len(outs) && outs[i] != "" && c.imp.used[outs[i]]
 }
 
 // out binds output i to v; an unnamed intermediate takes the output's name.

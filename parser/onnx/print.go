@@ -115,7 +115,7 @@ func (p *printer) ref(v *value) string {
 	name := p.name(v)
 	t := v.konst
 	if fill, ok := uniform(t); ok && t.DType == lang.F32 && !v.init {
-		fmt.Fprintf(&p.consts, "    %s = full<shape = %s, value = %s>()\n", name, intsString(t.Shape), floatString(fill))
+		fmt.Fprintf(&p.consts, "    %s = full<shape = %s, value = %s>()\n", name, intsString(t.Shape), floatString(float32Value(float32(fill))))
 		return name
 	}
 	fmt.Fprintf(&p.consts, "    %s = param %s\n", name, v.typ.String())
