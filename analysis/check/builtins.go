@@ -498,28 +498,38 @@ func biReshapeDims(ev *evaluator, c *lang.Call, a []cval) cval {
 		total = total.Mul(ev.dimOf(c, d))
 	}
 	known := lang.Const(1)
+	// The extents not copied, divided by the constant target extents, are
+	// what -1 takes: copies cancel symbolic extents exactly.
+	rest, constant := lang.Const(1), int64(1)
+	copied := map[int]bool{}
 	infer := -1
 	out := make([]lang.Dim, len(target))
 	for i, t := range target {
 		switch {
 		case t == 0 && i < len(S):
 			out[i] = S[i].dim
+			copied[i] = true
 		case t == -1 && infer < 0:
 			infer = i
 			continue
 		case t > 0:
 			out[i] = lang.Const(t)
+			constant *= t
 		default:
 			ev.fail(c.Pos, "reshape: bad target extent %d in %v", t, target)
 		}
 		known = known.Mul(out[i])
 	}
+	for i, d := range S {
+		if !copied[i] {
+			rest = rest.Mul(ev.dimOf(c, d))
+		}
+	}
 	if infer >= 0 {
-		k, ok := known.IsConst()
-		if !ok || k == 0 {
+		if constant == 0 {
 			ev.fail(c.Pos, "reshape: cannot infer the -1 extent of %v from %s", target, lang.ShapeString(dimsOf(S)))
 		}
-		out[infer] = total.FloorDiv(k)
+		out[infer] = rest.FloorDiv(constant)
 		known = known.Mul(out[infer])
 	}
 	if !known.Equal(total) {

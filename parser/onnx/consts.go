@@ -63,17 +63,17 @@ func convConstantOfShape(c *nodeCtx) {
 	c.out(0, constValue("", t, false))
 }
 
-// convShape folds the shape of a tensor whose extents are known.
+// convShape folds the shape of a tensor
+// (a symbolic extent makes a symbolic shape value).
 func convShape(c *nodeCtx) {
-	dims := c.dims(c.must(0))
+	dims := c.must(0).typ.Shape
 	r := int64(len(dims))
 	start, end := c.intAttr("start", 0), c.intAttr("end", r)
 	start, end = clampAxis(start, r), clampAxis(end, r)
-	sel := []int64{}
-	if start < end {
-		sel = dims[start:end]
+	if start >= end {
+		start, end = 0, 0
 	}
-	c.out(0, constValue("", tensor.FromInts(lang.I64, []int{len(sel)}, sel), false))
+	c.out(0, symValue(dims[start:end], false))
 }
 
 // clampAxis resolves a negative Shape bound and clamps it to [0, r].
@@ -85,11 +85,11 @@ func clampAxis(a, r int64) int64 {
 }
 
 func convSize(c *nodeCtx) {
-	n := int64(1)
-	for _, d := range c.dims(c.must(0)) {
-		n *= d
+	n := lang.Const(1)
+	for _, d := range c.must(0).typ.Shape {
+		n = n.Mul(d)
 	}
-	c.out(0, constValue("", tensor.FromInts(lang.I64, nil, []int64{n}), false))
+	c.out(0, symValue([]lang.Dim{n}, true))
 }
 
 // convRange folds Range, whose inputs are known scalars.

@@ -83,6 +83,7 @@ type value struct {
 	onnx  string // ONNX name; empty for an intermediate result
 	typ   check.TensorType
 	konst *tensor.Tensor // known at import
+	sym   []lang.Dim     // a shape value with symbolic elements (symshape.go)
 	init  bool           // an ONNX initializer: a parameter when used as data
 	input bool           // a model input
 	name  string         // TDL name, assigned when the model is printed
@@ -378,6 +379,9 @@ func (imp *importer) callStmt(op string, attrs []attr, args []*value) ([]*value,
 	types := make([]check.TensorType, len(args))
 	known := true
 	for i, a := range args {
+		if a.sym != nil {
+			return nil, fmt.Errorf("%s of the symbolic shape %s is not supported", op, lang.ShapeString(a.sym))
+		}
 		types[i] = a.typ
 		known = known && a.konst != nil
 	}

@@ -291,3 +291,40 @@ func FuzzImport(f *testing.F) {
 		}
 	})
 }
+
+// A PyTorch export of x.view(x.size(0), -1) with a symbolic batch keeps the
+// batch symbolic: the Shape, Gather, Unsqueeze, Concat chain is computed
+// symbolically and the Reshape copies the batch extent.
+func TestImportSymbolicShapeChain(t *testing.T) {
+	g := &onnxpb.GraphProto{
+		Node: []*onnxpb.NodeProto{
+			node("Shape", []string{"x"}, []string{"s"}),
+			node("Gather", []string{"s", "zero"}, []string{"n"}),
+			node("Unsqueeze", []string{"n", "axes0"}, []string{"n1"}),
+			node("Concat", []string{"n1", "minus1"}, []string{"target"}, &onnxpb.AttributeProto{Name: proto.String("axis"), I: proto.Int64(0)}),
+			node("Reshape", []string{"x", "target"}, []string{"flat"}),
+			node("MatMul", []string{"flat", "w"}, []string{"y"}),
+		},
+		Initializer: []*onnxpb.TensorProto{
+			{Name: proto.String("zero"), DataType: proto.Int32(int32(onnxpb.TensorProto_INT64)), Int64Data: []int64{0}},
+			int64Tensor("axes0", 0), int64Tensor("minus1", -1),
+			floatTensor("w", []int64{6, 1}, 1, 1, 1, 1, 1, 1),
+		},
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, "N", 2, 3)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("y", onnxpb.TensorProto_FLOAT, "N", 1)},
+	}
+	x := tensor.FromFloats(lang.F32, []int{3, 2, 3}, []float64{1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 1})
+	res, outs := run(t, model(g, 13), Options{}, map[string]*tensor.Tensor{"x": x}, map[string]ir.AttrValue{"N": {Kind: ir.AttrInt, Int: 3}})
+	if !strings.Contains(string(res.Source), "reshape<shape = [0, -1]>(x)") {
+		t.Errorf("the reshape does not copy the symbolic batch:\n%s", res.Source)
+	}
+	want := tensor.FromFloats(lang.F32, []int{3, 1}, []float64{6, 12, 1})
+	if err := tensor.Compare(outs[0], want, tensor.Exact); err != nil {
+		t.Error(err)
+	}
+
+	g.Node = append(g.Node[:1], node("ConstantOfShape", []string{"s"}, []string{"y"}))
+	if _, err := Import(model(g, 13), Options{}); err == nil || !strings.Contains(err.Error(), "symbolic [N, 2, 3]") {
+		t.Errorf("ConstantOfShape of a symbolic shape: %v", err)
+	}
+}

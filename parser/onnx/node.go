@@ -31,7 +31,9 @@ func (c *nodeCtx) run() (reason string) {
 			reason = f.reason
 		}
 	}()
-	converters[c.node.GetOpType()].convert(c)
+	if !c.symbolic() {
+		converters[c.node.GetOpType()].convert(c)
+	}
 	for i := range c.node.GetOutput() {
 		if c.wants(i) && c.imp.values[c.node.GetOutput()[i]] == nil {
 			c.fail("output %d is not supported", i)
@@ -149,6 +151,9 @@ func float32Value(f float32) float64 {
 // known returns input i's value, which must be known at import.
 func (c *nodeCtx) known(i int, what string) *tensor.Tensor {
 	v := c.must(i)
+	if v.sym != nil {
+		c.fail("its %s (input %d) is the symbolic %s; it must be known at import", what, i, lang.ShapeString(v.sym))
+	}
 	if v.konst == nil {
 		c.fail("its %s (input %d) must be known at import", what, i)
 	}

@@ -13,7 +13,12 @@ func convFlatten(c *nodeCtx) {
 
 func convReshape(c *nodeCtx) {
 	x := c.must(0)
-	shape := c.intsMoved("shape", 1, 5)
+	var shape []int64
+	if s := c.in(1); s != nil && s.sym != nil && c.opset() >= 5 {
+		shape = c.reshapeTarget(x, s.sym)
+	} else {
+		shape = c.intsMoved("shape", 1, 5)
+	}
 	if c.intAttr("allowzero", 0) == 1 {
 		for _, d := range shape {
 			if d == 0 {
