@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"sort"
 	"strings"
+	"sync"
 
 	"tofuc/lang/ir"
 )
@@ -143,12 +144,22 @@ func mergeCommon(g *ir.Graph) bool {
 	return false
 }
 
+// instKeys caches each instance's operator and attributes as text
+// (instances are shared by the graphs of a search and never change).
+var instKeys sync.Map
+
 func nodeKey(n *ir.Node, val func(*ir.Value) string) string {
 	var b strings.Builder
-	b.WriteString(n.Inst.Op)
-	for _, a := range n.Inst.Attrs {
-		b.WriteString("|" + a.Name + "=" + a.Value.String())
+	k, ok := instKeys.Load(n.Inst)
+	if !ok {
+		var ib strings.Builder
+		ib.WriteString(n.Inst.Op)
+		for _, a := range n.Inst.Attrs {
+			ib.WriteString("|" + a.Name + "=" + a.Value.String())
+		}
+		k, _ = instKeys.LoadOrStore(n.Inst, ib.String())
 	}
+	b.WriteString(k.(string))
 	for _, v := range n.Inputs {
 		b.WriteString("|" + val(v))
 	}
