@@ -62,7 +62,8 @@ type node struct {
 	shape  []lang.Dim
 	dtype  lang.DType
 	weight bool
-	vals   []*tensor.Tensor // on each test input set
+	vals   []*tensor.Tensor // on each test input set, while the enumeration needs them
+	fp     uint64           // the fingerprint of vals
 	input  *Input
 }
 
@@ -148,7 +149,11 @@ func (e *enumerator) sorted() []*graph {
 // arguments are inputs or outputs of earlier operators (TASO's Algorithm
 // 1), skipping an operator that repeats one already in the graph. The
 // inputs alone are graphs too (of no operator), so that x == f(x) is
-// found.
+// found. Each graph is enumerated in one order of its operators: an
+// operator that does not read the previous one's output must come after
+// it in text order (the greedy topological order by text, which every
+// graph has), and a state with more unread outputs than the operators
+// left can join is not extended.
 func (e *enumerator) run(maxOps int) error {
 	var nodes []*node
 	for _, in := range e.world.Inputs {
@@ -157,19 +162,24 @@ func (e *enumerator) run(maxOps int) error {
 			n.vals = append(n.vals, e.random(in, set))
 		}
 		nodes = append(nodes, n)
-		e.seen[n.text] = &graph{world: &e.world, out: n, fp: fingerprint(n), vars: []*Input{in}}
+		n.fp = fingerprint(n)
+		e.seen[n.text] = &graph{world: &e.world, out: n, fp: n.fp, vars: []*Input{in}}
 	}
 	var dfs func(nodes []*node, ops int) error
 	dfs = func(nodes []*node, ops int) error {
 		if ops > 0 {
 			e.record(nodes, ops)
 		}
-		if ops == maxOps {
+		if ops == maxOps || dangling(nodes, ops) > maxOps-ops+1 {
 			return nil
 		}
 		texts := map[string]bool{}
 		for _, n := range nodes {
 			texts[n.text] = true
+		}
+		var last *node
+		if ops > 0 {
+			last = nodes[len(nodes)-1]
 		}
 		for _, op := range e.world.Ops {
 			for _, args := range argTuples(nodes, op) {
@@ -180,17 +190,46 @@ func (e *enumerator) run(maxOps int) error {
 				if err != nil {
 					return err
 				}
-				if n == nil || texts[n.text] {
+				if n == nil || texts[n.text] || last != nil && !reads(n, last) && n.text < last.text {
 					continue
 				}
 				if err := dfs(append(nodes[:len(nodes):len(nodes)], n), ops+1); err != nil {
 					return err
 				}
+				n.vals = nil // only the fingerprint is needed from now on
 			}
 		}
 		return nil
 	}
 	return dfs(nodes, 0)
+}
+
+// dangling counts the operator outputs no other operator reads: a graph
+// with one output needs all but one of them consumed, and each operator
+// added consumes at most one more than it makes.
+func dangling(nodes []*node, ops int) int {
+	used := map[*node]bool{}
+	for _, n := range nodes[len(nodes)-ops:] {
+		for _, a := range n.args {
+			used[a] = true
+		}
+	}
+	k := 0
+	for _, n := range nodes[len(nodes)-ops:] {
+		if !used[n] {
+			k++
+		}
+	}
+	return k
+}
+
+func reads(n, m *node) bool {
+	for _, a := range n.args {
+		if a == m {
+			return true
+		}
+	}
+	return false
 }
 
 // argTuples lists the argument tuples for op: ordered, or unordered
@@ -233,7 +272,7 @@ func (e *enumerator) record(nodes []*node, ops int) {
 	if _, ok := e.seen[last.text]; ok {
 		return
 	}
-	g := &graph{world: &e.world, out: last, fp: fingerprint(last)}
+	g := &graph{world: &e.world, out: last, fp: last.fp}
 	vars := map[*Input]bool{}
 	var walk func(n *node)
 	walk = func(n *node) {
@@ -297,8 +336,10 @@ func (e *enumerator) apply(op *Op, args []*node) (*node, error) {
 	for _, a := range args {
 		weight = weight && a.weight
 	}
-	return &node{text: op.format(texts), op: op, args: args, shape: inst.Outputs[0].Tensor.Shape, dtype: inst.Outputs[0].Tensor.DType,
-		weight: weight, vals: outs}, nil
+	n := &node{text: op.format(texts), op: op, args: args, shape: inst.Outputs[0].Tensor.Shape, dtype: inst.Outputs[0].Tensor.DType,
+		weight: weight, vals: outs}
+	n.fp = fingerprint(n)
+	return n, nil
 }
 
 // testSets is how many input sets each graph is evaluated on.
@@ -461,7 +502,7 @@ func inContext(a, b *node) bool {
 		return false
 	}
 	for i := range a.args {
-		if a.args[i].text != b.args[i].text && fingerprint(a.args[i]) != fingerprint(b.args[i]) {
+		if a.args[i].text != b.args[i].text && a.args[i].fp != b.args[i].fp {
 			return false
 		}
 	}
