@@ -328,3 +328,99 @@ func TestImportSymbolicShapeChain(t *testing.T) {
 		t.Errorf("ConstantOfShape of a symbolic shape: %v", err)
 	}
 }
+
+// refEinsum evaluates an explicit equation without ellipses by brute force.
+func refEinsum(eq string, ops []*tensor.Tensor) *tensor.Tensor {
+	lhs, out, _ := strings.Cut(eq, "->")
+	terms := strings.Split(lhs, ",")
+	extent := map[byte]int{}
+	for i, t := range terms {
+		for k := range len(t) {
+			extent[t[k]] = ops[i].Shape[k]
+		}
+	}
+	var letters []byte
+	for l := range extent {
+		letters = append(letters, l)
+	}
+	shape := make([]int, len(out))
+	for k := range len(out) {
+		shape[k] = extent[out[k]]
+	}
+	res := tensor.New(lang.F32, shape)
+	idx := map[byte]int{}
+	var walk func(d int)
+	walk = func(d int) {
+		if d == len(letters) {
+			prod := 1.0
+			for i, t := range terms {
+				pos := make([]int, len(t))
+				for k := range len(t) {
+					pos[k] = idx[t[k]]
+				}
+				prod *= ops[i].At(pos...)
+			}
+			pos := make([]int, len(out))
+			for k := range len(out) {
+				pos[k] = idx[out[k]]
+			}
+			res.Set(res.At(pos...)+prod, pos...)
+			return
+		}
+		for v := range extent[letters[d]] {
+			idx[letters[d]] = v
+			walk(d + 1)
+		}
+	}
+	walk(0)
+	return res
+}
+
+func TestImportEinsum(t *testing.T) {
+	for _, tc := range []struct {
+		eq, explicit string
+		shapes       [][]int
+	}{
+		{"ij,jk->ik", "ij,jk->ik", [][]int{{2, 3}, {3, 4}}},
+		{"bij,bjk->bik", "bij,bjk->bik", [][]int{{2, 2, 3}, {2, 3, 2}}},
+		{"ij,kj", "ij,kj->ik", [][]int{{2, 3}, {4, 3}}},
+		{"i,i", "i,i->", [][]int{{5}, {5}}},
+		{"ii->i", "ii->i", [][]int{{3, 3}}},
+		{"ii", "ii->", [][]int{{3, 3}}},
+		{"ij->ji", "ij->ji", [][]int{{2, 3}}},
+		{"ijk->k", "ijk->k", [][]int{{2, 3, 2}}},
+		{"...ij,...jk->...ik", "bij,bjk->bik", [][]int{{3, 2, 4}, {3, 4, 2}}},
+		{"bii->bi", "bii->bi", [][]int{{2, 3, 3}}},
+	} {
+		var ins []*onnxpb.ValueInfoProto
+		var names []string
+		feed := map[string]*tensor.Tensor{}
+		var ops []*tensor.Tensor
+		for i, s := range tc.shapes {
+			name := string(rune('a' + i))
+			dims := make([]any, len(s))
+			n := 1
+			for k, d := range s {
+				dims[k] = d
+				n *= d
+			}
+			ins = append(ins, tensorInfo(name, onnxpb.TensorProto_FLOAT, dims...))
+			names = append(names, name)
+			vals := make([]float64, n)
+			for k := range vals {
+				vals[k] = float64((k*7+i*3)%5 - 2)
+			}
+			feed[name] = tensor.FromFloats(lang.F32, s, vals)
+			ops = append(ops, feed[name])
+		}
+		g := &onnxpb.GraphProto{
+			Node:   []*onnxpb.NodeProto{node("Einsum", names, []string{"y"}, &onnxpb.AttributeProto{Name: proto.String("equation"), S: []byte(tc.eq)})},
+			Input:  ins,
+			Output: []*onnxpb.ValueInfoProto{{Name: proto.String("y")}},
+		}
+		_, outs := run(t, model(g, 12), Options{}, feed, nil)
+		if err := tensor.Compare(outs[0], refEinsum(tc.explicit, ops), tensor.Exact); err != nil {
+			t.Errorf("%s: %v", tc.eq, err)
+		}
+	}
+}

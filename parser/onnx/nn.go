@@ -216,32 +216,35 @@ func convMatMul(c *nodeCtx) {
 	c.out(0, y)
 }
 
-// convEinsum maps two-operand einsums without repeated letters in one
-// operand (and one-operand transposes and sums) onto the stdlib einsum
-// "Z I K, Z K J -> Z I J": letters in both operands and the output are
-// batch (Z), in both but not the output contracted (K), in one and the
-// output free (I, J); letters in one operand only are summed out first.
+// convEinsum maps one- and two-operand einsums onto the stdlib einsum
+// "Z I K, Z K J -> Z I J": ellipses become letters, repeated letters in
+// one operand take diagonals, letters in one operand only are summed out;
+// then letters in both operands and the output are batch (Z), in both but
+// not the output contracted (K), in one and the output free (I, J).
 func convEinsum(c *nodeCtx) {
 	eq := strings.ReplaceAll(c.stringAttr("equation", ""), " ", "")
 	lhs, out, explicit := strings.Cut(eq, "->")
 	terms := strings.Split(lhs, ",")
-	if strings.Contains(eq, "...") || len(terms) > 2 || len(terms) != c.numIn() {
-		c.fail("equation %q (only one or two operands without ellipses)", eq)
-	}
-	for _, t := range terms {
-		if hasRepeat(t) {
-			c.fail("equation %q repeats a letter in one operand (diagonals are not supported)", eq)
-		}
-	}
-	if !explicit {
-		out = implicitOutput(terms)
+	if len(terms) > 2 || len(terms) != c.numIn() {
+		c.fail("equation %q (only one or two operands)", eq)
 	}
 	ops := make([]*value, len(terms))
+	for i := range terms {
+		ops[i] = c.must(i)
+	}
+	ell := c.expandEllipses(eq, terms, ops)
+	if !explicit {
+		out = ell + implicitOutput(terms, ell)
+	}
+	out = strings.ReplaceAll(out, "...", ell)
 	for i, t := range terms {
-		x := c.must(i)
-		if len(t) != rank(x) {
-			c.fail("operand %d has rank %d, the equation gives it %d letters", i, rank(x), len(t))
+		if len(t) != rank(ops[i]) {
+			c.fail("operand %d has rank %d, the equation gives it %d letters", i, rank(ops[i]), len(t))
 		}
+		ops[i], terms[i] = c.diagonals(ops[i], t)
+	}
+	for i, t := range terms {
+		x := ops[i]
 		other := out
 		if len(terms) == 2 {
 			other += terms[1-i]
@@ -275,18 +278,64 @@ func convEinsum(c *nodeCtx) {
 	c.out(0, c.permuteTo(y, z+i+j, out))
 }
 
-func hasRepeat(t string) bool {
-	for i, l := range t {
-		if strings.ContainsRune(t[i+1:], l) {
-			return true
+// expandEllipses replaces "..." in each term by letters unused in eq,
+// one per axis it stands for, aligned to the right across operands as
+// NumPy broadcasts them; it returns the letters of the longest.
+func (c *nodeCtx) expandEllipses(eq string, terms []string, ops []*value) string {
+	var free []byte
+	for l := byte('A'); l <= 'z'; l++ {
+		if (l <= 'Z' || l >= 'a') && !strings.ContainsRune(eq, rune(l)) {
+			free = append(free, l)
 		}
 	}
-	return false
+	longest := 0
+	for i, t := range terms {
+		if strings.Contains(t, "...") {
+			longest = max(longest, rank(ops[i])-(len(t)-3))
+		}
+	}
+	if longest > len(free) || longest < 0 {
+		c.fail("equation %q has too many axes under its ellipses", eq)
+	}
+	ell := string(free[:longest])
+	for i, t := range terms {
+		if strings.Contains(t, "...") {
+			n := max(rank(ops[i])-(len(t)-3), 0)
+			terms[i] = strings.Replace(t, "...", ell[longest-n:], 1)
+		}
+	}
+	return ell
+}
+
+// diagonals takes the diagonal of every letter repeated in t: the pair
+// is moved last and the stdlib diagonal keeps one of them.
+func (c *nodeCtx) diagonals(x *value, t string) (*value, string) {
+	for {
+		l, ok := repeated(t)
+		if !ok {
+			return x, t
+		}
+		first := strings.IndexByte(t, l)
+		second := first + 1 + strings.IndexByte(t[first+1:], l)
+		rest := t[:first] + t[first+1:second] + t[second+1:]
+		x = c.permuteTo(x, t, rest+string(l)+string(l))
+		x = c.call1("diagonal", nil, x)
+		t = rest + string(l)
+	}
+}
+
+func repeated(t string) (byte, bool) {
+	for i := range len(t) {
+		if strings.IndexByte(t[i+1:], t[i]) >= 0 {
+			return t[i], true
+		}
+	}
+	return 0, false
 }
 
 // implicitOutput is the output of an einsum without "->": the letters
-// that appear once, in alphabetical order.
-func implicitOutput(terms []string) string {
+// that appear once, in alphabetical order, after the ellipsis letters.
+func implicitOutput(terms []string, ell string) string {
 	count := map[rune]int{}
 	for _, t := range terms {
 		for _, l := range t {
@@ -295,7 +344,7 @@ func implicitOutput(terms []string) string {
 	}
 	var out []byte
 	for l := 'A'; l <= 'z'; l++ {
-		if count[l] == 1 {
+		if count[l] == 1 && !strings.ContainsRune(ell, l) {
 			out = append(out, byte(l))
 		}
 	}
