@@ -47,7 +47,7 @@ func (g *Graph) Evaluate(p *Plan) (*Cost, error) {
 			if ch != Replicate && (ch < 0 || int(ch) >= v.Strategies()) {
 				return nil, fmt.Errorf("operator %s has no strategy %d at step %d", n.Name, ch, i+1)
 			}
-			b := groups * v.Step(k).Bytes(ch, p.dims(n.Inputs, i), p.dims(n.Outputs, i))
+			b := groups * v.Step(k).Bytes(ch, p.Dims(n.Inputs, i), p.Dims(n.Outputs, i))
 			c.OpBytes[j] += b
 			c.StepBytes[i] += b
 			sub, err := v.Sub(ch, k)

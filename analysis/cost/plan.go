@@ -58,8 +58,8 @@ func Splittable(tile []int64, k int) []int {
 	return out
 }
 
-// dims is the split of each value at step i (-1 for constants).
-func (p *Plan) dims(vs []*ir.Value, i int) []int {
+// Dims is the split of each value at step i (-1 for constants).
+func (p *Plan) Dims(vs []*ir.Value, i int) []int {
 	out := make([]int, len(vs))
 	for j, v := range vs {
 		out[j] = -1

@@ -31,15 +31,15 @@ func Baseline(g *cost.Graph, name string, devices int, opt Options) (*Result, er
 	var err error
 	switch name {
 	case "data_parallel":
-		res, err = recursive(g, c, devices, opt, allowAll, greedy("data parallel", (*step).dataParallel))
+		res, err = recursive(g, c, devices, opt, allowAll, greedy("data parallel", (*step).dataParallel), false)
 	case "spartan":
-		res, err = recursive(g, c, devices, opt, allowAll, greedy("spartan greedy", (*step).spartan))
+		res, err = recursive(g, c, devices, opt, allowAll, greedy("spartan greedy", (*step).spartan), false)
 	case "equal_chop":
 		one := opt
 		one.Factors = []int{devices}
-		res, err = recursive(g, c, devices, one, allowAll, opt.eliminate)
+		res, err = recursive(g, c, devices, one, allowAll, opt.eliminate, false)
 	case "icml18":
-		res, err = recursive(g, c, devices, opt, noReduction, opt.eliminate)
+		res, err = recursive(g, c, devices, opt, noReduction, opt.eliminate, true)
 	default:
 		return nil, fmt.Errorf("unknown baseline %q", name)
 	}

@@ -30,9 +30,15 @@
 // minimum over its members' choices. On any other graph it is the
 // documented general method: still exact, with tables exponential in the
 // graph's induced width. When a table would exceed Options.TableLimit the
-// step is instead solved by local search (iterated conditional modes from
-// the data-parallel and the Spartan assignments, the better kept), and
-// the result says so (Result.Exact, StepStats.Method, the report).
+// step is solved approximately and the result says so (Result.Exact,
+// StepStats.Method, the report): iterated conditional modes from the
+// data-parallel and the Spartan assignments (the better kept), then block
+// descent (blockDescent): the hubs — the tensor variables with the most
+// factors, such as the tied tensors of an RNN layer read by all its time
+// steps — are fixed and everything else is eliminated exactly (the time
+// steps fall apart into chains), then the hubs and their node variables
+// are eliminated exactly with the rest fixed (the brute force over a
+// coalesced layer group), in turn until a round lowers nothing.
 //
 // # Recursion
 //
@@ -41,6 +47,14 @@
 // Options.Factors): each step splits every tensor along one dimension and
 // every operator by one strategy among k workers, and the next step works
 // on the representative worker's instance (cost.View.Sub).
+//
+// A step chooses an operator's strategy for that step alone, but the
+// strategy decides the instance the operator's workers run at the later
+// steps, so the cheapest choice at one step can cost more later (Tofu's
+// optimality argument assumes it cannot). After the last step, refine
+// therefore re-chooses every operator's strategies over all the steps at
+// once, the tensors' splits fixed: exact per operator (a branch and bound
+// over its views), and the plan's cost never rises.
 //
 // # Baselines and reference
 //

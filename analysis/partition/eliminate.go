@@ -2,6 +2,7 @@ package partition
 
 import (
 	"container/heap"
+	"math"
 	"slices"
 )
 
@@ -44,6 +45,7 @@ func newSolver(dom, pos []int, factors []*factor) *solver {
 		s.adj[v] = map[int]bool{}
 	}
 	for _, f := range factors {
+		f.dead = false
 		s.attach(f)
 	}
 	return s
@@ -61,9 +63,9 @@ func (s *solver) attach(f *factor) {
 }
 
 // tableSize is the size of the table eliminating v builds, capped.
-func (s *solver) tableSize(v int) int64 {
+func (s *solver) tableSize(adj []map[int]bool, v int) int64 {
 	n := int64(s.dom[v])
-	for u := range s.adj[v] {
+	for u := range adj[v] {
 		n *= int64(s.dom[u])
 		if n > 1<<40 {
 			return 1 << 40
@@ -72,37 +74,69 @@ func (s *solver) tableSize(v int) int64 {
 	return n
 }
 
-// run eliminates every variable; it returns false when the next table
-// would exceed limit entries.
+// run eliminates every variable; it returns false, having built no
+// table, when some table would exceed limit entries. The order depends
+// on the factors' variables alone, so it is decided first, on the
+// adjacency, before any table is built.
 func (s *solver) run(limit int64) bool {
+	order, ok := s.plan(limit)
+	if !ok {
+		return false
+	}
+	for _, v := range order {
+		s.eliminate(v)
+	}
+	return true
+}
+
+// plan decides the elimination order (greedy: the smallest table next)
+// on a copy of the adjacency, and the largest table it builds; it stops
+// at the first table over limit.
+func (s *solver) plan(limit int64) ([]int, bool) {
+	adj := make([]map[int]bool, len(s.adj))
+	for v, a := range s.adj {
+		adj[v] = make(map[int]bool, len(a))
+		for u := range a {
+			adj[v][u] = true
+		}
+	}
 	h := &varHeap{}
 	version := make([]int, len(s.dom))
 	for v := range s.dom {
-		heap.Push(h, s.item(v, 0))
+		heap.Push(h, s.item(adj, v, 0))
 	}
 	done := make([]bool, len(s.dom))
+	var order []int
 	for h.Len() > 0 {
 		it := heap.Pop(h).(heapItem)
 		if done[it.v] || it.version != version[it.v] {
 			continue
 		}
 		if it.size > limit {
-			return false
+			return nil, false
 		}
 		s.Largest = max(s.Largest, it.size)
 		done[it.v] = true
-		nbrs := s.eliminate(it.v)
-		for _, u := range nbrs {
-			version[u]++
-			heap.Push(h, s.item(u, version[u]))
+		order = append(order, it.v)
+		for u := range adj[it.v] {
+			delete(adj[u], it.v)
+			for w := range adj[it.v] {
+				if w != u {
+					adj[u][w] = true
+				}
+			}
 		}
+		for u := range adj[it.v] {
+			version[u]++
+			heap.Push(h, s.item(adj, u, version[u]))
+		}
+		adj[it.v] = nil
 	}
-	return true
+	return order, true
 }
 
-// eliminate replaces the factors of v by their minimum over v and
-// returns v's neighbours.
-func (s *solver) eliminate(v int) []int {
+// eliminate replaces the factors of v by their minimum over v.
+func (s *solver) eliminate(v int) {
 	var fs []*factor
 	for _, f := range s.byVar[v] {
 		if !f.dead {
@@ -122,20 +156,40 @@ func (s *solver) eliminate(v int) []int {
 	nf := &factor{vars: scope, table: make([]int64, s.size(scope))}
 	full := append(slices.Clone(scope), v)
 	idx := s.indexers(fs, full)
-	assign := make([]int, len(full))
+	// off[i] is factor i's entry at the current scope assignment (v at
+	// 0), kept up to date as the mixed-radix counter advances.
+	off := make([]int, len(fs))
+	step := make([]int, len(fs)) // factor i's stride of v
+	for i := range fs {
+		step[i] = idx[i][len(scope)]
+	}
+	assign := make([]int, len(scope))
+	dv := s.dom[v]
 	for e := range nf.table {
-		best := int64(-1)
-		for x := range s.dom[v] {
-			assign[len(full)-1] = x
-			if c := sum(fs, idx, assign); best < 0 || c < best {
-				best = c
+		best := int64(math.MaxInt64)
+		for x := range dv {
+			var c int64
+			for i, f := range fs {
+				c += f.table[off[i]+x*step[i]]
 			}
+			best = min(best, c)
 		}
 		nf.table[e] = best
-		s.next(assign[:len(scope)], scope)
+		for j := len(scope) - 1; j >= 0; j-- {
+			assign[j]++
+			for i := range fs {
+				off[i] += idx[i][j]
+			}
+			if assign[j] < s.dom[scope[j]] {
+				break
+			}
+			for i := range fs {
+				off[i] -= idx[i][j] * assign[j]
+			}
+			assign[j] = 0
+		}
 	}
 	s.attach(nf)
-	return scope
 }
 
 func (s *solver) size(vars []int) int {
@@ -144,17 +198,6 @@ func (s *solver) size(vars []int) int {
 		n *= s.dom[v]
 	}
 	return n
-}
-
-// next advances a mixed-radix counter (last variable fastest).
-func (s *solver) next(assign, vars []int) {
-	for i := len(vars) - 1; i >= 0; i-- {
-		assign[i]++
-		if assign[i] < s.dom[vars[i]] {
-			return
-		}
-		assign[i] = 0
-	}
 }
 
 // indexers gives, per factor, the stride of each position of vars in its
@@ -238,8 +281,8 @@ type heapItem struct {
 	version int
 }
 
-func (s *solver) item(v, version int) heapItem {
-	n := s.tableSize(v)
+func (s *solver) item(adj []map[int]bool, v, version int) heapItem {
+	n := s.tableSize(adj, v)
 	return heapItem{size: n, pos: s.pos[v], v: v, version: version}
 }
 

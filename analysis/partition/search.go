@@ -17,7 +17,8 @@ type Options struct {
 	// Progress, when not nil, is told when each step starts.
 	Progress func(step, steps int)
 	// TableLimit bounds the tables of the elimination; beyond it a step
-	// is solved by local search and the result says so. 0: DefaultTableLimit.
+	// is solved by local search and block descent and the result says so.
+	// 0: DefaultTableLimit.
 	TableLimit int64
 }
 
@@ -31,7 +32,7 @@ type Result struct {
 	Seconds float64 // the search alone, wall clock
 	Steps   []StepStats
 	// Exact is false when some step exceeded the table limit and was
-	// solved by local search instead of elimination.
+	// solved by local search and block descent instead of elimination.
 	Exact bool
 }
 
@@ -41,7 +42,7 @@ type StepStats struct {
 	Variables int
 	Factors   int
 	Largest   int64  // the largest elimination table
-	Method    string // "elimination" or "local search (table limit)"
+	Method    string // "elimination" or "block descent (table limit)"
 	Bytes     int64  // the step's bytes, as the search priced it
 }
 
@@ -87,7 +88,7 @@ func CheckFactors(factors []int, devices int) error {
 func Search(g *cost.Graph, devices int, opt Options) (*Result, error) {
 	start := time.Now()
 	c := Coarsen(g)
-	res, err := recursive(g, c, devices, opt, allowAll, opt.eliminate)
+	res, err := recursive(g, c, devices, opt, allowAll, opt.eliminate, true)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +101,7 @@ type solveStep func(s *step) ([]int, StepStats)
 
 // eliminate solves a step exactly by variable elimination or, beyond the
 // table limit, by local search from the data-parallel and the Spartan
-// assignments, keeping the better.
+// assignments, keeping the better, then block descent from it.
 func (opt Options) eliminate(s *step) ([]int, StepStats) {
 	limit := opt.TableLimit
 	if limit == 0 {
@@ -113,16 +114,18 @@ func (opt Options) eliminate(s *step) ([]int, StepStats) {
 		st.Largest = sv.Largest
 		return sv.solution(), st
 	}
-	st.Method, st.Largest = "local search (table limit)", sv.Largest
+	st.Method, st.Largest = "block descent (table limit)", sv.Largest
 	a := localSearch(dom, s.factors, s.dataParallel())
 	if b := localSearch(dom, s.factors, s.spartan()); total(dom, s.factors, b) < total(dom, s.factors, a) {
 		a = b
 	}
+	a, largest := blockDescent(dom, s.positions(), len(s.tdom), s.factors, a, limit)
+	st.Largest = max(st.Largest, largest)
 	return a, st
 }
 
 // recursive runs a per-step solver over the factors.
-func recursive(g *cost.Graph, c *Coarse, devices int, opt Options, ok allow, solve solveStep) (*Result, error) {
+func recursive(g *cost.Graph, c *Coarse, devices int, opt Options, ok allow, solve solveStep, refineOps bool) (*Result, error) {
 	factors := opt.Factors
 	if factors == nil {
 		factors = Factorise(devices)
@@ -154,6 +157,11 @@ func recursive(g *cost.Graph, c *Coarse, devices int, opt Options, ok allow, sol
 			return nil, err
 		}
 		groups *= int64(k)
+	}
+	if refineOps {
+		if err := refine(g, p, ok); err != nil {
+			return nil, err
+		}
 	}
 	cst, err := g.Evaluate(p)
 	if err != nil {

@@ -66,7 +66,7 @@ func method(r *partition.Result) string {
 	if r.Exact {
 		return "recursive elimination over the coarsened graph (exact at every step)"
 	}
-	return "recursive elimination; some steps exceeded the table limit and were solved by local search (not proved optimal)"
+	return "recursive elimination; some steps exceeded the table limit and were solved by local search and block descent (not proved optimal)"
 }
 
 // Words says the choices of a node at every step, through its views.

@@ -1,0 +1,175 @@
+package partition
+
+import (
+	"cmp"
+	"slices"
+)
+
+// blockDescent improves an assignment of a step whose elimination would
+// exceed the table limit, by exact elimination over two blocks of
+// variables in turn, the other block fixed:
+//
+//   - the hubs: the tensor variables with the most factors (the tied
+//     tensors of weight-sharing time steps, read by every step), taken
+//     in that order until eliminating everything else with them fixed
+//     fits under the limit;
+//   - block A: every variable but the hubs (with the hubs fixed the
+//     time steps fall apart into chains: exact);
+//   - block B: the hubs and the node variables next to them, the other
+//     tensors fixed (the hubs of one layer are eliminated together:
+//     Tofu's brute force inside a coalesced group).
+//
+// Each block's solution is the exact minimum over it given the rest, so
+// the total never rises; the descent stops when a round lowers nothing.
+// It returns assign unchanged when no choice of hubs makes block A fit.
+func blockDescent(dom, pos []int, nTensor int, factors []*factor, assign []int, limit int64) ([]int, int64) {
+	hubs, ok := chooseHubs(dom, pos, nTensor, factors, limit)
+	if !ok {
+		return assign, 0
+	}
+	inHub := make([]bool, len(dom))
+	for _, v := range hubs {
+		inHub[v] = true
+	}
+	blockA := make([]bool, len(dom))
+	blockB := make([]bool, len(dom))
+	for v := range dom {
+		blockA[v] = !inHub[v]
+		blockB[v] = inHub[v]
+	}
+	for _, f := range factors {
+		if slices.ContainsFunc(f.vars, func(v int) bool { return inHub[v] }) {
+			for _, v := range f.vars {
+				if v >= nTensor {
+					blockB[v] = true
+				}
+			}
+		}
+	}
+	// Block B may not fit (hubs joined by many nodes): then the hubs
+	// alone, independent of each other once the nodes are fixed.
+	if _, fits := restricted(dom, pos, factors, blockB, assign).plan(limit); !fits {
+		blockB = inHub
+	}
+	var largest int64
+	cur := total(dom, factors, assign)
+	for {
+		next := slices.Clone(assign)
+		for _, block := range [][]bool{blockA, blockB} {
+			sv := restricted(dom, pos, factors, block, next)
+			if !sv.run(limit) {
+				return assign, largest // cannot happen: both were planned
+			}
+			largest = max(largest, sv.Largest)
+			sol := sv.solution()
+			for v, in := range block {
+				if in {
+					next[v] = sol[v]
+				}
+			}
+		}
+		c := total(dom, factors, next)
+		if c >= cur {
+			return assign, largest
+		}
+		assign, cur = next, c
+	}
+}
+
+// chooseHubs takes tensor variables by decreasing number of factors
+// (ties by place, then id), doubling their number, until the rest fits.
+func chooseHubs(dom, pos []int, nTensor int, factors []*factor, limit int64) ([]int, bool) {
+	degree := make([]int, nTensor)
+	for _, f := range factors {
+		for _, v := range f.vars {
+			if v < nTensor {
+				degree[v]++
+			}
+		}
+	}
+	order := make([]int, nTensor)
+	for v := range order {
+		order[v] = v
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(degree[b], degree[a]), cmp.Compare(pos[a], pos[b]))
+	})
+	free := make([]bool, len(dom))
+	zero := make([]int, len(dom))
+	for n := 1; ; n *= 2 {
+		n = min(n, nTensor)
+		for v := range free {
+			free[v] = true
+		}
+		for _, v := range order[:n] {
+			free[v] = false
+		}
+		if _, ok := restricted(dom, pos, factors, free, zero).plan(limit); ok {
+			return order[:n], true
+		}
+		if n == nTensor {
+			return nil, false
+		}
+	}
+}
+
+// restricted is the solver of the factors over the variables in free,
+// the others fixed at assign: a factor's table is sliced at the fixed
+// values, and fixed variables get a domain of one value.
+func restricted(dom, pos []int, factors []*factor, free []bool, assign []int) *solver {
+	rdom := make([]int, len(dom))
+	for v := range dom {
+		rdom[v] = 1
+		if free[v] {
+			rdom[v] = dom[v]
+		}
+	}
+	var out []*factor
+	for _, f := range factors {
+		var vars []int
+		for _, v := range f.vars {
+			if free[v] {
+				vars = append(vars, v)
+			}
+		}
+		if len(vars) == 0 {
+			continue
+		}
+		if len(vars) == len(f.vars) {
+			out = append(out, &factor{vars: f.vars, table: f.table})
+			continue
+		}
+		nf := &factor{vars: vars, table: make([]int64, 0, len(f.table))}
+		// Enumerate the free variables' values (last fastest) and read
+		// f at them with the fixed ones at assign.
+		vals := make([]int, len(f.vars))
+		for i, v := range f.vars {
+			if !free[v] {
+				vals[i] = assign[v]
+			}
+		}
+		for {
+			e := 0
+			for i, v := range f.vars {
+				e = e*dom[v] + vals[i]
+			}
+			nf.table = append(nf.table, f.table[e])
+			i := len(f.vars) - 1
+			for ; i >= 0; i-- {
+				if !free[f.vars[i]] {
+					continue
+				}
+				vals[i]++
+				if vals[i] < dom[f.vars[i]] {
+					break
+				}
+				vals[i] = 0
+			}
+			if i < 0 {
+				break
+			}
+		}
+		out = append(out, nf)
+	}
+	return newSolver(rdom, pos, out)
+}
