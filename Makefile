@@ -57,8 +57,16 @@ test: deps
 	$(GO) vet ./...
 	$(GO) test ./...
 
-bench: deps
+# bench also times rule generation (TASO §2.3.2), optimises the ONNX light
+# models and checks every optimised light-random model against the original
+# with the interpreter (docs/rules.md).
+bench: deps build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
+	@mkdir -p out
+	./$(BIN) rules generate -o out/rules-generated.tdl
+	for m in squeezenet inception_v1 resnet50; do ./$(BIN) optimize ../shared/onnx/light/light_$$m.onnx --report out/optimize-$$m || exit 1; done
+	./$(BIN) optimize examples/sru.tdl
+	TOFUC_LIGHT_MODELS=all $(GO) test -run TestOptimizedONNXEqualsOriginal -v -timeout 60m ./rewrite/search
 
 fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./parser

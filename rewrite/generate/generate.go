@@ -14,6 +14,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -509,6 +510,9 @@ func inContext(a, b *node) bool {
 	return true
 }
 
+// verifyBatch rules are verified at a time, in parallel.
+const verifyBatch = 32
+
 // verifyPairs writes the pairs as TDL rules, verifies them in parallel
 // and returns the proved and bounded ones.
 func verifyPairs(prog *check.Program, pairs [][2]*graph, opts smt.Options, st *Stats) ([]string, error) {
@@ -536,8 +540,13 @@ func verifyPairs(prog *check.Program, pairs [][2]*graph, opts smt.Options, st *S
 		rules = append(rules, r)
 		kept = append(kept, lines[i])
 	}
+	var results []smt.Result
+	for start := 0; start < len(rules); start += verifyBatch {
+		results = append(results, smt.VerifyAll(rules[start:min(start+verifyBatch, len(rules))], opts)...)
+		runtime.GC() // the solver's memory is released by finalizers
+	}
 	var out []string
-	for i, res := range smt.VerifyAll(rules, opts) {
+	for i, res := range results {
 		switch res.Status {
 		case smt.Proved:
 			st.Proved++
