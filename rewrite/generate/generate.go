@@ -33,6 +33,8 @@ type Options struct {
 	Worlds []World // default: Dense and Conv
 	Seed   uint64
 	Verify smt.Options
+	// Stage, when set, is told each stage's counts as the stage ends.
+	Stage func(st *Stats, stage string)
 }
 
 // Stats counts each stage, TASO's Table 2.3 style.
@@ -114,6 +116,12 @@ func Generate(prog *check.Program, opts Options) (*Result, error) {
 	}
 	res.Stats.Candidates = len(pairs)
 	res.Stats.Enumerate = time.Since(t0)
+	stage := func(name string) {
+		if opts.Stage != nil {
+			opts.Stage(&res.Stats, name)
+		}
+	}
+	stage("enumerate")
 
 	t1 := time.Now()
 	pairs = dropRenamings(pairs)
@@ -121,11 +129,15 @@ func Generate(prog *check.Program, opts Options) (*Result, error) {
 	pairs = dropCommon(pairs)
 	res.Stats.AfterCommon = len(pairs)
 	res.Stats.Prune = time.Since(t1)
+	stage("prune")
 
 	t2 := time.Now()
 	rules, err := verifyPairs(prog, pairs, opts.Verify, &res.Stats)
 	res.Stats.Verify = time.Since(t2)
 	res.Rules = rules
+	if err == nil {
+		stage("verify")
+	}
 	return res, err
 }
 
