@@ -50,6 +50,9 @@ func (g *Graph) Evaluate(p *Plan) (*Cost, error) {
 			b := groups * v.Step(k).Bytes(ch, p.Dims(n.Inputs, i), p.Dims(n.Outputs, i))
 			c.OpBytes[j] += b
 			c.StepBytes[i] += b
+			if i+1 == len(p.Factors) {
+				continue // no step after: the last views are not needed
+			}
 			sub, err := v.Sub(ch, k)
 			if err != nil {
 				return nil, fmt.Errorf("operator %s: %v", n.Name, err)

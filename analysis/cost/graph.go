@@ -11,20 +11,27 @@ import (
 
 // Graph is a dataflow graph prepared for pricing: concrete shapes, and one
 // View per distinct instance, shared by every step and every caller.
+// Instances are told apart by their text (operator, attributes, dtypes,
+// shapes and lambdas: Instance.String), so the many nodes of a model that
+// run the same operator on the same shapes — the convolutions of a Wide
+// ResNet's blocks, an RNN's time steps — and the workers' instances
+// derived from them are analysed once.
 type Graph struct {
 	IR     *ir.Graph
 	Shapes map[*ir.Value][]int64
 	// Index is each node's position in IR.Nodes.
 	Index map[*ir.Node]int
 
-	mu    sync.Mutex
-	roots map[*ir.Instance]*View
+	mu     sync.Mutex
+	roots  map[*ir.Instance]*View
+	byText map[string]*View
 }
 
 // NewGraph prepares g. Every shape must be concrete (bind symbolic
 // attributes first); the instances are analysed lazily.
 func NewGraph(g *ir.Graph) (*Graph, error) {
-	cg := &Graph{IR: g, Shapes: map[*ir.Value][]int64{}, Index: map[*ir.Node]int{}, roots: map[*ir.Instance]*View{}}
+	cg := &Graph{IR: g, Shapes: map[*ir.Value][]int64{}, Index: map[*ir.Node]int{},
+		roots: map[*ir.Instance]*View{}, byText: map[string]*View{}}
 	add := func(v *ir.Value) error {
 		if _, ok := cg.Shapes[v]; ok || v.Const != nil {
 			return nil
@@ -100,15 +107,35 @@ func (g *Graph) Tensors() []*ir.Value {
 // Bytes is the size of a whole tensor.
 func (g *Graph) Bytes(v *ir.Value) int64 { return volume(g.Shapes[v]) * elemSize(v.DType) }
 
-// Root is the view of a node at the first step: its own instance.
+// Root is the view of a node at the first step: its own instance. It is
+// safe to call from several goroutines.
 func (g *Graph) Root(n *ir.Node) *View {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if v, ok := g.roots[n.Inst]; ok {
+	v, ok := g.roots[n.Inst]
+	g.mu.Unlock()
+	if ok {
 		return v
 	}
-	v := newView(n.Inst)
+	v = g.view(n.Inst)
+	g.mu.Lock()
 	g.roots[n.Inst] = v
+	g.mu.Unlock()
+	return v
+}
+
+// view is the analysed view of an instance, shared by every instance with
+// the same text; the analysis runs once, outside the graph's lock, so
+// distinct instances are analysed in parallel.
+func (g *Graph) view(inst *ir.Instance) *View {
+	key := inst.String()
+	g.mu.Lock()
+	v, ok := g.byText[key]
+	if !ok {
+		v = &View{Inst: inst, g: g, steps: map[int]*StepCost{}, subs: map[subKey]*View{}}
+		g.byText[key] = v
+	}
+	g.mu.Unlock()
+	v.once.Do(v.analyse)
 	return v
 }
 
@@ -142,6 +169,8 @@ type View struct {
 	InShapes  [][]int64
 	OutShapes [][]int64
 
+	g     *Graph
+	once  sync.Once // the analysis
 	mu    sync.Mutex
 	steps map[int]*StepCost
 	subs  map[subKey]*View
@@ -152,8 +181,9 @@ type subKey struct {
 	k int
 }
 
-func newView(inst *ir.Instance) *View {
-	v := &View{Inst: inst, steps: map[int]*StepCost{}, subs: map[subKey]*View{}}
+// analyse fills the shapes and the strategy analysis.
+func (v *View) analyse() {
+	inst := v.Inst
 	for _, t := range inst.Inputs {
 		s, _ := concrete(t.Shape)
 		v.InShapes = append(v.InShapes, s)
@@ -163,7 +193,6 @@ func newView(inst *ir.Instance) *View {
 		v.OutShapes = append(v.OutShapes, s)
 	}
 	v.Analysis, v.Err = strategy.Analyse(inst)
-	return v
 }
 
 // Strategies is the number of strategies (choices other than Replicate).
@@ -200,7 +229,8 @@ func (v *View) Lookup(name string) (Choice, bool) {
 }
 
 // Sub is the view of the next step after choice c over k workers: the
-// representative worker's instance (Replicate keeps the view).
+// representative worker's instance (Replicate keeps the view). It is safe
+// to call from several goroutines.
 func (v *View) Sub(c Choice, k int) (*View, error) {
 	if c == Replicate {
 		return v, nil
@@ -219,7 +249,7 @@ func (v *View) Sub(c Choice, k int) (*View, error) {
 	if w.Inst == nil {
 		return nil, fmt.Errorf("%s: %s over %d workers leaves them nothing", v.Inst.Op, v.Name(c), k)
 	}
-	sub := newView(w.Inst)
+	sub := v.g.view(w.Inst)
 	v.subs[key] = sub
 	return sub, nil
 }

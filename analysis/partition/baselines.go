@@ -37,9 +37,9 @@ func Baseline(g *cost.Graph, name string, devices int, opt Options) (*Result, er
 	case "equal_chop":
 		one := opt
 		one.Factors = []int{devices}
-		res, err = recursive(g, c, devices, one, allowAll, opt.eliminate, false)
+		res, err = recursive(g, c, devices, one, allowAll, opt.eliminator(), false)
 	case "icml18":
-		res, err = recursive(g, c, devices, opt, noReduction, opt.eliminate, true)
+		res, err = recursive(g, c, devices, opt, noReduction, opt.eliminator(), true)
 	default:
 		return nil, fmt.Errorf("unknown baseline %q", name)
 	}

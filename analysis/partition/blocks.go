@@ -2,6 +2,7 @@ package partition
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -22,8 +23,8 @@ import (
 // Each block's solution is the exact minimum over it given the rest, so
 // the total never rises; the descent stops when a round lowers nothing.
 // It returns assign unchanged when no choice of hubs makes block A fit.
-func blockDescent(dom, pos []int, nTensor int, factors []*factor, assign []int, limit int64) ([]int, int64) {
-	hubs, ok := chooseHubs(dom, pos, nTensor, factors, limit)
+func blockDescent(dom, pos []int, nTensor int, factors []*factor, assign []int, limit int64, hint *int) ([]int, int64) {
+	hubs, orderA, largest, ok := chooseHubs(dom, pos, nTensor, factors, limit, hint)
 	if !ok {
 		return assign, 0
 	}
@@ -48,21 +49,27 @@ func blockDescent(dom, pos []int, nTensor int, factors []*factor, assign []int, 
 	}
 	// Block B may not fit (hubs joined by many nodes): then the hubs
 	// alone, independent of each other once the nodes are fixed.
-	if _, fits := restricted(dom, pos, factors, blockB, assign).plan(limit); !fits {
+	sb := structure(dom, pos, factors, blockB)
+	orderB, fits := sb.plan(limit)
+	if !fits {
 		blockB = inHub
+		sb = structure(dom, pos, factors, blockB)
+		orderB, _ = sb.plan(math.MaxInt64)
 	}
-	var largest int64
+	largest = max(largest, sb.Largest)
 	cur := total(dom, factors, assign)
 	for {
 		next := slices.Clone(assign)
-		for _, block := range [][]bool{blockA, blockB} {
-			sv := restricted(dom, pos, factors, block, next)
-			if !sv.run(limit) {
-				return assign, largest // cannot happen: both were planned
+		for _, b := range []struct {
+			free  []bool
+			order []int
+		}{{blockA, orderA}, {blockB, orderB}} {
+			sv := restricted(dom, pos, factors, b.free, next)
+			for _, v := range b.order {
+				sv.eliminate(v)
 			}
-			largest = max(largest, sv.Largest)
 			sol := sv.solution()
-			for v, in := range block {
+			for v, in := range b.free {
 				if in {
 					next[v] = sol[v]
 				}
@@ -77,8 +84,12 @@ func blockDescent(dom, pos []int, nTensor int, factors []*factor, assign []int, 
 }
 
 // chooseHubs takes tensor variables by decreasing number of factors
-// (ties by place, then id), doubling their number, until the rest fits.
-func chooseHubs(dom, pos []int, nTensor int, factors []*factor, limit int64) ([]int, bool) {
+// (ties by place, then id) until the rest fits: first the number that
+// fitted last time (hint, 0 at first; the steps of a search share their
+// structure), then doubling from it or halving to the fewest that fit.
+// It returns the hubs, the elimination order of the rest and its largest
+// table.
+func chooseHubs(dom, pos []int, nTensor int, factors []*factor, limit int64, hint *int) ([]int, []int, int64, bool) {
 	degree := make([]int, nTensor)
 	for _, f := range factors {
 		for _, v := range f.vars {
@@ -94,23 +105,69 @@ func chooseHubs(dom, pos []int, nTensor int, factors []*factor, limit int64) ([]
 	slices.SortStableFunc(order, func(a, b int) int {
 		return cmp.Or(cmp.Compare(degree[b], degree[a]), cmp.Compare(pos[a], pos[b]))
 	})
-	free := make([]bool, len(dom))
-	zero := make([]int, len(dom))
-	for n := 1; ; n *= 2 {
-		n = min(n, nTensor)
+	type result struct {
+		order   []int
+		largest int64
+		ok      bool
+	}
+	try := func(n int) result {
+		free := make([]bool, len(dom))
 		for v := range free {
 			free[v] = true
 		}
 		for _, v := range order[:n] {
 			free[v] = false
 		}
-		if _, ok := restricted(dom, pos, factors, free, zero).plan(limit); ok {
-			return order[:n], true
+		sv := structure(dom, pos, factors, free)
+		elim, ok := sv.plan(limit)
+		return result{elim, sv.Largest, ok}
+	}
+	n := min(max(*hint, 1), nTensor)
+	r := try(n)
+	if r.ok {
+		for n > 1 {
+			smaller := try(n / 2)
+			if !smaller.ok {
+				break
+			}
+			n, r = n/2, smaller
 		}
-		if n == nTensor {
-			return nil, false
+	} else {
+		for !r.ok {
+			if n == nTensor {
+				return nil, nil, 0, false
+			}
+			n = min(2*n, nTensor)
+			r = try(n)
 		}
 	}
+	*hint = n
+	return order[:n], r.order, r.largest, true
+}
+
+// structure is a solver over the variables in free with the factors'
+// variables but no tables: enough to plan an elimination.
+func structure(dom, pos []int, factors []*factor, free []bool) *solver {
+	rdom := make([]int, len(dom))
+	for v := range dom {
+		rdom[v] = 1
+		if free[v] {
+			rdom[v] = dom[v]
+		}
+	}
+	var out []*factor
+	for _, f := range factors {
+		var vars []int
+		for _, v := range f.vars {
+			if free[v] {
+				vars = append(vars, v)
+			}
+		}
+		if len(vars) > 0 {
+			out = append(out, &factor{vars: vars})
+		}
+	}
+	return newSolver(rdom, pos, out)
 }
 
 // restricted is the solver of the factors over the variables in free,

@@ -1,7 +1,8 @@
 package partition
 
 import (
-	"math"
+	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,22 +22,39 @@ import (
 // its current sequence); operators with the same view and the same
 // splits share the result. The plan's cost never rises.
 func refine(g *cost.Graph, p *cost.Plan, ok allow) error {
-	memo := map[refineKey][]cost.Choice{}
-	for _, n := range g.IR.Nodes {
+	index := map[refineKey]int{}
+	var firsts []*ir.Node // a node of each distinct key
+	at := make([]int, len(g.IR.Nodes))
+	for j, n := range g.IR.Nodes {
 		key := keyOfSplits(g, p, n)
-		seq, found := memo[key]
+		id, found := index[key]
 		if !found {
-			r := refiner{p: p, n: n, ok: ok, best: math.MaxInt64}
-			cur, err := r.price(g.Root(n), p.Ops[n])
-			if err != nil {
-				return err
-			}
-			r.best, r.seq = cur+1, p.Ops[n]
-			r.search(g.Root(n), 0, 1, 0, nil)
-			seq = r.seq
-			memo[key] = seq
+			id = len(firsts)
+			index[key] = id
+			firsts = append(firsts, n)
 		}
-		p.Ops[n] = slices.Clone(seq)
+		at[j] = id
+	}
+	seqs := make([][]cost.Choice, len(firsts))
+	errs := make([]error, len(firsts))
+	parallel(len(firsts), func(i int) {
+		n := firsts[i]
+		r := refiner{p: p, n: n, ok: ok, memo: map[viewStep]suffix{}}
+		cur, err := r.price(g.Root(n), p.Ops[n])
+		if err != nil {
+			errs[i] = fmt.Errorf("operator %s: %v", n.Name, err)
+			return
+		}
+		seqs[i] = p.Ops[n]
+		if s := r.best(g.Root(n), 0, 1, cur); s.exact {
+			seqs[i] = s.seq
+		}
+	})
+	for j, n := range g.IR.Nodes {
+		if err := errs[at[j]]; err != nil {
+			return err
+		}
+		p.Ops[n] = slices.Clone(seqs[at[j]])
 	}
 	return nil
 }
@@ -65,8 +83,20 @@ type refiner struct {
 	p    *cost.Plan
 	n    *ir.Node
 	ok   allow
-	best int64
-	seq  []cost.Choice
+	memo map[viewStep]suffix
+}
+
+type viewStep struct {
+	v *cost.View
+	i int
+}
+
+// suffix is the cheapest sequence of choices from a view at a step on
+// (exact), or a lower bound on its bytes (not exact: none is cheaper).
+type suffix struct {
+	bytes int64
+	seq   []cost.Choice
+	exact bool
 }
 
 // price is the node's bytes under a sequence of choices.
@@ -75,25 +105,29 @@ func (r *refiner) price(v *cost.View, seq []cost.Choice) (int64, error) {
 	groups := int64(1)
 	for i, k := range r.p.Factors {
 		sum += groups * v.Step(k).Bytes(seq[i], r.p.Dims(r.n.Inputs, i), r.p.Dims(r.n.Outputs, i))
-		var err error
-		if v, err = v.Sub(seq[i], k); err != nil {
-			return 0, err
+		if i+1 < len(r.p.Factors) {
+			var err error
+			if v, err = v.Sub(seq[i], k); err != nil {
+				return 0, err
+			}
 		}
 		groups *= int64(k)
 	}
 	return sum, nil
 }
 
-// search extends prefix (the choices of steps before i, costing acc)
-// with every allowed choice, cheapest at this step first, and keeps the
-// cheapest complete sequence below r.best.
-func (r *refiner) search(v *cost.View, i int, groups, acc int64, prefix []cost.Choice) {
-	if acc >= r.best {
-		return
-	}
+// best is the cheapest sequence of choices from step i on at view v when
+// it costs less than budget, else the bound budget: a branch and bound
+// over the choices, cheapest at this step first, memoised over the views
+// (different orders of the same splits reach the same worker instance,
+// Tofu's Theorem 2).
+func (r *refiner) best(v *cost.View, i int, groups, budget int64) suffix {
 	if i == len(r.p.Factors) {
-		r.best, r.seq = acc, slices.Clone(prefix)
-		return
+		return suffix{exact: true}
+	}
+	key := viewStep{v, i}
+	if s, ok := r.memo[key]; ok && (s.exact || s.bytes >= budget) {
+		return s
 	}
 	k := r.p.Factors[i]
 	sc := v.Step(k)
@@ -106,23 +140,24 @@ func (r *refiner) search(v *cost.View, i int, groups, acc int64, prefix []cost.C
 	for _, c := range choices(v, r.ok) {
 		opts = append(opts, option{c, groups * sc.Bytes(c, in, out)})
 	}
-	slices.SortStableFunc(opts, func(a, b option) int {
-		switch {
-		case a.bytes < b.bytes:
-			return -1
-		case a.bytes > b.bytes:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(opts, func(a, b option) int { return cmp.Compare(a.bytes, b.bytes) })
+	res := suffix{bytes: budget}
 	for _, o := range opts {
-		if acc+o.bytes >= r.best {
+		if o.bytes >= res.bytes {
 			break
 		}
-		sub, err := v.Sub(o.c, k)
-		if err != nil {
-			continue // this choice leaves a worker nothing to run
+		rest := suffix{exact: true}
+		if i+1 < len(r.p.Factors) { // the last step's views are not needed
+			sub, err := v.Sub(o.c, k)
+			if err != nil {
+				continue // no worker instance for this choice
+			}
+			rest = r.best(sub, i+1, groups*int64(k), res.bytes-o.bytes)
 		}
-		r.search(sub, i+1, groups*int64(k), acc+o.bytes, append(prefix, o.c))
+		if rest.exact && o.bytes+rest.bytes < res.bytes {
+			res = suffix{bytes: o.bytes + rest.bytes, seq: append([]cost.Choice{o.c}, rest.seq...), exact: true}
+		}
 	}
+	r.memo[key] = res
+	return res
 }

@@ -88,7 +88,7 @@ func CheckFactors(factors []int, devices int) error {
 func Search(g *cost.Graph, devices int, opt Options) (*Result, error) {
 	start := time.Now()
 	c := Coarsen(g)
-	res, err := recursive(g, c, devices, opt, allowAll, opt.eliminate, true)
+	res, err := recursive(g, c, devices, opt, allowAll, opt.eliminator(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -99,29 +99,33 @@ func Search(g *cost.Graph, devices int, opt Options) (*Result, error) {
 // solveStep picks an assignment (domain indices) for one step.
 type solveStep func(s *step) ([]int, StepStats)
 
-// eliminate solves a step exactly by variable elimination or, beyond the
-// table limit, by local search from the data-parallel and the Spartan
-// assignments, keeping the better, then block descent from it.
-func (opt Options) eliminate(s *step) ([]int, StepStats) {
+// eliminator solves a step exactly by variable elimination or, beyond
+// the table limit, by local search from the data-parallel and the
+// Spartan assignments, keeping the better, then block descent from it.
+// The steps of one search share the number of hubs block descent chose.
+func (opt Options) eliminator() solveStep {
 	limit := opt.TableLimit
 	if limit == 0 {
 		limit = DefaultTableLimit
 	}
-	dom := s.domains()
-	st := StepStats{Method: "elimination"}
-	sv := newSolver(dom, s.positions(), s.factors)
-	if sv.run(limit) {
-		st.Largest = sv.Largest
-		return sv.solution(), st
+	hubs := 0
+	return func(s *step) ([]int, StepStats) {
+		dom := s.domains()
+		st := StepStats{Method: "elimination"}
+		sv := newSolver(dom, s.positions(), s.factors)
+		if sv.run(limit) {
+			st.Largest = sv.Largest
+			return sv.solution(), st
+		}
+		st.Method, st.Largest = "block descent (table limit)", sv.Largest
+		a := localSearch(dom, s.factors, s.dataParallel())
+		if b := localSearch(dom, s.factors, s.spartan()); total(dom, s.factors, b) < total(dom, s.factors, a) {
+			a = b
+		}
+		a, largest := blockDescent(dom, s.positions(), len(s.tdom), s.factors, a, limit, &hubs)
+		st.Largest = max(st.Largest, largest)
+		return a, st
 	}
-	st.Method, st.Largest = "block descent (table limit)", sv.Largest
-	a := localSearch(dom, s.factors, s.dataParallel())
-	if b := localSearch(dom, s.factors, s.spartan()); total(dom, s.factors, b) < total(dom, s.factors, a) {
-		a = b
-	}
-	a, largest := blockDescent(dom, s.positions(), len(s.tdom), s.factors, a, limit)
-	st.Largest = max(st.Largest, largest)
-	return a, st
 }
 
 // recursive runs a per-step solver over the factors.
@@ -171,11 +175,10 @@ func recursive(g *cost.Graph, c *Coarse, devices int, opt Options, ok allow, sol
 	return res, nil
 }
 
+// roots are the nodes' views at the first step, analysed in parallel.
 func roots(g *cost.Graph) []*cost.View {
 	out := make([]*cost.View, len(g.IR.Nodes))
-	for j, n := range g.IR.Nodes {
-		out[j] = g.Root(n)
-	}
+	parallel(len(out), func(j int) { out[j] = g.Root(g.IR.Nodes[j]) })
 	return out
 }
 

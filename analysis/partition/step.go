@@ -52,6 +52,8 @@ func newStep(g *cost.Graph, c *Coarse, p *cost.Plan, views []*cost.View, i int, 
 			return nil, fmt.Errorf("tensor %s is tied to a tensor split differently", v.Name)
 		}
 	}
+	distinct := distinctViews(views)
+	parallel(len(distinct), func(i int) { distinct[i].Step(s.k) })
 	for j, n := range g.IR.Nodes {
 		id := c.opVar[j]
 		if s.odom[id] == nil {
@@ -151,8 +153,9 @@ func (s *step) domains() []int {
 }
 
 // apply writes an assignment (domain indices) into the plan at step i
-// and returns the views of the next step.
+// and returns the views of the next step (none after the last).
 func (s *step) apply(p *cost.Plan, i int, assign []int) ([]*cost.View, error) {
+	last := i+1 == len(p.Factors)
 	for _, v := range s.g.Tensors() {
 		id := s.tensorID(v)
 		d := -1
@@ -161,15 +164,55 @@ func (s *step) apply(p *cost.Plan, i int, assign []int) ([]*cost.View, error) {
 		}
 		p.Tensors[v] = append(p.Tensors[v][:i], d)
 	}
-	next := make([]*cost.View, len(s.views))
+	// The next views, each distinct (view, choice) analysed once, in
+	// parallel.
+	type sub struct {
+		v  *cost.View
+		ch cost.Choice
+	}
+	index := map[sub]int{}
+	var subs []sub
+	at := make([]int, len(s.views))
 	for j, n := range s.g.IR.Nodes {
 		ch := s.odom[s.c.opVar[j]][assign[s.opID(j)]]
 		p.Ops[n] = append(p.Ops[n][:i], ch)
-		sub, err := s.views[j].Sub(ch, s.k)
-		if err != nil {
+		if last {
+			continue
+		}
+		key := sub{s.views[j], ch}
+		id, ok := index[key]
+		if !ok {
+			id = len(subs)
+			index[key] = id
+			subs = append(subs, key)
+		}
+		at[j] = id
+	}
+	if last {
+		return nil, nil
+	}
+	views := make([]*cost.View, len(subs))
+	errs := make([]error, len(subs))
+	parallel(len(subs), func(i int) { views[i], errs[i] = subs[i].v.Sub(subs[i].ch, s.k) })
+	next := make([]*cost.View, len(s.views))
+	for j, n := range s.g.IR.Nodes {
+		if err := errs[at[j]]; err != nil {
 			return nil, fmt.Errorf("operator %s: %v", n.Name, err)
 		}
-		next[j] = sub
+		next[j] = views[at[j]]
 	}
 	return next, nil
+}
+
+// distinctViews lists each view once, in order of first appearance.
+func distinctViews(views []*cost.View) []*cost.View {
+	seen := map[*cost.View]bool{}
+	var out []*cost.View
+	for _, v := range views {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
 }
