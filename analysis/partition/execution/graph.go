@@ -76,7 +76,7 @@ func Build(g *cost.Graph, p *cost.Plan) (*Graph, error) {
 			eg.Tiles[v] = append(eg.Tiles[v], tile(g.Shapes[v], p.Tensors[v], p.Factors, d))
 		}
 	}
-	b := &builder{g: g, p: p, analyses: map[*ir.Instance]*strategy.Analysis{}}
+	b := &builder{g: g, p: p, analyses: map[string]*analysed{}}
 	for j, n := range g.IR.Nodes {
 		names := b.names(n)
 		var ops []*Op
@@ -126,7 +126,14 @@ func tile(shape []int64, dims, factors []int, d int) Box {
 type builder struct {
 	g        *cost.Graph
 	p        *cost.Plan
-	analyses map[*ir.Instance]*strategy.Analysis
+	// analyses by instance text: the devices' worker instances of an
+	// operator are mostly alike.
+	analyses map[string]*analysed
+}
+
+type analysed struct {
+	a   *strategy.Analysis
+	err error
 }
 
 // names are the node's choices in words, through its representative
@@ -144,11 +151,12 @@ func (b *builder) names(n *ir.Node) []string {
 }
 
 func (b *builder) analyse(inst *ir.Instance) (*strategy.Analysis, error) {
-	if a, ok := b.analyses[inst]; ok {
-		return a, nil
+	key := inst.String()
+	if r, ok := b.analyses[key]; ok {
+		return r.a, r.err
 	}
 	a, err := strategy.Analyse(inst)
-	b.analyses[inst] = a
+	b.analyses[key] = &analysed{a, err}
 	return a, err
 }
 
