@@ -11,5 +11,12 @@
 // weighted by the rule matches that use it), each part searched on its
 // own, then a local search runs around the cuts. Rules are matched on the
 // operator, its attributes and the shapes of the rule's variables, and the
-// target side is instantiated at the matched shapes.
+// target side is instantiated at the matched shapes. A rule with
+// attributes is a template: a loose match binds its attributes from the
+// matched extents and operator attributes, and the instance at those
+// values is verified with rewrite/smt before it is matched exactly and
+// used. A rule whose source is concat(L, R) also fuses two values that are
+// not concatenated (siblings such as two convolutions of one input): they
+// become slices of the target, sound by the rule and the split lemmas at
+// the matched extents, which are verified too (docs/rules.md).
 package search
