@@ -92,8 +92,14 @@ type memoKey struct {
 
 func keyOf(n *ir.Node, index map[*ir.Value]int, pick []int) memoKey {
 	key := memoKey{n: n}
-	for j, v := range append(append([]*ir.Value(nil), n.Inputs...), n.Outputs...) {
-		if i, ok := index[v]; ok && j < len(key.picks) {
+	for j := 0; j < len(n.Inputs)+len(n.Outputs) && j < len(key.picks); j++ {
+		var v *ir.Value
+		if j < len(n.Inputs) {
+			v = n.Inputs[j]
+		} else {
+			v = n.Outputs[j-len(n.Inputs)]
+		}
+		if i, ok := index[v]; ok {
 			key.picks[j] = int32(pick[i])
 		}
 	}
