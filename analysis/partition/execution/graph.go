@@ -124,8 +124,8 @@ func tile(shape []int64, dims, factors []int, d int) Box {
 }
 
 type builder struct {
-	g        *cost.Graph
-	p        *cost.Plan
+	g *cost.Graph
+	p *cost.Plan
 	// analyses by instance text: the devices' worker instances of an
 	// operator are mostly alike.
 	analyses map[string]*analysed
