@@ -106,6 +106,12 @@ func runTests(paths []string, cfg conform.Config, jobs int, report func(conform.
 					results[i] = conform.Outcome{Name: paths[i], Path: paths[i], Status: conform.Fail, Detail: err.Error()}
 				} else {
 					results[i] = conform.Run(paths[i], cfg)
+					if results[i].TimedOut {
+						// the timed-out test may still use the program
+						if cfg.Program, err = check.NewProgram(); err != nil {
+							err = fmt.Errorf("after a timeout: %v", err)
+						}
+					}
 				}
 				close(done[i])
 			}

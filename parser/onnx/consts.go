@@ -100,6 +100,9 @@ func convRange(c *nodeCtx) {
 	}
 	s, l, d := start.Flat(0), limit.Flat(0), delta.Flat(0)
 	n := max(math.Ceil((l-s)/d), 0)
+	if math.IsNaN(n) || math.IsInf(s, 0) || math.IsInf(d, 0) {
+		c.fail("start %v, limit %v and delta %v do not give a finite range", s, l, d)
+	}
 	if n > float64(c.imp.foldLimit()) {
 		c.fail("%.0f elements are too many", n)
 	}
@@ -144,12 +147,10 @@ func convDropout(c *nodeCtx) {
 	x := c.must(0)
 	c.out(0, x)
 	if c.wants(1) {
-		_, mask := c.dropoutMask(x)
-		c.out(1, mask)
+		c.out(1, c.dropoutMask(x))
 	}
 }
 
-func (c *nodeCtx) dropoutMask(x *value) (*value, *value) {
-	outs := c.call("dropout_with_mask", nil, x)
-	return outs[0], c.cast(outs[1], lang.Bool)
+func (c *nodeCtx) dropoutMask(x *value) *value {
+	return c.cast(c.call("dropout_with_mask", nil, x)[1], lang.Bool)
 }

@@ -44,8 +44,13 @@ type Result struct {
 	Nodes, Folded int
 }
 
-// Port is a graph input or output, named in ONNX and in the TDL model.
-type Port struct{ ONNX, TDL string }
+// Port is a graph input or output, named in ONNX and in the TDL model;
+// an input's Shape is its TDL shape (symbolic dimensions are model
+// attributes).
+type Port struct {
+	ONNX, TDL string
+	Shape     []lang.Dim
+}
 
 // UnsupportedError lists every node that cannot be imported.
 type UnsupportedError struct {
@@ -110,12 +115,16 @@ type importer struct {
 	opset       int64
 	values      map[string]*value
 	inputs      []*value
-	dimAttrs    []string // symbolic dimensions, which become model attributes
+	dimAttrs    []string          // symbolic dimensions, which become model attributes
+	dimNames    map[string]string // dim_param -> its attribute
 	stmts       []*stmt
 	unsupported []UnsupportedOp
 	failed      map[string]bool // outputs of nodes that failed to import
 	used        map[string]bool // values some node or the graph's output reads
 	folded      int
+	// foldedElements counts the elements computed by folding, bounded by
+	// 8 times the fold limit.
+	foldedElements int64
 }
 
 // Import converts an ONNX model into a TDL model.
@@ -127,15 +136,12 @@ func Import(m *Model, opts Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	imp := &importer{model: m, opts: opts, prog: prog, opset: m.Opset(), values: map[string]*value{}, failed: map[string]bool{}}
+	imp := &importer{model: m, opts: opts, prog: prog, opset: m.Opset(), values: map[string]*value{}, failed: map[string]bool{}, dimNames: map[string]string{}}
 	if imp.opset == 0 {
 		imp.opset = 1
 	}
 	g := m.Proto.GetGraph()
 	imp.used = usedValues(g)
-	if err := imp.checkSupported(g); err != nil {
-		return nil, err
-	}
 	if err := imp.bindInitializers(g); err != nil {
 		return nil, err
 	}
@@ -149,20 +155,6 @@ func Import(m *Model, opts Options) (*Result, error) {
 		return nil, &UnsupportedError{Path: m.Path, Ops: imp.unsupported}
 	}
 	return imp.result(g)
-}
-
-// checkSupported lists every node whose operator has no converter.
-func (imp *importer) checkSupported(g *onnxpb.GraphProto) error {
-	var bad []UnsupportedOp
-	for _, n := range g.GetNode() {
-		if reason := unsupportedReason(n); reason != "" {
-			bad = append(bad, imp.unsupportedOp(n, reason))
-		}
-	}
-	if len(bad) > 0 {
-		return &UnsupportedError{Path: imp.model.Path, Ops: bad}
-	}
-	return nil
 }
 
 func unsupportedReason(n *onnxpb.NodeProto) string {
@@ -277,15 +269,19 @@ func (imp *importer) inputType(vi *onnxpb.ValueInfoProto) (check.TensorType, err
 	return check.TensorType{DType: dt, Shape: shape}, nil
 }
 
-// dimAttr names the model attribute of a symbolic dimension.
+// dimAttr names the model attribute of a symbolic dimension; distinct
+// parameters get distinct names.
 func (imp *importer) dimAttr(param string) string {
-	n := &namer{taken: map[string]bool{}, avoid: func(string) bool { return false }}
-	name := n.ident(param)
-	for _, a := range imp.dimAttrs {
-		if a == name {
-			return name
-		}
+	if name, ok := imp.dimNames[param]; ok {
+		return name
 	}
+	taken := map[string]bool{}
+	for _, a := range imp.dimAttrs {
+		taken[a] = true
+	}
+	n := &namer{taken: taken, avoid: func(string) bool { return false }}
+	name := n.ident(param)
+	imp.dimNames[param] = name
 	imp.dimAttrs = append(imp.dimAttrs, name)
 	return name
 }
@@ -300,28 +296,41 @@ func constValue(name string, t *tensor.Tensor, init bool) *value {
 
 // convert converts one node, recording why when it cannot.
 func (imp *importer) convert(n *onnxpb.NodeProto) {
-	c := &nodeCtx{imp: imp, node: n}
+	if reason := unsupportedReason(n); reason != "" {
+		imp.fail(n, reason)
+		return
+	}
 	for _, in := range n.GetInput() {
 		if in != "" && imp.values[in] == nil {
 			if imp.failed[in] {
-				return // reported at the node that failed
+				imp.fail(n, "") // reported at the node that failed
+			} else {
+				imp.fail(n, fmt.Sprintf("input %q is not defined before the node", in))
 			}
-			imp.unsupported = append(imp.unsupported, imp.unsupportedOp(n, fmt.Sprintf("input %q is not defined before the node", in)))
 			return
 		}
 	}
 	stmts := len(imp.stmts)
+	c := &nodeCtx{imp: imp, node: n}
 	if reason := c.run(); reason != "" {
 		imp.stmts = imp.stmts[:stmts]
-		imp.unsupported = append(imp.unsupported, imp.unsupportedOp(n, reason))
-		for _, out := range n.GetOutput() {
-			delete(imp.values, out)
-			imp.failed[out] = true
-		}
+		imp.fail(n, reason)
 		return
 	}
 	if len(imp.stmts) == stmts && imp.allKnown(n) {
 		imp.folded++
+	}
+}
+
+// fail records why n cannot be imported (an empty reason: its input
+// failed, reported there) and marks its outputs failed.
+func (imp *importer) fail(n *onnxpb.NodeProto, reason string) {
+	if reason != "" {
+		imp.unsupported = append(imp.unsupported, imp.unsupportedOp(n, reason))
+	}
+	for _, out := range n.GetOutput() {
+		delete(imp.values, out)
+		imp.failed[out] = true
 	}
 }
 
@@ -354,7 +363,7 @@ func (imp *importer) result(g *onnxpb.GraphProto) (*Result, error) {
 	src = lang.Format(f, src)
 	res := &Result{Source: src, Params: params, Nodes: len(g.GetNode()), Folded: imp.folded}
 	for _, v := range imp.inputs {
-		res.Inputs = append(res.Inputs, Port{ONNX: v.onnx, TDL: v.name})
+		res.Inputs = append(res.Inputs, Port{ONNX: v.onnx, TDL: v.name, Shape: v.typ.Shape})
 	}
 	for i, vi := range g.GetOutput() {
 		res.Outputs = append(res.Outputs, Port{ONNX: vi.GetName(), TDL: p.returned[i]})
@@ -453,6 +462,10 @@ func (imp *importer) fold(inst *ir.Instance, args []*value) ([]*value, error) {
 	outs := make([]*value, len(res))
 	for i, t := range res {
 		outs[i] = constValue("", t, false)
+		imp.foldedElements += int64(t.Len())
+	}
+	if budget := 8 * imp.foldLimit(); imp.foldedElements > budget {
+		return nil, fmt.Errorf("constant folding has computed more than %d elements in all; the model is too large to fold", budget)
 	}
 	return outs, nil
 }

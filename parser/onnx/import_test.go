@@ -391,6 +391,8 @@ func TestImportEinsum(t *testing.T) {
 		{"ijk->k", "ijk->k", [][]int{{2, 3, 2}}},
 		{"...ij,...jk->...ik", "bij,bjk->bik", [][]int{{3, 2, 4}, {3, 4, 2}}},
 		{"bii->bi", "bii->bi", [][]int{{2, 3, 3}}},
+		{"iij,jk->ik", "iij,jk->ik", [][]int{{3, 3, 2}, {2, 4}}},
+		{"ijji->", "ijji->", [][]int{{2, 3, 3, 2}}},
 	} {
 		var ins []*onnxpb.ValueInfoProto
 		var names []string
@@ -422,5 +424,101 @@ func TestImportEinsum(t *testing.T) {
 		if err := tensor.Compare(outs[0], refEinsum(tc.explicit, ops), tensor.Exact); err != nil {
 			t.Errorf("%s: %v", tc.eq, err)
 		}
+	}
+}
+
+func TestImportAliasedOutputs(t *testing.T) {
+	g := &onnxpb.GraphProto{
+		Node: []*onnxpb.NodeProto{
+			node("Relu", []string{"x"}, []string{"r"}),
+			node("Identity", []string{"r"}, []string{"a"}),
+			node("Identity", []string{"r"}, []string{"b"}),
+		},
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, 2)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("a", onnxpb.TensorProto_FLOAT, 2), tensorInfo("b", onnxpb.TensorProto_FLOAT, 2), tensorInfo("x", onnxpb.TensorProto_FLOAT, 2)},
+	}
+	x := tensor.FromFloats(lang.F32, []int{2}, []float64{-1, 3})
+	_, outs := run(t, model(g, 13), Options{}, map[string]*tensor.Tensor{"x": x}, nil)
+	want := tensor.FromFloats(lang.F32, []int{2}, []float64{0, 3})
+	for i, w := range []*tensor.Tensor{want, want, x} {
+		if err := tensor.Compare(outs[i], w, tensor.Exact); err != nil {
+			t.Errorf("output %d: %v", i, err)
+		}
+	}
+}
+
+// Malformed nodes are reported, with every other problem, and never panic.
+func TestImportMalformedNodesAreErrors(t *testing.T) {
+	g := &onnxpb.GraphProto{
+		Node: []*onnxpb.NodeProto{
+			node("Pad", []string{"v", "pads"}, []string{"p"}, &onnxpb.AttributeProto{Name: proto.String("mode"), S: []byte("reflect")}),
+			node("MaxPool", []string{"v"}, []string{"m"}, intsAttr("kernel_shape", 2)),
+			node("Conv", []string{"m4", "w1"}, []string{"c"}),
+			node("Concat", []string{}, []string{"cc"}),
+			node("Range", []string{"zero", "nan", "one"}, []string{"r"}),
+			node("FancyOp", []string{"v"}, []string{"f"}),
+		},
+		Initializer: []*onnxpb.TensorProto{int64Tensor("pads", 1, 1), floatTensor("w1", []int64{3}, 1, 2, 3),
+			floatTensor("zero", nil, 0), floatTensor("nan", nil, float32(math.NaN())), floatTensor("one", nil, 1)},
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("v", onnxpb.TensorProto_FLOAT, 4), tensorInfo("m4", onnxpb.TensorProto_FLOAT, 1, 1, 4, 4)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("p", onnxpb.TensorProto_FLOAT, 6)},
+	}
+	_, err := Import(model(g, 18), Options{})
+	var unsup *UnsupportedError
+	if !errors.As(err, &unsup) || len(unsup.Ops) != 6 {
+		t.Fatalf("got %v, want all six nodes reported", err)
+	}
+	if strings.Contains(err.Error(), "internal error") {
+		t.Errorf("a converter panicked:\n%v", err)
+	}
+}
+
+// Before opset 7, broadcast = 1 with an axis aligns b at that axis.
+func TestImportLegacyBroadcast(t *testing.T) {
+	g := &onnxpb.GraphProto{
+		Node: []*onnxpb.NodeProto{node("Add", []string{"x", "b"}, []string{"y"},
+			&onnxpb.AttributeProto{Name: proto.String("broadcast"), I: proto.Int64(1)}, &onnxpb.AttributeProto{Name: proto.String("axis"), I: proto.Int64(1)})},
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, 1, 2, 1, 2), tensorInfo("b", onnxpb.TensorProto_FLOAT, 2)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("y", onnxpb.TensorProto_FLOAT, 1, 2, 1, 2)},
+	}
+	x := tensor.New(lang.F32, []int{1, 2, 1, 2})
+	b := tensor.FromFloats(lang.F32, []int{2}, []float64{10, 20})
+	_, outs := run(t, model(g, 6), Options{}, map[string]*tensor.Tensor{"x": x, "b": b}, nil)
+	want := tensor.FromFloats(lang.F32, []int{1, 2, 1, 2}, []float64{10, 10, 20, 20})
+	if err := tensor.Compare(outs[0], want, tensor.Exact); err != nil {
+		t.Error(err)
+	}
+}
+
+// ConvTranspose with output_shape and auto_pad NOTSET puts the larger half
+// of the padding at the start, as the ONNX specification says.
+func TestImportConvTransposeOutputShape(t *testing.T) {
+	g := &onnxpb.GraphProto{
+		Node:   []*onnxpb.NodeProto{node("ConvTranspose", []string{"x", "w"}, []string{"y"}, intsAttr("strides", 2, 2), intsAttr("output_shape", 6, 6))},
+		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, 1, 1, 3, 3), tensorInfo("w", onnxpb.TensorProto_FLOAT, 1, 1, 3, 3)},
+		Output: []*onnxpb.ValueInfoProto{tensorInfo("y", onnxpb.TensorProto_FLOAT, 1, 1, 6, 6)},
+	}
+	x := tensor.New(lang.F32, []int{1, 1, 3, 3})
+	w := tensor.New(lang.F32, []int{1, 1, 3, 3})
+	for i := range 9 {
+		x.F[i], w.F[i] = float64(i+1), float64(i%4)
+	}
+	_, outs := run(t, model(g, 13), Options{}, map[string]*tensor.Tensor{"x": x, "w": w}, nil)
+	// Full output is 7x7 (pads 0); the total padding 1 goes to the start.
+	want := tensor.New(lang.F32, []int{1, 1, 6, 6})
+	for i := range 3 {
+		for j := range 3 {
+			for ki := range 3 {
+				for kj := range 3 {
+					oi, oj := 2*i+ki-1, 2*j+kj-1
+					if oi >= 0 && oi < 6 && oj >= 0 && oj < 6 {
+						want.Set(want.At(0, 0, oi, oj)+x.At(0, 0, i, j)*w.At(0, 0, ki, kj), 0, 0, oi, oj)
+					}
+				}
+			}
+		}
+	}
+	if err := tensor.Compare(outs[0], want, tensor.Exact); err != nil {
+		t.Error(err)
 	}
 }

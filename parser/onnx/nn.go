@@ -17,6 +17,9 @@ type window struct {
 // kernel's spatial extents.
 func (c *nodeCtx) window(x *value, kernel []int64) window {
 	n := rank(x) - 2
+	if n < 1 {
+		c.fail("the input has rank %d; it needs a batch, a channel and spatial axes", rank(x))
+	}
 	w := window{
 		kernel:    kernel,
 		strides:   c.intsAttr("strides", ones(n)),
@@ -69,11 +72,7 @@ func convConv(c *nodeCtx) {
 	if !ok {
 		c.fail("%d-D convolution is not supported", rank(x)-2)
 	}
-	kernel := c.intsAttr("kernel_shape", nil)
-	if kernel == nil {
-		kernel = c.dims(w)[2:]
-	}
-	attrs := append(c.window(x, kernel).attrs(), intA("group", c.intAttr("group", 1)))
+	attrs := append(c.window(x, c.kernel(w)).attrs(), intA("group", c.intAttr("group", 1)))
 	if b != nil && op == "conv2d" {
 		c.out(0, c.call1("conv2d_bias", attrs, x, w, b))
 		return
@@ -85,35 +84,55 @@ func convConv(c *nodeCtx) {
 	c.out(0, y)
 }
 
-// convConvTranspose maps 2-D ConvTranspose; output_shape, when given,
-// sets the padding (SAME_UPPER's rule: the end gets the larger half
-// unless auto_pad is SAME_LOWER).
+// kernel is kernel_shape, or the spatial extents of the weight w.
+func (c *nodeCtx) kernel(w *value) []int64 {
+	if k := c.intsAttr("kernel_shape", nil); k != nil {
+		return k
+	}
+	if rank(w) < 3 {
+		c.fail("the weight has rank %d; it needs output and input channels and spatial axes", rank(w))
+	}
+	return c.dims(w)[2:]
+}
+
+// convConvTranspose maps 2-D ConvTranspose. output_shape, or auto_pad
+// SAME_UPPER/SAME_LOWER (output = input * stride), sets the padding: the
+// total is split with the larger half at the end for SAME_UPPER and at
+// the start otherwise, as the ONNX specification says.
 func convConvTranspose(c *nodeCtx) {
 	x, w, b := c.must(0), c.must(1), c.in(2)
 	if rank(x) != 4 {
 		c.fail("%d-D transposed convolution is not supported (only 2-D)", rank(x)-2)
 	}
-	kernel := c.intsAttr("kernel_shape", nil)
-	if kernel == nil {
-		kernel = c.dims(w)[2:]
-	}
+	kernel := c.kernel(w)
 	strides, dilations := c.intsAttr("strides", ones(2)), c.intsAttr("dilations", ones(2))
 	outPad := c.intsAttr("output_padding", make([]int64, 2))
 	pads := c.intsAttr("pads", make([]int64, 4))
+	shape := c.intsAttr("output_shape", nil)
+	if len(kernel) != 2 || len(strides) != 2 || len(dilations) != 2 || len(outPad) != 2 || len(pads) != 4 || shape != nil && len(shape) < 2 {
+		c.fail("kernel_shape, strides, dilations, output_padding, pads or output_shape do not match 2 spatial axes")
+	}
 	autoPad := c.stringAttr("auto_pad", "NOTSET")
-	if shape := c.intsAttr("output_shape", nil); shape != nil || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER" {
+	switch {
+	case autoPad == "VALID":
+		pads = make([]int64, 4)
+	case shape != nil || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER":
 		dims := c.dims(x)[2:]
 		if shape == nil {
 			shape = []int64{dims[0] * strides[0], dims[1] * strides[1]}
 		}
 		shape = shape[len(shape)-2:]
+		pads = make([]int64, 4)
 		for i := range 2 {
 			total := strides[i]*(dims[i]-1) + outPad[i] + (kernel[i]-1)*dilations[i] + 1 - shape[i]
+			if total < 0 {
+				c.fail("output_shape %v is larger than the transposed convolution's output", shape)
+			}
 			small, large := total/2, total-total/2
-			if autoPad == "SAME_LOWER" {
-				pads[i], pads[2+i] = large, small
-			} else {
+			if autoPad == "SAME_UPPER" {
 				pads[i], pads[2+i] = small, large
+			} else {
+				pads[i], pads[2+i] = large, small
 			}
 		}
 	}
@@ -318,10 +337,27 @@ func (c *nodeCtx) diagonals(x *value, t string) (*value, string) {
 		first := strings.IndexByte(t, l)
 		second := first + 1 + strings.IndexByte(t[first+1:], l)
 		rest := t[:first] + t[first+1:second] + t[second+1:]
-		x = c.permuteTo(x, t, rest+string(l)+string(l))
+		var perm []int64 // positions: the rest in order, then the pair
+		for i := range len(t) {
+			if i != first && i != second {
+				perm = append(perm, int64(i))
+			}
+		}
+		if perm = append(perm, int64(first), int64(second)); !isIdentity(perm) {
+			x = c.call1("transpose", []attr{intsA("perm", perm)}, x)
+		}
 		x = c.call1("diagonal", nil, x)
 		t = rest + string(l)
 	}
+}
+
+func isIdentity(perm []int64) bool {
+	for i, p := range perm {
+		if p != int64(i) {
+			return false
+		}
+	}
+	return true
 }
 
 func repeated(t string) (byte, bool) {

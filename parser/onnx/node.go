@@ -24,11 +24,13 @@ type nodeFailure struct{ reason string }
 func (c *nodeCtx) run() (reason string) {
 	defer func() {
 		if r := recover(); r != nil {
-			f, ok := r.(nodeFailure)
-			if !ok {
-				panic(r)
+			if f, ok := r.(nodeFailure); ok {
+				reason = f.reason
+			} else {
+				// A converter missed a check on malformed input: report it
+				// rather than crash.
+				reason = fmt.Sprintf("internal error in the %s converter: %v", c.node.GetOpType(), r)
 			}
-			reason = f.reason
 		}
 	}()
 	if !c.symbolic() {

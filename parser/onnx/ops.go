@@ -90,7 +90,7 @@ func init() {
 		"Elu":             {convert: withFloats("elu", "alpha", 1.0)},
 		"Celu":            {convert: withFloats("celu", "alpha", 1.0)},
 		"ThresholdedRelu": {convert: withFloats("thresholded_relu", "alpha", 1.0)},
-		"Selu":            {convert: withFloats("selu", "alpha", 1.6732632423543772, "gamma", 1.0507009873554805)},
+		"Selu":            {convert: withFloats("selu", "alpha", float32Value(1.6732632423543772), "gamma", float32Value(1.0507009873554805))},
 		"HardSigmoid":     {convert: withFloats("hard_sigmoid", "alpha", 0.2, "beta", 0.5)},
 		"Shrink":          {convert: withFloats("shrink", "bias", 0.0, "lambd", 0.5)},
 		"PRelu":           {convert: binop("prelu")},
@@ -142,7 +142,32 @@ func unary(op string) func(*nodeCtx) {
 }
 
 func binop(op string) func(*nodeCtx) {
-	return func(c *nodeCtx) { c.out(0, c.call1(op, nil, c.must(0), c.must(1))) }
+	return func(c *nodeCtx) {
+		a, b := c.must(0), c.must(1)
+		c.out(0, c.call1(op, nil, a, c.legacyBroadcast(a, b)))
+	}
+}
+
+// legacyBroadcast aligns b with a at the axis attribute, as binary
+// operators before opset 7 did with broadcast = 1 (NumPy's rule aligns
+// the last axes, which is the default axis): b gets trailing unit axes.
+func (c *nodeCtx) legacyBroadcast(a, b *value) *value {
+	if c.opset() >= 7 || c.intAttr("broadcast", 0) == 0 || !c.has("axis") {
+		return b
+	}
+	axis := c.axis(c.intAttr("axis", 0), rank(a))
+	extra := int64(rank(a)) - axis - int64(rank(b))
+	if extra < 0 {
+		c.fail("broadcast axis %d leaves no room for b of rank %d", axis, rank(b))
+	}
+	axes := make([]int64, extra)
+	for i := range axes {
+		axes[i] = int64(rank(b) + i)
+	}
+	if extra == 0 {
+		return b
+	}
+	return c.call1("unsqueeze", []attr{intsA("axes", axes)}, b)
 }
 
 // variadic folds op over all inputs (ONNX Sum, Min, Max).
@@ -178,7 +203,7 @@ func withFloats(op string, nameDefaults ...any) func(*nodeCtx) {
 
 func convPow(c *nodeCtx) {
 	base := c.must(0)
-	y := c.call1("pow", nil, base, c.must(1))
+	y := c.call1("pow", nil, base, c.legacyBroadcast(base, c.must(1)))
 	c.out(0, c.cast(y, base.typ.DType))
 }
 
@@ -193,7 +218,7 @@ func convIsInf(c *nodeCtx) {
 		c.out(0, c.call1("and", nil, inf, c.call1("less", nil, x, scalar(x.typ.DType, 0))))
 	case pos == 1:
 		c.out(0, c.call1("and", nil, inf, c.call1("greater", nil, x, scalar(x.typ.DType, 0))))
-	default:
+	default: // detects nothing: false everywhere (no value is both)
 		c.out(0, c.call1("and", nil, inf, c.call1("isnan", nil, x)))
 	}
 }

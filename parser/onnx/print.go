@@ -40,7 +40,16 @@ func (p *printer) model(outs []*value) ([]byte, map[string]*tensor.Tensor) {
 	for _, s := range p.imp.stmts {
 		p.stmt(s)
 	}
+	seen := map[*value]bool{}
 	for _, v := range outs {
+		if seen[v] {
+			// A second graph output aliasing the same value (through
+			// Identity, say) needs a tensor of its own.
+			copied := &value{onnx: v.onnx, typ: v.typ}
+			p.stmt(&stmt{op: "identity", args: []*value{v}, outs: []*value{copied}})
+			v = copied
+		}
+		seen[v] = true
 		p.returned = append(p.returned, p.ref(v))
 	}
 	var b strings.Builder

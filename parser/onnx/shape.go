@@ -42,7 +42,14 @@ func convConcat(c *nodeCtx) {
 	for i := range c.numIn() {
 		ins = append(ins, c.must(i))
 	}
-	axis := c.axis(c.intAttr("axis", 0), rank(ins[0]))
+	if len(ins) == 0 {
+		c.fail("no inputs")
+	}
+	defaultAxis := int64(1) // Concat-1: axis was optional, default 1
+	if c.opset() >= 4 {
+		defaultAxis = 0
+	}
+	axis := c.axis(c.intAttr("axis", defaultAxis), rank(ins[0]))
 	ops := map[int]string{2: "concat", 3: "concat3", 4: "concat4"}
 	for len(ins) > 1 {
 		k := min(len(ins), 4)
@@ -62,6 +69,12 @@ func convSplit(c *nodeCtx) {
 	if sizes == nil {
 		if num := c.intAttr("num_outputs", 0); num > 0 {
 			n = num
+		}
+		if n == 0 {
+			c.fail("no outputs")
+		}
+		if c.opset() < 18 && extent%n != 0 {
+			c.fail("extent %d does not split into %d equal parts", extent, n)
 		}
 		chunk := (extent + n - 1) / n
 		for start := int64(0); start < extent || int64(len(sizes)) < n; start += chunk {
@@ -143,7 +156,7 @@ func convPad(c *nodeCtx) {
 		pads, value = c.knownInts(1, "pads"), c.knownFloat(2, "constant value", 0)
 	}
 	if axes := c.knownInts(3, "axes"); axes != nil {
-		pads = scatterPads(pads, c.axes(axes, r), r)
+		pads = c.scatterPads(pads, c.axes(axes, r), r)
 	}
 	if len(pads) != 2*r {
 		c.fail("%d pads for rank %d", len(pads), r)
@@ -152,12 +165,21 @@ func convPad(c *nodeCtx) {
 	case "constant":
 		c.out(0, c.call1("pad", []attr{intsA("pads", pads), floatA("value", value)}, x))
 	case "edge", "reflect":
+		if r < 2 {
+			c.fail("mode %q needs a tensor of rank 2 or more", mode)
+		}
 		for i := range r - 2 {
 			if pads[i] != 0 || pads[r+i] != 0 {
 				c.fail("mode %q pads only the last two axes", mode)
 			}
 		}
 		p := []int64{pads[r-2], pads[r-1], pads[2*r-2], pads[2*r-1]}
+		dims := c.dims(x)
+		for i, d := range []int64{dims[r-2], dims[r-1], dims[r-2], dims[r-1]} {
+			if p[i] < 0 || mode == "reflect" && p[i] > d-1 {
+				c.fail("mode %q cannot pad %d on an axis of extent %d", mode, p[i], d)
+			}
+		}
 		c.out(0, c.call1("pad_"+mode+"2d", []attr{intsA("pads", p)}, x))
 	default:
 		c.fail("mode %q is not supported", mode)
@@ -165,12 +187,13 @@ func convPad(c *nodeCtx) {
 }
 
 // scatterPads expands pads given for some axes to every axis.
-func scatterPads(pads, axes []int64, r int) []int64 {
+func (c *nodeCtx) scatterPads(pads, axes []int64, r int) []int64 {
+	if len(pads) != 2*len(axes) {
+		c.fail("%d pads for %d axes", len(pads), len(axes))
+	}
 	full := make([]int64, 2*r)
 	for i, a := range axes {
-		if i < len(pads) && len(axes)+i < len(pads) {
-			full[a], full[int(a)+r] = pads[i], pads[len(axes)+i]
-		}
+		full[a], full[int(a)+r] = pads[i], pads[len(axes)+i]
 	}
 	return full
 }

@@ -115,6 +115,9 @@ func symValue(dims []lang.Dim, scalar bool) *value {
 }
 
 func symGather(c *nodeCtx, ins [][]lang.Dim, scalar []bool) ([]lang.Dim, bool) {
+	if len(ins) != 2 {
+		c.fail("Gather needs data and indices")
+	}
 	if c.intAttr("axis", 0) != 0 || scalar[0] {
 		c.fail("gathering from a symbolic shape along axis %d", c.intAttr("axis", 0))
 	}
@@ -131,24 +134,41 @@ func symGather(c *nodeCtx, ins [][]lang.Dim, scalar []bool) ([]lang.Dim, bool) {
 }
 
 func symSlice(c *nodeCtx, ins [][]lang.Dim, _ []bool) ([]lang.Dim, bool) {
-	one := func(i int) int64 {
-		if i >= len(ins) || len(ins[i]) == 0 {
-			return -1
+	// bound reads the one element of a bound: input i from opset 10, the
+	// attribute name before; present reports whether it was given.
+	bound := func(i int, name string) (k int64, present bool) {
+		var vals []lang.Dim
+		if c.opset() >= 10 {
+			if i < len(ins) {
+				vals = ins[i]
+			}
+		} else {
+			for _, v := range c.intsAttr(name, nil) {
+				vals = append(vals, lang.Const(v))
+			}
 		}
-		k, ok := ins[i][0].IsConst()
-		if !ok || len(ins[i]) != 1 {
+		if len(vals) == 0 {
+			return 0, false
+		}
+		k, ok := vals[0].IsConst()
+		if !ok || len(vals) != 1 {
 			c.fail("slice bounds of a symbolic shape must be single constants")
 		}
-		return k
+		return k, true
 	}
-	if step := one(4); step != -1 && step != 1 {
+	if step, ok := bound(4, "steps"); ok && step != 1 {
 		c.fail("slicing a symbolic shape with step %d", step)
 	}
-	if axis := one(3); axis > 0 {
+	if axis, ok := bound(3, "axes"); ok && axis != 0 && axis != -1 {
 		c.fail("slicing a symbolic shape along axis %d", axis)
 	}
+	start, okStart := bound(1, "starts")
+	end, okEnd := bound(2, "ends")
+	if !okStart || !okEnd {
+		c.fail("slicing a symbolic shape needs starts and ends")
+	}
 	n := int64(len(ins[0]))
-	start, end := clampAxis(clampInt64(one(1)), n), clampAxis(clampInt64(one(2)), n)
+	start, end = clampAxis(clampInt64(start), n), clampAxis(clampInt64(end), n)
 	if start >= end {
 		return nil, false
 	}
@@ -159,6 +179,9 @@ func symSlice(c *nodeCtx, ins [][]lang.Dim, _ []bool) ([]lang.Dim, bool) {
 // single elements; f reports false when it cannot.
 func symArith(f func(a, b lang.Dim) (lang.Dim, bool)) func(*nodeCtx, [][]lang.Dim, []bool) ([]lang.Dim, bool) {
 	return func(c *nodeCtx, ins [][]lang.Dim, scalar []bool) ([]lang.Dim, bool) {
+		if len(ins) != 2 || len(ins[0]) == 0 || len(ins[1]) == 0 {
+			c.fail("%s needs two non-empty operands", c.node.GetOpType())
+		}
 		a, b := ins[0], ins[1]
 		n := max(len(a), len(b))
 		if len(a) != n && len(a) != 1 || len(b) != n && len(b) != 1 {

@@ -124,7 +124,7 @@ func externalData(tp *onnxpb.TensorProto, dir string, size int) ([]byte, error) 
 		case "length":
 			length, err = strconv.ParseInt(kv.GetValue(), 10, 64)
 		}
-		if err != nil || offset < 0 {
+		if err != nil || offset < 0 || kv.GetKey() == "length" && length < 0 {
 			return nil, fmt.Errorf("external data of %q: bad %s %q", tp.GetName(), kv.GetKey(), kv.GetValue())
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"tofuc/analysis/check"
 	"tofuc/lang"
+	"tofuc/lang/ir"
 	"tofuc/parser/onnx"
 	"tofuc/parser/onnx/onnxpb"
 	"tofuc/runtime/interp"
@@ -37,6 +38,9 @@ type Outcome struct {
 	Seconds float64 `json:"seconds"`
 	// OpTypes are the model's operator types, for per-operator tables.
 	OpTypes []string `json:"op_types,omitempty"`
+	// TimedOut says the test may still be running, on Config.Program:
+	// the caller must not use that Program again.
+	TimedOut bool `json:"timed_out,omitempty"`
 }
 
 // Line is the outcome as the runner prints it.
@@ -83,12 +87,12 @@ func Run(path string, cfg Config) Outcome {
 		select {
 		case res = <-done:
 		case <-time.After(cfg.Timeout):
-			res = Outcome{Status: Fail, Detail: fmt.Sprintf("timed out after %s", cfg.Timeout)}
+			res = Outcome{Status: Fail, Detail: fmt.Sprintf("timed out after %s", cfg.Timeout), TimedOut: true}
 		}
 	} else {
 		res = <-done
 	}
-	o.Status, o.Detail, o.OpTypes = res.Status, res.Detail, res.OpTypes
+	o.Status, o.Detail, o.OpTypes, o.TimedOut = res.Status, res.Detail, res.OpTypes, res.TimedOut
 	o.Seconds = time.Since(start).Seconds()
 	return o
 }
@@ -226,13 +230,16 @@ func Evaluate(prog *check.Program, path string, res *onnx.Result, inputs map[str
 	if err != nil {
 		return nil, fmt.Errorf("the imported TDL does not parse: %v", err)
 	}
-	g, err := mod.Model("", nil)
+	feed := map[string]*tensor.Tensor{}
+	set := map[string]ir.AttrValue{}
+	for _, p := range res.Inputs {
+		x := inputs[p.ONNX]
+		feed[p.TDL] = x
+		bindSymbols(set, p.Shape, x)
+	}
+	g, err := mod.Model("", set)
 	if err != nil {
 		return nil, fmt.Errorf("the imported TDL does not check: %v", err)
-	}
-	feed := map[string]*tensor.Tensor{}
-	for _, p := range res.Inputs {
-		feed[p.TDL] = inputs[p.ONNX]
 	}
 	out, err := interp.RunGraph(g, feed, res.Params, 0)
 	if err != nil {
@@ -245,9 +252,22 @@ func Evaluate(prog *check.Program, path string, res *onnx.Result, inputs map[str
 	return got, nil
 }
 
+// bindSymbols sets the model attribute of each symbolic extent of shape
+// (a bare symbol) to x's extent there.
+func bindSymbols(set map[string]ir.AttrValue, shape []lang.Dim, x *tensor.Tensor) {
+	if x == nil || len(x.Shape) != len(shape) {
+		return
+	}
+	for i, d := range shape {
+		if syms := d.Symbols(); len(syms) == 1 && d.Equal(lang.Sym(syms[0])) {
+			set[syms[0]] = ir.AttrValue{Kind: ir.AttrInt, Int: int64(x.Shape[i])}
+		}
+	}
+}
+
 // graphInputs pairs the data set's inputs with the graph inputs that have
-// no initializer; a missing one is arange(n).reshape(shape) / n in f32
-// with symbolic extents taken as 1.
+// no initializer; a missing one is arange(n).reshape(shape) / n in its
+// declared dtype (float32 for the light models) with symbolic extents 1.
 func graphInputs(m *onnx.Model, data []*tensor.Tensor) (map[string]*tensor.Tensor, error) {
 	g := m.Proto.GetGraph()
 	inits := map[string]bool{}
@@ -263,7 +283,7 @@ func graphInputs(m *onnx.Model, data []*tensor.Tensor) (map[string]*tensor.Tenso
 		if k < len(data) && data[k] != nil {
 			out[vi.GetName()] = data[k]
 		} else {
-			t, err := arange(vi.GetType().GetTensorType().GetShape().GetDim())
+			t, err := arange(vi.GetType().GetTensorType())
 			if err != nil {
 				return nil, fmt.Errorf("input %q: %v", vi.GetName(), err)
 			}
@@ -274,7 +294,12 @@ func graphInputs(m *onnx.Model, data []*tensor.Tensor) (map[string]*tensor.Tenso
 	return out, nil
 }
 
-func arange(dims []*onnxpb.TensorShapeProto_Dimension) (*tensor.Tensor, error) {
+func arange(tt *onnxpb.TypeProto_Tensor) (*tensor.Tensor, error) {
+	dt, err := onnx.DType(tt.GetElemType())
+	if err != nil {
+		return nil, err
+	}
+	dims := tt.GetShape().GetDim()
 	shape := make([]int, len(dims))
 	n := 1
 	for i, d := range dims {
@@ -282,14 +307,14 @@ func arange(dims []*onnxpb.TensorShapeProto_Dimension) (*tensor.Tensor, error) {
 		if d.Value != nil {
 			shape[i] = int(d.GetDimValue())
 		}
-		n *= shape[i]
-		if shape[i] < 0 || n > onnx.MaxElements {
+		if shape[i] < 0 || shape[i] > onnx.MaxElements || n*shape[i] > onnx.MaxElements {
 			return nil, fmt.Errorf("shape %v is too large for a default input", shape)
 		}
+		n *= shape[i]
 	}
-	t := tensor.New(lang.F32, shape)
+	t := tensor.New(dt, shape)
 	for i := range n {
-		t.F[i] = lang.F32.RoundFloat(float64(i) / float64(n))
+		t.SetFlat(i, float64(i)/float64(n))
 	}
 	return t, nil
 }

@@ -38,6 +38,10 @@ func runAll(t *testing.T, paths []string) []Outcome {
 			}
 			for i := range next {
 				out[i] = Run(paths[i], Config{Timeout: 5 * time.Minute, Program: prog})
+				if out[i].TimedOut {
+					t.Errorf("%s timed out", paths[i])
+					return
+				}
 			}
 		}()
 	}
