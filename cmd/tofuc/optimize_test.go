@@ -9,16 +9,14 @@ import (
 	"testing"
 
 	"tofuc/analysis/check"
+	"tofuc/internal/shared"
 )
 
 // TestOptimizeONNX: tofuc optimize imports an ONNX model, lowers its
 // estimated cost, writes the optimised model (which checks, its weights
 // beside it) and starts a report with only the optimize section.
 func TestOptimizeONNX(t *testing.T) {
-	model := "../../../shared/onnx/light-random/light_squeezenet_random.onnx"
-	if _, err := os.Stat(model); err != nil {
-		t.Skipf("no ONNX light models: %v", err)
-	}
+	model := filepath.Join(shared.Dir(t), "onnx", "light-random", "light_squeezenet_random.onnx")
 	dir := t.TempDir()
 	out := filepath.Join(dir, "sq.tdl")
 	var stdout, stderr bytes.Buffer

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"tofuc/internal/shared"
 	"tofuc/lang/ir"
 	"tofuc/parser/onnx"
 	"tofuc/runtime/interp"
@@ -18,10 +19,7 @@ import (
 // TOFUC_LIGHT_MODELS=all (make bench), or a comma-separated list of
 // names such as resnet50,inception_v1.
 func lightRandom(t *testing.T) []string {
-	dir := filepath.Join("..", "..", "..", "shared", "onnx", "light-random")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("no ONNX light models: %v", err)
-	}
+	dir := filepath.Join(shared.Dir(t), "onnx", "light-random")
 	names := []string{"squeezenet"}
 	switch env := os.Getenv("TOFUC_LIGHT_MODELS"); env {
 	case "":
