@@ -67,6 +67,7 @@ bench: deps build
 	for m in squeezenet inception_v1 resnet50; do ./$(BIN) optimize ../shared/onnx/light/light_$$m.onnx --report out/optimize-$$m || exit 1; done
 	./$(BIN) optimize examples/sru.tdl
 	TOFUC_LIGHT_MODELS=all $(GO) test -run TestOptimizedONNXEqualsOriginal -v -timeout 60m ./rewrite/search
+	TOFUC_LONG=1 $(GO) test -run TestBacktrackingFindsExhaustiveOptimum -v -timeout 30m ./rewrite/search
 
 fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./parser

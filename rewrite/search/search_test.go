@@ -1,6 +1,7 @@
 package search
 
 import (
+	"os"
 	"testing"
 
 	"tofuc/analysis/check"
@@ -110,12 +111,35 @@ func TestOptimizedEqualsOriginal(t *testing.T) {
 }
 
 // TestBacktrackingFindsExhaustiveOptimum (MetaFlow Table 3): on small
-// graphs the search with alpha = 1.05 reaches the exhaustive optimum.
+// graphs the search with alpha = 1.05 reaches the exhaustive optimum; the
+// log gives both searches' graphs and times (docs/rules.md). TOFUC_LONG=1
+// (make bench) adds a graph whose exhaustive search takes minutes.
 func TestBacktrackingFindsExhaustiveOptimum(t *testing.T) {
 	p, rules := setup(t)
-	g := model(t, p, "testdata/mix.tdl", nil)
-	o := New(p, rules, Options{})
-	ex, err := o.Exhaustive(g, 100000)
+	cases := []struct{ path, name string }{
+		{"testdata/mix.tdl", "mix"},
+		{"testdata/small.tdl", "transposes"},
+		{"testdata/small.tdl", "conv_bn"},
+	}
+	if os.Getenv("TOFUC_LONG") != "" {
+		// exhaustive search explores 382,082 graphs here (90 s)
+		cases = append(cases, struct{ path, name string }{"testdata/small.tdl", "linear"})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { compareWithExhaustive(t, p, rules, tc.path, tc.name) })
+	}
+}
+
+func compareWithExhaustive(t *testing.T, p *check.Program, rules []*check.Rule, path, name string) {
+	m, err := p.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Model(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := New(p, rules, Options{}).Exhaustive(g, 100000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,5 +150,9 @@ func TestBacktrackingFindsExhaustiveOptimum(t *testing.T) {
 	if bt.After.Time > ex.After.Time*(1+1e-9) {
 		t.Errorf("backtracking %g, exhaustive optimum %g", bt.After.Time, ex.After.Time)
 	}
-	t.Logf("mix: exhaustive %d graphs in %v, backtracking %d graphs in %v, both %.3g us", ex.Explored, ex.Time, bt.Explored, bt.Time, bt.After.Time*1e6)
+	if ex.After.Time > ex.Before.Time {
+		t.Errorf("the exhaustive optimum %g is worse than the start %g", ex.After.Time, ex.Before.Time)
+	}
+	t.Logf("%s: %.3g -> %.3g us; exhaustive %d graphs in %v, backtracking %d graphs in %v", name,
+		ex.Before.Time*1e6, bt.After.Time*1e6, ex.Explored, ex.Time, bt.Explored, bt.Time)
 }
