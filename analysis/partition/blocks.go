@@ -148,6 +148,18 @@ func chooseHubs(dom, pos []int, nTensor int, factors []*factor, limit int64, hin
 // structure is a solver over the variables in free with the factors'
 // variables but no tables: enough to plan an elimination.
 func structure(dom, pos []int, factors []*factor, free []bool) *solver {
+	var out []*factor
+	for _, f := range factors {
+		if vars := freeVars(f, free); len(vars) > 0 {
+			out = append(out, &factor{vars: vars})
+		}
+	}
+	return newSolver(freeDomains(dom, free), pos, out)
+}
+
+// freeDomains keeps the domains of the free variables; the others have
+// one value.
+func freeDomains(dom []int, free []bool) []int {
 	rdom := make([]int, len(dom))
 	for v := range dom {
 		rdom[v] = 1
@@ -155,40 +167,28 @@ func structure(dom, pos []int, factors []*factor, free []bool) *solver {
 			rdom[v] = dom[v]
 		}
 	}
-	var out []*factor
-	for _, f := range factors {
-		var vars []int
-		for _, v := range f.vars {
-			if free[v] {
-				vars = append(vars, v)
-			}
-		}
-		if len(vars) > 0 {
-			out = append(out, &factor{vars: vars})
+	return rdom
+}
+
+// freeVars are f's variables that are free.
+func freeVars(f *factor, free []bool) []int {
+	var vars []int
+	for _, v := range f.vars {
+		if free[v] {
+			vars = append(vars, v)
 		}
 	}
-	return newSolver(rdom, pos, out)
+	return vars
 }
 
 // restricted is the solver of the factors over the variables in free,
 // the others fixed at assign: a factor's table is sliced at the fixed
 // values, and fixed variables get a domain of one value.
 func restricted(dom, pos []int, factors []*factor, free []bool, assign []int) *solver {
-	rdom := make([]int, len(dom))
-	for v := range dom {
-		rdom[v] = 1
-		if free[v] {
-			rdom[v] = dom[v]
-		}
-	}
+	rdom := freeDomains(dom, free)
 	var out []*factor
 	for _, f := range factors {
-		var vars []int
-		for _, v := range f.vars {
-			if free[v] {
-				vars = append(vars, v)
-			}
-		}
+		vars := freeVars(f, free)
 		if len(vars) == 0 {
 			continue
 		}

@@ -6,8 +6,6 @@ import (
 
 	"tofuc/analysis/check"
 	"tofuc/lang/ir"
-	"tofuc/runtime/interp"
-	"tofuc/runtime/tensor"
 )
 
 func setup(t *testing.T) (*check.Program, []*check.Rule) {
@@ -78,33 +76,7 @@ func TestOptimizedEqualsOriginal(t *testing.T) {
 		if tc.fewer && out.After.Launches >= out.Before.Launches {
 			t.Errorf("%s: %d kernels before, %d after", tc.path, out.Before.Launches, out.After.Launches)
 		}
-		inputs := map[string]*tensor.Tensor{}
-		for i, v := range g.Inputs {
-			shape := make([]int, len(v.Shape))
-			for d, x := range v.Shape {
-				c, _ := x.IsConst()
-				shape[d] = int(c)
-			}
-			x := tensor.New(v.DType, shape)
-			for j := range x.Len() {
-				x.SetFlat(j, float64((j*7+i*3)%11)/11-0.5)
-			}
-			inputs[v.Name] = x
-		}
-		a, err := interp.RunGraph(g, inputs, nil, 1)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.path, err)
-		}
-		b, err := interp.RunGraph(out.Graph, inputs, nil, 1)
-		if err != nil {
-			t.Fatalf("%s optimised: %v", tc.path, err)
-		}
-		for i, v := range g.Outputs {
-			got := b.Outputs[out.Graph.Outputs[i].Name]
-			if err := tensor.Compare(got, a.Outputs[v.Name], rewriteTolerance(g)); err != nil {
-				t.Errorf("%s output %s: %v", tc.path, v.Name, err)
-			}
-		}
+		sameOutputs(t, tc.path, g, out.Graph, nil)
 		t.Logf("%s: %d -> %d nodes, %d -> %d launches, %.3g -> %.3g us, steps %v", tc.path, len(g.Nodes), len(out.Graph.Nodes),
 			out.Before.Launches, out.After.Launches, out.Before.Time*1e6, out.After.Time*1e6, out.Steps)
 	}
