@@ -144,7 +144,7 @@ func cheapestOp(p *cost.Plan, n *ir.Node, v *cost.View, i int, groups int64) (in
 		return 0, nil
 	}
 	k := p.Factors[i]
-	in, out := splits(p, n.Inputs, i), splits(p, n.Outputs, i)
+	in, out := p.Dims(n.Inputs, i), p.Dims(n.Outputs, i)
 	best, bestChs := int64(-1), []cost.Choice(nil)
 	for _, c := range choices(v, allowAll) {
 		here := groups * v.Step(k).Bytes(c, in, out)
@@ -158,15 +158,4 @@ func cheapestOp(p *cost.Plan, n *ir.Node, v *cost.View, i int, groups int64) (in
 		}
 	}
 	return best, bestChs
-}
-
-func splits(p *cost.Plan, vs []*ir.Value, i int) []int {
-	out := make([]int, len(vs))
-	for j, v := range vs {
-		out[j] = -1
-		if v.Const == nil {
-			out[j] = p.Tensors[v][i]
-		}
-	}
-	return out
 }

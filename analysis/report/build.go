@@ -176,7 +176,7 @@ func why(g *cost.Graph, p *cost.Plan, n *ir.Node) string {
 	groups := int64(1)
 	var parts []string
 	for i, k := range p.Factors {
-		in, out := dims(p, n.Inputs, i), dims(p, n.Outputs, i)
+		in, out := p.Dims(n.Inputs, i), p.Dims(n.Outputs, i)
 		sc := v.Step(k)
 		chosen := p.Ops[n][i]
 		mine := groups * sc.Bytes(chosen, in, out)
@@ -206,17 +206,6 @@ func why(g *cost.Graph, p *cost.Plan, n *ir.Node) string {
 		v, groups = sub, groups*int64(k)
 	}
 	return strings.Join(parts, "; ")
-}
-
-func dims(p *cost.Plan, vs []*ir.Value, i int) []int {
-	out := make([]int, len(vs))
-	for j, v := range vs {
-		out[j] = -1
-		if v.Const == nil {
-			out[j] = p.Tensors[v][i]
-		}
-	}
-	return out
 }
 
 func checked(in *Input) *Checked {
