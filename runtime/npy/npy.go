@@ -391,12 +391,18 @@ func Write(w io.Writer, t *tensor.Tensor) error {
 
 // WriteFile writes t to the .npy file at path.
 func WriteFile(path string, t *tensor.Tensor) error {
+	return createWith(path, func(w io.Writer) error { return Write(w, t) })
+}
+
+// createWith creates the file at path and writes it with write, buffered;
+// the first error of writing, flushing or closing is returned.
+func createWith(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	bw := bufio.NewWriter(f)
-	err = Write(bw, t)
+	err = write(bw)
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -472,19 +478,7 @@ func readMember(f *zip.File) (*tensor.Tensor, error) {
 // WriteNPZ writes the tensors to the .npz file at path, as stored members
 // "name.npy" sorted by name.
 func WriteNPZ(path string, tensors map[string]*tensor.Tensor) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(f)
-	err = writeNPZ(bw, tensors)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return createWith(path, func(w io.Writer) error { return writeNPZ(w, tensors) })
 }
 
 func writeNPZ(w io.Writer, tensors map[string]*tensor.Tensor) error {
