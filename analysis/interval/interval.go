@@ -245,24 +245,7 @@ func positiveConst(iv Interval) (int64, bool) {
 // symbols are non-negative).
 func nonNegative(d lang.Dim) bool { return d.NonNegative() }
 
-// Affine reports whether e is affine in its variables: constants,
-// dimensions, variables, negation, + and -, and products with a constant.
-// Of bounds such an expression tightly: both bounds are attained.
-func Affine(e ir.Expr) bool {
-	ok := true
-	ir.Walk(e, func(x ir.Expr) bool {
-		switch x := x.(type) {
-		case *ir.Const, *ir.Size, *ir.VarRef:
-		case *ir.Unary:
-			ok = ok && x.Op == "-"
-		case *ir.Binary:
-			_, r := ir.ConstInt(x.R)
-			_, l := ir.ConstInt(x.L)
-			ok = ok && (x.Op == ir.OpAdd || x.Op == ir.OpSub || x.Op == ir.OpMul && (l || r))
-		default:
-			ok = false
-		}
-		return ok
-	})
-	return ok
-}
+// Affine reports whether e is affine in its variables (ir.AffineOf, with
+// shape symbols kept symbolic). Of bounds such an expression tightly: both
+// bounds are attained.
+func Affine(e ir.Expr) bool { return ir.IsAffine(e) }

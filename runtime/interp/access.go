@@ -5,124 +5,58 @@ import (
 	"tofuc/lang/ir"
 )
 
-// affine is an index expression c + Σ coefs[k]·var[slots[k]].
+// affine is an index expression c + Σ coefs[k]·var[slots[k]]: an
+// ir.Affine (the one affine-index analysis, lang/ir) with its shape
+// symbols evaluated and its variables mapped to frame slots.
 type affine struct {
 	c     int64
 	slots []int
 	coefs []int64
 }
 
-// affine recognises an i64 index expression made of VarRef, integer Const,
-// Size, +, -, unary - and * by a constant.
+// affineOf recognises an affine index expression (ir.AffineOf) whose
+// variables are in scope and whose constant is known.
+func (c *compiler) affineOf(e ir.Expr) (ir.Affine, bool) {
+	a, ok := ir.AffineOf(e, c.syms)
+	if !ok {
+		return ir.Affine{}, false
+	}
+	if _, ok := a.Const.IsConst(); !ok {
+		return ir.Affine{}, false
+	}
+	for _, t := range a.Terms {
+		if s, ok := c.slots[t.Var]; !ok || !c.inScope[s] {
+			return ir.Affine{}, false
+		}
+	}
+	return a, true
+}
+
+// affine is affineOf in slot form.
 func (c *compiler) affine(e ir.Expr) (affine, bool) {
-	switch e := e.(type) {
-	case *ir.Const:
-		if e.T.IsFloat() {
-			return affine{}, false
-		}
-		return affine{c: e.T.WrapInt(e.Int)}, true
-	case *ir.Size:
-		n, err := c.dim(e.D, lang.Pos{})
-		if err != nil {
-			return affine{}, false
-		}
-		return affine{c: n}, true
-	case *ir.VarRef:
-		s, ok := c.slots[e.V]
-		if !ok || !c.inScope[s] {
-			return affine{}, false
-		}
-		return affine{slots: []int{s}, coefs: []int64{1}}, true
-	case *ir.Unary:
-		if e.Op != "-" || e.T != lang.I64 {
-			return affine{}, false
-		}
-		x, ok := c.affine(e.X)
-		if !ok {
-			return affine{}, false
-		}
-		return x.scale(-1), true
-	case *ir.Binary:
-		if e.T != lang.I64 || e.L.Type().IsFloat() || e.R.Type().IsFloat() {
-			return affine{}, false
-		}
-		l, ok := c.affine(e.L)
-		if !ok {
-			return affine{}, false
-		}
-		r, ok := c.affine(e.R)
-		if !ok {
-			return affine{}, false
-		}
-		switch e.Op {
-		case ir.OpAdd:
-			return l.add(r), true
-		case ir.OpSub:
-			return l.add(r.scale(-1)), true
-		case ir.OpMul:
-			if len(l.slots) == 0 {
-				return r.scale(l.c), true
-			}
-			if len(r.slots) == 0 {
-				return l.scale(r.c), true
-			}
-		}
+	a, ok := c.affineOf(e)
+	if !ok {
+		return affine{}, false
 	}
-	return affine{}, false
+	return c.slotted(a), true
 }
 
-func (a affine) scale(k int64) affine {
-	out := affine{c: a.c * k}
-	for i, s := range a.slots {
-		out = out.add(affine{slots: []int{s}, coefs: []int64{a.coefs[i] * k}})
+// slotted maps an affine expression from affineOf (or a sum of them) to
+// slots.
+func (c *compiler) slotted(a ir.Affine) affine {
+	k, _ := a.Const.IsConst()
+	out := affine{c: k}
+	for _, t := range a.Terms {
+		out.slots = append(out.slots, c.slots[t.Var])
+		out.coefs = append(out.coefs, t.Coef)
 	}
 	return out
 }
 
-// add returns a + b with the terms of equal slots merged and zero terms
-// dropped.
-func (a affine) add(b affine) affine {
-	out := affine{c: a.c + b.c}
-	for _, x := range []affine{a, b} {
-	terms:
-		for i, s := range x.slots {
-			for j, t := range out.slots {
-				if t == s {
-					out.coefs[j] += x.coefs[i]
-					continue terms
-				}
-			}
-			out.slots = append(out.slots, s)
-			out.coefs = append(out.coefs, x.coefs[i])
-		}
-	}
-	k := 0
-	for i := range out.slots {
-		if out.coefs[i] != 0 {
-			out.slots[k], out.coefs[k] = out.slots[i], out.coefs[i]
-			k++
-		}
-	}
-	out.slots, out.coefs = out.slots[:k], out.coefs[:k]
-	return out
-}
-
-// bounds returns the smallest and largest value of a over the variables'
-// ranges; ok is false when a variable has an empty range.
-func (a affine) bounds(ext []int64) (lo, hi int64, ok bool) {
-	lo, hi = a.c, a.c
-	for i, s := range a.slots {
-		if ext[s] <= 0 {
-			return 0, 0, false
-		}
-		v := a.coefs[i] * (ext[s] - 1)
-		if v < 0 {
-			lo += v
-		} else {
-			hi += v
-		}
-	}
-	return lo, hi, true
+// inRange reports whether a stays in [0, n) over its variables' extents.
+func (c *compiler) inRange(a ir.Affine, n int64) bool {
+	lo, hi, ok := a.Bounds(func(v *ir.Var) (int64, bool) { return c.ext[c.slots[v]], true })
+	return ok && lo >= 0 && hi < n
 }
 
 func (a affine) eval() iexpr {
@@ -181,17 +115,17 @@ func (c *compiler) access(e *ir.Access) (code, error) {
 		return code{}, lang.Errorf(e.Pos, "tensor %s is %s, the access expects %s", e.T.Name, t.DType, e.T.DType)
 	}
 	strides := t.Strides()
-	flat := affine{}
+	folded := ir.Affine{Const: lang.Const(0)}
 	var checked []checkedDim
 	for d, x := range e.Index {
 		st := int64(strides[d])
 		ext := int64(t.Shape[d])
-		if a, ok := c.affine(x); ok {
-			if lo, hi, ok := a.bounds(c.ext); ok && lo >= 0 && hi < ext {
-				flat = flat.add(a.scale(st))
+		if a, ok := c.affineOf(x); ok {
+			if c.inRange(a, ext) {
+				folded = folded.Add(a.Scale(st))
 				continue
 			}
-			checked = append(checked, checkedDim{index: a.eval(), extent: ext, stride: st, dim: d})
+			checked = append(checked, checkedDim{index: c.slotted(a).eval(), extent: ext, stride: st, dim: d})
 			continue
 		}
 		ix, err := c.compile(x)
@@ -207,6 +141,7 @@ func (c *compiler) access(e *ir.Access) (code, error) {
 			return code{}, err
 		}
 	}
+	flat := c.slotted(folded)
 	shape := t.Shape
 	oob := func(d checkedDim, idx int64) error { return outOfRange(e, shape, d, idx) }
 	if t.DType.IsFloat() {

@@ -461,20 +461,22 @@ func (c *compiler) vaccess(e *ir.Access) (vfexpr, bool, error) {
 		return nil, false, nil
 	}
 	strides := t.Strides()
-	flat := affine{}
+	folded := ir.Affine{Const: lang.Const(0)}
 	var checked []vdim
 	for d, x := range e.Index {
-		a, ok := c.affine(x)
+		ia, ok := c.affineOf(x)
 		if !ok {
 			return nil, false, nil
 		}
 		st, ext := int64(strides[d]), int64(t.Shape[d])
-		if lo, hi, ok := a.bounds(c.ext); ok && lo >= 0 && hi < ext {
-			flat = flat.add(a.scale(st))
+		if c.inRange(ia, ext) {
+			folded = folded.Add(ia.Scale(st))
 			continue
 		}
+		a := c.slotted(ia)
 		checked = append(checked, vdim{s: a.eval(), r: a.coef(c.row), rh: a.coef(c.blk), extent: ext, stride: st, dim: d})
 	}
+	flat := c.slotted(folded)
 	var def fexpr
 	defUniform := true
 	if e.Default != nil {
