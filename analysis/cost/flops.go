@@ -69,37 +69,3 @@ func exprFLOPs(e ir.Expr) (int64, error) {
 	}
 	return own, nil
 }
-
-// Elementwise reports whether an instance computes each output element
-// from the elements at the same index of its full-rank inputs (lower-rank
-// inputs, such as a bias or a scalar, may be read anywhere): one output,
-// no locals, no reduction.
-func Elementwise(inst *ir.Instance) bool {
-	if len(inst.Outputs) != 1 || len(inst.Locals) > 0 {
-		return false
-	}
-	d := inst.Outputs[0]
-	ok := true
-	ir.Walk(d.Body, func(e ir.Expr) bool {
-		switch e := e.(type) {
-		case *ir.Reduce, *ir.Opaque:
-			ok = false
-		case *ir.Access:
-			if len(e.Index) == len(d.Vars) && !identityIndex(e.Index, d.Vars) {
-				ok = false
-			}
-		}
-		return ok
-	})
-	return ok
-}
-
-func identityIndex(idx []ir.Expr, vars []*ir.Var) bool {
-	for i, x := range idx {
-		r, isVar := x.(*ir.VarRef)
-		if !isVar || r.V != vars[i] {
-			return false
-		}
-	}
-	return true
-}

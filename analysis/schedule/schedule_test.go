@@ -1,0 +1,101 @@
+package schedule_test
+
+import (
+	"testing"
+
+	"tofuc/analysis/check"
+	"tofuc/analysis/schedule"
+	"tofuc/lang/ir"
+)
+
+func load(t *testing.T, src string, batch int64) *ir.Graph {
+	t.Helper()
+	prog, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := prog.LoadSource("m.tdl", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Model("", map[string]ir.AttrValue{"batch": {Kind: ir.AttrInt, Int: batch}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestBuild: weight transformations are precomputed, channel slices of a
+// batch-1 tensor are views, a chain of element-wise nodes fuses into the
+// convolution it follows, and its intermediates never leave the kernel.
+func TestBuild(t *testing.T) {
+	src := `model m<batch = 1>(x: f32[batch, 4, 8, 8]) {
+    w = param f32[6, 4, 1, 1]
+    v = param f32[2, 4, 3, 3]
+    c = conv2d<pads = [1, 1, 1, 1]>(x, concat<axis = 0>(pad<pads = [0, 0, 1, 1, 0, 0, 1, 1]>(w), v))
+    y = sigmoid(relu(c) * 2.0)
+    return slice<starts = [0], ends = [6], axes = [1]>(y) + 1.0, slice<starts = [6], ends = [8], axes = [1]>(y)
+}
+`
+	for _, tc := range []struct {
+		batch         int64
+		kernels       []int // nodes per kernel that runs per call
+		views, precom int
+	}{{1, []int{4, 1}, 2, 2}, {2, []int{4, 2, 1}, 0, 2}} {
+		g := load(t, src, tc.batch)
+		s := schedule.Build(g)
+		var got []int
+		precom := 0
+		for k, kern := range s.Kernels {
+			if kern.Precomputed {
+				precom++
+				continue
+			}
+			got = append(got, len(kern.Nodes))
+			for i, n := range kern.Nodes[1:] {
+				prev := kern.Nodes[i].Outputs[0]
+				if !s.Internal(prev, k) {
+					t.Errorf("batch %d: %s is fused into kernel %d but leaves it", tc.batch, prev.Name, k)
+				}
+				if s.KernelOf[n] != k {
+					t.Errorf("batch %d: KernelOf[%s] = %d, want %d", tc.batch, n.Name, s.KernelOf[n], k)
+				}
+			}
+			last := kern.Nodes[len(kern.Nodes)-1].Outputs[0]
+			if s.Internal(last, k) {
+				t.Errorf("batch %d: the last value of kernel %d is internal", tc.batch, k)
+			}
+		}
+		if len(got) != len(tc.kernels) || precom != tc.precom || len(s.Views) != tc.views {
+			t.Fatalf("batch %d: kernels of %v nodes, %d precomputed, %d views; want %v, %d, %d", tc.batch, got, precom, len(s.Views), tc.kernels, tc.precom, tc.views)
+		}
+		for i := range got {
+			if got[i] != tc.kernels[i] {
+				t.Errorf("batch %d: kernels of %v nodes, want %v", tc.batch, got, tc.kernels)
+			}
+		}
+	}
+}
+
+// TestSharedValueDoesNotFuse: a value read twice is stored, and a graph
+// output is never fused away.
+func TestSharedValueDoesNotFuse(t *testing.T) {
+	src := `model m<batch = 1>(x: f32[batch, 16]) {
+    a = exp(x)
+    b = relu(a)
+    c = a * 3.0
+    return b + c, b
+}
+`
+	s := schedule.Build(load(t, src, 2))
+	if len(s.Kernels) != 3 {
+		t.Fatalf("%d kernels, want 3 (exp; relu; mul + add)", len(s.Kernels))
+	}
+	for k := range s.Kernels {
+		for _, v := range s.Graph.Outputs {
+			if s.Internal(v, k) {
+				t.Errorf("graph output %s is internal to kernel %d", v.Name, k)
+			}
+		}
+	}
+}
