@@ -17,7 +17,7 @@ type Schedule struct {
 	KernelOf map[*ir.Node]int
 	// Uses counts the consumers of each value, a graph output counting as
 	// two (it always leaves its kernel).
-	Uses map[*ir.Value]int
+	Uses     map[*ir.Value]int
 	producer map[*ir.Value]*ir.Node
 }
 
