@@ -2,6 +2,7 @@ package lang
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +14,11 @@ import (
 // or remainder by a constant, max, min). Two Dims are equal as expressions
 // exactly when their canonical strings are equal, and a Dim with no atoms is
 // a constant. The zero Dim is 0. Dims are immutable.
+//
+// Arithmetic whose coefficients leave int64 gives the Dim Overflow instead
+// of a wrapped value: it absorbs every operation (only a product with the
+// constant 0 is 0), is never constant, and prints as "overflow", so no pass
+// computes with a wrapped extent (Dim.Overflows reports it).
 type Dim struct {
 	terms []term // sorted by key; the constant term, if any, has no factors
 }
@@ -25,10 +31,11 @@ type term struct {
 type atomKind uint8
 
 const (
-	atomSym atomKind = iota
-	atomDiv          // floor(a / c)
-	atomMax          // max(a, b)
-	atomMin          // min(a, b)
+	atomSym      atomKind = iota
+	atomDiv               // floor(a / c)
+	atomMax               // max(a, b)
+	atomMin               // min(a, b)
+	atomOverflow          // a value outside int64 (the only atom of Overflow)
 )
 
 type atom struct {
@@ -54,6 +61,47 @@ func Sym(s string) Dim {
 
 func atomDim(a atom) Dim { return Dim{terms: []term{{coef: 1, factors: []atom{a}}}} }
 
+// Overflow is the result of arithmetic outside int64.
+var Overflow = atomDim(atom{kind: atomOverflow, key: "overflow"})
+
+// Overflows reports whether d is Overflow: some arithmetic that built it
+// left int64.
+func (d Dim) Overflows() bool {
+	return len(d.terms) == 1 && len(d.terms[0].factors) == 1 && d.terms[0].factors[0].kind == atomOverflow
+}
+
+// overflows reports whether a term holds Overflow, directly or inside a
+// floor division, max or min.
+func (t term) overflows() bool {
+	for _, f := range t.factors {
+		if f.kind == atomOverflow || f.a.Overflows() || f.b.Overflows() {
+			return true
+		}
+	}
+	return false
+}
+
+// MulInt64 and AddInt64 are checked int64 arithmetic: ok is false when the
+// result leaves int64.
+func MulInt64(a, b int64) (int64, bool) {
+	if a == 0 || b == 0 {
+		return 0, true
+	}
+	p := a * b
+	if p/b != a || (a == -1 && b == math.MinInt64) || (b == -1 && a == math.MinInt64) {
+		return 0, false
+	}
+	return p, true
+}
+
+func AddInt64(a, b int64) (int64, bool) {
+	s := a + b
+	if (a > 0 && b > 0 && s < 0) || (a < 0 && b < 0 && s >= 0) {
+		return 0, false
+	}
+	return s, true
+}
+
 func (t term) key() string {
 	keys := make([]string, len(t.factors))
 	for i, f := range t.factors {
@@ -64,6 +112,7 @@ func (t term) key() string {
 
 // normalize merges terms with equal factors, drops zero terms and sorts:
 // by degree, higher first, then by the factors' keys, the constant last.
+// A term holding Overflow, or a sum leaving int64, gives Overflow.
 func normalize(ts []term) Dim {
 	type keyed struct {
 		t   term
@@ -72,9 +121,16 @@ func normalize(ts []term) Dim {
 	byKey := make(map[string]int, len(ts))
 	out := make([]keyed, 0, len(ts))
 	for _, t := range ts {
+		if t.overflows() {
+			return Overflow
+		}
 		k := t.key()
 		if i, ok := byKey[k]; ok {
-			out[i].t.coef += t.coef
+			sum, ok := AddInt64(out[i].t.coef, t.coef)
+			if !ok {
+				return Overflow
+			}
+			out[i].t.coef = sum
 			continue
 		}
 		byKey[k] = len(out)
@@ -122,7 +178,11 @@ func (d Dim) Sub(e Dim) Dim { return d.Add(e.Neg()) }
 func (d Dim) Scale(k int64) Dim {
 	ts := make([]term, len(d.terms))
 	for i, t := range d.terms {
-		ts[i] = term{coef: t.coef * k, factors: t.factors}
+		coef, ok := MulInt64(t.coef, k)
+		if !ok {
+			return Overflow
+		}
+		ts[i] = term{coef: coef, factors: t.factors}
 	}
 	return normalize(ts)
 }
@@ -134,7 +194,11 @@ func (d Dim) Mul(e Dim) Dim {
 		for _, b := range e.terms {
 			fs := append(append([]atom(nil), a.factors...), b.factors...)
 			sort.Slice(fs, func(i, j int) bool { return fs[i].key < fs[j].key })
-			ts = append(ts, term{coef: a.coef * b.coef, factors: fs})
+			coef, ok := MulInt64(a.coef, b.coef)
+			if !ok {
+				return Overflow
+			}
+			ts = append(ts, term{coef: coef, factors: fs})
 		}
 	}
 	return normalize(ts)
@@ -186,7 +250,9 @@ func (d Dim) FloorDiv(c int64) Dim {
 	if len(d.terms) == 1 && d.terms[0].coef == 1 && len(d.terms[0].factors) == 1 && d.terms[0].factors[0].kind == atomDiv {
 		// floor(floor(a / b) / c) = floor(a / (b c)) for positive b, c.
 		inner := d.terms[0].factors[0]
-		return inner.a.FloorDiv(inner.c * c)
+		if bc, ok := MulInt64(inner.c, c); ok {
+			return inner.a.FloorDiv(bc)
+		}
 	}
 	// floor((c*q + r) / c) = q + floor(r / c) for integer-valued q.
 	var q, r []term
@@ -223,6 +289,9 @@ func (d Dim) Max(e Dim) Dim { return minmax(d, e, atomMax) }
 func (d Dim) Min(e Dim) Dim { return minmax(d, e, atomMin) }
 
 func minmax(d, e Dim, kind atomKind) Dim {
+	if d.Overflows() || e.Overflows() {
+		return Overflow
+	}
 	x, xok := d.IsConst()
 	y, yok := e.IsConst()
 	if xok && yok {
@@ -344,6 +413,9 @@ func (d Dim) Eval(env map[string]int64) (int64, error) {
 	if missing != "" {
 		return 0, fmt.Errorf("shape symbol %s has no value", missing)
 	}
+	if v.Overflows() {
+		return 0, fmt.Errorf("%s overflows 64-bit integers", d)
+	}
 	n, _ := v.IsConst()
 	return n, nil
 }
@@ -372,26 +444,25 @@ func (d Dim) String() string {
 	}
 	var b strings.Builder
 	for i, t := range d.terms {
-		c := t.coef
+		// the magnitude as text: -math.MinInt64 is not an int64
+		mag := strings.TrimPrefix(strconv.FormatInt(t.coef, 10), "-")
 		switch {
-		case i == 0 && c < 0:
+		case i == 0 && t.coef < 0:
 			b.WriteString("-")
-			c = -c
-		case i > 0 && c < 0:
+		case i > 0 && t.coef < 0:
 			b.WriteString(" - ")
-			c = -c
 		case i > 0:
 			b.WriteString(" + ")
 		}
 		if len(t.factors) == 0 {
-			b.WriteString(strconv.FormatInt(c, 10))
+			b.WriteString(mag)
 			continue
 		}
-		if c != 1 {
-			b.WriteString(strconv.FormatInt(c, 10))
+		if mag != "1" {
+			b.WriteString(mag)
 			b.WriteString("*")
 		}
-		b.WriteString(t.product(c != 1))
+		b.WriteString(t.product(mag != "1"))
 	}
 	return b.String()
 }
@@ -448,6 +519,33 @@ func ConstShape(s []Dim) ([]int, bool) {
 	return out, true
 }
 
+// ShapeElements is the number of elements of a tensor of shape s; ok is
+// false when s has a symbol, or the count leaves int64.
+func ShapeElements(s []Dim) (n int64, ok bool) {
+	n = 1
+	for _, d := range s {
+		e, isConst := d.IsConst()
+		if !isConst {
+			return 0, false
+		}
+		if n, ok = MulInt64(n, e); !ok {
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+// ShapeBytes is the size of a tensor of dtype dt (at least one byte an
+// element) and shape s; ok is false when s has a symbol, or the size
+// leaves int64.
+func ShapeBytes(dt DType, s []Dim) (int64, bool) {
+	n, ok := ShapeElements(s)
+	if !ok {
+		return 0, false
+	}
+	return MulInt64(n, int64(max(1, dt.Size())))
+}
+
 // NonNegative reports whether d is provably >= 0, taking every shape
 // symbol as non-negative: all coefficients are non-negative and every atom
 // is.
@@ -473,6 +571,8 @@ func (f atom) nonNegative() bool {
 		return f.a.NonNegative()
 	case atomMax:
 		return f.a.NonNegative() || f.b.NonNegative()
+	case atomOverflow:
+		return false
 	}
 	return f.a.NonNegative() && f.b.NonNegative()
 }

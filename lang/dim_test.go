@@ -1,6 +1,7 @@
 package lang_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -199,5 +200,48 @@ func TestShapeHelpers(t *testing.T) {
 	}
 	if ns, ok := lang.ConstShape([]lang.Dim{c(2), c(3)}); !ok || ns[0] != 2 || ns[1] != 3 {
 		t.Errorf("ConstShape = %v, %v", ns, ok)
+	}
+}
+
+func TestDimOverflow(t *testing.T) {
+	const maxInt, minInt = math.MaxInt64, math.MinInt64
+	big := c(maxInt)
+	for _, tc := range []struct {
+		name string
+		d    lang.Dim
+		want string
+	}{
+		{"sum", big.Add(c(1)), "overflow"},
+		{"negative sum", c(minInt).Sub(c(1)), "overflow"},
+		{"product", c(1 << 32).Mul(c(1 << 31)), "overflow"},
+		{"scale", N.Scale(1 << 62).Scale(2), "overflow"},
+		{"negation of the least int64", c(minInt).Neg(), "overflow"},
+		{"product by -1 of the least int64", c(-1).Mul(c(minInt)), "overflow"},
+		{"coefficients merge", N.Scale(maxInt).Add(N), "overflow"},
+		{"substitution", N.Mul(c(784)).Subst(func(string) (lang.Dim, bool) { return big, true }), "overflow"},
+		{"absorbs sums", big.Add(c(1)).Add(N).Sub(big.Add(c(1))), "overflow"},
+		{"absorbs division", big.Add(c(1)).Add(N).FloorDiv(2), "overflow"},
+		{"absorbs max", big.Add(c(1)).Max(N), "overflow"},
+		{"absorbs min of constants", big.Add(c(1)).Min(c(3)), "overflow"},
+		{"times zero is zero", big.Add(c(1)).Mul(c(0)), "0"},
+		{"the largest int64 is fine", big.Sub(c(1)).Add(c(1)), "9223372036854775807"},
+		{"the least int64 is fine", c(minInt + 1).Sub(c(1)), "-9223372036854775808"},
+		{"nested divisions whose divisor overflows", N.FloorDiv(1 << 40).FloorDiv(1 << 40), "((N)/1099511627776)/1099511627776"},
+	} {
+		if got := tc.d.String(); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+		if tc.d.Overflows() != (tc.want == "overflow") {
+			t.Errorf("%s: Overflows() = %v", tc.name, tc.d.Overflows())
+		}
+		if _, ok := tc.d.IsConst(); ok && tc.d.Overflows() {
+			t.Errorf("%s: Overflow is a constant", tc.name)
+		}
+	}
+	if _, err := N.Mul(M).Eval(map[string]int64{"N": 1 << 40, "M": 1 << 40}); err == nil || !strings.Contains(err.Error(), "overflows") {
+		t.Errorf("Eval of an overflowing product: %v", err)
+	}
+	if lang.Overflow.NonNegative() {
+		t.Error("Overflow is provably non-negative")
 	}
 }

@@ -116,6 +116,7 @@ func instantiate(decl *lang.OpDecl, attrs map[string]cval, attrPos map[string]la
 	}
 	before := len(*errs)
 	c.checkBounds()
+	c.checkSizes(site)
 	if len(*errs) > before {
 		return nil
 	}

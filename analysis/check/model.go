@@ -217,6 +217,9 @@ func (el *elab) modelInput(s *mscope, in *lang.TensorDecl) {
 		}
 	}
 	shape := el.declShape(s, in.Shape)
+	if p := shapeProblem(dt, shape); p != "" {
+		el.fail(in.Pos, "input %s: %s", in.Name, p)
+	}
 	v := &ir.Value{Name: el.unique(in.Name), DType: dt, Shape: shape}
 	if _, dup := s.values[in.Name]; dup {
 		el.fail(in.Pos, "input %s declared twice", in.Name)
@@ -247,6 +250,9 @@ func (el *elab) declShape(s *mscope, pat []lang.DimPat) []lang.Dim {
 		}
 		if n, ok := d.dim.IsConst(); ok && n < 0 {
 			el.fail(p.Pos, "negative dimension %d", n)
+		}
+		if d.dim.Overflows() {
+			el.fail(p.Pos, "this dimension overflows 64-bit integers")
 		}
 		shape = append(shape, d.dim)
 	}
@@ -444,10 +450,16 @@ func (el *elab) param(s *mscope, st *lang.ParamStmt) {
 		}
 		d := el.ev(s).eval(p.Expr)
 		n, ok := d.constInt()
+		if d.kind == cInt && d.dim.Overflows() {
+			el.fail(p.Pos, "this dimension overflows 64-bit integers")
+		}
 		if !ok || n < 0 {
 			el.fail(p.Pos, "a parameter's dimensions must be non-negative constants, found %s", d)
 		}
 		shape = append(shape, lang.Const(n))
+	}
+	if p := shapeProblem(dt, shape); p != "" {
+		el.fail(st.Pos, "parameter %s: %s", st.Name, p)
 	}
 	init := ir.Init{Kind: "normal"}
 	if !dt.IsFloat() {
