@@ -35,6 +35,9 @@ func (g *Graph) Evaluate(p *Plan) (*Cost, error) {
 	if err := g.Validate(p); err != nil {
 		return nil, err
 	}
+	if err := g.CheckScale(p.Devices()); err != nil {
+		return nil, err
+	}
 	c := &Cost{StepBytes: make([]int64, len(p.Factors)), OpBytes: make([]int64, len(g.IR.Nodes))}
 	views := make([]*View, len(g.IR.Nodes))
 	for j, n := range g.IR.Nodes {

@@ -7,29 +7,36 @@ import (
 )
 
 // InstanceFLOPs counts the floating-point operations of an instance read
-// from its lambdas: for each output or local, its number of elements times
-// the operations of its body, where a reduction costs its body plus one
-// combination per element of its range. Index arithmetic is free.
+// from its lambdas: the DefFLOPs of each local and output.
 func InstanceFLOPs(inst *ir.Instance) (int64, error) {
 	var total int64
 	for _, ds := range [][]*ir.Def{inst.Locals, inst.Outputs} {
 		for _, d := range ds {
-			n := int64(1)
-			for _, v := range d.Vars {
-				e, ok := v.Extent.IsConst()
-				if !ok {
-					return 0, fmt.Errorf("%s: extent %s is not concrete", inst.Op, v.Extent)
-				}
-				n *= e
-			}
-			f, err := exprFLOPs(d.Body)
+			f, err := DefFLOPs(d)
 			if err != nil {
-				return 0, err
+				return 0, fmt.Errorf("%s: %v", inst.Op, err)
 			}
-			total += n * f
+			total += f
 		}
 	}
 	return total, nil
+}
+
+// DefFLOPs counts the floating-point operations of one Def: its number of
+// elements times the operations of its body, where a reduction costs its
+// body plus one combination per element of its range. Index arithmetic is
+// free.
+func DefFLOPs(d *ir.Def) (int64, error) {
+	n := int64(1)
+	for _, v := range d.Vars {
+		e, ok := v.Extent.IsConst()
+		if !ok {
+			return 0, fmt.Errorf("extent %s is not concrete", v.Extent)
+		}
+		n *= e
+	}
+	f, err := exprFLOPs(d.Body)
+	return n * f, err
 }
 
 func exprFLOPs(e ir.Expr) (int64, error) {

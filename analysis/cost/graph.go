@@ -2,6 +2,7 @@ package cost
 
 import (
 	"fmt"
+	"math/bits"
 	"sync"
 
 	"tofuc/analysis/strategy"
@@ -21,6 +22,11 @@ type Graph struct {
 	Shapes map[*ir.Value][]int64
 	// Index is each node's position in IR.Nodes.
 	Index map[*ir.Node]int
+
+	// traffic is the bytes every node reads and writes, summed over the
+	// nodes, plus the graph's inputs and parameters: CheckScale bounds
+	// every cost by it.
+	traffic int64
 
 	mu     sync.Mutex
 	roots  map[*ir.Instance]*View
@@ -61,7 +67,58 @@ func NewGraph(g *ir.Graph) (*Graph, error) {
 			}
 		}
 	}
+	if err := cg.sumTraffic(); err != nil {
+		return nil, err
+	}
 	return cg, nil
+}
+
+// sumTraffic sets g.traffic, or fails when a size or the sum leaves int64.
+func (g *Graph) sumTraffic() error {
+	add := func(v *ir.Value) bool {
+		if v.Const != nil {
+			return true
+		}
+		n, ok := lang.ShapeBytes(v.DType, v.Shape)
+		if ok {
+			g.traffic, ok = lang.AddInt64(g.traffic, n)
+		}
+		return ok
+	}
+	for _, v := range g.IR.Inputs {
+		if !add(v) {
+			return fmt.Errorf("input %s: its size leaves 64-bit integers", v.Name)
+		}
+	}
+	for _, p := range g.IR.Params {
+		if !add(p.Value) {
+			return fmt.Errorf("parameter %s: its size leaves 64-bit integers", p.Value.Name)
+		}
+	}
+	for _, n := range g.IR.Nodes {
+		for _, v := range append(append([]*ir.Value(nil), n.Inputs...), n.Outputs...) {
+			if !add(v) {
+				return fmt.Errorf("the tensors the operators read and write add up to more than 2^63 bytes (at node %s)", n.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// CheckScale fails when pricing the graph over devices could leave int64:
+// a worker fetches or stores at most twice its operator's tensors (a
+// reduce-scatter), so a step moves at most 2 * devices * traffic bytes,
+// and there are at most log2(devices) steps. Search, the baselines and
+// Evaluate check it first, so no cost they compute wraps.
+func (g *Graph) CheckScale(devices int) error {
+	bound, ok := lang.MulInt64(g.traffic, 2*int64(devices))
+	if ok {
+		bound, ok = lang.MulInt64(bound, int64(bits.Len(uint(devices))))
+	}
+	if !ok {
+		return fmt.Errorf("the model is too large to price over %d devices: its operators read and write %d bytes, and the communication could exceed 2^63 bytes", devices, g.traffic)
+	}
+	return nil
 }
 
 func concrete(shape []lang.Dim) ([]int64, error) {

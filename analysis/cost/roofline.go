@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"tofuc/analysis/schedule"
+	"tofuc/lang"
 	"tofuc/lang/ir"
 )
 
@@ -77,38 +78,56 @@ func RooflineOf(s *schedule.Schedule, d Device) (*Estimate, error) {
 	return est, nil
 }
 
-// kernelEstimate prices kernel k of s: its nodes' FLOPs, the values it
-// reads (once each, an intermediate of its own not at all) and the values
-// that leave it.
+// kernelEstimate prices kernel k of s: the FLOPs of the Def it computes
+// (with those of the node's recomputed locals on the node's first kernel)
+// and of the nodes fused into it, the bytes of every buffer it reads once
+// and of the buffer it writes.
 func kernelEstimate(s *schedule.Schedule, k int, d Device) (KernelEstimate, error) {
 	var ke KernelEstimate
-	read := map[*ir.Value]bool{}
-	for _, n := range s.Kernels[k].Nodes {
+	kern := s.Kernels[k]
+	root := kern.Root()
+	f, err := DefFLOPs(kern.Def)
+	if err == nil && schedule.Launches(root.Inst)[0] == kern.Def {
+		for _, l := range root.Inst.Locals {
+			if schedule.Inlined(root.Inst, l) {
+				lf, lerr := DefFLOPs(l)
+				f, err = f+lf, lerr
+			}
+		}
+	}
+	if err != nil {
+		return ke, fmt.Errorf("node %s: %s: %v", root.Name, root.Inst.Op, err)
+	}
+	ke.FLOPs = f
+	ke.Nodes = append(ke.Nodes, root.Name)
+	for _, n := range kern.Nodes[1:] {
 		f, err := InstanceFLOPs(n.Inst)
 		if err != nil {
 			return ke, fmt.Errorf("node %s: %v", n.Name, err)
 		}
 		ke.Nodes = append(ke.Nodes, n.Name)
 		ke.FLOPs += f
-		for _, v := range n.Inputs {
-			if !s.Internal(v, k) && !read[v] {
-				read[v] = true
-				ke.Bytes += valueBytes(v)
-			}
-		}
-		for _, v := range n.Outputs {
-			if !s.Internal(v, k) {
-				ke.Bytes += valueBytes(v)
-			}
-		}
 	}
+	for _, o := range s.Reads(k) {
+		ke.Bytes += operandBytes(o)
+	}
+	ke.Bytes += operandBytes(s.Write(k))
 	ke.Time = max(float64(ke.FLOPs)/d.PeakFLOPS, float64(ke.Bytes)/d.Bandwidth) + d.Launch
 	return ke, nil
 }
 
-func valueBytes(v *ir.Value) int64 {
-	n := int64(max(1, v.DType.Size()))
-	for _, d := range v.Shape {
+func operandBytes(o schedule.Operand) int64 {
+	if o.Value != nil {
+		return valueBytes(o.Value)
+	}
+	return tensorBytes(o.Local.Tensor.DType, o.Local.Tensor.Shape)
+}
+
+func valueBytes(v *ir.Value) int64 { return tensorBytes(v.DType, v.Shape) }
+
+func tensorBytes(dt lang.DType, shape []lang.Dim) int64 {
+	n := int64(max(1, dt.Size()))
+	for _, d := range shape {
 		c, _ := d.IsConst()
 		n *= c
 	}

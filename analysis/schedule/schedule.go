@@ -8,35 +8,39 @@ import (
 // Schedule is how a graph runs as kernels.
 type Schedule struct {
 	Graph *ir.Graph
-	// Kernels in launch order; precomputed ones among them run when the
-	// weights are bound.
+	// Kernels are the launches in order; precomputed ones among them run
+	// when the weights are bound.
 	Kernels []*Kernel
 	// Views are the nodes that launch nothing, in graph order.
 	Views []*ir.Node
-	// KernelOf maps every node that is not a view to its kernel's index.
-	KernelOf map[*ir.Node]int
 	// Uses counts the consumers of each value, a graph output counting as
 	// two (it always leaves its kernel).
-	Uses     map[*ir.Value]int
-	producer map[*ir.Value]*ir.Node
+	Uses map[*ir.Value]int
+	// KernelOfValue is the launch that computes each value (views and
+	// inputs have none).
+	KernelOfValue map[*ir.Value]int
+	producer      map[*ir.Value]*ir.Node
 }
 
-// Kernel is one launch: a node and the element-wise nodes fused into it.
+// Kernel is one launch: a Def of a node's instance (a materialised local
+// or an output, see Launches), and the element-wise nodes fused into it.
 type Kernel struct {
-	// Nodes holds the node that starts the kernel, then the nodes fused
-	// into it in graph order; each fused node reads the value of an
-	// earlier one.
+	// Nodes holds the node whose Def the kernel computes, then the nodes
+	// fused into it in graph order; each fused node reads the value the
+	// kernel computed so far, which then never leaves it.
 	Nodes []*ir.Node
+	// Def is the Def of Nodes[0]'s instance it computes.
+	Def *ir.Def
 	// Precomputed marks a kernel computed from the weights alone.
 	Precomputed bool
 }
 
-// Root is the node that starts the kernel.
+// Root is the node whose Def the kernel computes.
 func (k *Kernel) Root() *ir.Node { return k.Nodes[0] }
 
 // Build schedules g.
 func Build(g *ir.Graph) *Schedule {
-	s := &Schedule{Graph: g, KernelOf: map[*ir.Node]int{}, Uses: map[*ir.Value]int{}, producer: map[*ir.Value]*ir.Node{}}
+	s := &Schedule{Graph: g, Uses: map[*ir.Value]int{}, KernelOfValue: map[*ir.Value]int{}, producer: map[*ir.Value]*ir.Node{}}
 	for _, n := range g.Nodes {
 		for _, v := range n.Inputs {
 			s.Uses[v]++
@@ -52,49 +56,69 @@ func Build(g *ir.Graph) *Schedule {
 	for _, p := range g.Params {
 		weight[p.Value] = true
 	}
-	kernelOfValue := map[*ir.Value]int{}
 	for _, n := range g.Nodes {
-		if fromWeights(n, weight) {
+		precomputed := fromWeights(n, weight)
+		switch {
+		case precomputed:
 			for _, v := range n.Outputs {
 				weight[v] = true
 			}
-			s.KernelOf[n] = len(s.Kernels)
-			s.Kernels = append(s.Kernels, &Kernel{Nodes: []*ir.Node{n}, Precomputed: true})
-			continue
-		}
-		if IsView(n.Inst) {
+		case IsView(n.Inst):
 			s.Views = append(s.Views, n)
 			continue
 		}
-		k := s.fusionTarget(n, kernelOfValue)
-		if k < 0 {
-			k = len(s.Kernels)
-			s.Kernels = append(s.Kernels, &Kernel{})
+		if k := s.fusionTarget(n); k >= 0 && !precomputed {
+			s.Kernels[k].Nodes = append(s.Kernels[k].Nodes, n)
+			s.KernelOfValue[n.Outputs[0]] = k
+			continue
 		}
-		s.Kernels[k].Nodes = append(s.Kernels[k].Nodes, n)
-		s.KernelOf[n] = k
-		for _, v := range n.Outputs {
-			kernelOfValue[v] = k
+		for _, d := range Launches(n.Inst) {
+			if v := outputValue(n, d); v != nil {
+				s.KernelOfValue[v] = len(s.Kernels)
+			}
+			s.Kernels = append(s.Kernels, &Kernel{Nodes: []*ir.Node{n}, Def: d, Precomputed: precomputed})
 		}
 	}
 	return s
 }
 
+// outputValue is the graph value a Def of n's instance computes, or nil
+// for a local.
+func outputValue(n *ir.Node, d *ir.Def) *ir.Value {
+	for i, o := range n.Inst.Outputs {
+		if o == d {
+			return n.Outputs[i]
+		}
+	}
+	return nil
+}
+
+// Out is the value a kernel leaves, or nil for a materialised local.
+func (k *Kernel) Out() *ir.Value {
+	if len(k.Nodes) > 1 {
+		return k.Nodes[len(k.Nodes)-1].Outputs[0]
+	}
+	return outputValue(k.Nodes[0], k.Def)
+}
+
 // IsViewNode reports whether n is a view.
 func (s *Schedule) IsViewNode(n *ir.Node) bool {
-	_, ok := s.KernelOf[n]
-	return !ok
+	for _, v := range s.Views {
+		if v == n {
+			return true
+		}
+	}
+	return false
 }
 
 // Producer is the node computing v, or nil for inputs, parameters and
 // constants.
 func (s *Schedule) Producer(v *ir.Value) *ir.Node { return s.producer[v] }
 
-// Internal reports whether v never leaves kernel k: it is computed by a
-// node of k and read only by later nodes of k (a fused intermediate).
+// Internal reports whether v never leaves kernel k: it is computed in k
+// and read only by a node fused into k.
 func (s *Schedule) Internal(v *ir.Value, k int) bool {
-	p := s.producer[v]
-	if p == nil || s.IsViewNode(p) || s.KernelOf[p] != k || s.Uses[v] != 1 {
+	if j, ok := s.KernelOfValue[v]; !ok || j != k || s.Uses[v] != 1 {
 		return false
 	}
 	for _, n := range s.Kernels[k].Nodes[1:] {
@@ -118,13 +142,17 @@ func fromWeights(n *ir.Node, weight map[*ir.Value]bool) bool {
 	return true
 }
 
-// fusionTarget is the kernel an element-wise node joins, or -1.
-func (s *Schedule) fusionTarget(n *ir.Node, kernelOf map[*ir.Value]int) int {
+// fusionTarget is the kernel an element-wise node joins, or -1: the one
+// computing a floating input of the node's shape that has no other
+// consumer, provided that input is the last value the kernel computes.
+func (s *Schedule) fusionTarget(n *ir.Node) int {
 	if !Elementwise(n.Inst) {
 		return -1
 	}
 	for _, v := range n.Inputs {
-		if k, ok := kernelOf[v]; ok && s.Uses[v] == 1 && v.DType.IsFloat() && lang.ShapeEqual(v.Shape, n.Outputs[0].Shape) {
+		k, ok := s.KernelOfValue[v]
+		if ok && s.Uses[v] == 1 && v.DType.IsFloat() && lang.ShapeEqual(v.Shape, n.Outputs[0].Shape) &&
+			!s.Kernels[k].Precomputed && s.Kernels[k].Out() == v {
 			return k
 		}
 	}

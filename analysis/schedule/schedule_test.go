@@ -1,6 +1,8 @@
 package schedule_test
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 
 	"tofuc/analysis/check"
@@ -57,8 +59,8 @@ func TestBuild(t *testing.T) {
 				if !s.Internal(prev, k) {
 					t.Errorf("batch %d: %s is fused into kernel %d but leaves it", tc.batch, prev.Name, k)
 				}
-				if s.KernelOf[n] != k {
-					t.Errorf("batch %d: KernelOf[%s] = %d, want %d", tc.batch, n.Name, s.KernelOf[n], k)
+				if s.KernelOfValue[n.Outputs[0]] != k {
+					t.Errorf("batch %d: KernelOfValue[%s] = %d, want %d", tc.batch, n.Outputs[0].Name, s.KernelOfValue[n.Outputs[0]], k)
 				}
 			}
 			last := kern.Nodes[len(kern.Nodes)-1].Outputs[0]
@@ -96,6 +98,31 @@ func TestSharedValueDoesNotFuse(t *testing.T) {
 			if s.Internal(v, k) {
 				t.Errorf("graph output %s is internal to kernel %d", v.Name, k)
 			}
+		}
+	}
+}
+
+// TestLaunches: softmax's reductions are materialised locals, each a
+// kernel of its own before the output's, and the recomputed local of a
+// broadcasting batch matmul launches nothing.
+func TestLaunches(t *testing.T) {
+	src := `model m<batch = 1>(x: f32[batch, 3, 16], w: f32[16, 8]) {
+    return softmax<axis = 1>(x), matmul_broadcast(x, w)
+}
+`
+	s := schedule.Build(load(t, src, 2))
+	var ops []string
+	for _, k := range s.Kernels {
+		ops = append(ops, k.Root().Inst.Op+":"+k.Def.Tensor.Name)
+	}
+	got := strings.Join(ops, " ")
+	if !regexp.MustCompile(`^softmax:m softmax:s softmax:\S+ matmul_broadcast:\S+$`).MatchString(got) {
+		t.Errorf("launches %s", got)
+	}
+	for k := range s.Kernels {
+		reads := s.Reads(k)
+		if len(reads) == 0 {
+			t.Errorf("kernel %d reads nothing", k)
 		}
 	}
 }
