@@ -14,11 +14,11 @@ import (
 
 // Tools are the external programs code generation runs.
 type Tools struct {
-	LLC        string // llc of LLVM 14
-	LLCVersion string // its "LLVM version" line
+	LLC         string // llc of LLVM 14
+	LLCVersion  string // its "LLVM version" line
 	llcIdentity string // all of `llc --version`, the host CPU included
-	CC         string // the host C compiler (links shared objects)
-	Cache      *Cache // nil: no caching
+	CC          string // the host C compiler (links shared objects)
+	Cache       *Cache // nil: no caching
 }
 
 var (
