@@ -1,6 +1,8 @@
 package cost_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"tofuc/analysis/check"
@@ -62,5 +64,52 @@ func TestMatmulBytes(t *testing.T) {
 		if got.CommBytes != want {
 			t.Errorf("x %d, w %d, y %d, %s: %d bytes, want %d", c.xd, c.wd, c.yd, c.choice, got.CommBytes, want)
 		}
+	}
+}
+
+// TestSizesNeverWrap: a graph whose sizes add up past int64 is refused,
+// and so is pricing it over devices when the communication could wrap.
+func TestSizesNeverWrap(t *testing.T) {
+	prog, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	graph := func(rows int64) (*cost.Graph, error) {
+		src := fmt.Sprintf("model m(x: f32[%d, 4]) {\n    return relu(x)\n}\n", rows)
+		m, err := prog.LoadSource(fmt.Sprintf("m%d.tdl", rows), []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := m.Model("", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cost.NewGraph(g)
+	}
+	// x and relu(x) are 2^62 bytes each: three of them (the input, the
+	// node's input and its output) leave int64.
+	if _, err := graph(1 << 58); err == nil || !strings.Contains(err.Error(), "more than 2^63 bytes") {
+		t.Errorf("a graph of 3 * 2^62 bytes: %v", err)
+	}
+	// 3 * 2^52 bytes price over 2 devices (bound 3 * 2^52 * 4 * 2) but not 8.
+	g, err := graph(1 << 48)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.CheckScale(2); err != nil {
+		t.Errorf("2 devices: %v", err)
+	}
+	if err := g.CheckScale(1024); err == nil {
+		t.Error("1024 devices: no error")
+	}
+	p := cost.NewPlan([]int{2, 2, 2, 2, 2, 2, 2, 2, 2, 2})
+	for _, v := range g.Tensors() {
+		p.Tensors[v] = make([]int, 10)
+	}
+	for _, n := range g.IR.Nodes {
+		p.Ops[n] = make([]cost.Choice, 10)
+	}
+	if _, err := g.Evaluate(p); err == nil || !strings.Contains(err.Error(), "too large to price over 1024 devices") {
+		t.Errorf("Evaluate over 1024 devices: %v", err)
 	}
 }
