@@ -1,8 +1,10 @@
 package cost
 
 import (
+	"errors"
 	"fmt"
 
+	"tofuc/lang"
 	"tofuc/lang/ir"
 )
 
@@ -13,10 +15,12 @@ func InstanceFLOPs(inst *ir.Instance) (int64, error) {
 	for _, ds := range [][]*ir.Def{inst.Locals, inst.Outputs} {
 		for _, d := range ds {
 			f, err := DefFLOPs(d)
+			if err == nil {
+				total, err = checkedAdd(total, f)
+			}
 			if err != nil {
 				return 0, fmt.Errorf("%s: %v", inst.Op, err)
 			}
-			total += f
 		}
 	}
 	return total, nil
@@ -33,10 +37,34 @@ func DefFLOPs(d *ir.Def) (int64, error) {
 		if !ok {
 			return 0, fmt.Errorf("extent %s is not concrete", v.Extent)
 		}
-		n *= e
+		var err error
+		if n, err = checkedMul(n, e); err != nil {
+			return 0, err
+		}
 	}
 	f, err := exprFLOPs(d.Body)
-	return n * f, err
+	if err != nil {
+		return 0, err
+	}
+	return checkedMul(n, f)
+}
+
+// errOverflow reports a FLOP or byte count that leaves int64 (a model
+// whose sizes were bound to huge values).
+var errOverflow = errors.New("its FLOPs or bytes leave 64-bit integers")
+
+func checkedAdd(a, b int64) (int64, error) {
+	if s, ok := lang.AddInt64(a, b); ok {
+		return s, nil
+	}
+	return 0, errOverflow
+}
+
+func checkedMul(a, b int64) (int64, error) {
+	if p, ok := lang.MulInt64(a, b); ok {
+		return p, nil
+	}
+	return 0, errOverflow
 }
 
 func exprFLOPs(e ir.Expr) (int64, error) {
@@ -63,16 +91,23 @@ func exprFLOPs(e ir.Expr) (int64, error) {
 			if !ok {
 				return 0, fmt.Errorf("reduction extent %s is not concrete", v.Extent)
 			}
-			n *= c
+			if n, err = checkedMul(n, c); err != nil {
+				return 0, err
+			}
 		}
-		return n * (body + 1), nil
+		if body, err = checkedAdd(body, 1); err != nil {
+			return 0, err
+		}
+		return checkedMul(n, body)
 	}
 	for _, c := range ir.Children(e) {
 		f, err := exprFLOPs(c)
+		if err == nil {
+			own, err = checkedAdd(own, f)
+		}
 		if err != nil {
 			return 0, err
 		}
-		own += f
 	}
 	return own, nil
 }

@@ -70,8 +70,13 @@ func RooflineOf(s *schedule.Schedule, d Device) (*Estimate, error) {
 			return nil, err
 		}
 		est.Kernels = append(est.Kernels, ke)
-		est.FLOPs += ke.FLOPs
-		est.Bytes += ke.Bytes
+		est.FLOPs, err = checkedAdd(est.FLOPs, ke.FLOPs)
+		if err == nil {
+			est.Bytes, err = checkedAdd(est.Bytes, ke.Bytes)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the model: %v", err)
+		}
 		est.Time += ke.Time
 	}
 	est.Launches = len(est.Kernels)
@@ -91,7 +96,9 @@ func kernelEstimate(s *schedule.Schedule, k int, d Device) (KernelEstimate, erro
 		for _, l := range root.Inst.Locals {
 			if schedule.Inlined(root.Inst, l) {
 				lf, lerr := DefFLOPs(l)
-				f, err = f+lf, lerr
+				if err = lerr; err == nil {
+					f, err = checkedAdd(f, lf)
+				}
 			}
 		}
 	}
@@ -102,16 +109,19 @@ func kernelEstimate(s *schedule.Schedule, k int, d Device) (KernelEstimate, erro
 	ke.Nodes = append(ke.Nodes, root.Name)
 	for _, n := range kern.Nodes[1:] {
 		f, err := InstanceFLOPs(n.Inst)
+		if err == nil {
+			ke.FLOPs, err = checkedAdd(ke.FLOPs, f)
+		}
 		if err != nil {
 			return ke, fmt.Errorf("node %s: %v", n.Name, err)
 		}
 		ke.Nodes = append(ke.Nodes, n.Name)
-		ke.FLOPs += f
 	}
-	for _, o := range s.Reads(k) {
-		ke.Bytes += operandBytes(o)
+	for _, o := range append(s.Reads(k), s.Write(k)) {
+		if ke.Bytes, err = checkedAdd(ke.Bytes, operandBytes(o)); err != nil {
+			return ke, fmt.Errorf("node %s: %v", root.Name, err)
+		}
 	}
-	ke.Bytes += operandBytes(s.Write(k))
 	ke.Time = max(float64(ke.FLOPs)/d.PeakFLOPS, float64(ke.Bytes)/d.Bandwidth) + d.Launch
 	return ke, nil
 }

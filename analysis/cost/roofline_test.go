@@ -1,6 +1,7 @@
 package cost_test
 
 import (
+	"strings"
 	"testing"
 
 	"tofuc/analysis/check"
@@ -41,6 +42,38 @@ func TestRooflineViewsAndWeights(t *testing.T) {
 		}
 		if e.Launches != tc.launches || e.Views != tc.views || e.Precomputed != tc.w {
 			t.Errorf("batch %d: %d launches, %d views, %d precomputed; want %d, %d, %d", tc.batch, e.Launches, e.Views, e.Precomputed, tc.launches, tc.views, tc.w)
+		}
+	}
+}
+
+// TestRooflineNeverWraps: FLOPs and bytes past int64 are an error, not a
+// negative estimate.
+func TestRooflineNeverWraps(t *testing.T) {
+	prog, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := "model m<batch = 1>(x: f32[batch, 1024]) {\n    w = param f32[1024, 1024]\n    return matmul(x, w) + 1.0\n}\n"
+	m, err := prog.LoadSource("big.tdl", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		batch int64
+		fits  bool
+	}{{1 << 20, true}, {1 << 42, false}} { // 2 * batch * 1024^2 FLOPs
+		g, err := m.Model("", map[string]ir.AttrValue{"batch": {Kind: ir.AttrInt, Int: tc.batch}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := cost.Roofline(g, cost.H100)
+		switch {
+		case tc.fits && (err != nil || e.FLOPs <= 0):
+			t.Errorf("batch %d: %v", tc.batch, err)
+		case !tc.fits && err == nil:
+			t.Errorf("batch %d: FLOPs %d; want an overflow error", tc.batch, e.FLOPs)
+		case !tc.fits && !strings.Contains(err.Error(), "64-bit"):
+			t.Errorf("batch %d: %v; want an overflow error", tc.batch, err)
 		}
 	}
 }
