@@ -12,7 +12,8 @@ type DimAlgebra[T any] struct {
 	Max, Min func(a, b T) T
 }
 
-// FoldDim rebuilds d in the algebra alg.
+// FoldDim rebuilds d in the algebra alg. d must not be Overflow (it has no
+// value; the checker rejects the shapes that hold it).
 func FoldDim[T any](d Dim, alg DimAlgebra[T]) T {
 	out := alg.Const(0)
 	for i, t := range d.terms {
