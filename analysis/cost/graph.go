@@ -116,7 +116,7 @@ func (g *Graph) CheckScale(devices int) error {
 		bound, ok = lang.MulInt64(bound, int64(bits.Len(uint(devices))))
 	}
 	if !ok {
-		return fmt.Errorf("the model is too large to price over %d devices: its operators read and write %d bytes, and the communication could exceed 2^63 bytes", devices, g.traffic)
+		return fmt.Errorf("the model is too large to price over %d devices: its operators read and write %.3g bytes, so the communication could exceed 2^63 bytes", devices, float64(g.traffic))
 	}
 	return nil
 }

@@ -232,7 +232,7 @@ func checked(in *Input) *Checked {
 
 // Bytes writes a byte count with a binary unit.
 func Bytes(n int64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 	f, u := float64(n), 0
 	for f >= 1024 && u < len(units)-1 {
 		f /= 1024

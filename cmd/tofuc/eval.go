@@ -151,6 +151,9 @@ func evalModel(m *check.Module, f evalFlags, inputs, weights map[string]*tensor.
 			return nil, nil, err
 		}
 	}
+	if err := checkMemory("model "+g.Name, interpPeak(g)); err != nil {
+		return nil, nil, err
+	}
 	for _, in := range g.Inputs {
 		if inputs[in.Name] != nil || in.Name == autodiff.StepInput {
 			continue
@@ -382,6 +385,9 @@ func evalOp(m *check.Module, f evalFlags, inputs map[string]*tensor.Tensor) (map
 	}
 	inst, err := check.Instantiate(decl, attrs, types, lang.Pos{File: "command line"})
 	if err != nil {
+		return nil, err
+	}
+	if err := checkMemory("operator "+decl.Name, instanceBytes(inst, false)); err != nil {
 		return nil, err
 	}
 	outs, err := interp.EvalInstance(inst, args, nil)

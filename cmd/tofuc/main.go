@@ -109,7 +109,7 @@ func suggestCommand(name string) string {
 }
 
 func runHelp(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		printUsage(stdout)
 		return exitOK
 	}
@@ -118,27 +118,29 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tofuc help: unknown command %q\n", args[0])
 		return exitUsage
 	}
-	return c.run([]string{"--help"}, stdout, stderr)
+	// `tofuc help rules generate` is `tofuc rules generate --help`
+	return c.run(append(args[1:len(args):len(args)], "--help"), stdout, stderr)
 }
 
 // flagSet makes a flag set whose errors and --help follow tofuc's
-// conventions.
-func flagSet(c string, stderr io.Writer) *pflag.FlagSet {
-	fs := pflag.NewFlagSet(c, pflag.ContinueOnError)
+// conventions. name is the command, or a command and its subcommand
+// ("rules generate").
+func flagSet(name string, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
-	fs.Usage = func() {
-		cmd := commands[c]
-		fmt.Fprintf(stderr, "%s: %s\n\nUsage: %s\n\nFlags:\n%s", cmd.name, cmd.summary, cmd.usage, fs.FlagUsages())
-	}
+	fs.Usage = func() {} // parseFlags prints the help, on stdout
 	return fs
 }
 
 // parseFlags parses args; it returns done with the exit status when the
-// command should stop (a usage error, or --help).
+// command should stop: a usage error (on stderr), or --help (the command's
+// help on stdout, so that it pipes into a pager).
 func parseFlags(fs *pflag.FlagSet, args []string, stdout io.Writer) (status int, done bool) {
 	err := fs.Parse(args)
 	if errors.Is(err, pflag.ErrHelp) {
+		cmd := commands[strings.Fields(fs.Name())[0]]
+		fmt.Fprintf(stdout, "%s: %s\n\nUsage: %s\n\nFlags:\n%s", fs.Name(), cmd.summary, cmd.usage, fs.FlagUsages())
 		return exitOK, true
 	}
 	if err != nil {

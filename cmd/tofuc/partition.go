@@ -81,8 +81,8 @@ func (f *partitionFlags) validate(nargs int, changed func(string) bool) ([]int, 
 	switch {
 	case nargs != 1:
 		return nil, fmt.Errorf("expected one MODEL file")
-	case f.devices < 2:
-		return nil, fmt.Errorf("--devices must be at least 2")
+	case f.devices < 2 || f.devices > partition.MaxDevices:
+		return nil, fmt.Errorf("--devices must be 2 to %d", partition.MaxDevices)
 	case f.memory < 0:
 		return nil, fmt.Errorf("--memory must not be negative")
 	case !f.train.train && (changed("loss") || changed("optimizer") || changed("lr")):
