@@ -16,8 +16,8 @@ import (
 func runVerify(args []string, stdout, stderr io.Writer) int {
 	fs := flagSet("verify", stderr)
 	asJSON := fs.Bool("json", false, "print the results as JSON on stdout")
-	timeout := fs.Duration("timeout", 10*time.Second, "time limit of one solver call")
-	maxShapes := fs.Int("max-shapes", 128, "shape assignments a bounded check may try (N is the largest with N^symbols within it)")
+	timeout := fs.Duration("timeout", 10*time.Second, "time limit of one rule (a rule still open then is unknown)")
+	maxShapes := fs.Int("max-shapes", 1024, "shape assignments a bounded check may try (the bounds come from the rule's constants)")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
@@ -147,15 +147,16 @@ type verifyJSON struct {
 }
 
 type verifyRuleJSON struct {
-	Pos    string   `json:"pos"`
-	Name   string   `json:"name"`
-	Status string   `json:"status"`
-	Level  string   `json:"level"`
-	Bound  int      `json:"bound,omitempty"`
-	Shapes int      `json:"shapes,omitempty"`
-	TimeMS float64  `json:"time_ms"`
-	Reason string   `json:"reason,omitempty"`
-	Cex    *cexJSON `json:"counterexample,omitempty"`
+	Pos    string         `json:"pos"`
+	Name   string         `json:"name"`
+	Status string         `json:"status"`
+	Level  string         `json:"level"`
+	Bounds map[string]int `json:"bounds,omitempty"`
+	Need   map[string]int `json:"need,omitempty"`
+	Shapes int            `json:"shapes,omitempty"`
+	TimeMS float64        `json:"time_ms"`
+	Reason string         `json:"reason,omitempty"`
+	Cex    *cexJSON       `json:"counterexample,omitempty"`
 }
 
 type cexJSON struct {
@@ -183,10 +184,10 @@ func toTensorJSON(t *tensor.Tensor) *tensorJSON {
 }
 
 func writeVerifyJSON(w io.Writer, rules []*check.Rule, results []smt.Result) {
-	out := verifyJSON{Version: 1, Summary: summaryLine(results)}
+	out := verifyJSON{Version: 2, Summary: summaryLine(results)}
 	for i, r := range results {
 		j := verifyRuleJSON{Pos: rules[i].Decl.Pos.String(), Name: r.Rule, Status: string(r.Status), Level: r.Level(),
-			Bound: r.Bound, Shapes: r.Shapes, TimeMS: float64(r.Time.Microseconds()) / 1000, Reason: r.Reason}
+			Bounds: r.Bounds, Need: r.Need, Shapes: r.Shapes, TimeMS: float64(r.Time.Microseconds()) / 1000, Reason: r.Reason}
 		if c := r.Cex; c != nil {
 			j.Cex = &cexJSON{Shape: c.Shape, Inputs: map[string]tensorJSON{}, LHS: toTensorJSON(c.LHS), RHS: toTensorJSON(c.RHS), Where: c.Where}
 			for k, t := range c.Inputs {

@@ -22,8 +22,8 @@ func TestVerifyCommand(t *testing.T) {
 	if status != exitOK || lines[len(lines)-1] != "1 proved, 1 bounded, 0 refuted, 0 unknown" {
 		t.Errorf("verify good.tdl: exit %d\n%s%s", status, out, stderr)
 	}
-	if !strings.Contains(out, "shapes 1..4") {
-		t.Errorf("the bounded level should state N:\n%s", out)
+	if !strings.Contains(out, "shapes M,N<=2") {
+		t.Errorf("the bounded level should state each symbol's bound:\n%s", out)
 	}
 	status, out, _ = tofuc("verify", bad)
 	if status != exitUser || !strings.HasSuffix(strings.TrimSpace(out), "1 proved, 0 bounded, 1 refuted, 0 unknown") {

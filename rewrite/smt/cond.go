@@ -82,6 +82,14 @@ func mkJunction(op condOp, cs []*cond, consts []condConst) (*cond, condConst) {
 	return &cond{op: op, args: args, key: name + strings.Join(keys, ",") + ")"}, condConst{}
 }
 
+// negate negates a condition that may be a constant.
+func negate(c *cond, k condConst) (*cond, condConst) {
+	if k.known {
+		return nil, condConst{true, !k.val}
+	}
+	return c.not()
+}
+
 // not negates c.
 func (c *cond) not() (*cond, condConst) {
 	switch c.op {
@@ -133,13 +141,23 @@ func (c *cond) mentions(names map[string]bool) bool {
 	return false
 }
 
-// eval decides c with every name bound.
-func (c *cond) eval(env map[string]int64) (bool, bool) {
-	s, k := c.subst(func(n string) (lin, bool) {
-		v, ok := env[n]
-		return linConst(v), ok
-	})
-	return k.val, s == nil
+// eval decides c; ok is false when a name is unbound.
+func (c *cond) eval(env map[string]int64) (v, ok bool) {
+	switch c.op {
+	case cGE, cEQ:
+		x, ok := c.x.eval(env)
+		return c.op == cGE && x >= 0 || c.op == cEQ && x == 0, ok
+	}
+	for _, a := range c.args {
+		x, ok := a.eval(env)
+		if !ok {
+			return false, false
+		}
+		if x == (c.op == cOr) {
+			return x, true
+		}
+	}
+	return c.op == cAnd, true
 }
 
 func (c *cond) String() string {

@@ -1,14 +1,33 @@
 package smt
 
 import (
+	"fmt"
 	"math/big"
 
 	"tofuc/lang"
 	"tofuc/lang/ir"
 )
 
-// index lowers integer index arithmetic to a lin.
+// index lowers integer index arithmetic to a lin, each result wrapped to
+// its dtype as the interpreter does (a bool is 0 or 1).
 func (l *lowerer) index(fr *frame, e ir.Expr) (lin, error) {
+	if e.Type() == lang.Bool {
+		c, k, err := l.cond(fr, e)
+		return indicator(c, k), err
+	}
+	x, err := l.rawIndex(fr, e)
+	if err != nil {
+		return lin{}, err
+	}
+	w, ok := x.wrap(e.Type())
+	if !ok {
+		return lin{}, &unsupported{e.Type().String() + " index arithmetic in " + ir.ExprString(e)}
+	}
+	return w, nil
+}
+
+// rawIndex lowers e before the wrap to its dtype.
+func (l *lowerer) rawIndex(fr *frame, e ir.Expr) (lin, error) {
 	switch e := e.(type) {
 	case *ir.Const:
 		return linConst(e.Int), nil
@@ -20,7 +39,7 @@ func (l *lowerer) index(fr *frame, e ir.Expr) (lin, error) {
 		}
 		return lin{}, &unsupported{"unbound index variable " + e.V.Name}
 	case *ir.Cast:
-		if !e.T.IsFloat() && !e.X.Type().IsFloat() {
+		if !e.X.Type().IsFloat() {
 			return l.index(fr, e.X)
 		}
 	case *ir.Unary:
@@ -51,17 +70,7 @@ func (l *lowerer) indexBinary(fr *frame, e *ir.Binary) (lin, error) {
 	case ir.OpMul:
 		return a.mul(b), nil
 	case ir.OpDiv, ir.OpMod:
-		c, ok := b.isConst()
-		if !ok {
-			return a.divLin(b, e.Op == ir.OpMod), nil
-		}
-		if c <= 0 {
-			break
-		}
-		if e.Op == ir.OpDiv {
-			return a.divOp(iTruncDiv, c), nil
-		}
-		return a.mod(c), nil
+		return a.divLin(b, e.Op == ir.OpMod), nil
 	}
 	return lin{}, &unsupported{"index expression " + ir.ExprString(e)}
 }
@@ -71,13 +80,22 @@ func (l *lowerer) cond(fr *frame, e ir.Expr) (*cond, condConst, error) {
 	switch e := e.(type) {
 	case *ir.Const:
 		return nil, condConst{true, e.Int != 0}, nil
+	case *ir.Cast:
+		if e.T == lang.Bool && !e.X.Type().IsFloat() {
+			x, err := l.index(fr, e.X)
+			if err != nil {
+				return nil, condConst{}, err
+			}
+			c, k := negate(mkEQ(x))
+			return c, k, nil
+		}
 	case *ir.Unary:
 		if e.Op == "!" {
 			c, k, err := l.cond(fr, e.X)
-			if err != nil || k.known {
-				return nil, condConst{k.known, !k.val}, err
+			if err != nil {
+				return nil, k, err
 			}
-			c, k = c.not()
+			c, k = negate(c, k)
 			return c, k, nil
 		}
 	case *ir.Binary:
@@ -122,19 +140,20 @@ func (l *lowerer) condBinary(fr *frame, e *ir.Binary) (*cond, condConst, error) 
 	case ir.OpEq:
 		c, k = mkEQ(a.sub(b))
 	case ir.OpNe:
-		if c, k = mkEQ(a.sub(b)); !k.known {
-			c, k = c.not()
-		} else {
-			k.val = !k.val
-		}
+		c, k = negate(mkEQ(a.sub(b)))
 	default:
 		return nil, k, &unsupported{"condition " + ir.ExprString(e)}
 	}
 	return c, k, nil
 }
 
+// maxTerms bounds the terms of one product in the normal form: beyond it
+// the rule is left unknown rather than expanded for minutes.
+const maxTerms = 1 << 16
+
 // expr lowers a value expression.
 func (l *lowerer) expr(e ir.Expr, fr *frame) (poly, error) {
+	l.dl.check("expanding the sides")
 	if indexPure(e) {
 		return l.pureValue(fr, e)
 	}
@@ -145,14 +164,21 @@ func (l *lowerer) expr(e ir.Expr, fr *frame) (poly, error) {
 		return l.access(fr, e)
 	case *ir.Unary:
 		x, err := l.expr(e.X, fr)
-		if e.Op == "-" {
-			return x.scale(ratInt(-1)), err
+		switch {
+		case err != nil:
+			return nil, err
+		case e.Op == "-":
+			return storeAs(x.scale(ratInt(-1)), e.X.Type(), e.T)
 		}
-		return constPoly(ratInt(1)).sub(truth(x)), err
+		return constPoly(ratInt(1)).sub(truth(x)), nil
 	case *ir.Binary:
 		return l.binary(fr, e)
 	case *ir.Call:
-		return l.call(fr, e)
+		p, err := l.call(fr, e)
+		if err != nil {
+			return nil, err
+		}
+		return storeAs(p, e.T, e.T)
 	case *ir.Select:
 		return l.selectExpr(fr, e)
 	case *ir.Cast:
@@ -206,21 +232,29 @@ func (l *lowerer) binary(fr *frame, e *ir.Binary) (poly, error) {
 	if err != nil {
 		return nil, err
 	}
+	p := lang.Promote(e.L.Type(), e.R.Type())
 	switch e.Op {
 	case ir.OpAdd:
-		return a.add(b), nil
+		return storeAs(a.add(b), p, e.T)
 	case ir.OpSub:
-		return a.sub(b), nil
+		return storeAs(a.sub(b), p, e.T)
 	case ir.OpMul:
-		return a.mul(b), nil
+		if len(a)*len(b) > maxTerms {
+			return nil, &unsupported{fmt.Sprintf("a product of %d by %d terms (the normal form is limited to %d)", len(a), len(b), maxTerms)}
+		}
+		return storeAs(a.mul(b), p, e.T)
 	case ir.OpDiv:
-		if !e.T.IsFloat() {
+		if !p.IsFloat() {
 			return nil, &unsupported{"integer division of values"}
 		}
-		if c, ok := constOf(b); ok && c.Sign() != 0 {
-			return a.scale(new(big.Rat).Inv(c)), nil
+		c, ok := constOf(b)
+		switch {
+		case ok && c.Sign() == 0:
+			return nil, &unsupported{"division by the constant zero"}
+		case ok:
+			return storeAs(a.scale(new(big.Rat).Inv(c)), p, e.T)
 		}
-		return a.mul(fnPoly("recip", b)), nil
+		return storeAs(a.mul(fnPoly("recip", b)), p, e.T)
 	case ir.OpLt:
 		return fnPoly("pos", b.sub(a)), nil
 	case ir.OpLe:
@@ -301,13 +335,78 @@ func (l *lowerer) cast(fr *frame, e *ir.Cast) (poly, error) {
 	if err != nil {
 		return nil, err
 	}
+	from := e.X.Type()
 	switch {
 	case e.T == lang.Bool:
 		return truth(x), nil
-	case !e.T.IsFloat() && e.X.Type().IsFloat():
-		return fnPoly("trunc", x), nil
+	case e.T.IsFloat() && !floatHolds(e.T, from):
+		return fnPoly("round:"+e.T.String(), x), nil
+	case e.T.IsFloat() || intHolds(e.T, from):
+		return x, nil
 	}
-	return x, nil
+	return storeAs(x, from, e.T)
+}
+
+// storeAs converts a value computed exactly in dtype from to dtype t, as
+// the interpreter does for an integer t: floats truncate, and every
+// integer wraps to t's width (exactly in the bounded check, an
+// uninterpreted function in the proof). Float results are kept exact:
+// rounding to the operands' own precision is not modelled.
+func storeAs(p poly, from, t lang.DType) (poly, error) {
+	switch {
+	case !t.IsInt():
+		return p, nil
+	case t == lang.U64 || from == lang.U64:
+		return nil, &unsupported{"u64 values"}
+	case from.IsFloat():
+		return fnPoly("toint:"+t.String(), p), nil
+	}
+	if c, ok := constOf(p); ok && c.IsInt() && c.Num().IsInt64() {
+		return constPoly(ratInt(t.WrapInt(c.Num().Int64()))), nil
+	}
+	return fnPoly("wrap:"+t.String(), p), nil
+}
+
+// precision is the significand precision of a float dtype in bits, and
+// exponent its exponent width.
+func precision(t lang.DType) (significand, exponent int) {
+	switch t {
+	case lang.F64:
+		return 53, 11
+	case lang.F32:
+		return 24, 8
+	case lang.F16:
+		return 11, 5
+	case lang.BF16:
+		return 8, 8
+	}
+	return 0, 0
+}
+
+// floatHolds reports whether every value of dtype from is a value of the
+// float dtype t, so that converting to t is exact. Integers convert
+// exactly to f32 and f64 in this model (like arithmetic, the rounding of
+// integers beyond 2^24 is not modelled), and to f16 and bf16 only from
+// bool and 8-bit types.
+func floatHolds(t, from lang.DType) bool {
+	tp, te := precision(t)
+	if from.IsFloat() {
+		fp, fe := precision(from)
+		return tp >= fp && te >= fe
+	}
+	return tp >= 24 || from == lang.Bool || from.Bits() <= 8
+}
+
+// intHolds reports whether every value of integer dtype from is a value
+// of integer dtype t.
+func intHolds(t, from lang.DType) bool {
+	switch {
+	case from == lang.Bool:
+		return true
+	case from.IsSigned() == t.IsSigned():
+		return from.Bits() <= t.Bits()
+	}
+	return !from.IsSigned() && from.Bits() < t.Bits()
 }
 
 func (l *lowerer) reduce(fr *frame, e *ir.Reduce) (poly, error) {
@@ -315,26 +414,29 @@ func (l *lowerer) reduce(fr *frame, e *ir.Reduce) (poly, error) {
 	for k, v := range fr.env {
 		env[k] = v
 	}
-	bound := make([]bvar, len(e.Vars))
+	var bound []bvar
 	var g guard
-	for i, v := range e.Vars {
-		bound[i] = bvar{l.freshVar(), dimLin(v.Extent)}
-		env[v] = linName(bound[i].name)
-		lo, lk := mkGE(env[v])
-		hi, hk := mkGE(bound[i].ext.sub(env[v]).add(linConst(-1)))
-		g, _ = g.with(lo, lk)
-		g, _ = g.with(hi, hk)
+	for _, v := range e.Vars {
+		ext := dimLin(v.Extent)
+		if k, ok := ext.isConst(); ok && k == 1 {
+			env[v] = linConst(0) // a range of one value is that value
+			continue
+		}
+		b := bvar{l.freshVar(), ext}
+		bound = append(bound, b)
+		env[v] = linName(b.name)
+		g = g.inRange(env[v], ext)
 	}
 	body, err := l.expr(e.Body, &frame{fr.node, env})
 	if err != nil {
 		return nil, err
 	}
 	body = guardPoly(g).mul(body)
-	if e.Kind != ir.Sum {
-		return atomPoly(newRed(e.Kind.String(), bound, body)), nil
+	if e.Kind != ir.Sum && len(bound) > 0 {
+		return storeAs(atomPoly(newRed(e.Kind.String(), bound, body)), e.T, e.T)
 	}
 	for _, t := range body {
 		t.bound = append(append([]bvar(nil), bound...), t.bound...)
 	}
-	return body, nil
+	return storeAs(body, e.T, e.T)
 }

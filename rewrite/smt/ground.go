@@ -2,134 +2,374 @@ package smt
 
 import (
 	"fmt"
+	"math/big"
+	"sort"
 	"strings"
 
 	"github.com/aclements/go-z3/z3"
+
+	"tofuc/lang"
 )
 
-// grounder turns a normal form at concrete shapes and indices into a Z3
-// real term: sums unrolled, guards decided, each input element a real
-// constant. max, min, abs and comparisons are encoded exactly; every other
-// function (exp, tanh, ...) is uninterpreted, with no facts.
+// grounder turns a normal form at concrete shapes and indices into Z3 real
+// terms: sums unrolled, guards decided, each input element a real
+// constant. max, min, abs, comparisons and the integer conversions are
+// encoded exactly; every other function (exp, tanh, the rounding of a
+// narrowing float cast, ...) is uninterpreted, with no facts.
+//
+// Infinities (a -inf padding, an empty max) are tracked as IEEE values:
+// skipped as the identity of a max (min), absorbing in max and min, and
+// passed through selections; an infinity that would meet arithmetic is
+// not modelled (notModelled), since real arithmetic is wrong for it
+// (-inf - -inf is NaN, not 0).
 type grounder struct {
-	ctx    *z3.Context
-	shapes map[string][]int // the rule inputs' concrete shapes
-	elems  map[string]z3.Real
-	fns    map[string]z3.FuncDecl
-	oob    string // a read outside an input, when one happened
+	ctx     *z3.Context
+	dl      *deadline
+	shapes  map[string][]int // the rule inputs' concrete shapes
+	atoms   map[string]*gatom
+	z3atoms map[int]z3.Real
+	elems   map[string]z3.Real // the input elements translated to Z3, by name
+	fns     map[string]z3.FuncDecl
+	memo    map[string]gval       // function and reduction atoms, by key and the values of their free names
+	free    map[*atom][]string    // the names an atom mentions, sorted
+	parts   map[*term]*factorized // each term's independent sums
+	oob     string                // a read outside an input, when one happened
 }
 
-func newGrounder(ctx *z3.Context, shapes map[string][]int) *grounder {
-	return &grounder{ctx: ctx, shapes: shapes, elems: map[string]z3.Real{}, fns: map[string]z3.FuncDecl{}}
+// gval is a grounded value: a polynomial, or an infinity of sign inf.
+type gval struct {
+	p   gpoly
+	inf int8
+}
+
+func newGrounder(ctx *z3.Context, dl *deadline, shapes map[string][]int) *grounder {
+	return &grounder{ctx: ctx, dl: dl, shapes: shapes, atoms: map[string]*gatom{}, z3atoms: map[int]z3.Real{},
+		elems: map[string]z3.Real{}, fns: map[string]z3.FuncDecl{},
+		memo: map[string]gval{}, free: map[*atom][]string{}, parts: map[*term]*factorized{}}
 }
 
 func (g *grounder) real(n int64) z3.Real {
 	return g.ctx.FromInt(n, g.ctx.RealSort()).(z3.Real)
 }
 
-func (g *grounder) poly(p poly, env map[string]int64) z3.Real {
-	out := g.real(0)
-	for _, t := range p {
-		out = out.Add(g.term(t, env))
+// finite is v's polynomial; an infinity here is not modelled.
+func (g *grounder) finite(v gval, where string) gpoly {
+	if v.inf != 0 {
+		panic(notModelled{"an infinity meets " + where + " (the encoding does not model IEEE arithmetic on infinities)"})
 	}
-	return out
+	return v.p
 }
 
-// term sums t over its bound variables' ranges.
-func (g *grounder) term(t *term, env map[string]int64) z3.Real {
-	out := g.real(0)
-	forEachBinding(t.bound, env, func(env map[string]int64) {
-		for _, c := range t.guard {
-			if v, _ := c.eval(env); !v {
+func (g *grounder) poly(p poly, env map[string]int64) gval {
+	var live []gval
+	for _, t := range p {
+		if v, ok := g.term(t, env); ok {
+			live = append(live, v)
+		}
+	}
+	return g.sum(live)
+}
+
+// sum adds values; an infinity may only stand alone.
+func (g *grounder) sum(vs []gval) gval {
+	switch len(vs) {
+	case 0:
+		return gval{p: gpoly{}}
+	case 1:
+		return vs[0]
+	}
+	out := gpoly{}
+	for _, v := range vs {
+		out.accumulate(g.finite(v, "a sum"))
+	}
+	return gval{p: out}
+}
+
+// product multiplies coef by the values; an infinity may only stand
+// alone (times a non-zero coefficient, which sets its sign).
+func (g *grounder) product(coef *big.Rat, vs []gval) gval {
+	if len(vs) == 1 && vs[0].inf != 0 && coef.Sign() != 0 {
+		return gval{inf: vs[0].inf * int8(coef.Sign())}
+	}
+	out := constGpoly(coef)
+	for _, v := range vs {
+		out = out.mul(g.finite(v, "a product"))
+	}
+	return gval{p: out}
+}
+
+// term sums t over its bound variables; live is false when no binding's
+// guard holds (the term is 0 there).
+func (g *grounder) term(t *term, env map[string]int64) (v gval, live bool) {
+	f := g.factor(t)
+	for _, c := range f.guard {
+		if !holds(c, env) {
+			return gval{}, false
+		}
+	}
+	vals := make([]gval, 0, len(f.atoms)+len(f.sums))
+	for _, a := range f.atoms {
+		vals = append(vals, g.atom(a, env))
+	}
+	for _, s := range f.sums {
+		v, ok := g.indepSum(s, env)
+		if !ok {
+			return gval{}, false
+		}
+		vals = append(vals, v)
+	}
+	return g.product(t.coef, vals), true
+}
+
+// factorized splits a term's summation into independent sums: variables
+// that share no condition, atom or extent are summed separately, so
+// sum_{i,j} a_i b_j costs |i| + |j| instead of |i| * |j|.
+type factorized struct {
+	guard []*cond // conditions on free names only
+	atoms []*atom // atoms on free names only
+	sums  []*indep
+}
+
+type indep struct {
+	vars  []bvar
+	guard []*cond
+	atoms []*atom
+}
+
+func (g *grounder) factor(t *term) *factorized {
+	if f, ok := g.parts[t]; ok {
+		return f
+	}
+	own := boundSet(t.bound)
+	uf := newNeeds() // its union-find
+	for _, v := range t.bound {
+		uf.union([]string{v.name})
+	}
+	connect := func(set map[string]bool) string {
+		var mine []string
+		for x := range set {
+			if own[x] {
+				mine = append(mine, x)
+			}
+		}
+		sort.Strings(mine)
+		uf.union(mine)
+		if len(mine) == 0 {
+			return ""
+		}
+		return mine[0]
+	}
+	for _, v := range t.bound {
+		set := map[string]bool{v.name: true}
+		v.ext.names(set)
+		connect(set)
+	}
+	f := &factorized{}
+	byRoot := map[string]*indep{}
+	group := func(x string) *indep {
+		r := uf.root(x)
+		if byRoot[r] == nil {
+			byRoot[r] = &indep{}
+		}
+		return byRoot[r]
+	}
+	condOf := make([]string, len(t.guard))
+	for i, c := range t.guard {
+		set := map[string]bool{}
+		c.names(set)
+		condOf[i] = connect(set)
+	}
+	atomOf := make([]string, len(t.atoms))
+	for i, a := range t.atoms {
+		set := map[string]bool{}
+		a.names(set)
+		atomOf[i] = connect(set)
+	}
+	for i, c := range t.guard {
+		if condOf[i] == "" {
+			f.guard = append(f.guard, c)
+		} else {
+			s := group(condOf[i])
+			s.guard = append(s.guard, c)
+		}
+	}
+	for i, a := range t.atoms {
+		if atomOf[i] == "" {
+			f.atoms = append(f.atoms, a)
+		} else {
+			s := group(atomOf[i])
+			s.atoms = append(s.atoms, a)
+		}
+	}
+	for _, v := range t.bound {
+		s := group(v.name)
+		if len(s.vars) == 0 {
+			f.sums = append(f.sums, s)
+		}
+		s.vars = append(s.vars, v)
+	}
+	g.parts[t] = f
+	return f
+}
+
+// indepSum sums one group of variables; live is false when no binding
+// holds.
+func (g *grounder) indepSum(s *indep, env map[string]int64) (v gval, live bool) {
+	var vals []gval
+	forEachBinding(s.vars, env, func(env map[string]int64) {
+		g.dl.check("unrolling the sums")
+		for _, c := range s.guard {
+			if !holds(c, env) {
 				return
 			}
 		}
-		prod := g.ctx.FromBigRat(t.coef)
-		for _, a := range t.atoms {
-			prod = prod.Mul(g.atom(a, env))
+		factors := make([]gval, len(s.atoms))
+		for i, a := range s.atoms {
+			factors[i] = g.atom(a, env)
 		}
-		out = out.Add(prod)
+		vals = append(vals, g.product(big.NewRat(1, 1), factors))
 	})
-	return out
+	return g.sum(vals), len(vals) > 0
 }
 
 // forEachBinding calls f with env extended by every value of the bound
-// variables (an extent that is not positive gives no values).
+// variables (an extent that is not positive gives no values). env is
+// modified in place and restored: f must not keep it.
 func forEachBinding(bound []bvar, env map[string]int64, f func(map[string]int64)) {
 	if len(bound) == 0 {
 		f(env)
 		return
 	}
-	n, _ := bound[0].ext.eval(env)
+	n := mustEval(bound[0].ext, env)
 	for i := int64(0); i < n; i++ {
-		e := make(map[string]int64, len(env)+1)
-		for k, v := range env {
-			e[k] = v
-		}
-		e[bound[0].name] = i
-		forEachBinding(bound[1:], e, f)
+		env[bound[0].name] = i
+		forEachBinding(bound[1:], env, f)
 	}
+	delete(env, bound[0].name)
 }
 
-func (g *grounder) atom(a *atom, env map[string]int64) z3.Real {
+// mustEval evaluates l with every name bound (a name left unbound is a
+// bug of the encoding).
+func mustEval(l lin, env map[string]int64) int64 {
+	v, ok := l.eval(env)
+	if !ok {
+		panic(fmt.Sprintf("smt: %s has unbound names", l))
+	}
+	return v
+}
+
+func holds(c *cond, env map[string]int64) bool {
+	v, ok := c.eval(env)
+	if !ok {
+		panic(fmt.Sprintf("smt: condition %s has unbound names", c))
+	}
+	return v
+}
+
+func (g *grounder) atom(a *atom, env map[string]int64) gval {
 	switch a.kind {
 	case aAccess:
-		return g.element(a, env)
+		return gval{p: g.element(a, env)}
 	case aNum:
-		v, _ := a.num.eval(env)
-		return g.real(v)
+		return gval{p: constGpoly(ratInt(mustEval(a.num, env)))}
 	case aInf:
-		return g.ctx.Const(a.name, g.ctx.RealSort()).(z3.Real)
-	case aRed:
-		return g.reduce(a, env)
+		if a.name == "inf" {
+			return gval{inf: 1}
+		}
+		return gval{inf: -1}
 	}
-	args := make([]z3.Real, len(a.args))
-	for i, p := range a.args {
-		args[i] = g.poly(p, env)
+	key := g.memoKey(a, env)
+	if v, ok := g.memo[key]; ok {
+		return v
 	}
-	return g.fn(a.name, args)
+	var v gval
+	if a.kind == aRed {
+		v = g.reduce(a, env)
+	} else {
+		args := make([]gval, len(a.args))
+		for i, p := range a.args {
+			args[i] = g.poly(p, env)
+		}
+		v = g.fn(a.name, args)
+	}
+	g.memo[key] = v
+	return v
 }
 
-func (g *grounder) element(a *atom, env map[string]int64) z3.Real {
+// memoKey is a's key with the values of the names it mentions that env
+// binds (its own bound variables are not bound yet).
+func (g *grounder) memoKey(a *atom, env map[string]int64) string {
+	names, ok := g.free[a]
+	if !ok {
+		set := map[string]bool{}
+		a.names(set)
+		names = sortedNames(set)
+		g.free[a] = names
+	}
+	var b strings.Builder
+	b.WriteString(a.key)
+	for _, n := range names {
+		if v, ok := env[n]; ok {
+			fmt.Fprintf(&b, "|%s=%d", n, v)
+		}
+	}
+	return b.String()
+}
+
+func (g *grounder) element(a *atom, env map[string]int64) gpoly {
 	shape := g.shapes[a.name]
-	idx := make([]string, len(a.idx))
+	idx := make([]int, len(a.idx))
 	for i, x := range a.idx {
-		v, _ := x.eval(env)
+		v := mustEval(x, env)
 		if v < 0 || i >= len(shape) || v >= int64(shape[i]) {
 			g.oob = fmt.Sprintf("%s read at index %d of dimension %d", a.name, v, i)
-			return g.real(0)
+			return gpoly{}
 		}
-		idx[i] = fmt.Sprint(v)
+		idx[i] = int(v)
 	}
-	name := a.name + "[" + strings.Join(idx, ",") + "]"
-	if r, ok := g.elems[name]; ok {
-		return r
-	}
-	r := g.ctx.RealConst(name)
-	g.elems[name] = r
-	return r
+	name := elementName(a.name, idx)
+	return atomGpoly(g.intern("e:"+name, name, true, nil))
 }
 
 func (g *grounder) ite(c z3.Bool, a, b z3.Real) z3.Real { return c.IfThenElse(a, b).(z3.Real) }
 
-func (g *grounder) fn(name string, args []z3.Real) z3.Real {
-	one, zero := g.real(1), g.real(0)
-	switch {
-	case name == "max" && len(args) == 2:
-		return g.ite(args[0].GE(args[1]), args[0], args[1])
-	case name == "min" && len(args) == 2:
-		return g.ite(args[0].LE(args[1]), args[0], args[1])
-	case name == "abs":
-		return g.ite(args[0].GE(zero), args[0], args[0].Neg())
-	case name == "pos":
-		return g.ite(args[0].GT(zero), one, zero)
-	case name == "nneg":
-		return g.ite(args[0].GE(zero), one, zero)
-	case name == "zero":
-		return g.ite(args[0].Eq(zero), one, zero)
-	case name == "recip":
-		return one.Div(args[0])
+// fn applies a function; max, min and abs follow IEEE on infinities.
+func (g *grounder) fn(name string, args []gval) gval {
+	if v, ok := ieeeInf(name, args); ok {
+		return v
 	}
+	ps := make([]gpoly, len(args))
+	for i, a := range args {
+		ps[i] = g.finite(a, "function "+name)
+	}
+	return gval{p: g.apply(name, ps)}
+}
+
+// ieeeInf is max, min or abs with an infinite argument.
+func ieeeInf(name string, args []gval) (gval, bool) {
+	switch {
+	case name == "abs" && args[0].inf != 0:
+		return gval{inf: 1}, true
+	case (name == "max" || name == "min") && len(args) == 2:
+		absorbing := int8(1)
+		if name == "min" {
+			absorbing = -1
+		}
+		for i, a := range args {
+			switch a.inf {
+			case absorbing:
+				return a, true
+			case -absorbing:
+				return args[1-i], true
+			}
+		}
+	}
+	return gval{}, false
+}
+
+// uninterpreted applies the uninterpreted function name of len(args)
+// reals.
+func (g *grounder) uninterpreted(name string, args []z3.Real) z3.Real {
 	key := fmt.Sprintf("%s/%d", name, len(args))
 	f, ok := g.fns[key]
 	if !ok {
@@ -147,64 +387,57 @@ func (g *grounder) fn(name string, args []z3.Real) z3.Real {
 	return f.Apply(vals...).(z3.Real)
 }
 
-// reduce unrolls a max, min or prod; for max (min) an element that is
-// -inf (+inf), the reducer's identity, is skipped.
-func (g *grounder) reduce(a *atom, env map[string]int64) z3.Real {
-	identity := map[string]string{"max": "-inf", "min": "inf"}[a.name]
-	var acc *z3.Real
-	forEachBinding(a.bound, env, func(env map[string]int64) {
-		live := liveTerms(a.args[0], env)
-		if len(live) == 0 && a.name != "prod" {
-			return
-		}
-		if len(live) == 1 && len(live[0].atoms) == 1 && live[0].atoms[0].kind == aInf && live[0].atoms[0].name == identity && live[0].coef.Cmp(ratInt(1)) == 0 {
-			return
-		}
-		v := g.poly(live, env)
-		if acc == nil {
-			acc = &v
-			return
-		}
-		var r z3.Real
-		switch a.name {
-		case "max":
-			r = g.ite(acc.GE(v), *acc, v)
-		case "min":
-			r = g.ite(acc.LE(v), *acc, v)
-		default:
-			r = acc.Mul(v)
-		}
-		acc = &r
-	})
-	if acc == nil {
-		if a.name == "prod" {
-			return g.real(1)
-		}
-		return g.ctx.Const(identity, g.ctx.RealSort()).(z3.Real)
-	}
-	return *acc
+// trunc rounds toward zero.
+func (g *grounder) trunc(x z3.Real) z3.Real {
+	floor := func(v z3.Real) z3.Real { return v.ToInt().ToReal() }
+	return g.ite(x.GE(g.real(0)), floor(x), floor(x.Neg()).Neg())
 }
 
-// liveTerms drops the terms without summation variables whose guard fails.
-func liveTerms(p poly, env map[string]int64) poly {
-	var out poly
-	for _, t := range p {
-		if len(t.bound) > 0 {
-			out = append(out, t)
-			continue
-		}
-		ok := true
-		for _, c := range t.guard {
-			if v, _ := c.eval(env); !v {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			n := *t
-			n.guard = nil
-			out = append(out, &n)
-		}
+// wrap reduces an integer to dtype t's range, two's complement, as the
+// interpreter's WrapInt.
+func (g *grounder) wrap(x z3.Real, t lang.DType) z3.Real {
+	m := new(big.Int).Lsh(big.NewInt(1), uint(t.Bits()))
+	shift := new(big.Int)
+	if t.IsSigned() {
+		shift.Rsh(m, 1)
 	}
-	return out
+	mr := g.ctx.FromBigInt(m, g.ctx.RealSort()).(z3.Real)
+	sr := g.ctx.FromBigInt(shift, g.ctx.RealSort()).(z3.Real)
+	q := x.Add(sr).Div(mr).ToInt().ToReal()
+	return x.Sub(q.Mul(mr))
+}
+
+// reduce unrolls a max, min or prod. Every element counts (a zero too);
+// for max (min) an element that is -inf (+inf), the identity, changes
+// nothing and the opposite infinity absorbs; an empty max is -inf.
+func (g *grounder) reduce(a *atom, env map[string]int64) gval {
+	identity := map[string]int8{"max": -1, "min": 1}[a.name]
+	var elems []gpoly
+	absorbed := int8(0)
+	forEachBinding(a.bound, env, func(env map[string]int64) {
+		g.dl.check("unrolling a " + a.name + " reduction")
+		v := g.poly(a.args[0], env)
+		switch {
+		case a.name == "prod":
+			elems = append(elems, g.finite(v, "a product reduction"))
+		case absorbed != 0 || v.inf == identity:
+		case v.inf != 0:
+			absorbed = v.inf
+		default:
+			elems = append(elems, v.p)
+		}
+	})
+	switch {
+	case absorbed != 0:
+		return gval{inf: absorbed}
+	case a.name == "prod":
+		out := constGpoly(big.NewRat(1, 1))
+		for _, e := range elems {
+			out = out.mul(e)
+		}
+		return gval{p: out}
+	case len(elems) == 0:
+		return gval{inf: identity}
+	}
+	return gval{p: g.extremum(a.name, elems)}
 }

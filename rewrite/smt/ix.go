@@ -32,8 +32,9 @@ const (
 	iMul                       // x * y, neither constant
 	iMax
 	iMin
-	iTruncDivL // x / y, y not a constant (positive where it is used)
-	iTruncModL // x % y, y not a constant
+	iTruncDivL // x / y truncated, y not a constant; 0 where y is 0 (as the interpreter)
+	iTruncModL // x % y with the sign of x, y not a constant; 0 where y is 0
+	iIte       // 1 where cond holds, else 0: a bool used as an integer
 )
 
 // iatom is an integer atom: a name or an operation that does not
@@ -43,6 +44,7 @@ type iatom struct {
 	name string
 	x, y lin
 	c    int64
+	cond *cond // iIte
 	key  string
 }
 
@@ -163,11 +165,19 @@ func (l lin) mod(c int64) lin {
 	return linAtom(&iatom{kind: iTruncMod, x: l, c: c, key: fmt.Sprintf("mod(%s,%d)", l.key(), c)})
 }
 
-// divLin divides by a non-constant integer expression, truncating (rem
-// gives the remainder instead).
+// divLin divides by an integer expression, truncating toward zero (rem
+// gives the remainder, with the sign of l); division by zero gives 0, as
+// in the interpreter.
 func (l lin) divLin(m lin, rem bool) lin {
-	if c, ok := m.isConst(); ok && c > 0 {
-		if rem {
+	if c, ok := m.isConst(); ok {
+		switch {
+		case c == 0:
+			return lin{}
+		case c < 0 && rem:
+			return l.mod(-c) // C's remainder has the dividend's sign
+		case c < 0:
+			return l.divOp(iTruncDiv, -c).scale(-1)
+		case rem:
 			return l.mod(c)
 		}
 		return l.divOp(iTruncDiv, c)
@@ -177,6 +187,43 @@ func (l lin) divLin(m lin, rem bool) lin {
 		kind, name = iTruncModL, "lmod("
 	}
 	return linAtom(&iatom{kind: kind, x: l, y: m, key: name + l.key() + ";" + m.key() + ")"})
+}
+
+// indicator is 1 where c holds and 0 elsewhere.
+func indicator(c *cond, k condConst) lin {
+	if k.known {
+		if k.val {
+			return linConst(1)
+		}
+		return lin{}
+	}
+	return linAtom(&iatom{kind: iIte, cond: c, key: "[" + c.key + "]"})
+}
+
+// wrap converts l to the integer dtype t as the interpreter does: a bool
+// is l != 0, a narrower type wraps around (two's complement), i64 is taken
+// not to overflow (docs/rules.md); u64 is not modelled (its comparisons
+// are unsigned).
+func (l lin) wrap(t lang.DType) (lin, bool) {
+	if k, ok := l.isConst(); ok && t != lang.U64 {
+		return linConst(t.WrapInt(k)), true
+	}
+	switch {
+	case t == lang.Bool:
+		c, k := mkEQ(l)
+		nc, nk := negate(c, k)
+		return indicator(nc, nk), true
+	case t == lang.I64:
+		return l, true
+	case !t.IsInt() || t == lang.U64:
+		return lin{}, false
+	}
+	m := int64(1) << t.Bits()
+	shift := int64(0)
+	if t.IsSigned() {
+		shift = m / 2
+	}
+	return l.sub(l.add(linConst(shift)).divOp(iFloorDiv, m).scale(m)), true
 }
 
 func (l lin) minmax(m lin, kind iatomKind) lin {
@@ -260,6 +307,8 @@ func (a *iatom) subst(f func(string) (lin, bool)) lin {
 		return a.x.subst(f).mod(a.c)
 	case iTruncDivL, iTruncModL:
 		return a.x.subst(f).divLin(a.y.subst(f), a.kind == iTruncModL)
+	case iIte:
+		return indicator(a.cond.subst(f))
 	}
 	return a.x.subst(f).divOp(a.kind, a.c)
 }
@@ -272,12 +321,15 @@ func (l lin) names(set map[string]bool) {
 }
 
 func (a *iatom) names(set map[string]bool) {
-	if a.kind == iName {
+	switch a.kind {
+	case iName:
 		set[a.name] = true
-		return
+	case iIte:
+		a.cond.names(set)
+	default:
+		a.x.names(set)
+		a.y.names(set)
 	}
-	a.x.names(set)
-	a.y.names(set)
 }
 
 func (l lin) mentions(names map[string]bool) bool {
@@ -291,13 +343,61 @@ func (l lin) mentions(names map[string]bool) bool {
 	return false
 }
 
-// eval evaluates l with every name bound.
-func (l lin) eval(env map[string]int64) (int64, bool) {
-	c, ok := l.subst(func(n string) (lin, bool) {
-		v, ok := env[n]
-		return linConst(v), ok
-	}).isConst()
-	return c, ok
+// eval evaluates l; ok is false when a name is unbound. It computes as
+// the interpreter does (truncating division, 0 for a division by zero)
+// and agrees with the Z3 encoding.
+func (l lin) eval(env map[string]int64) (v int64, ok bool) {
+	v = l.k
+	for _, t := range l.terms {
+		x, ok := t.a.eval(env)
+		if !ok {
+			return 0, false
+		}
+		v += t.coef * x
+	}
+	return v, true
+}
+
+func (a *iatom) eval(env map[string]int64) (int64, bool) {
+	switch a.kind {
+	case iName:
+		v, ok := env[a.name]
+		return v, ok
+	case iIte:
+		v, ok := a.cond.eval(env)
+		if v {
+			return 1, ok
+		}
+		return 0, ok
+	}
+	x, xok := a.x.eval(env)
+	y, yok := a.y.eval(env) // 0 for the atoms without y
+	if !xok || !yok {
+		return 0, false
+	}
+	switch a.kind {
+	case iFloorDiv:
+		return floorDivInt(x, a.c), true
+	case iTruncDiv:
+		return x / a.c, true
+	case iTruncMod:
+		return x % a.c, true
+	case iMul:
+		return x * y, true
+	case iMax:
+		return max(x, y), true
+	case iMin:
+		return min(x, y), true
+	case iTruncDivL, iTruncModL:
+		switch {
+		case y == 0:
+			return 0, true
+		case a.kind == iTruncDivL:
+			return x / y, true
+		}
+		return x % y, true
+	}
+	return 0, false
 }
 
 // dimLin converts a shape dimension.

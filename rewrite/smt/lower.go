@@ -15,6 +15,7 @@ import (
 type lowerer struct {
 	producer map[*ir.Value]producer
 	fresh    int
+	dl       *deadline
 }
 
 type producer struct {
@@ -34,8 +35,8 @@ type unsupported struct{ what string }
 
 func (u *unsupported) Error() string { return "cannot verify: " + u.what }
 
-func newLowerer(graphs ...*ir.Graph) *lowerer {
-	l := &lowerer{producer: map[*ir.Value]producer{}}
+func newLowerer(dl *deadline, graphs ...*ir.Graph) *lowerer {
+	l := &lowerer{producer: map[*ir.Value]producer{}, dl: dl}
 	for _, g := range graphs {
 		for _, n := range g.Nodes {
 			for i, v := range n.Outputs {

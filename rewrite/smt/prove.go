@@ -28,6 +28,7 @@ func (p *prover) zero(d poly) (bool, string, error) {
 	}
 	used := make([]bool, len(d))
 	for i, t := range d {
+		p.e.dl.check("the proof")
 		if used[i] {
 			continue
 		}

@@ -3,6 +3,7 @@ package smt
 import (
 	"fmt"
 	"maps"
+	"sync"
 	"testing"
 
 	"tofuc/analysis/check"
@@ -32,77 +33,98 @@ func loadRules(t *testing.T, path string) []*check.Rule {
 	return out
 }
 
-var stdRules []*check.Rule
+var stdlib struct {
+	once    sync.Once
+	rules   []*check.Rule
+	results []Result
+}
 
-func stdlibRules(t *testing.T) []*check.Rule {
-	if stdRules == nil {
-		stdRules = loadRules(t, "std/rules.tdl")
+// stdlibVerdicts verifies stdlib/rules.tdl once for the tests that need it.
+func stdlibVerdicts(t *testing.T) ([]*check.Rule, []Result) {
+	stdlib.once.Do(func() {
+		stdlib.rules = loadRules(t, "std/rules.tdl")
+		stdlib.results = VerifyAll(stdlib.rules, Options{})
+	})
+	if stdlib.rules == nil {
+		t.Fatal("stdlib/rules.tdl did not load")
 	}
-	return stdRules
+	return stdlib.rules, stdlib.results
 }
 
 // TestStdlibRulesVerify: every rule of stdlib/rules.tdl is proved or
-// bounded, and the rules the issue names are proved for all shapes.
+// soundly bounded, and the rules the issue names are proved for all
+// shapes.
 func TestStdlibRulesVerify(t *testing.T) {
-	rules := stdlibRules(t)
+	rules, results := stdlibVerdicts(t)
 	if len(rules) < 40 {
 		t.Fatalf("stdlib/rules.tdl has %d rules, want at least 40", len(rules))
 	}
 	mustProve := map[string]bool{"ewadd_assoc": true, "ewmul_distrib": true, "sru_factor": true, "matmul_assoc": true,
 		"matmul_distrib": true, "matmul_smul": true, "transpose_matmul": true, "transpose_involution": true, "concat_matmul": true}
-	for _, r := range VerifyAll(rules, Options{}) {
+	for _, r := range results {
 		switch {
-		case r.Status != Proved && r.Status != Bounded:
-			t.Errorf("%s: %s (%s)", r.Rule, r.Status, r.Reason)
+		case !r.Usable():
+			t.Errorf("%s: %s %s (%s)", r.Rule, r.Status, r.Level(), r.Reason)
 		case mustProve[r.Rule] && r.Status != Proved:
 			t.Errorf("%s: %s, want proved for all shapes", r.Rule, r.Status)
 		}
 	}
 }
 
-// TestStdlibRulesHoldOnRandomInputs checks the verdicts against the
-// interpreter: every rule holds on random inputs with each shape symbol 2
-// or 3, independently of the normal form.
-func TestStdlibRulesHoldOnRandomInputs(t *testing.T) {
-	for _, r := range stdlibRules(t) {
-		for _, n := range []int64{2, 3} {
-			env := map[string]int64{}
-			for _, s := range symbols(r) {
-				env[s] = n
-			}
-			b := &bounder{rule: r, out: r.LHS.Outputs[0].Shape}
-			shapes, _, ok := b.concrete(env)
-			if !ok {
-				continue
-			}
-			if cex, bothFail := b.confirm(env, shapes, randomInputs(r, shapes, uint64(n))); cex != nil || bothFail {
-				t.Errorf("%s at %v: the sides differ in the interpreter (both fail: %v)", r.Decl.Name, env, bothFail)
-			}
+// TestStdlibRulesHoldBeyondBounds runs every proved and bounded rule of
+// stdlib/rules.tdl in the interpreter on random inputs at shapes beyond
+// its bound (for a proved rule, beyond the bound its constants would
+// need), with seeds the verifier's own probe does not use.
+func TestStdlibRulesHoldBeyondBounds(t *testing.T) {
+	rules, results := stdlibVerdicts(t)
+	for i, r := range rules {
+		if results[i].Usable() {
+			checkBeyond(t, r, results[i])
 		}
 	}
 }
 
-// TestWrongRulesAreRefuted: every deliberately wrong rule is refuted or
-// unknown, never proved or bounded, and each counterexample makes the
-// interpreter compute different outputs (or fail on one side only).
+// checkBeyond fails t when the sides of a verified rule differ in the
+// interpreter beyond its bounds, or when no probe could run.
+func checkBeyond(t *testing.T, r *check.Rule, res Result) {
+	t.Helper()
+	bounds := res.Need
+	if res.Status == Bounded {
+		bounds = res.Bounds
+	}
+	ran := 0
+	for seed := uint64(101); seed <= 104; seed++ {
+		cex, ok := ProbeBeyond(r, bounds, seed)
+		if cex != nil {
+			t.Errorf("%s (%s, %s): the sides differ at %v: %s", r.Decl.Name, res.Status, res.Level(), cex.Shape, cex.Where)
+			return
+		}
+		if ok {
+			ran++
+		}
+	}
+	if ran == 0 {
+		t.Errorf("%s: no shape beyond %v could be run", r.Decl.Name, bounds)
+	}
+}
+
+// TestWrongRulesAreRefuted: every deliberately wrong rule is refuted (any
+// other verdict fails), and each counterexample makes the interpreter
+// compute different outputs (or fail on one side only).
 func TestWrongRulesAreRefuted(t *testing.T) {
 	rules := loadRules(t, "testdata/wrong.tdl")
 	if len(rules) < 40 {
 		t.Fatalf("testdata/wrong.tdl has %d rules, want at least 40", len(rules))
 	}
-	refuted := 0
 	for i, r := range VerifyAll(rules, Options{}) {
-		switch r.Status {
-		case Proved, Bounded:
-			t.Errorf("%s: %s, but the rule is wrong", r.Rule, r.Status)
-		case Refuted:
-			refuted++
-			if err := recheck(rules[i], r.Cex); err != nil {
-				t.Errorf("%s: %v", r.Rule, err)
-			}
+		if r.Status != Refuted {
+			t.Errorf("%s: %s %s (%s), but the rule is wrong", r.Rule, r.Status, r.Level(), r.Reason)
+			continue
+		}
+		if err := recheck(rules[i], r.Cex); err != nil {
+			t.Errorf("%s: %v", r.Rule, err)
 		}
 	}
-	t.Logf("%d of %d wrong rules refuted with a confirmed counterexample", refuted, len(rules))
 }
 
 // recheck runs the counterexample's inputs through the interpreter again.

@@ -1,15 +1,16 @@
 package smt
 
 import (
-	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/aclements/go-z3/z3"
 
 	"tofuc/analysis/check"
 	"tofuc/lang"
+	"tofuc/lang/ir"
 	"tofuc/runtime/tensor"
 )
 
@@ -19,7 +20,7 @@ type Status string
 // Statuses, from strongest to weakest.
 const (
 	Proved  Status = "proved"  // equal for every shape
-	Bounded Status = "bounded" // equal for every shape symbol in 1..Bound
+	Bounded Status = "bounded" // equal for every shape symbol S in 1..Bounds[S]
 	Refuted Status = "refuted" // a counterexample the interpreter confirms
 	Unknown Status = "unknown" // the solver gave up, or the rule is beyond the encoding
 )
@@ -28,28 +29,72 @@ const (
 type Result struct {
 	Rule   string
 	Status Status
-	Bound  int // for Bounded (and a refutation found while bounding): N
-	Shapes int // how many shape assignments were checked
-	Time   time.Duration
-	Reason string          // why, for Unknown; the unmatched term when not Proved
-	Cex    *Counterexample // for Refuted
+	// Need is the bound each shape symbol must reach for a bounded
+	// verdict (docs/rules.md), set whenever the rule could be expanded;
+	// Bounds is what a bounded check covered: every shape symbol S from 1
+	// to Bounds[S].
+	Need, Bounds map[string]int
+	Shapes       int // how many shape assignments the bounded check compared
+	Time         time.Duration
+	Reason       string          // why, for Unknown; the unmatched term when not Proved
+	Cex          *Counterexample // for Refuted
 }
 
-// Level says how far a verdict reaches, as the CLI prints it.
+// Usable reports whether an optimiser may rely on the rule: proved, or
+// bounded at least as far as its constants need.
+func (r Result) Usable() bool {
+	if r.Status == Proved {
+		return true
+	}
+	if r.Status != Bounded || len(r.Need) == 0 {
+		return false
+	}
+	for s, n := range r.Need {
+		if r.Bounds[s] < n {
+			return false
+		}
+	}
+	return true
+}
+
+// Level says how far a verdict reaches, as the CLI prints it: "all
+// shapes", or the bound of each shape symbol ("shapes M,N<=2 H<=5").
 func (r Result) Level() string {
 	switch r.Status {
 	case Proved:
 		return "all shapes"
 	case Bounded:
-		return fmt.Sprintf("shapes 1..%d", r.Bound)
+		return "shapes " + boundsText(r.Bounds)
 	}
 	return "-"
 }
 
+// boundsText groups the symbols by bound, smallest bound first.
+func boundsText(bounds map[string]int) string {
+	bySize := map[int][]string{}
+	var sizes []int
+	for s, n := range bounds {
+		if bySize[n] == nil {
+			sizes = append(sizes, n)
+		}
+		bySize[n] = append(bySize[n], s)
+	}
+	sort.Ints(sizes)
+	parts := make([]string, len(sizes))
+	for i, n := range sizes {
+		sort.Strings(bySize[n])
+		parts[i] = fmt.Sprintf("%s<=%d", strings.Join(bySize[n], ","), n)
+	}
+	if len(parts) == 0 {
+		return "(none)"
+	}
+	return strings.Join(parts, " ")
+}
+
 // Options tunes verification.
 type Options struct {
-	Timeout   time.Duration // per solver call; 0 means 10s
-	MaxShapes int           // shape assignments a bounded check may try; 0 means 128
+	Timeout   time.Duration // per rule, every phase included; 0 means 10s
+	MaxShapes int           // shape assignments a bounded check may try; 0 means 1024
 }
 
 func (o Options) timeout() time.Duration {
@@ -61,55 +106,134 @@ func (o Options) timeout() time.Duration {
 
 func (o Options) maxShapes() int {
 	if o.MaxShapes == 0 {
-		return 128
+		return 1024
 	}
 	return o.MaxShapes
 }
 
-// errSolver marks a solver that gave up.
-var errSolver = errors.New("solver gave up")
-
-// Verify proves, bounds or refutes one checked rule.
-func Verify(r *check.Rule, opts Options) Result {
+// Verify proves, bounds or refutes one checked rule, within opts' timeout.
+func Verify(r *check.Rule, opts Options) (res Result) {
 	start := time.Now()
-	res := verify(r, opts)
-	res.Rule = r.Decl.Name
-	res.Time = time.Since(start)
-	return res
-}
-
-func verify(r *check.Rule, opts Options) Result {
+	defer func() {
+		res.Rule = r.Decl.Name
+		res.Time = time.Since(start)
+	}()
+	defer recoverVerdict(&res, opts.timeout())
 	for _, in := range r.Inputs {
 		if !in.DType.IsFloat() {
 			return Result{Status: Unknown, Reason: "input " + in.Name + " is not a float tensor"}
 		}
 	}
-	out := r.LHS.Outputs[0]
-	l := newLowerer(r.LHS, r.RHS)
-	idx := outputVars(len(out.Shape))
-	lhs, err := l.value(out, idx)
+	v, err := newVerifier(r, opts, start)
 	if err != nil {
 		return Result{Status: Unknown, Reason: err.Error()}
 	}
-	rhs, err := l.value(r.RHS.Outputs[0], idx)
-	if err != nil {
-		return Result{Status: Unknown, Reason: err.Error()}
-	}
+	res = v.run()
+	res.Need = v.need
+	return res
+}
+
+// verifier holds one rule's verification: both sides in normal form, the
+// conditions under which each fails in the interpreter, the bounds its
+// constants need, and a Z3 context.
+type verifier struct {
+	rule     *check.Rule
+	opts     Options
+	dl       *deadline
+	e        *enc
+	lhs, rhs poly
+	out      []lang.Dim
+	idx      []lin
+	syms     []string
+	fails    [2][]obligation // of the left and the right side
+	need     map[string]int
+	defined  z3.Bool // the shapes where both sides run (set by checkDomain)
+}
+
+func newVerifier(r *check.Rule, opts Options, start time.Time) (*verifier, error) {
 	cfg := z3.NewContextConfig()
 	cfg.SetUint("timeout", uint(opts.timeout().Milliseconds()))
 	ctx := z3.NewContext(cfg)
-	e := newEnc(ctx)
-	p := &prover{e: e, ctx: shapeContext(e, r, out.Shape, idx)}
-	ok, reason, err := p.zero(lhs.sub(rhs))
-	if err == nil && ok {
-		return Result{Status: Proved}
+	dl := &deadline{at: start.Add(opts.timeout()), ctx: ctx}
+	v := &verifier{rule: r, opts: opts, dl: dl, e: newEnc(ctx, dl), out: r.LHS.Outputs[0].Shape, syms: symbols(r)}
+	v.idx = outputVars(len(v.out))
+	l := newLowerer(dl, r.LHS, r.RHS)
+	var err error
+	if v.lhs, err = l.value(r.LHS.Outputs[0], v.idx); err != nil {
+		return nil, err
 	}
-	b := &bounder{rule: r, ctx: ctx, lhs: lhs, rhs: rhs, out: out.Shape, opts: opts}
-	res := b.run()
-	if res.Status == Bounded && reason != "" {
-		res.Reason = "not proved for all shapes: no match for " + reason
+	if v.rhs, err = l.value(r.RHS.Outputs[0], v.idx); err != nil {
+		return nil, err
+	}
+	n := newNeeds()
+	n.poly(v.lhs)
+	n.poly(v.rhs)
+	n.dims(v.out, v.idx)
+	for _, in := range r.Inputs {
+		n.dims(in.Shape, nil)
+	}
+	for side, graph := range [2]*ir.Graph{r.LHS, r.RHS} {
+		if v.fails[side], err = l.obligations(graph); err != nil {
+			return nil, err
+		}
+		for _, o := range v.fails[side] {
+			vars := map[string]bool{}
+			for _, c := range o.fail {
+				n.cond(c)
+				c.names(vars)
+			}
+			n.scope(vars)
+		}
+	}
+	v.need = n.bounds(v.syms)
+	return v, nil
+}
+
+// run decides the rule: the sides must fail at the same shapes, agree
+// in the interpreter beyond the bounds, and then be proved equal for all
+// shapes or checked at every shape within the bounds.
+func (v *verifier) run() Result {
+	if res := v.checkDomain(); res != nil {
+		return *res
+	}
+	if res := v.probe(); res != nil {
+		return *res
+	}
+	var reason string
+	if hasInfinity(v.lhs) || hasInfinity(v.rhs) {
+		reason = "an infinity or a max/min reduction, which the proof does not model"
+	} else {
+		p := &prover{e: v.e, ctx: v.defined.And(v.indexRanges())}
+		ok, unmatched, err := p.zero(v.lhs.sub(v.rhs))
+		if err == nil && ok {
+			return Result{Status: Proved}
+		}
+		reason = "no match for " + unmatched
+	}
+	res := v.bounded()
+	if res.Status == Bounded {
+		res.Reason = "not proved for all shapes: " + reason
 	}
 	return res
+}
+
+// hasInfinity reports whether p holds an infinity or a max/min reduction
+// (which is -inf when empty): the proof reasons over the reals, where
+// -inf - -inf would be 0.
+func hasInfinity(p poly) bool {
+	for _, t := range p {
+		for _, a := range t.atoms {
+			if a.kind == aInf || a.kind == aRed && a.name != "prod" {
+				return true
+			}
+			for _, q := range a.args {
+				if hasInfinity(q) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // symbols lists the shape symbols of the rule's inputs, sorted.
@@ -122,29 +246,30 @@ func symbols(r *check.Rule) []string {
 			}
 		}
 	}
-	out := make([]string, 0, len(set))
-	for s := range set {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
+	return sortedNames(set)
 }
 
-// shapeContext assumes every shape symbol and input extent positive and
-// every output index inside the output's shape.
-func shapeContext(e *enc, r *check.Rule, shape []lang.Dim, idx []lin) z3.Bool {
+// shapeBase is the rule's shape constraints: every shape symbol and input
+// extent at least 1, every symbol below maxExtent.
+func (v *verifier) shapeBase() z3.Bool {
+	e := v.e
 	out := e.ctx.FromBool(true)
-	for _, s := range symbols(r) {
-		out = out.And(e.name(s).GE(e.int(1)))
+	for _, s := range v.syms {
+		out = out.And(e.name(s).GE(e.int(1)), e.name(s).LT(e.int(maxExtent)))
 	}
-	for _, in := range r.Inputs {
+	for _, in := range v.rule.Inputs {
 		for _, d := range in.Shape {
 			out = out.And(e.lin(dimLin(d)).GE(e.int(1)))
 		}
 	}
-	for i, x := range idx {
-		v := e.lin(x)
-		out = out.And(v.GE(e.int(0)), v.LT(e.lin(dimLin(shape[i]))))
+	return out
+}
+
+// indexRanges puts every output index inside the output's shape.
+func (v *verifier) indexRanges() z3.Bool {
+	out := v.e.ctx.FromBool(true)
+	for i, x := range v.idx {
+		out = out.And(v.e.guard(guard{}.inRange(x, dimLin(v.out[i]))))
 	}
 	return out
 }

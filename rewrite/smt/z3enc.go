@@ -8,10 +8,13 @@ import (
 // integer constants.
 type enc struct {
 	ctx  *z3.Context
+	dl   *deadline
 	ints map[string]z3.Int
 }
 
-func newEnc(ctx *z3.Context) *enc { return &enc{ctx: ctx, ints: map[string]z3.Int{}} }
+func newEnc(ctx *z3.Context, dl *deadline) *enc {
+	return &enc{ctx: ctx, dl: dl, ints: map[string]z3.Int{}}
+}
 
 func (e *enc) int(n int64) z3.Int { return e.ctx.FromInt(n, e.ctx.IntSort()).(z3.Int) }
 
@@ -48,10 +51,13 @@ func (e *enc) iatom(a *iatom) z3.Int {
 	case iTruncDivL, iTruncModL:
 		x, y := e.lin(a.x), e.lin(a.y)
 		q := x.GE(e.int(0)).IfThenElse(x.Div(y), x.Neg().Div(y).Neg()).(z3.Int)
-		if a.kind == iTruncDivL {
-			return q
+		r := q
+		if a.kind == iTruncModL {
+			r = x.Sub(q.Mul(y))
 		}
-		return x.Sub(q.Mul(y))
+		return y.Eq(e.int(0)).IfThenElse(e.int(0), r).(z3.Int) // as the interpreter
+	case iIte:
+		return e.cond(a.cond).IfThenElse(e.int(1), e.int(0)).(z3.Int)
 	}
 	x, y := e.lin(a.x), e.lin(a.y)
 	if a.kind == iMax {
@@ -97,6 +103,6 @@ func (e *enc) valid(premise, concl z3.Bool) (bool, error) {
 	s := z3.NewSolver(e.ctx)
 	s.Assert(premise)
 	s.Assert(concl.Not())
-	sat, err := s.Check()
+	sat, err := e.dl.solve(s, "a proof step")
 	return !sat && err == nil, err
 }
