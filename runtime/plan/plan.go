@@ -1,0 +1,206 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// Version is the schema version this package reads and writes.
+const Version = 1
+
+// Plan is a compiled model ready to run.
+type Plan struct {
+	Version int    `json:"version"`
+	Model   string `json:"model"`
+	Devices int    `json:"devices"`
+	// Modules are the compiled files, relative to the plan's folder.
+	Modules Modules  `json:"modules"`
+	Kernels []Kernel `json:"kernels"`
+	Buffers []Buffer `json:"buffers"`
+	// ArenaBytes is each device's arena: the peak of its live buffers.
+	ArenaBytes []int64   `json:"arena_bytes"`
+	Inputs     []Binding `json:"inputs"`
+	Params     []Binding `json:"params"`
+	Outputs    []Binding `json:"outputs"`
+	// Init holds each device's steps that run when parameters are bound;
+	// Steps those that run on every call.
+	Init  [][]Step `json:"init"`
+	Steps [][]Step `json:"steps"`
+}
+
+// Modules lists the compiled files of a plan.
+type Modules struct {
+	// LLVM and PTX are the GPU-flavour modules, as LLVM IR and as PTX;
+	// Kernel.Module indexes them.
+	LLVM []string `json:"llvm,omitempty"`
+	PTX  []string `json:"ptx,omitempty"`
+	// Host is the shared object of the host-flavour kernels; SIMT the
+	// shared object of the GPU-flavour kernels retargeted to the host,
+	// with the emulator's runtime.
+	Host string `json:"host,omitempty"`
+	SIMT string `json:"simt,omitempty"`
+}
+
+// Kernel is a compiled kernel.
+type Kernel struct {
+	Name   string `json:"name"`   // the entry's symbol in every module
+	Module int    `json:"module"` // index into Modules.LLVM and Modules.PTX
+	Label  string `json:"label"`  // the operators or nodes it computes
+	Kind   string `json:"kind"`   // elementwise, injective, gather, contraction, reduction
+	Form   string `json:"form"`   // threads or blocks
+	// Elements is the number of output elements: the host flavour's
+	// range [0, Elements).
+	Elements int64 `json:"elements"`
+	// Grid and Block are the GPU launch geometry (blocks, threads per
+	// block), Shared its static shared memory in bytes; Sync says whether
+	// its threads meet at barriers or warp shuffles.
+	Grid   int64 `json:"grid"`
+	Block  int64 `json:"block"`
+	Shared int64 `json:"shared_bytes"`
+	Sync   bool  `json:"sync"`
+	// Args are the dtype and shape of each buffer argument, the written
+	// one last; every launch passes buffers of these.
+	Args []Arg `json:"args"`
+	// Sites are the accesses checked at run time without a default, for
+	// the message when one is out of range.
+	Sites []Site `json:"sites,omitempty"`
+	FLOPs int64  `json:"flops"`
+	Bytes int64  `json:"bytes"`
+}
+
+// Arg is the type of a kernel argument.
+type Arg struct {
+	DType string  `json:"dtype"`
+	Shape []int64 `json:"shape"`
+}
+
+// Site is an access checked at run time.
+type Site struct {
+	Pos    string  `json:"pos"`
+	Tensor string  `json:"tensor"`
+	Shape  []int64 `json:"shape"`
+}
+
+// Buffer roles.
+const (
+	RoleInput      = "input"
+	RoleParameter  = "parameter"
+	RoleActivation = "activation"
+	RoleGradient   = "gradient"
+	RoleWorkspace  = "workspace"
+	RoleOutput     = "output"
+)
+
+// Buffer is a region of a device's arena.
+type Buffer struct {
+	ID     int     `json:"id"`
+	Name   string  `json:"name"`
+	Device int     `json:"device"`
+	DType  string  `json:"dtype"`
+	Shape  []int64 `json:"shape"`
+	Bytes  int64   `json:"bytes"`
+	Role   string  `json:"role"`
+	Offset int64   `json:"offset"` // in the device's arena
+	// ViewOf is the buffer whose memory this one is a part of (-1: none).
+	ViewOf int `json:"view_of"`
+}
+
+// Binding ties a named model input, parameter or output to its tiles:
+// the buffers holding each box of it, on their devices.
+type Binding struct {
+	Name  string  `json:"name"`
+	DType string  `json:"dtype"`
+	Shape []int64 `json:"shape"`
+	Tiles []Tile  `json:"tiles"`
+}
+
+// Tile is a box of a tensor held in a buffer.
+type Tile struct {
+	Buffer int   `json:"buffer"`
+	Box    []Dim `json:"box"` // per dimension, the range it holds
+}
+
+// Dim is the half-open range [Lo, Hi) of one dimension.
+type Dim struct {
+	Lo int64 `json:"lo"`
+	Hi int64 `json:"hi"`
+}
+
+// Step kinds.
+const (
+	Launch = "launch"
+	Copy   = "copy"
+	Reduce = "reduce"
+	Opaque = "opaque"
+)
+
+// Step is one thing a device does.
+type Step struct {
+	Op string `json:"op"`
+	// Launch: the kernel and its buffers, in the kernel's argument order.
+	Kernel int   `json:"kernel,omitempty"`
+	Args   []int `json:"args,omitempty"`
+	// Copy: the box Src of buffer From goes to offset At of buffer To
+	// (boxes in the buffers' own coordinates).
+	From int     `json:"from,omitempty"`
+	Src  []Dim   `json:"src,omitempty"`
+	To   int     `json:"to,omitempty"`
+	At   []int64 `json:"at,omitempty"`
+	// Reduce: every member of a group of devices combines the buffers
+	// Parts (one per member, all alike) with Reducer into its own buffer
+	// To.
+	Reducer string `json:"reducer,omitempty"`
+	Parts   []int  `json:"parts,omitempty"`
+	// Opaque: an opaque function called on the host, writing buffer To
+	// (see OpaqueCall).
+	Call *OpaqueCall `json:"call,omitempty"`
+	// After are the steps, on any device, that must end before this one
+	// starts (besides the device's earlier steps).
+	After []StepRef `json:"after,omitempty"`
+	Label string    `json:"label,omitempty"`
+}
+
+// StepRef names a step of a device's Steps (or Init, within Init).
+type StepRef struct {
+	Device int `json:"device"`
+	Step   int `json:"step"`
+}
+
+// OpaqueCall is a batched call of an opaque function on the host: for
+// every index b of the batch space Batch (row-major), argument i is the
+// view of buffer Args[i] whose dimension d is fixed to b[Fixed[i][d]]
+// when Fixed[i][d] >= 0 and passed whole when it is -1; the result, of
+// shape Shape, goes to the step's buffer To at [b..., :].
+type OpaqueCall struct {
+	Fn    string    `json:"fn"`
+	Batch []int64   `json:"batch"`
+	Args  []int     `json:"args"`
+	Fixed [][]int64 `json:"fixed"`
+	Shape []int64   `json:"result_shape"`
+}
+
+// Read loads a plan from a JSON file and checks it.
+func Read(path string) (*Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var p Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return &p, nil
+}
+
+// Write saves a plan as indented JSON.
+func (p *Plan) Write(path string) error {
+	b, err := json.MarshalIndent(p, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
