@@ -3,7 +3,9 @@
 
 GO        ?= go
 BIN       := bin/tofuc
-DEB_PKGS  := llvm-14 libz3-dev
+# DEB_PKGS: a C compiler and headers for cgo (go-z3), certificates for
+# `go mod download`, llc-14 and the Z3 library.
+DEB_PKGS  := gcc libc6-dev ca-certificates llvm-14 libz3-dev
 FUZZTIME  ?= 60s
 SHARED    ?= $(or $(TOFUC_SHARED),../shared)
 # TEST_PKGS are installed by `make test` only (the report test opens
@@ -14,16 +16,10 @@ TEST_PKGS := chromium
 
 all: build
 
-# deps installs the Debian packages tofuc needs when they are missing and
-# downloads the Go modules.
+# deps installs the Debian packages tofuc needs when they are missing (as
+# root, or through sudo: scripts/deps.sh) and downloads the Go modules.
 deps:
-	@missing=""; \
-	for p in $(DEB_PKGS) $(EXTRA_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-		echo "installing:$$missing"; \
-		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-		$$SUDO apt-get update -qq && $$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	fi
+	@sh scripts/deps.sh $(DEB_PKGS) $(EXTRA_PKGS)
 	@$(GO) mod download
 
 build:
