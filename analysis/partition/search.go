@@ -2,6 +2,7 @@ package partition
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"tofuc/analysis/cost"
@@ -75,8 +76,8 @@ func CheckFactors(factors []int, devices int) error {
 		if i > 0 && k > factors[i-1] {
 			return fmt.Errorf("factors %v: each factor must be at most the one before", factors)
 		}
-		if prod > devices/k {
-			return fmt.Errorf("factors %v multiply to more than %d devices", factors, devices)
+		if prod > math.MaxInt/k {
+			return fmt.Errorf("factors %v multiply to far more than %d devices", factors, devices)
 		}
 		prod *= k
 	}

@@ -15,9 +15,9 @@ func TestCheckFactors(t *testing.T) {
 		{[]int{2, 4}, 8, "at most the one before"},
 		{[]int{1, 8}, 8, "at least 2"},
 		{[]int{4}, 8, "multiply to 4, not 8"},
-		{[]int{4, 4}, 8, "multiply to more than 8"},
+		{[]int{4, 4}, 8, "multiply to 16, not 8"},
 		// 2^32 * 2^32 wraps to 0 in 64 bits; it must not pass for any N.
-		{[]int{1 << 32, 1 << 32, 8}, 8, "multiply to more than 8"},
+		{[]int{1 << 32, 1 << 32, 8}, 8, "multiply to far more than 8"},
 	} {
 		err := CheckFactors(tc.factors, tc.devices)
 		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {

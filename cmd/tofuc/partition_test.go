@@ -39,7 +39,7 @@ func TestPartitionErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"--devices", "1"}, exitUsage, "at least 2"},
+		{[]string{"--devices", "1"}, exitUsage, "2 to 1024"},
 		{[]string{"--devices", "6", "--factors", "2,3"}, exitUsage, "at most the one before"},
 		{[]string{"--devices", "4", "--factors", "3,2"}, exitUsage, "multiply to 6"},
 		{[]string{"--devices", "4", "--memory", "1000", "--report", dir}, exitUser, "no plan fits"},
