@@ -500,6 +500,12 @@ func init() {
 		ewCase("silu", "x sigmoid(x)", nil, f32, 1e-6, func(v ...float64) float64 {
 			return v[0] / (1 + math.Exp(-v[0]))
 		}, act),
+		ewCase("swiglu", "a sigmoid(a) b, broadcast", nil, f32, 1e-6, func(v ...float64) float64 {
+			return v[0] / (1 + math.Exp(-v[0])) * v[1]
+		}, randn(31, 2, 3), randn(32, 3)),
+		ewCase("swiglu", "alpha 0.5", map[string]ir.AttrValue{"alpha": aFloat(0.5)}, f32, 1e-6, func(v ...float64) float64 {
+			return v[0] / (1 + math.Exp(-0.5*v[0])) * v[1]
+		}, act, randn(33, act.Shape...)),
 		ewCase("softplus", "log(1 + exp(x)), stable", nil, f32, 1e-6, func(v ...float64) float64 {
 			if v[0] > 30 {
 				return v[0]

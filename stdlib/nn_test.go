@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"tofuc/internal/onnxref"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/tensor"
@@ -121,52 +122,6 @@ func nnSoftmaxProps(op string, axis int) func(t *testing.T, in, out []*tensor.Te
 			assertClose(t, "shifted input", shifted[0], out[0], 1e-6)
 		}
 	}
-}
-
-// nnAttention computes softmax(q k^T * scale) v directly for q [*Z, S, D],
-// k [*Z, T, D], v [*Z, T, DV]; scale 0 means 1 / sqrt(D); causal hides keys
-// j > i.
-func nnAttention(q, k, v *tensor.Tensor, causal bool, scale float64) *tensor.Tensor {
-	r := q.Rank()
-	S, D := q.Shape[r-2], q.Shape[r-1]
-	T, DV := k.Shape[r-2], v.Shape[r-1]
-	if scale == 0 {
-		scale = 1 / math.Sqrt(float64(D))
-	}
-	shape := append(append([]int{}, q.Shape[:r-2]...), S, DV)
-	out := tensor.New(q.DType, shape)
-	batches := q.Len() / (S * D)
-	for z := range batches {
-		for i := range S {
-			w := make([]float64, T)
-			m := math.Inf(-1)
-			for j := range T {
-				if causal && j > i {
-					w[j] = math.Inf(-1)
-					continue
-				}
-				dot := 0.0
-				for d := range D {
-					dot += q.Flat((z*S+i)*D+d) * k.Flat((z*T+j)*D+d)
-				}
-				w[j] = dot * scale
-				m = math.Max(m, w[j])
-			}
-			s := 0.0
-			for j := range w {
-				w[j] = math.Exp(w[j] - m)
-				s += w[j]
-			}
-			for c := range DV {
-				acc := 0.0
-				for j := range T {
-					acc += w[j] / s * v.Flat((z*T+j)*DV+c)
-				}
-				out.SetFlat((z*S+i)*DV+c, acc)
-			}
-		}
-	}
-	return out
 }
 
 // nnSquares32 is Widynski's Squares counter-based generator with the key
@@ -322,33 +277,66 @@ func init() {
 			})},
 	)
 
-	// Attention: batch pack [2, 2], S = 3 queries, T = 5 keys, D = 4, DV = 3.
-	q := randn(41, 2, 2, 3, 4)
-	k := randn(42, 2, 2, 5, 4)
-	v := randn(43, 2, 2, 5, 3)
-	attn := func(causal bool, scale float64) func(in []*tensor.Tensor) []*tensor.Tensor {
+	// Attention: batch 2, 6 query heads on 3 key heads (groups 2), S = 3
+	// queries, T = 5 keys, D = 4, DV = 3.
+	q, k, v := randn(41, 2, 6, 3, 4), randn(42, 2, 3, 5, 4), randn(43, 2, 3, 5, 3)
+	mha := randn(44, 2, 3, 3, 4) // 3 query heads on the 3 key heads
+	zero := floats(nil, 0)
+	bias := randn(45, 3, 5)
+	// Query 1 of batch 1 sees no key: its weights are zero.
+	masked := randn(46, 2, 1, 3, 5)
+	for j := range 5 {
+		masked.Set(math.Inf(-1), 1, 0, 1, j)
+	}
+	masked.Set(math.Inf(-1), 0, 0, 2, 3)
+	weights := func(a onnxref.Attention, stage int) func(in []*tensor.Tensor) []*tensor.Tensor {
 		return func(in []*tensor.Tensor) []*tensor.Tensor {
-			return []*tensor.Tensor{nnAttention(in[0], in[1], in[2], causal, scale)}
+			if stage == 3 {
+				return []*tensor.Tensor{a.Weights(in[0], in[1], in[2])}
+			}
+			return []*tensor.Tensor{a.Scores(in[0], in[1], in[2], stage)}
 		}
 	}
+	gqa := onnxref.Attention{Scale: 0.7, Softcap: 2, Causal: true, Past: 1}
+	gqaAttrs := func(stage int64) map[string]ir.AttrValue {
+		return map[string]ir.AttrValue{"groups": aInt(2), "scale": aFloat(0.7), "softcap": aFloat(2),
+			"causal": aBool(true), "past": aInt(1), "stage": aInt(stage)}
+	}
 	register(
-		opCase{op: "attention", name: "default scale 1/sqrt(D)", inputs: []*tensor.Tensor{q, k, v},
-			want: attn(false, 0), tol: 1e-5},
-		opCase{op: "attention", name: "causal", attrs: map[string]ir.AttrValue{"causal": aBool(true)},
-			inputs: []*tensor.Tensor{q, k, v}, want: attn(true, 0), tol: 1e-5},
-		opCase{op: "attention", name: "causal, scale 0.7",
-			attrs:  map[string]ir.AttrValue{"causal": aBool(true), "scale": aFloat(0.7)},
-			inputs: []*tensor.Tensor{q, k, v}, want: attn(true, 0.7), tol: 1e-5},
-		opCase{op: "attention", name: "scale 2, no batch pack", attrs: map[string]ir.AttrValue{"scale": aFloat(2)},
-			inputs: []*tensor.Tensor{randn(44, 4, 2), randn(45, 4, 2), randn(46, 4, 5)}, want: attn(false, 2), tol: 1e-5},
-		opCase{op: "attention", name: "causal square, one batch axis", attrs: map[string]ir.AttrValue{"causal": aBool(true)},
-			inputs: []*tensor.Tensor{randn(47, 2, 4, 3), randn(48, 2, 4, 3), randn(49, 2, 4, 2)}, want: attn(true, 0), tol: 1e-5},
-		// Causal: the first query sees only the first key, so it returns v[0].
-		// Equal keys give uniform weights: the mean of the visible values.
-		ewFixed("attention", "causal by hand", map[string]ir.AttrValue{"causal": aBool(true)},
-			floats(s(3, 2), 1, 10, 1.5, 15, 2, 20),
-			floats(s(3, 2), 1, 2, 3, 4, 5, 6), floats(s(3, 2), 1, 1, 1, 1, 1, 1),
-			floats(s(3, 2), 1, 10, 2, 20, 3, 30)),
+		opCase{op: "attention_weights", name: "multi-head, default scale 1/sqrt(D), no bias", tol: 1e-5,
+			inputs: []*tensor.Tensor{mha, k, zero}, want: weights(onnxref.Attention{}, 3)},
+		opCase{op: "attention_weights", name: "causal, square", tol: 1e-5, attrs: map[string]ir.AttrValue{"causal": aBool(true)},
+			inputs: []*tensor.Tensor{randn(47, 1, 2, 4, 3), randn(48, 1, 2, 4, 3), zero}, want: weights(onnxref.Attention{Causal: true}, 3)},
+		opCase{op: "attention_weights", name: "groups 2, scale, softcap, causal after 1 past key, 2-D bias", tol: 1e-5,
+			attrs: gqaAttrs(3), inputs: []*tensor.Tensor{q, k, bias}, want: weights(gqa, 3)},
+		opCase{op: "attention_weights", name: "fully masked query gets zero weights", tol: 1e-5,
+			attrs: map[string]ir.AttrValue{"groups": aInt(2)}, inputs: []*tensor.Tensor{q, k, masked},
+			want: weights(onnxref.Attention{}, 3)},
+		opCase{op: "attention_weights", name: "stage 0: the scaled product", tol: 1e-5,
+			attrs: gqaAttrs(0), inputs: []*tensor.Tensor{q, k, bias}, want: weights(gqa, 0)},
+		opCase{op: "attention_weights", name: "stage 1: the softcap", tol: 1e-5,
+			attrs: gqaAttrs(1), inputs: []*tensor.Tensor{q, k, bias}, want: weights(gqa, 1)},
+		opCase{op: "attention_weights", name: "stage 2: bias and causal mask", tol: 1e-5,
+			attrs: gqaAttrs(2), inputs: []*tensor.Tensor{q, k, bias}, want: weights(gqa, 2)},
+		opCase{op: "attention_values", name: "groups 2", tol: 1e-5, attrs: map[string]ir.AttrValue{"groups": aInt(2)},
+			inputs: []*tensor.Tensor{randn(49, 2, 6, 3, 5), v},
+			want:   func(in []*tensor.Tensor) []*tensor.Tensor { return []*tensor.Tensor{onnxref.Values(in[0], in[1])} }},
+		// Equal keys give uniform weights over the visible keys: causally
+		// query i sees keys 0..i; the output is the mean of their values.
+		ewFixed("attention_weights", "causal by hand", map[string]ir.AttrValue{"causal": aBool(true)},
+			floats(s(1, 1, 3, 3), 1, 0, 0, 0.5, 0.5, 0, 1.0/3, 1.0/3, 1.0/3),
+			floats(s(1, 1, 3, 2), 1, 2, 3, 4, 5, 6), floats(s(1, 1, 3, 2), 1, 1, 1, 1, 1, 1), zero),
+		ewFixed("attention_values", "means of the visible values by hand", nil,
+			floats(s(1, 1, 3, 2), 1, 10, 1.5, 15, 2, 20),
+			floats(s(1, 1, 3, 3), 1, 0, 0, 0.5, 0.5, 0, 1.0/3, 1.0/3, 1.0/3), floats(s(1, 1, 3, 2), 1, 10, 2, 20, 3, 30)),
+		// lens [2, 4], 2 queries, 5 keys: batch 0 sees keys 0..1 (causal:
+		// query i sees keys j <= i), batch 1 keys 0..3 (causal: j <= i + 2).
+		ewFixed("attention_length_bias", "causal", map[string]ir.AttrValue{"queries": aInt(2), "keys": aInt(5), "causal": aBool(true)},
+			floats(s(2, 1, 2, 5), 0, ewNInf, ewNInf, ewNInf, ewNInf, 0, 0, ewNInf, ewNInf, ewNInf,
+				0, 0, 0, ewNInf, ewNInf, 0, 0, 0, 0, ewNInf),
+			ints(s(2), 2, 4)),
+		ewFixed("attention_length_bias", "padding only", map[string]ir.AttrValue{"queries": aInt(1), "keys": aInt(3)},
+			floats(s(2, 1, 1, 3), 0, ewNInf, ewNInf, 0, 0, 0), ewI(lang.I32, s(2), 1, 3)),
 	)
 
 	// Dropout.

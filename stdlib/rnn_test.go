@@ -3,129 +3,146 @@ package stdlib_test
 import (
 	"math"
 
-	"tofuc/lang"
+	"tofuc/internal/onnxref"
+	"tofuc/lang/ir"
 	"tofuc/runtime/tensor"
 )
 
 // Interpreter cases for stdlib/rnn.tdl: one step of each cell against the
-// PyTorch formulas written out in Go (weights [gates * H, input], gate
-// order i, f, g, o for LSTM and r, z, n for GRU).
+// ONNX formulas written out in Go (internal/onnxref), with every
+// activation, clipping, peepholes, input_forget and linear_before_reset,
+// and the gate order shown by hand.
 
-func rnnSigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
-
-// rnnGate is x W[g]^T + h R[g]^T for the row g of W and R, batch row n.
-func rnnGate(x, h, W, R *tensor.Tensor, n, g int) (fromX, fromH float64) {
-	for k := range x.Shape[1] {
-		fromX += x.At(n, k) * W.At(g, k)
-	}
-	for k := range h.Shape[1] {
-		fromH += h.At(n, k) * R.At(g, k)
-	}
-	return fromX, fromH
+// rnnCell is a cell's attributes for the interpreter and for onnxref.
+type rnnCell struct {
+	attrs map[string]ir.AttrValue
+	ref   onnxref.Cell
 }
 
-func rnnLSTM(in []*tensor.Tensor) []*tensor.Tensor {
-	x, h, c, W, R, b := in[0], in[1], in[2], in[3], in[4], in[5]
-	B, H := h.Shape[0], h.Shape[1]
-	hn, cn := tensor.New(lang.F32, []int{B, H}), tensor.New(lang.F32, []int{B, H})
-	for n := range B {
-		for j := range H {
-			z := func(gate int) float64 {
-				g := gate*H + j
-				fx, fh := rnnGate(x, h, W, R, n, g)
-				return fx + fh + b.At(g)
-			}
-			i, f, g, o := rnnSigmoid(z(0)), rnnSigmoid(z(1)), math.Tanh(z(2)), rnnSigmoid(z(3))
-			cc := f*c.At(n, j) + i*g
-			cn.Set(cc, n, j)
-			hn.Set(o*math.Tanh(cc), n, j)
+// rnnAttrs builds the attributes of a cell with the given activations,
+// clip and flags (name, value pairs).
+func rnnAttrs(acts []onnxref.Activation, clip float64, flags ...any) rnnCell {
+	names, alpha, beta := ir.AttrValue{Kind: ir.AttrList}, ir.AttrValue{Kind: ir.AttrList}, ir.AttrValue{Kind: ir.AttrList}
+	for _, a := range acts {
+		names.List = append(names.List, spStr(a.Name))
+		alpha.List = append(alpha.List, aFloat(a.Alpha))
+		beta.List = append(beta.List, aFloat(a.Beta))
+	}
+	c := rnnCell{attrs: map[string]ir.AttrValue{"activations": names, "alpha": alpha, "beta": beta, "clip": aFloat(clip)},
+		ref: onnxref.Cell{Activations: acts, Clip: clip}}
+	for i := 0; i < len(flags); i += 2 {
+		name, on := flags[i].(string), flags[i+1].(bool)
+		c.attrs[name] = aBool(on)
+		switch name {
+		case "input_forget":
+			c.ref.InputForget = on
+		case "linear_before_reset":
+			c.ref.LinearBeforeReset = on
 		}
 	}
-	return []*tensor.Tensor{hn, cn}
+	return c
 }
 
-func rnnGRU(in []*tensor.Tensor) []*tensor.Tensor {
-	x, h, W, R, bw, br := in[0], in[1], in[2], in[3], in[4], in[5]
-	B, H := h.Shape[0], h.Shape[1]
-	out := tensor.New(lang.F32, []int{B, H})
-	for n := range B {
-		for j := range H {
-			gate := func(k int) (float64, float64) {
-				g := k*H + j
-				fx, fh := rnnGate(x, h, W, R, n, g)
-				return fx + bw.At(g), fh + br.At(g)
-			}
-			rx, rh := gate(0)
-			zx, zh := gate(1)
-			nx, nh := gate(2)
-			r, z := rnnSigmoid(rx+rh), rnnSigmoid(zx+zh)
-			cand := math.Tanh(nx + r*nh)
-			out.Set((1-z)*cand+z*h.At(n, j), n, j)
-		}
-	}
-	return []*tensor.Tensor{out}
+func (c rnnCell) lstm(in []*tensor.Tensor) []*tensor.Tensor {
+	h, cn := c.ref.LSTM(in[0], in[1], in[2], in[3], in[4], in[5], in[6])
+	return []*tensor.Tensor{h, cn}
 }
 
-func rnnElman(in []*tensor.Tensor) []*tensor.Tensor {
-	x, h, W, R, b := in[0], in[1], in[2], in[3], in[4]
-	B, H := h.Shape[0], h.Shape[1]
-	out := tensor.New(lang.F32, []int{B, H})
-	for n := range B {
-		for j := range H {
-			fx, fh := rnnGate(x, h, W, R, n, j)
-			out.Set(math.Tanh(fx+fh+b.At(j)), n, j)
-		}
+func (c rnnCell) gru(in []*tensor.Tensor) []*tensor.Tensor {
+	return []*tensor.Tensor{c.ref.GRU(in[0], in[1], in[2], in[3], in[4])}
+}
+
+func (c rnnCell) rnn(in []*tensor.Tensor) []*tensor.Tensor {
+	return []*tensor.Tensor{c.ref.RNN(in[0], in[1], in[2], in[3], in[4])}
+}
+
+func act(name string, ab ...float64) onnxref.Activation {
+	a := onnxref.Activation{Name: name}
+	if len(ab) > 0 {
+		a.Alpha = ab[0]
 	}
-	return []*tensor.Tensor{out}
+	if len(ab) > 1 {
+		a.Beta = ab[1]
+	}
+	return a
+}
+
+// rnnActivations are all of ONNX's recurrent activations, with alpha and
+// beta where they take them.
+var rnnActivations = []onnxref.Activation{
+	act("sigmoid"), act("tanh"), act("relu"), act("affine", 0.7, -0.2), act("leakyrelu", 0.1),
+	act("thresholdedrelu", 0.3), act("scaledtanh", 1.5, 0.5), act("hardsigmoid", 0.25, 0.4),
+	act("elu", 0.8), act("softsign"), act("softplus"),
 }
 
 func init() {
 	const B, I, H = 2, 3, 4
 	x, h, c := randn(71, B, I), randn(72, B, H), randn(73, B, H)
+	lstmIn := []*tensor.Tensor{x, h, c, randn(74, 4*H, I), randn(75, 4*H, H), randn(76, 8*H), randn(83, 3*H)}
+	gruIn := []*tensor.Tensor{x, h, randn(84, 3*H, I), randn(85, 3*H, H), randn(86, 6*H)}
+	rnnIn := []*tensor.Tensor{x, h, randn(88, H, I), randn(89, H, H), randn(90, 2*H)}
+	lstmDefault := rnnAttrs([]onnxref.Activation{act("sigmoid"), act("tanh"), act("tanh")}, 0)
+	gruDefault := rnnAttrs([]onnxref.Activation{act("sigmoid"), act("tanh")}, 0)
+	lstmCustom := rnnAttrs([]onnxref.Activation{act("hardsigmoid", 0.3, 0.6), act("relu"), act("scaledtanh", 2, 0.5)}, 0.5, "input_forget", true)
+	gruPyTorch := rnnAttrs([]onnxref.Activation{act("sigmoid"), act("tanh")}, 0, "linear_before_reset", true)
+	gruCustom := rnnAttrs([]onnxref.Activation{act("elu", 0.5), act("softsign")}, 0.4)
 	register(
-		opCase{op: "lstm_cell", name: "random weights, PyTorch formulas", tol: 1e-5, want: rnnLSTM,
-			inputs: []*tensor.Tensor{x, h, c, randn(74, 4*H, I), randn(75, 4*H, H), randn(76, 4*H)}},
-		opCase{op: "lstm_cell", name: "batch 1, H 1", tol: 1e-5, want: rnnLSTM,
-			inputs: []*tensor.Tensor{randn(77, 1, 5), randn(78, 1, 1), randn(79, 1, 1), randn(80, 4, 5), randn(81, 4, 1), randn(82, 4)}},
-		// With zero weights the gates are the biases: i = f = o = sigmoid(0)
-		// = 1/2 and g = tanh(b_g), so c' = c/2 + tanh(b_g)/2; a bias of +-30
-		// on one gate saturates it and shows where each gate sits.
+		opCase{op: "lstm_cell", name: "defaults, random weights and peepholes", tol: 1e-5, inputs: lstmIn,
+			want: lstmDefault.lstm},
+		opCase{op: "lstm_cell", name: "batch 1, H 1", tol: 1e-5, want: lstmDefault.lstm,
+			inputs: []*tensor.Tensor{randn(77, 1, 5), randn(78, 1, 1), randn(79, 1, 1), randn(80, 4, 5), randn(81, 4, 1), randn(82, 8), randn(91, 3)}},
+		opCase{op: "lstm_cell", name: "clip 0.5, input_forget, hardsigmoid, relu, scaledtanh", tol: 1e-5, inputs: lstmIn,
+			attrs: lstmCustom.attrs, want: lstmCustom.lstm},
+		// With zero weights and peepholes the gates are the biases (Wb +
+		// Rb): i = f = o = sigmoid(0) = 1/2 and c~ = tanh(b_c), so c' =
+		// c/2 + tanh(b_c)/2; a bias of +-30 on one gate saturates it and
+		// shows where each gate sits (i, o, f, c).
 		opCase{op: "lstm_cell", name: "gate order by bias", tol: 1e-6,
 			inputs: []*tensor.Tensor{
 				floats([]int{1, 1}, 0), floats([]int{1, 1}, 0), floats([]int{1, 1}, 0.8),
 				floats([]int{4, 1}, 0, 0, 0, 0), floats([]int{4, 1}, 0, 0, 0, 0),
-				floats([]int{4}, 30, -30, 0.5, 30)},
-			// i = 1, f = 0, g = tanh(0.5), o = 1: c' = tanh(0.5), h' = tanh(tanh(0.5)).
+				floats([]int{8}, 30, 15, -30, 0.25, 0, 15, 0, 0.25), floats([]int{3}, 0, 0, 0)},
+			// i = 1, o = 1, f = 0, c~ = tanh(0.5): c' = tanh(0.5), h' = tanh(tanh(0.5)).
 			want: func([]*tensor.Tensor) []*tensor.Tensor {
 				g := math.Tanh(0.5)
 				return []*tensor.Tensor{floats([]int{1, 1}, math.Tanh(g)), floats([]int{1, 1}, g)}
 			}},
 
-		opCase{op: "gru_cell", name: "random weights, PyTorch formulas", tol: 1e-5, want: rnnGRU,
-			inputs: []*tensor.Tensor{x, h, randn(84, 3*H, I), randn(85, 3*H, H), randn(86, 3*H), randn(87, 3*H)}},
-		// Zero weights: r = sigmoid(bw_r + br_r), z likewise and n =
-		// tanh(bw_n + r br_n): the reset gate multiplies only the recurrent
-		// bias of n.
-		opCase{op: "gru_cell", name: "gate order by bias", tol: 1e-6,
+		opCase{op: "gru_cell", name: "defaults, random weights", tol: 1e-5, inputs: gruIn, want: gruDefault.gru},
+		opCase{op: "gru_cell", name: "linear_before_reset (PyTorch)", tol: 1e-5, inputs: gruIn,
+			attrs: gruPyTorch.attrs, want: gruPyTorch.gru},
+		opCase{op: "gru_cell", name: "clip 0.4, elu, softsign", tol: 1e-5, inputs: gruIn,
+			attrs: gruCustom.attrs, want: gruCustom.gru},
+		// Zero weights: z = sigmoid(-30) ~ 0, r = 1/2 and the candidate
+		// is tanh(Wb_h + r Rb_h) with linear_before_reset, tanh(Wb_h +
+		// Rb_h) without: the reset gate multiplies only R_h's term.
+		opCase{op: "gru_cell", name: "gate order by bias, linear_before_reset", tol: 1e-6,
+			attrs: gruPyTorch.attrs,
 			inputs: []*tensor.Tensor{
 				floats([]int{1, 1}, 0), floats([]int{1, 1}, 0.6),
 				floats([]int{3, 1}, 0, 0, 0), floats([]int{3, 1}, 0, 0, 0),
-				floats([]int{3}, 0, -30, 0.25), floats([]int{3}, 0, 0, 0.5)},
-			// r = 1/2, z = sigmoid(-30), n = tanh(0.25 + 0.5 * 0.5).
+				floats([]int{6}, -30, 0, 0.25, 0, 0, 0.5)},
 			want: func([]*tensor.Tensor) []*tensor.Tensor {
 				z := 1 / (1 + math.Exp(30))
 				return []*tensor.Tensor{floats([]int{1, 1}, (1-z)*math.Tanh(0.5)+z*0.6)}
 			}},
 
-		opCase{op: "rnn_cell", name: "random weights", tol: 1e-5, want: rnnElman,
-			inputs: []*tensor.Tensor{x, h, randn(88, H, I), randn(89, H, H), randn(90, H)}},
 		opCase{op: "rnn_cell", name: "by hand", tol: 1e-6,
 			inputs: []*tensor.Tensor{
 				floats([]int{1, 2}, 1, 2), floats([]int{1, 1}, -1),
-				floats([]int{1, 2}, 0.5, 0.25), floats([]int{1, 1}, 2), floats([]int{1}, 0.1)},
-			// 0.5 + 0.5 - 2 + 0.1 = -0.9.
+				floats([]int{1, 2}, 0.5, 0.25), floats([]int{1, 1}, 2), floats([]int{2}, 0.1, -0.05)},
+			// 0.5 + 0.5 - 2 + 0.1 - 0.05 = -0.95.
 			want: func([]*tensor.Tensor) []*tensor.Tensor {
-				return []*tensor.Tensor{floats([]int{1, 1}, math.Tanh(-0.9))}
+				return []*tensor.Tensor{floats([]int{1, 1}, math.Tanh(-0.95))}
 			}},
 	)
+	// Every activation, in the Elman cell (clipped) and as the GRU's f.
+	for _, a := range rnnActivations {
+		rnn := rnnAttrs([]onnxref.Activation{a}, 1.5)
+		gru := rnnAttrs([]onnxref.Activation{a, act("tanh")}, 0)
+		register(
+			opCase{op: "rnn_cell", name: a.Name + ", clip 1.5", tol: 1e-5, inputs: rnnIn, attrs: rnn.attrs, want: rnn.rnn},
+			opCase{op: "gru_cell", name: "f = " + a.Name, tol: 1e-5, inputs: gruIn, attrs: gru.attrs, want: gru.gru},
+		)
+	}
 }

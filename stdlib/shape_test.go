@@ -424,6 +424,14 @@ func init() {
 				})
 				return out
 			})},
+		// Steps [T = 3, B = 2, 2]: batch 0 reverses its first 2 steps,
+		// batch 1 all 3; step 2 of batch 0 stays.
+		opCase{op: "reverse_sequence", name: "lengths 2 and 3", inputs: []*tensor.Tensor{
+			floats([]int{3, 2, 2}, 1, 2, 10, 20, 3, 4, 30, 40, 5, 6, 50, 60), tensor.FromInts(lang.I32, []int{2}, []int64{2, 3})},
+			want: spConst(floats([]int{3, 2, 2}, 3, 4, 50, 60, 1, 2, 30, 40, 5, 6, 10, 20))},
+		opCase{op: "sequence_mask", name: "lengths 2 and 0 over 3 steps", attrs: spA("steps", aInt(3)),
+			inputs: []*tensor.Tensor{tensor.FromInts(lang.I32, []int{2}, []int64{2, 0})},
+			want:   spConst(tensor.FromInts(lang.Bool, []int{3, 2, 1}, []int64{1, 0, 1, 0, 0, 0}))},
 		opCase{op: "embedding", name: "2-d ids", inputs: []*tensor.Tensor{d43, ints([]int{2, 2}, 1, 3, 0, 1)},
 			want: spConst(floats([]int{2, 2, 3}, 4, 5, 6, 10, 11, 12, 1, 2, 3, 4, 5, 6))},
 		opCase{op: "gather", name: "i64 data, i32 indices", inputs: []*tensor.Tensor{ints([]int{3}, 7, 8, 9), tensor.FromInts(lang.I32, []int{2}, []int64{-1, 0})},

@@ -61,7 +61,7 @@ func TestPrintedBackwardComputesTheSame(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"matmul", "conv2d", "softmax", "layer_norm", "max_pool2d", "reduce_max", "gather",
-		"attention", "split3", "pad_edge2d", "pad_reflect2d", "flatten", "mse_loss"} {
+		"attention_weights", "lstm_cell", "split3", "pad_edge2d", "pad_reflect2d", "flatten", "mse_loss"} {
 		op := p.StdOps()[name]
 		c, err := opcase.New(op, opcase.Options{})
 		if err != nil {
