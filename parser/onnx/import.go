@@ -30,6 +30,9 @@ type Options struct {
 	// Program supplies the stdlib (default: a new one). A Program is not
 	// safe for concurrent use.
 	Program *check.Program
+	// Sequences gives the element types of graph inputs that are
+	// sequences: such an input is one model input per element.
+	Sequences map[string][]check.TensorType
 }
 
 // Result is an imported model.
@@ -46,10 +49,13 @@ type Result struct {
 
 // Port is a graph input or output, named in ONNX and in the TDL model;
 // an input's Shape is its TDL shape (symbolic dimensions are model
-// attributes).
+// attributes). A sequence is one port per element, in order, with Seq
+// set and the element's position in Elem.
 type Port struct {
 	ONNX, TDL string
 	Shape     []lang.Dim
+	Seq       bool
+	Elem      int
 }
 
 // UnsupportedError lists every node that cannot be imported.
@@ -89,6 +95,7 @@ type value struct {
 	typ   check.TensorType
 	konst *tensor.Tensor // known at import
 	sym   []lang.Dim     // a shape value with symbolic elements (symshape.go)
+	seq   []*value       // a sequence of known length: its elements (sequence.go)
 	init  bool           // an ONNX initializer: a parameter when used as data
 	input bool           // a model input
 	name  string         // TDL name, assigned when the model is printed
@@ -115,6 +122,7 @@ type importer struct {
 	opset       int64
 	values      map[string]*value
 	inputs      []*value
+	inputPorts  []Port            // of inputs, without their TDL names
 	dimAttrs    []string          // symbolic dimensions, which become model attributes
 	dimNames    map[string]string // dim_param -> its attribute
 	stmts       []*stmt
@@ -203,14 +211,42 @@ func (imp *importer) bindInputs(g *onnxpb.GraphProto) error {
 			imp.values[name] = constValue(name, t, false)
 			continue
 		}
+		if vi.GetType().GetSequenceType() != nil {
+			if err := imp.bindSequence(name); err != nil {
+				return fmt.Errorf("%s: input %q: %v", imp.model.Path, name, err)
+			}
+			continue
+		}
 		typ, err := imp.inputType(vi)
 		if err != nil {
 			return fmt.Errorf("%s: input %q: %v", imp.model.Path, name, err)
 		}
 		v := &value{onnx: name, typ: typ, input: true}
 		imp.values[name] = v
-		imp.inputs = append(imp.inputs, v)
+		imp.addInput(v, Port{ONNX: name, Shape: typ.Shape})
 	}
+	return nil
+}
+
+func (imp *importer) addInput(v *value, p Port) {
+	imp.inputs = append(imp.inputs, v)
+	imp.inputPorts = append(imp.inputPorts, p)
+}
+
+// bindSequence makes each element of a sequence input, whose types
+// Options.Sequences gives, a model input.
+func (imp *importer) bindSequence(name string) error {
+	types, ok := imp.opts.Sequences[name]
+	if !ok {
+		return errors.New("it is a sequence; its length and element types must be known at import")
+	}
+	seq := &value{onnx: name}
+	for i, typ := range types {
+		v := &value{onnx: fmt.Sprintf("%s_%d", name, i), typ: typ, input: true}
+		seq.seq = append(seq.seq, v)
+		imp.addInput(v, Port{ONNX: name, Shape: typ.Shape, Seq: true, Elem: i})
+	}
+	imp.values[name] = seq
 	return nil
 }
 
@@ -347,12 +383,21 @@ func (imp *importer) allKnown(n *onnxpb.NodeProto) bool {
 // result prints the model and collects its parameters.
 func (imp *importer) result(g *onnxpb.GraphProto) (*Result, error) {
 	var outs []*value
+	var ports []Port
 	for _, vi := range g.GetOutput() {
 		v := imp.values[vi.GetName()]
 		if v == nil {
 			return nil, fmt.Errorf("%s: graph output %q is not computed by any node", imp.model.Path, vi.GetName())
 		}
-		outs = append(outs, v)
+		if v.seq == nil {
+			outs = append(outs, v)
+			ports = append(ports, Port{ONNX: vi.GetName()})
+			continue
+		}
+		for i, e := range v.seq {
+			outs = append(outs, e)
+			ports = append(ports, Port{ONNX: vi.GetName(), Seq: true, Elem: i})
+		}
 	}
 	p := newPrinter(imp)
 	src, params := p.model(outs)
@@ -362,12 +407,15 @@ func (imp *importer) result(g *onnxpb.GraphProto) (*Result, error) {
 	}
 	src = lang.Format(f, src)
 	res := &Result{Source: src, Params: params, Nodes: len(g.GetNode()), Folded: imp.folded}
-	for _, v := range imp.inputs {
-		res.Inputs = append(res.Inputs, Port{ONNX: v.onnx, TDL: v.name, Shape: v.typ.Shape})
+	for i, v := range imp.inputs {
+		port := imp.inputPorts[i]
+		port.TDL = v.name
+		res.Inputs = append(res.Inputs, port)
 	}
-	for i, vi := range g.GetOutput() {
-		res.Outputs = append(res.Outputs, Port{ONNX: vi.GetName(), TDL: p.returned[i]})
+	for i := range ports {
+		ports[i].TDL = p.returned[i]
 	}
+	res.Outputs = ports
 	return res, nil
 }
 
@@ -388,6 +436,9 @@ func (imp *importer) callStmt(op string, attrs []attr, args []*value) ([]*value,
 	types := make([]check.TensorType, len(args))
 	known := true
 	for i, a := range args {
+		if a.seq != nil {
+			return nil, fmt.Errorf("a sequence is not supported as an input of %s", op)
+		}
 		if a.sym != nil {
 			return nil, fmt.Errorf("%s of the symbolic shape %s is not supported", op, lang.ShapeString(a.sym))
 		}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"tofuc/analysis/check"
+	"tofuc/internal/onnxbuild"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/parser/onnx/onnxpb"
@@ -19,39 +20,7 @@ import (
 	"tofuc/runtime/tensor"
 )
 
-// Builders of small ONNX models.
-
-func node(op string, ins, outs []string, attrs ...*onnxpb.AttributeProto) *onnxpb.NodeProto {
-	return &onnxpb.NodeProto{OpType: proto.String(op), Input: ins, Output: outs, Name: proto.String(op + "_" + outs[0]), Attribute: attrs}
-}
-
-func intsAttr(name string, v ...int64) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: v}
-}
-
-func tensorInfo(name string, elem onnxpb.TensorProto_DataType, dims ...any) *onnxpb.ValueInfoProto {
-	shape := &onnxpb.TensorShapeProto{}
-	for _, d := range dims {
-		dim := &onnxpb.TensorShapeProto_Dimension{}
-		switch d := d.(type) {
-		case int:
-			dim.Value = &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: int64(d)}
-		case string:
-			dim.Value = &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: d}
-		}
-		shape.Dim = append(shape.Dim, dim)
-	}
-	return &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
-		TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(elem)), Shape: shape}}}}
-}
-
-func floatTensor(name string, dims []int64, vals ...float32) *onnxpb.TensorProto {
-	return &onnxpb.TensorProto{Name: proto.String(name), Dims: dims, DataType: proto.Int32(int32(onnxpb.TensorProto_FLOAT)), FloatData: vals}
-}
-
-func int64Tensor(name string, vals ...int64) *onnxpb.TensorProto {
-	return &onnxpb.TensorProto{Name: proto.String(name), Dims: []int64{int64(len(vals))}, DataType: proto.Int32(int32(onnxpb.TensorProto_INT64)), Int64Data: vals}
-}
+// Small ONNX models are built with internal/onnxbuild.
 
 func model(g *onnxpb.GraphProto, opset int64) *Model {
 	return &Model{Path: "test.onnx", Proto: &onnxpb.ModelProto{
@@ -100,18 +69,18 @@ func TestImportFoldsConstantsAndKeepsInitializersAsParameters(t *testing.T) {
 	// and the 2 from a Constant.
 	g := &onnxpb.GraphProto{
 		Node: []*onnxpb.NodeProto{
-			node("Shape", []string{"w"}, []string{"wshape"}),
-			node("Slice", []string{"wshape", "one", "two"}, []string{"n"}),
-			node("ConstantOfShape", []string{"n"}, []string{"b"}, &onnxpb.AttributeProto{Name: proto.String("value"), T: floatTensor("", []int64{1}, 0.5)}),
-			node("MatMul", []string{"x", "w"}, []string{"xw"}),
-			node("Add", []string{"xw", "b"}, []string{"pre"}),
-			node("Relu", []string{"pre"}, []string{"h"}),
-			node("Constant", []string{}, []string{"two_f"}, &onnxpb.AttributeProto{Name: proto.String("value_float"), F: proto.Float32(2)}),
-			node("Mul", []string{"h", "two_f"}, []string{"y"}),
+			onnxbuild.Node("Shape", []string{"w"}, []string{"wshape"}),
+			onnxbuild.Node("Slice", []string{"wshape", "one", "two"}, []string{"n"}),
+			onnxbuild.Node("ConstantOfShape", []string{"n"}, []string{"b"}, &onnxpb.AttributeProto{Name: proto.String("value"), T: onnxbuild.FloatTensor("", []int64{1}, 0.5)}),
+			onnxbuild.Node("MatMul", []string{"x", "w"}, []string{"xw"}),
+			onnxbuild.Node("Add", []string{"xw", "b"}, []string{"pre"}),
+			onnxbuild.Node("Relu", []string{"pre"}, []string{"h"}),
+			onnxbuild.Node("Constant", []string{}, []string{"two_f"}, &onnxpb.AttributeProto{Name: proto.String("value_float"), F: proto.Float32(2)}),
+			onnxbuild.Node("Mul", []string{"h", "two_f"}, []string{"y"}),
 		},
-		Initializer: []*onnxpb.TensorProto{floatTensor("w", []int64{2, 3}, 1, -1, 0, 2, 1, -3), int64Tensor("one", 1), int64Tensor("two", 2)},
-		Input:       []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, "batch", 2), tensorInfo("w", onnxpb.TensorProto_FLOAT, 2, 3)},
-		Output:      []*onnxpb.ValueInfoProto{tensorInfo("y", onnxpb.TensorProto_FLOAT, "batch", 3)},
+		Initializer: []*onnxpb.TensorProto{onnxbuild.FloatTensor("w", []int64{2, 3}, 1, -1, 0, 2, 1, -3), onnxbuild.Int64Tensor("one", 1), onnxbuild.Int64Tensor("two", 2)},
+		Input:       []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("x", onnxpb.TensorProto_FLOAT, "batch", 2), onnxbuild.TensorInfo("w", onnxpb.TensorProto_FLOAT, 2, 3)},
+		Output:      []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("y", onnxpb.TensorProto_FLOAT, "batch", 3)},
 	}
 	x := tensor.FromFloats(lang.F32, []int{2, 2}, []float64{1, 2, -1, 0})
 	res, outs := run(t, model(g, 17), Options{}, map[string]*tensor.Tensor{"x": x}, map[string]ir.AttrValue{"batch": {Kind: ir.AttrInt, Int: 2}})
@@ -137,13 +106,13 @@ func TestImportFoldsConstantsAndKeepsInitializersAsParameters(t *testing.T) {
 func TestImportListsEveryUnsupportedOperator(t *testing.T) {
 	g := &onnxpb.GraphProto{
 		Node: []*onnxpb.NodeProto{
-			node("Relu", []string{"x"}, []string{"a"}),
-			node("FancyOp", []string{"a"}, []string{"b"}),
-			node("Relu", []string{"b"}, []string{"c"}),
+			onnxbuild.Node("Relu", []string{"x"}, []string{"a"}),
+			onnxbuild.Node("FancyOp", []string{"a"}, []string{"b"}),
+			onnxbuild.Node("Relu", []string{"b"}, []string{"c"}),
 			{OpType: proto.String("Custom"), Domain: proto.String("com.example"), Input: []string{"c"}, Output: []string{"d"}, Name: proto.String("mine")},
 		},
-		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, 4)},
-		Output: []*onnxpb.ValueInfoProto{tensorInfo("d", onnxpb.TensorProto_FLOAT, 4)},
+		Input:  []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("x", onnxpb.TensorProto_FLOAT, 4)},
+		Output: []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("d", onnxpb.TensorProto_FLOAT, 4)},
 	}
 	_, err := Import(model(g, 13), Options{})
 	var unsup *UnsupportedError
@@ -160,9 +129,9 @@ func TestImportListsEveryUnsupportedOperator(t *testing.T) {
 
 func TestImportBindsShapeInputsFromKnownValues(t *testing.T) {
 	g := &onnxpb.GraphProto{
-		Node:   []*onnxpb.NodeProto{node("Reshape", []string{"x", "shape"}, []string{"y"})},
-		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, 2, 3), tensorInfo("shape", onnxpb.TensorProto_INT64, 2)},
-		Output: []*onnxpb.ValueInfoProto{tensorInfo("y", onnxpb.TensorProto_FLOAT, 3, 2)},
+		Node:   []*onnxpb.NodeProto{onnxbuild.Node("Reshape", []string{"x", "shape"}, []string{"y"})},
+		Input:  []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("x", onnxpb.TensorProto_FLOAT, 2, 3), onnxbuild.TensorInfo("shape", onnxpb.TensorProto_INT64, 2)},
+		Output: []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("y", onnxpb.TensorProto_FLOAT, 3, 2)},
 	}
 	if _, err := Import(model(g, 13), Options{}); err == nil || !strings.Contains(err.Error(), `input "shape" must be known at import`) {
 		t.Fatalf("without a value: %v", err)
@@ -181,13 +150,13 @@ func TestImportBindsShapeInputsFromKnownValues(t *testing.T) {
 func TestImportNamesAreValidAndDistinct(t *testing.T) {
 	g := &onnxpb.GraphProto{
 		Node: []*onnxpb.NodeProto{
-			node("Relu", []string{"input:0"}, []string{"relu"}),
-			node("Neg", []string{"relu"}, []string{"0"}),
-			node("Abs", []string{"0"}, []string{"conv1/out"}),
-			node("Exp", []string{"conv1/out"}, []string{"conv1_out"}),
+			onnxbuild.Node("Relu", []string{"input:0"}, []string{"relu"}),
+			onnxbuild.Node("Neg", []string{"relu"}, []string{"0"}),
+			onnxbuild.Node("Abs", []string{"0"}, []string{"conv1/out"}),
+			onnxbuild.Node("Exp", []string{"conv1/out"}, []string{"conv1_out"}),
 		},
-		Input:  []*onnxpb.ValueInfoProto{tensorInfo("input:0", onnxpb.TensorProto_FLOAT, 2)},
-		Output: []*onnxpb.ValueInfoProto{tensorInfo("conv1_out", onnxpb.TensorProto_FLOAT, 2), tensorInfo("0", onnxpb.TensorProto_FLOAT, 2)},
+		Input:  []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("input:0", onnxpb.TensorProto_FLOAT, 2)},
+		Output: []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("conv1_out", onnxpb.TensorProto_FLOAT, 2), onnxbuild.TensorInfo("0", onnxpb.TensorProto_FLOAT, 2)},
 	}
 	x := tensor.FromFloats(lang.F32, []int{2}, []float64{-1, 2})
 	res, outs := run(t, model(g, 13), Options{}, map[string]*tensor.Tensor{"input:0": x}, nil)
@@ -265,11 +234,11 @@ func TestDecodeRejectsMalformedFiles(t *testing.T) {
 
 func FuzzImport(f *testing.F) {
 	for _, g := range []*onnxpb.GraphProto{
-		{Node: []*onnxpb.NodeProto{node("Relu", []string{"x"}, []string{"y"})},
-			Input: []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, 2)}, Output: []*onnxpb.ValueInfoProto{tensorInfo("y", onnxpb.TensorProto_FLOAT, 2)}},
-		{Node: []*onnxpb.NodeProto{node("Reshape", []string{"x", "s"}, []string{"y"}), node("Transpose", []string{"y"}, []string{"z"}, intsAttr("perm", 1, 0))},
-			Initializer: []*onnxpb.TensorProto{int64Tensor("s", 3, -1)},
-			Input:       []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, "n", 6)}, Output: []*onnxpb.ValueInfoProto{tensorInfo("z", onnxpb.TensorProto_FLOAT)}},
+		{Node: []*onnxpb.NodeProto{onnxbuild.Node("Relu", []string{"x"}, []string{"y"})},
+			Input: []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("x", onnxpb.TensorProto_FLOAT, 2)}, Output: []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("y", onnxpb.TensorProto_FLOAT, 2)}},
+		{Node: []*onnxpb.NodeProto{onnxbuild.Node("Reshape", []string{"x", "s"}, []string{"y"}), onnxbuild.Node("Transpose", []string{"y"}, []string{"z"}, onnxbuild.Ints("perm", 1, 0))},
+			Initializer: []*onnxpb.TensorProto{onnxbuild.Int64Tensor("s", 3, -1)},
+			Input:       []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("x", onnxpb.TensorProto_FLOAT, "n", 6)}, Output: []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("z", onnxpb.TensorProto_FLOAT)}},
 	} {
 		data, err := proto.Marshal(model(g, 13).Proto)
 		if err != nil {
@@ -298,20 +267,20 @@ func FuzzImport(f *testing.F) {
 func TestImportSymbolicShapeChain(t *testing.T) {
 	g := &onnxpb.GraphProto{
 		Node: []*onnxpb.NodeProto{
-			node("Shape", []string{"x"}, []string{"s"}),
-			node("Gather", []string{"s", "zero"}, []string{"n"}),
-			node("Unsqueeze", []string{"n", "axes0"}, []string{"n1"}),
-			node("Concat", []string{"n1", "minus1"}, []string{"target"}, &onnxpb.AttributeProto{Name: proto.String("axis"), I: proto.Int64(0)}),
-			node("Reshape", []string{"x", "target"}, []string{"flat"}),
-			node("MatMul", []string{"flat", "w"}, []string{"y"}),
+			onnxbuild.Node("Shape", []string{"x"}, []string{"s"}),
+			onnxbuild.Node("Gather", []string{"s", "zero"}, []string{"n"}),
+			onnxbuild.Node("Unsqueeze", []string{"n", "axes0"}, []string{"n1"}),
+			onnxbuild.Node("Concat", []string{"n1", "minus1"}, []string{"target"}, &onnxpb.AttributeProto{Name: proto.String("axis"), I: proto.Int64(0)}),
+			onnxbuild.Node("Reshape", []string{"x", "target"}, []string{"flat"}),
+			onnxbuild.Node("MatMul", []string{"flat", "w"}, []string{"y"}),
 		},
 		Initializer: []*onnxpb.TensorProto{
 			{Name: proto.String("zero"), DataType: proto.Int32(int32(onnxpb.TensorProto_INT64)), Int64Data: []int64{0}},
-			int64Tensor("axes0", 0), int64Tensor("minus1", -1),
-			floatTensor("w", []int64{6, 1}, 1, 1, 1, 1, 1, 1),
+			onnxbuild.Int64Tensor("axes0", 0), onnxbuild.Int64Tensor("minus1", -1),
+			onnxbuild.FloatTensor("w", []int64{6, 1}, 1, 1, 1, 1, 1, 1),
 		},
-		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, "N", 2, 3)},
-		Output: []*onnxpb.ValueInfoProto{tensorInfo("y", onnxpb.TensorProto_FLOAT, "N", 1)},
+		Input:  []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("x", onnxpb.TensorProto_FLOAT, "N", 2, 3)},
+		Output: []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("y", onnxpb.TensorProto_FLOAT, "N", 1)},
 	}
 	x := tensor.FromFloats(lang.F32, []int{3, 2, 3}, []float64{1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 1})
 	res, outs := run(t, model(g, 13), Options{}, map[string]*tensor.Tensor{"x": x}, map[string]ir.AttrValue{"N": {Kind: ir.AttrInt, Int: 3}})
@@ -323,7 +292,7 @@ func TestImportSymbolicShapeChain(t *testing.T) {
 		t.Error(err)
 	}
 
-	g.Node = append(g.Node[:1], node("ConstantOfShape", []string{"s"}, []string{"y"}))
+	g.Node = append(g.Node[:1], onnxbuild.Node("ConstantOfShape", []string{"s"}, []string{"y"}))
 	if _, err := Import(model(g, 13), Options{}); err == nil || !strings.Contains(err.Error(), "symbolic [N, 2, 3]") {
 		t.Errorf("ConstantOfShape of a symbolic shape: %v", err)
 	}
@@ -406,7 +375,7 @@ func TestImportEinsum(t *testing.T) {
 				dims[k] = d
 				n *= d
 			}
-			ins = append(ins, tensorInfo(name, onnxpb.TensorProto_FLOAT, dims...))
+			ins = append(ins, onnxbuild.TensorInfo(name, onnxpb.TensorProto_FLOAT, dims...))
 			names = append(names, name)
 			vals := make([]float64, n)
 			for k := range vals {
@@ -416,7 +385,7 @@ func TestImportEinsum(t *testing.T) {
 			ops = append(ops, feed[name])
 		}
 		g := &onnxpb.GraphProto{
-			Node:   []*onnxpb.NodeProto{node("Einsum", names, []string{"y"}, &onnxpb.AttributeProto{Name: proto.String("equation"), S: []byte(tc.eq)})},
+			Node:   []*onnxpb.NodeProto{onnxbuild.Node("Einsum", names, []string{"y"}, &onnxpb.AttributeProto{Name: proto.String("equation"), S: []byte(tc.eq)})},
 			Input:  ins,
 			Output: []*onnxpb.ValueInfoProto{{Name: proto.String("y")}},
 		}
@@ -430,12 +399,12 @@ func TestImportEinsum(t *testing.T) {
 func TestImportAliasedOutputs(t *testing.T) {
 	g := &onnxpb.GraphProto{
 		Node: []*onnxpb.NodeProto{
-			node("Relu", []string{"x"}, []string{"r"}),
-			node("Identity", []string{"r"}, []string{"a"}),
-			node("Identity", []string{"r"}, []string{"b"}),
+			onnxbuild.Node("Relu", []string{"x"}, []string{"r"}),
+			onnxbuild.Node("Identity", []string{"r"}, []string{"a"}),
+			onnxbuild.Node("Identity", []string{"r"}, []string{"b"}),
 		},
-		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, 2)},
-		Output: []*onnxpb.ValueInfoProto{tensorInfo("a", onnxpb.TensorProto_FLOAT, 2), tensorInfo("b", onnxpb.TensorProto_FLOAT, 2), tensorInfo("x", onnxpb.TensorProto_FLOAT, 2)},
+		Input:  []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("x", onnxpb.TensorProto_FLOAT, 2)},
+		Output: []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("a", onnxpb.TensorProto_FLOAT, 2), onnxbuild.TensorInfo("b", onnxpb.TensorProto_FLOAT, 2), onnxbuild.TensorInfo("x", onnxpb.TensorProto_FLOAT, 2)},
 	}
 	x := tensor.FromFloats(lang.F32, []int{2}, []float64{-1, 3})
 	_, outs := run(t, model(g, 13), Options{}, map[string]*tensor.Tensor{"x": x}, nil)
@@ -451,17 +420,17 @@ func TestImportAliasedOutputs(t *testing.T) {
 func TestImportMalformedNodesAreErrors(t *testing.T) {
 	g := &onnxpb.GraphProto{
 		Node: []*onnxpb.NodeProto{
-			node("Pad", []string{"v", "pads"}, []string{"p"}, &onnxpb.AttributeProto{Name: proto.String("mode"), S: []byte("reflect")}),
-			node("MaxPool", []string{"v"}, []string{"m"}, intsAttr("kernel_shape", 2)),
-			node("Conv", []string{"m4", "w1"}, []string{"c"}),
-			node("Concat", []string{}, []string{"cc"}),
-			node("Range", []string{"zero", "nan", "one"}, []string{"r"}),
-			node("FancyOp", []string{"v"}, []string{"f"}),
+			onnxbuild.Node("Pad", []string{"v", "pads"}, []string{"p"}, &onnxpb.AttributeProto{Name: proto.String("mode"), S: []byte("reflect")}),
+			onnxbuild.Node("MaxPool", []string{"v"}, []string{"m"}, onnxbuild.Ints("kernel_shape", 2)),
+			onnxbuild.Node("Conv", []string{"m4", "w1"}, []string{"c"}),
+			onnxbuild.Node("Concat", []string{}, []string{"cc"}),
+			onnxbuild.Node("Range", []string{"zero", "nan", "one"}, []string{"r"}),
+			onnxbuild.Node("FancyOp", []string{"v"}, []string{"f"}),
 		},
-		Initializer: []*onnxpb.TensorProto{int64Tensor("pads", 1, 1), floatTensor("w1", []int64{3}, 1, 2, 3),
-			floatTensor("zero", nil, 0), floatTensor("nan", nil, float32(math.NaN())), floatTensor("one", nil, 1)},
-		Input:  []*onnxpb.ValueInfoProto{tensorInfo("v", onnxpb.TensorProto_FLOAT, 4), tensorInfo("m4", onnxpb.TensorProto_FLOAT, 1, 1, 4, 4)},
-		Output: []*onnxpb.ValueInfoProto{tensorInfo("p", onnxpb.TensorProto_FLOAT, 6)},
+		Initializer: []*onnxpb.TensorProto{onnxbuild.Int64Tensor("pads", 1, 1), onnxbuild.FloatTensor("w1", []int64{3}, 1, 2, 3),
+			onnxbuild.FloatTensor("zero", nil, 0), onnxbuild.FloatTensor("nan", nil, float32(math.NaN())), onnxbuild.FloatTensor("one", nil, 1)},
+		Input:  []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("v", onnxpb.TensorProto_FLOAT, 4), onnxbuild.TensorInfo("m4", onnxpb.TensorProto_FLOAT, 1, 1, 4, 4)},
+		Output: []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("p", onnxpb.TensorProto_FLOAT, 6)},
 	}
 	_, err := Import(model(g, 18), Options{})
 	var unsup *UnsupportedError
@@ -476,10 +445,10 @@ func TestImportMalformedNodesAreErrors(t *testing.T) {
 // Before opset 7, broadcast = 1 with an axis aligns b at that axis.
 func TestImportLegacyBroadcast(t *testing.T) {
 	g := &onnxpb.GraphProto{
-		Node: []*onnxpb.NodeProto{node("Add", []string{"x", "b"}, []string{"y"},
+		Node: []*onnxpb.NodeProto{onnxbuild.Node("Add", []string{"x", "b"}, []string{"y"},
 			&onnxpb.AttributeProto{Name: proto.String("broadcast"), I: proto.Int64(1)}, &onnxpb.AttributeProto{Name: proto.String("axis"), I: proto.Int64(1)})},
-		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, 1, 2, 1, 2), tensorInfo("b", onnxpb.TensorProto_FLOAT, 2)},
-		Output: []*onnxpb.ValueInfoProto{tensorInfo("y", onnxpb.TensorProto_FLOAT, 1, 2, 1, 2)},
+		Input:  []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("x", onnxpb.TensorProto_FLOAT, 1, 2, 1, 2), onnxbuild.TensorInfo("b", onnxpb.TensorProto_FLOAT, 2)},
+		Output: []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("y", onnxpb.TensorProto_FLOAT, 1, 2, 1, 2)},
 	}
 	x := tensor.New(lang.F32, []int{1, 2, 1, 2})
 	b := tensor.FromFloats(lang.F32, []int{2}, []float64{10, 20})
@@ -494,9 +463,9 @@ func TestImportLegacyBroadcast(t *testing.T) {
 // of the padding at the start, as the ONNX specification says.
 func TestImportConvTransposeOutputShape(t *testing.T) {
 	g := &onnxpb.GraphProto{
-		Node:   []*onnxpb.NodeProto{node("ConvTranspose", []string{"x", "w"}, []string{"y"}, intsAttr("strides", 2, 2), intsAttr("output_shape", 6, 6))},
-		Input:  []*onnxpb.ValueInfoProto{tensorInfo("x", onnxpb.TensorProto_FLOAT, 1, 1, 3, 3), tensorInfo("w", onnxpb.TensorProto_FLOAT, 1, 1, 3, 3)},
-		Output: []*onnxpb.ValueInfoProto{tensorInfo("y", onnxpb.TensorProto_FLOAT, 1, 1, 6, 6)},
+		Node:   []*onnxpb.NodeProto{onnxbuild.Node("ConvTranspose", []string{"x", "w"}, []string{"y"}, onnxbuild.Ints("strides", 2, 2), onnxbuild.Ints("output_shape", 6, 6))},
+		Input:  []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("x", onnxpb.TensorProto_FLOAT, 1, 1, 3, 3), onnxbuild.TensorInfo("w", onnxpb.TensorProto_FLOAT, 1, 1, 3, 3)},
+		Output: []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("y", onnxpb.TensorProto_FLOAT, 1, 1, 6, 6)},
 	}
 	x := tensor.New(lang.F32, []int{1, 1, 3, 3})
 	w := tensor.New(lang.F32, []int{1, 1, 3, 3})

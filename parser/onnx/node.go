@@ -136,6 +136,28 @@ func (c *nodeCtx) intsAttr(name string, def []int64) []int64 {
 	return def
 }
 
+// floatsAttr reads a list of floats (nil when absent).
+func (c *nodeCtx) floatsAttr(name string) []float64 {
+	var out []float64
+	if a := c.attribute(name); a != nil {
+		for _, f := range a.GetFloats() {
+			out = append(out, float32Value(f))
+		}
+	}
+	return out
+}
+
+// stringsAttr reads a list of strings (nil when absent).
+func (c *nodeCtx) stringsAttr(name string) []string {
+	var out []string
+	if a := c.attribute(name); a != nil {
+		for _, s := range a.GetStrings() {
+			out = append(out, string(s))
+		}
+	}
+	return out
+}
+
 func (c *nodeCtx) stringAttr(name, def string) string {
 	if a := c.attribute(name); a != nil {
 		return string(a.GetS())
@@ -202,15 +224,23 @@ func (c *nodeCtx) knownFloat(i int, what string, def float64) float64 {
 
 // dims returns v's extents, which must be constants.
 func (c *nodeCtx) dims(v *value) []int64 {
-	out := make([]int64, len(v.typ.Shape))
-	for i, d := range v.typ.Shape {
-		n, ok := d.IsConst()
-		if !ok {
-			c.fail("extent %d of %q is symbolic (%s); this conversion needs it known", i, v.onnx, d)
-		}
-		out[i] = n
+	out := make([]int64, rank(v))
+	for i := range out {
+		out[i] = c.extent(v, i)
 	}
 	return out
+}
+
+// extent is v's extent along axis, which must be a constant.
+func (c *nodeCtx) extent(v *value, axis int) int64 {
+	if axis < 0 || axis >= rank(v) {
+		c.fail("%q has rank %d, no axis %d", v.onnx, rank(v), axis)
+	}
+	n, ok := v.typ.Shape[axis].IsConst()
+	if !ok {
+		c.fail("extent %d of %q is symbolic (%s); this conversion needs it known", axis, v.onnx, v.typ.Shape[axis])
+	}
+	return n
 }
 
 func rank(v *value) int { return len(v.typ.Shape) }
@@ -232,6 +262,15 @@ func (c *nodeCtx) axes(as []int64, r int) []int64 {
 		out[i] = c.axis(a, r)
 	}
 	return out
+}
+
+// zeros is a known tensor of zeros.
+func zeros(dt lang.DType, shape []int64) *value {
+	dims := make([]int, len(shape))
+	for i, n := range shape {
+		dims[i] = int(n)
+	}
+	return constValue("", tensor.New(dt, dims), false)
 }
 
 // scalar is a known rank-0 tensor of dtype dt.

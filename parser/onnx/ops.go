@@ -53,6 +53,10 @@ func init() {
 			}
 			c.out(0, c.call1("lp_normalization", []attr{intA("axis", c.axis(c.intAttr("axis", -1), rank(x))), intA("p", p)}, x))
 		}},
+		"Attention":  {convert: convAttention},
+		"LSTM":       {convert: convRecurrent(lstmRec)},
+		"GRU":        {convert: convRecurrent(gruRec)},
+		"RNN":        {convert: convRecurrent(rnnRec)},
 		"Softmax":    {convert: softmaxLike("softmax")},
 		"LogSoftmax": {convert: softmaxLike("log_softmax")},
 		"Hardmax":    {convert: softmaxLike("hardmax")},
@@ -96,6 +100,7 @@ func init() {
 		"PRelu":           {convert: binop("prelu")},
 		"Gelu":            {convert: convGelu},
 		"Swish":           {convert: convSwish},
+		"SwiGLU":          {convert: convSwiGLU},
 		"Clip":            {convert: convClip, consts: []int{1, 2}},
 
 		"Flatten":   {convert: convFlatten},
@@ -117,10 +122,12 @@ func init() {
 			x := c.must(0)
 			c.out(0, c.call1("gather_elements", []attr{intA("axis", c.axis(c.intAttr("axis", 0), rank(x)))}, x, c.must(1)))
 		}},
-		"Trilu":  {convert: convTrilu, consts: []int{1}},
-		"CumSum": {convert: convCumSum, consts: []int{1}},
-		"ArgMax": {convert: argReduce("argmax")},
-		"ArgMin": {convert: argReduce("argmin")},
+		"ReverseSequence": {convert: convReverseSequence},
+		"SplitToSequence": {convert: convSplitToSequence, consts: []int{1}},
+		"Trilu":           {convert: convTrilu, consts: []int{1}},
+		"CumSum":          {convert: convCumSum, consts: []int{1}},
+		"ArgMax":          {convert: argReduce("argmax")},
+		"ArgMin":          {convert: argReduce("argmin")},
 
 		"ReduceSum":       {convert: reduce("reduce_sum", 13), consts: []int{1}},
 		"ReduceMean":      {convert: reduce("reduce_mean", 18), consts: []int{1}},

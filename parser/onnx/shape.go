@@ -49,14 +49,19 @@ func convConcat(c *nodeCtx) {
 	if c.opset() >= 4 {
 		defaultAxis = 0
 	}
-	axis := c.axis(c.intAttr("axis", defaultAxis), rank(ins[0]))
+	c.out(0, c.concatAll(ins, c.axis(c.intAttr("axis", defaultAxis), rank(ins[0]))))
+}
+
+// concatAll joins ins along axis with concat, concat3 and concat4, in
+// groups of four.
+func (c *nodeCtx) concatAll(ins []*value, axis int64) *value {
 	ops := map[int]string{2: "concat", 3: "concat3", 4: "concat4"}
 	for len(ins) > 1 {
 		k := min(len(ins), 4)
 		joined := c.call1(ops[k], []attr{intA("axis", axis)}, ins[:k]...)
 		ins = append([]*value{joined}, ins[k:]...)
 	}
-	c.out(0, ins[0])
+	return ins[0]
 }
 
 // convSplit slices each output along axis.
@@ -81,19 +86,31 @@ func convSplit(c *nodeCtx) {
 			sizes = append(sizes, max(min(chunk, extent-start), 0))
 		}
 	}
+	if int64(len(sizes)) != n {
+		c.fail("split sizes %v do not give %d outputs", sizes, n)
+	}
+	for i, part := range c.splitAlong(x, axis, sizes) {
+		c.out(i, part)
+	}
+}
+
+// splitAlong slices x along axis into parts of the given sizes, which
+// must add up to its extent.
+func (c *nodeCtx) splitAlong(x *value, axis int64, sizes []int64) []*value {
 	var total int64
 	for _, s := range sizes {
 		total += s
 	}
-	if total != extent || int64(len(sizes)) != n {
-		c.fail("split sizes %v do not divide extent %d into %d outputs", sizes, extent, n)
+	if extent := c.extent(x, int(axis)); total != extent {
+		c.fail("split sizes %v do not divide extent %d", sizes, extent)
 	}
+	parts := make([]*value, len(sizes))
 	start := int64(0)
 	for i, s := range sizes {
-		part := c.call1("slice", []attr{intsA("starts", []int64{start}), intsA("ends", []int64{start + s}), intsA("axes", []int64{axis})}, x)
-		c.out(i, part)
+		parts[i] = c.call1("slice", []attr{intsA("starts", []int64{start}), intsA("ends", []int64{start + s}), intsA("axes", []int64{axis})}, x)
 		start += s
 	}
+	return parts
 }
 
 func convSlice(c *nodeCtx) {
@@ -258,5 +275,26 @@ func reduce(op string, axesInput int64) func(*nodeCtx) {
 		}
 		attrs := []attr{intsA("axes", c.axes(axes, rank(x))), boolA("keepdims", c.intAttr("keepdims", 1) != 0)}
 		c.out(0, c.call1(op, attrs, x))
+	}
+}
+
+// convReverseSequence maps ReverseSequence onto reverse_sequence, whose
+// time axis comes first: batch-major input is transposed around it.
+func convReverseSequence(c *nodeCtx) {
+	x, lens := c.must(0), c.must(1)
+	batch, time := c.intAttr("batch_axis", 1), c.intAttr("time_axis", 0)
+	switch {
+	case batch == 1 && time == 0:
+		c.out(0, c.call1("reverse_sequence", nil, x, lens))
+	case batch == 0 && time == 1:
+		perm := make([]int64, rank(x))
+		for i := range perm {
+			perm[i] = int64(i)
+		}
+		perm[0], perm[1] = 1, 0
+		swap := []attr{intsA("perm", perm)}
+		c.out(0, c.call1("transpose", swap, c.call1("reverse_sequence", nil, c.call1("transpose", swap, x), lens)))
+	default:
+		c.fail("batch_axis = %d and time_axis = %d (one must be 0, the other 1)", batch, time)
 	}
 }

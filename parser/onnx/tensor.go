@@ -42,7 +42,7 @@ var dtypeOf = map[onnxpb.TensorProto_DataType]lang.DType{
 func DType(elem int32) (lang.DType, error) {
 	dt, ok := dtypeOf[onnxpb.TensorProto_DataType(elem)]
 	if !ok {
-		return lang.Invalid, fmt.Errorf("element type %s is not supported", onnxpb.TensorProto_DataType(elem))
+		return lang.Invalid, fmt.Errorf("element type %s is not supported (TDL has floats, integers and bools; no strings, complex numbers or 4- and 8-bit floats)", onnxpb.TensorProto_DataType(elem))
 	}
 	return dt, nil
 }
@@ -63,6 +63,29 @@ func ReadTensorFile(path string) (*tensor.Tensor, error) {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	return t, nil
+}
+
+// ReadSequenceFile reads a serialized SequenceProto of tensors (a test's
+// input or output that is a sequence).
+func ReadSequenceFile(path string) ([]*tensor.Tensor, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var sp onnxpb.SequenceProto
+	if err := proto.Unmarshal(data, &sp); err != nil {
+		return nil, fmt.Errorf("%s: not a serialized ONNX sequence: %v", path, err)
+	}
+	if et := sp.GetElemType(); et != int32(onnxpb.SequenceProto_TENSOR) && et != int32(onnxpb.SequenceProto_UNDEFINED) {
+		return nil, fmt.Errorf("%s: a sequence of %s is not supported (only of tensors)", path, onnxpb.SequenceProto_DataType(et))
+	}
+	out := make([]*tensor.Tensor, len(sp.GetTensorValues()))
+	for i, tp := range sp.GetTensorValues() {
+		if out[i], err = Tensor(tp, filepath.Dir(path)); err != nil {
+			return nil, fmt.Errorf("%s: element %d: %v", path, i, err)
+		}
+	}
+	return out, nil
 }
 
 // Tensor converts a TensorProto; dir is where external data files are

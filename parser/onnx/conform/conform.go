@@ -53,8 +53,21 @@ func (o Outcome) Line() string {
 
 // dataSet is one set of inputs and expected outputs.
 type dataSet struct {
-	inputs  []*tensor.Tensor // for the graph inputs without initializers, in order; nil: arange
-	outputs []*tensor.Tensor
+	inputs  []datum // for the graph inputs without initializers, in order; missing: arange
+	outputs []datum
+}
+
+// datum is a test input or output: a tensor, or a sequence of them.
+type datum struct {
+	tensor *tensor.Tensor
+	seq    []*tensor.Tensor
+	isSeq  bool
+}
+
+// feed holds a model's inputs by ONNX name: tensors, and sequences.
+type feed struct {
+	tensors map[string]*tensor.Tensor
+	seqs    map[string][]*tensor.Tensor
 }
 
 // Config tunes Run.
@@ -116,7 +129,7 @@ func run(path string, cfg Config) Outcome {
 		o.Status, o.Detail = Unsupported, reason
 		return o
 	}
-	sets, err := dataSets(path)
+	sets, err := dataSets(path, m)
 	if err != nil {
 		o.Status, o.Detail = Fail, err.Error()
 		return o
@@ -150,11 +163,11 @@ func opTypes(m *onnx.Model) []string {
 
 // runSet imports, checks and evaluates the model on one data set.
 func runSet(m *onnx.Model, set dataSet, cfg Config, tdlPath string) (Status, string) {
-	inputs, err := graphInputs(m, set.inputs)
+	in, err := graphInputs(m, set.inputs)
 	if err != nil {
 		return Fail, err.Error()
 	}
-	res, err := onnx.Import(m, onnx.Options{Known: inputs, Program: cfg.Program})
+	res, err := onnx.Import(m, onnx.Options{Known: in.tensors, Sequences: in.types(), Program: cfg.Program})
 	var unsup *onnx.UnsupportedError
 	if errors.As(err, &unsup) {
 		return Unsupported, unsupportedSummary(unsup)
@@ -162,18 +175,19 @@ func runSet(m *onnx.Model, set dataSet, cfg Config, tdlPath string) (Status, str
 	if err != nil {
 		return Fail, "import: " + err.Error()
 	}
-	got, err := Evaluate(cfg.Program, tdlPath, res, inputs)
+	got, err := Evaluate(cfg.Program, tdlPath, res, in)
 	if err != nil {
 		return Fail, err.Error()
 	}
-	if len(got) != len(set.outputs) {
-		return Fail, fmt.Sprintf("%d outputs, %d expected", len(got), len(set.outputs))
+	want := flatten(set.outputs)
+	if len(got) != len(want) {
+		return Fail, fmt.Sprintf("%d outputs, %d expected (sequence elements counted apart)", len(got), len(want))
 	}
-	for i, want := range set.outputs {
-		if err := tensor.Compare(got[i], want, tensor.External); err != nil {
-			detail := fmt.Sprintf("output %d (%s): %v", i, res.Outputs[i].ONNX, err)
-			if cfg.Explain && want.DType.IsFloat() && got[i].DType == want.DType {
-				detail += explain(cfg.Program, tdlPath, res, inputs, i, got[i], want)
+	for i := range want {
+		if err := tensor.Compare(got[i], want[i], tensor.External); err != nil {
+			detail := fmt.Sprintf("output %d (%s): %v", i, portName(res.Outputs[i]), err)
+			if cfg.Explain && want[i].DType.IsFloat() && got[i].DType == want[i].DType {
+				detail += explain(cfg.Program, tdlPath, res, in, i, got[i], want[i])
 			}
 			return Fail, detail
 		}
@@ -181,18 +195,43 @@ func runSet(m *onnx.Model, set dataSet, cfg Config, tdlPath string) (Status, str
 	return Pass, ""
 }
 
+// flatten lists the tensors of data, a sequence's elements in order.
+func flatten(data []datum) []*tensor.Tensor {
+	var out []*tensor.Tensor
+	for _, d := range data {
+		if d.isSeq {
+			out = append(out, d.seq...)
+		} else {
+			out = append(out, d.tensor)
+		}
+	}
+	return out
+}
+
+func portName(p onnx.Port) string {
+	if p.Seq {
+		return fmt.Sprintf("%s[%d]", p.ONNX, p.Elem)
+	}
+	return p.ONNX
+}
+
 // explain evaluates the model with every f32 tensor in f64 and reports
 // the largest distance of tofuc's and the expected output from it.
-func explain(prog *check.Program, path string, res *onnx.Result, inputs map[string]*tensor.Tensor, k int, got, want *tensor.Tensor) string {
+func explain(prog *check.Program, path string, res *onnx.Result, in feed, k int, got, want *tensor.Tensor) string {
 	wide := *res
 	wide.Source = []byte(strings.ReplaceAll(string(res.Source), "f32[", "f64["))
 	wide.Params = map[string]*tensor.Tensor{}
 	for name, t := range res.Params {
 		wide.Params[name] = widen(t)
 	}
-	wideIn := map[string]*tensor.Tensor{}
-	for name, t := range inputs {
-		wideIn[name] = widen(t)
+	wideIn := feed{tensors: map[string]*tensor.Tensor{}, seqs: map[string][]*tensor.Tensor{}}
+	for name, t := range in.tensors {
+		wideIn.tensors[name] = widen(t)
+	}
+	for name, ts := range in.seqs {
+		for _, t := range ts {
+			wideIn.seqs[name] = append(wideIn.seqs[name], widen(t))
+		}
 	}
 	ref, err := Evaluate(prog, path+".f64", &wide, wideIn)
 	if err != nil {
@@ -223,25 +262,28 @@ func unsupportedSummary(e *onnx.UnsupportedError) string {
 }
 
 // Evaluate checks an imported model, loaded into prog as the file path,
-// and runs it with the interpreter on inputs (by ONNX name), returning its
-// outputs in order.
-func Evaluate(prog *check.Program, path string, res *onnx.Result, inputs map[string]*tensor.Tensor) ([]*tensor.Tensor, error) {
+// and runs it with the interpreter on its inputs, returning its outputs
+// in order (a sequence's elements one by one).
+func Evaluate(prog *check.Program, path string, res *onnx.Result, in feed) ([]*tensor.Tensor, error) {
 	mod, err := prog.LoadSource(path, res.Source)
 	if err != nil {
 		return nil, fmt.Errorf("the imported TDL does not parse: %v", err)
 	}
-	feed := map[string]*tensor.Tensor{}
+	inputs := map[string]*tensor.Tensor{}
 	set := map[string]ir.AttrValue{}
 	for _, p := range res.Inputs {
-		x := inputs[p.ONNX]
-		feed[p.TDL] = x
+		x := in.tensors[p.ONNX]
+		if p.Seq {
+			x = in.seqs[p.ONNX][p.Elem]
+		}
+		inputs[p.TDL] = x
 		bindSymbols(set, p.Shape, x)
 	}
 	g, err := mod.Model("", set)
 	if err != nil {
 		return nil, fmt.Errorf("the imported TDL does not check: %v", err)
 	}
-	out, err := interp.RunGraph(g, feed, res.Params, 0)
+	out, err := interp.RunGraph(g, inputs, res.Params, 0)
 	if err != nil {
 		return nil, fmt.Errorf("evaluation: %v", err)
 	}
@@ -268,30 +310,55 @@ func bindSymbols(set map[string]ir.AttrValue, shape []lang.Dim, x *tensor.Tensor
 // graphInputs pairs the data set's inputs with the graph inputs that have
 // no initializer; a missing one is arange(n).reshape(shape) / n in its
 // declared dtype (float32 for the light models) with symbolic extents 1.
-func graphInputs(m *onnx.Model, data []*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+func graphInputs(m *onnx.Model, data []datum) (feed, error) {
+	in := feed{tensors: map[string]*tensor.Tensor{}, seqs: map[string][]*tensor.Tensor{}}
+	for k, vi := range dataInputs(m) {
+		switch {
+		case k < len(data) && data[k].isSeq:
+			in.seqs[vi.GetName()] = data[k].seq
+		case k < len(data):
+			in.tensors[vi.GetName()] = data[k].tensor
+		default:
+			t, err := arange(vi.GetType().GetTensorType())
+			if err != nil {
+				return feed{}, fmt.Errorf("input %q: %v", vi.GetName(), err)
+			}
+			in.tensors[vi.GetName()] = t
+		}
+	}
+	return in, nil
+}
+
+// dataInputs are the graph inputs without an initializer, which the test
+// data gives.
+func dataInputs(m *onnx.Model) []*onnxpb.ValueInfoProto {
 	g := m.Proto.GetGraph()
 	inits := map[string]bool{}
 	for _, t := range g.GetInitializer() {
 		inits[t.GetName()] = true
 	}
-	out := map[string]*tensor.Tensor{}
-	k := 0
+	var out []*onnxpb.ValueInfoProto
 	for _, vi := range g.GetInput() {
-		if inits[vi.GetName()] {
-			continue
+		if !inits[vi.GetName()] {
+			out = append(out, vi)
 		}
-		if k < len(data) && data[k] != nil {
-			out[vi.GetName()] = data[k]
-		} else {
-			t, err := arange(vi.GetType().GetTensorType())
-			if err != nil {
-				return nil, fmt.Errorf("input %q: %v", vi.GetName(), err)
-			}
-			out[vi.GetName()] = t
-		}
-		k++
 	}
-	return out, nil
+	return out
+}
+
+// types are the element types of the sequence inputs.
+func (in feed) types() map[string][]check.TensorType {
+	out := map[string][]check.TensorType{}
+	for name, ts := range in.seqs {
+		for _, t := range ts {
+			shape := make([]lang.Dim, len(t.Shape))
+			for i, n := range t.Shape {
+				shape[i] = lang.Const(int64(n))
+			}
+			out[name] = append(out[name], check.TensorType{DType: t.DType, Shape: shape})
+		}
+	}
+	return out
 }
 
 func arange(tt *onnxpb.TypeProto_Tensor) (*tensor.Tensor, error) {
@@ -333,14 +400,18 @@ func modelPath(path string) (string, error) {
 	return path, nil
 }
 
-// unsupportedTypes names a graph input or output that is not a tensor of
-// a supported element type.
+// unsupportedTypes names a graph input or output that is not a tensor,
+// or a sequence of tensors, of a supported element type.
 func unsupportedTypes(m *onnx.Model) string {
 	g := m.Proto.GetGraph()
 	for _, vi := range append(append([]*onnxpb.ValueInfoProto{}, g.GetInput()...), g.GetOutput()...) {
-		tt := vi.GetType().GetTensorType()
+		typ := vi.GetType()
+		if seq := typ.GetSequenceType(); seq != nil {
+			typ = seq.GetElemType()
+		}
+		tt := typ.GetTensorType()
 		if tt == nil {
-			return fmt.Sprintf("%q is not a tensor (sequence, map and optional values are not supported)", vi.GetName())
+			return fmt.Sprintf("%q is not a tensor or a sequence of tensors: TDL values are tensors, a sequence of known length a list of them; maps and optional values (which may be absent at run time) have no equivalent", vi.GetName())
 		}
 		if _, err := onnx.DType(tt.GetElemType()); err != nil {
 			return fmt.Sprintf("%q: %v", vi.GetName(), err)
@@ -350,18 +421,18 @@ func unsupportedTypes(m *onnx.Model) string {
 }
 
 // dataSets reads the inputs and expected outputs of a test.
-func dataSets(path string) ([]dataSet, error) {
+func dataSets(path string, m *onnx.Model) ([]dataSet, error) {
 	if filepath.Ext(path) != ".onnx" {
-		return discoverDir(path)
+		return discoverDir(path, m)
 	}
 	prefix := strings.TrimSuffix(path, ".onnx")
 	var set dataSet
 	if t, err := onnx.ReadTensorFile(prefix + "_input_0.pb"); err == nil {
-		set.inputs = []*tensor.Tensor{t}
+		set.inputs = []datum{{tensor: t}}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	outs, err := readNumbered(prefix + "_output_%d.pb")
+	outs, err := readNumbered(prefix+"_output_%d.pb", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -372,19 +443,20 @@ func dataSets(path string) ([]dataSet, error) {
 	return []dataSet{set}, nil
 }
 
-func discoverDir(dir string) ([]dataSet, error) {
+func discoverDir(dir string, m *onnx.Model) ([]dataSet, error) {
 	setDirs, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
 	sort.Strings(setDirs)
 	if len(setDirs) == 0 {
 		return nil, fmt.Errorf("%s has no test_data_set_* directories", dir)
 	}
+	inSeq, outSeq := sequences(dataInputs(m)), sequences(m.Proto.GetGraph().GetOutput())
 	var sets []dataSet
 	for _, d := range setDirs {
-		ins, err := readNumbered(filepath.Join(d, "input_%d.pb"))
+		ins, err := readNumbered(filepath.Join(d, "input_%d.pb"), inSeq)
 		if err != nil {
 			return nil, err
 		}
-		outs, err := readNumbered(filepath.Join(d, "output_%d.pb"))
+		outs, err := readNumbered(filepath.Join(d, "output_%d.pb"), outSeq)
 		if err != nil {
 			return nil, err
 		}
@@ -393,17 +465,34 @@ func discoverDir(dir string) ([]dataSet, error) {
 	return sets, nil
 }
 
-// readNumbered reads pattern with 0, 1, ... until a file is missing.
-func readNumbered(pattern string) ([]*tensor.Tensor, error) {
-	var out []*tensor.Tensor
+// sequences reports which of the values are sequences.
+func sequences(vis []*onnxpb.ValueInfoProto) []bool {
+	out := make([]bool, len(vis))
+	for i, vi := range vis {
+		out[i] = vi.GetType().GetSequenceType() != nil
+	}
+	return out
+}
+
+// readNumbered reads pattern with 0, 1, ... until a file is missing; the
+// files where seq is true are sequences.
+func readNumbered(pattern string, seq []bool) ([]datum, error) {
+	var out []datum
 	for i := 0; ; i++ {
-		t, err := onnx.ReadTensorFile(fmt.Sprintf(pattern, i))
+		var d datum
+		var err error
+		path := fmt.Sprintf(pattern, i)
+		if d.isSeq = i < len(seq) && seq[i]; d.isSeq {
+			d.seq, err = onnx.ReadSequenceFile(path)
+		} else {
+			d.tensor, err = onnx.ReadTensorFile(path)
+		}
 		if errors.Is(err, os.ErrNotExist) {
 			return out, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, t)
+		out = append(out, d)
 	}
 }

@@ -49,7 +49,7 @@ External tolerance (relative 1e-3 plus absolute 1e-5; integers and booleans
 exactly; docs/testing.md).
 
 `)
-	fmt.Fprintf(&b, "- All node tests: %d of %d pass.\n", pass, len(results))
+	fmt.Fprintf(&b, "- All node tests: %d of %d pass (%.1f%%).\n", pass, len(results), 100*float64(pass)/float64(max(len(results), 1)))
 	fmt.Fprintf(&b, "- In scope (every operator of the test in the CNN/MLP set of `conform.Scope`): %d of %d pass (%.1f%%).\n\n", scopedPass, scoped, 100*float64(scopedPass)/float64(max(scoped, 1)))
 	b.WriteString("## Per operator\n\nA test counts under every operator its model uses.\n\n| operator | in scope | tests | pass | fail | unsupported |\n|---|---|---|---|---|---|\n")
 	ops := make([]string, 0, len(rows))

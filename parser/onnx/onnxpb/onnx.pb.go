@@ -1,6 +1,6 @@
 // The subset of ONNX's protobuf schema (onnx/onnx.proto, IR version 10)
-// that tofuc reads: models, graphs, nodes, attributes, tensors and value
-// types. Written for tofuc from the ONNX IR specification; the field
+// that tofuc reads: models, graphs, nodes, attributes, tensors, sequences
+// of tensors (test data) and value types. Written for tofuc from the ONNX IR specification; the field
 // numbers are ONNX's, so files written by any ONNX producer decode, and
 // fields not listed here are kept as unknown fields and ignored.
 //
@@ -301,6 +301,74 @@ func (x *TensorProto_DataLocation) UnmarshalJSON(b []byte) error {
 // Deprecated: Use TensorProto_DataLocation.Descriptor instead.
 func (TensorProto_DataLocation) EnumDescriptor() ([]byte, []int) {
 	return file_onnx_proto_rawDescGZIP(), []int{8, 1}
+}
+
+type SequenceProto_DataType int32
+
+const (
+	SequenceProto_UNDEFINED     SequenceProto_DataType = 0
+	SequenceProto_TENSOR        SequenceProto_DataType = 1
+	SequenceProto_SPARSE_TENSOR SequenceProto_DataType = 2
+	SequenceProto_SEQUENCE      SequenceProto_DataType = 3
+	SequenceProto_MAP           SequenceProto_DataType = 4
+	SequenceProto_OPTIONAL      SequenceProto_DataType = 5
+)
+
+// Enum value maps for SequenceProto_DataType.
+var (
+	SequenceProto_DataType_name = map[int32]string{
+		0: "UNDEFINED",
+		1: "TENSOR",
+		2: "SPARSE_TENSOR",
+		3: "SEQUENCE",
+		4: "MAP",
+		5: "OPTIONAL",
+	}
+	SequenceProto_DataType_value = map[string]int32{
+		"UNDEFINED":     0,
+		"TENSOR":        1,
+		"SPARSE_TENSOR": 2,
+		"SEQUENCE":      3,
+		"MAP":           4,
+		"OPTIONAL":      5,
+	}
+)
+
+func (x SequenceProto_DataType) Enum() *SequenceProto_DataType {
+	p := new(SequenceProto_DataType)
+	*p = x
+	return p
+}
+
+func (x SequenceProto_DataType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SequenceProto_DataType) Descriptor() protoreflect.EnumDescriptor {
+	return file_onnx_proto_enumTypes[3].Descriptor()
+}
+
+func (SequenceProto_DataType) Type() protoreflect.EnumType {
+	return &file_onnx_proto_enumTypes[3]
+}
+
+func (x SequenceProto_DataType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Do not use.
+func (x *SequenceProto_DataType) UnmarshalJSON(b []byte) error {
+	num, err := protoimpl.X.UnmarshalJSONEnum(x.Descriptor(), b)
+	if err != nil {
+		return err
+	}
+	*x = SequenceProto_DataType(num)
+	return nil
+}
+
+// Deprecated: Use SequenceProto_DataType.Descriptor instead.
+func (SequenceProto_DataType) EnumDescriptor() ([]byte, []int) {
+	return file_onnx_proto_rawDescGZIP(), []int{12, 0}
 }
 
 type ModelProto struct {
@@ -1343,6 +1411,68 @@ func (*TypeProto_SequenceType) isTypeProto_Value() {}
 
 func (*TypeProto_SparseTensorType) isTypeProto_Value() {}
 
+// A sequence value (ONNX's onnx-data.proto); tofuc reads sequences of
+// tensors, the inputs and outputs of the conformance tests.
+type SequenceProto struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          *string                `protobuf:"bytes,1,opt,name=name" json:"name,omitempty"`
+	ElemType      *int32                 `protobuf:"varint,2,opt,name=elem_type,json=elemType" json:"elem_type,omitempty"`
+	TensorValues  []*TensorProto         `protobuf:"bytes,3,rep,name=tensor_values,json=tensorValues" json:"tensor_values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SequenceProto) Reset() {
+	*x = SequenceProto{}
+	mi := &file_onnx_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SequenceProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SequenceProto) ProtoMessage() {}
+
+func (x *SequenceProto) ProtoReflect() protoreflect.Message {
+	mi := &file_onnx_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SequenceProto.ProtoReflect.Descriptor instead.
+func (*SequenceProto) Descriptor() ([]byte, []int) {
+	return file_onnx_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SequenceProto) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *SequenceProto) GetElemType() int32 {
+	if x != nil && x.ElemType != nil {
+		return *x.ElemType
+	}
+	return 0
+}
+
+func (x *SequenceProto) GetTensorValues() []*TensorProto {
+	if x != nil {
+		return x.TensorValues
+	}
+	return nil
+}
+
 type TensorProto_Segment struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Begin         *int64                 `protobuf:"varint,1,opt,name=begin" json:"begin,omitempty"`
@@ -1353,7 +1483,7 @@ type TensorProto_Segment struct {
 
 func (x *TensorProto_Segment) Reset() {
 	*x = TensorProto_Segment{}
-	mi := &file_onnx_proto_msgTypes[12]
+	mi := &file_onnx_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1365,7 +1495,7 @@ func (x *TensorProto_Segment) String() string {
 func (*TensorProto_Segment) ProtoMessage() {}
 
 func (x *TensorProto_Segment) ProtoReflect() protoreflect.Message {
-	mi := &file_onnx_proto_msgTypes[12]
+	mi := &file_onnx_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1409,7 +1539,7 @@ type TensorShapeProto_Dimension struct {
 
 func (x *TensorShapeProto_Dimension) Reset() {
 	*x = TensorShapeProto_Dimension{}
-	mi := &file_onnx_proto_msgTypes[13]
+	mi := &file_onnx_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1421,7 +1551,7 @@ func (x *TensorShapeProto_Dimension) String() string {
 func (*TensorShapeProto_Dimension) ProtoMessage() {}
 
 func (x *TensorShapeProto_Dimension) ProtoReflect() protoreflect.Message {
-	mi := &file_onnx_proto_msgTypes[13]
+	mi := &file_onnx_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1495,7 +1625,7 @@ type TypeProto_Tensor struct {
 
 func (x *TypeProto_Tensor) Reset() {
 	*x = TypeProto_Tensor{}
-	mi := &file_onnx_proto_msgTypes[14]
+	mi := &file_onnx_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1507,7 +1637,7 @@ func (x *TypeProto_Tensor) String() string {
 func (*TypeProto_Tensor) ProtoMessage() {}
 
 func (x *TypeProto_Tensor) ProtoReflect() protoreflect.Message {
-	mi := &file_onnx_proto_msgTypes[14]
+	mi := &file_onnx_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1546,7 +1676,7 @@ type TypeProto_Sequence struct {
 
 func (x *TypeProto_Sequence) Reset() {
 	*x = TypeProto_Sequence{}
-	mi := &file_onnx_proto_msgTypes[15]
+	mi := &file_onnx_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +1688,7 @@ func (x *TypeProto_Sequence) String() string {
 func (*TypeProto_Sequence) ProtoMessage() {}
 
 func (x *TypeProto_Sequence) ProtoReflect() protoreflect.Message {
-	mi := &file_onnx_proto_msgTypes[15]
+	mi := &file_onnx_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1768,7 +1898,19 @@ const file_onnx_proto_rawDesc = "" +
 	"\x05shape\x18\x02 \x01(\v2\x1c.tofuc.onnx.TensorShapeProtoR\x05shape\x1a>\n" +
 	"\bSequence\x122\n" +
 	"\telem_type\x18\x01 \x01(\v2\x15.tofuc.onnx.TypeProtoR\belemTypeB\a\n" +
-	"\x05valueB\x1aZ\x18tofuc/parser/onnx/onnxpb"
+	"\x05value\"\xdd\x01\n" +
+	"\rSequenceProto\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
+	"\telem_type\x18\x02 \x01(\x05R\belemType\x12<\n" +
+	"\rtensor_values\x18\x03 \x03(\v2\x17.tofuc.onnx.TensorProtoR\ftensorValues\"]\n" +
+	"\bDataType\x12\r\n" +
+	"\tUNDEFINED\x10\x00\x12\n" +
+	"\n" +
+	"\x06TENSOR\x10\x01\x12\x11\n" +
+	"\rSPARSE_TENSOR\x10\x02\x12\f\n" +
+	"\bSEQUENCE\x10\x03\x12\a\n" +
+	"\x03MAP\x10\x04\x12\f\n" +
+	"\bOPTIONAL\x10\x05B\x1aZ\x18tofuc/parser/onnx/onnxpb"
 
 var (
 	file_onnx_proto_rawDescOnce sync.Once
@@ -1782,64 +1924,67 @@ func file_onnx_proto_rawDescGZIP() []byte {
 	return file_onnx_proto_rawDescData
 }
 
-var file_onnx_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_onnx_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_onnx_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_onnx_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_onnx_proto_goTypes = []any{
 	(AttributeProto_AttributeType)(0),  // 0: tofuc.onnx.AttributeProto.AttributeType
 	(TensorProto_DataType)(0),          // 1: tofuc.onnx.TensorProto.DataType
 	(TensorProto_DataLocation)(0),      // 2: tofuc.onnx.TensorProto.DataLocation
-	(*ModelProto)(nil),                 // 3: tofuc.onnx.ModelProto
-	(*OperatorSetIdProto)(nil),         // 4: tofuc.onnx.OperatorSetIdProto
-	(*StringStringEntryProto)(nil),     // 5: tofuc.onnx.StringStringEntryProto
-	(*GraphProto)(nil),                 // 6: tofuc.onnx.GraphProto
-	(*NodeProto)(nil),                  // 7: tofuc.onnx.NodeProto
-	(*FunctionProto)(nil),              // 8: tofuc.onnx.FunctionProto
-	(*AttributeProto)(nil),             // 9: tofuc.onnx.AttributeProto
-	(*ValueInfoProto)(nil),             // 10: tofuc.onnx.ValueInfoProto
-	(*TensorProto)(nil),                // 11: tofuc.onnx.TensorProto
-	(*SparseTensorProto)(nil),          // 12: tofuc.onnx.SparseTensorProto
-	(*TensorShapeProto)(nil),           // 13: tofuc.onnx.TensorShapeProto
-	(*TypeProto)(nil),                  // 14: tofuc.onnx.TypeProto
-	(*TensorProto_Segment)(nil),        // 15: tofuc.onnx.TensorProto.Segment
-	(*TensorShapeProto_Dimension)(nil), // 16: tofuc.onnx.TensorShapeProto.Dimension
-	(*TypeProto_Tensor)(nil),           // 17: tofuc.onnx.TypeProto.Tensor
-	(*TypeProto_Sequence)(nil),         // 18: tofuc.onnx.TypeProto.Sequence
+	(SequenceProto_DataType)(0),        // 3: tofuc.onnx.SequenceProto.DataType
+	(*ModelProto)(nil),                 // 4: tofuc.onnx.ModelProto
+	(*OperatorSetIdProto)(nil),         // 5: tofuc.onnx.OperatorSetIdProto
+	(*StringStringEntryProto)(nil),     // 6: tofuc.onnx.StringStringEntryProto
+	(*GraphProto)(nil),                 // 7: tofuc.onnx.GraphProto
+	(*NodeProto)(nil),                  // 8: tofuc.onnx.NodeProto
+	(*FunctionProto)(nil),              // 9: tofuc.onnx.FunctionProto
+	(*AttributeProto)(nil),             // 10: tofuc.onnx.AttributeProto
+	(*ValueInfoProto)(nil),             // 11: tofuc.onnx.ValueInfoProto
+	(*TensorProto)(nil),                // 12: tofuc.onnx.TensorProto
+	(*SparseTensorProto)(nil),          // 13: tofuc.onnx.SparseTensorProto
+	(*TensorShapeProto)(nil),           // 14: tofuc.onnx.TensorShapeProto
+	(*TypeProto)(nil),                  // 15: tofuc.onnx.TypeProto
+	(*SequenceProto)(nil),              // 16: tofuc.onnx.SequenceProto
+	(*TensorProto_Segment)(nil),        // 17: tofuc.onnx.TensorProto.Segment
+	(*TensorShapeProto_Dimension)(nil), // 18: tofuc.onnx.TensorShapeProto.Dimension
+	(*TypeProto_Tensor)(nil),           // 19: tofuc.onnx.TypeProto.Tensor
+	(*TypeProto_Sequence)(nil),         // 20: tofuc.onnx.TypeProto.Sequence
 }
 var file_onnx_proto_depIdxs = []int32{
-	4,  // 0: tofuc.onnx.ModelProto.opset_import:type_name -> tofuc.onnx.OperatorSetIdProto
-	6,  // 1: tofuc.onnx.ModelProto.graph:type_name -> tofuc.onnx.GraphProto
-	5,  // 2: tofuc.onnx.ModelProto.metadata_props:type_name -> tofuc.onnx.StringStringEntryProto
-	8,  // 3: tofuc.onnx.ModelProto.functions:type_name -> tofuc.onnx.FunctionProto
-	7,  // 4: tofuc.onnx.GraphProto.node:type_name -> tofuc.onnx.NodeProto
-	11, // 5: tofuc.onnx.GraphProto.initializer:type_name -> tofuc.onnx.TensorProto
-	12, // 6: tofuc.onnx.GraphProto.sparse_initializer:type_name -> tofuc.onnx.SparseTensorProto
-	10, // 7: tofuc.onnx.GraphProto.input:type_name -> tofuc.onnx.ValueInfoProto
-	10, // 8: tofuc.onnx.GraphProto.output:type_name -> tofuc.onnx.ValueInfoProto
-	10, // 9: tofuc.onnx.GraphProto.value_info:type_name -> tofuc.onnx.ValueInfoProto
-	9,  // 10: tofuc.onnx.NodeProto.attribute:type_name -> tofuc.onnx.AttributeProto
+	5,  // 0: tofuc.onnx.ModelProto.opset_import:type_name -> tofuc.onnx.OperatorSetIdProto
+	7,  // 1: tofuc.onnx.ModelProto.graph:type_name -> tofuc.onnx.GraphProto
+	6,  // 2: tofuc.onnx.ModelProto.metadata_props:type_name -> tofuc.onnx.StringStringEntryProto
+	9,  // 3: tofuc.onnx.ModelProto.functions:type_name -> tofuc.onnx.FunctionProto
+	8,  // 4: tofuc.onnx.GraphProto.node:type_name -> tofuc.onnx.NodeProto
+	12, // 5: tofuc.onnx.GraphProto.initializer:type_name -> tofuc.onnx.TensorProto
+	13, // 6: tofuc.onnx.GraphProto.sparse_initializer:type_name -> tofuc.onnx.SparseTensorProto
+	11, // 7: tofuc.onnx.GraphProto.input:type_name -> tofuc.onnx.ValueInfoProto
+	11, // 8: tofuc.onnx.GraphProto.output:type_name -> tofuc.onnx.ValueInfoProto
+	11, // 9: tofuc.onnx.GraphProto.value_info:type_name -> tofuc.onnx.ValueInfoProto
+	10, // 10: tofuc.onnx.NodeProto.attribute:type_name -> tofuc.onnx.AttributeProto
 	0,  // 11: tofuc.onnx.AttributeProto.type:type_name -> tofuc.onnx.AttributeProto.AttributeType
-	11, // 12: tofuc.onnx.AttributeProto.t:type_name -> tofuc.onnx.TensorProto
-	6,  // 13: tofuc.onnx.AttributeProto.g:type_name -> tofuc.onnx.GraphProto
-	12, // 14: tofuc.onnx.AttributeProto.sparse_tensor:type_name -> tofuc.onnx.SparseTensorProto
-	11, // 15: tofuc.onnx.AttributeProto.tensors:type_name -> tofuc.onnx.TensorProto
-	6,  // 16: tofuc.onnx.AttributeProto.graphs:type_name -> tofuc.onnx.GraphProto
-	14, // 17: tofuc.onnx.ValueInfoProto.type:type_name -> tofuc.onnx.TypeProto
-	15, // 18: tofuc.onnx.TensorProto.segment:type_name -> tofuc.onnx.TensorProto.Segment
-	5,  // 19: tofuc.onnx.TensorProto.external_data:type_name -> tofuc.onnx.StringStringEntryProto
+	12, // 12: tofuc.onnx.AttributeProto.t:type_name -> tofuc.onnx.TensorProto
+	7,  // 13: tofuc.onnx.AttributeProto.g:type_name -> tofuc.onnx.GraphProto
+	13, // 14: tofuc.onnx.AttributeProto.sparse_tensor:type_name -> tofuc.onnx.SparseTensorProto
+	12, // 15: tofuc.onnx.AttributeProto.tensors:type_name -> tofuc.onnx.TensorProto
+	7,  // 16: tofuc.onnx.AttributeProto.graphs:type_name -> tofuc.onnx.GraphProto
+	15, // 17: tofuc.onnx.ValueInfoProto.type:type_name -> tofuc.onnx.TypeProto
+	17, // 18: tofuc.onnx.TensorProto.segment:type_name -> tofuc.onnx.TensorProto.Segment
+	6,  // 19: tofuc.onnx.TensorProto.external_data:type_name -> tofuc.onnx.StringStringEntryProto
 	2,  // 20: tofuc.onnx.TensorProto.data_location:type_name -> tofuc.onnx.TensorProto.DataLocation
-	11, // 21: tofuc.onnx.SparseTensorProto.values:type_name -> tofuc.onnx.TensorProto
-	11, // 22: tofuc.onnx.SparseTensorProto.indices:type_name -> tofuc.onnx.TensorProto
-	16, // 23: tofuc.onnx.TensorShapeProto.dim:type_name -> tofuc.onnx.TensorShapeProto.Dimension
-	17, // 24: tofuc.onnx.TypeProto.tensor_type:type_name -> tofuc.onnx.TypeProto.Tensor
-	18, // 25: tofuc.onnx.TypeProto.sequence_type:type_name -> tofuc.onnx.TypeProto.Sequence
-	17, // 26: tofuc.onnx.TypeProto.sparse_tensor_type:type_name -> tofuc.onnx.TypeProto.Tensor
-	13, // 27: tofuc.onnx.TypeProto.Tensor.shape:type_name -> tofuc.onnx.TensorShapeProto
-	14, // 28: tofuc.onnx.TypeProto.Sequence.elem_type:type_name -> tofuc.onnx.TypeProto
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	12, // 21: tofuc.onnx.SparseTensorProto.values:type_name -> tofuc.onnx.TensorProto
+	12, // 22: tofuc.onnx.SparseTensorProto.indices:type_name -> tofuc.onnx.TensorProto
+	18, // 23: tofuc.onnx.TensorShapeProto.dim:type_name -> tofuc.onnx.TensorShapeProto.Dimension
+	19, // 24: tofuc.onnx.TypeProto.tensor_type:type_name -> tofuc.onnx.TypeProto.Tensor
+	20, // 25: tofuc.onnx.TypeProto.sequence_type:type_name -> tofuc.onnx.TypeProto.Sequence
+	19, // 26: tofuc.onnx.TypeProto.sparse_tensor_type:type_name -> tofuc.onnx.TypeProto.Tensor
+	12, // 27: tofuc.onnx.SequenceProto.tensor_values:type_name -> tofuc.onnx.TensorProto
+	14, // 28: tofuc.onnx.TypeProto.Tensor.shape:type_name -> tofuc.onnx.TensorShapeProto
+	15, // 29: tofuc.onnx.TypeProto.Sequence.elem_type:type_name -> tofuc.onnx.TypeProto
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_onnx_proto_init() }
@@ -1852,7 +1997,7 @@ func file_onnx_proto_init() {
 		(*TypeProto_SequenceType)(nil),
 		(*TypeProto_SparseTensorType)(nil),
 	}
-	file_onnx_proto_msgTypes[13].OneofWrappers = []any{
+	file_onnx_proto_msgTypes[14].OneofWrappers = []any{
 		(*TensorShapeProto_Dimension_DimValue)(nil),
 		(*TensorShapeProto_Dimension_DimParam)(nil),
 	}
@@ -1861,8 +2006,8 @@ func file_onnx_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_onnx_proto_rawDesc), len(file_onnx_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   16,
+			NumEnums:      4,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
