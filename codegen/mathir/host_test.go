@@ -1,0 +1,167 @@
+package mathir
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/ebitengine/purego"
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+
+	"tofuc/codegen/toolchain"
+)
+
+// tested are the functions the tests compile: every name and the
+// log1p helper (which Go exports, so it has a reference too).
+func tested() []string { return append(Names(), "log1p") }
+
+// testModule is a module with the whole library and, per function
+// NAME, two exported wrappers: `double one_NAME(double[, double])` and
+// `void vec_NAME(double* x, double* y, double* out, i64 n)`, which maps
+// the function over arrays (y unused by unary functions).
+func testModule() *ir.Module {
+	m := ir.NewModule()
+	l := New(m)
+	for _, name := range tested() {
+		f := l.define(name)
+		one := m.NewFunc("one_"+name, types.Double, paramsOf(f)...)
+		b := one.NewBlock("")
+		var args []value.Value
+		for _, p := range one.Params {
+			args = append(args, p)
+		}
+		b.NewRet(b.NewCall(f, args...))
+		vecWrapper(m, name, f)
+	}
+	return m
+}
+
+func paramsOf(f *ir.Func) []*ir.Param {
+	var ps []*ir.Param
+	for _, p := range f.Params {
+		ps = append(ps, ir.NewParam("", p.Typ))
+	}
+	return ps
+}
+
+// vecWrapper defines vec_NAME: for i in [0, n): out[i] = f(x[i][, y[i]]).
+func vecWrapper(m *ir.Module, name string, f *ir.Func) {
+	ptr := types.NewPointer(types.Double)
+	x, y, out, n := ir.NewParam("x", ptr), ir.NewParam("y", ptr), ir.NewParam("out", ptr), ir.NewParam("n", types.I64)
+	w := m.NewFunc("vec_"+name, types.Void, x, y, out, n)
+	entry, head, body, exit := w.NewBlock(""), w.NewBlock(""), w.NewBlock(""), w.NewBlock("")
+	entry.NewBr(head)
+	zero := &ir.Incoming{X: constant.NewInt(types.I64, 0), Pred: entry}
+	i := head.NewPhi(zero)
+	head.NewCondBr(head.NewICmp(enum.IPredSLT, i, n), body, exit)
+	args := []value.Value{body.NewLoad(types.Double, body.NewGetElementPtr(types.Double, x, i))}
+	if len(f.Params) == 2 {
+		args = append(args, body.NewLoad(types.Double, body.NewGetElementPtr(types.Double, y, i)))
+	}
+	body.NewStore(body.NewCall(f, args...), body.NewGetElementPtr(types.Double, out, i))
+	i.Incs = append(i.Incs, &ir.Incoming{X: body.NewAdd(i, constant.NewInt(types.I64, 1)), Pred: body})
+	body.NewBr(head)
+	exit.NewRet(nil)
+}
+
+// hostLib is the test module compiled for the host and loaded.
+type hostLib struct {
+	one1 map[string]func(float64) float64
+	one2 map[string]func(float64, float64) float64
+	vec  map[string]func(x, y, out *float64, n int64)
+	obj  []byte // the host object
+	ptx  []byte
+}
+
+var (
+	hostOnce sync.Once
+	host     *hostLib
+	hostSkip string // why the tests cannot run here
+	hostErr  error
+)
+
+// loadHost compiles and loads the test module once per test binary; it
+// skips the test where llc-14 or a C compiler is missing.
+func loadHost(t testing.TB) *hostLib {
+	t.Helper()
+	hostOnce.Do(func() { host, hostSkip, hostErr = buildHost() })
+	if hostSkip != "" {
+		t.Skip(hostSkip)
+	}
+	if hostErr != nil {
+		t.Fatal(hostErr)
+	}
+	return host
+}
+
+func buildHost() (*hostLib, string, error) {
+	tools, err := toolchain.Find()
+	if err != nil {
+		return nil, "needs llc-14 and a C compiler: " + err.Error(), nil
+	}
+	ctx := context.Background()
+	text := []byte(testModule().String())
+	h := &hostLib{
+		one1: map[string]func(float64) float64{},
+		one2: map[string]func(float64, float64) float64{},
+		vec:  map[string]func(x, y, out *float64, n int64){},
+	}
+	if h.obj, err = tools.Compile(ctx, text, toolchain.Host); err != nil {
+		return nil, "", err
+	}
+	if h.ptx, err = tools.Compile(ctx, text, toolchain.PTX); err != nil {
+		return nil, "", err
+	}
+	so, err := tools.Link(ctx, [][]byte{h.obj}, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	dir, err := os.MkdirTemp("", "mathir-test-")
+	if err != nil {
+		return nil, "", err
+	}
+	path := filepath.Join(dir, "mathir.so")
+	if err := os.WriteFile(path, so, 0o644); err != nil {
+		return nil, "", err
+	}
+	handle, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	os.RemoveAll(dir) // the mapping stays
+	if err != nil {
+		return nil, "", fmt.Errorf("dlopen %s: %v", path, err)
+	}
+	for _, name := range tested() {
+		var vec func(x, y, out *float64, n int64)
+		purego.RegisterLibFunc(&vec, handle, "vec_"+name)
+		h.vec[name] = vec
+		if len(defs[name].params) == 1 {
+			var f func(float64) float64
+			purego.RegisterLibFunc(&f, handle, "one_"+name)
+			h.one1[name] = f
+		} else {
+			var f func(float64, float64) float64
+			purego.RegisterLibFunc(&f, handle, "one_"+name)
+			h.one2[name] = f
+		}
+	}
+	return h, "", nil
+}
+
+// apply evaluates name on the inputs (ys ignored for unary functions).
+func (h *hostLib) apply(name string, xs, ys []float64) []float64 {
+	out := make([]float64, len(xs))
+	if len(xs) == 0 {
+		return out
+	}
+	if ys == nil {
+		ys = xs
+	}
+	h.vec[name](&xs[0], &ys[0], &out[0], int64(len(xs)))
+	return out
+}

@@ -1,0 +1,178 @@
+package mathir
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+)
+
+// Prefix starts the name of every function and global the library
+// defines (NVPTX writes the dots as `_$_`).
+const Prefix = "tofuc.math."
+
+// Lib adds TDL's math functions to an llir module on demand.
+type Lib struct {
+	m     *ir.Module
+	funcs map[string]*ir.Func // by LLVM name: the library's and intrinsics
+}
+
+// New returns the library of module m. Functions the module already
+// has (from another Lib of the same module) are reused, not redefined.
+func New(m *ir.Module) *Lib {
+	l := &Lib{m: m, funcs: map[string]*ir.Func{}}
+	for _, f := range m.Funcs {
+		l.funcs[f.Name()] = f
+	}
+	return l
+}
+
+// Func returns the module's internal function `double
+// @tofuc.math.NAME(double[, double])`, defining it (and any helper it
+// calls) on first use, once per module.
+func (l *Lib) Func(name string) (*ir.Func, error) {
+	if d, ok := defs[name]; !ok || d.helper {
+		return nil, fmt.Errorf("mathir: unknown math function %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	return l.define(name), nil
+}
+
+// Arity is the number of double arguments of the function name, 0 for
+// a name the library does not have.
+func Arity(name string) int {
+	if d, ok := defs[name]; ok && !d.helper {
+		return len(d.params)
+	}
+	return 0
+}
+
+// Names returns every supported name, sorted.
+func Names() []string {
+	var names []string
+	for n, d := range defs {
+		if !d.helper {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// def is how to build one function.
+type def struct {
+	params []types.Type // nil: one double
+	ret    types.Type   // nil: double
+	helper bool         // used by other functions, not offered by Func
+	body   func(g *fnb, args []value.Value) value.Value
+}
+
+// defs holds every function, filled in init: bodies call other
+// functions through it.
+var defs map[string]def
+
+func unary(body func(g *fnb, x value.Value) value.Value) def {
+	return def{params: []types.Type{types.Double}, body: func(g *fnb, a []value.Value) value.Value { return body(g, a[0]) }}
+}
+
+func binary(body func(g *fnb, x, y value.Value) value.Value) def {
+	return def{params: []types.Type{types.Double, types.Double}, body: func(g *fnb, a []value.Value) value.Value { return body(g, a[0], a[1]) }}
+}
+
+func helper(d def) def {
+	d.helper = true
+	return d
+}
+
+func init() {
+	defs = map[string]def{
+		// basic.go
+		"sqrt":       unary(func(g *fnb, x value.Value) value.Value { return g.sqrt(x) }),
+		"rsqrt":      unary(func(g *fnb, x value.Value) value.Value { return g.div(g.k(1), g.sqrt(x)) }),
+		"abs":        unary(func(g *fnb, x value.Value) value.Value { return g.fabs(x) }),
+		"floor":      unary(func(g *fnb, x value.Value) value.Value { return g.floor(x) }),
+		"ceil":       unary(func(g *fnb, x value.Value) value.Value { return g.ceil(x) }),
+		"round":      unary(func(g *fnb, x value.Value) value.Value { return g.rint(x) }),
+		"reciprocal": unary(func(g *fnb, x value.Value) value.Value { return g.div(g.k(1), x) }),
+		"sign":       unary(sign),
+		"isnan":      unary(func(g *fnb, x value.Value) value.Value { return g.sel(g.isNaN(x), g.k(1), g.k(0)) }),
+		"isinf":      unary(func(g *fnb, x value.Value) value.Value { return g.sel(g.isInf(x, 0), g.k(1), g.k(0)) }),
+		"max":        binary(max64),
+		"min":        binary(min64),
+		"fmod":       binary(fmod),
+		// exp.go, log.go
+		"exp":     unary(exp),
+		"log":     unary(log),
+		"log1p":   helper(unary(log1p)),
+		"sigmoid": unary(sigmoid),
+		"pow":     binary(pow),
+		// hyperbolic.go
+		"tanh":  unary(tanh),
+		"sinh":  unary(sinh),
+		"cosh":  unary(cosh),
+		"asinh": unary(asinh),
+		"acosh": unary(acosh),
+		"atanh": unary(atanh),
+		"erf":   unary(erf),
+		// trig.go
+		"sin":        unary(sin),
+		"cos":        unary(cos),
+		"tan":        unary(tan),
+		"trigreduce": helper(trigReduceDef()),
+		"asin":       unary(asin),
+		"acos":       unary(acos),
+		"atan":       unary(atan),
+		"atan2":      binary(atan2),
+	}
+}
+
+// attrs are the attributes of every library function: pure, no
+// exceptions, and every input returns (loops are bounded).
+var attrs = []ir.FuncAttribute{enum.FuncAttrReadNone, enum.FuncAttrNoUnwind, enum.FuncAttrWillReturn}
+
+// define returns the function or helper name, defining it on first use.
+func (l *Lib) define(name string) *ir.Func {
+	if f, ok := l.funcs[Prefix+name]; ok {
+		return f
+	}
+	d := defs[name]
+	ret := d.ret
+	if ret == nil {
+		ret = types.Double
+	}
+	var params []*ir.Param
+	var args []value.Value
+	for i, t := range d.params {
+		p := ir.NewParam(fmt.Sprintf("a%d", i), t)
+		params = append(params, p)
+		args = append(args, p)
+	}
+	f := l.m.NewFunc(Prefix+name, ret, params...)
+	f.Linkage = enum.LinkageInternal
+	f.FuncAttrs = append([]ir.FuncAttribute(nil), attrs...)
+	l.funcs[f.Name()] = f
+	g := &fnb{l: l, f: f}
+	g.b = f.NewBlock("")
+	g.b.NewRet(d.body(g, args))
+	return f
+}
+
+// intrinsic returns the declaration of llvm.NAME.f64 with n double
+// arguments.
+func (l *Lib) intrinsic(name string, n int) *ir.Func {
+	full := "llvm." + name + ".f64"
+	if f, ok := l.funcs[full]; ok {
+		return f
+	}
+	var params []*ir.Param
+	for i := 0; i < n; i++ {
+		params = append(params, ir.NewParam("", types.Double))
+	}
+	f := l.m.NewFunc(full, types.Double, params...)
+	f.FuncAttrs = []ir.FuncAttribute{enum.FuncAttrNoUnwind, enum.FuncAttrReadNone}
+	l.funcs[full] = f
+	return f
+}
