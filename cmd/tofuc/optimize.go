@@ -64,7 +64,16 @@ func runOptimize(args []string, stdout, stderr io.Writer) int {
 		printDiagnostics(stderr, errs)
 		return exitUser
 	}
-	out, err := search.New(prog, rules, search.Options{Alpha: *alpha, MaxGraphs: *maxGraphs}).Optimize(g)
+	p := newProgress(stderr)
+	show := func(part, parts int) {
+		if part > parts {
+			p.show("searching around the cuts between %d parts", parts)
+		} else {
+			p.show("searching part %d of %d", part, parts)
+		}
+	}
+	out, err := search.New(prog, rules, search.Options{Alpha: *alpha, MaxGraphs: *maxGraphs, Progress: show}).Optimize(g)
+	p.done()
 	if err != nil {
 		fmt.Fprintf(stderr, "tofuc optimize: %v\n", err)
 		return exitUser

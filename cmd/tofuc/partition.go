@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -50,15 +49,10 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	opt := partition.Options{Factors: factors, Memory: f.memory}
-	if isTerminal(os.Stderr) && stderr == os.Stderr {
-		opt.Progress = func(step, steps int) {
-			fmt.Fprintf(stderr, "\rsearching: step %d of %d", step, steps)
-		}
-	}
+	p := newProgress(stderr)
+	opt.Progress = func(step, steps int) { p.show("searching: step %d of %d", step, steps) }
 	r, err := partitionReport(g, fs.Arg(0), name, f, opt)
-	if opt.Progress != nil {
-		fmt.Fprint(stderr, "\r\033[K")
-	}
+	p.done()
 	if err != nil {
 		return fail(stderr, err)
 	}

@@ -75,13 +75,19 @@ func runRules(args []string, stdout, stderr io.Writer) int {
 		return []string{fmt.Sprintf("verified: %d proved, %d bounded, %d refuted, %d unknown (%s)", st.Proved, st.Bounded, st.Refuted, st.Unknown, formatDuration(st.Verify))}
 	}
 	var summary []string
-	progress := func(st *generate.Stats, stage string) {
+	var verifying *progress // from the end of pruning
+	stage := func(st *generate.Stats, stage string) {
+		verifying.done()
 		for _, l := range lines(st, stage) {
 			fmt.Fprintln(stderr, l)
 			summary = append(summary, l)
 		}
+		if stage == "prune" {
+			verifying = newProgress(stderr)
+		}
 	}
-	res, err := generate.Generate(prog, generate.Options{MaxOps: *maxOps, Worlds: ws, Seed: *seed, Verify: smt.Options{Timeout: *timeout}, Stage: progress})
+	res, err := generate.Generate(prog, generate.Options{MaxOps: *maxOps, Worlds: ws, Seed: *seed, Verify: smt.Options{Timeout: *timeout},
+		Stage: stage, Progress: func(done, total int) { verifying.count("verifying candidates", done, total) }})
 	if err != nil {
 		fmt.Fprintf(stderr, "tofuc rules generate: %v\n", err)
 		return exitUser

@@ -35,6 +35,9 @@ type Options struct {
 	Verify smt.Options
 	// Stage, when set, is told each stage's counts as the stage ends.
 	Stage func(st *Stats, stage string)
+	// Progress, when set, is told how many candidates of the total are
+	// verified, as verification goes (the longest stage).
+	Progress func(done, total int)
 }
 
 // Stats counts each stage, TASO's Table 2.3 style.
@@ -132,7 +135,7 @@ func Generate(prog *check.Program, opts Options) (*Result, error) {
 	stage("prune")
 
 	t2 := time.Now()
-	rules, err := verifyPairs(prog, pairs, opts.Verify, &res.Stats)
+	rules, err := verifyPairs(prog, pairs, opts, &res.Stats)
 	res.Stats.Verify = time.Since(t2)
 	res.Rules = rules
 	if err == nil {
@@ -527,7 +530,7 @@ const verifyBatch = 32
 
 // verifyPairs writes the pairs as TDL rules, verifies them in parallel
 // and returns the proved and bounded ones.
-func verifyPairs(prog *check.Program, pairs [][2]*graph, opts smt.Options, st *Stats) ([]string, error) {
+func verifyPairs(prog *check.Program, pairs [][2]*graph, opts Options, st *Stats) ([]string, error) {
 	var src strings.Builder
 	var lines []string
 	for i, p := range pairs {
@@ -554,8 +557,11 @@ func verifyPairs(prog *check.Program, pairs [][2]*graph, opts smt.Options, st *S
 	}
 	var results []smt.Result
 	for start := 0; start < len(rules); start += verifyBatch {
-		results = append(results, smt.VerifyAll(rules[start:min(start+verifyBatch, len(rules))], opts)...)
+		results = append(results, smt.VerifyAll(rules[start:min(start+verifyBatch, len(rules))], opts.Verify)...)
 		runtime.GC() // the solver's memory is released by finalizers
+		if opts.Progress != nil {
+			opts.Progress(len(results), len(rules))
+		}
 	}
 	var out []string
 	for i, res := range results {

@@ -16,6 +16,9 @@ type Options struct {
 	MaxGraphs int         // graphs dequeued per (sub)search; 0 means 300
 	Threshold int         // graphs with more operators are split (MetaFlow: 30); 0 means 30
 	Device    cost.Device // the roofline profile
+	// Progress, when set, is told before each search of a part (1 to
+	// parts), and with part = parts+1 before the search around the cuts.
+	Progress func(part, parts int)
 }
 
 func (o Options) maxGraphs() int {
@@ -141,13 +144,20 @@ func (o *Optimizer) Optimize(g *ir.Graph) (*Outcome, error) {
 	parts := o.split(g)
 	cur := state{g: g, cost: o.cost(g)}
 	explored := 0
-	for _, part := range parts {
+	progress := func(i int) {
+		if o.opts.Progress != nil {
+			o.opts.Progress(i, len(parts))
+		}
+	}
+	for i, part := range parts {
+		progress(i + 1)
 		s, n := o.backtrack(cur.g, complement(cur.g, part), o.opts.Alpha, o.opts.maxGraphs())
 		explored += n
 		s.steps = append(cur.steps, s.steps...)
 		cur = s
 	}
 	if len(parts) > 1 {
+		progress(len(parts) + 1)
 		s, n := o.backtrack(cur.g, complement(cur.g, o.cutNeighbourhood(cur.g, parts)), o.opts.Alpha, o.opts.maxGraphs())
 		explored += n
 		s.steps = append(cur.steps, s.steps...)
