@@ -21,14 +21,25 @@ type Lib struct {
 	funcs map[string]*ir.Func // by LLVM name: the library's and intrinsics
 }
 
-// New returns the library of module m. Functions the module already
-// has (from another Lib of the same module) are reused, not redefined.
+// New returns the library of module m. Functions the module has (from
+// another Lib of the same module, or intrinsics its other code
+// declared) are reused, not declared again.
 func New(m *ir.Module) *Lib {
-	l := &Lib{m: m, funcs: map[string]*ir.Func{}}
-	for _, f := range m.Funcs {
-		l.funcs[f.Name()] = f
+	return &Lib{m: m, funcs: map[string]*ir.Func{}}
+}
+
+// lookup finds the module's function of that LLVM name.
+func (l *Lib) lookup(name string) *ir.Func {
+	if f, ok := l.funcs[name]; ok {
+		return f
 	}
-	return l
+	for _, f := range l.m.Funcs {
+		if f.Name() == name {
+			l.funcs[name] = f
+			return f
+		}
+	}
+	return nil
 }
 
 // Func returns the module's internal function `double
@@ -135,7 +146,7 @@ var attrs = []ir.FuncAttribute{enum.FuncAttrReadNone, enum.FuncAttrNoUnwind, enu
 
 // define returns the function or helper name, defining it on first use.
 func (l *Lib) define(name string) *ir.Func {
-	if f, ok := l.funcs[Prefix+name]; ok {
+	if f := l.lookup(Prefix + name); f != nil {
 		return f
 	}
 	d := defs[name]
@@ -164,7 +175,7 @@ func (l *Lib) define(name string) *ir.Func {
 // arguments.
 func (l *Lib) intrinsic(name string, n int) *ir.Func {
 	full := "llvm." + name + ".f64"
-	if f, ok := l.funcs[full]; ok {
+	if f := l.lookup(full); f != nil {
 		return f
 	}
 	var params []*ir.Param

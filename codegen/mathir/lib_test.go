@@ -10,6 +10,7 @@ import (
 
 	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
 
 	lir "tofuc/lang/ir"
 )
@@ -155,5 +156,25 @@ func TestHostObjectSelfContained(t *testing.T) {
 		if s.Section == elf.SHN_UNDEF && s.Name != "" {
 			t.Errorf("host object needs %s", s.Name)
 		}
+	}
+}
+
+// TestSharesDeclarations: an intrinsic the module's other code declared
+// before is used, not declared again.
+func TestSharesDeclarations(t *testing.T) {
+	m := ir.NewModule()
+	l := New(m)
+	fabs := m.NewFunc("llvm.fabs.f64", types.Double, ir.NewParam("", types.Double))
+	if _, err := l.Func("atan"); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range m.Funcs {
+		if f.Name() == fabs.Name() {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("llvm.fabs.f64 declared %d times", n)
 	}
 }
