@@ -6,12 +6,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
 	"tofuc/analysis/report"
 	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/parser"
 	"tofuc/rewrite/search"
 	"tofuc/runtime/npy"
 	"tofuc/runtime/tensor"
@@ -33,6 +36,9 @@ func runOptimize(args []string, stdout, stderr io.Writer) int {
 	}
 	if *alpha < 1 || *maxGraphs < 1 {
 		return usageError(stderr, "optimize", "--alpha must be at least 1 and --max-graphs positive")
+	}
+	if same, _ := sameFile(*outPath, fs.Arg(0)); same {
+		return usageError(stderr, "optimize", "-o %s is the model's own file; write the optimised model to another", *outPath)
 	}
 	set, err := parseSets(*sets)
 	if err != nil {
@@ -81,7 +87,7 @@ func runOptimize(args []string, stdout, stderr io.Writer) int {
 	lines := optimizeLines(names[0], out)
 	fmt.Fprintln(stdout, strings.Join(lines, "\n"))
 	if *outPath != "" {
-		if err := writeOptimized(*outPath, names[0], out, weights); err != nil {
+		if err := writeOptimized(*outPath, m, g, out, weights); err != nil {
 			fmt.Fprintf(stderr, "tofuc optimize: %v\n", err)
 			return exitUser
 		}
@@ -95,16 +101,78 @@ func runOptimize(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// writeOptimized writes the optimised model as TDL, and its weights (the
-// parameters keep their names) in the .npz beside it.
-func writeOptimized(path, name string, out *search.Outcome, weights map[string]*tensor.Tensor) error {
-	if err := os.WriteFile(path, []byte(search.FormatModel(out.Graph, name)), 0o644); err != nil {
+// writeOptimized writes the optimised model as TDL, after copies of the
+// operators it calls that are not the standard library's (so that it
+// checks on its own, wherever it is moved), with the names of the inputs,
+// parameters and outputs of the model g, and its weights (the parameters
+// keep their names) in the .npz beside it.
+func writeOptimized(path string, m *check.Module, g *ir.Graph, out *search.Outcome, weights map[string]*tensor.Tensor) error {
+	outputs := make([]string, len(g.Outputs))
+	for i, v := range g.Outputs {
+		outputs[i] = v.Name
+	}
+	ops, err := ownOperators(m, out.Graph)
+	if err != nil {
+		return err
+	}
+	src := ops + search.FormatModel(out.Graph, g.Name, outputs)
+	f, err := parser.Parse(path, []byte(src))
+	if err != nil {
+		return fmt.Errorf("internal error: the optimised model does not parse: %v", err)
+	}
+	if err := os.WriteFile(path, lang.Format(f, []byte(src)), 0o644); err != nil {
 		return err
 	}
 	if len(weights) == 0 {
 		return nil
 	}
 	return npy.WriteNPZ(strings.TrimSuffix(path, filepath.Ext(path))+".npz", weights)
+}
+
+// ownOperators prints the declarations of the operators g calls from
+// outside the standard library (m's own, or imported), in the order of
+// their positions, each after a comment saying where it comes from. It
+// fails when the name of an operator g calls means another in m (a rule
+// brought in the standard library's, which m shadows).
+func ownOperators(m *check.Module, g *ir.Graph) (string, error) {
+	seen := map[string]bool{}
+	var decls []*lang.OpDecl
+	for _, n := range g.Nodes {
+		name := n.Inst.Op
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		d := m.Op(name)
+		if d == nil || d.Pos != n.Inst.Pos {
+			return "", fmt.Errorf("the optimised model calls the operator %s of %s, which %s shadows; rename that one", name, n.Inst.Pos, m.Path)
+		}
+		if !strings.HasPrefix(d.Pos.File, check.StdPrefix) {
+			decls = append(decls, d)
+		}
+	}
+	sort.Slice(decls, func(i, j int) bool { return decls[i].Pos.String() < decls[j].Pos.String() })
+	var b strings.Builder
+	for _, d := range decls {
+		f := &lang.File{Ops: []*lang.OpDecl{d}, Order: []lang.Decl{d}}
+		fmt.Fprintf(&b, "// %s, from %s\n", d.Name, d.Pos)
+		b.Write(lang.Format(f, nil))
+		b.WriteString("\n")
+	}
+	return b.String(), nil
+}
+
+// sameFile reports whether two paths name one file.
+func sameFile(a, b string) (bool, error) {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	fb, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(fa, fb), nil
 }
 
 func asErrorList(err error) lang.ErrorList {
@@ -182,7 +250,7 @@ func writeOptimizeReport(dir, name, file string, lines []string, out *search.Out
 	case err != nil:
 		return err
 	case rep.Model != name:
-		return fmt.Errorf("%s holds the report of model %s, not %s", dir, rep.Model, name)
+		return fmt.Errorf("%s holds the report of model %s, not %s: give --report another directory", dir, rep.Model, name)
 	}
 	data := optimizeData{Model: name, Device: out.Before.Device.Name, Before: summarize(out.Before), After: summarize(out.After),
 		Rules: out.Steps, Explored: out.Explored, Parts: out.Parts, Seconds: out.Time.Seconds()}

@@ -10,6 +10,9 @@ import (
 
 	"tofuc/analysis/check"
 	"tofuc/internal/shared"
+	"tofuc/lang"
+	"tofuc/runtime/npy"
+	"tofuc/runtime/tensor"
 )
 
 // TestOptimizeONNX: tofuc optimize imports an ONNX model, lowers its
@@ -108,5 +111,64 @@ func TestOptimizeAddsToPartitionReport(t *testing.T) {
 	stderr.Reset()
 	if code := run([]string{"optimize", "../../examples/sru.tdl", "--max-graphs", "5", "--report", dir}, &stdout, &stderr); code != exitUser || !strings.Contains(stderr.String(), "report of model mlp") {
 		t.Errorf("another model's report: exit %d, %s", code, stderr.String())
+	}
+}
+
+// TestOptimizedModelStandsAlone: the model optimize -o writes checks on
+// its own although the model calls its own operator, keeps the names of
+// its inputs, parameters and outputs, and evaluates equal to the model it
+// came from (the rewrite reorders a sum: the Reordered tolerance).
+func TestOptimizedModelStandsAlone(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "own.tdl")
+	src := `op twice(x: [*S]) -> [*S] = lambda *i: x[*i] * 2.0
+
+model own<batch = 4>(x: f32[batch, 8]) {
+    w1 = param f32[8, 8]
+    w2 = param f32[8, 8]
+    y = twice(relu(matmul(x, w1) + matmul(x, w2)))
+    return y
+}
+`
+	if err := os.WriteFile(model, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opt := filepath.Join(dir, "elsewhere", "own-opt.tdl")
+	os.MkdirAll(filepath.Dir(opt), 0o755)
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"optimize", model, "--max-graphs", "2", "-o", opt}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("optimize: exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "matmul_distrib") {
+		t.Fatalf("the sum of products was not rewritten:\n%s", stdout.String())
+	}
+	if code := run([]string{"optimize", model, "-o", model}, &stdout, &stderr); code != exitUsage {
+		t.Errorf("optimize -o over the model's own file: exit %d", code)
+	}
+	outputs := func(path string) map[string]*tensor.Tensor {
+		out := filepath.Join(dir, "eval-"+filepath.Base(path))
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"eval", path, "--random-inputs", "--seed", "3", "--out", out}, &stdout, &stderr); code != exitOK {
+			t.Fatalf("eval %s: exit %d: %s", path, code, stderr.String())
+		}
+		y, err := npy.ReadFile(filepath.Join(out, "y.npy"))
+		if err != nil {
+			t.Fatalf("eval %s: %v (outputs: %s)", path, err, stdout.String())
+		}
+		params, err := npy.ReadNPZ(filepath.Join(out, "params.npz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		params["y"] = y
+		return params
+	}
+	want, got := outputs(model), outputs(opt)
+	for _, name := range []string{"w1", "w2"} {
+		if err := tensor.Compare(got[name], want[name], tensor.Exact); err != nil {
+			t.Errorf("parameter %s: %v", name, err)
+		}
+	}
+	if err := tensor.Compare(got["y"], want["y"], tensor.Reordered(lang.F32, 16)); err != nil {
+		t.Errorf("y: %v", err)
 	}
 }

@@ -10,15 +10,25 @@ import (
 	"tofuc/lang/ir"
 )
 
-// FormatModel prints g as a TDL model that checks on its own: inputs,
-// parameters with their initialisers, one binding per node, the outputs.
-func FormatModel(g *ir.Graph, name string) string {
+// FormatModel prints g as a TDL model: inputs, parameters with their
+// initialisers, one binding per node, the outputs. Inputs and parameters
+// keep their names, and output i is bound to outputs[i] (the names of the
+// model g was optimised from; a rewrite may have replaced the value), so
+// that input and parameter files, and output file names, still apply. It
+// checks where the operators it calls are in scope (the standard library
+// and any printed before it).
+func FormatModel(g *ir.Graph, name string, outputs []string) string {
 	p := &modelPrinter{names: map[*ir.Value]string{}, taken: map[string]bool{}}
 	for _, v := range g.Inputs {
-		p.keep(v)
+		p.keep(v, v.Name)
 	}
 	for _, prm := range g.Params {
-		p.keep(prm.Value)
+		p.keep(prm.Value, prm.Value.Name)
+	}
+	for i, v := range g.Outputs {
+		if i < len(outputs) && v.Const == nil {
+			p.keep(v, outputs[i])
+		}
 	}
 	var ins []string
 	for _, v := range g.Inputs {
@@ -53,12 +63,12 @@ type modelPrinter struct {
 	taken map[string]bool
 }
 
-// keep names inputs and parameters as the model does, so that inputs and
-// parameter files still apply.
-func (p *modelPrinter) keep(v *ir.Value) {
-	if ident(v.Name) == v.Name && !p.taken[v.Name] {
-		p.taken[v.Name] = true
-		p.names[v] = v.Name
+// keep names v as the model does, when name is an identifier not taken
+// (by an input returned as an output, say).
+func (p *modelPrinter) keep(v *ir.Value, name string) {
+	if _, named := p.names[v]; !named && ident(name) == name && !p.taken[name] {
+		p.taken[name] = true
+		p.names[v] = name
 	}
 }
 
