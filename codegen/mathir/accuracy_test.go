@@ -270,6 +270,7 @@ func binaryInputs(r *rand.Rand, name string) (xs, ys []float64) {
 		add(uniform(r, samples, 0, 2), integers(r, samples, -1100, 1100))
 		add(uniform(r, samples, 0, 2), uniform(r, samples, -1100, 1100))
 		add(integers(r, samples, -3, 3), integers(r, samples, -1<<40, 1<<40))
+		add(anyDouble(r, samples), integers(r, samples, -100, 100))
 	case "fmod":
 		add(uniform(r, samples, -1e6, 1e6), uniform(r, samples, -10, 10))
 		add(integers(r, samples, -1000, 1000), integers(r, samples, -20, 20))

@@ -4,7 +4,7 @@ import "github.com/llir/llvm/ir/value"
 
 // exp is math.Exp as it runs on amd64 with FMA (exp_amd64.s, after
 // Shibata's SLEEF): x = k*ln2 + r with k = round(x*log2(e)) and ln2 in
-// two parts, a Taylor polynomial of degree 10 in r/16, squared back four
+// two parts, a Taylor polynomial of degree 8 in r/16, squared back four
 // times as expm1 (e**2s - 1 = (e**s - 1)*(e**s - 1 + 2)), then scaled by
 // 2**k in one or two multiplications. Its quirks are Go's: +Inf from
 // x > 709.78 and wherever k reaches 1024 (x above about 709.44), 0 from
