@@ -57,6 +57,8 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "eval", "--attr goes with --op (use --set for models)")
 	case f.op != "" && f.train.train:
 		return usageError(stderr, "eval", "--train works on models, not on --op")
+	case f.op != "" && f.random:
+		return usageError(stderr, "eval", "--random-inputs works on models: an operator's shapes are symbolic, so give each input with --in NAME=PATH.npy (eval of a model with --random-inputs writes the inputs it draws under DIR/inputs)")
 	case f.steps < 1:
 		return usageError(stderr, "eval", "--steps must be at least 1")
 	case !f.train.train && f.train.changed(fs):
@@ -144,6 +146,9 @@ func evalModel(m *check.Module, f evalFlags, inputs, weights map[string]*tensor.
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := checkInputs(m, g, inputs); err != nil {
+		return nil, nil, err
+	}
 	var next map[string]string
 	model := g
 	if f.train.train {
@@ -166,6 +171,9 @@ func evalModel(m *check.Module, f evalFlags, inputs, weights map[string]*tensor.
 			return nil, nil, err
 		}
 		inputs[in.Name] = t
+		if err := writeDrawn(f.out, in.Name, t, stdout); err != nil {
+			return nil, nil, err
+		}
 	}
 	given := map[string]*tensor.Tensor{}
 	for name, t := range weights {
@@ -249,7 +257,11 @@ func train(g *ir.Graph, next map[string]string, inputs, params map[string]*tenso
 		if err != nil {
 			return nil, nil, fmt.Errorf("step %d: %v", step, err)
 		}
-		fmt.Fprintf(stdout, "step %d: loss %.6g\n", step, res.Outputs[autodiff.LossOutput].Flat(0))
+		loss := res.Outputs[autodiff.LossOutput].Flat(0)
+		fmt.Fprintf(stdout, "step %d: loss %.6g\n", step, loss)
+		if math.IsNaN(loss) || math.IsInf(loss, 0) {
+			return nil, nil, fmt.Errorf("step %d: the loss is %g: training diverged (try a smaller --lr)", step, loss)
+		}
 		params = res.Params // those without a gradient keep their values
 		for p, out := range next {
 			params[p] = res.Outputs[out]

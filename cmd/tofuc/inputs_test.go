@@ -1,0 +1,68 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestInputShapeMessage: a given input of the wrong shape is explained in
+// the model's terms, with the --set that would fit it.
+func TestInputShapeMessage(t *testing.T) {
+	dir := t.TempDir()
+	mlp := "../../examples/mlp.tdl"
+	if status, _, stderr := tofuc("eval", mlp, "--set", "batch=4", "--random-inputs", "--out", dir); status != exitOK {
+		t.Fatalf("eval: %s", stderr)
+	}
+	x := filepath.Join(dir, "inputs", "x.npy")
+	status, _, stderr := tofuc("eval", mlp, "--in", "x="+x, "--out", filepath.Join(dir, "again"))
+	want := "input x has shape [4 784], want f32[64, 784] (batch = 64; set it with --set batch=4)"
+	if status != exitUser || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr %q; want %q", status, stderr, want)
+	}
+	logits := filepath.Join(dir, "logits.npy") // [4, 10]
+	status, _, stderr = tofuc("eval", mlp, "--set", "batch=4", "--in", "x="+logits, "--out", filepath.Join(dir, "again"))
+	want = "want f32[4, 784] (dimension 1 is fixed at 784)"
+	if status != exitUser || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr %q; want %q", status, stderr, want)
+	}
+}
+
+// TestDrawnInputsReadBack: the inputs --random-inputs draws are written
+// where --in reads them, and give the same outputs.
+func TestDrawnInputsReadBack(t *testing.T) {
+	dir := t.TempDir()
+	mlp := "../../examples/mlp.tdl"
+	_, first, stderr := tofuc("eval", mlp, "--set", "batch=2", "--random-inputs", "--seed", "5", "--out", filepath.Join(dir, "a"))
+	if !strings.Contains(first, "input x: random f32[2 784] -> ") {
+		t.Fatalf("no drawn input written:\n%s%s", first, stderr)
+	}
+	_, second, stderr := tofuc("eval", mlp, "--set", "batch=2", "--in", "x="+filepath.Join(dir, "a", "inputs", "x.npy"),
+		"--params", filepath.Join(dir, "a", "params.npz"), "--out", filepath.Join(dir, "b"))
+	summary := func(out string) string { // the logits line without its path
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "logits:") {
+				return l[:strings.Index(l, " -> ")]
+			}
+		}
+		return "none"
+	}
+	if summary(first) == "none" || summary(first) != summary(second) {
+		t.Errorf("outputs differ:\n%s\n%s%s", first, second, stderr)
+	}
+}
+
+// TestEvalUsageAndDivergence: --random-inputs with --op is a usage error
+// that says why, and a diverging training run fails at the first
+// non-finite loss.
+func TestEvalUsageAndDivergence(t *testing.T) {
+	dir := t.TempDir()
+	status, _, stderr := tofuc("eval", "../../stdlib/nn.tdl", "--op", "softmax", "--random-inputs", "--out", dir)
+	if status != exitUsage || !strings.Contains(stderr, "give each input with --in") {
+		t.Errorf("--op --random-inputs: exit %d, %s", status, stderr)
+	}
+	status, stdout, stderr := tofuc("eval", "../../examples/mlp.tdl", "--train", "--steps", "10", "--lr", "1000", "--set", "batch=8", "--random-inputs", "--out", dir)
+	if status != exitUser || !strings.Contains(stderr, "training diverged") || strings.Contains(stdout, "params.npz") {
+		t.Errorf("a diverging run: exit %d\n%s%s", status, stdout, stderr)
+	}
+}
