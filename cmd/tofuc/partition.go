@@ -27,7 +27,7 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	var f partitionFlags
 	fs.IntVar(&f.devices, "devices", 0, "the number of devices N (required)")
 	fs.StringVar(&f.reportDir, "report", "", "write report.txt, report.json and report.html into DIR (created if missing)")
-	fs.Int64Var(&f.memory, "memory", 0, "the memory per device in bytes (0: unlimited)")
+	fs.Var((*byteSize)(&f.memory), "memory", "the memory per device, e.g. 80GB or 16GiB (bytes without a unit; 0: unlimited)")
 	fs.StringVar(&f.strategy, "strategy", "", "price the plan in FILE (a report.json, edited) beside the optimum")
 	fs.StringVar(&f.factors, "factors", "", "the workers per recursion step, e.g. 4,2 (default: N's prime factors, largest first)")
 	fs.StringVar(&f.model, "model", "", "the model (default: the only one)")
@@ -64,7 +64,7 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "report: %s/report.{txt,json,html}\n", strings.TrimRight(f.reportDir, "/"))
 	}
 	if r.OverLimitBytes > 0 {
-		fmt.Fprintf(stderr, "tofuc partition: no plan fits in %d bytes per device; the best is %d bytes over\n", f.memory, r.OverLimitBytes)
+		fmt.Fprintf(stderr, "tofuc partition: no plan fits in %s per device; the best is %s over\n", report.Bytes(f.memory), report.Bytes(r.OverLimitBytes))
 		return exitUser
 	}
 	return exitOK
@@ -144,7 +144,7 @@ func partitionReport(g *cost.Graph, path, name string, f partitionFlags, opt par
 	}
 	in.Best = partition.WithinMemory(best, in.Baselines, f.memory)
 	if f.strategy != "" {
-		if in.Checked, err = checkStrategy(g, f.strategy); err != nil {
+		if in.Checked, err = checkStrategy(g, f.strategy, f.devices); err != nil {
 			return nil, fmt.Errorf("--strategy %s: %v", f.strategy, err)
 		}
 		in.CheckedFile = f.strategy
@@ -152,7 +152,8 @@ func partitionReport(g *cost.Graph, path, name string, f partitionFlags, opt par
 	return report.Partition(in), nil
 }
 
-func checkStrategy(g *cost.Graph, path string) (*partition.Result, error) {
+// checkStrategy prices the plan in path, which must be one for devices.
+func checkStrategy(g *cost.Graph, path string, devices int) (*partition.Result, error) {
 	rp, err := report.ReadPlan(path)
 	if err != nil {
 		return nil, err
@@ -160,6 +161,9 @@ func checkStrategy(g *cost.Graph, path string) (*partition.Result, error) {
 	p, err := report.FromPlan(g, rp)
 	if err != nil {
 		return nil, err
+	}
+	if p.Devices() != devices {
+		return nil, fmt.Errorf("the plan is for %d devices (steps %v), not the %d of --devices", p.Devices(), p.Factors, devices)
 	}
 	c, err := g.Evaluate(p)
 	if err != nil {

@@ -44,6 +44,8 @@ func TestPartitionErrors(t *testing.T) {
 		{[]string{"--devices", "4", "--factors", "3,2"}, exitUsage, "multiply to 6"},
 		{[]string{"--devices", "4", "--memory", "1000", "--report", dir}, exitUser, "no plan fits"},
 		{[]string{"--devices", "4", "--strategy", "missing.json"}, exitUser, "missing.json"},
+		{[]string{"--devices", "4", "--memory", "16 GiB"}, exitOK, ""},
+		{[]string{"--devices", "4", "--memory", "16 furlongs"}, exitUsage, "not a size"},
 	} {
 		var out, errb bytes.Buffer
 		code := run(append([]string{"partition", "../../examples/mlp.tdl"}, c.args...), &out, &errb)
@@ -53,5 +55,27 @@ func TestPartitionErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "report.json")); err != nil {
 		t.Errorf("over the memory limit the report is still written: %v", err)
+	}
+	// That report's plan is for 4 devices: it is no plan for 8.
+	var out, errb bytes.Buffer
+	code := run([]string{"partition", "../../examples/mlp.tdl", "--devices", "8", "--strategy", filepath.Join(dir, "report.json")}, &out, &errb)
+	if code != exitUser || !strings.Contains(errb.String(), "the plan is for 4 devices") {
+		t.Errorf("a 4-device plan with --devices 8: exit %d, %s", code, errb.String())
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64 // -1: an error
+	}{
+		{"1000", 1000}, {"16GiB", 16 << 30}, {"16 gib", 16 << 30}, {"80GB", 80e9}, {"1.5TiB", 3 << 39}, {"512 B", 512},
+		{"16 furlongs", -1}, {"GiB", -1}, {"-1GiB", -1}, {"9000000TiB", -1},
+	} {
+		var b byteSize
+		err := b.Set(tc.in)
+		if (err != nil) != (tc.want < 0) || (err == nil && int64(b) != tc.want) {
+			t.Errorf("%q: %d, %v; want %d", tc.in, b, err, tc.want)
+		}
 	}
 }
