@@ -2,6 +2,7 @@ package smt
 
 import (
 	"fmt"
+	"maps"
 	"math/big"
 	"strings"
 
@@ -16,14 +17,51 @@ import (
 // element, one Z3 query per assignment asking for an element where they
 // differ. An assignment counts as checked only when its output is not
 // empty and both sides run there; the verdict is bounded only when every
-// symbol reaches its bound in some checked assignment.
+// symbol reaches its bound in some checked assignment. When the bounds
+// make too many assignments, smaller ones are still searched for a
+// counterexample, and the verdict is otherwise unknown.
 func (v *verifier) bounded() Result {
-	total := 1
-	for _, s := range v.syms {
-		if total *= v.need[s]; total > v.opts.maxShapes() {
-			return Result{Status: Unknown, Reason: fmt.Sprintf("the bounds the rule's constants need (%s) make more than %d shape assignments (--max-shapes)", boundsText(v.need), v.opts.maxShapes())}
+	bounds, total := v.need, shapeCount(v.need)
+	if total > v.opts.maxShapes() {
+		res := v.enumerate(within(v.need, v.opts.maxShapes()))
+		if res.Status != Refuted {
+			res = Result{Status: Unknown, Shapes: res.Shapes, Reason: fmt.Sprintf("the bounds the rule's constants need (%s) make %d shape assignments, more than %d (--max-shapes); smaller shapes show no difference", boundsText(v.need), total, v.opts.maxShapes())}
 		}
+		return res
 	}
+	return v.enumerate(bounds)
+}
+
+// shapeCount is the number of assignments within bounds (saturating).
+func shapeCount(bounds map[string]int) int {
+	total := 1
+	for _, n := range bounds {
+		total = min(total*n, 1<<40)
+	}
+	return total
+}
+
+// within lowers the largest bounds until their assignments number at
+// most limit.
+func within(bounds map[string]int, limit int) map[string]int {
+	out := maps.Clone(bounds)
+	for shapeCount(out) > limit {
+		widest := ""
+		for s, n := range out {
+			if widest == "" || n > out[widest] || n == out[widest] && s < widest {
+				widest = s
+			}
+		}
+		if out[widest] == 1 {
+			break
+		}
+		out[widest]--
+	}
+	return out
+}
+
+// enumerate checks every assignment within bounds.
+func (v *verifier) enumerate(bounds map[string]int) Result {
 	env := map[string]int64{}
 	for _, s := range v.syms {
 		env[s] = 1
@@ -39,19 +77,19 @@ func (v *verifier) bounded() Result {
 		if valid {
 			checked++
 			for _, s := range v.syms {
-				reached[s] = reached[s] || env[s] == int64(v.need[s])
+				reached[s] = reached[s] || env[s] == int64(bounds[s])
 			}
 		}
-		if !next(env, v.syms, v.need) {
+		if !next(env, v.syms, bounds) {
 			break
 		}
 	}
 	for _, s := range v.syms {
 		if !reached[s] {
-			return Result{Status: Unknown, Shapes: checked, Reason: fmt.Sprintf("no shape with %s = %d (the bound its constants need) has a non-empty output where both sides run", s, v.need[s])}
+			return Result{Status: Unknown, Shapes: checked, Reason: fmt.Sprintf("no shape with %s = %d (the bound its constants need) has a non-empty output where both sides run", s, bounds[s])}
 		}
 	}
-	return Result{Status: Bounded, Bounds: v.need, Shapes: checked}
+	return Result{Status: Bounded, Bounds: bounds, Shapes: checked}
 }
 
 // next advances env to the next assignment within the bounds; false after

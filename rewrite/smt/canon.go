@@ -33,18 +33,24 @@ func canon(p poly, depth int) poly {
 }
 
 func canonTerm(t *term, depth int) *term {
+	if t = pin(t); t == nil {
+		return &term{coef: new(big.Rat)}
+	}
 	own := map[string]bool{}
 	for _, v := range t.bound {
 		own[v.name] = true
 	}
-	masked := t.subst(func(n string) (lin, bool) {
+	// The masked keys only order the variables: a guard relating two of
+	// them (j < k) must not be folded with the variables merged.
+	mask := func(n string) (lin, bool) {
 		if own[n] {
 			return linName("_"), true
 		}
 		return lin{}, false
-	})
-	if masked == nil {
-		return &term{coef: new(big.Rat)}
+	}
+	masked := make([]string, len(t.atoms))
+	for i, a := range t.atoms {
+		masked[i] = a.subst(mask).key
 	}
 	order := boundOrder(t, masked)
 	rename := map[string]lin{}
@@ -71,14 +77,14 @@ func canonTerm(t *term, depth int) *term {
 
 // boundOrder orders t's summation variables by where they first appear in
 // its atoms sorted with the variables masked, then by extent.
-func boundOrder(t, masked *term) []bvar {
+func boundOrder(t *term, masked []string) []bvar {
 	type keyed struct {
 		key string
 		a   *atom
 	}
 	ks := make([]keyed, len(t.atoms))
 	for i := range t.atoms {
-		ks[i] = keyed{masked.atoms[i].key, t.atoms[i]}
+		ks[i] = keyed{masked[i], t.atoms[i]}
 	}
 	sort.SliceStable(ks, func(i, j int) bool { return ks[i].key < ks[j].key })
 	placed := map[string]bool{}
@@ -141,4 +147,79 @@ func (a *atom) names(set map[string]bool) {
 			}
 		}
 	}
+}
+
+// pin substitutes every summation variable that its term's guard fixes to
+// one value (v == a, or a <= v <= a), so that sum_{k < 3} [k == 1] f(k)
+// and f(1) have one form; nil when the guard becomes false.
+func pin(t *term) *term {
+	for {
+		v, val, ok := pinned(t)
+		if !ok {
+			return t
+		}
+		n := t.subst(func(x string) (lin, bool) {
+			if x == v {
+				return val, true
+			}
+			return lin{}, false
+		})
+		if n == nil {
+			return nil
+		}
+		kept := n.bound[:0:0]
+		for _, b := range n.bound {
+			if b.name != v {
+				kept = append(kept, b)
+			}
+		}
+		n.bound = kept
+		t = n
+	}
+}
+
+// pinned finds a summation variable of t fixed by its guard, and its value.
+func pinned(t *term) (string, lin, bool) {
+	for _, v := range t.bound {
+		lows, highs := map[string]bool{}, map[string]lin{}
+		for _, c := range t.guard {
+			if c.op != cGE && c.op != cEQ {
+				continue
+			}
+			coef, rest, ok := split(c.x, v.name)
+			switch {
+			case !ok:
+			case c.op == cEQ:
+				return v.name, rest.scale(-coef), true
+			case coef == 1: // v >= -rest
+				lows[rest.scale(-1).key()] = true
+			default: // v <= rest
+				highs[rest.key()] = rest
+			}
+		}
+		for k, val := range highs {
+			if lows[k] {
+				return v.name, val, true
+			}
+		}
+	}
+	return "", lin{}, false
+}
+
+// split writes x as coef*v + rest with coef ±1 and rest free of v; ok is
+// false when x does not have that form.
+func split(x lin, v string) (coef int64, rest lin, ok bool) {
+	for _, t := range x.terms {
+		if t.a.kind == iName && t.a.name == v && (t.coef == 1 || t.coef == -1) {
+			coef = t.coef
+		}
+	}
+	if coef == 0 {
+		return 0, lin{}, false
+	}
+	rest = x.sub(linName(v).scale(coef))
+	if rest.mentions(map[string]bool{v: true}) {
+		return 0, lin{}, false
+	}
+	return coef, rest, true
 }

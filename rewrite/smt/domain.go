@@ -39,7 +39,10 @@ func (l *lowerer) obligations(g *ir.Graph) ([]obligation, error) {
 					out = append(out, obligation{what: fmt.Sprintf("node %s: tensor %s has a negative extent", n.Name, d.Tensor.Name), fail: g, shape: true})
 				}
 			}
-			w := &domainWalker{l: l, node: n}
+			w := &domainWalker{l: l, node: n, locals: map[string]bool{}}
+			for _, x := range env {
+				x.names(w.locals)
+			}
 			if err := w.expr(d.Body, &frame{n, env}, path); err != nil {
 				return nil, err
 			}
@@ -64,9 +67,10 @@ func (g guard) inRange(x, ext lin) guard {
 // interpreter evaluates only the branch taken, and the right operand of
 // && and || only when the left does not decide).
 type domainWalker struct {
-	l    *lowerer
-	node *ir.Node
-	out  []obligation
+	l      *lowerer
+	node   *ir.Node
+	locals map[string]bool // the index variables the walker made
+	out    []obligation
 }
 
 func (w *domainWalker) expr(e ir.Expr, fr *frame, path guard) error {
@@ -92,6 +96,7 @@ func (w *domainWalker) expr(e ir.Expr, fr *frame, path guard) error {
 		for _, v := range e.Vars {
 			x := linName(w.l.freshVar())
 			env[v] = x
+			x.names(w.locals)
 			path = path.inRange(x, dimLin(v.Extent))
 		}
 		return w.expr(e.Body, &frame{fr.node, env}, path)
@@ -138,15 +143,53 @@ func (w *domainWalker) access(e *ir.Access, fr *frame, path guard) error {
 		}
 		idx[i] = v
 	}
-	out, ok := path.with(negate(inBounds(e.T.Shape, idx)))
+	out, ok := path.with(negate(inBounds(e.T.Shape, idx, path)))
 	switch {
 	case !ok:
 		return nil
 	case e.Default != nil:
 		return w.expr(e.Default, fr, out)
 	}
-	w.out = append(w.out, obligation{what: fmt.Sprintf("node %s reads %s outside its shape %s", w.node.Name, e.T.Name, lang.ShapeString(e.T.Shape)), fail: out})
+	o := obligation{what: fmt.Sprintf("node %s reads %s outside its shape %s", w.node.Name, e.T.Name, lang.ShapeString(e.T.Shape)), fail: out}
+	if g, ok := project(out, w.locals); ok {
+		o.fail, o.shape = g, true
+	}
+	w.out = append(w.out, o)
 	return nil
+}
+
+// project is the condition on the shape symbols alone under which g holds
+// for some values of the local variables, when each local occurs only in
+// its own range (0 <= v and v <= E - 1, E free of locals): then it is
+// E >= 1 for each with g's other conditions (take<index = 3> reads
+// x[a, 3], which fails exactly where 3 >= N). ok is false otherwise.
+func project(g guard, locals map[string]bool) (guard, bool) {
+	var out guard
+	for _, c := range g {
+		if !c.mentions(locals) {
+			out, _ = out.with(c, condConst{})
+			continue
+		}
+		if c.op != cGE || len(c.x.terms) == 0 {
+			return nil, false
+		}
+		v := c.x.terms[0].a.name
+		coef, rest, ok := split(c.x, v)
+		switch {
+		case !ok || !locals[v] || rest.mentions(locals):
+			return nil, false
+		case coef == 1 && len(rest.terms) == 0 && rest.k == 0: // v >= 0
+		case coef == -1: // v <= rest: some v exists when rest >= 0
+			cr, kr := mkGE(rest)
+			var sat bool
+			if out, sat = out.with(cr, kr); !sat {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 // witnessMax bounds the shape symbols of a first search for a shape where

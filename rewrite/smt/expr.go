@@ -3,6 +3,7 @@ package smt
 import (
 	"fmt"
 	"math/big"
+	"strings"
 
 	"tofuc/lang"
 	"tofuc/lang/ir"
@@ -49,8 +50,38 @@ func (l *lowerer) rawIndex(fr *frame, e ir.Expr) (lin, error) {
 		}
 	case *ir.Binary:
 		return l.indexBinary(fr, e)
+	case *ir.Select:
+		return l.indexSelect(fr, e)
+	case *ir.Call:
+		if (e.Fn == "max" || e.Fn == "min") && len(e.Args) == 2 {
+			a, err := l.index(fr, e.Args[0])
+			if err != nil {
+				return lin{}, err
+			}
+			b, err := l.index(fr, e.Args[1])
+			kind := map[string]iatomKind{"max": iMax, "min": iMin}[e.Fn]
+			return a.minmax(b, kind), err
+		}
 	}
 	return lin{}, &unsupported{"index expression " + ir.ExprString(e)}
+}
+
+// indexSelect is select(c, a, b) on indices: [c]*a + [!c]*b.
+func (l *lowerer) indexSelect(fr *frame, e *ir.Select) (lin, error) {
+	c, k, err := l.cond(fr, e.C)
+	if err != nil {
+		return lin{}, err
+	}
+	a, err := l.index(fr, e.A)
+	if err != nil {
+		return lin{}, err
+	}
+	b, err := l.index(fr, e.B)
+	if err != nil {
+		return lin{}, err
+	}
+	nc, nk := negate(c, k)
+	return indicator(c, k).mul(a).add(indicator(nc, nk).mul(b)), nil
 }
 
 func (l *lowerer) indexBinary(fr *frame, e *ir.Binary) (lin, error) {
@@ -239,6 +270,9 @@ func (l *lowerer) binary(fr *frame, e *ir.Binary) (poly, error) {
 	case ir.OpSub:
 		return storeAs(a.sub(b), p, e.T)
 	case ir.OpMul:
+		if len(a) == 0 && hasInfinity(b) || len(b) == 0 && hasInfinity(a) {
+			return nil, &unsupported{"zero times a value that may be infinite (NaN in IEEE)"}
+		}
 		if len(a)*len(b) > maxTerms {
 			return nil, &unsupported{fmt.Sprintf("a product of %d by %d terms (the normal form is limited to %d)", len(a), len(b), maxTerms)}
 		}
@@ -339,7 +373,7 @@ func (l *lowerer) cast(fr *frame, e *ir.Cast) (poly, error) {
 	switch {
 	case e.T == lang.Bool:
 		return truth(x), nil
-	case e.T.IsFloat() && !floatHolds(e.T, from):
+	case e.T.IsFloat() && !floatHolds(e.T, from) && !l.holds(e.T, x):
 		return fnPoly("round:"+e.T.String(), x), nil
 	case e.T.IsFloat() || intHolds(e.T, from):
 		return x, nil
@@ -395,6 +429,31 @@ func floatHolds(t, from lang.DType) bool {
 		return tp >= fp && te >= fe
 	}
 	return tp >= 24 || from == lang.Bool || from.Bits() <= 8
+}
+
+// holds reports whether every value of p is a value of the float dtype t
+// whatever its static type: p is one term, a constant t represents, or a
+// read of an input (or a rounding) of a dtype t holds, under any guard
+// (cast_f32(cast_f64(x)) is x for an f32 x).
+func (l *lowerer) holds(t lang.DType, p poly) bool {
+	if len(p) != 1 || len(p[0].bound) > 0 {
+		return len(p) == 0
+	}
+	term := p[0]
+	if len(term.atoms) == 0 {
+		f, exact := term.coef.Float64()
+		return exact && t.RoundFloat(f) == f
+	}
+	if len(term.atoms) != 1 || term.coef.Cmp(ratInt(1)) != 0 {
+		return false
+	}
+	switch a := term.atoms[0]; {
+	case a.kind == aAccess:
+		return floatHolds(t, l.dtypes[a.name])
+	case a.kind == aFn && strings.HasPrefix(a.name, "round:"):
+		return floatHolds(t, lang.ParseDType(a.name[len("round:"):]))
+	}
+	return false
 }
 
 // intHolds reports whether every value of integer dtype from is a value

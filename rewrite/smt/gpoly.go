@@ -246,6 +246,8 @@ func foldFn(name string, args []gpoly) (*big.Rat, bool) {
 		if c.Sign() != 0 {
 			return new(big.Rat).Inv(c), true
 		}
+	case "sign":
+		return big.NewRat(int64(c.Sign()), 1), true
 	}
 	return nil, false
 }
@@ -316,6 +318,12 @@ func (g *grounder) z3Fn(name string, args []z3.Real) z3.Real {
 		return g.ite(args[0].Eq(zero), one, zero)
 	case name == "recip":
 		return one.Div(args[0])
+	case name == "sign":
+		return g.ite(args[0].GT(zero), one, g.ite(args[0].LT(zero), one.Neg(), zero))
+	case name == "floor":
+		return args[0].ToInt().ToReal()
+	case name == "ceil":
+		return args[0].Neg().ToInt().ToReal().Neg()
 	case strings.HasPrefix(name, "wrap:"):
 		return g.wrap(args[0], lang.ParseDType(name[len("wrap:"):]))
 	case strings.HasPrefix(name, "toint:"):

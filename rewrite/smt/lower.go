@@ -14,6 +14,7 @@ import (
 // producer's body with its index variables bound to the read's indices.
 type lowerer struct {
 	producer map[*ir.Value]producer
+	dtypes   map[string]lang.DType // of the rule's inputs, by name
 	fresh    int
 	dl       *deadline
 }
@@ -36,7 +37,7 @@ type unsupported struct{ what string }
 func (u *unsupported) Error() string { return "cannot verify: " + u.what }
 
 func newLowerer(dl *deadline, graphs ...*ir.Graph) *lowerer {
-	l := &lowerer{producer: map[*ir.Value]producer{}, dl: dl}
+	l := &lowerer{producer: map[*ir.Value]producer{}, dtypes: map[string]lang.DType{}, dl: dl}
 	for _, g := range graphs {
 		for _, n := range g.Nodes {
 			for i, v := range n.Outputs {
@@ -66,6 +67,7 @@ func (l *lowerer) value(v *ir.Value, idx []lin) (poly, error) {
 	}
 	p, ok := l.producer[v]
 	if !ok {
+		l.dtypes[v.Name] = v.DType
 		return atomPoly(newAccess(v.Name, idx)), nil
 	}
 	return l.def(p.node, p.node.Inst.Outputs[p.out], idx)
@@ -122,7 +124,7 @@ func (l *lowerer) access(fr *frame, a *ir.Access) (poly, error) {
 	if err != nil || a.Default == nil {
 		return p, err
 	}
-	inb, ik := inBounds(a.T.Shape, idx)
+	inb, ik := inBounds(a.T.Shape, idx, nil)
 	def, err := l.expr(a.Default, fr)
 	if err != nil {
 		return nil, err
@@ -137,15 +139,22 @@ func (l *lowerer) access(fr *frame, a *ir.Access) (poly, error) {
 	return p.withGuard(inb, ik).add(def.withGuard(out, condConst{})), nil
 }
 
-// inBounds is the condition that idx lies inside shape.
-func inBounds(shape []lang.Dim, idx []lin) (*cond, condConst) {
+// inBounds is the condition that idx lies inside shape, leaving out the
+// bounds that known already holds.
+func inBounds(shape []lang.Dim, idx []lin, known guard) (*cond, condConst) {
 	var cs []*cond
 	var ks []condConst
 	for i, x := range idx {
 		lo, lk := mkGE(x)
 		hi, hk := mkGE(dimLin(shape[i]).sub(x).add(linConst(-1)))
-		cs = append(cs, lo, hi)
-		ks = append(ks, lk, hk)
+		for _, b := range []struct {
+			c *cond
+			k condConst
+		}{{lo, lk}, {hi, hk}} {
+			if b.k.known || !known.hasAll([]*cond{b.c}) {
+				cs, ks = append(cs, b.c), append(ks, b.k)
+			}
+		}
 	}
 	return mkJunction(cAnd, cs, ks)
 }

@@ -1,6 +1,7 @@
 package smt
 
 import (
+	"math/big"
 	"sort"
 	"strings"
 
@@ -65,8 +66,8 @@ func (n *needs) constant(names []string, c int64) {
 
 // lin records l's names as connected and its constants: the constant term
 // (for a comparison `l >= 0`, its threshold: `k - 1 >= 0` is `k > 0`, so
-// a strict bound counts one less), every coefficient other than ±1, and
-// the divisors and constants of its integer atoms.
+// a strict bound counts one less), and every constant inside it
+// (linConstants).
 func (n *needs) lin(l lin, comparison bool) {
 	set := map[string]bool{}
 	l.names(set)
@@ -77,23 +78,40 @@ func (n *needs) lin(l lin, comparison bool) {
 		k = -k - 1
 	}
 	n.constant(names, k)
+	n.linConstants(l, names)
+}
+
+// linConstants records for names the coefficients of l other than ±1 and
+// the constants of its integer atoms: divisors, the constants and
+// coefficients of their operands (min(N, 4) meets N at 4), and the value
+// 1 of a condition used as an integer.
+func (n *needs) linConstants(l lin, names []string) {
 	for _, t := range l.terms {
 		if t.coef != 1 && t.coef != -1 {
 			n.constant(names, t.coef)
 		}
-		n.iatom(t.a, names)
+		switch a := t.a; a.kind {
+		case iName:
+		case iIte:
+			n.constant(names, 1)
+			n.condConstants(a.cond, names)
+		default:
+			n.constant(names, a.c)
+			for _, x := range []lin{a.x, a.y} {
+				n.constant(names, x.k)
+				n.linConstants(x, names)
+			}
+		}
 	}
 }
 
-func (n *needs) iatom(a *iatom, outer []string) {
-	switch a.kind {
-	case iName:
-	case iIte:
-		n.cond(a.cond)
-	default:
-		n.constant(outer, a.c)
-		n.lin(a.x, false)
-		n.lin(a.y, false)
+func (n *needs) condConstants(c *cond, names []string) {
+	for _, a := range c.args {
+		n.condConstants(a, names)
+	}
+	if c.op == cGE || c.op == cEQ {
+		n.constant(names, c.x.k)
+		n.linConstants(c.x, names)
 	}
 }
 
@@ -154,6 +172,7 @@ func (n *needs) bvars(bs []bvar, vars map[string]bool) {
 }
 
 func (n *needs) atom(a *atom, vars map[string]bool) {
+	n.piecewise(a)
 	a.names(vars)
 	for _, x := range a.idx {
 		n.lin(x, false)
@@ -163,6 +182,82 @@ func (n *needs) atom(a *atom, vars map[string]bool) {
 	for _, p := range a.args {
 		for _, t := range p {
 			n.term(t, vars)
+		}
+	}
+}
+
+// piecewise records, for a function that compares its arguments (max,
+// min, abs, the comparisons, the integer wraps) or a max/min reduction,
+// the value constants that may meet a shape: where an argument depends
+// on extents as a value (a count, sum_j c = c*N, or an index used as a
+// value), the sides may differ only once the count passes a constant
+// (min(N, 7.0)), so the ratios of the arguments' coefficients bound the
+// extents involved.
+func (n *needs) piecewise(a *atom) {
+	if !(a.kind == aFn && comparesArgs(a.name) || a.kind == aRed && a.name != "prod") {
+		return
+	}
+	set := map[string]bool{}
+	for _, p := range a.args {
+		countNames(p, set)
+	}
+	if len(set) == 0 {
+		return
+	}
+	lo, hi := new(big.Rat), new(big.Rat)
+	if i := strings.IndexByte(a.name, ':'); i >= 0 {
+		hi.SetInt64(1 << lang.ParseDType(a.name[i+1:]).Bits())
+	}
+	for _, p := range a.args {
+		for _, t := range p {
+			c := new(big.Rat).Abs(t.coef)
+			if lo.Sign() == 0 || c.Cmp(lo) < 0 {
+				lo = c
+			}
+			if c.Cmp(hi) > 0 {
+				hi = c
+			}
+		}
+	}
+	if lo.Sign() == 0 {
+		return
+	}
+	ratio := new(big.Rat).Quo(hi, lo)
+	q := new(big.Int).Quo(ratio.Num(), ratio.Denom())
+	k := int64(maxExtent - 1) // a ratio this large needs a bound no check reaches
+	if q.IsInt64() && q.Int64() < k {
+		k = q.Int64() + 1
+	}
+	n.constant(sortedNames(set), k)
+}
+
+// comparesArgs lists the functions whose value is piecewise in their
+// arguments.
+func comparesArgs(name string) bool {
+	switch name {
+	case "max", "min", "abs", "pos", "nneg", "zero", "sign", "floor", "ceil":
+		return true
+	}
+	return strings.HasPrefix(name, "wrap:") || strings.HasPrefix(name, "toint:")
+}
+
+// countNames adds the names p's value depends on other than through
+// reads: the extents of summation variables that a term's atoms do not
+// mention (the term counts them), and the names of indices used as
+// values.
+func countNames(p poly, set map[string]bool) {
+	for _, t := range p {
+		mentioned := map[string]bool{}
+		for _, a := range t.atoms {
+			a.names(mentioned)
+			if a.kind == aNum {
+				a.num.names(set)
+			}
+		}
+		for _, v := range t.bound {
+			if !mentioned[v.name] {
+				v.ext.names(set)
+			}
 		}
 	}
 }

@@ -27,12 +27,33 @@ var confirmTol = tensor.Tolerance{Rel: 1e-3, Abs: 1e-3}
 // bounds the rule needs: a cheap refutation of a rule wrong only at
 // larger shapes, and a check on every later verdict.
 func (v *verifier) probe() *Result {
+	if v.opts.noProbe {
+		return nil
+	}
 	for seed := uint64(1); seed <= probeRounds; seed++ {
 		if cex, _ := probeBeyond(v.rule, v.need, seed, v.dl); cex != nil {
 			return &Result{Status: Refuted, Cex: cex, Reason: "the sides differ in the interpreter beyond the bounds the rule needs"}
 		}
 	}
 	return nil
+}
+
+// probeOnly is the verdict on a rule the encoding cannot express (why):
+// unknown, unless the interpreter shows the sides differ at a few small
+// shapes.
+func probeOnly(r *check.Rule, opts Options, why error) Result {
+	if !opts.noProbe {
+		small := map[string]int{}
+		for _, s := range symbols(r) {
+			small[s] = 1
+		}
+		for seed := uint64(1); seed <= probeRounds; seed++ {
+			if cex, _ := probeBeyond(r, small, seed, nil); cex != nil {
+				return Result{Status: Refuted, Cex: cex, Reason: "the sides differ in the interpreter (" + why.Error() + ")"}
+			}
+		}
+	}
+	return Result{Status: Unknown, Reason: why.Error()}
 }
 
 // ProbeBeyond runs both sides of r in the interpreter on random inputs

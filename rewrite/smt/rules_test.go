@@ -3,8 +3,10 @@ package smt
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"tofuc/analysis/check"
 	"tofuc/runtime/interp"
@@ -49,6 +51,17 @@ func stdlibVerdicts(t *testing.T) ([]*check.Rule, []Result) {
 		t.Fatal("stdlib/rules.tdl did not load")
 	}
 	return stdlib.rules, stdlib.results
+}
+
+// stdlibRule checks one rule of stdlib/rules.tdl.
+func stdlibRule(t *testing.T, name string) *check.Rule {
+	for _, r := range loadRules(t, "std/rules.tdl") {
+		if r.Decl.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("no rule %s in stdlib/rules.tdl", name)
+	return nil
 }
 
 // TestStdlibRulesVerify: every rule of stdlib/rules.tdl is proved or
@@ -143,4 +156,43 @@ func recheck(r *check.Rule, c *Counterexample) error {
 		return fmt.Errorf("the interpreter computes equal outputs on the counterexample at %v", c.Shape)
 	}
 	return nil
+}
+
+// TestTrueRulesAreNotRefuted: rules that hold (some only because both
+// sides fail at the same shapes, some for reasons the proof does not see)
+// are proved or bounded, never refuted.
+func TestTrueRulesAreNotRefuted(t *testing.T) {
+	rules := loadRules(t, "testdata/true.tdl")
+	for i, r := range VerifyAll(rules, Options{}) {
+		if !r.Usable() {
+			t.Errorf("%s: %s %s (%s)", r.Rule, r.Status, r.Level(), r.Reason)
+			continue
+		}
+		checkBeyond(t, rules[i], r)
+	}
+}
+
+// TestWrongRulesWithoutProbes: with the interpreter probes off, the proof
+// and the bounded check alone never call a wrong rule proved or bounded.
+func TestWrongRulesWithoutProbes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("verifies testdata/wrong.tdl a second time")
+	}
+	rules := loadRules(t, "testdata/wrong.tdl")
+	for _, r := range VerifyAll(rules, Options{noProbe: true}) {
+		if r.Status == Proved || r.Status == Bounded {
+			t.Errorf("%s: %s %s without the probes, but the rule is wrong", r.Rule, r.Status, r.Level())
+		}
+	}
+}
+
+// TestTimeoutEndsTheRule: a rule whose bounded check takes seconds ends
+// within a short timeout, unknown, saying so.
+func TestTimeoutEndsTheRule(t *testing.T) {
+	slow := stdlibRule(t, "conv_identity_kernel")
+	const limit = 300 * time.Millisecond
+	res := Verify(slow, Options{Timeout: limit})
+	if res.Status != Unknown || !strings.Contains(res.Reason, "timeout") || res.Time > limit+200*time.Millisecond {
+		t.Errorf("%s with a %s timeout: %s after %s (%s)", res.Rule, limit, res.Status, res.Time, res.Reason)
+	}
 }

@@ -95,6 +95,9 @@ func boundsText(bounds map[string]int) string {
 type Options struct {
 	Timeout   time.Duration // per rule, every phase included; 0 means 10s
 	MaxShapes int           // shape assignments a bounded check may try; 0 means 1024
+	// noProbe skips the interpreter runs beyond the bounds, so that tests
+	// see what the proof and the bounded check decide alone.
+	noProbe bool
 }
 
 func (o Options) timeout() time.Duration {
@@ -126,7 +129,7 @@ func Verify(r *check.Rule, opts Options) (res Result) {
 	}
 	v, err := newVerifier(r, opts, start)
 	if err != nil {
-		return Result{Status: Unknown, Reason: err.Error()}
+		return probeOnly(r, opts, err)
 	}
 	res = v.run()
 	res.Need = v.need
