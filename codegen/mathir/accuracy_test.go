@@ -11,44 +11,22 @@ import (
 	"testing"
 
 	"golang.org/x/sys/cpu"
+
+	"tofuc/runtime/interp"
 )
 
-// Each function means what the reference interpreter computes
-// (runtime/interp/call.go): Go's math package, on this machine.
-var (
-	refs1 = map[string]func(float64) float64{
-		"exp": math.Exp, "log": math.Log, "sqrt": math.Sqrt, "tanh": math.Tanh, "erf": math.Erf,
-		"abs": math.Abs, "sin": math.Sin, "cos": math.Cos, "tan": math.Tan, "asin": math.Asin,
-		"acos": math.Acos, "atan": math.Atan, "sinh": math.Sinh, "cosh": math.Cosh,
-		"asinh": math.Asinh, "acosh": math.Acosh, "atanh": math.Atanh, "floor": math.Floor,
-		"ceil": math.Ceil, "round": math.RoundToEven, "log1p": math.Log1p,
-		"rsqrt":      func(x float64) float64 { return 1 / math.Sqrt(x) },
-		"sigmoid":    func(x float64) float64 { return 1 / (1 + math.Exp(-x)) },
-		"reciprocal": func(x float64) float64 { return 1 / x },
-		"sign":       fsign,
-		"isnan":      func(x float64) float64 { return b2f(math.IsNaN(x)) },
-		"isinf":      func(x float64) float64 { return b2f(math.IsInf(x, 0)) },
+// ref returns what the function means: what the reference interpreter
+// computes (Go's math, on this machine), math.Mod for fmod (the
+// interpreter's float %) and math.Log1p for the log1p helper. One of the
+// two is nil.
+func ref(name string) (unary func(float64) float64, binary func(float64, float64) float64) {
+	switch name {
+	case "fmod":
+		return nil, math.Mod
+	case "log1p":
+		return math.Log1p, nil
 	}
-	refs2 = map[string]func(float64, float64) float64{
-		"pow": math.Pow, "max": math.Max, "min": math.Min, "atan2": math.Atan2, "fmod": math.Mod,
-	}
-)
-
-func fsign(x float64) float64 {
-	switch {
-	case x > 0:
-		return 1
-	case x < 0:
-		return -1
-	}
-	return x
-}
-
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
+	return interp.FloatFunc(name)
 }
 
 // bounds are the largest errors in ulps allowed per function: every
@@ -295,16 +273,15 @@ type stat struct {
 func measure(h *hostLib, name string, seed int64) stat {
 	r := rand.New(rand.NewSource(seed))
 	var xs, ys, want []float64
-	if f, ok := refs1[name]; ok {
+	if f, f2 := ref(name); f != nil {
 		xs = unaryInputs(r, name)
 		for _, x := range xs {
 			want = append(want, f(x))
 		}
 	} else {
-		f := refs2[name]
 		xs, ys = binaryInputs(r, name)
 		for i := range xs {
-			want = append(want, f(xs[i], ys[i]))
+			want = append(want, f2(xs[i], ys[i]))
 		}
 	}
 	got := h.apply(name, xs, ys)
@@ -356,16 +333,18 @@ func TestScalarWrappers(t *testing.T) {
 	h := loadHost(t)
 	sp := specials()
 	for name, f := range h.one1 {
+		want1, _ := ref(name)
 		for _, x := range sp {
-			if got, want := f(x), refs1[name](x); ulps(got, want) > bounds[name] && asserted(name) {
+			if got, want := f(x), want1(x); ulps(got, want) > bounds[name] && asserted(name) {
 				t.Errorf("%s(%v) = %v, Go gives %v", name, x, got, want)
 			}
 		}
 	}
 	for name, f := range h.one2 {
+		_, want2 := ref(name)
 		for _, x := range sp {
 			for _, y := range sp {
-				if got, want := f(x, y), refs2[name](x, y); ulps(got, want) > bounds[name] && asserted(name) {
+				if got, want := f(x, y), want2(x, y); ulps(got, want) > bounds[name] && asserted(name) {
 					t.Errorf("%s(%v, %v) = %v, Go gives %v", name, x, y, got, want)
 				}
 			}

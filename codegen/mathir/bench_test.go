@@ -23,14 +23,13 @@ func BenchmarkHost(b *testing.B) {
 		b.Run(name+"/go", func(b *testing.B) {
 			b.SetBytes(8 * int64(len(xs)))
 			for i := 0; i < b.N; i++ {
-				if f, ok := refs1[name]; ok {
+				if f, f2 := ref(name); f != nil {
 					for j, x := range xs {
 						out[j] = f(x)
 					}
 				} else {
-					f := refs2[name]
 					for j, x := range xs {
-						out[j] = f(x, ys[j])
+						out[j] = f2(x, ys[j])
 					}
 				}
 			}

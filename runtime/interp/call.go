@@ -44,6 +44,14 @@ var binaryMath = map[string]func(float64, float64) float64{
 	"atan2": math.Atan2,
 }
 
+// FloatFunc returns the float64 function the interpreter computes for
+// the element-wise math function name on floats: unary or binary, the
+// other nil, both nil for an unknown name. Compiled code is tested
+// against it.
+func FloatFunc(name string) (unary func(float64) float64, binary func(float64, float64) float64) {
+	return unaryMath[name], binaryMath[name]
+}
+
 func fsign(x float64) float64 {
 	switch {
 	case x > 0:
