@@ -165,18 +165,31 @@ func (el *elab) bindModelAttrs(s *mscope, md *lang.ModelDecl, set map[string]ir.
 		declared[a.Name] = true
 		names = append(names, a.Name)
 	}
+	symbols := inputSymbols(md, declared)
 	var unknown []string
 	for n := range set {
-		if !declared[n] {
+		if !declared[n] && !symbols[n] {
 			unknown = append(unknown, n)
 		}
 	}
 	sort.Strings(unknown)
+	settable := append(names, keys(symbols)...)
 	for _, n := range unknown {
-		el.errs.Add(md.Pos, "model %s has no attribute %s%s (it has: %s)", md.Name, n, didYouMean(n, names), strings.Join(names, ", "))
+		el.errs.Add(md.Pos, "model %s has no attribute or input extent %s%s (it has: %s)", md.Name, n, didYouMean(n, settable), strings.Join(settable, ", "))
 	}
 	if len(unknown) > 0 {
 		panic(errStop{})
+	}
+	// A symbolic extent of an input (x: f32[N, 8]) is bound by --set N=3
+	// as an attribute would be: partition and the cost model need
+	// concrete shapes.
+	for n := range symbols {
+		if v, ok := set[n]; ok {
+			if v.Kind != ir.AttrInt {
+				el.fail(md.Pos, "--set %s: the input extent %s must be an integer, found %s", n, n, v)
+			}
+			s.consts[n] = intVal(v.Int)
+		}
 	}
 	for _, a := range md.Attrs {
 		var v cval
@@ -206,6 +219,22 @@ func (el *elab) bindModelAttrs(s *mscope, md *lang.ModelDecl, set map[string]ir.
 }
 
 func hasKey(m map[string]ir.AttrValue, k string) bool { _, ok := m[k]; return ok }
+
+// inputSymbols is the set of names in the model's input shapes that are
+// not attributes: the shape symbols the inputs bind.
+func inputSymbols(md *lang.ModelDecl, attrs map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for _, in := range md.Inputs {
+		for _, p := range in.Shape {
+			walkIdents(p.Expr, func(name string) {
+				if !attrs[name] {
+					out[name] = true
+				}
+			})
+		}
+	}
+	return out
+}
 
 // modelInput declares a graph input; names in its shape that are not
 // attributes become shape symbols (a symbolic batch).

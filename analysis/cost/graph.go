@@ -3,6 +3,7 @@ package cost
 import (
 	"fmt"
 	"math/bits"
+	"strings"
 	"sync"
 
 	"tofuc/analysis/strategy"
@@ -126,7 +127,8 @@ func concrete(shape []lang.Dim) ([]int64, error) {
 	for i, d := range shape {
 		n, ok := d.IsConst()
 		if !ok {
-			return nil, fmt.Errorf("shape %s is symbolic (bind its attributes with --set)", lang.ShapeString(shape))
+			syms := d.Symbols()
+			return nil, fmt.Errorf("shape %s is symbolic: bind %s with --set %s=VALUE", lang.ShapeString(shape), strings.Join(syms, ", "), syms[0])
 		}
 		out[i] = n
 	}

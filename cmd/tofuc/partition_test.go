@@ -79,3 +79,22 @@ func TestByteSize(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionSymbolicExtent: a model whose input has a symbolic extent
+// is partitioned once --set binds it, as the error says.
+func TestPartitionSymbolicExtent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sym.tdl")
+	os.WriteFile(path, []byte("model m(x: f32[N, 8]) {\n    w = param f32[8, 4]\n    return matmul(x, w)\n}\n"), 0o644)
+	var out, errb bytes.Buffer
+	if code := run([]string{"partition", path, "--devices", "2"}, &out, &errb); code != exitUser || !strings.Contains(errb.String(), "--set N=VALUE") {
+		t.Fatalf("unbound: exit %d, %s", code, errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"partition", path, "--devices", "2", "--set", "N=64"}, &out, &errb); code != exitOK || !strings.Contains(out.String(), "on 2 devices") {
+		t.Errorf("--set N=64: exit %d, %s%s", code, out.String(), errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"partition", path, "--devices", "2", "--set", "N=[1, 2]"}, &out, &errb); code != exitUser || !strings.Contains(errb.String(), "must be an integer") {
+		t.Errorf("--set N=[1, 2]: exit %d, %s", code, errb.String())
+	}
+}
