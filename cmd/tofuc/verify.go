@@ -27,27 +27,26 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	if *maxShapes < 1 || *timeout <= 0 {
 		return usageError(stderr, "verify", "--timeout and --max-shapes must be positive")
 	}
+	// The rules that check are verified even when others do not (or a
+	// file has none), so that the summary line is always printed.
 	rules, errs := loadRules(fs.Args())
-	if len(errs) > 0 {
-		printDiagnostics(stderr, errs.Sort())
-		return exitUser
-	}
-	list := make([]*check.Rule, len(rules))
-	for i, r := range rules {
-		list[i] = r
-	}
-	results := smt.VerifyAll(list, smt.Options{Timeout: *timeout, MaxShapes: *maxShapes})
+	printDiagnostics(stderr, errs.Sort())
+	results := smt.VerifyAll(rules, smt.Options{Timeout: *timeout, MaxShapes: *maxShapes})
 	if *asJSON {
 		writeVerifyJSON(stdout, rules, results)
 	} else {
 		writeVerifyText(stdout, rules, results)
 	}
+	status := exitOK
+	if len(errs) > 0 {
+		status = exitUser
+	}
 	for _, r := range results {
 		if r.Status == smt.Refuted || r.Status == smt.Unknown {
-			return exitUser
+			status = exitUser
 		}
 	}
-	return exitOK
+	return status
 }
 
 // loadRules checks every rule of every file.

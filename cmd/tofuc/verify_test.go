@@ -40,6 +40,11 @@ func TestVerifyCommand(t *testing.T) {
 	if len(doc.Rules) != 2 || doc.Rules[1].Cex == nil || doc.Rules[1].Status != "refuted" {
 		t.Errorf("verify --json: %+v", doc)
 	}
+	// A file without rules is an error, and the summary is still printed.
+	status, out, stderr = tofuc("verify", "../../examples/mlp.tdl")
+	if status != exitUser || !strings.Contains(stderr, "no rules in this file") || strings.TrimSpace(out) != "0 proved, 0 bounded, 0 refuted, 0 unknown" {
+		t.Errorf("verify of a file without rules: exit %d\n%s%s", status, out, stderr)
+	}
 	if status, _, _ := tofuc("verify"); status != exitUsage {
 		t.Errorf("verify with no files: exit %d, want %d", status, exitUsage)
 	}
