@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"sync"
 	"time"
 
@@ -57,28 +56,35 @@ func runONNXTest(args []string, stdout, stderr io.Writer) int {
 }
 
 // expandTestPaths replaces a directory that is not a test (no model.onnx)
-// by the tests inside it: its subdirectories and .onnx files.
+// by the tests inside it, at any depth: test directories and .onnx files,
+// in path order, so that a suite's root (onnx/ holding node/, light/, ...)
+// runs every test in it.
 func expandTestPaths(paths []string) []string {
 	var out []string
 	for _, p := range paths {
-		fi, err := os.Stat(p)
-		_, modelErr := os.Stat(filepath.Join(p, "model.onnx"))
-		if err != nil || !fi.IsDir() || modelErr == nil {
-			out = append(out, p)
-			continue
+		tests := testsUnder(p)
+		if len(tests) == 0 {
+			tests = []string{p} // reported as not a test
 		}
-		entries, _ := os.ReadDir(p)
-		var inner []string
-		for _, e := range entries {
-			if e.IsDir() || filepath.Ext(e.Name()) == ".onnx" {
-				inner = append(inner, filepath.Join(p, e.Name()))
-			}
+		out = append(out, tests...)
+	}
+	return out
+}
+
+func testsUnder(p string) []string {
+	fi, err := os.Stat(p)
+	if _, modelErr := os.Stat(filepath.Join(p, "model.onnx")); err != nil || !fi.IsDir() || modelErr == nil {
+		return []string{p}
+	}
+	entries, _ := os.ReadDir(p) // sorted by name
+	var out []string
+	for _, e := range entries {
+		switch path := filepath.Join(p, e.Name()); {
+		case e.IsDir():
+			out = append(out, testsUnder(path)...)
+		case filepath.Ext(e.Name()) == ".onnx":
+			out = append(out, path)
 		}
-		sort.Strings(inner)
-		if len(inner) == 0 {
-			inner = []string{p} // reported as not a test
-		}
-		out = append(out, inner...)
 	}
 	return out
 }
