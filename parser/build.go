@@ -33,6 +33,9 @@ func Parse(path string, src []byte) (f *lang.File, err error) {
 			f, err = nil, lang.ErrorList{lang.Errorf(lang.Pos{File: path}, "internal parser error: %v", r)}
 		}
 	}()
+	if what := notTDL(path, src); what != "" {
+		return nil, lang.ErrorList{lang.Errorf(lang.Pos{File: path, Line: 1, Col: 1}, "%s", what)}
+	}
 	if at, deep := tooDeep(path, src); deep {
 		return nil, lang.ErrorList{lang.Errorf(pos(at), "syntax error: nested more than %d deep", maxNesting)}
 	}

@@ -322,3 +322,25 @@ func TestNestingLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestNotTDL: a tensor, an archive, an ONNX model or a binary file given
+// as TDL is named as what it is, at line 1.
+func TestNotTDL(t *testing.T) {
+	for _, tc := range []struct {
+		path, src, want string
+	}{
+		{"x.npy", "\x93NUMPY\x01\x00v\x00{'descr': '<f4'", "NumPy .npy file"},
+		{"w.npz", "PK\x03\x04\x14\x00", "NumPy .npz file"},
+		{"m.onnx", "\x08\x07\x12\x07pytorch", "ONNX model"},
+		{"m.tdl", "\x08\x07\x12\x07pytorch", "a binary file"},
+	} {
+		_, err := Parse(tc.path, []byte(tc.src))
+		if err == nil || !strings.Contains(err.Error(), tc.path+":1:1: this is ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want %q", tc.path, err, tc.want)
+		}
+	}
+	// Text named .onnx (an import's source) parses.
+	if _, err := Parse("m.onnx", []byte("op f(x: [N]) -> [N] = lambda i: x[i]\n")); err != nil {
+		t.Errorf("TDL text named .onnx: %v", err)
+	}
+}

@@ -199,7 +199,7 @@ func (el *elab) bindModelAttrs(s *mscope, md *lang.ModelDecl, set map[string]ir.
 			if a.Default != nil {
 				def := el.ev(s).eval(a.Default)
 				if !compatibleKinds(def, v) {
-					el.fail(a.Pos, "--set %s: expected a %s like the default %s, found %s %s", a.Name, def.kind, def, v.kind, v)
+					el.fail(a.Pos, "--set %s: expected %s like the default %s, found %s %s", a.Name, article(def.kind.String()), def, v.kind, v)
 				}
 				if def.kind == cFloat && v.kind == cInt {
 					n, _ := v.constInt()

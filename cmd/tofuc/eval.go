@@ -223,7 +223,7 @@ func evalModel(m *check.Module, f evalFlags, inputs, weights map[string]*tensor.
 		if err := npy.WriteNPZ(path, state); err != nil {
 			return nil, nil, err
 		}
-		fmt.Fprintf(stdout, "%d optimizer state tensors -> %s\n", len(state), path)
+		fmt.Fprintf(stdout, "%s -> %s\n", count(len(state), "optimizer state tensor"), path)
 	}
 	return outs, params, nil
 }
@@ -461,7 +461,7 @@ func writeOutputs(dir string, outputs, params map[string]*tensor.Tensor, stdout 
 		if err := npy.WriteNPZ(path, params); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%d parameters -> %s\n", len(params), path)
+		fmt.Fprintf(stdout, "%s -> %s\n", count(len(params), "parameter"), path)
 	}
 	return nil
 }

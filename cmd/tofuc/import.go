@@ -45,7 +45,7 @@ func runImport(args []string, stdout, stderr io.Writer) int {
 	if err := os.WriteFile(*out, res.Source, 0o644); err != nil {
 		return fail(stderr, err)
 	}
-	fmt.Fprintf(stdout, "%s: %d nodes, %d folded at import -> %s\n", path, res.Nodes, res.Folded, *out)
+	fmt.Fprintf(stdout, "%s: %s, %d folded at import -> %s\n", path, count(res.Nodes, "node"), res.Folded, *out)
 	weights := strings.TrimSuffix(*out, ".tdl") + ".npz"
 	if len(res.Params) == 0 {
 		if err := os.Remove(weights); err != nil && !os.IsNotExist(err) {
@@ -56,7 +56,7 @@ func runImport(args []string, stdout, stderr io.Writer) int {
 	if err := npy.WriteNPZ(weights, res.Params); err != nil {
 		return fail(stderr, err)
 	}
-	fmt.Fprintf(stdout, "%d parameters -> %s\n", len(res.Params), weights)
+	fmt.Fprintf(stdout, "%s -> %s\n", count(len(res.Params), "parameter"), weights)
 	return exitOK
 }
 

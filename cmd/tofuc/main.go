@@ -151,6 +151,15 @@ func parseFlags(fs *pflag.FlagSet, args []string, stdout io.Writer) (status int,
 	return exitOK, false
 }
 
+// count writes n and the noun, plural unless n is 1: "1 parameter",
+// "3 parameters".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 func usageError(stderr io.Writer, cmd, format string, args ...any) int {
 	fmt.Fprintf(stderr, "tofuc %s: %s\n", cmd, fmt.Sprintf(format, args...))
 	fmt.Fprintf(stderr, "Run 'tofuc help %s' for usage.\n", cmd)

@@ -82,8 +82,8 @@ func summarise(w io.Writer, path string, g *ir.Graph) {
 	for _, n := range g.Nodes {
 		instances[n.Inst] = true
 	}
-	fmt.Fprintf(w, "%s: %s: %d operators (%s), %d distinct instances, %d parameters, %d inputs, %d outputs\n",
-		path, g.Name, len(g.Nodes), strings.Join(parts, ", "), len(instances), len(g.Params), len(g.Inputs), len(g.Outputs))
+	fmt.Fprintf(w, "%s: %s: %s (%s), %s, %s, %s, %s\n", path, g.Name, count(len(g.Nodes), "operator"), strings.Join(parts, ", "),
+		count(len(instances), "distinct instance"), count(len(g.Params), "parameter"), count(len(g.Inputs), "input"), count(len(g.Outputs), "output"))
 }
 
 // modelNames lists the models of a module to summarise or train: the one
