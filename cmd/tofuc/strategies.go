@@ -101,17 +101,30 @@ func runStrategies(args []string, stdout, stderr io.Writer) int {
 			errs.Append(err)
 			continue
 		}
-		for _, op := range m.File.Ops {
+		ops := m.File.Ops
+		if len(ops) == 0 && len(m.File.Models) > 0 {
+			// A model file (an ONNX model, say): the operators it calls.
+			if ops, err = calledOps(m); err != nil {
+				errs.Append(err)
+				continue
+			}
+			fmt.Fprintf(stderr, "%s defines no operators; these are the %s its models call\n", path, count(len(ops), "operator"))
+		}
+		for _, op := range ops {
 			if *opName != "" && op.Name != *opName {
 				continue
 			}
 			found = true
+			file := op.Pos.File
+			if file == m.Path {
+				file = path
+			}
 			a, reason := analyseOp(op)
 			if a == nil {
-				doc.Unanalysed = append(doc.Unanalysed, unanalysedEntry{Op: op.Name, File: path, Line: op.Pos.Line, Reason: reason})
+				doc.Unanalysed = append(doc.Unanalysed, unanalysedEntry{Op: op.Name, File: file, Line: op.Pos.Line, Reason: reason})
 				continue
 			}
-			doc.Ops = append(doc.Ops, describeAnalysis(a, op.Name, path, op.Pos.Line))
+			doc.Ops = append(doc.Ops, describeAnalysis(a, op.Name, file, op.Pos.Line))
 			analyses = append(analyses, a)
 		}
 	}
@@ -132,6 +145,28 @@ func runStrategies(args []string, stdout, stderr io.Writer) int {
 		return exitUser
 	}
 	return exitOK
+}
+
+// calledOps lists the declarations of the operators m's models call (with
+// their default attributes), by name.
+func calledOps(m *check.Module) ([]*lang.OpDecl, error) {
+	byName := map[string]*lang.OpDecl{}
+	for _, name := range modelNames(m, "") {
+		g, err := m.Model(name, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range g.Nodes {
+			if d := m.Op(n.Inst.Op); d != nil {
+				byName[n.Inst.Op] = d
+			}
+		}
+	}
+	var out []*lang.OpDecl
+	for _, name := range sortedKeys(byName) {
+		out = append(out, byName[name])
+	}
+	return out, nil
 }
 
 // analyseOp instantiates op standalone and analyses it; on failure it

@@ -326,3 +326,13 @@ func TestCoverageTable(t *testing.T) {
 		t.Errorf("docs/strategies.md's coverage table is out of date; the analysis gives:\n%s", strings.Join(wrong, "\n"))
 	}
 }
+
+// TestStrategiesOfAModelFile: a file with models and no operators (an
+// ONNX model, say) lists the operators its models call.
+func TestStrategiesOfAModelFile(t *testing.T) {
+	status, out, stderr := tofuc("strategies", "../../examples/mlp.tdl")
+	if status != exitOK || !strings.Contains(stderr, "defines no operators; these are the 2 operators its models call") ||
+		!strings.Contains(out, "op linear (std/linalg.tdl:") || !strings.Contains(out, "op relu (std/") {
+		t.Errorf("exit %d\n%s%s", status, out, stderr)
+	}
+}
