@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -12,7 +15,9 @@ import (
 const maxPictures = 400
 
 // HTML writes report.html: one self-contained page, inline CSS and SVG.
-func (r *Report) HTML(w io.Writer) error {
+// dir is where the page will be: its links to the operators' source files
+// are relative to it.
+func (r *Report) HTML(w io.Writer, dir string) error {
 	var summary bytes.Buffer
 	r.Summary(&summary)
 	data := struct {
@@ -20,7 +25,8 @@ func (r *Report) HTML(w io.Writer) error {
 		Summary  string
 		Pictures []picture
 		More     int
-	}{R: r, Summary: summary.String()}
+		Links    map[string]string
+	}{R: r, Summary: summary.String(), Links: sourceLinks(r.Ops, dir)}
 	for _, t := range r.Tensors {
 		if t.Repeat == 0 || t.Kind == "gradient" {
 			continue
@@ -32,6 +38,31 @@ func (r *Report) HTML(w io.Writer) error {
 		data.Pictures = append(data.Pictures, tiling(t, r.Factors))
 	}
 	return page.Execute(w, data)
+}
+
+// sourceLinks maps each operator's .tdl file that exists on disk to its
+// path relative to dir, as a URL path; the standard library's files are
+// embedded in tofuc, so they get no link.
+func sourceLinks(ops []Op, dir string) map[string]string {
+	links := map[string]string{}
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return links
+	}
+	for _, op := range ops {
+		if _, done := links[op.File]; done || filepath.Ext(op.File) != ".tdl" {
+			continue
+		}
+		links[op.File] = ""
+		abs, err := filepath.Abs(op.File)
+		if _, statErr := os.Stat(abs); err != nil || statErr != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(absDir, abs); err == nil {
+			links[op.File] = (&url.URL{Path: filepath.ToSlash(rel)}).String()
+		}
+	}
+	return links
 }
 
 // picture is one tensor's tiling as an SVG.
@@ -106,24 +137,25 @@ func device(splits, factors []int, row, col int) int {
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"bytes": Bytes,
+	"inc":   func(i int) int { return i + 1 },
 	"join":  strings.Join,
 	"pct":   func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>tofuc report: {{.R.Model}}</title>
 <style>
 body{font-family:sans-serif;margin:1.5em;color:#222}
-pre{background:#f4f4f4;padding:.8em}
+pre{background:#f4f4f4;padding:.8em;white-space:pre-wrap;overflow-wrap:anywhere}
 table{border-collapse:collapse;font-size:13px}
-td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}
+td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;overflow-wrap:anywhere}
 .tiles{display:flex;flex-wrap:wrap;gap:12px}
-figure{margin:0;font-size:12px;width:170px}
+figure{margin:0;font-size:12px;width:170px;overflow-wrap:anywhere}
 </style></head><body>
 <h1>tofuc report: {{.R.Model}}</h1>
 {{if .R.Partitioned}}<h2 id="summary">Summary</h2>
 <pre>{{.Summary}}</pre>
 <h2 id="steps">Recursion steps</h2>
 <table><tr><th>step</th><th>workers</th><th>bytes</th><th>method</th><th>largest table</th></tr>
-{{range $i, $s := .R.Steps}}<tr><td>{{$i}}</td><td>{{$s.Workers}}</td><td>{{bytes $s.Bytes}}</td><td>{{$s.Method}}</td><td>{{$s.LargestTable}}</td></tr>
+{{range $i, $s := .R.Steps}}<tr><td>{{inc $i}}</td><td>{{$s.Workers}}</td><td>{{bytes $s.Bytes}}</td><td>{{$s.Method}}</td><td>{{$s.LargestTable}}</td></tr>
 {{end}}</table>
 {{with .R.Checked}}<h2 id="checked">Your plan</h2>
 <p>{{.File}}: {{bytes .CommBytes}} per step ({{bytes .MaxMemoryBytes}} per device); the optimum is {{bytes .OptimumBytes}}.</p>
@@ -140,7 +172,7 @@ figure{margin:0;font-size:12px;width:170px}
 {{end}}</div>{{if .More}}<p>{{.More}} more tensors are listed in report.txt and report.json.</p>{{end}}
 <h2 id="operators">Operators</h2>
 <table><tr><th>name</th><th>op</th><th>at</th><th>inputs → outputs</th><th>strategy per step</th><th>bytes</th></tr>
-{{range .R.Ops}}<tr><td>{{.Name}}</td><td>{{.Op}}</td><td><a href="{{.File}}#L{{.Line}}">{{.File}}:{{.Line}}</a></td><td>{{join .Inputs ", "}} → {{join .Outputs ", "}}</td><td>{{join .Strategy " | "}}</td><td>{{bytes .Bytes}}</td></tr>
+{{range .R.Ops}}<tr><td>{{.Name}}</td><td>{{.Op}}</td><td>{{with index $.Links .File}}<a href="{{.}}">{{end}}{{.File}}:{{.Line}}{{if index $.Links .File}}</a>{{end}}</td><td>{{join .Inputs ", "}} → {{join .Outputs ", "}}</td><td>{{join .Strategy " | "}}</td><td>{{bytes .Bytes}}</td></tr>
 {{end}}</table>
 {{else}}<p>{{.R.File}}: not partitioned.</p>
 {{end}}{{range .R.Sections}}<h2 id="{{.Name}}">{{.Title}}</h2><pre>{{join .Lines "\n"}}</pre>

@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -150,4 +152,54 @@ func colourful(img image.Image) int {
 		}
 	}
 	return n
+}
+
+// TestReportHTMLFitsTheWindow: however long its names and strategies, the
+// page does not scroll sideways in a 1200-pixel window (Wide ResNet-152's
+// tensor names did), its steps count from 1 as in report.txt, and its
+// links to the sources resolve from the report's folder.
+func TestReportHTMLFitsTheWindow(t *testing.T) {
+	browser := findChromium()
+	if browser == "" {
+		t.Skip("chromium is not installed; make test installs it")
+	}
+	r := mlpReport(t)
+	long := strings.Repeat("layer4.block35/conv2_", 12)
+	r.Tensors[0].Name = long
+	r.Ops[0].Name, r.Ops[0].Strategy[0] = long, strings.Repeat("split n (rows of x)|", 20)
+	r.Contributors[0].Why = long
+	dir := filepath.Join(t.TempDir(), "deep", "report")
+	if err := r.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), "<tr><td>1</td><td>2</td>") || strings.Contains(string(html), "<tr><td>0</td>") {
+		t.Error("the recursion steps are not numbered from 1")
+	}
+	// The links are relative to the report's folder (the report names the
+	// file relative to the working directory, here this package's).
+	if href := regexp.MustCompile(`href="([^"]+)"`).FindStringSubmatch(string(html)); href == nil {
+		t.Error("no link to the model's source")
+	} else if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(href[1]))); err != nil {
+		t.Errorf("the link %s does not resolve from the report's folder: %v", href[1], err)
+	}
+	// Chromium lays the page out at 1200 pixels and writes the page's
+	// scroll width into its title.
+	measured := filepath.Join(dir, "measured.html")
+	script := `<script>document.title = "width " + document.documentElement.scrollWidth</script></body>`
+	os.WriteFile(measured, []byte(strings.Replace(string(html), "</body>", script, 1)), 0o644)
+	out, err := exec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1200,1600", "--dump-dom", "file://"+measured).Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	m := regexp.MustCompile(`<title>width (\d+)</title>`).FindStringSubmatch(string(out))
+	if m == nil {
+		t.Fatalf("no width measured:\n%.2000s", out)
+	}
+	if w, _ := strconv.Atoi(m[1]); w > 1200 {
+		t.Errorf("the page is %d pixels wide in a 1200-pixel window", w)
+	}
 }

@@ -22,7 +22,7 @@ func (r *Report) Write(dir string) error {
 	if err := r.JSON(&js); err != nil {
 		return err
 	}
-	if err := r.HTML(&html); err != nil {
+	if err := r.HTML(&html, dir); err != nil {
 		return err
 	}
 	for name, b := range map[string][]byte{"report.txt": txt.Bytes(), "report.json": js.Bytes(), "report.html": html.Bytes()} {
