@@ -137,7 +137,7 @@ func (rw *rewriter) node(op string, attrs map[string]ir.AttrValue, inputs []*ir.
 // exactly.
 func (rw *rewriter) sites(r *Rule, n *ir.Node, prod map[*ir.Value]*ir.Node) []site {
 	if r.tmpl == nil {
-		if m := matchAt(r, n, prod, false); m != nil {
+		if m := matchAt(r, n, prod, false); m != nil && rw.inst.verified(r) {
 			return []site{{rule: r, m: m, roots: []*ir.Value{n.Outputs[0]}}}
 		}
 		return nil
@@ -173,7 +173,7 @@ func (rw *rewriter) siblingSites(r *Rule, a, b *ir.Node, prod map[*ir.Value]*ir.
 		}
 	}
 	m := matchPair(inst, a, b, prod, false)
-	if m == nil {
+	if m == nil || r.tmpl == nil && !rw.inst.verified(r) {
 		return nil
 	}
 	root := inst.root()

@@ -10,10 +10,12 @@ import (
 	"tofuc/rewrite/smt"
 )
 
-// instances elaborates and verifies the instances of rule templates and
-// the split lemmas that sibling rewrites rely on, each once: a rule is
-// used only when rewrite/smt proves it (or bounds it); a refuted or
-// unknown instance is never applied.
+// instances verifies the rules a search uses, each once: every rule
+// before its first match is applied, the instances of rule templates at
+// the attributes a match binds, and the split lemmas that sibling
+// rewrites rely on. A rule is used only when rewrite/smt proves it, or
+// bounds it as far as its constants need (smt.Result.Usable); a refuted,
+// unknown or insufficiently bounded one is never applied.
 type instances struct {
 	prog   *check.Program
 	opts   smt.Options
@@ -28,7 +30,24 @@ func newInstances(prog *check.Program) *instances {
 	return &instances{prog: prog, rules: map[string]*Rule{}, proofs: map[string]bool{}, lemmas: map[string]bool{}}
 }
 
-func usable(res smt.Result) bool { return res.Status == smt.Proved || res.Status == smt.Bounded }
+// verified reports whether rule r (not a template) may be used,
+// verifying it the first time.
+func (in *instances) verified(r *Rule) bool {
+	return in.verify(r.checked.Decl.Name, r.checked)
+}
+
+// verify verifies cr under name once and reports whether it is usable.
+func (in *instances) verify(name string, cr *check.Rule) bool {
+	ok, done := in.proofs[name]
+	if !done {
+		res := smt.Verify(cr, in.opts)
+		res.Rule = name
+		in.Results = append(in.Results, res)
+		ok = res.Usable()
+		in.proofs[name] = ok
+	}
+	return ok
+}
 
 // bind returns the instance of template r at the attributes a loose match
 // binds, verified; nil when binding, elaboration or verification fails.
@@ -47,16 +66,7 @@ func (in *instances) bind(r *Rule, loose *match) *Rule {
 	if err != nil {
 		return nil
 	}
-	name := t.rule.Decl.Name + attrKey(set)
-	ok, done := in.proofs[name]
-	if !done {
-		res := smt.Verify(cr, in.opts)
-		res.Rule = name
-		in.Results = append(in.Results, res)
-		ok = usable(res)
-		in.proofs[name] = ok
-	}
-	if !ok {
+	if !in.verify(t.rule.Decl.Name+attrKey(set), cr) {
 		return nil
 	}
 	src, dst := cr.LHS, cr.RHS
@@ -104,10 +114,7 @@ func (in *instances) splitLemma(rank, axis int, ka, kb int64) bool {
 		if err != nil {
 			return false
 		}
-		res := smt.Verify(cr, in.opts)
-		res.Rule = d.Name + "_" + key
-		in.Results = append(in.Results, res)
-		if !usable(res) {
+		if !in.verify(d.Name+"_"+key, cr) {
 			return false
 		}
 	}

@@ -12,6 +12,9 @@ type Rule struct {
 	Name     string
 	Src, Dst *ir.Graph
 	Vars     []*ir.Value
+	// checked is the rule as elaborated, verified (once per rule, both
+	// directions) before a match of it is first used.
+	checked *check.Rule
 	// tmpl is set for a rule with attributes (a template): Src and Dst are
 	// its default instance, used only to find sites; each match binds the
 	// attributes and uses the instance at those values.
@@ -50,7 +53,7 @@ func Directions(rules []*check.Rule) []*Rule {
 			if len(dir.src.Nodes) == 0 || !usesAll(dir.src, r.Inputs) {
 				continue
 			}
-			d := &Rule{Name: dir.name, Src: dir.src, Dst: dir.dst, Vars: r.Inputs}
+			d := &Rule{Name: dir.name, Src: dir.src, Dst: dir.dst, Vars: r.Inputs, checked: r}
 			if len(r.Decl.Attrs) > 0 && r.Module != nil {
 				t := &template{rule: r, reverse: dir.reverse, calls: map[lang.Pos]*lang.Call{}, attrs: map[string]bool{}}
 				for _, a := range r.Decl.Attrs {

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"strings"
 	"testing"
 
 	"tofuc/analysis/check"
@@ -48,5 +49,55 @@ model narrow(x: f32[2, 1]) {
 		if tc.status == smt.Proved && out.Explored == 0 {
 			t.Errorf("%s: the proved instance was not applied", tc.model)
 		}
+	}
+}
+
+// TestRulesAreVerifiedBeforeUse: every rule is verified before its first
+// match is applied: a bounded rule (bounded as far as its constants need)
+// is used and reported with its bounds, a wrong one never.
+func TestRulesAreVerifiedBeforeUse(t *testing.T) {
+	p, _ := setup(t)
+	m, err := p.LoadSource("rules.tdl", []byte(`rule relu_twice(x: [M, N]): relu(relu(x)) == relu(x)
+rule relu_is_abs(x: [M, N]): relu(x) == abs(x)
+model twice(x: f32[2, 3]) {
+    return relu(relu(x))
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []*check.Rule
+	for _, name := range []string{"relu_twice", "relu_is_abs"} {
+		r, err := m.Rule(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, r)
+	}
+	g, err := m.Model("twice", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := New(p, rules, Options{}).Exhaustive(g, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := map[string]smt.Result{}
+	for _, r := range out.Verified {
+		status[r.Rule] = r
+	}
+	if r := status["relu_twice"]; !r.Usable() || r.Status != smt.Bounded || !strings.Contains(r.Level(), "M,N<=") {
+		t.Errorf("relu_twice: %s %s, want bounded with the bound of each symbol", r.Status, r.Level())
+	}
+	if r := status["relu_is_abs"]; r.Status != smt.Refuted {
+		t.Errorf("relu_is_abs: %s, want refuted", r.Status)
+	}
+	for _, s := range out.Steps {
+		if strings.HasPrefix(s.Rule, "relu_is_abs") {
+			t.Errorf("the wrong rule was applied at %s", s.Site)
+		}
+	}
+	if out.Explored == 0 {
+		t.Errorf("the bounded rule was not applied")
 	}
 }

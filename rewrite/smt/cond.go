@@ -226,3 +226,13 @@ func (g guard) subst(f func(string) (lin, bool)) (guard, bool) {
 	}
 	return out, true
 }
+
+// holdsAt evaluates g with every name bound.
+func (g guard) holdsAt(env map[string]int64) bool {
+	for _, c := range g {
+		if v, ok := c.eval(env); !ok || !v {
+			return false
+		}
+	}
+	return true
+}

@@ -34,6 +34,9 @@ func (l *lowerer) obligations(g *ir.Graph) ([]obligation, error) {
 				path = path.inRange(x, dimLin(d.Tensor.Shape[i]))
 			}
 			for _, dim := range d.Tensor.Shape {
+				if nonNegative(dimLin(dim)) {
+					continue
+				}
 				c, k := mkGE(dimLin(dim).scale(-1).add(linConst(-1)))
 				if g, ok := (guard{}).with(c, k); ok {
 					out = append(out, obligation{what: fmt.Sprintf("node %s: tensor %s has a negative extent", n.Name, d.Tensor.Name), fail: g, shape: true})
@@ -50,6 +53,34 @@ func (l *lowerer) obligations(g *ir.Graph) ([]obligation, error) {
 		}
 	}
 	return out, nil
+}
+
+// nonNegative reports whether l is at least 0 for all shape symbols at
+// least 1, by its form: non-negative coefficients and constant over
+// symbols, their products, maxima and quotients by positive constants.
+func nonNegative(l lin) bool {
+	if l.k < 0 {
+		return false
+	}
+	for _, t := range l.terms {
+		a := t.a
+		switch {
+		case t.coef < 0:
+			return false
+		case a.kind == iName:
+		case a.kind == iMul || a.kind == iMax || a.kind == iMin:
+			if !nonNegative(a.x) || !nonNegative(a.y) {
+				return false
+			}
+		case a.kind == iFloorDiv || a.kind == iTruncDiv:
+			if !nonNegative(a.x) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // inRange adds 0 <= x < ext (x is a variable, so neither folds).
@@ -218,11 +249,16 @@ func (v *verifier) checkDomain() *Result {
 		reads[side] = v.anyFails(readObls[side])
 	}
 	both := append(append([]obligation(nil), shapeObls[0]...), shapeObls[1]...)
-	if res := v.witness(base.And(fail[0].Xor(fail[1])), both); res != nil {
-		return res
+	if len(both) > 0 {
+		if res := v.witness(base.And(fail[0].Xor(fail[1])), both); res != nil {
+			return res
+		}
 	}
 	v.defined = base.And(fail[0].Not())
 	for side := range reads {
+		if len(readObls[side]) == 0 {
+			continue
+		}
 		if res := v.witness(v.defined.And(reads[side]), readObls[side]); res != nil {
 			return res
 		}
@@ -238,38 +274,39 @@ func (v *verifier) anyFails(obls []obligation) z3.Bool {
 	return out
 }
 
-// witness looks for shapes where cond holds (small ones first) and runs
-// the sides there; nil when there are none.
+// witness looks for shapes where cond holds (small ones when there are)
+// and runs the sides there; nil when there are none.
 func (v *verifier) witness(cond z3.Bool, obls []obligation) *Result {
 	small := v.e.ctx.FromBool(true)
 	for _, s := range v.syms {
 		small = small.And(v.e.name(s).LE(v.e.int(witnessMax)))
 	}
-	for _, c := range []z3.Bool{cond.And(small), cond} {
+	var m *z3.Model
+	for _, c := range []z3.Bool{cond, cond.And(small)} {
 		s := z3.NewSolver(v.e.ctx)
 		s.Assert(c)
 		sat, err := v.dl.solve(s, "comparing where the sides fail")
-		if err != nil {
+		switch {
+		case err != nil:
 			return &Result{Status: Unknown, Reason: "the solver gave up comparing where the sides fail: " + err.Error()}
+		case sat:
+			m = s.Model()
+		case m == nil:
+			return nil
 		}
-		if !sat {
-			continue
-		}
-		m := s.Model()
-		env := v.modelShape(m)
-		what := "a side fails"
-		for _, o := range obls {
-			if holds, _ := m.Eval(v.e.guard(o.fail), true).(z3.Bool).AsBool(); holds {
-				what = o.what
-				break
-			}
-		}
-		if cex := v.confirmAt(env); cex != nil {
-			return &Result{Status: Refuted, Cex: cex}
-		}
-		return &Result{Status: Unknown, Reason: fmt.Sprintf("%s at %s, and the interpreter does not show one side failing alone there", what, shapeString(env))}
 	}
-	return nil
+	env := v.modelShape(m)
+	what := "a side fails"
+	for _, o := range obls {
+		if holds, _ := m.Eval(v.e.guard(o.fail), true).(z3.Bool).AsBool(); holds {
+			what = o.what
+			break
+		}
+	}
+	if cex := v.confirmAt(env); cex != nil {
+		return &Result{Status: Refuted, Cex: cex}
+	}
+	return &Result{Status: Unknown, Reason: fmt.Sprintf("%s at %s, and the interpreter does not show one side failing alone there", what, shapeString(env))}
 }
 
 // modelShape reads the shape symbols from a model.
