@@ -65,7 +65,7 @@ func RooflineOf(s *schedule.Schedule, d Device) (*Estimate, error) {
 			est.Precomputed++
 			continue
 		}
-		ke, err := kernelEstimate(s, k, d)
+		ke, err := EstimateKernel(s, k, d)
 		if err != nil {
 			return nil, err
 		}
@@ -83,11 +83,11 @@ func RooflineOf(s *schedule.Schedule, d Device) (*Estimate, error) {
 	return est, nil
 }
 
-// kernelEstimate prices kernel k of s: the FLOPs of the Def it computes
+// EstimateKernel prices kernel k of s: the FLOPs of the Def it computes
 // (with those of the node's recomputed locals on the node's first kernel)
 // and of the nodes fused into it, the bytes of every buffer it reads once
 // and of the buffer it writes.
-func kernelEstimate(s *schedule.Schedule, k int, d Device) (KernelEstimate, error) {
+func EstimateKernel(s *schedule.Schedule, k int, d Device) (KernelEstimate, error) {
 	var ke KernelEstimate
 	kern := s.Kernels[k]
 	root := kern.Root()

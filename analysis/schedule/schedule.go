@@ -20,6 +20,9 @@ type Schedule struct {
 	// inputs have none).
 	KernelOfValue map[*ir.Value]int
 	producer      map[*ir.Value]*ir.Node
+	// ready is the kernel after which a value can be read (a view's, its
+	// input's); absent: before every kernel.
+	ready map[*ir.Value]int
 }
 
 // Kernel is one launch: a Def of a node's instance (a materialised local
@@ -40,7 +43,7 @@ func (k *Kernel) Root() *ir.Node { return k.Nodes[0] }
 
 // Build schedules g.
 func Build(g *ir.Graph) *Schedule {
-	s := &Schedule{Graph: g, Uses: map[*ir.Value]int{}, KernelOfValue: map[*ir.Value]int{}, producer: map[*ir.Value]*ir.Node{}}
+	s := &Schedule{Graph: g, Uses: map[*ir.Value]int{}, KernelOfValue: map[*ir.Value]int{}, producer: map[*ir.Value]*ir.Node{}, ready: map[*ir.Value]int{}}
 	for _, n := range g.Nodes {
 		for _, v := range n.Inputs {
 			s.Uses[v]++
@@ -65,16 +68,23 @@ func Build(g *ir.Graph) *Schedule {
 			}
 		case IsView(n.Inst):
 			s.Views = append(s.Views, n)
+			for _, v := range n.Outputs {
+				s.ready[v] = s.readyAt(n.Inputs...)
+			}
 			continue
 		}
 		if k := s.fusionTarget(n); k >= 0 && !precomputed {
 			s.Kernels[k].Nodes = append(s.Kernels[k].Nodes, n)
 			s.KernelOfValue[n.Outputs[0]] = k
+			s.ready[n.Outputs[0]] = k
 			continue
 		}
 		for _, d := range Launches(n.Inst) {
 			if v := outputValue(n, d); v != nil {
 				s.KernelOfValue[v] = len(s.Kernels)
+				if !precomputed {
+					s.ready[v] = len(s.Kernels)
+				}
 			}
 			s.Kernels = append(s.Kernels, &Kernel{Nodes: []*ir.Node{n}, Def: d, Precomputed: precomputed})
 		}
@@ -144,17 +154,34 @@ func fromWeights(n *ir.Node, weight map[*ir.Value]bool) bool {
 
 // fusionTarget is the kernel an element-wise node joins, or -1: the one
 // computing a floating input of the node's shape that has no other
-// consumer, provided that input is the last value the kernel computes.
+// consumer, provided that input is the last value the kernel computes and
+// the node's other inputs are ready before the kernel runs (fused groups
+// stay convex).
 func (s *Schedule) fusionTarget(n *ir.Node) int {
 	if !Elementwise(n.Inst) {
 		return -1
 	}
-	for _, v := range n.Inputs {
+	for i, v := range n.Inputs {
 		k, ok := s.KernelOfValue[v]
 		if ok && s.Uses[v] == 1 && v.DType.IsFloat() && lang.ShapeEqual(v.Shape, n.Outputs[0].Shape) &&
-			!s.Kernels[k].Precomputed && s.Kernels[k].Out() == v {
+			!s.Kernels[k].Precomputed && s.Kernels[k].Out() == v && s.readyAt(without(n.Inputs, i)...) < k {
 			return k
 		}
 	}
 	return -1
+}
+
+// readyAt is the last kernel that vs wait for (-1: none).
+func (s *Schedule) readyAt(vs ...*ir.Value) int {
+	last := -1
+	for _, v := range vs {
+		if k, ok := s.ready[v]; ok {
+			last = max(last, k)
+		}
+	}
+	return last
+}
+
+func without(vs []*ir.Value, i int) []*ir.Value {
+	return append(append([]*ir.Value(nil), vs[:i]...), vs[i+1:]...)
 }

@@ -126,3 +126,26 @@ func TestLaunches(t *testing.T) {
 		}
 	}
 }
+
+// TestFusionStaysConvex: a node joins a kernel only when its other inputs
+// are ready before that kernel runs.
+func TestFusionStaysConvex(t *testing.T) {
+	src := `model m<batch = 1>(x: f32[batch, 16], y: f32[batch, 16]) {
+    a = exp(x)
+    b = log(y)
+    return a * b
+}
+`
+	s := schedule.Build(load(t, src, 2))
+	if len(s.Kernels) != 2 || len(s.Kernels[0].Nodes) != 1 || len(s.Kernels[1].Nodes) != 2 {
+		var shape [][]string
+		for _, k := range s.Kernels {
+			var names []string
+			for _, n := range k.Nodes {
+				names = append(names, n.Inst.Op)
+			}
+			shape = append(shape, names)
+		}
+		t.Fatalf("kernels %v, want [[exp] [log mul]]", shape)
+	}
+}

@@ -306,7 +306,14 @@ func measure(h *hostLib, name string, seed int64) stat {
 // doubles from every binade and each function's own ranges, and logs the
 // table of docs/math.md (go test -v -run TestAccuracy ./codegen/mathir).
 func TestAccuracy(t *testing.T) {
-	h := loadHost(t)
+	for _, native := range []bool{false, true} {
+		t.Run(map[bool]string{false: "emulated-fma", true: "native-fma"}[native], func(t *testing.T) {
+			testAccuracy(t, loadHostFMA(t, native))
+		})
+	}
+}
+
+func testAccuracy(t *testing.T, h *hostLib) {
 	var rows []string
 	names := tested()
 	sort.Strings(names)

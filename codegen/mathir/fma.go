@@ -44,6 +44,9 @@ func (g *fnb) roundOdd(s, e value.Value) value.Value {
 
 // fma returns a*b + c rounded once.
 func (g *fnb) fma(a, b split, c value.Value) value.Value {
+	if g.l.NativeFMA {
+		return g.b.NewCall(g.l.intrinsic("fma", 3), a.v, b.v, c)
+	}
 	p := g.mul(a.v, b.v)
 	perr := g.add(g.add(g.add(g.sub(g.mul(a.hi, b.hi), p), g.mul(a.hi, b.lo)), g.mul(a.lo, b.hi)), g.mul(a.lo, b.lo))
 	th, tl := g.twoSum(c, p)

@@ -26,9 +26,10 @@ func tested() []string { return append(Names(), "log1p") }
 // NAME, two exported wrappers: `double one_NAME(double[, double])` and
 // `void vec_NAME(double* x, double* y, double* out, i64 n)`, which maps
 // the function over arrays (y unused by unary functions).
-func testModule() *ir.Module {
+func testModule(nativeFMA bool) *ir.Module {
 	m := ir.NewModule()
 	l := New(m)
+	l.NativeFMA = nativeFMA
 	for _, name := range tested() {
 		f := l.define(name)
 		one := m.NewFunc("one_"+name, types.Double, paramsOf(f)...)
@@ -80,34 +81,49 @@ type hostLib struct {
 	ptx  []byte
 }
 
-var (
-	hostOnce sync.Once
-	host     *hostLib
-	hostSkip string // why the tests cannot run here
-	hostErr  error
-)
-
-// loadHost compiles and loads the test module once per test binary; it
-// skips the test where llc-14 or a C compiler is missing.
-func loadHost(t testing.TB) *hostLib {
-	t.Helper()
-	hostOnce.Do(func() { host, hostSkip, hostErr = buildHost() })
-	if hostSkip != "" {
-		t.Skip(hostSkip)
-	}
-	if hostErr != nil {
-		t.Fatal(hostErr)
-	}
-	return host
+// hostBuild is the test module of one FMA setting, compiled once per
+// test binary.
+type hostBuild struct {
+	once sync.Once
+	lib  *hostLib
+	skip string // why the tests cannot run here
+	err  error
 }
 
-func buildHost() (*hostLib, string, error) {
+var hosts [2]hostBuild // emulated FMA, native FMA
+
+// loadHost compiles and loads the test module with emulated FMA once per
+// test binary; it skips the test where llc-14 or a C compiler is missing.
+func loadHost(t testing.TB) *hostLib { return loadHostFMA(t, false) }
+
+// loadHostFMA is loadHost for either FMA setting; native FMA needs a CPU
+// that has it.
+func loadHostFMA(t testing.TB, native bool) *hostLib {
+	t.Helper()
+	if native && !HostHasFMA() {
+		t.Skip("this CPU has no fused multiply-add")
+	}
+	h := &hosts[0]
+	if native {
+		h = &hosts[1]
+	}
+	h.once.Do(func() { h.lib, h.skip, h.err = buildHost(native) })
+	if h.skip != "" {
+		t.Skip(h.skip)
+	}
+	if h.err != nil {
+		t.Fatal(h.err)
+	}
+	return h.lib
+}
+
+func buildHost(nativeFMA bool) (*hostLib, string, error) {
 	tools, err := toolchain.Find()
 	if err != nil {
 		return nil, "needs llc-14 and a C compiler: " + err.Error(), nil
 	}
 	ctx := context.Background()
-	text := []byte(testModule().String())
+	text := []byte(testModule(nativeFMA).String())
 	h := &hostLib{
 		one1: map[string]func(float64) float64{},
 		one2: map[string]func(float64, float64) float64{},

@@ -2,6 +2,7 @@ package mathir
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
+	"golang.org/x/sys/cpu"
 )
 
 // Prefix starts the name of every function and global the library
@@ -19,6 +21,12 @@ const Prefix = "tofuc.math."
 type Lib struct {
 	m     *ir.Module
 	funcs map[string]*ir.Func // by LLVM name: the library's and intrinsics
+	// NativeFMA makes the library round a*b+c once with llvm.fma.f64,
+	// one instruction on a target that has it (every sm_80 GPU; a host
+	// CPU with FMA), instead of emulating it with plain double
+	// operations. Both give the same bits; the instruction is faster.
+	// Set it before the first Func.
+	NativeFMA bool
 }
 
 // New returns the library of module m. Functions the module has (from
@@ -26,6 +34,19 @@ type Lib struct {
 // declared) are reused, not declared again.
 func New(m *ir.Module) *Lib {
 	return &Lib{m: m, funcs: map[string]*ir.Func{}}
+}
+
+// HostHasFMA reports whether this machine's CPU has a fused multiply-add
+// instruction, so that llc compiles llvm.fma.f64 to it for the host
+// rather than to a call of libm's fma.
+func HostHasFMA() bool {
+	switch runtime.GOARCH {
+	case "amd64":
+		return cpu.X86.HasFMA
+	case "arm64":
+		return true // part of the base architecture
+	}
+	return false
 }
 
 // lookup finds the module's function of that LLVM name.

@@ -142,7 +142,9 @@ type Target struct {
 // PTX compiles for NVIDIA GPUs: sm_80 PTX, which the driver
 // JIT-compiles for newer GPUs. Fused multiply-adds are off, so that the
 // PTX rounds every operation as the host flavour and the emulator do.
-var PTX = Target{Args: []string{"-march=nvptx64", "-mcpu=sm_80", "-mattr=+ptx70", "-O3", "-nvptx-fma-level=0"}}
+// Loop strength reduction is off: in LLVM 14 it can rewrite the parity of
+// a grid-stride index into an i1 multiply that NVPTX cannot select.
+var PTX = Target{Args: []string{"-march=nvptx64", "-mcpu=sm_80", "-mattr=+ptx70", "-O3", "-nvptx-fma-level=0", "-disable-lsr"}}
 
 // Host compiles position-independent native code for this machine's CPU.
 var Host = Target{Args: []string{"-O3", "-mcpu=native", "-relocation-model=pic"}, Obj: true}

@@ -154,3 +154,21 @@ func Stdlib() (map[string]*lang.OpDecl, []string, error) {
 	sort.Strings(names)
 	return ops, names, nil
 }
+
+// FromInstance draws inputs for a concrete instance (as New does, from
+// seed) and evaluates it.
+func FromInstance(inst *ir.Instance, seed uint64) (*Case, error) {
+	r := rand.New(rand.NewPCG(seed, hash(inst.Op)))
+	c := &Case{Inst: inst}
+	for _, in := range inst.Inputs {
+		if _, ok := lang.ConstShape(in.Shape); !ok {
+			return nil, fmt.Errorf("%s: input %s has a symbolic shape", inst.Op, in.Name)
+		}
+		c.Inputs = append(c.Inputs, random(r, in))
+	}
+	var err error
+	if c.Want, err = interp.EvalInstance(inst, c.Inputs, nil); err != nil {
+		return nil, err
+	}
+	return c, nil
+}

@@ -1,0 +1,180 @@
+package codegen
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"tofuc/codegen/emit"
+	"tofuc/codegen/kernel"
+	"tofuc/lang"
+	"tofuc/runtime/plan"
+)
+
+// builder assembles a plan: its buffers, kernels and steps.
+type builder struct {
+	p *plan.Plan
+	// bufferOf maps the key a kernel uses for a buffer (codegen's
+	// choice: a value on a device, a local of a node, ...) to its id.
+	bufferOf map[any]int
+	life     []lifetime
+	// units are the distinct kernels, in order of first use; kernelOf
+	// maps a kernel's name to its index in the plan.
+	units    []*kernel.Kernel
+	kernelOf map[string]int
+	// views holds, per view buffer, its base buffer and byte offset.
+	views map[int]view
+	// time counts the steps added, across devices, for lifetimes.
+	time int
+}
+
+// lifetime is when a buffer's contents matter: from its first write to
+// its last read, or always.
+type lifetime struct {
+	first, last int
+	always      bool
+}
+
+type view struct {
+	base   int
+	offset int64
+}
+
+func newBuilder(model string, devices int) *builder {
+	return &builder{
+		p: &plan.Plan{Version: plan.Version, Model: model, Devices: devices,
+			ArenaBytes: make([]int64, devices), Init: make([][]plan.Step, devices), Steps: make([][]plan.Step, devices)},
+		bufferOf: map[any]int{},
+		kernelOf: map[string]int{},
+		views:    map[int]view{},
+	}
+}
+
+// buffer returns the buffer of key, adding it when new.
+func (b *builder) buffer(key any, name string, device int, dt lang.DType, shape []int64, role string) int {
+	if id, ok := b.bufferOf[key]; ok {
+		return id
+	}
+	n := int64(dt.Size())
+	for _, d := range shape {
+		n *= d
+	}
+	id := len(b.p.Buffers)
+	b.p.Buffers = append(b.p.Buffers, plan.Buffer{ID: id, Name: name, Device: device, DType: dt.String(), Shape: shape, Bytes: n, Role: role, ViewOf: -1})
+	b.life = append(b.life, lifetime{first: -1, last: -1})
+	b.bufferOf[key] = id
+	return id
+}
+
+// keep makes a buffer (and the buffer it is a view of) live for the
+// whole run.
+func (b *builder) keep(id int) {
+	b.life[id].always = true
+	if v, ok := b.views[id]; ok {
+		b.keep(v.base)
+	}
+}
+
+// touch records a use of buffer id (and of the buffer it is a view of)
+// at the current time.
+func (b *builder) touch(id int) {
+	l := &b.life[id]
+	if l.first < 0 {
+		l.first = b.time
+	}
+	l.last = b.time
+	if v, ok := b.views[id]; ok {
+		b.touch(v.base)
+	}
+}
+
+// addStep appends a step to a device's list (Init when init) and returns
+// its index there.
+func (b *builder) addStep(device int, init bool, s plan.Step) int {
+	list := &b.p.Steps[device]
+	if init {
+		list = &b.p.Init[device]
+	}
+	*list = append(*list, s)
+	b.time++
+	return len(*list) - 1
+}
+
+// launch adds a launch of k with its argument buffers, resolved by their
+// keys, to a device's steps.
+func (b *builder) launch(device int, init bool, k *kernel.Kernel) (int, error) {
+	idx, err := b.kernel(k)
+	if err != nil {
+		return 0, err
+	}
+	s := plan.Step{Op: plan.Launch, Kernel: idx, Label: k.Label}
+	for _, a := range k.Args {
+		id, ok := b.bufferOf[a.Key]
+		if !ok {
+			return 0, fmt.Errorf("%s: argument %v has no buffer", k.Label, a.Key)
+		}
+		s.Args = append(s.Args, id)
+		b.touch(id)
+		if init {
+			b.keep(id)
+		}
+	}
+	return b.addStep(device, init, s), nil
+}
+
+// kernel returns the plan index of k, compiled once per distinct IR.
+func (b *builder) kernel(k *kernel.Kernel) (int, error) {
+	name, err := kernelName(k)
+	if err != nil {
+		return 0, err
+	}
+	if idx, ok := b.kernelOf[name]; ok {
+		return idx, nil
+	}
+	idx := len(b.p.Kernels)
+	b.kernelOf[name] = idx
+	b.units = append(b.units, k)
+	pk := plan.Kernel{Name: name, Label: k.Label, Kind: k.Kind.String(), Form: k.Form.String(), Elements: k.Elements, Sync: k.Form == kernel.Blocks}
+	pk.Grid, pk.Block, pk.Shared = geometry(k)
+	for _, a := range k.Args {
+		pk.Args = append(pk.Args, plan.Arg{DType: a.DType.String(), Shape: a.Shape})
+	}
+	for _, s := range k.Sites {
+		pk.Sites = append(pk.Sites, plan.Site{Pos: s.Pos.String(), Tensor: s.Tensor, Shape: s.Shape})
+	}
+	b.p.Kernels = append(b.p.Kernels, pk)
+	return idx, nil
+}
+
+// kernelName is "k" and the start of the hash of k's GPU-flavour IR: the
+// same lambda on the same shapes and dtypes gets the same name.
+func kernelName(k *kernel.Kernel) (string, error) {
+	m := emit.NewModule(emit.GPU)
+	if err := m.Add("kernel", k); err != nil {
+		return "", err
+	}
+	h := sha256.Sum256([]byte(m.String()))
+	return "k" + hex.EncodeToString(h[:8]), nil
+}
+
+// Launch geometry of the GPU flavour: Threads kernels use blocks of
+// threadsPerBlock (fewer, a multiple of 32, for small outputs); Blocks
+// kernels a block per output element with the smallest power of two of
+// threads, from 32 to threadsPerBlock, that covers the reduction range.
+// Grids are capped at maxGrid blocks: the kernels stride over the rest.
+const (
+	threadsPerBlock = 256
+	maxGrid         = 65535
+)
+
+func geometry(k *kernel.Kernel) (grid, block, shared int64) {
+	if k.Form == kernel.Blocks {
+		block = 32
+		for block < threadsPerBlock && block < k.ReduceLen {
+			block *= 2
+		}
+		return min(k.Elements, maxGrid), block, 32 * 8
+	}
+	block = min(threadsPerBlock, max(32, (k.Elements+31)/32*32))
+	return min((k.Elements+block-1)/block, maxGrid), block, 0
+}

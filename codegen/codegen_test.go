@@ -1,0 +1,133 @@
+package codegen_test
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"tofuc/analysis/autodiff"
+	"tofuc/analysis/check"
+	"tofuc/codegen"
+	"tofuc/codegen/toolchain"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/runtime/cpu"
+	"tofuc/runtime/interp"
+	"tofuc/runtime/simt"
+	"tofuc/runtime/tensor"
+)
+
+func loadExample(t *testing.T, name string, train bool, set map[string]ir.AttrValue) *ir.Graph {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	prog, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := prog.Load(filepath.Join(filepath.Dir(file), "..", "examples", name+".tdl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Model("", set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if train {
+		if g, _, err = autodiff.TrainingGraph(g, m, autodiff.TrainOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return g
+}
+
+func attrs(kv ...any) map[string]ir.AttrValue {
+	out := map[string]ir.AttrValue{}
+	for i := 0; i < len(kv); i += 2 {
+		switch v := kv[i+1].(type) {
+		case int:
+			out[kv[i].(string)] = ir.AttrValue{Kind: ir.AttrInt, Int: int64(v)}
+		case bool:
+			out[kv[i].(string)] = ir.AttrValue{Kind: ir.AttrBool, Bool: v}
+		}
+	}
+	return out
+}
+
+func randomInputs(g *ir.Graph, classes int64) map[string]*tensor.Tensor {
+	r := rand.New(rand.NewPCG(1, 2))
+	out := map[string]*tensor.Tensor{}
+	for _, v := range g.Inputs {
+		shape, _ := lang.ConstShape(v.Shape)
+		x := tensor.New(v.DType, shape)
+		for i := range x.Len() {
+			if v.DType.IsFloat() {
+				x.SetFlat(i, 2*r.Float64()-1)
+			} else {
+				x.SetFlat(i, float64(r.Int64N(classes)))
+			}
+		}
+		out[v.Name] = x
+	}
+	return out
+}
+
+func tools(t *testing.T) *toolchain.Tools {
+	t.Helper()
+	tl, err := toolchain.Find()
+	if err != nil {
+		t.Skip(err)
+	}
+	return tl
+}
+
+func TestExamplesOnOneDevice(t *testing.T) {
+	tl := tools(t)
+	for _, tc := range []struct {
+		name  string
+		train bool
+		set   map[string]ir.AttrValue
+	}{
+		{"mlp", false, attrs("batch", 4)},
+		{"mlp", true, attrs("batch", 4, "hidden", 16)},
+		{"wresnet", true, attrs("batch", 2, "width", 1, "image", 32, "classes", 10, "train", true)},
+		{"rnn", true, attrs("batch", 2, "hidden", 32, "steps", 4)},
+		{"transformer", false, attrs("hidden", 32, "seq", 8, "batch", 2, "vocab", 50)},
+	} {
+		g := loadExample(t, tc.name, tc.train, tc.set)
+		dir := t.TempDir()
+		c, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.EmitAll, Tools: tl})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		t.Logf("%s: %+v", tc.name, c.Stats)
+		in := randomInputs(g, 10)
+		want, err := interp.RunGraph(g, in, nil, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		host, err := cpu.NewHost(c.Plan, dir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hp, err := cpu.Load(c.Plan, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, err := simt.Load(c.Plan, dir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, prog := range map[string]*cpu.Program{"cpu": hp, "simt": sp} {
+			got, err := prog.Run(in, want.Params)
+			if err != nil {
+				t.Fatalf("%s %s: %v", tc.name, name, err)
+			}
+			for k, w := range want.Outputs {
+				if err := tensor.Compare(got[k], w, tensor.Reordered(w.DType, 4096)); err != nil {
+					t.Errorf("%s %s output %s: %v", tc.name, name, k, err)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,260 @@
+package codegen
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"tofuc/codegen/emit"
+	"tofuc/codegen/simt"
+	"tofuc/codegen/toolchain"
+	"tofuc/lang/ir"
+	"tofuc/runtime/plan"
+	runsimt "tofuc/runtime/simt"
+)
+
+// Emit chooses the artefacts Compile writes besides plan.json.
+type Emit struct {
+	LLVM bool // kernels/*.ll, the GPU-flavour modules as LLVM IR
+	PTX  bool // kernels/*.ptx
+	Host bool // host.so: the host-flavour kernels (the cpu runtime)
+	SIMT bool // simt.so: the GPU flavour under the emulator (the simt runtime)
+}
+
+// EmitAll writes every artefact.
+var EmitAll = Emit{LLVM: true, PTX: true, Host: true, SIMT: true}
+
+// Options tune Compile.
+type Options struct {
+	Emit Emit
+	// Jobs is how many llc processes run at once (0: GOMAXPROCS).
+	Jobs int
+	// Tools are the external tools (nil: toolchain.Find()).
+	Tools *toolchain.Tools
+}
+
+// Stats describe a compilation.
+type Stats struct {
+	Kernels  int           // launches in the plan
+	Distinct int           // distinct kernels compiled
+	Modules  int           // modules they were grouped into
+	Seconds  time.Duration // wall time of the whole compilation
+}
+
+// Compiled is the result of a compilation.
+type Compiled struct {
+	Plan  *plan.Plan
+	Dir   string
+	Stats Stats
+}
+
+// Compile lowers g on one device into dir (created if missing): it writes
+// plan.json and the artefacts opts.Emit asks for.
+func Compile(g *ir.Graph, dir string, opts Options) (*Compiled, error) {
+	start := time.Now()
+	b := newBuilder(g.Name, 1)
+	if err := b.singleDevice(g); err != nil {
+		return nil, err
+	}
+	return b.finish(dir, opts, start)
+}
+
+// finish compiles the kernels, places the buffers and writes the plan.
+func (b *builder) finish(dir string, opts Options, start time.Time) (*Compiled, error) {
+	if opts.Tools == nil {
+		t, err := toolchain.Find()
+		if err != nil {
+			return nil, err
+		}
+		opts.Tools = t
+	}
+	if opts.Jobs <= 0 {
+		opts.Jobs = runtime.GOMAXPROCS(0)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "kernels"), 0o755); err != nil {
+		return nil, err
+	}
+	modules := b.group(opts.Jobs)
+	if err := b.compileModules(dir, modules, opts); err != nil {
+		return nil, err
+	}
+	b.allocate()
+	if err := b.p.Validate(); err != nil {
+		return nil, fmt.Errorf("internal error: the plan is inconsistent: %v", err)
+	}
+	if err := b.p.Write(filepath.Join(dir, "plan.json")); err != nil {
+		return nil, err
+	}
+	launches := 0
+	for _, steps := range b.p.Steps {
+		for _, s := range steps {
+			if s.Op == plan.Launch {
+				launches++
+			}
+		}
+	}
+	return &Compiled{Plan: b.p, Dir: dir, Stats: Stats{Kernels: launches, Distinct: len(b.units), Modules: len(modules), Seconds: time.Since(start)}}, nil
+}
+
+// maxPerModule bounds the kernels of one module, so that llc's work
+// spreads over the jobs.
+const maxPerModule = 16
+
+// group splits the distinct kernels into modules: at least one per job
+// when there are enough, at most maxPerModule kernels each.
+func (b *builder) group(jobs int) [][]int {
+	n := len(b.units)
+	if n == 0 {
+		return nil
+	}
+	per := max(1, min(maxPerModule, (n+jobs-1)/jobs))
+	var out [][]int
+	for i := 0; i < n; i += per {
+		var m []int
+		for j := i; j < min(n, i+per); j++ {
+			b.p.Kernels[j].Module = len(out)
+			m = append(m, j)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// moduleArtefacts are the compiled forms of one module.
+type moduleArtefacts struct {
+	gpu, ptx  string
+	host, sim []byte
+}
+
+// compileModules emits every module in both flavours, runs llc on them in
+// parallel and links the shared objects.
+func (b *builder) compileModules(dir string, modules [][]int, opts Options) error {
+	arts := make([]moduleArtefacts, len(modules))
+	errs := make([]error, len(modules))
+	sem := make(chan struct{}, opts.Jobs)
+	var wg sync.WaitGroup
+	for i, m := range modules {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			arts[i], errs[i] = b.compileModule(m, opts)
+			if errs[i] != nil && arts[i].gpu != "" {
+				// Keep the module that failed for the person reading the error.
+				path := filepath.Join(dir, "kernels", fmt.Sprintf("m%d.failed.ll", i))
+				if os.WriteFile(path, []byte(arts[i].gpu), 0o644) == nil {
+					errs[i] = fmt.Errorf("%v\n(the module is in %s)", errs[i], path)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	var hostObjs, simObjs [][]byte
+	for i, a := range arts {
+		base := filepath.Join("kernels", fmt.Sprintf("m%d", i))
+		if opts.Emit.LLVM {
+			if err := os.WriteFile(filepath.Join(dir, base+".ll"), []byte(a.gpu), 0o644); err != nil {
+				return err
+			}
+			b.p.Modules.LLVM = append(b.p.Modules.LLVM, base+".ll")
+		}
+		if opts.Emit.PTX {
+			if err := os.WriteFile(filepath.Join(dir, base+".ptx"), []byte(a.ptx), 0o644); err != nil {
+				return err
+			}
+			b.p.Modules.PTX = append(b.p.Modules.PTX, base+".ptx")
+		}
+		hostObjs = append(hostObjs, a.host)
+		simObjs = append(simObjs, a.sim)
+	}
+	ctx := context.Background()
+	if opts.Emit.Host {
+		name, err := b.link(ctx, dir, "host", hostObjs, nil, opts.Tools)
+		if err != nil {
+			return err
+		}
+		b.p.Modules.Host = name
+	}
+	if opts.Emit.SIMT {
+		name, err := b.link(ctx, dir, "simt", simObjs, []string{runsimt.Source}, opts.Tools)
+		if err != nil {
+			return err
+		}
+		b.p.Modules.SIMT = name
+	}
+	return nil
+}
+
+// link links objects into DIR/KIND-HASH.so; the hash in the name keeps
+// libraries of different contents apart when loaded into one process.
+func (b *builder) link(ctx context.Context, dir, kind string, objs [][]byte, csrc []string, tools *toolchain.Tools) (string, error) {
+	so, err := tools.Link(ctx, objs, csrc)
+	if err != nil {
+		return "", fmt.Errorf("linking the %s kernels: %v", kind, err)
+	}
+	h := sha256.Sum256(so)
+	name := kind + "-" + hex.EncodeToString(h[:6]) + ".so"
+	if err := os.WriteFile(filepath.Join(dir, name), so, 0o755); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// compileModule emits the kernels ids as one module of each flavour and
+// compiles them.
+func (b *builder) compileModule(ids []int, opts Options) (moduleArtefacts, error) {
+	var a moduleArtefacts
+	gpu, host := emit.NewModule(emit.GPU), emit.NewModule(emit.Host)
+	var sigs []simt.Kernel
+	for _, id := range ids {
+		k, name := b.units[id], b.p.Kernels[id].Name
+		if err := gpu.Add(name, k); err != nil {
+			return a, err
+		}
+		if err := host.Add(name, k); err != nil {
+			return a, err
+		}
+		sigs = append(sigs, simt.Kernel{Name: name, Elems: emit.ArgElems(k)})
+	}
+	a.gpu = gpu.String()
+	ctx := context.Background()
+	var err error
+	if opts.Emit.PTX {
+		ptx, err := opts.Tools.Compile(ctx, []byte(a.gpu), toolchain.PTX)
+		if err != nil {
+			return a, err
+		}
+		a.ptx = string(ptx)
+		if strings.Contains(a.ptx, ".extern .func") {
+			return a, fmt.Errorf("internal error: PTX module calls an external function")
+		}
+	}
+	if opts.Emit.Host {
+		if a.host, err = opts.Tools.Compile(ctx, []byte(host.String()), toolchain.Host); err != nil {
+			return a, err
+		}
+	}
+	if opts.Emit.SIMT {
+		text, err := simt.Retarget(a.gpu, sigs)
+		if err != nil {
+			return a, err
+		}
+		if a.sim, err = opts.Tools.Compile(ctx, []byte(text), toolchain.Host); err != nil {
+			return a, err
+		}
+	}
+	return a, nil
+}

@@ -1,0 +1,133 @@
+package emit
+
+import (
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+
+	"tofuc/lang"
+	tir "tofuc/lang/ir"
+)
+
+// access lowers a read: a folded constant, a stage's value, a recomputed
+// local, or an element of an argument buffer. Dimensions that may leave
+// the tensor are checked; out of range the access yields its default, or
+// records an error and yields zero.
+func (f *fn) access(a *tir.Access) value.Value {
+	src, ok := f.k.Source(a.T)
+	if !ok {
+		fail("tensor %s is not bound", a.T.Name)
+	}
+	switch {
+	case src.Const != nil:
+		return f.expr(src.Const)
+	case src.Stage >= 0:
+		return f.stages[src.Stage]
+	}
+	idx := make([]value.Value, len(a.Index))
+	for d, x := range a.Index {
+		idx[d] = f.exprTo(x, lang.I64)
+	}
+	var shape []int64
+	if src.Local != nil {
+		shape = make([]int64, len(src.Local.Vars))
+		for i, v := range src.Local.Vars {
+			shape[i] = extent(v)
+		}
+	} else {
+		shape = f.k.Args[src.Arg].Shape
+	}
+	read := func() value.Value {
+		if src.Local != nil {
+			return f.recompute(src.Local, idx)
+		}
+		return f.load(f.bufs[src.Arg], flatIndex(f, idx, shape), a.T.DType)
+	}
+	checked, site := f.k.Checked(a)
+	var inRange value.Value
+	for d, c := range checked {
+		if c {
+			ok := f.b.NewICmp(enum.IPredULT, idx[d], i64(shape[d])) // negative is large
+			if inRange == nil {
+				inRange = ok
+			} else {
+				inRange = f.b.NewAnd(inRange, ok)
+			}
+		}
+	}
+	if inRange == nil {
+		return read()
+	}
+	return f.branch(inRange, read, func() value.Value {
+		if a.Default != nil {
+			return f.exprTo(a.Default, a.T.DType)
+		}
+		f.reportOutOfRange(site, checked, idx, shape)
+		return zero(a.T.DType)
+	})
+}
+
+// flatIndex is the row-major offset of idx in a tensor of shape.
+func flatIndex(f *fn, idx []value.Value, shape []int64) value.Value {
+	var off value.Value = i64(0)
+	stride := int64(1)
+	for d := len(idx) - 1; d >= 0; d-- {
+		var term value.Value = idx[d]
+		if stride != 1 {
+			term = f.b.NewMul(idx[d], i64(stride))
+		}
+		if d == len(idx)-1 {
+			off = term
+		} else {
+			off = f.b.NewAdd(off, term)
+		}
+		stride *= shape[d]
+	}
+	return off
+}
+
+// recompute evaluates local d at idx (a local the schedule recomputes
+// where it is read), rounded to its dtype as a stored local would be.
+func (f *fn) recompute(d *tir.Def, idx []value.Value) value.Value {
+	saved := make([]value.Value, len(d.Vars))
+	for i, v := range d.Vars {
+		saved[i] = f.vars[v]
+		f.vars[v] = idx[i]
+	}
+	x := f.convert(f.expr(d.Body), d.Body.Type(), d.Tensor.DType, true)
+	for i, v := range d.Vars {
+		if saved[i] == nil {
+			delete(f.vars, v)
+		} else {
+			f.vars[v] = saved[i]
+		}
+	}
+	return x
+}
+
+// reportOutOfRange records site, the first failing dimension and its
+// index in the status words, unless an earlier error is there.
+func (f *fn) reportOutOfRange(site int, checked []bool, idx []value.Value, shape []int64) {
+	var dim, index value.Value = i64(0), i64(0)
+	for d := len(checked) - 1; d >= 0; d-- {
+		if !checked[d] {
+			continue
+		}
+		bad := f.b.NewICmp(enum.IPredUGE, idx[d], i64(shape[d]))
+		dim = f.b.NewSelect(bad, i64(int64(d)), dim)
+		index = f.b.NewSelect(bad, idx[d], index)
+	}
+	pair := f.b.NewCmpXchg(f.status, i64(0), i64(int64(site)+1), enum.AtomicOrderingMonotonic, enum.AtomicOrderingMonotonic)
+	won := f.b.NewExtractValue(pair, 1)
+	f.ifThen(won, func() {
+		f.b.NewStore(dim, f.b.NewGetElementPtr(types.I64, f.status, i64(1)))
+		f.b.NewStore(index, f.b.NewGetElementPtr(types.I64, f.status, i64(2)))
+	})
+}
+
+func zero(dt lang.DType) value.Value {
+	if dt.IsFloat() {
+		return f64(0)
+	}
+	return i64(0)
+}

@@ -1,0 +1,388 @@
+package emit
+
+import (
+	"math"
+
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+
+	"tofuc/lang"
+	tir "tofuc/lang/ir"
+)
+
+// expr lowers e to its value in the domain of its dtype: a double for a
+// float dtype, an i64 (wrapped to the dtype) otherwise.
+func (f *fn) expr(e tir.Expr) value.Value {
+	switch e := e.(type) {
+	case *tir.Const:
+		if e.T.IsFloat() {
+			return f64(e.Float)
+		}
+		return i64(e.T.WrapInt(e.Int))
+	case *tir.Size:
+		n, ok := e.D.IsConst()
+		if !ok {
+			fail("symbolic extent %s", e.D)
+		}
+		return i64(n)
+	case *tir.VarRef:
+		v, ok := f.vars[e.V]
+		if !ok {
+			fail("index variable %s is used outside its scope", e.V.Name)
+		}
+		return v
+	case *tir.Access:
+		return f.access(e)
+	case *tir.Binary:
+		return f.binary(e)
+	case *tir.Unary:
+		return f.unary(e)
+	case *tir.Select:
+		return f.selectExpr(e)
+	case *tir.Cast:
+		return f.convert(f.expr(e.X), e.X.Type(), e.T, true)
+	case *tir.Call:
+		return f.call(e)
+	case *tir.Reduce:
+		if v, ok := f.hoisted[e]; ok {
+			return v
+		}
+		return f.reduce(e)
+	case *tir.Opaque:
+		fail("opaque function %s: runs on the host only", e.Fn)
+	}
+	fail("unknown expression %T", e)
+	return nil
+}
+
+// exprTo lowers e converted implicitly (no float rounding) to dtype t.
+func (f *fn) exprTo(e tir.Expr, t lang.DType) value.Value {
+	return f.convert(f.expr(e), e.Type(), t, false)
+}
+
+func f64(x float64) value.Value {
+	if math.IsNaN(x) {
+		return constant.NewFloat(types.Double, math.NaN())
+	}
+	return constant.NewFloat(types.Double, x)
+}
+
+func (f *fn) binary(e *tir.Binary) value.Value {
+	lt, rt := e.L.Type(), e.R.Type()
+	if e.Op == tir.OpAnd || e.Op == tir.OpOr {
+		l := f.truth(f.expr(e.L), lt)
+		shortCut := i64(0)
+		pred := enum.IPredEQ // && stops at false
+		if e.Op == tir.OpOr {
+			shortCut, pred = i64(1), enum.IPredNE
+		}
+		v := f.branch(f.b.NewICmp(pred, l, i64(0)),
+			func() value.Value { return shortCut },
+			func() value.Value { return f.truth(f.expr(e.R), rt) })
+		return f.convert(v, lang.Bool, e.T, false)
+	}
+	p := lang.Promote(lt, rt)
+	if p.IsFloat() {
+		a, b := f.exprTo(e.L, lang.F64), f.exprTo(e.R, lang.F64)
+		if e.Op.IsComparison() {
+			return f.convert(f.b.NewZExt(f.b.NewFCmp(floatPred[e.Op], a, b), types.I64), lang.Bool, e.T, false)
+		}
+		var v value.Value
+		switch e.Op {
+		case tir.OpAdd:
+			v = f.b.NewFAdd(a, b)
+		case tir.OpSub:
+			v = f.b.NewFSub(a, b)
+		case tir.OpMul:
+			v = f.b.NewFMul(a, b)
+		case tir.OpDiv:
+			v = f.b.NewFDiv(a, b)
+		case tir.OpMod:
+			v = f.mathCall("fmod", a, b)
+		default:
+			fail("unknown binary operator %v", e.Op)
+		}
+		return f.convert(v, lang.F64, e.T, false)
+	}
+	a, b := f.exprTo(e.L, p), f.exprTo(e.R, p)
+	unsigned := p == lang.U64
+	if e.Op.IsComparison() {
+		pred := signedPred[e.Op]
+		if unsigned {
+			pred = unsignedPred[e.Op]
+		}
+		return f.convert(f.b.NewZExt(f.b.NewICmp(pred, a, b), types.I64), lang.Bool, e.T, false)
+	}
+	t := e.T
+	if t.IsFloat() {
+		t = p
+	}
+	var v value.Value
+	switch e.Op {
+	case tir.OpAdd:
+		v = f.b.NewAdd(a, b)
+	case tir.OpSub:
+		v = f.b.NewSub(a, b)
+	case tir.OpMul:
+		v = f.b.NewMul(a, b)
+	case tir.OpDiv, tir.OpMod:
+		v = f.intDivide(e.Op, a, b, unsigned)
+	default:
+		fail("unknown binary operator %v", e.Op)
+	}
+	return f.convert(f.wrap(v, t), t, e.T, false)
+}
+
+var floatPred = map[tir.BinOp]enum.FPred{
+	tir.OpEq: enum.FPredOEQ, tir.OpNe: enum.FPredUNE, tir.OpLt: enum.FPredOLT,
+	tir.OpLe: enum.FPredOLE, tir.OpGt: enum.FPredOGT, tir.OpGe: enum.FPredOGE,
+}
+
+var signedPred = map[tir.BinOp]enum.IPred{
+	tir.OpEq: enum.IPredEQ, tir.OpNe: enum.IPredNE, tir.OpLt: enum.IPredSLT,
+	tir.OpLe: enum.IPredSLE, tir.OpGt: enum.IPredSGT, tir.OpGe: enum.IPredSGE,
+}
+
+var unsignedPred = map[tir.BinOp]enum.IPred{
+	tir.OpEq: enum.IPredEQ, tir.OpNe: enum.IPredNE, tir.OpLt: enum.IPredULT,
+	tir.OpLe: enum.IPredULE, tir.OpGt: enum.IPredUGT, tir.OpGe: enum.IPredUGE,
+}
+
+// intDivide is a / b or a % b on i64 as the interpreter computes them:
+// division by zero gives 0, and the most negative value divided by -1
+// wraps (neither traps).
+func (f *fn) intDivide(op tir.BinOp, a, b value.Value, unsigned bool) value.Value {
+	zero := f.b.NewICmp(enum.IPredEQ, b, i64(0))
+	if unsigned {
+		safe := f.b.NewSelect(zero, i64(1), b)
+		var q value.Value = f.b.NewUDiv(a, safe)
+		if op == tir.OpMod {
+			q = f.b.NewURem(a, safe)
+		}
+		return f.b.NewSelect(zero, i64(0), q)
+	}
+	minusOne := f.b.NewICmp(enum.IPredEQ, b, i64(-1))
+	safe := f.b.NewSelect(f.b.NewOr(zero, minusOne), i64(1), b)
+	if op == tir.OpMod {
+		r := f.b.NewSRem(a, safe)
+		return f.b.NewSelect(f.b.NewOr(zero, minusOne), i64(0), r)
+	}
+	q := f.b.NewSDiv(a, safe)
+	q2 := f.b.NewSelect(minusOne, f.b.NewSub(i64(0), a), q)
+	return f.b.NewSelect(zero, i64(0), q2)
+}
+
+func (f *fn) unary(e *tir.Unary) value.Value {
+	xt := e.X.Type()
+	x := f.expr(e.X)
+	switch e.Op {
+	case "-":
+		if xt.IsFloat() {
+			return f.convert(f.b.NewFNeg(x), xt, e.T, false)
+		}
+		t := e.T
+		if t.IsFloat() {
+			t = lang.I64
+		}
+		return f.convert(f.wrap(f.b.NewSub(i64(0), x), t), t, e.T, false)
+	case "!":
+		return f.convert(f.b.NewSub(i64(1), f.truth(x, xt)), lang.Bool, e.T, false)
+	}
+	fail("unknown unary operator %q", e.Op)
+	return nil
+}
+
+func (f *fn) selectExpr(e *tir.Select) value.Value {
+	c := f.truth(f.expr(e.C), e.C.Type())
+	cond := f.b.NewICmp(enum.IPredNE, c, i64(0))
+	if f.speculatable(e.A) && f.speculatable(e.B) {
+		a, b := f.exprTo(e.A, e.T), f.exprTo(e.B, e.T)
+		return f.b.NewSelect(cond, a, b)
+	}
+	return f.branch(cond, func() value.Value { return f.exprTo(e.A, e.T) }, func() value.Value { return f.exprTo(e.B, e.T) })
+}
+
+// speculatable reports whether e can be evaluated when its value is not
+// needed: no reduction loop and no access that may leave its tensor.
+func (f *fn) speculatable(e tir.Expr) bool {
+	ok := true
+	seen := map[*tir.Def]bool{}
+	var walk func(e tir.Expr)
+	walk = func(e tir.Expr) {
+		tir.Walk(e, func(x tir.Expr) bool {
+			switch x := x.(type) {
+			case *tir.Reduce, *tir.Opaque:
+				ok = false
+			case *tir.Binary:
+				ok = ok && x.Op != tir.OpAnd && x.Op != tir.OpOr
+			case *tir.Access:
+				checked, _ := f.k.Checked(x)
+				for _, c := range checked {
+					ok = ok && !c
+				}
+				if src, found := f.k.Source(x.T); found && src.Local != nil && !seen[src.Local] {
+					seen[src.Local] = true
+					walk(src.Local.Body)
+				}
+			}
+			return ok
+		})
+	}
+	walk(e)
+	return ok
+}
+
+func (f *fn) call(e *tir.Call) value.Value {
+	p := e.Args[0].Type()
+	for _, a := range e.Args {
+		p = lang.Promote(p, a.Type())
+	}
+	if !p.IsFloat() {
+		switch e.Fn {
+		case "abs", "max", "min", "sign":
+			return f.convert(f.intCall(e, p), p, e.T, false)
+		case "isnan", "isinf":
+			return f.convert(i64(0), lang.Bool, e.T, false)
+		}
+	}
+	args := make([]value.Value, len(e.Args))
+	for i, a := range e.Args {
+		args[i] = f.exprTo(a, lang.F64)
+	}
+	switch e.Fn {
+	case "isnan":
+		return f.convert(f.b.NewZExt(f.b.NewFCmp(enum.FPredUNO, args[0], args[0]), types.I64), lang.Bool, e.T, false)
+	case "isinf":
+		abs := f.mathCall("abs", args[0])
+		return f.convert(f.b.NewZExt(f.b.NewFCmp(enum.FPredOEQ, abs, f64(math.Inf(1))), types.I64), lang.Bool, e.T, false)
+	}
+	return f.convert(f.mathCall(e.Fn, args...), lang.F64, e.T, false)
+}
+
+func (f *fn) mathCall(name string, args ...value.Value) value.Value {
+	fn, err := f.m.math.Func(name)
+	if err != nil {
+		fail("%v", err)
+	}
+	return f.b.NewCall(fn, args...)
+}
+
+// intCall computes abs, max, min or sign on integers of dtype p.
+func (f *fn) intCall(e *tir.Call, p lang.DType) value.Value {
+	a := f.exprTo(e.Args[0], p)
+	unsigned := p == lang.U64 || !p.IsSigned()
+	switch e.Fn {
+	case "abs":
+		if unsigned {
+			return a
+		}
+		neg := f.b.NewICmp(enum.IPredSLT, a, i64(0))
+		return f.wrap(f.b.NewSelect(neg, f.b.NewSub(i64(0), a), a), p)
+	case "sign":
+		var v value.Value = f.b.NewSelect(f.b.NewICmp(enum.IPredEQ, a, i64(0)), i64(0), i64(1))
+		if !unsigned {
+			v = f.b.NewSelect(f.b.NewICmp(enum.IPredSLT, a, i64(0)), i64(p.WrapInt(-1)), v)
+		}
+		return v
+	}
+	b := f.exprTo(e.Args[1], p)
+	pred := enum.IPredSLT
+	if p == lang.U64 {
+		pred = enum.IPredULT
+	}
+	if e.Fn == "max" {
+		return f.b.NewSelect(f.b.NewICmp(pred, a, b), b, a)
+	}
+	return f.b.NewSelect(f.b.NewICmp(pred, b, a), b, a)
+}
+
+// reduce lowers a reduction computed by one thread: loops over its
+// variables, first outermost, combining in row-major order.
+func (f *fn) reduce(r *tir.Reduce) value.Value {
+	acc := f.nest(r.Vars, identity(r.Kind, r.T), func(acc value.Value) value.Value {
+		return f.combine(r.Kind, r.T, acc, f.exprTo(r.Body, r.T))
+	})
+	return f.finishReduce(r.Kind, r.T, acc)
+}
+
+// identity is a reducer's identity in the domain of dtype t.
+func identity(kind tir.Reducer, t lang.DType) value.Value {
+	if t.IsFloat() {
+		switch kind {
+		case tir.Sum:
+			return f64(0)
+		case tir.Prod:
+			return f64(1)
+		case tir.Max:
+			return f64(math.Inf(-1))
+		}
+		return f64(math.Inf(1))
+	}
+	lo, hi := intRange(t)
+	switch kind {
+	case tir.Sum:
+		return i64(0)
+	case tir.Prod:
+		return i64(1)
+	case tir.Max:
+		return i64(lo)
+	}
+	return i64(hi)
+}
+
+// intRange is the smallest and largest value of an integer or bool dtype
+// (u64 as bit patterns), as the interpreter's reductions start.
+func intRange(t lang.DType) (lo, hi int64) {
+	switch {
+	case t == lang.Bool:
+		return 0, 1
+	case t == lang.U64:
+		return 0, -1
+	case t.IsSigned():
+		b := t.Bits()
+		return -1 << (b - 1), 1<<(b-1) - 1
+	}
+	return 0, 1<<t.Bits() - 1
+}
+
+// combine folds v into acc. Float max and min keep a NaN once seen.
+func (f *fn) combine(kind tir.Reducer, t lang.DType, acc, v value.Value) value.Value {
+	if t.IsFloat() {
+		switch kind {
+		case tir.Sum:
+			return f.b.NewFAdd(acc, v)
+		case tir.Prod:
+			return f.b.NewFMul(acc, v)
+		}
+		pred := enum.FPredOGT
+		if kind == tir.Min {
+			pred = enum.FPredOLT
+		}
+		take := f.b.NewOr(f.b.NewFCmp(pred, v, acc), f.b.NewFCmp(enum.FPredUNO, v, v))
+		return f.b.NewSelect(take, v, acc)
+	}
+	switch kind {
+	case tir.Sum:
+		return f.b.NewAdd(acc, v)
+	case tir.Prod:
+		return f.b.NewMul(acc, v)
+	}
+	less := enum.IPredSLT
+	if t == lang.U64 {
+		less = enum.IPredULT
+	}
+	if kind == tir.Max {
+		return f.b.NewSelect(f.b.NewICmp(less, acc, v), v, acc)
+	}
+	return f.b.NewSelect(f.b.NewICmp(less, v, acc), v, acc)
+}
+
+// finishReduce wraps an integer sum or product to its dtype.
+func (f *fn) finishReduce(kind tir.Reducer, t lang.DType, acc value.Value) value.Value {
+	if !t.IsFloat() && (kind == tir.Sum || kind == tir.Prod) {
+		return f.wrap(acc, t)
+	}
+	return acc
+}

@@ -1,0 +1,254 @@
+package emit
+
+import (
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+
+	"tofuc/codegen/kernel"
+	"tofuc/lang"
+	tir "tofuc/lang/ir"
+)
+
+// fn lowers one kernel into one function.
+type fn struct {
+	m      *Module
+	k      *kernel.Kernel
+	f      *ir.Func
+	b      *ir.Block // where the next instruction goes
+	bufs   []value.Value
+	status value.Value
+	vars   map[*tir.Var]value.Value
+	// stages are the values of the stages computed so far at the
+	// current output element.
+	stages []value.Value
+	// hoisted holds the reductions a Blocks kernel combined over the
+	// block for the current output element.
+	hoisted map[*tir.Reduce]value.Value
+	smem    *ir.Global
+}
+
+// loop emits for (i = lo; i < hi; i += step) body(i), signed.
+func (f *fn) loop(lo, hi, step value.Value, body func(i value.Value)) {
+	f.fold(lo, hi, step, nil, func(i, _ value.Value) value.Value {
+		body(i)
+		return nil
+	})
+}
+
+// fold emits a loop like loop that carries acc (nil: nothing) from init
+// through step, and returns its value after the loop.
+func (f *fn) fold(lo, hi, stride, init value.Value, step func(i, acc value.Value) value.Value) value.Value {
+	pre := f.b
+	head := f.f.NewBlock("")
+	body := f.f.NewBlock("")
+	exit := f.f.NewBlock("")
+	pre.NewBr(head)
+	i := head.NewPhi(ir.NewIncoming(lo, pre))
+	var acc *ir.InstPhi
+	if init != nil {
+		acc = head.NewPhi(ir.NewIncoming(init, pre))
+	}
+	head.NewCondBr(head.NewICmp(enum.IPredSLT, i, hi), body, exit)
+	f.b = body
+	var next value.Value
+	if acc != nil {
+		next = step(i, acc)
+	} else {
+		step(i, nil)
+	}
+	inc := f.b.NewAdd(i, stride)
+	f.b.NewBr(head)
+	latch := f.b
+	i.Incs = append(i.Incs, ir.NewIncoming(inc, latch))
+	f.b = exit
+	if acc == nil {
+		return nil
+	}
+	acc.Incs = append(acc.Incs, ir.NewIncoming(next, latch))
+	return acc
+}
+
+// nest emits loops over vars (first outermost, each from 0 to its
+// extent) carrying acc through step at the innermost level.
+func (f *fn) nest(vars []*tir.Var, acc value.Value, step func(acc value.Value) value.Value) value.Value {
+	if len(vars) == 0 {
+		return step(acc)
+	}
+	v := vars[0]
+	return f.fold(i64(0), i64(extent(v)), i64(1), acc, func(i, acc value.Value) value.Value {
+		f.vars[v] = i
+		return f.nest(vars[1:], acc, step)
+	})
+}
+
+func extent(v *tir.Var) int64 {
+	n, ok := v.Extent.IsConst()
+	if !ok {
+		fail("variable %s has a symbolic extent %s", v.Name, v.Extent)
+	}
+	return n
+}
+
+// ifThen emits if cond { then() }.
+func (f *fn) ifThen(cond value.Value, then func()) {
+	yes := f.f.NewBlock("")
+	join := f.f.NewBlock("")
+	f.b.NewCondBr(cond, yes, join)
+	f.b = yes
+	then()
+	f.b.NewBr(join)
+	f.b = join
+}
+
+// branch emits cond ? a() : b() with only the chosen side evaluated; the
+// sides return values of one type.
+func (f *fn) branch(cond value.Value, a, b func() value.Value) value.Value {
+	yes := f.f.NewBlock("")
+	no := f.f.NewBlock("")
+	join := f.f.NewBlock("")
+	f.b.NewCondBr(cond, yes, no)
+	f.b = yes
+	va := a()
+	endA := f.b
+	endA.NewBr(join)
+	f.b = no
+	vb := b()
+	endB := f.b
+	endB.NewBr(join)
+	f.b = join
+	return join.NewPhi(ir.NewIncoming(va, endA), ir.NewIncoming(vb, endB))
+}
+
+// unflatten binds vars to the coordinates of flat row-major index o.
+func (f *fn) unflatten(o value.Value, vars []*tir.Var, shape []int64) {
+	for d := len(vars) - 1; d >= 0; d-- {
+		if d == 0 {
+			f.vars[vars[d]] = o
+			break
+		}
+		f.vars[vars[d]] = f.b.NewURem(o, i64(shape[d]))
+		o = f.b.NewUDiv(o, i64(shape[d]))
+	}
+}
+
+// element computes output element o: the stages in order, then the store.
+func (f *fn) element(o value.Value) {
+	f.unflatten(o, f.k.Vars, f.k.Shape)
+	f.store(f.bufs[len(f.bufs)-1], o, f.computeStages(), f.k.Out().DType)
+}
+
+// computeStages evaluates the stages at the bound output index; each is
+// rounded to its tensor's dtype, as the interpreter stores it.
+func (f *fn) computeStages() value.Value {
+	f.stages = f.stages[:0]
+	var v value.Value
+	for i, d := range f.k.Stages {
+		if i > 0 {
+			for j, sv := range d.Vars {
+				f.vars[sv] = f.vars[f.k.Vars[j]]
+			}
+		}
+		v = f.convert(f.expr(d.Body), d.Body.Type(), d.Tensor.DType, true)
+		f.stages = append(f.stages, v)
+	}
+	return v
+}
+
+// blocksLoop lowers a Blocks kernel: blocks stride over the output
+// elements, every thread of a block takes part in the block's
+// reductions, and thread 0 computes and stores the element.
+func (f *fn) blocksLoop() {
+	arr := types.NewArray(32, types.I64)
+	f.smem = f.m.M.NewGlobalDef(f.f.Name()+".smem", constant.NewUndef(arr))
+	f.smem.Linkage = enum.LinkageInternal
+	f.smem.AddrSpace = sharedSpace
+	f.smem.Typ = nil // recomputed with the address space
+	f.smem.Align = 8
+	tid, ntid := f.sreg("tid.x"), f.sreg("ntid.x")
+	f.loop(f.sreg("ctaid.x"), i64(f.k.Elements), f.sreg("nctaid.x"), func(o value.Value) {
+		f.unflatten(o, f.k.Vars, f.k.Shape)
+		f.hoisted = map[*tir.Reduce]value.Value{}
+		for _, r := range f.k.Reductions {
+			f.hoisted[r] = f.blockReduce(r, tid, ntid)
+		}
+		f.ifThen(f.b.NewICmp(enum.IPredEQ, tid, i64(0)), func() {
+			f.store(f.bufs[len(f.bufs)-1], o, f.computeStages(), f.k.Out().DType)
+		})
+	})
+}
+
+// blockReduce combines reduction r over the block: each thread folds a
+// strided part of the range, warps combine with butterfly shuffles, and
+// every thread combines the warps' partials from shared memory in the
+// same order, so all threads hold the same result.
+func (f *fn) blockReduce(r *tir.Reduce, tid, ntid value.Value) value.Value {
+	n := int64(1)
+	for _, v := range r.Vars {
+		n *= extent(v)
+	}
+	shape := make([]int64, len(r.Vars))
+	for i, v := range r.Vars {
+		shape[i] = extent(v)
+	}
+	acc := f.fold(tid, i64(n), ntid, identity(r.Kind, r.T), func(j, acc value.Value) value.Value {
+		f.unflatten(j, r.Vars, shape)
+		return f.combine(r.Kind, r.T, acc, f.convert(f.expr(r.Body), r.Body.Type(), r.T, false))
+	})
+	for off := int64(16); off >= 1; off /= 2 {
+		acc = f.combine(r.Kind, r.T, acc, f.shuffleXor(acc, off))
+	}
+	lane := f.b.NewAnd(tid, i64(31))
+	warp := f.b.NewLShr(tid, i64(5))
+	f.ifThen(f.b.NewICmp(enum.IPredEQ, lane, i64(0)), func() {
+		f.b.NewStore(f.bits(acc), f.smemSlot(warp))
+	})
+	f.barrier()
+	warps := f.b.NewLShr(f.b.NewAdd(ntid, i64(31)), i64(5))
+	res := f.fold(i64(0), warps, i64(1), identity(r.Kind, r.T), func(w, a value.Value) value.Value {
+		return f.combine(r.Kind, r.T, a, f.fromBits(f.b.NewLoad(types.I64, f.smemSlot(w)), r.T))
+	})
+	f.barrier()
+	return f.finishReduce(r.Kind, r.T, res)
+}
+
+func (f *fn) smemSlot(i value.Value) value.Value {
+	return f.b.NewGetElementPtr(f.smem.ContentType, f.smem, i64(0), i)
+}
+
+func (f *fn) barrier() {
+	f.b.NewCall(f.m.declare("llvm.nvvm.barrier0", types.Void))
+}
+
+// shuffleXor exchanges a 64-bit value with the lane whose index differs
+// in the bits of mask, as two 32-bit shuffles.
+func (f *fn) shuffleXor(x value.Value, mask int64) value.Value {
+	shfl := f.m.declare("llvm.nvvm.shfl.sync.bfly.i32", types.I32, types.I32, types.I32, types.I32, types.I32)
+	bits := f.bits(x)
+	lo := f.b.NewTrunc(bits, types.I32)
+	hi := f.b.NewTrunc(f.b.NewLShr(bits, i64(32)), types.I32)
+	slo := f.b.NewCall(shfl, i32(-1), lo, i32(mask), i32(31))
+	shi := f.b.NewCall(shfl, i32(-1), hi, i32(mask), i32(31))
+	out := f.b.NewOr(f.b.NewShl(f.b.NewZExt(shi, types.I64), i64(32)), f.b.NewZExt(slo, types.I64))
+	if x.Type().Equal(types.Double) {
+		return f.b.NewBitCast(out, types.Double)
+	}
+	return out
+}
+
+// bits is a domain value (double or i64) as an i64.
+func (f *fn) bits(x value.Value) value.Value {
+	if x.Type().Equal(types.Double) {
+		return f.b.NewBitCast(x, types.I64)
+	}
+	return x
+}
+
+func (f *fn) fromBits(x value.Value, dt lang.DType) value.Value {
+	if dt.IsFloat() {
+		return f.b.NewBitCast(x, types.Double)
+	}
+	return x
+}

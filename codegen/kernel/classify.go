@@ -1,0 +1,265 @@
+package kernel
+
+import (
+	"fmt"
+
+	"tofuc/lang/ir"
+)
+
+// accesses resolves every access of body (and of the recomputed locals
+// it reads): which dimensions are checked at run time, and the error
+// site of those without a default.
+func (b *builder) accesses(body ir.Expr) error {
+	var err error
+	walked := map[*ir.Def]bool{}
+	var walk func(e ir.Expr)
+	walk = func(e ir.Expr) {
+		ir.Walk(e, func(x ir.Expr) bool {
+			if err != nil {
+				return false
+			}
+			switch x := x.(type) {
+			case *ir.Opaque:
+				err = fmt.Errorf("opaque function %s in a kernel: opaque calls run on the host (not supported by this form)", x.Fn)
+			case *ir.Access:
+				src, ok := b.k.source[x.T]
+				if !ok {
+					if _, bound := b.buffers[x.T]; !bound {
+						err = fmt.Errorf("tensor %s is read but not bound", x.T.Name)
+						return false
+					}
+					if src, err = b.argument(x.T); err != nil {
+						return false
+					}
+				}
+				if src.Local != nil && !walked[src.Local] {
+					walked[src.Local] = true
+					walk(src.Local.Body)
+				}
+				err = b.access(x, src)
+			}
+			return err == nil
+		})
+	}
+	walk(body)
+	return err
+}
+
+func (b *builder) access(a *ir.Access, src Source) error {
+	var shape []int64
+	switch {
+	case src.Stage >= 0:
+		if !identityOfStage(a, b.k) {
+			return fmt.Errorf("a fused stage reads %s away from the output index", a.T.Name)
+		}
+		return nil
+	case src.Const != nil:
+		return nil
+	case src.Local != nil:
+		shape, _ = concrete(src.Local.Tensor)
+	default:
+		shape = b.k.Args[src.Arg].Shape
+	}
+	if len(a.Index) != len(shape) {
+		return fmt.Errorf("%d indices for %s of rank %d", len(a.Index), a.T.Name, len(shape))
+	}
+	checked := make([]bool, len(shape))
+	any := false
+	for d, x := range a.Index {
+		checked[d] = !inRange(x, shape[d])
+		any = any || checked[d]
+	}
+	b.k.checked[a] = checked
+	if any && a.Default == nil {
+		b.k.site[a] = len(b.k.Sites)
+		b.k.Sites = append(b.k.Sites, Site{Pos: a.Pos, Tensor: a.T.Name, Shape: shape})
+	}
+	return nil
+}
+
+// identityOfStage reports whether a reads at the index variables of the
+// stage that contains it: a fused stage reads its producer at its own
+// index. The stage is not known here, so any stage's variables qualify.
+func identityOfStage(a *ir.Access, k *Kernel) bool {
+	for _, d := range k.Stages {
+		if identity(a.Index, d.Vars) {
+			return true
+		}
+	}
+	return false
+}
+
+// inRange reports whether affine index x provably stays in [0, n).
+func inRange(x ir.Expr, n int64) bool {
+	a, ok := ir.AffineOf(x, nil)
+	if !ok {
+		return false
+	}
+	lo, hi, ok := a.Bounds(func(v *ir.Var) (int64, bool) { return v.Extent.IsConst() })
+	return ok && lo >= 0 && hi < n
+}
+
+func identity(idx []ir.Expr, vars []*ir.Var) bool {
+	if len(idx) != len(vars) {
+		return false
+	}
+	for i, x := range idx {
+		r, ok := x.(*ir.VarRef)
+		if !ok || r.V != vars[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// classify sets the kernel's kind, form and top-level reductions.
+func (b *builder) classify() {
+	k := b.k
+	k.Reductions = topLevelReductions(k.Stages[0].Body)
+	for _, r := range k.Reductions {
+		k.ReduceLen = max(k.ReduceLen, rangeLen(r))
+	}
+	k.Kind = b.kind()
+	if k.Kind == Reduction && k.ReduceLen >= BlockReduceMin {
+		k.Form = Blocks
+		return
+	}
+	k.Form = Threads
+	k.Reductions = nil
+}
+
+func (b *builder) kind() Kind {
+	k := b.k
+	for _, r := range k.Reductions {
+		if isContraction(r) {
+			return Contraction
+		}
+	}
+	if len(k.Reductions) > 0 {
+		return Reduction
+	}
+	kind := Elementwise
+	for _, d := range k.Stages {
+		ir.Walk(d.Body, func(e ir.Expr) bool {
+			switch e := e.(type) {
+			case *ir.Reduce:
+				if kind == Elementwise || kind == Injective {
+					kind = Reduction
+				}
+			case *ir.Access:
+				for _, x := range e.Index {
+					if !ir.IsAffine(x) {
+						kind = Gather
+					}
+				}
+				if kind == Elementwise && len(e.Index) == len(d.Vars) && !identity(e.Index, d.Vars) {
+					kind = Injective
+				}
+			}
+			return true
+		})
+	}
+	return kind
+}
+
+// topLevelReductions lists the reductions of e that every evaluation of
+// e computes, outside other reductions and outside the branches of a
+// select or the default of an access, in evaluation order.
+func topLevelReductions(e ir.Expr) []*ir.Reduce {
+	var out []*ir.Reduce
+	var walk func(e ir.Expr)
+	walk = func(e ir.Expr) {
+		switch e := e.(type) {
+		case *ir.Reduce:
+			out = append(out, e)
+		case *ir.Select:
+			walk(e.C)
+		case *ir.Access:
+			for _, x := range e.Index {
+				walk(x)
+			}
+		case *ir.Binary:
+			if e.Op == ir.OpAnd || e.Op == ir.OpOr {
+				walk(e.L) // the right operand may not be evaluated
+				return
+			}
+			walk(e.L)
+			walk(e.R)
+		case *ir.Unary, *ir.Call, *ir.Cast:
+			for _, c := range ir.Children(e) {
+				walk(c)
+			}
+		}
+	}
+	walk(e)
+	return out
+}
+
+func rangeLen(r *ir.Reduce) int64 {
+	n := int64(1)
+	for _, v := range r.Vars {
+		c, _ := v.Extent.IsConst()
+		n *= c
+	}
+	return n
+}
+
+// isContraction reports whether a sum multiplies two reads whose index
+// variables differ (each operand is reused across outputs).
+func isContraction(r *ir.Reduce) bool {
+	if r.Kind != ir.Sum {
+		return false
+	}
+	body := r.Body
+	for {
+		c, ok := body.(*ir.Cast)
+		if !ok {
+			break
+		}
+		body = c.X
+	}
+	m, ok := body.(*ir.Binary)
+	if !ok || m.Op != ir.OpMul {
+		return false
+	}
+	l, r2 := varsRead(m.L), varsRead(m.R)
+	if len(l) == 0 || len(r2) == 0 {
+		return false
+	}
+	return !sameSet(l, r2)
+}
+
+// varsRead is the set of index variables of the reads in e (nil when e
+// reads no tensor).
+func varsRead(e ir.Expr) map[*ir.Var]bool {
+	var out map[*ir.Var]bool
+	ir.Walk(e, func(x ir.Expr) bool {
+		if a, ok := x.(*ir.Access); ok {
+			if out == nil {
+				out = map[*ir.Var]bool{}
+			}
+			for _, ix := range a.Index {
+				ir.Walk(ix, func(y ir.Expr) bool {
+					if v, ok := y.(*ir.VarRef); ok {
+						out[v.V] = true
+					}
+					return true
+				})
+			}
+		}
+		return true
+	})
+	return out
+}
+
+func sameSet(a, b map[*ir.Var]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for v := range a {
+		if !b[v] {
+			return false
+		}
+	}
+	return true
+}

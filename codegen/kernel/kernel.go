@@ -1,0 +1,259 @@
+package kernel
+
+import (
+	"fmt"
+
+	"tofuc/analysis/schedule"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+)
+
+// Kind is what a kernel's lambda is (see the package comment).
+type Kind uint8
+
+// Kinds of kernels.
+const (
+	Elementwise Kind = iota
+	Injective
+	Gather
+	Contraction
+	Reduction
+)
+
+var kindNames = [...]string{"elementwise", "injective", "gather", "contraction", "reduction"}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// Form is how the GPU flavour spreads a kernel over threads.
+type Form uint8
+
+// Forms.
+const (
+	// Threads: one thread per output element, grid-stride.
+	Threads Form = iota
+	// Blocks: a block per output element; its top-level reductions are
+	// split over the block's threads.
+	Blocks
+)
+
+func (f Form) String() string { return [...]string{"threads", "blocks"}[f] }
+
+// BlockReduceMin is the smallest reduction range a Blocks kernel splits
+// over a block; shorter ones run in one thread.
+const BlockReduceMin = 32
+
+// Stage is one lambda of a kernel and where the tensors it reads come from.
+type Stage struct {
+	Inst *ir.Instance
+	// Def is the Def of Inst the stage computes; a fused stage computes
+	// Inst's only output.
+	Def *ir.Def
+	// Bind says where each input of Inst, and each local of Inst that is
+	// materialised (schedule.Launches), comes from.
+	Bind func(t *ir.Tensor) (Binding, error)
+}
+
+// Binding is where a tensor a kernel reads comes from: exactly one field
+// is set.
+type Binding struct {
+	Buffer any           // the comparable key of an argument buffer
+	Const  *ir.ConstData // a graph constant (rank 0), folded into the code
+	Prev   bool          // the previous stage's value at the same index
+}
+
+// Arg is an argument buffer of a kernel.
+type Arg struct {
+	Key     any
+	DType   lang.DType
+	Shape   []int64
+	Written bool // the output (always the last argument)
+}
+
+// Site is an access checked at run time that has no default: its index
+// out of range is an error, reported with these details.
+type Site struct {
+	Pos    lang.Pos
+	Tensor string
+	Shape  []int64
+}
+
+// Kernel is one launch's loop nest.
+type Kernel struct {
+	Label  string // the operators or nodes it computes, for messages
+	Kind   Kind
+	Form   Form
+	Vars   []*ir.Var // the output index variables, outermost first
+	Shape  []int64   // the output shape
+	Stages []*ir.Def // evaluated in order at each output index
+	Args   []Arg     // the last one is written
+	// Reductions are the top-level reductions of the first stage that a
+	// Blocks kernel splits over the block, in evaluation order.
+	Reductions []*ir.Reduce
+	Sites      []Site
+	// Elements is the number of output elements; ReduceLen the longest
+	// top-level reduction range.
+	Elements, ReduceLen int64
+
+	source  map[*ir.Tensor]Source
+	checked map[*ir.Access][]bool // per dimension: checked at run time
+	site    map[*ir.Access]int
+}
+
+// Source is where an access of a kernel reads, resolved for the emitter.
+type Source struct {
+	Arg   int       // argument index, or -1
+	Const *ir.Const // a folded constant
+	Stage int       // a stage's value (at the output index), or -1
+	Local *ir.Def   // a local recomputed where it is read
+}
+
+// Source returns where tensor t is read from.
+func (k *Kernel) Source(t *ir.Tensor) (Source, bool) {
+	s, ok := k.source[t]
+	return s, ok
+}
+
+// Checked reports, per dimension of an access, whether its index must be
+// checked at run time, and the access's site (-1 when it has a default).
+func (k *Kernel) Checked(a *ir.Access) ([]bool, int) {
+	site, ok := k.site[a]
+	if !ok {
+		site = -1
+	}
+	return k.checked[a], site
+}
+
+// Out is the written argument.
+func (k *Kernel) Out() Arg { return k.Args[len(k.Args)-1] }
+
+// Build builds the kernel that computes the last stage's tensor into the
+// buffer out.
+func Build(label string, out any, stages []Stage) (*Kernel, error) {
+	if len(stages) == 0 {
+		return nil, fmt.Errorf("%s: a kernel without stages", label)
+	}
+	b := &builder{k: &Kernel{Label: label, source: map[*ir.Tensor]Source{}, checked: map[*ir.Access][]bool{}, site: map[*ir.Access]int{}},
+		argIndex: map[any]int{}, buffers: map[*ir.Tensor]any{}}
+	root := stages[0]
+	b.k.Vars = root.Def.Vars
+	shape, err := concrete(root.Def.Tensor)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", label, err)
+	}
+	b.k.Shape = shape
+	b.k.Elements = product(shape)
+	for i, st := range stages {
+		if err := b.bindStage(i, st); err != nil {
+			return nil, fmt.Errorf("%s: %v", label, err)
+		}
+		b.k.Stages = append(b.k.Stages, st.Def)
+	}
+	for _, d := range b.k.Stages {
+		if err := b.accesses(d.Body); err != nil {
+			return nil, fmt.Errorf("%s: %v", label, err)
+		}
+	}
+	last := stages[len(stages)-1].Def.Tensor
+	lastShape, err := concrete(last)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", label, err)
+	}
+	b.k.Args = append(b.k.Args, Arg{Key: out, DType: last.DType, Shape: lastShape, Written: true})
+	b.classify()
+	return b.k, nil
+}
+
+type builder struct {
+	k        *Kernel
+	argIndex map[any]int
+	// buffers are the bound buffers; one becomes an argument when read.
+	buffers map[*ir.Tensor]any
+}
+
+// bindStage resolves every tensor stage i reads.
+func (b *builder) bindStage(i int, st Stage) error {
+	for _, t := range st.Inst.Inputs {
+		bd, err := st.Bind(t)
+		if err != nil {
+			return err
+		}
+		if err := b.bind(t, bd, i); err != nil {
+			return err
+		}
+	}
+	for _, d := range st.Inst.Locals {
+		if schedule.Inlined(st.Inst, d) {
+			b.k.source[d.Tensor] = Source{Arg: -1, Stage: -1, Local: d}
+			continue
+		}
+		bd, err := st.Bind(d.Tensor)
+		if err != nil {
+			return err
+		}
+		if err := b.bind(d.Tensor, bd, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *builder) bind(t *ir.Tensor, bd Binding, stage int) error {
+	switch {
+	case bd.Prev:
+		if stage == 0 {
+			return fmt.Errorf("tensor %s is bound to the previous stage of the first", t.Name)
+		}
+		b.k.source[t] = Source{Arg: -1, Stage: stage - 1}
+	case bd.Const != nil:
+		c := &ir.Const{T: t.DType, Float: bd.Const.Float, Int: bd.Const.Int}
+		if len(t.Shape) != 0 {
+			return fmt.Errorf("constant %s has rank %d", t.Name, len(t.Shape))
+		}
+		b.k.source[t] = Source{Arg: -1, Stage: -1, Const: c}
+	case bd.Buffer != nil:
+		b.buffers[t] = bd.Buffer
+	default:
+		return fmt.Errorf("tensor %s has no binding", t.Name)
+	}
+	return nil
+}
+
+// argument makes the buffer bound to t an argument (once per buffer).
+func (b *builder) argument(t *ir.Tensor) (Source, error) {
+	key := b.buffers[t]
+	shape, err := concrete(t)
+	if err != nil {
+		return Source{}, err
+	}
+	j, ok := b.argIndex[key]
+	if !ok {
+		j = len(b.k.Args)
+		b.argIndex[key] = j
+		b.k.Args = append(b.k.Args, Arg{Key: key, DType: t.DType, Shape: shape})
+	} else if a := b.k.Args[j]; a.DType != t.DType || fmt.Sprint(a.Shape) != fmt.Sprint(shape) {
+		return Source{}, fmt.Errorf("buffer %v read as %s%v and as %s%v", key, a.DType, a.Shape, t.DType, shape)
+	}
+	src := Source{Arg: j, Stage: -1}
+	b.k.source[t] = src
+	return src, nil
+}
+
+func concrete(t *ir.Tensor) ([]int64, error) {
+	out := make([]int64, len(t.Shape))
+	for i, d := range t.Shape {
+		n, ok := d.IsConst()
+		if !ok {
+			return nil, fmt.Errorf("tensor %s has a symbolic shape %s: bind its symbols before compiling", t.Name, lang.ShapeString(t.Shape))
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+func product(shape []int64) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}

@@ -1,0 +1,227 @@
+package codegen_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"tofuc/analysis/autodiff"
+	"tofuc/analysis/schedule"
+	"tofuc/codegen"
+	"tofuc/codegen/emit"
+	"tofuc/codegen/kernel"
+	"tofuc/internal/opcase"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/runtime/cpu"
+	"tofuc/runtime/simt"
+	"tofuc/runtime/tensor"
+)
+
+// opTest is one instance to compile and run, with its inputs and the
+// interpreter's outputs.
+type opTest struct {
+	name string
+	c    *opcase.Case
+}
+
+// stdlibCases instantiates every stdlib operator on random shapes, and
+// every backward operator derived from it, in dtype dt (f32: every
+// operator; other dtypes: the operators that accept them).
+func stdlibCases(t *testing.T, dt lang.DType) []opTest {
+	ops, names, err := opcase.Stdlib()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []opTest
+	for _, name := range names {
+		c, err := opcase.New(ops[name], opcase.Options{Any: dt, Float: floatOr(dt)})
+		if err != nil {
+			if dt == lang.F32 {
+				t.Logf("%s: not instantiated: %v", name, err)
+			}
+			continue
+		}
+		out = append(out, opTest{name, c})
+		if dt != lang.F32 {
+			continue
+		}
+		backs, wrt, err := autodiff.Backward(c.Inst)
+		if err != nil {
+			t.Logf("%s: no backward operators: %v", name, err)
+			continue
+		}
+		for i, b := range backs {
+			bc, err := opcase.FromInstance(b, uint64(i))
+			if err != nil {
+				t.Logf("%s: backward %d not evaluated: %v", name, wrt[i], err)
+				continue
+			}
+			out = append(out, opTest{fmt.Sprintf("%s.grad%d", name, wrt[i]), bc})
+		}
+	}
+	return out
+}
+
+func floatOr(dt lang.DType) lang.DType {
+	if dt.IsFloat() {
+		return dt
+	}
+	return lang.F32
+}
+
+// graphOf puts every case in one graph of independent nodes, so that one
+// compilation covers them all.
+func graphOf(cases []opTest) *ir.Graph {
+	g := &ir.Graph{Name: "stdlib"}
+	for _, tc := range cases {
+		n := &ir.Node{Name: tc.name, Inst: tc.c.Inst}
+		for i, in := range tc.c.Inst.Inputs {
+			v := &ir.Value{Name: fmt.Sprintf("%s.in%d", tc.name, i), DType: in.DType, Shape: in.Shape}
+			g.Inputs = append(g.Inputs, v)
+			n.Inputs = append(n.Inputs, v)
+		}
+		for i, d := range tc.c.Inst.Outputs {
+			v := &ir.Value{Name: fmt.Sprintf("%s.out%d", tc.name, i), DType: d.Tensor.DType, Shape: d.Tensor.Shape}
+			n.Outputs = append(n.Outputs, v)
+			g.Outputs = append(g.Outputs, v)
+		}
+		g.Nodes = append(g.Nodes, n)
+	}
+	return g
+}
+
+// lowerable splits cases into those whose every kernel lowers and the
+// errors of the others.
+func lowerable(cases []opTest) (ok []opTest, errs []string) {
+	for _, tc := range cases {
+		if err := lowerInstance(tc.c.Inst); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", tc.name, err))
+			continue
+		}
+		ok = append(ok, tc)
+	}
+	return ok, errs
+}
+
+func lowerInstance(inst *ir.Instance) error {
+	for _, d := range schedule.Launches(inst) {
+		k, err := kernel.Build(inst.Op, d, []kernel.Stage{{Inst: inst, Def: d, Bind: func(t *ir.Tensor) (kernel.Binding, error) {
+			return kernel.Binding{Buffer: t}, nil
+		}}})
+		if err != nil {
+			return err
+		}
+		for _, fl := range []emit.Flavour{emit.GPU, emit.Host} {
+			if err := emit.NewModule(fl).Add("k", k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// TestStdlibCompiles compiles every stdlib operator and every backward
+// operator derived from it, for random shapes, in both flavours: the PTX
+// has no external function, and the cpu and simt runtimes equal the
+// interpreter under the tolerance for reordered sums. Other dtypes run
+// the operators that take them.
+func TestStdlibCompiles(t *testing.T) {
+	tl := tools(t)
+	dtypes := []lang.DType{lang.F32, lang.F64, lang.F16, lang.BF16, lang.I32, lang.I8, lang.U8, lang.I64, lang.Bool}
+	if testing.Short() {
+		dtypes = dtypes[:1]
+	}
+	for _, dt := range dtypes {
+		t.Run(dt.String(), func(t *testing.T) {
+			cases, unsupported := lowerable(stdlibCases(t, dt))
+			for _, e := range unsupported {
+				if !strings.Contains(e, "opaque") && !strings.Contains(e, "host only") {
+					t.Errorf("does not lower: %s", e)
+				}
+			}
+			dir := t.TempDir()
+			c, err := codegen.Compile(graphOf(cases), dir, codegen.Options{Emit: codegen.EmitAll, Tools: tl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d cases, %d launches, %d distinct kernels in %d modules", len(cases), c.Stats.Kernels, c.Stats.Distinct, c.Stats.Modules)
+			for _, ptx := range c.Plan.Modules.PTX {
+				b, err := os.ReadFile(filepath.Join(dir, ptx))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(string(b), ".extern .func") || !strings.Contains(string(b), ".visible .entry") {
+					t.Errorf("%s: an external function, or no entry", ptx)
+				}
+			}
+			inputs := map[string]*tensor.Tensor{}
+			for _, tc := range cases {
+				for i, x := range tc.c.Inputs {
+					inputs[fmt.Sprintf("%s.in%d", tc.name, i)] = x
+				}
+			}
+			host, err := cpu.NewHost(c.Plan, dir, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hp, err := cpu.Load(c.Plan, host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hp.Close()
+			sp, err := simt.Load(c.Plan, dir, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sp.Close()
+			for _, run := range []struct {
+				name string
+				p    *cpu.Program
+			}{{"cpu", hp}, {"simt", sp}} {
+				got, err := run.p.Run(inputs, nil)
+				if err != nil {
+					t.Fatalf("%s: %v", run.name, err)
+				}
+				var bad []string
+				for _, tc := range cases {
+					for i, w := range tc.c.Want {
+						name := fmt.Sprintf("%s.out%d", tc.name, i)
+						if err := tensor.Compare(got[name], w, tolerance(tc.c.Inst, w.DType)); err != nil {
+							bad = append(bad, fmt.Sprintf("%s: %s: %v", run.name, name, err))
+						}
+					}
+				}
+				sort.Strings(bad)
+				for _, b := range bad {
+					t.Error(b)
+				}
+			}
+		})
+	}
+}
+
+// tolerance is the policy's tolerance for reordered sums, for the longest
+// reduction of inst.
+func tolerance(inst *ir.Instance, dt lang.DType) tensor.Tolerance {
+	n := int64(1)
+	for _, ds := range [][]*ir.Def{inst.Locals, inst.Outputs} {
+		for _, d := range ds {
+			ir.Walk(d.Body, func(e ir.Expr) bool {
+				if r, ok := e.(*ir.Reduce); ok {
+					m := int64(1)
+					for _, v := range r.Vars {
+						c, _ := v.Extent.IsConst()
+						m *= c
+					}
+					n = max(n, m)
+				}
+				return true
+			})
+		}
+	}
+	return tensor.Reordered(dt, int(n))
+}

@@ -1,0 +1,64 @@
+package cpu
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+
+	"tofuc/runtime/native"
+	"tofuc/runtime/plan"
+)
+
+// minChunk is the fewest output elements a thread is given: smaller
+// kernels run on one thread, so that scheduling does not drown them.
+const minChunk = 4096
+
+// HostEngine runs host-flavour kernels natively.
+type HostEngine struct {
+	lib     *native.Library
+	threads int
+}
+
+// NewHost loads the host shared object of a plan compiled into dir;
+// threads <= 0 means GOMAXPROCS.
+func NewHost(p *plan.Plan, dir string, threads int) (*HostEngine, error) {
+	if p.Modules.Host == "" {
+		return nil, fmt.Errorf("the plan has no host module (compile it with --emit host)")
+	}
+	lib, err := native.Open(filepath.Join(dir, p.Modules.Host))
+	if err != nil {
+		return nil, err
+	}
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	return &HostEngine{lib: lib, threads: threads}, nil
+}
+
+// Launch runs a kernel's output range split over the threads.
+func (e *HostEngine) Launch(k *plan.Kernel, argv uintptr) error {
+	fn, err := e.lib.Symbol(k.Name)
+	if err != nil {
+		return err
+	}
+	parts := int64(min(int64(e.threads), max(1, k.Elements/minChunk)))
+	if parts <= 1 {
+		native.Call(fn, argv, 0, uintptr(k.Elements))
+		return nil
+	}
+	var wg sync.WaitGroup
+	for i := range parts {
+		lo, hi := k.Elements*i/parts, k.Elements*(i+1)/parts
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			native.Call(fn, argv, uintptr(lo), uintptr(hi))
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// Close does nothing: a loaded library stays loaded.
+func (e *HostEngine) Close() error { return nil }

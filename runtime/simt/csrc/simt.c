@@ -1,0 +1,247 @@
+// tofuc's SIMT emulator runtime: runs GPU-flavour kernels, retargeted to
+// the host (codegen/simt), on the CPU. Each call runs a range of blocks
+// on the calling thread. A kernel without barriers or shuffles runs its
+// threads one after the other; one with them runs each thread of a block
+// as a fiber with a stack of its own, and a small scheduler switches
+// between them: a thread waits at a barrier until every live thread of
+// its block arrives, and at a warp shuffle until every live lane of its
+// warp has published its value, so that barriers and shuffles behave as
+// on a GPU.
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef void (*tofuc_entry)(void **args);
+
+enum { RUNNABLE, AT_BARRIER, AT_SHUFFLE, DONE };
+
+#define MAX_THREADS 1024
+#define STACK_BYTES (64 * 1024)
+
+struct fiber {
+	void *sp;
+	int state;
+	int parity; // which of the two shuffle slot rows it writes next
+};
+
+static __thread int32_t cur_tid, cur_ctaid, cur_ntid, cur_nctaid;
+static __thread int fibers_on;   // the block runs as fibers
+static __thread int misuse;      // a barrier or shuffle outside fibers
+static __thread struct fiber *fibers;
+static __thread char *stacks;
+static __thread void *scheduler_sp;
+static __thread tofuc_entry cur_entry;
+static __thread void **cur_args;
+static __thread int32_t shuffle_slot[2][MAX_THREADS];
+
+int32_t tofuc_simt_tid_x(void) { return cur_tid; }
+int32_t tofuc_simt_ntid_x(void) { return cur_ntid; }
+int32_t tofuc_simt_ctaid_x(void) { return cur_ctaid; }
+int32_t tofuc_simt_nctaid_x(void) { return cur_nctaid; }
+
+// tofuc_simt_switch saves the callee-saved registers and the stack
+// pointer of the running context in *save and resumes the context whose
+// stack pointer is to.
+void tofuc_simt_switch(void **save, void *to);
+
+#if defined(__x86_64__)
+__asm__(
+	".text\n"
+	".globl tofuc_simt_switch\n"
+	".hidden tofuc_simt_switch\n"
+	".type tofuc_simt_switch,@function\n"
+	"tofuc_simt_switch:\n"
+	"\tpushq %rbp\n\tpushq %rbx\n\tpushq %r12\n\tpushq %r13\n\tpushq %r14\n\tpushq %r15\n"
+	"\tmovq %rsp, (%rdi)\n"
+	"\tmovq %rsi, %rsp\n"
+	"\tpopq %r15\n\tpopq %r14\n\tpopq %r13\n\tpopq %r12\n\tpopq %rbx\n\tpopq %rbp\n"
+	"\tret\n"
+	".size tofuc_simt_switch, .-tofuc_simt_switch\n");
+#elif defined(__aarch64__)
+__asm__(
+	".text\n"
+	".globl tofuc_simt_switch\n"
+	".hidden tofuc_simt_switch\n"
+	".type tofuc_simt_switch,%function\n"
+	"tofuc_simt_switch:\n"
+	"\tsub sp, sp, #176\n"
+	"\tstp x19, x20, [sp, #0]\n\tstp x21, x22, [sp, #16]\n\tstp x23, x24, [sp, #32]\n"
+	"\tstp x25, x26, [sp, #48]\n\tstp x27, x28, [sp, #64]\n\tstp x29, x30, [sp, #80]\n"
+	"\tstp d8, d9, [sp, #96]\n\tstp d10, d11, [sp, #112]\n\tstp d12, d13, [sp, #128]\n\tstp d14, d15, [sp, #144]\n"
+	"\tmov x9, sp\n\tstr x9, [x0]\n\tmov sp, x1\n"
+	"\tldp x19, x20, [sp, #0]\n\tldp x21, x22, [sp, #16]\n\tldp x23, x24, [sp, #32]\n"
+	"\tldp x25, x26, [sp, #48]\n\tldp x27, x28, [sp, #64]\n\tldp x29, x30, [sp, #80]\n"
+	"\tldp d8, d9, [sp, #96]\n\tldp d10, d11, [sp, #112]\n\tldp d12, d13, [sp, #128]\n\tldp d14, d15, [sp, #144]\n"
+	"\tadd sp, sp, #176\n\tret\n");
+#else
+#error "tofuc's SIMT emulator supports x86-64 and arm64 hosts"
+#endif
+
+static void yield(int state) {
+	fibers[cur_tid].state = state;
+	tofuc_simt_switch(&fibers[cur_tid].sp, scheduler_sp);
+}
+
+// fiber_main is where a new fiber starts: it runs the kernel for the
+// thread the scheduler switched to, then ends.
+static void fiber_main(void) {
+	cur_entry(cur_args);
+	yield(DONE);
+	abort(); // a finished fiber is never resumed
+}
+
+// fiber_stack prepares a fresh stack so that switching to it enters
+// fiber_main as if called.
+static void *fiber_stack(char *base) {
+	uintptr_t top = ((uintptr_t)(base + STACK_BYTES)) & ~(uintptr_t)15;
+#if defined(__x86_64__)
+	void **sp = (void **)top;
+	*--sp = 0;                  // fiber_main's return address: never used
+	*--sp = (void *)fiber_main; // popped by ret
+	for (int i = 0; i < 6; i++) // rbp, rbx, r12-r15
+		*--sp = 0;
+	return sp;
+#else
+	void **sp = (void **)(top - 176);
+	memset(sp, 0, 176);
+	sp[11] = (void *)fiber_main; // x30, the link register
+	return sp;
+#endif
+}
+
+void tofuc_simt_barrier(void) {
+	if (!fibers_on) {
+		misuse = 1;
+		return;
+	}
+	yield(AT_BARRIER);
+}
+
+// tofuc_simt_shfl_bfly_i32 is shfl.sync.bfly.b32 with a full mask: the
+// value of the lane whose index is this lane's xor lane_mask, or this
+// lane's own value when that lane is beyond clamp or the block.
+int32_t tofuc_simt_shfl_bfly_i32(int32_t mask, int32_t value, int32_t lane_mask, int32_t clamp) {
+	(void)mask;
+	if (!fibers_on) {
+		misuse = 1;
+		return value;
+	}
+	int t = cur_tid;
+	int row = fibers[t].parity;
+	shuffle_slot[row][t] = value;
+	yield(AT_SHUFFLE);
+	int lane = t & 31;
+	int src = lane ^ (lane_mask & 31);
+	int32_t out = value;
+	if (src <= (clamp & 31) && t - lane + src < cur_ntid)
+		out = shuffle_slot[row][t - lane + src];
+	fibers[t].parity = 1 - row;
+	return out;
+}
+
+// release lets waiting threads go on: a warp's lanes once all its live
+// lanes wait at a shuffle, the block's threads once all its live threads
+// wait at a barrier. It returns the number of threads released.
+static int release(int n) {
+	int released = 0;
+	for (int w = 0; w < n; w += 32) {
+		int waiting = 0, live = 0;
+		for (int t = w; t < n && t < w + 32; t++) {
+			live += fibers[t].state != DONE;
+			waiting += fibers[t].state == AT_SHUFFLE;
+		}
+		if (waiting > 0 && waiting == live) {
+			for (int t = w; t < n && t < w + 32; t++)
+				if (fibers[t].state == AT_SHUFFLE) {
+					fibers[t].state = RUNNABLE;
+					released++;
+				}
+		}
+	}
+	int waiting = 0, live = 0;
+	for (int t = 0; t < n; t++) {
+		live += fibers[t].state != DONE;
+		waiting += fibers[t].state == AT_BARRIER;
+	}
+	if (waiting > 0 && waiting == live) {
+		for (int t = 0; t < n; t++)
+			if (fibers[t].state == AT_BARRIER) {
+				fibers[t].state = RUNNABLE;
+				released++;
+			}
+	}
+	return released;
+}
+
+// run_fibers runs one block as fibers; it returns -1 when its threads
+// wait for each other forever (a barrier some threads do not reach).
+static int run_fibers(int n) {
+	for (int t = 0; t < n; t++) {
+		fibers[t].sp = fiber_stack(stacks + (size_t)t * STACK_BYTES);
+		fibers[t].state = RUNNABLE;
+		fibers[t].parity = 0;
+	}
+	fibers_on = 1;
+	for (;;) {
+		int ran = 0;
+		for (int t = 0; t < n; t++) {
+			if (fibers[t].state != RUNNABLE)
+				continue;
+			cur_tid = t;
+			tofuc_simt_switch(&scheduler_sp, fibers[t].sp);
+			ran++;
+		}
+		int done = 0;
+		for (int t = 0; t < n; t++)
+			done += fibers[t].state == DONE;
+		if (done == n)
+			break;
+		if (release(n) == 0 && ran == 0) {
+			fibers_on = 0;
+			return -1;
+		}
+	}
+	fibers_on = 0;
+	return 0;
+}
+
+// tofuc_simt_run runs blocks [first, last) of a grid of nctaid blocks of
+// ntid threads. sync says the kernel meets at barriers or shuffles.
+// It returns 0; -1 when a block's threads deadlock at a barrier; -2 when
+// a kernel run without sync used a barrier or a shuffle; -3 when the
+// block is too large or memory runs out.
+int tofuc_simt_run(tofuc_entry entry, void **args, int64_t nctaid, int64_t ntid, int64_t first, int64_t last, int64_t sync) {
+	if (ntid < 1 || ntid > MAX_THREADS)
+		return -3;
+	cur_entry = entry;
+	cur_args = args;
+	cur_ntid = (int32_t)ntid;
+	cur_nctaid = (int32_t)nctaid;
+	misuse = 0;
+	if (sync && fibers == NULL) {
+		fibers = calloc(MAX_THREADS, sizeof *fibers);
+		stacks = malloc((size_t)MAX_THREADS * STACK_BYTES);
+		if (fibers == NULL || stacks == NULL) {
+			free(fibers);
+			free(stacks);
+			fibers = NULL;
+			stacks = NULL;
+			return -3;
+		}
+	}
+	for (int64_t b = first; b < last; b++) {
+		cur_ctaid = (int32_t)b;
+		if (sync) {
+			if (run_fibers((int)ntid) != 0)
+				return -1;
+			continue;
+		}
+		for (int32_t t = 0; t < ntid; t++) {
+			cur_tid = t;
+			entry(args);
+		}
+		if (misuse)
+			return -2;
+	}
+	return 0;
+}

@@ -1,0 +1,104 @@
+// Package simt is tofuc's SIMT emulator: it runs the GPU-flavour kernels
+// of a plan on the CPU, retargeted to the host by codegen/simt and linked
+// with the runtime in csrc/simt.c, so that the IR that becomes PTX is tested
+// on machines without a GPU. Blocks are spread over threads; within a
+// block, a kernel that meets at barriers or warp shuffles runs each GPU
+// thread as a fiber (see csrc/simt.c). docs/codegen.md lists what differs
+// between the emulated module and the PTX module.
+package simt
+
+import (
+	_ "embed"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+
+	"tofuc/runtime/cpu"
+	"tofuc/runtime/native"
+	"tofuc/runtime/plan"
+)
+
+// Source is the emulator's runtime, which the code generator links into
+// the plan's SIMT shared object.
+//
+//go:embed csrc/simt.c
+var Source string
+
+// Engine runs GPU-flavour kernels under the emulator.
+type Engine struct {
+	lib     *native.Library
+	run     uintptr
+	threads int
+}
+
+// New loads the SIMT shared object of a plan compiled into dir; threads
+// <= 0 means GOMAXPROCS.
+func New(p *plan.Plan, dir string, threads int) (*Engine, error) {
+	if p.Modules.SIMT == "" {
+		return nil, fmt.Errorf("the plan has no SIMT module (compile it with --emit simt)")
+	}
+	lib, err := native.Open(filepath.Join(dir, p.Modules.SIMT))
+	if err != nil {
+		return nil, err
+	}
+	run, err := lib.Symbol("tofuc_simt_run")
+	if err != nil {
+		return nil, err
+	}
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	return &Engine{lib: lib, run: run, threads: threads}, nil
+}
+
+// Load loads a plan compiled into dir to run under the emulator.
+func Load(p *plan.Plan, dir string, threads int) (*cpu.Program, error) {
+	e, err := New(p, dir, threads)
+	if err != nil {
+		return nil, err
+	}
+	return cpu.Load(p, e)
+}
+
+// Launch runs a kernel's grid, its blocks split over the threads.
+func (e *Engine) Launch(k *plan.Kernel, argv uintptr) error {
+	entry, err := e.lib.Symbol(k.Name + ".simt")
+	if err != nil {
+		return err
+	}
+	if k.Grid == 0 {
+		return nil
+	}
+	synced := uintptr(0)
+	if k.Sync {
+		synced = 1
+	}
+	parts := min(int64(e.threads), k.Grid)
+	codes := make([]int64, parts)
+	var wg sync.WaitGroup
+	for i := range parts {
+		lo, hi := k.Grid*i/parts, k.Grid*(i+1)/parts
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = int64(native.Call(e.run, entry, argv, uintptr(k.Grid), uintptr(k.Block), uintptr(lo), uintptr(hi), synced))
+		}()
+	}
+	wg.Wait()
+	for _, c := range codes {
+		switch int32(c) {
+		case 0:
+		case -1:
+			return fmt.Errorf("the threads of a block wait at a barrier that some of them never reach")
+		case -2:
+			return fmt.Errorf("a barrier or warp shuffle in a kernel launched without synchronisation")
+		default:
+			return fmt.Errorf("the emulator cannot run a block of %d threads", k.Block)
+		}
+	}
+	return nil
+}
+
+// Close does nothing: a loaded library stays loaded.
+func (e *Engine) Close() error { return nil }
