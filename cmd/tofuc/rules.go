@@ -98,7 +98,7 @@ func runRules(args []string, stdout, stderr io.Writer) int {
 		b.WriteString("// " + l + "\n")
 	}
 	for _, r := range res.Rules {
-		b.WriteString(r + "\n")
+		b.WriteString(r.Text + "\n")
 	}
 	if *outPath == "" {
 		fmt.Fprint(stdout, b.String())

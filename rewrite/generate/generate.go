@@ -5,8 +5,9 @@
 // (the shape symbols set to small distinct extents), pairs the graphs with
 // equal fingerprints (output shape and values), prunes the pairs that
 // rename the inputs of another pair or only differ inside a common
-// context, and verifies the rest with rewrite/smt. What is proved (or
-// bounded) is written as a TDL rules file.
+// context, and verifies the rest with rewrite/smt. What is proved, or
+// bounded as far as the rule's constants need, is written as a TDL rules
+// file.
 package generate
 
 import (
@@ -54,9 +55,16 @@ type Stats struct {
 // Result is a generation run's rules and counts.
 type Result struct {
 	Stats Stats
-	// Rules are the verified rules, one TDL line each (a comment with the
-	// level first).
-	Rules []string
+	// Rules are the rules an optimiser may use (smt.Result.Usable):
+	// proved, or bounded as far as their constants need.
+	Rules []Rule
+}
+
+// Rule is one verified rule.
+type Rule struct {
+	Text    string // TDL, a comment with its level first
+	Checked *check.Rule
+	Verdict smt.Result
 }
 
 // node is one tensor of an enumerated graph: an input or an operator's
@@ -529,8 +537,8 @@ func inContext(a, b *node) bool {
 const verifyBatch = 32
 
 // verifyPairs writes the pairs as TDL rules, verifies them in parallel
-// and returns the proved and bounded ones.
-func verifyPairs(prog *check.Program, pairs [][2]*graph, opts Options, st *Stats) ([]string, error) {
+// and returns the usable ones.
+func verifyPairs(prog *check.Program, pairs [][2]*graph, opts Options, st *Stats) ([]Rule, error) {
 	var src strings.Builder
 	var lines []string
 	for i, p := range pairs {
@@ -563,7 +571,7 @@ func verifyPairs(prog *check.Program, pairs [][2]*graph, opts Options, st *Stats
 			opts.Progress(len(results), len(rules))
 		}
 	}
-	var out []string
+	var out []Rule
 	for i, res := range results {
 		switch res.Status {
 		case smt.Proved:
@@ -575,8 +583,8 @@ func verifyPairs(prog *check.Program, pairs [][2]*graph, opts Options, st *Stats
 		default:
 			st.Unknown++
 		}
-		if res.Status == smt.Proved || res.Status == smt.Bounded {
-			out = append(out, fmt.Sprintf("// %s (%s)\n%s", res.Status, res.Level(), kept[i]))
+		if res.Usable() {
+			out = append(out, Rule{Text: fmt.Sprintf("// %s (%s)\n%s", res.Status, res.Level(), kept[i]), Checked: rules[i], Verdict: res})
 		}
 	}
 	return out, nil
