@@ -169,7 +169,8 @@ const lambdaBreak = "\x00"
 func unbroken(s string) string { return strings.ReplaceAll(s, lambdaBreak, "") }
 
 // breakLine breaks a line that is too long after its first nested lambda's
-// colon, indenting the rest one more level.
+// colon, indenting the rest one more level, and the rest likewise while it
+// is too long (derived operators nest many reductions on a line).
 func breakLine(s, indent string) string {
 	if len(indent)+len(unbroken(s)) <= lineWidth {
 		return unbroken(s)
@@ -178,7 +179,15 @@ func breakLine(s, indent string) string {
 	if !ok {
 		return s
 	}
-	return first + "\n" + indent + indentUnit + strings.TrimLeft(unbroken(rest), " ")
+	return first + "\n" + indent + indentUnit + breakRest(strings.TrimLeft(rest, " "), indent+indentUnit)
+}
+
+func breakRest(s, indent string) string {
+	first, rest, ok := strings.Cut(s, lambdaBreak)
+	if !ok || len(indent)+len(unbroken(s)) <= lineWidth {
+		return unbroken(s)
+	}
+	return first + "\n" + indent + breakRest(strings.TrimLeft(rest, " "), indent)
 }
 
 func (fm *formatter) model(d *ModelDecl) {

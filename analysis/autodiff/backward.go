@@ -99,7 +99,43 @@ func backwardFor(inst *ir.Instance, j int, seeded []bool) (*ir.Instance, error) 
 	in := inst.Inputs[j]
 	g := &ir.Tensor{Name: freeName(inst, "d"+in.Name), DType: in.DType, Shape: in.Shape}
 	b.Outputs = []*ir.Def{gradDef(g, contribs[in])}
+	b.Locals = neededLocals(b)
 	return b, nil
+}
+
+// neededLocals is b's locals that its output reads, directly or through
+// other locals: the gradient of one input does not need every forward
+// local, nor the gradients of locals it does not depend on.
+func neededLocals(b *ir.Instance) []*ir.Def {
+	need := map[*ir.Tensor]bool{}
+	mark := func(e ir.Expr) {
+		ir.Walk(e, func(x ir.Expr) bool {
+			switch x := x.(type) {
+			case *ir.Access:
+				need[x.T] = true
+			case *ir.Opaque:
+				for _, a := range x.Args {
+					need[a.T] = true
+				}
+			}
+			return true
+		})
+	}
+	for _, o := range b.Outputs {
+		mark(o.Body)
+	}
+	for i := len(b.Locals) - 1; i >= 0; i-- { // a local reads only those before it
+		if need[b.Locals[i].Tensor] {
+			mark(b.Locals[i].Body)
+		}
+	}
+	var kept []*ir.Def
+	for _, l := range b.Locals {
+		if need[l.Tensor] {
+			kept = append(kept, l)
+		}
+	}
+	return kept
 }
 
 // freeName makes a tensor name that no tensor of inst has.

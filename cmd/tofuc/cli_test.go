@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -174,7 +175,7 @@ func TestGradPrintsCheckedTDL(t *testing.T) {
 	}
 	for _, want := range []string{
 		"op matmul_grad_A(A: f32[M, K], B: f32[K, N], dout: f32[M, N]) -> (dA: f32[M, K])",
-		"lambda u0, u1: sum(lambda j < N: (dout[u0, j] * B[u1, j]))",
+		"lambda u0, u1: sum(lambda j < N: dout[u0, j] * B[u1, j])",
 		"op matmul_grad_B(",
 	} {
 		if !strings.Contains(out, want) {
@@ -188,6 +189,21 @@ func TestGradPrintsCheckedTDL(t *testing.T) {
 	}
 	if _, formatted, _ := tofuc("fmt", path); formatted != out {
 		t.Error("grad's output is not in canonical format")
+	}
+	// A long derivation reads like hand-written TDL: no needless
+	// parentheses, lines within 200 characters, no unused let.
+	_, out, _ = tofuc("grad", "../../stdlib/norm.tdl", "--op", "layer_norm")
+	for i, line := range strings.Split(out, "\n") {
+		if len(line) > 200 || strings.Contains(line, "f32((") || strings.Contains(line, ": (") {
+			t.Errorf("layer_norm's gradients, line %d: %s", i+1, line)
+		}
+	}
+	for _, op := range strings.Split(out, "\nop ")[1:] {
+		for _, m := range regexp.MustCompile(`let (\w+):`).FindAllStringSubmatch(op, -1) {
+			if strings.Count(op, " "+m[1]+"[") == 0 && strings.Count(op, "("+m[1]+"[") == 0 {
+				t.Errorf("let %s is unused in op %s", m[1], op[:strings.Index(op, "(")])
+			}
+		}
 	}
 	if status, _, stderr := tofuc("grad", "../../stdlib/linalg.tdl", "--op", "inverse"); status != exitUser || !strings.Contains(stderr, "not differentiable") {
 		t.Errorf("an opaque operator: exit %d, %q", status, stderr)

@@ -92,42 +92,91 @@ func (p *tdlPrinter) list(es []Expr) string {
 	return strings.Join(parts, ", ")
 }
 
+// Precedence levels of TDL expressions (docs/tdl.md), loosest first: an
+// operand is parenthesised only where the grammar needs it.
+const (
+	precOr = iota + 1
+	precAnd
+	precCompare
+	precAdd
+	precMul
+	precUnary
+	precPostfix // accesses (with else), calls, literals, names
+)
+
+var binOpPrec = [...]int{OpAdd: precAdd, OpSub: precAdd, OpMul: precMul, OpDiv: precMul, OpMod: precMul,
+	OpEq: precCompare, OpNe: precCompare, OpLt: precCompare, OpLe: precCompare, OpGt: precCompare, OpGe: precCompare,
+	OpAnd: precAnd, OpOr: precOr}
+
 func (p *tdlPrinter) expr(e Expr) string {
+	s, _ := p.prec(e)
+	return s
+}
+
+// operand prints e where the grammar needs at least precedence min.
+func (p *tdlPrinter) operand(e Expr, min int) string {
+	s, prec := p.prec(e)
+	if prec < min {
+		return "(" + s + ")"
+	}
+	return s
+}
+
+// binary prints l op r; operators are left-associative, so the right
+// operand binds tighter (and comparisons do not chain).
+func (p *tdlPrinter) binary(l Expr, op BinOp, r Expr) (string, int) {
+	prec := binOpPrec[op]
+	left := prec
+	if prec == precCompare {
+		left++
+	}
+	return p.operand(l, left) + " " + op.String() + " " + p.operand(r, prec+1), prec
+}
+
+// prec prints e and gives its precedence.
+func (p *tdlPrinter) prec(e Expr) (string, int) {
 	switch e := e.(type) {
 	case *Const:
-		return constant(e)
+		if s := constant(e); !strings.HasPrefix(s, "(") {
+			return s, precPostfix
+		} else {
+			return s[1 : len(s)-1], precUnary // a negative literal
+		}
 	case *Size:
-		return "(" + e.D.String() + ")"
+		return sizeString(e.D)
 	case *VarRef:
-		return p.name(e.V)
+		return p.name(e.V), precPostfix
 	case *Access:
 		s := e.T.Name + "[" + p.list(e.Index) + "]"
 		if e.Default != nil {
-			return "(" + s + " else " + p.expr(e.Default) + ")"
+			s += " else " + p.operand(e.Default, precUnary)
 		}
-		return s
+		return s, precPostfix
 	case *Binary:
 		if x, ok := negated(e.R); ok && e.Op == OpAdd {
-			return "(" + p.expr(e.L) + " - " + p.expr(x) + ")" // index arithmetic a + b*(-1)
+			return p.binary(e.L, OpSub, x) // index arithmetic a + b*(-1)
 		}
 		if x, ok := negated(e); ok {
-			return "-" + p.expr(x)
+			return "-" + p.operand(x, precUnary), precUnary
 		}
-		return "(" + p.expr(e.L) + " " + e.Op.String() + " " + p.expr(e.R) + ")"
+		return p.binary(e.L, e.Op, e.R)
 	case *Unary:
-		return e.Op + "(" + p.expr(e.X) + ")"
+		if e.Op == "-" || e.Op == "!" {
+			return e.Op + p.operand(e.X, precUnary), precUnary
+		}
+		return e.Op + "(" + p.expr(e.X) + ")", precPostfix
 	case *Call:
-		return e.Fn + "(" + p.list(e.Args) + ")"
+		return e.Fn + "(" + p.list(e.Args) + ")", precPostfix
 	case *Select:
-		return "select(" + p.expr(e.C) + ", " + p.expr(e.A) + ", " + p.expr(e.B) + ")"
+		return "select(" + p.expr(e.C) + ", " + p.expr(e.A) + ", " + p.expr(e.B) + ")", precPostfix
 	case *Cast:
-		return e.T.String() + "(" + p.expr(e.X) + ")"
+		return e.T.String() + "(" + p.expr(e.X) + ")", precPostfix
 	case *Reduce:
 		vars := make([]string, len(e.Vars))
 		for i, v := range e.Vars {
 			vars[i] = p.name(v) + " < " + e.Vars[i].Extent.String()
 		}
-		return e.Kind.String() + "(lambda " + strings.Join(vars, ", ") + ": " + p.expr(e.Body) + ")"
+		return e.Kind.String() + "(lambda " + strings.Join(vars, ", ") + ": " + p.expr(e.Body) + ")", precPostfix
 	case *Opaque:
 		args := make([]string, len(e.Args))
 		for i, v := range e.Args {
@@ -140,9 +189,24 @@ func (p *tdlPrinter) expr(e Expr) string {
 			}
 			args[i] = v.T.Name + "[" + strings.Join(idx, ", ") + "]"
 		}
-		return "opaque " + e.Fn + "(" + strings.Join(args, ", ") + ")[" + p.list(e.Index) + "]"
+		return "opaque " + e.Fn + "(" + strings.Join(args, ", ") + ")[" + p.list(e.Index) + "]", precPostfix
 	}
-	return "?"
+	return "?", precPostfix
+}
+
+// sizeString prints a dimension used as a value: a name or a number as it
+// is, anything else as a sum (the loosest form Dim.String writes).
+func sizeString(d lang.Dim) (string, int) {
+	if n, ok := d.IsConst(); ok {
+		if n < 0 {
+			return strconv.FormatInt(n, 10), precUnary
+		}
+		return strconv.FormatInt(n, 10), precPostfix
+	}
+	if syms := d.Symbols(); len(syms) == 1 && syms[0] == d.String() {
+		return d.String(), precPostfix
+	}
+	return d.String(), precAdd
 }
 
 // negated recognises x * -1, as index builders write a negation.
