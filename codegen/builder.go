@@ -107,6 +107,9 @@ func (b *builder) launch(device int, init bool, k *kernel.Kernel) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := b.opaqueSteps(device, init, k); err != nil {
+		return 0, err
+	}
 	s := plan.Step{Op: plan.Launch, Kernel: idx, Label: k.Label}
 	for _, a := range k.Args {
 		id, ok := b.bufferOf[a.Key]
@@ -120,6 +123,35 @@ func (b *builder) launch(device int, init bool, k *kernel.Kernel) (int, error) {
 		}
 	}
 	return b.addStep(device, init, s), nil
+}
+
+// opaqueSteps adds the host calls of the opaque functions k reads, each
+// into a workspace buffer of its own.
+func (b *builder) opaqueSteps(device int, init bool, k *kernel.Kernel) error {
+	for i, c := range k.Opaques {
+		shape := append(append([]int64{}, c.Batch...), c.Shape...)
+		to := b.buffer(c.Result, fmt.Sprintf("%s/opaque%d", k.Label, i), device, c.DType, shape, plan.RoleWorkspace)
+		call := &plan.OpaqueCall{Fn: c.Fn, Batch: c.Batch, Shape: c.Shape}
+		for _, a := range c.Args {
+			id, ok := b.bufferOf[a.Key]
+			if !ok {
+				return fmt.Errorf("%s: opaque %s reads %v, which has no buffer", k.Label, c.Fn, a.Key)
+			}
+			call.Args = append(call.Args, id)
+			fixed := make([]int64, len(a.Fixed))
+			for d, f := range a.Fixed {
+				fixed[d] = int64(f)
+			}
+			call.Fixed = append(call.Fixed, fixed)
+			b.touch(id)
+		}
+		b.touch(to)
+		if init {
+			b.keep(to)
+		}
+		b.addStep(device, init, plan.Step{Op: plan.Opaque, To: to, Call: call, Label: c.Fn + " for " + k.Label})
+	}
+	return nil
 }
 
 // kernel returns the plan index of k, compiled once per distinct IR.

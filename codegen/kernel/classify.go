@@ -20,7 +20,7 @@ func (b *builder) accesses(body ir.Expr) error {
 			}
 			switch x := x.(type) {
 			case *ir.Opaque:
-				err = fmt.Errorf("opaque function %s in a kernel: opaque calls run on the host (not supported by this form)", x.Fn)
+				err = fmt.Errorf("opaque function %s inside a local or a fused stage", x.Fn)
 			case *ir.Access:
 				src, ok := b.k.source[x.T]
 				if !ok {

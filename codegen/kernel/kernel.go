@@ -90,6 +90,9 @@ type Kernel struct {
 	// Blocks kernel splits over the block, in evaluation order.
 	Reductions []*ir.Reduce
 	Sites      []Site
+	// Opaques are the opaque calls to compute on the host before the
+	// kernel runs; a kernel with any runs only where a host does.
+	Opaques []OpaqueCall
 	// Elements is the number of output elements; ReduceLen the longest
 	// top-level reduction range.
 	Elements, ReduceLen int64
@@ -146,7 +149,11 @@ func Build(label string, out any, stages []Stage) (*Kernel, error) {
 		if err := b.bindStage(i, st); err != nil {
 			return nil, fmt.Errorf("%s: %v", label, err)
 		}
-		b.k.Stages = append(b.k.Stages, st.Def)
+		d, err := b.hoistOpaque(st.Def)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", label, err)
+		}
+		b.k.Stages = append(b.k.Stages, d)
 	}
 	for _, d := range b.k.Stages {
 		if err := b.accesses(d.Body); err != nil {

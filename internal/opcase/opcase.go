@@ -33,6 +33,10 @@ type Options struct {
 	// Shapes, when set, are the input shapes (for attributes that change
 	// them, like groups), instead of random extents.
 	Shapes [][]int64
+	// Large makes one shape symbol, chosen at random, 16 times its
+	// extent (32 to 80), keeping every input under 2^17 elements: long
+	// rows for reductions.
+	Large bool
 }
 
 // New instantiates op for random extents in [2, 5] of the shape symbols of
@@ -57,6 +61,12 @@ func New(op *lang.OpDecl, opts Options) (*Case, error) {
 	last := fmt.Errorf("no extents fit")
 	for range 40 {
 		vals := map[string]int64{}
+		if opts.Large {
+			syms := symbols(sym.Inputs)
+			if len(syms) > 0 {
+				vals[syms[r.IntN(len(syms))]] = 16 * (2 + r.Int64N(4))
+			}
+		}
 		types := make([]check.TensorType, len(sym.Inputs))
 		for i, in := range sym.Inputs {
 			shape := make([]lang.Dim, len(in.Shape))
@@ -88,7 +98,7 @@ func New(op *lang.OpDecl, opts Options) (*Case, error) {
 			types[i] = check.TensorType{DType: dt, Shape: shape}
 		}
 		inst, err := check.Instantiate(op, attrs, types, op.Pos)
-		if err != nil || !positive(inst) {
+		if err != nil || !positive(inst) || opts.Large && !small(inst) {
 			continue
 		}
 		c := &Case{Inst: inst}
@@ -110,6 +120,34 @@ func hash(s string) uint64 {
 		h = (h ^ uint64(s[i])) * 1099511628211
 	}
 	return h
+}
+
+// symbols lists the shape symbols of inputs in order of appearance.
+func symbols(inputs []*ir.Tensor) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, in := range inputs {
+		for _, d := range in.Shape {
+			for _, s := range d.Symbols() {
+				if !seen[s] {
+					seen[s] = true
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// small reports whether every input of inst has under 2^17 elements.
+func small(inst *ir.Instance) bool {
+	for _, in := range inst.Inputs {
+		shape, ok := lang.ConstShape(in.Shape)
+		if !ok || tensor.NumElements(shape) >= 1<<17 {
+			return false
+		}
+	}
+	return true
 }
 
 // positive reports whether every output extent is at least 1.
