@@ -46,7 +46,7 @@ func (r Result) Usable() bool {
 	if r.Status == Proved {
 		return true
 	}
-	if r.Status != Bounded || len(r.Need) == 0 {
+	if r.Status != Bounded {
 		return false
 	}
 	for s, n := range r.Need {
