@@ -54,10 +54,10 @@ func (v *View) Step(k int) *StepCost {
 func (v *View) replicatedFetch(k int) [][]int64 {
 	out := make([][]int64, len(v.InShapes))
 	for i, shape := range v.InShapes {
-		whole := wholeBox(shape)
+		whole := strategy.WholeBox(shape)
 		es := elemSize(v.Inst.Inputs[i].DType)
 		out[i] = perSplit(shape, k, func(w int, tile strategy.Box) int64 {
-			return (whole.size() - box(tile).size()) * es
+			return (whole.Size() - strategy.Box(tile).Size()) * es
 		})
 	}
 	return out
@@ -76,7 +76,7 @@ func (v *View) strategyCost(s *strategy.Strategy, k int) (fetch, store [][]int64
 	extent, _ := s.Var.Extent.IsConst()
 	lo, hi := s.PartSymbols()
 	parts := make([]strategy.Box1, k)
-	regions := make([][]box, k) // per worker, per input
+	regions := make([][]strategy.Box, k) // per worker, per input
 	for w := range k {
 		plo, phi := strategy.Part(extent, w, k)
 		parts[w] = strategy.Box1{Lo: plo, Hi: phi}
@@ -95,29 +95,29 @@ func (v *View) strategyCost(s *strategy.Strategy, k int) (fetch, store [][]int64
 				return 0
 			}
 			r := regions[w][i]
-			return (r.size() - r.intersect(box(tile)).size()) * es
+			return (r.Size() - r.Intersect(strategy.Box(tile)).Size()) * es
 		}))
 	}
 	for o, shape := range v.OutShapes {
 		es := elemSize(v.Inst.Outputs[o].Tensor.DType)
-		whole := wholeBox(shape)
+		whole := strategy.WholeBox(shape)
 		store = append(store, perSplit(shape, k, func(w int, tile strategy.Box) int64 {
-			t := box(tile)
+			t := strategy.Box(tile)
 			if s.Kind == strategy.SplitReduction {
 				// Reduce-scatter: each worker receives the k-1 other partials
 				// of a 1/k share; a replicated result is then all-gathered.
-				share := whole.size() / int64(k)
-				if w < int(whole.size()%int64(k)) {
+				share := whole.Size() / int64(k)
+				if w < int(whole.Size()%int64(k)) {
 					share++
 				}
-				return ((int64(k)-1)*share + t.size() - share) * es
+				return ((int64(k)-1)*share + t.Size() - share) * es
 			}
 			if parts[w].Hi < parts[w].Lo {
-				return t.size() * es
+				return t.Size() * es
 			}
-			p := wholeBox(shape)
+			p := strategy.WholeBox(shape)
 			p[s.Dim] = parts[w]
-			return (t.size() - t.intersect(p).size()) * es
+			return (t.Size() - t.Intersect(p).Size()) * es
 		}))
 	}
 	return fetch, store
@@ -139,7 +139,7 @@ func perSplit(shape []int64, k int, f func(w int, tile strategy.Box) int64) []in
 // Tile is worker w's tile of a tensor of the given shape split along d
 // into k parts (d = -1: the whole tensor).
 func Tile(shape []int64, d, w, k int) []strategy.Box1 {
-	b := wholeBox(shape)
+	b := strategy.WholeBox(shape)
 	if d >= 0 {
 		lo, hi := strategy.Part(shape[d], w, k)
 		b[d] = strategy.Box1{Lo: lo, Hi: hi}
@@ -148,8 +148,8 @@ func Tile(shape []int64, d, w, k int) []strategy.Box1 {
 }
 
 // regionBox evaluates a worker's region, clipped to the tensor.
-func regionBox(r strategy.Region, env map[string]int64, shape []int64) box {
-	b := make(box, len(r.Dims))
+func regionBox(r strategy.Region, env map[string]int64, shape []int64) strategy.Box {
+	b := make(strategy.Box, len(r.Dims))
 	for d, iv := range r.Dims {
 		lo, err1 := iv.Lo.Eval(env)
 		hi, err2 := iv.Hi.Eval(env)

@@ -38,7 +38,7 @@ func RunGraphOpts(g *ir.Graph, inputs, params map[string]*tensor.Tensor, seed ui
 	defer recoverInternal(&err)
 	vals := map[*ir.Value]*tensor.Tensor{}
 	env := map[string]int64{}
-	var uses []shapeUse
+	var uses []lang.ShapeUse
 	for _, v := range g.Inputs {
 		x, ok := inputs[v.Name]
 		if !ok {
@@ -50,7 +50,7 @@ func RunGraphOpts(g *ir.Graph, inputs, params map[string]*tensor.Tensor, seed ui
 		if x.DType != v.DType {
 			return nil, fmt.Errorf("graph %s: input %s is %s, want %s", g.Name, v.Name, x.DType, v.DType)
 		}
-		uses = append(uses, shapeUse{"input " + v.Name, v.Shape, x.Shape})
+		uses = append(uses, lang.ShapeUse{What: "input " + v.Name, Declared: v.Shape, Actual: x.Shape})
 		vals[v] = x
 	}
 	for name := range inputs {
@@ -62,7 +62,7 @@ func RunGraphOpts(g *ir.Graph, inputs, params map[string]*tensor.Tensor, seed ui
 			return nil, fmt.Errorf("graph %s has no input %s", g.Name, name)
 		}
 	}
-	if err := bindShapes(env, uses, nil); err != nil {
+	if err := lang.BindShapes(env, uses, nil); err != nil {
 		return nil, fmt.Errorf("graph %s: %v", g.Name, err)
 	}
 	res = &Result{Outputs: map[string]*tensor.Tensor{}, Params: map[string]*tensor.Tensor{}}
@@ -79,7 +79,7 @@ func RunGraphOpts(g *ir.Graph, inputs, params map[string]*tensor.Tensor, seed ui
 			}
 			shape[i] = int(n)
 		}
-		if err := checkSize(shape); err != nil {
+		if err := tensor.CheckSize(shape); err != nil {
 			return nil, lang.Errorf(p.Pos, "parameter %s: %v", v.Name, err)
 		}
 		x, ok := params[v.Name]

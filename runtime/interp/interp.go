@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -53,7 +51,7 @@ func evalInstance(inst *ir.Instance, inputs []*tensor.Tensor, syms, fallback map
 	for k, v := range syms {
 		env[k] = v
 	}
-	var shapes []shapeUse
+	var shapes []lang.ShapeUse
 	for i, in := range inst.Inputs {
 		x := inputs[i]
 		if err := x.Validate(); err != nil {
@@ -62,9 +60,9 @@ func evalInstance(inst *ir.Instance, inputs []*tensor.Tensor, syms, fallback map
 		if x.DType != in.DType {
 			return nil, lang.Errorf(inst.Pos, "%s: input %s is %s, want %s", inst.Op, in.Name, x.DType, in.DType)
 		}
-		shapes = append(shapes, shapeUse{"input " + in.Name, in.Shape, x.Shape})
+		shapes = append(shapes, lang.ShapeUse{What: "input " + in.Name, Declared: in.Shape, Actual: x.Shape})
 	}
-	if err := bindShapes(env, shapes, fallback); err != nil {
+	if err := lang.BindShapes(env, shapes, fallback); err != nil {
 		return nil, lang.Errorf(inst.Pos, "%s: %v", inst.Op, err)
 	}
 	c := &compiler{
@@ -97,7 +95,7 @@ func evalInstance(inst *ir.Instance, inputs []*tensor.Tensor, syms, fallback map
 			}
 			shape[i] = int(n)
 		}
-		if err := checkSize(shape); err != nil {
+		if err := tensor.CheckSize(shape); err != nil {
 			return nil, lang.Errorf(d.Pos, "tensor %s: %v", d.Tensor.Name, err)
 		}
 		if d.Tensor.DType.Size() == 0 {
@@ -132,104 +130,6 @@ func evalInstance(inst *ir.Instance, inputs []*tensor.Tensor, syms, fallback map
 		out[i] = c.tensors[d.Tensor]
 	}
 	return out, nil
-}
-
-// maxElements bounds the size of a tensor the interpreter allocates.
-const maxElements = 1 << 40
-
-// checkSize rejects a shape whose element count overflows.
-func checkSize(shape []int) error {
-	n := 1
-	for _, d := range shape {
-		if d == 0 {
-			return nil
-		}
-	}
-	for _, d := range shape {
-		if n > maxElements/d {
-			return fmt.Errorf("shape %v has too many elements", shape)
-		}
-		n *= d
-	}
-	return nil
-}
-
-// shapeUse is a declared shape and the actual shape of a value.
-type shapeUse struct {
-	what     string
-	declared []lang.Dim
-	actual   []int
-}
-
-// bindShapes binds the symbols of the declared shapes that env lacks by
-// solving against the actual shapes (then from fallback), and checks every
-// dimension.
-func bindShapes(env map[string]int64, uses []shapeUse, fallback map[string]int64) error {
-	for _, u := range uses {
-		if len(u.declared) != len(u.actual) {
-			return fmt.Errorf("%s has shape %v, want rank %d %s", u.what, u.actual, len(u.declared), lang.ShapeString(u.declared))
-		}
-	}
-	for progress := true; progress; {
-		progress = false
-		for _, u := range uses {
-			for i, d := range u.declared {
-				coefs, k, ok := d.Linear()
-				if !ok {
-					continue
-				}
-				var free string
-				rest := int64(u.actual[i]) - k
-				nfree := 0
-				for s, a := range coefs {
-					if v, ok := env[s]; ok {
-						rest -= a * v
-					} else {
-						free = s
-						nfree++
-					}
-				}
-				if nfree != 1 {
-					continue
-				}
-				a := coefs[free]
-				if rest%a != 0 {
-					return fmt.Errorf("%s: dimension %d is %d, which is not %s for any integer %s", u.what, i, u.actual[i], d, free)
-				}
-				env[free] = rest / a
-				progress = true
-			}
-		}
-	}
-	for s, v := range fallback {
-		if _, ok := env[s]; !ok {
-			env[s] = v
-		}
-	}
-	for _, u := range uses {
-		for i, d := range u.declared {
-			n, err := d.Eval(env)
-			if err != nil {
-				return fmt.Errorf("%s: dimension %d (%s): %v", u.what, i, d, err)
-			}
-			if n != int64(u.actual[i]) {
-				return fmt.Errorf("%s has shape %v, want %s = %d in dimension %d (with %s)", u.what, u.actual, d, n, i, symString(env, d.Symbols()))
-			}
-		}
-	}
-	return nil
-}
-
-func symString(env map[string]int64, syms []string) string {
-	sort.Strings(syms)
-	parts := make([]string, len(syms))
-	for i, s := range syms {
-		parts[i] = fmt.Sprintf("%s = %d", s, env[s])
-	}
-	if len(parts) == 0 {
-		return "no symbols"
-	}
-	return strings.Join(parts, ", ")
 }
 
 // defPlan is a compiled Def.
@@ -445,4 +345,12 @@ func (p *defPlan) chunk(f *frame, lo, hi int) {
 			return
 		}
 	}
+}
+
+// EvalNode evaluates a node's instance on its inputs with workers
+// goroutines per Def (0: GOMAXPROCS); shape symbols bind from the inputs
+// first, then from graphSyms (runtime/exec runs graphs with it).
+func EvalNode(inst *ir.Instance, inputs []*tensor.Tensor, graphSyms map[string]int64, workers int) (out []*tensor.Tensor, err error) {
+	defer recoverInternal(&err)
+	return evalInstance(inst, inputs, nil, graphSyms, config{workers: workers})
 }

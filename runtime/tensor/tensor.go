@@ -276,3 +276,24 @@ func (t *Tensor) Validate() error {
 	}
 	return nil
 }
+
+// MaxElements bounds the elements of a tensor a runtime allocates.
+const MaxElements = 1 << 40
+
+// CheckSize rejects a shape with more than MaxElements elements (an
+// element count that would overflow).
+func CheckSize(shape []int) error {
+	n := 1
+	for _, d := range shape {
+		if d == 0 {
+			return nil
+		}
+	}
+	for _, d := range shape {
+		if n > MaxElements/d {
+			return fmt.Errorf("shape %v has too many elements", shape)
+		}
+		n *= d
+	}
+	return nil
+}

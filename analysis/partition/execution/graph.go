@@ -58,7 +58,7 @@ func (g *Graph) FetchBytes() int64 {
 	for _, ops := range g.Ops {
 		for _, op := range ops {
 			for _, p := range op.Fetch {
-				n += size(p.Box) * int64(max(1, op.Node.Inputs[p.Input].DType.Size()))
+				n += p.Box.Size() * int64(max(1, op.Node.Inputs[p.Input].DType.Size()))
 			}
 		}
 	}
@@ -109,10 +109,7 @@ func digit(factors []int, i, d int) int {
 
 // tile is device d's tile of a tensor.
 func tile(shape []int64, dims, factors []int, d int) Box {
-	b := make(Box, len(shape))
-	for i, n := range shape {
-		b[i] = strategy.Box1{Lo: 0, Hi: n - 1}
-	}
+	b := strategy.WholeBox(shape)
 	for i, dim := range dims {
 		if dim < 0 {
 			continue
@@ -166,12 +163,12 @@ func (b *builder) op(n *ir.Node, names []string, d int) (*Op, error) {
 	for _, v := range n.Inputs {
 		var box Box
 		if v.Const == nil {
-			box = whole(b.g.Shapes[v])
+			box = strategy.WholeBox(b.g.Shapes[v])
 		}
 		op.Inputs = append(op.Inputs, box)
 	}
 	for _, v := range n.Outputs {
-		op.Outputs = append(op.Outputs, whole(b.g.Shapes[v]))
+		op.Outputs = append(op.Outputs, strategy.WholeBox(b.g.Shapes[v]))
 	}
 	reduced := make([]bool, len(b.p.Factors))
 	defer func() { op.key = groupKey(op, reduced, b.p.Factors) }()
@@ -193,7 +190,7 @@ func (b *builder) op(n *ir.Node, names []string, d int) (*Op, error) {
 		}
 		for j, box := range w.Inputs {
 			if op.Inputs[j] != nil {
-				op.Inputs[j] = shift(op.Inputs[j], box)
+				op.Inputs[j] = op.Inputs[j].Shift(box)
 			}
 		}
 		if s.Kind == strategy.SplitOutput {
@@ -247,12 +244,12 @@ func (eg *Graph) fetch(op *Op) []Piece {
 // cut into boxes.
 func pieces(r Box, tiles []Box, self, input int) []Piece {
 	var out []Piece
-	covered := []Box{intersect(r, tiles[self])}
+	covered := []Box{r.Intersect(tiles[self])}
 	for e, t := range tiles {
 		if e == self {
 			continue
 		}
-		for _, part := range subtract(intersect(r, t), covered) {
+		for _, part := range r.Intersect(t).Subtract(covered) {
 			out = append(out, Piece{Input: input, From: e, Box: part})
 			covered = append(covered, part)
 		}

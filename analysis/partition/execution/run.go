@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"tofuc/analysis/strategy"
 	"tofuc/lang/ir"
 	"tofuc/runtime/interp"
 	"tofuc/runtime/tensor"
@@ -163,7 +164,7 @@ func (eg *Graph) gather(v *ir.Value, r Box, ts []*tensor.Tensor) *tensor.Tensor 
 }
 
 func (eg *Graph) assemble(v *ir.Value, ts []*tensor.Tensor) *tensor.Tensor {
-	all := whole(shape64(eg.Tiles[v]))
+	all := strategy.WholeBox(shape64(eg.Tiles[v]))
 	out := tensor.New(v.DType, shapeOf(all))
 	for d, tb := range eg.Tiles[v] {
 		paste(out, all, ts[d], tb)
@@ -196,17 +197,6 @@ func shapeOf(b Box) []int {
 	return out
 }
 
-// shift0 expresses box b in the coordinates of a tile starting at base.
-func shift0(b, base Box) Box {
-	out := make(Box, len(b))
-	for d := range b {
-		out[d] = b[d]
-		out[d].Lo -= base[d].Lo
-		out[d].Hi -= base[d].Lo
-	}
-	return out
-}
-
 // cut copies box b (in x's coordinates) out of x.
 func cut(x *tensor.Tensor, b Box) *tensor.Tensor {
 	out := tensor.New(x.DType, shapeOf(b))
@@ -225,12 +215,12 @@ func cut(x *tensor.Tensor, b Box) *tensor.Tensor {
 // paste writes part (holding box pb) into dst (holding box db) where they
 // overlap.
 func paste(dst *tensor.Tensor, db Box, part *tensor.Tensor, pb Box) {
-	in := intersect(db, pb)
-	if size(in) == 0 {
+	in := db.Intersect(pb)
+	if in.Size() == 0 {
 		return
 	}
-	src := cut(part, shift0(in, pb))
-	lo := shift0(in, db)
+	src := cut(part, in.Relative(pb))
+	lo := in.Relative(db)
 	idx := make([]int, len(in))
 	for i := range src.Len() {
 		rest := i
