@@ -21,9 +21,9 @@ func convAttention(c *nodeCtx) {
 	case rank(q) != rank(k) || rank(q) != rank(v) || rank(q) != 3 && rank(q) != 4:
 		c.fail("Q, K and V must all be 3-D or all 4-D, found ranks %d, %d and %d", rank(q), rank(k), rank(v))
 	case threeD:
-		q = c.call1("split_heads", []attr{intA("heads", c.intAttr("q_num_heads", 0))}, q)
+		q = named(c.call1("split_heads", []attr{intA("heads", c.intAttr("q_num_heads", 0))}, q), "q")
 		kvHeads := []attr{intA("heads", c.intAttr("kv_num_heads", 0))}
-		k, v = c.call1("split_heads", kvHeads, k), c.call1("split_heads", kvHeads, v)
+		k, v = named(c.call1("split_heads", kvHeads, k), "k"), named(c.call1("split_heads", kvHeads, v), "v")
 	}
 	past := int64(0)
 	if pk, pv := c.in(4), c.in(5); pk != nil || pv != nil {
@@ -40,14 +40,23 @@ func convAttention(c *nodeCtx) {
 	if kvHeads == 0 || qHeads%kvHeads != 0 || c.extent(v, 1) != kvHeads {
 		c.fail("%d query heads do not group over %d key and %d value heads", qHeads, kvHeads, c.extent(v, 1))
 	}
-	groups := intA("groups", qHeads/kvHeads)
+	var groups []attr // printed where they differ from the operators' defaults
+	if qHeads != kvHeads {
+		groups = []attr{intA("groups", qHeads/kvHeads)}
+	}
+	attrs := append([]attr{}, groups...)
+	for _, name := range []string{"scale", "softcap"} {
+		if c.has(name) {
+			attrs = append(attrs, floatA(name, c.floatAttr(name, 0)))
+		}
+	}
 	causal := c.intAttr("is_causal", 0) != 0
-	nonpad := c.in(6)
-	attrs := []attr{groups, floatA("scale", c.floatAttr("scale", 0)), floatA("softcap", c.floatAttr("softcap", 0)),
-		boolA("causal", causal && nonpad == nil), intA("past", past)}
+	if causal && c.in(6) == nil { // with nonpad_kv_seqlen, the bias masks
+		attrs = append(attrs, boolA("causal", true), intA("past", past))
+	}
 	bias := c.attentionBias(q, k, causal)
-	w := c.call1("attention_weights", attrs, q, k, bias)
-	y := c.call1("attention_values", []attr{groups}, w, v)
+	w := named(c.call1("attention_weights", attrs, q, k, bias), "weights")
+	y := c.call1("attention_values", groups, w, v)
 	if threeD {
 		y = c.call1("merge_heads", nil, y)
 	}

@@ -69,8 +69,8 @@ func convRecurrent(r recurrence) func(*nodeCtx) {
 	return func(c *nodeCtx) {
 		l := c.layer(r)
 		var ys, finals [][]*value // per direction: the outputs per step, the final states
-		for d, rev := range l.reverse {
-			y, final := c.direction(l, d, rev)
+		for d := range l.reverse {
+			y, final := c.direction(l, d)
 			ys, finals = append(ys, y), append(finals, final)
 		}
 		if c.wants(0) {
@@ -126,7 +126,11 @@ func (c *nodeCtx) layer(r recurrence) *layer {
 	if batchMajor {
 		x = c.call1("transpose", []attr{intsA("perm", []int64{1, 0, 2})}, x)
 	}
-	l := &layer{rec: r, x: x, batchMajor: batchMajor, steps: c.extent(x, 0), hidden: c.extent(R, 2), batch: x.typ.Shape[1]}
+	steps, ok := x.typ.Shape[0].IsConst()
+	if !ok {
+		c.fail("the number of time steps is symbolic (%s); it must be known, the steps being unrolled", x.typ.Shape[0])
+	}
+	l := &layer{rec: r, x: x, batchMajor: batchMajor, steps: steps, hidden: c.extent(R, 2), batch: x.typ.Shape[1]}
 	if hs := c.intAttr("hidden_size", l.hidden); hs != l.hidden {
 		c.fail("hidden_size = %d, but R is %s", hs, lang.ShapeString(R.typ.Shape))
 	}
@@ -227,8 +231,8 @@ func listA() ir.AttrValue { return ir.AttrValue{Kind: ir.AttrList, List: []ir.At
 // direction unrolls direction d: it returns the output of each step in
 // time order (for a reverse direction with lengths: in the order of each
 // sequence reversed; none unless Y is wanted) and the final states.
-func (c *nodeCtx) direction(l *layer, d int, reverse bool) (ys, final []*value) {
-	dt := l.x.typ.DType
+func (c *nodeCtx) direction(l *layer, d int) (ys, final []*value) {
+	dt, reverse := l.x.typ.DType, l.reverse[d]
 	G, H := int64(l.rec.gates), l.hidden
 	weights := []*value{c.ofDirection(1, d, false), c.ofDirection(2, d, false), c.ofDirectionOr(3, d, zeros(dt, []int64{2 * G * H}))}
 	states := []*value{c.initialState(l, 5, d)}
@@ -283,11 +287,11 @@ func named(v *value, name string) *value {
 // ofDirection is direction d of input i ([D, ...], or [B, D, ...] when
 // batchMajor), named after it.
 func (c *nodeCtx) ofDirection(i, d int, batchMajor bool) *value {
-	axis := int64(0)
+	attrs := []attr{intA("index", int64(d))}
 	if batchMajor {
-		axis = 1
+		attrs = append(attrs, intA("axis", 1))
 	}
-	return named(c.call1("take", []attr{intA("axis", axis), intA("index", int64(d))}, c.must(i)), fmt.Sprintf("%s_%d", c.node.GetInput()[i], d))
+	return named(c.call1("take", attrs, c.must(i)), fmt.Sprintf("%s_%d", c.node.GetInput()[i], d))
 }
 
 // ofDirectionOr is ofDirection, or absent when input i is.

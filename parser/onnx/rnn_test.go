@@ -246,18 +246,21 @@ func TestImportRecurrentErrors(t *testing.T) {
 	x := onnxbuild.TensorInfo("X", onnxpb.TensorProto_FLOAT, 2, "batch", 3)
 	w := onnxbuild.TensorInfo("W", onnxpb.TensorProto_FLOAT, 1, 4, 3)
 	r := onnxbuild.TensorInfo("R", onnxpb.TensorProto_FLOAT, 1, 4, 4)
+	steps := onnxbuild.TensorInfo("X", onnxpb.TensorProto_FLOAT, "T", 2, 3)
 	for _, c := range []struct {
+		x     *onnxpb.ValueInfoProto
 		attrs []*onnxpb.AttributeProto
 		want  string
 	}{
-		{nil, `the batch extent is symbolic (batch): input 5 (the initial state) is needed`},
-		{[]*onnxpb.AttributeProto{onnxbuild.String("direction", "sideways")}, `direction = "sideways"`},
-		{[]*onnxpb.AttributeProto{onnxbuild.Strings("activations", "Swish")}, `activation "swish"`},
-		{[]*onnxpb.AttributeProto{onnxbuild.Strings("activations", "Tanh", "Tanh")}, `2 activations, expected 1`},
-		{[]*onnxpb.AttributeProto{onnxbuild.Int("hidden_size", 5)}, `hidden_size = 5, but R is [1, 4, 4]`},
+		{x, nil, `the batch extent is symbolic (batch): input 5 (the initial state) is needed`},
+		{steps, nil, `the number of time steps is symbolic (T)`},
+		{x, []*onnxpb.AttributeProto{onnxbuild.String("direction", "sideways")}, `direction = "sideways"`},
+		{x, []*onnxpb.AttributeProto{onnxbuild.Strings("activations", "Swish")}, `activation "swish"`},
+		{x, []*onnxpb.AttributeProto{onnxbuild.Strings("activations", "Tanh", "Tanh")}, `2 activations, expected 1`},
+		{x, []*onnxpb.AttributeProto{onnxbuild.Int("hidden_size", 5)}, `hidden_size = 5, but R is [1, 4, 4]`},
 	} {
 		g := onnxbuild.Graph("g", []*onnxpb.NodeProto{onnxbuild.Node("RNN", []string{"X", "W", "R"}, []string{"Y"}, c.attrs...)},
-			[]*onnxpb.ValueInfoProto{x, w, r}, []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("Y", onnxpb.TensorProto_FLOAT)})
+			[]*onnxpb.ValueInfoProto{c.x, w, r}, []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("Y", onnxpb.TensorProto_FLOAT)})
 		_, err := Import(model(g, 22), Options{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("got %v, want %q", err, c.want)
