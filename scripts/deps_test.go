@@ -29,7 +29,7 @@ func newFakeSystem(t *testing.T, uid string, installed, removed []string, sudo b
 		"dpkg-query": `for p in $FAKE_INSTALLED; do [ "$p" = "$3" ] && { printf 'install ok installed'; exit 0; }; done
 for p in $FAKE_REMOVED; do [ "$p" = "$3" ] && { printf 'deinstall ok config-files'; exit 0; }; done
 echo "dpkg-query: no packages found matching $3" >&2; exit 1`,
-		"dpkg": `for p in $FAKE_INSTALLED $FAKE_REMOVED; do [ "$p" = "$2" ] && exit 0; done; exit 1`,
+		"dpkg":    `for p in $FAKE_INSTALLED $FAKE_REMOVED; do [ "$p" = "$2" ] && exit 0; done; exit 1`,
 		"apt-get": `echo "apt-get $* uid=$FAKE_UID DEBIAN_FRONTEND=$DEBIAN_FRONTEND" >> "$FAKE_LOG"; exit $FAKE_APT_STATUS`,
 	}
 	if sudo {
