@@ -28,7 +28,7 @@ func runRules(args []string, stdout, stderr io.Writer) int {
 	maxOps := fs.Int("max-ops", 3, "operators per enumerated graph")
 	worlds := fs.String("worlds", "dense,conv", "operator sets to enumerate: dense (matrices), conv (convolutions)")
 	seed := fs.Uint64("seed", 1, "seed of the random integer inputs")
-	timeout := fs.Duration("timeout", 10*time.Second, "time limit of one solver call")
+	timeout := fs.Duration("timeout", 10*time.Second, "time limit of verifying one candidate rule")
 	if status, done := parseFlags(fs, args[1:], stdout); done {
 		return status
 	}

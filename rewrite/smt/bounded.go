@@ -117,14 +117,9 @@ func (v *verifier) checkShape(env map[string]int64) (res *Result, valid bool) {
 	if !ok || v.failsAt(env) {
 		return nil, false
 	}
-	out, ok := evalShape(v.out, env)
+	out, ok := positiveShape(v.out, env)
 	if !ok {
 		return nil, false
-	}
-	for _, d := range out {
-		if d < 1 {
-			return nil, false
-		}
 	}
 	defer func() {
 		switch r := recover().(type) {

@@ -54,11 +54,7 @@ func (l *lowerer) rawIndex(fr *frame, e ir.Expr) (lin, error) {
 		return l.indexSelect(fr, e)
 	case *ir.Call:
 		if (e.Fn == "max" || e.Fn == "min") && len(e.Args) == 2 {
-			a, err := l.index(fr, e.Args[0])
-			if err != nil {
-				return lin{}, err
-			}
-			b, err := l.index(fr, e.Args[1])
+			a, b, err := l.indexPair(fr, e.Args[0], e.Args[1])
 			kind := map[string]iatomKind{"max": iMax, "min": iMin}[e.Fn]
 			return a.minmax(b, kind), err
 		}
@@ -72,11 +68,7 @@ func (l *lowerer) indexSelect(fr *frame, e *ir.Select) (lin, error) {
 	if err != nil {
 		return lin{}, err
 	}
-	a, err := l.index(fr, e.A)
-	if err != nil {
-		return lin{}, err
-	}
-	b, err := l.index(fr, e.B)
+	a, b, err := l.indexPair(fr, e.A, e.B)
 	if err != nil {
 		return lin{}, err
 	}
@@ -84,12 +76,18 @@ func (l *lowerer) indexSelect(fr *frame, e *ir.Select) (lin, error) {
 	return indicator(c, k).mul(a).add(indicator(nc, nk).mul(b)), nil
 }
 
-func (l *lowerer) indexBinary(fr *frame, e *ir.Binary) (lin, error) {
-	a, err := l.index(fr, e.L)
+// indexPair lowers two index expressions.
+func (l *lowerer) indexPair(fr *frame, x, y ir.Expr) (lin, lin, error) {
+	a, err := l.index(fr, x)
 	if err != nil {
-		return lin{}, err
+		return lin{}, lin{}, err
 	}
-	b, err := l.index(fr, e.R)
+	b, err := l.index(fr, y)
+	return a, b, err
+}
+
+func (l *lowerer) indexBinary(fr *frame, e *ir.Binary) (lin, error) {
+	a, b, err := l.indexPair(fr, e.L, e.R)
 	if err != nil {
 		return lin{}, err
 	}
@@ -149,11 +147,7 @@ func (l *lowerer) condBinary(fr *frame, e *ir.Binary) (*cond, condConst, error) 
 		c, k := mkJunction(op, []*cond{a, b}, []condConst{ak, bk})
 		return c, k, nil
 	}
-	a, err := l.index(fr, e.L)
-	if err != nil {
-		return nil, condConst{}, err
-	}
-	b, err := l.index(fr, e.R)
+	a, b, err := l.indexPair(fr, e.L, e.R)
 	if err != nil {
 		return nil, condConst{}, err
 	}

@@ -102,13 +102,13 @@ func (g *grounder) product(coef *big.Rat, vs []gval) gval {
 // guard holds (the term is 0 there).
 func (g *grounder) term(t *term, env map[string]int64) (v gval, live bool) {
 	f := g.factor(t)
-	for _, c := range f.guard {
+	for _, c := range f.free.guard {
 		if !holds(c, env) {
 			return gval{}, false
 		}
 	}
-	vals := make([]gval, 0, len(f.atoms)+len(f.sums))
-	for _, a := range f.atoms {
+	vals := make([]gval, 0, len(f.free.atoms)+len(f.sums))
+	for _, a := range f.free.atoms {
 		vals = append(vals, g.atom(a, env))
 	}
 	for _, s := range f.sums {
@@ -125,9 +125,8 @@ func (g *grounder) term(t *term, env map[string]int64) (v gval, live bool) {
 // that share no condition, atom or extent are summed separately, so
 // sum_{i,j} a_i b_j costs |i| + |j| instead of |i| * |j|.
 type factorized struct {
-	guard []*cond // conditions on free names only
-	atoms []*atom // atoms on free names only
-	sums  []*indep
+	free *indep // the conditions and atoms without summation variables
+	sums []*indep
 }
 
 type indep struct {
@@ -142,71 +141,54 @@ func (g *grounder) factor(t *term) *factorized {
 	}
 	own := boundSet(t.bound)
 	uf := newNeeds() // its union-find
-	for _, v := range t.bound {
-		uf.union([]string{v.name})
-	}
-	connect := func(set map[string]bool) string {
-		var mine []string
+	// mine unions and returns t's variables among names (nil: none).
+	mine := func(names func(map[string]bool)) []string {
+		set := map[string]bool{}
+		names(set)
+		var vs []string
 		for x := range set {
 			if own[x] {
-				mine = append(mine, x)
+				vs = append(vs, x)
 			}
 		}
-		sort.Strings(mine)
-		uf.union(mine)
-		if len(mine) == 0 {
-			return ""
-		}
-		return mine[0]
+		sort.Strings(vs)
+		uf.union(vs)
+		return vs
 	}
 	for _, v := range t.bound {
-		set := map[string]bool{v.name: true}
-		v.ext.names(set)
-		connect(set)
+		mine(func(set map[string]bool) { set[v.name] = true; v.ext.names(set) })
 	}
-	f := &factorized{}
+	condVars := make([][]string, len(t.guard))
+	for i, c := range t.guard {
+		condVars[i] = mine(c.names)
+	}
+	atomVars := make([][]string, len(t.atoms))
+	for i, a := range t.atoms {
+		atomVars[i] = mine(a.names)
+	}
+	f := &factorized{free: &indep{}}
 	byRoot := map[string]*indep{}
-	group := func(x string) *indep {
-		r := uf.root(x)
+	for _, v := range t.bound {
+		r := uf.root(v.name)
 		if byRoot[r] == nil {
 			byRoot[r] = &indep{}
+			f.sums = append(f.sums, byRoot[r])
 		}
-		return byRoot[r]
+		byRoot[r].vars = append(byRoot[r].vars, v)
 	}
-	condOf := make([]string, len(t.guard))
-	for i, c := range t.guard {
-		set := map[string]bool{}
-		c.names(set)
-		condOf[i] = connect(set)
-	}
-	atomOf := make([]string, len(t.atoms))
-	for i, a := range t.atoms {
-		set := map[string]bool{}
-		a.names(set)
-		atomOf[i] = connect(set)
+	sumOf := func(vs []string) *indep {
+		if len(vs) == 0 {
+			return f.free
+		}
+		return byRoot[uf.root(vs[0])]
 	}
 	for i, c := range t.guard {
-		if condOf[i] == "" {
-			f.guard = append(f.guard, c)
-		} else {
-			s := group(condOf[i])
-			s.guard = append(s.guard, c)
-		}
+		s := sumOf(condVars[i])
+		s.guard = append(s.guard, c)
 	}
 	for i, a := range t.atoms {
-		if atomOf[i] == "" {
-			f.atoms = append(f.atoms, a)
-		} else {
-			s := group(atomOf[i])
-			s.atoms = append(s.atoms, a)
-		}
-	}
-	for _, v := range t.bound {
-		s := group(v.name)
-		if len(s.vars) == 0 {
-			f.sums = append(f.sums, s)
-		}
-		s.vars = append(s.vars, v)
+		s := sumOf(atomVars[i])
+		s.atoms = append(s.atoms, a)
 	}
 	g.parts[t] = f
 	return f

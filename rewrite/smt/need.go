@@ -1,8 +1,9 @@
 package smt
 
 import (
+	"maps"
 	"math/big"
-	"sort"
+	"slices"
 	"strings"
 
 	"tofuc/lang"
@@ -299,11 +300,4 @@ func (n *needs) bounds(syms []string) map[string]int {
 	return out
 }
 
-func sortedNames(set map[string]bool) []string {
-	out := make([]string, 0, len(set))
-	for x := range set {
-		out = append(out, x)
-	}
-	sort.Strings(out)
-	return out
-}
+func sortedNames(set map[string]bool) []string { return slices.Sorted(maps.Keys(set)) }

@@ -116,25 +116,22 @@ func runAt(r *check.Rule, env map[string]int64, seed uint64, dl *deadline) (cex 
 func inputShapes(r *check.Rule, env map[string]int64) (map[string][]int, bool) {
 	shapes := map[string][]int{}
 	for _, in := range r.Inputs {
-		s, ok := evalShape(in.Shape, env)
+		s, ok := positiveShape(in.Shape, env)
 		if !ok {
 			return nil, false
-		}
-		for _, d := range s {
-			if d < 1 {
-				return nil, false
-			}
 		}
 		shapes[in.Name] = s
 	}
 	return shapes, true
 }
 
-func evalShape(s []lang.Dim, env map[string]int64) ([]int, bool) {
+// positiveShape evaluates s at env; ok is false when an extent is not
+// positive (or not defined).
+func positiveShape(s []lang.Dim, env map[string]int64) ([]int, bool) {
 	out := make([]int, len(s))
 	for i, d := range s {
 		v, err := d.Eval(env)
-		if err != nil {
+		if err != nil || v < 1 {
 			return nil, false
 		}
 		out[i] = int(v)

@@ -239,7 +239,7 @@ func (v *verifier) holdsSomewhere(g guard) bool {
 		for _, sym := range v.syms {
 			env[sym] = s
 		}
-		out, ok := evalShape(v.out, env)
+		out, ok := positiveShape(v.out, env)
 		if _, inputsOK := inputShapes(v.rule, env); !ok || !inputsOK || v.failsAt(env) {
 			continue
 		}
