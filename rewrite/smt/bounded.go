@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math/big"
+	"slices"
 	"strings"
 
 	"github.com/aclements/go-z3/z3"
@@ -33,13 +34,7 @@ func (v *verifier) bounded() Result {
 }
 
 // shapeCount is the number of assignments within bounds (saturating).
-func shapeCount(bounds map[string]int) int {
-	total := 1
-	for _, n := range bounds {
-		total = min(total*n, 1<<40)
-	}
-	return total
-}
+func shapeCount(bounds map[string]int) int { return elements(slices.Collect(maps.Values(bounds))) }
 
 // within lowers the largest bounds until their assignments number at
 // most limit.

@@ -1,6 +1,7 @@
 package smt
 
 import (
+	"fmt"
 	"math/big"
 	"sort"
 	"strconv"
@@ -103,13 +104,18 @@ func (p gpoly) add(q gpoly) gpoly {
 	for k, m := range p {
 		out[k] = m
 	}
-	out.accumulate(q)
+	out.accumulate(q, nil)
 	return out
 }
 
-// accumulate adds q to p in place (p must not be shared).
-func (p gpoly) accumulate(q gpoly) {
+// accumulate adds q to p in place (p must not be shared), checking dl as
+// it goes.
+func (p gpoly) accumulate(q gpoly, dl *deadline) {
+	n := 0
 	for k, m := range q {
+		if n++; n%4096 == 0 {
+			dl.check("adding unrolled terms")
+		}
 		p.addMono(k, m.coef, m.atoms)
 	}
 }
@@ -122,15 +128,24 @@ func (p gpoly) scale(c *big.Rat) gpoly {
 	return out
 }
 
-func (p gpoly) mul(q gpoly) gpoly {
+// maxMonomials bounds one product of the bounded check: beyond it the
+// rule is left unknown rather than filling memory.
+const maxMonomials = 1 << 20
+
+// mul multiplies, checking dl as it goes.
+func (p gpoly) mul(q gpoly, dl *deadline) gpoly {
 	if c, ok := q.constant(); ok {
 		return p.scale(c)
 	}
 	if c, ok := p.constant(); ok {
 		return q.scale(c)
 	}
+	if len(p)*len(q) > maxMonomials {
+		panic(notModelled{fmt.Sprintf("a product of %d by %d monomials when unrolled (the bounded check stops at %d)", len(p), len(q), maxMonomials)})
+	}
 	out := gpoly{}
 	for _, a := range p {
+		dl.check("multiplying unrolled terms")
 		for _, b := range q {
 			atoms := append(append(make([]*gatom, 0, len(a.atoms)+len(b.atoms)), a.atoms...), b.atoms...)
 			sort.Slice(atoms, func(i, j int) bool { return atoms[i].id < atoms[j].id })
@@ -260,7 +275,10 @@ func (g *grounder) toZ3(p gpoly) z3.Real {
 	}
 	sort.Strings(keys)
 	out := g.real(0)
-	for _, k := range keys {
+	for i, k := range keys {
+		if i%1024 == 1023 {
+			g.dl.check("building the solver's terms")
+		}
 		m := p[k]
 		t := g.ctx.FromBigRat(m.coef)
 		for _, a := range m.atoms {

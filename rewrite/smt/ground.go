@@ -80,7 +80,7 @@ func (g *grounder) sum(vs []gval) gval {
 	}
 	out := gpoly{}
 	for _, v := range vs {
-		out.accumulate(g.finite(v, "a sum"))
+		out.accumulate(g.finite(v, "a sum"), g.dl)
 	}
 	return gval{p: out}
 }
@@ -93,7 +93,7 @@ func (g *grounder) product(coef *big.Rat, vs []gval) gval {
 	}
 	out := constGpoly(coef)
 	for _, v := range vs {
-		out = out.mul(g.finite(v, "a product"))
+		out = out.mul(g.finite(v, "a product"), g.dl)
 	}
 	return gval{p: out}
 }
@@ -415,7 +415,7 @@ func (g *grounder) reduce(a *atom, env map[string]int64) gval {
 	case a.name == "prod":
 		out := constGpoly(big.NewRat(1, 1))
 		for _, e := range elems {
-			out = out.mul(e)
+			out = out.mul(e, g.dl)
 		}
 		return gval{p: out}
 	case len(elems) == 0:

@@ -7,6 +7,7 @@ import (
 
 	"tofuc/analysis/check"
 	"tofuc/lang"
+	"tofuc/lang/ir"
 	"tofuc/runtime/interp"
 	"tofuc/runtime/tensor"
 )
@@ -41,14 +42,14 @@ func (v *verifier) probe() *Result {
 // probeOnly is the verdict on a rule the encoding cannot express (why):
 // unknown, unless the interpreter shows the sides differ at a few small
 // shapes.
-func probeOnly(r *check.Rule, opts Options, why error) Result {
+func probeOnly(r *check.Rule, opts Options, dl *deadline, why error) Result {
 	if !opts.noProbe {
-		small := map[string]int{}
+		ones := map[string]int{}
 		for _, s := range symbols(r) {
-			small[s] = 1
+			ones[s] = 1
 		}
 		for seed := uint64(1); seed <= probeRounds; seed++ {
-			if cex, _ := probeBeyond(r, small, seed, nil); cex != nil {
+			if cex, _ := probeBeyond(r, ones, seed, dl); cex != nil {
 				return Result{Status: Refuted, Cex: cex, Reason: "the sides differ in the interpreter (" + why.Error() + ")"}
 			}
 		}
@@ -93,22 +94,43 @@ func (v *verifier) confirmAt(env map[string]int64) *Counterexample {
 // inputs are too large or both sides fail.
 func runAt(r *check.Rule, env map[string]int64, seed uint64, dl *deadline) (cex *Counterexample, ran bool) {
 	shapes, ok := inputShapes(r, env)
-	if !ok {
-		return nil, false
-	}
-	total := 0
-	for _, s := range shapes {
-		n := 1
-		for _, d := range s {
-			n *= d
-		}
-		total += n
-	}
-	if total > maxRunElements {
+	if !ok || !small(r, env, shapes) {
 		return nil, false
 	}
 	cex, bothFail := confirm(r, env, randomInputs(r, shapes, seed), dl)
 	return cex, !bothFail
+}
+
+// small reports whether the inputs at env hold at most maxRunElements
+// elements and no tensor of either side more than 16 times that, so that
+// a run is short and cannot exhaust memory.
+func small(r *check.Rule, env map[string]int64, shapes map[string][]int) bool {
+	total := 0
+	for _, s := range shapes {
+		total += elements(s)
+	}
+	if total > maxRunElements {
+		return false
+	}
+	for _, g := range []*ir.Graph{r.LHS, r.RHS} {
+		for _, n := range g.Nodes {
+			for _, d := range append(append([]*ir.Def(nil), n.Inst.Locals...), n.Inst.Outputs...) {
+				if s, ok := positiveShape(d.Tensor.Shape, env); ok && elements(s) > 16*maxRunElements {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// elements is the element count of a shape, saturating.
+func elements(s []int) int {
+	n := 1
+	for _, d := range s {
+		n = min(n*d, 1<<40)
+	}
+	return n
 }
 
 // inputShapes evaluates the inputs' shapes at env; ok is false when an

@@ -129,7 +129,7 @@ func Verify(r *check.Rule, opts Options) (res Result) {
 	}
 	v, err := newVerifier(r, opts, start)
 	if err != nil {
-		return probeOnly(r, opts, err)
+		return probeOnly(r, opts, &deadline{at: start.Add(opts.timeout())}, err)
 	}
 	res = v.run()
 	res.Need = v.need
