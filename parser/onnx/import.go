@@ -27,6 +27,9 @@ type Options struct {
 	// FoldLimit bounds the elements of a tensor computed at import
 	// (default MaxFoldElements).
 	FoldLimit int64
+	// CallLimit bounds the calls of the imported model (default
+	// MaxCalls); an unrolled recurrence adds several per time step.
+	CallLimit int
 	// Program supplies the stdlib (default: a new one). A Program is not
 	// safe for concurrent use.
 	Program *check.Program
@@ -461,6 +464,9 @@ func (imp *importer) callStmt(op string, attrs []attr, args []*value) ([]*value,
 		}
 		return imp.fold(inst, args)
 	}
+	if err := imp.reserveCalls(1); err != nil {
+		return nil, err
+	}
 	outs := make([]*value, len(inst.Outputs))
 	for i, d := range inst.Outputs {
 		outs[i] = &value{typ: check.TensorType{DType: d.Tensor.DType, Shape: d.Tensor.Shape}}
@@ -472,6 +478,25 @@ func (imp *importer) callStmt(op string, attrs []attr, args []*value) ([]*value,
 // MaxFoldElements bounds a tensor computed at import (the interpreter
 // holds it in float64: 2 GiB).
 const MaxFoldElements = 1 << 28
+
+// MaxCalls bounds the calls of an imported model: the statements the
+// checker elaborates in one model (analysis/check's limit).
+const MaxCalls = 1_000_000
+
+func (imp *importer) callLimit() int {
+	if imp.opts.CallLimit > 0 {
+		return imp.opts.CallLimit
+	}
+	return MaxCalls
+}
+
+// reserveCalls fails when n more calls would exceed the call limit.
+func (imp *importer) reserveCalls(n int) error {
+	if limit := imp.callLimit(); len(imp.stmts)+n > limit {
+		return fmt.Errorf("the model would need more than %d calls", limit)
+	}
+	return nil
+}
 
 // foldable rejects a constant shape beyond the fold limit.
 func (imp *importer) foldable(shape []lang.Dim) error {

@@ -20,6 +20,11 @@ var reserved = map[string]bool{
 type namer struct {
 	taken map[string]bool
 	avoid func(string) bool // names of operators in scope
+	// last is the last suffix tried for a base name: names are never
+	// released, so the next free one is beyond it, and the many values
+	// named alike (an unrolled recurrence's states) take linear time
+	// rather than probing every suffix from 1 each time.
+	last map[string]int
 }
 
 // ident turns an ONNX name into an unused TDL identifier: characters
@@ -42,9 +47,13 @@ func (n *namer) ident(onnxName string) string {
 	if base[0] >= '0' && base[0] <= '9' {
 		base = "v" + base
 	}
+	if n.last == nil {
+		n.last = map[string]int{}
+	}
 	name := base
-	for i := 1; n.taken[name] || reserved[name] || lang.ParseDType(name) != lang.Invalid || n.avoid(name); i++ {
-		name = base + "_" + strconv.Itoa(i)
+	for n.taken[name] || reserved[name] || lang.ParseDType(name) != lang.Invalid || n.avoid(name) {
+		n.last[base]++
+		name = base + "_" + strconv.Itoa(n.last[base])
 	}
 	n.taken[name] = true
 	return name

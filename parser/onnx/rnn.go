@@ -147,6 +147,10 @@ func (c *nodeCtx) layer(r recurrence) *layer {
 	if n := c.extent(W, 0); n != int64(len(l.reverse)) {
 		c.fail("W has %d directions, direction %q needs %d", n, c.stringAttr("direction", "forward"), len(l.reverse))
 	}
+	// At least a step's input and its cell per step and direction.
+	if err := c.imp.reserveCalls(2 * int(min(steps, MaxCalls)) * len(l.reverse)); err != nil {
+		c.fail("unrolling %d steps: %v", steps, err)
+	}
 	if l.lens = c.sequenceLengths(l.steps); l.lens != nil {
 		l.running = named(c.call1("sequence_mask", []attr{intA("steps", l.steps)}, l.lens), "running")
 	}

@@ -267,3 +267,16 @@ func TestImportRecurrentErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestImportRecurrentCallLimit: a recurrence too long to unroll within
+// the call limit is an error, found before any step is built.
+func TestImportRecurrentCallLimit(t *testing.T) {
+	g := onnxbuild.Graph("g", []*onnxpb.NodeProto{onnxbuild.Node("RNN", []string{"X", "W", "R"}, []string{"Y"})},
+		[]*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("X", onnxpb.TensorProto_FLOAT, 100, 2, 3),
+			onnxbuild.TensorInfo("W", onnxpb.TensorProto_FLOAT, 1, 4, 3), onnxbuild.TensorInfo("R", onnxpb.TensorProto_FLOAT, 1, 4, 4)},
+		[]*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("Y", onnxpb.TensorProto_FLOAT)})
+	_, err := Import(model(g, 22), Options{CallLimit: 50})
+	if want := "unrolling 100 steps: the model would need more than 50 calls"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want %q", err, want)
+	}
+}
