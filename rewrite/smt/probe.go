@@ -24,6 +24,27 @@ const probeRounds = 4
 // counterexample to count.
 var confirmTol = tensor.Tolerance{Rel: 1e-3, Abs: 1e-3}
 
+// tolerance is confirmTol, widened for a rule over f16 or bf16 inputs to
+// the policy's tolerance of reordered arithmetic in that dtype
+// (docs/testing.md), n the number of input elements: the real-number
+// model ignores rounding, so (x + y) + z and x + (y + z) in bf16 differ
+// by more than 1e-3 and are still the same rule. Explicit narrowing casts
+// of wider inputs are semantics and keep confirmTol.
+func tolerance(r *check.Rule, inputs map[string]*tensor.Tensor) tensor.Tolerance {
+	tol := confirmTol
+	n := 0
+	for _, t := range inputs {
+		n += t.Len()
+	}
+	for _, in := range r.Inputs {
+		if in.DType == lang.F16 || in.DType == lang.BF16 {
+			t := tensor.Reordered(in.DType, n)
+			tol.Rel, tol.Abs = max(tol.Rel, t.Rel), max(tol.Abs, t.Abs)
+		}
+	}
+	return tol
+}
+
 // probe runs the sides in the interpreter at random shapes beyond the
 // bounds the rule needs: a cheap refutation of a rule wrong only at
 // larger shapes, and a check on every later verdict.
@@ -188,7 +209,7 @@ func confirm(r *check.Rule, env map[string]int64, inputs map[string]*tensor.Tens
 	}
 	c.LHS = l.Outputs[r.LHS.Outputs[0].Name]
 	c.RHS = rr.Outputs[r.RHS.Outputs[0].Name]
-	if err := tensor.Compare(c.LHS, c.RHS, confirmTol); err != nil {
+	if err := tensor.Compare(c.LHS, c.RHS, tolerance(r, inputs)); err != nil {
 		c.Where = err.Error()
 		return c, false
 	}
