@@ -25,10 +25,14 @@ func (v *verifier) bounded() Result {
 	bounds, total := v.need, shapeCount(v.need)
 	if total > v.opts.maxShapes() {
 		res := v.enumerate(within(v.need, v.opts.maxShapes()))
-		if res.Status != Refuted {
-			res = Result{Status: Unknown, Shapes: res.Shapes, Reason: fmt.Sprintf("the bounds the rule's constants need (%s) make %d shape assignments, more than %d (--max-shapes); smaller shapes show no difference", boundsText(v.need), total, v.opts.maxShapes())}
+		if res.Status == Refuted {
+			return res
 		}
-		return res
+		smaller := "smaller shapes show no difference"
+		if res.Status == Unknown {
+			smaller = "at smaller shapes, " + res.Reason
+		}
+		return Result{Status: Unknown, Shapes: res.Shapes, Reason: fmt.Sprintf("the bounds the rule's constants need (%s) make %d shape assignments, more than %d (--max-shapes); %s", boundsText(v.need), total, v.opts.maxShapes(), smaller)}
 	}
 	return v.enumerate(bounds)
 }

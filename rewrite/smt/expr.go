@@ -291,10 +291,15 @@ func (l *lowerer) binary(fr *frame, e *ir.Binary) (poly, error) {
 		return fnPoly("pos", a.sub(b)), nil
 	case ir.OpGe:
 		return fnPoly("nneg", a.sub(b)), nil
-	case ir.OpEq:
-		return fnPoly("zero", a.sub(b)), nil
-	case ir.OpNe:
-		return constPoly(ratInt(1)).sub(fnPoly("zero", a.sub(b))), nil
+	case ir.OpEq, ir.OpNe:
+		eq := fnPoly("zero", a.sub(b))
+		if name, x, ok := againstInf(a, b); ok {
+			eq = fnPoly(name, x) // x - -inf is no difference to compare
+		}
+		if e.Op == ir.OpNe {
+			return constPoly(ratInt(1)).sub(eq), nil
+		}
+		return eq, nil
 	case ir.OpAnd:
 		return truth(a).mul(truth(b)), nil
 	case ir.OpOr:
@@ -302,6 +307,18 @@ func (l *lowerer) binary(fr *frame, e *ir.Binary) (poly, error) {
 		return ta.add(tb).sub(ta.mul(tb)), nil
 	}
 	return nil, &unsupported{"operator " + e.Op.String() + " on values"}
+}
+
+// againstInf recognises a comparison with an infinite constant: name is
+// "isinf:-inf" or "isinf:inf", x the other side.
+func againstInf(a, b poly) (name string, x poly, ok bool) {
+	for _, pair := range [][2]poly{{a, b}, {b, a}} {
+		if p := pair[1]; len(p) == 1 && len(p[0].atoms) == 1 && p[0].atoms[0].kind == aInf &&
+			len(p[0].guard) == 0 && len(p[0].bound) == 0 && p[0].coef.Cmp(ratInt(1)) == 0 {
+			return "isinf:" + p[0].atoms[0].name, pair[0], true
+		}
+	}
+	return "", nil, false
 }
 
 // constOf reports whether p is a constant.

@@ -315,10 +315,14 @@ func (g *grounder) element(a *atom, env map[string]int64) gpoly {
 
 func (g *grounder) ite(c z3.Bool, a, b z3.Real) z3.Real { return c.IfThenElse(a, b).(z3.Real) }
 
-// fn applies a function; max, min and abs follow IEEE on infinities.
+// fn applies a function; max, min and abs follow IEEE on infinities, and
+// isinf:-inf (isinf:inf) tells whether its argument is -inf (+inf).
 func (g *grounder) fn(name string, args []gval) gval {
 	if v, ok := ieeeInf(name, args); ok {
 		return v
+	}
+	if sign, ok := map[string]int8{"isinf:-inf": -1, "isinf:inf": 1}[name]; ok {
+		return gval{p: constGpoly(big.NewRat(int64(b2i(args[0].inf == sign)), 1))}
 	}
 	ps := make([]gpoly, len(args))
 	for i, a := range args {
@@ -422,4 +426,11 @@ func (g *grounder) reduce(a *atom, env map[string]int64) gval {
 		return gval{inf: identity}
 	}
 	return gval{p: g.extremum(a.name, elems)}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

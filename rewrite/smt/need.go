@@ -18,7 +18,8 @@ const maxExtent = 1<<31 - 1
 // verdict to count (docs/rules.md): b(S) = c(S) + v(S) + 1, and at least
 // 2, where c(S) is the largest integer constant of the index arithmetic
 // connected to S and v(S) the most index variables connected to S that
-// occur in one term. Names are connected when they occur in one linear
+// occur in one term (the terms inside a function's arguments or a
+// reduction are terms of their own). Names are connected when they occur in one linear
 // form: an index, an extent, a dimension, or one comparison of a guard.
 type needs struct {
 	parent map[string]string
@@ -149,8 +150,8 @@ func (n *needs) scope(names map[string]bool) {
 	n.scopes = append(n.scopes, vars)
 }
 
-// term walks t and the terms nested in its atoms, collecting into vars
-// every name they mention.
+// term walks t, collecting into vars every name it mentions; the terms
+// inside its atoms' arguments are scopes of their own.
 func (n *needs) term(t *term, vars map[string]bool) {
 	n.bvars(t.bound, vars)
 	for _, c := range t.guard {
@@ -172,17 +173,52 @@ func (n *needs) bvars(bs []bvar, vars map[string]bool) {
 	}
 }
 
+// atom adds to vars the names a mentions from outside; each term of its
+// arguments (with a reduction's own variables) is a scope.
 func (n *needs) atom(a *atom, vars map[string]bool) {
 	n.piecewise(a)
-	a.names(vars)
 	for _, x := range a.idx {
 		n.lin(x, false)
 	}
 	n.lin(a.num, false)
-	n.bvars(a.bound, vars)
+	free := map[string]bool{}
+	a.names(free)
+	inner := map[string]bool{}
+	for _, v := range a.bound {
+		inner[v.name] = true
+	}
+	for _, p := range a.args {
+		boundNames(p, inner)
+	}
+	for x := range free {
+		if !inner[x] {
+			vars[x] = true
+		}
+	}
 	for _, p := range a.args {
 		for _, t := range p {
-			n.term(t, vars)
+			scope := map[string]bool{}
+			n.bvars(a.bound, scope)
+			n.term(t, scope)
+			n.scope(scope)
+		}
+	}
+}
+
+// boundNames adds the summation variables of p's terms and of the terms
+// nested in their atoms.
+func boundNames(p poly, set map[string]bool) {
+	for _, t := range p {
+		for _, v := range t.bound {
+			set[v.name] = true
+		}
+		for _, a := range t.atoms {
+			for _, v := range a.bound {
+				set[v.name] = true
+			}
+			for _, q := range a.args {
+				boundNames(q, set)
+			}
 		}
 	}
 }
