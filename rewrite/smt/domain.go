@@ -26,33 +26,40 @@ func (l *lowerer) obligations(g *ir.Graph) ([]obligation, error) {
 	var out []obligation
 	for _, n := range g.Nodes {
 		for _, d := range append(append([]*ir.Def(nil), n.Inst.Locals...), n.Inst.Outputs...) {
-			env := map[*ir.Var]lin{}
-			var path guard
-			for i, v := range d.Vars {
-				x := linName(l.freshVar())
-				env[v] = x
-				path = path.inRange(x, dimLin(d.Tensor.Shape[i]))
-			}
-			for _, dim := range d.Tensor.Shape {
-				if nonNegative(dimLin(dim)) {
-					continue
-				}
-				c, k := mkGE(dimLin(dim).scale(-1).add(linConst(-1)))
-				if g, ok := (guard{}).with(c, k); ok {
-					out = append(out, obligation{what: fmt.Sprintf("node %s: tensor %s has a negative extent", n.Name, d.Tensor.Name), fail: g, shape: true})
-				}
-			}
-			w := &domainWalker{l: l, node: n, locals: map[string]bool{}}
-			for _, x := range env {
-				x.names(w.locals)
-			}
-			if err := w.expr(d.Body, &frame{n, env}, path); err != nil {
+			obls, err := l.defObligations(n, d)
+			if err != nil {
 				return nil, err
 			}
-			out = append(out, w.out...)
+			out = append(out, obls...)
 		}
 	}
 	return out, nil
+}
+
+// defObligations lists where evaluating definition d of node n fails: an
+// extent of d's tensor negative, or a read of its body out of range.
+func (l *lowerer) defObligations(n *ir.Node, d *ir.Def) ([]obligation, error) {
+	var out []obligation
+	for _, dim := range d.Tensor.Shape {
+		if nonNegative(dimLin(dim)) {
+			continue
+		}
+		c, k := mkGE(dimLin(dim).scale(-1).add(linConst(-1)))
+		if g, ok := (guard{}).with(c, k); ok {
+			out = append(out, obligation{what: fmt.Sprintf("node %s: tensor %s has a negative extent", n.Name, d.Tensor.Name), fail: g, shape: true})
+		}
+	}
+	w := &domainWalker{l: l, node: n, locals: map[string]bool{}}
+	env := map[*ir.Var]lin{}
+	var path guard
+	for i, v := range d.Vars {
+		x := linName(l.freshVar())
+		x.names(w.locals)
+		env[v] = x
+		path = path.inRange(x, dimLin(d.Tensor.Shape[i]))
+	}
+	err := w.expr(d.Body, &frame{n, env}, path)
+	return append(out, w.out...), err
 }
 
 // nonNegative reports whether l is at least 0 for all shape symbols at
@@ -227,12 +234,13 @@ func project(g guard, locals map[string]bool) (guard, bool) {
 // a side fails, so that the interpreter can run the witness.
 const witnessMax = 8
 
-// checkDomain compares where the sides fail in the interpreter: they must
-// have tensors of negative extent at the same shapes (outside those both
-// fail, and the rule says nothing), and no read may leave its tensor where
-// the extents are valid. A shape that breaks this is run in the
-// interpreter: one side failing alone refutes the rule; otherwise the
-// verdict is unknown. It sets v.defined, the shapes where both sides run.
+// checkDomain compares where the sides fail in the interpreter: by their
+// conditions on the shapes alone (a tensor of negative extent, a read
+// projected to the shapes) they must fail at the same shapes, where the
+// rule then says nothing, and no other read may leave its tensor where
+// both run. A shape that breaks this is run in the interpreter: one side
+// failing alone refutes the rule; otherwise the verdict is unknown. It
+// sets v.defined, the shapes where both sides run.
 func (v *verifier) checkDomain() *Result {
 	base := v.shapeBase()
 	var fail, reads [2]z3.Bool
@@ -319,8 +327,8 @@ func (v *verifier) modelShape(m *z3.Model) map[string]int64 {
 	return env
 }
 
-// failsAt reports whether the left side has a tensor of negative extent
-// at env (where the right side has one too: checkDomain).
+// failsAt reports whether the left side fails at env by a condition on
+// the shapes (where the right side fails too: checkDomain).
 func (v *verifier) failsAt(env map[string]int64) bool {
 	for _, o := range v.fails[0] {
 		if !o.shape {
