@@ -1,5 +1,7 @@
 // Package search optimises dataflow graphs with verified rewrite rules
-// (stdlib/rules.tdl, proved by rewrite/smt), MetaFlow style: a
+// (stdlib/rules.tdl; each verified by rewrite/smt before its first match
+// is applied, and used only when proved or bounded as far as its
+// constants need), MetaFlow style: a
 // backtracking search over a priority queue of graphs ordered by the
 // roofline cost of analysis/cost, which keeps every candidate within a
 // relaxation factor alpha (1.05) of the best graph so far, so that it can

@@ -47,8 +47,8 @@ type Outcome struct {
 	Explored int // graphs whose cost was computed
 	Time     time.Duration
 	Parts    int // subgraphs of the flow-based split
-	// Verified lists the rule instances (templates at matched attributes)
-	// and split lemmas verified during the search.
+	// Verified lists the rules, rule instances (templates at matched
+	// attributes) and split lemmas verified during the search, in order.
 	Verified []smt.Result
 }
 
