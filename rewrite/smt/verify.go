@@ -122,14 +122,15 @@ func Verify(r *check.Rule, opts Options) (res Result) {
 		res.Time = time.Since(start)
 	}()
 	defer recoverVerdict(&res, opts.timeout())
+	dl := &deadline{at: start.Add(opts.timeout())}
 	for _, in := range r.Inputs {
 		if !in.DType.IsFloat() {
-			return Result{Status: Unknown, Reason: "input " + in.Name + " is not a float tensor"}
+			return probeOnly(r, opts, dl, &unsupported{"input " + in.Name + " is not a float tensor"})
 		}
 	}
 	v, err := newVerifier(r, opts, start)
 	if err != nil {
-		return probeOnly(r, opts, &deadline{at: start.Add(opts.timeout())}, err)
+		return probeOnly(r, opts, dl, err)
 	}
 	res = v.run()
 	res.Need = v.need
