@@ -198,7 +198,7 @@ func optimizeLines(name string, out *search.Outcome) []string {
 		lines = append(lines, fmt.Sprintf("  %s at %s", s.Rule, s.Site))
 	}
 	if len(out.Verified) > 0 {
-		lines = append(lines, fmt.Sprintf("%d rules, rule instances and split lemmas verified before use:", len(out.Verified)))
+		lines = append(lines, fmt.Sprintf("verified before use (rules, rule instances, split lemmas): %d", len(out.Verified)))
 		for _, r := range out.Verified {
 			lines = append(lines, fmt.Sprintf("  %s: %s (%s), %s", r.Rule, r.Status, r.Level(), formatDuration(r.Time)))
 		}
