@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 
+	"tofuc/analysis/cost"
 	"tofuc/codegen/emit"
 	"tofuc/codegen/kernel"
 	"tofuc/lang"
@@ -170,6 +171,18 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	pk.Grid, pk.Block, pk.Shared = geometry(k)
 	for _, a := range k.Args {
 		pk.Args = append(pk.Args, plan.Arg{DType: a.DType.String(), Shape: a.Shape})
+		n := int64(a.DType.Size())
+		for _, d := range a.Shape {
+			n *= d
+		}
+		pk.Bytes += n
+	}
+	for _, d := range k.Stages {
+		f, err := cost.DefFLOPs(d)
+		if err != nil {
+			return 0, err
+		}
+		pk.FLOPs += f
 	}
 	for _, s := range k.Sites {
 		pk.Sites = append(pk.Sites, plan.Site{Pos: s.Pos.String(), Tensor: s.Tensor, Shape: s.Shape})

@@ -70,6 +70,11 @@ func f64(x float64) value.Value {
 }
 
 func (f *fn) binary(e *tir.Binary) value.Value {
+	if a, ok := tir.AffineOf(e, nil); ok {
+		if v, ok := f.affine(a); ok {
+			return v
+		}
+	}
 	lt, rt := e.L.Type(), e.R.Type()
 	if e.Op == tir.OpAnd || e.Op == tir.OpOr {
 		l := f.truth(f.expr(e.L), lt)
@@ -148,6 +153,35 @@ var signedPred = map[tir.BinOp]enum.IPred{
 var unsignedPred = map[tir.BinOp]enum.IPred{
 	tir.OpEq: enum.IPredEQ, tir.OpNe: enum.IPredNE, tir.OpLt: enum.IPredULT,
 	tir.OpLe: enum.IPredULE, tir.OpGt: enum.IPredUGT, tir.OpGe: enum.IPredUGE,
+}
+
+// affine emits index arithmetic in its canonical form c + Σ k·v, so that
+// the same index written two ways (a worker's (j + 8) - 8 and j) lowers
+// to the same code; ok is false when its constant is symbolic.
+func (f *fn) affine(a tir.Affine) (value.Value, bool) {
+	c, ok := a.Const.IsConst()
+	if !ok {
+		return nil, false
+	}
+	var v value.Value
+	for _, t := range a.Terms {
+		x := f.expr(&tir.VarRef{V: t.Var})
+		if t.Coef != 1 {
+			x = f.b.NewMul(x, i64(t.Coef))
+		}
+		if v == nil {
+			v = x
+		} else {
+			v = f.b.NewAdd(v, x)
+		}
+	}
+	switch {
+	case v == nil:
+		return i64(c), true
+	case c != 0:
+		return f.b.NewAdd(v, i64(c)), true
+	}
+	return v, true
 }
 
 // intDivide is a / b or a % b on i64 as the interpreter computes them:

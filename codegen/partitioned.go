@@ -1,0 +1,390 @@
+package codegen
+
+import (
+	"fmt"
+	"time"
+
+	"tofuc/analysis/partition/execution"
+	"tofuc/analysis/schedule"
+	"tofuc/codegen/kernel"
+	"tofuc/lang/ir"
+	"tofuc/runtime/plan"
+)
+
+// Buffer keys of a partitioned plan.
+type (
+	tileKey struct { // device d's tile of value v
+		v *ir.Value
+		d int
+	}
+	regionKey struct { // the region of input j that node n reads on device d
+		n    *ir.Node
+		j, d int
+	}
+	partKey struct { // the box of output o that node n computes on device d
+		n    *ir.Node
+		o, d int
+	}
+	reducedKey struct { // partKey combined over the device's group
+		n    *ir.Node
+		o, d int
+	}
+	deviceLocalKey struct { // a materialised local of node n on device d
+		n   *ir.Node
+		def *ir.Def
+		d   int
+	}
+)
+
+// CompilePartitioned lowers the execution graph of a partition plan
+// (analysis/partition/execution) over its devices into dir. Every device
+// runs its operators' instances in the graph's order; before each, it
+// copies the regions it reads from the devices holding them (its own
+// tile first); after each, partial outputs are combined over their group
+// and every device copies the parts of the output its tile holds.
+// Kernels of different nodes are not fused across devices.
+func CompilePartitioned(eg *execution.Graph, g *ir.Graph, dir string, opts Options) (*Compiled, error) {
+	start := time.Now()
+	b := newBuilder(g.Name, eg.Devices)
+	pb := &partitioned{builder: b, eg: eg, lastWrite: map[tileKey]int{}}
+	if err := pb.build(g); err != nil {
+		return nil, err
+	}
+	return b.finish(dir, opts, start)
+}
+
+type partitioned struct {
+	*builder
+	eg *execution.Graph
+	// lastWrite is the step of a tile's device that last wrote it.
+	lastWrite map[tileKey]int
+}
+
+func (p *partitioned) build(g *ir.Graph) error {
+	for _, v := range g.Inputs {
+		p.bindTiles(&p.p.Inputs, v, plan.RoleInput)
+	}
+	for _, q := range g.Params {
+		p.bindTiles(&p.p.Params, q.Value, plan.RoleParameter)
+	}
+	for _, ops := range p.eg.Ops {
+		if err := p.node(ops); err != nil {
+			return err
+		}
+	}
+	for _, v := range g.Outputs {
+		if v.Const != nil {
+			return fmt.Errorf("output %s is a literal constant: not supported in a partitioned plan", v.Name)
+		}
+		p.bindTiles(&p.p.Outputs, v, plan.RoleOutput)
+	}
+	return nil
+}
+
+// tile returns the buffer of device d's tile of v.
+func (p *partitioned) tile(v *ir.Value, d int) int {
+	box := p.eg.Tiles[v][d]
+	role := roleOf(v)
+	id := p.buffer(tileKey{v, d}, fmt.Sprintf("%s@%d", v.Name, d), d, v.DType, boxShape(box), role)
+	p.keep(id) // tiles may be read by any device at any later step
+	return id
+}
+
+// bindTiles binds a named tensor to its tiles on every device.
+func (p *partitioned) bindTiles(list *[]plan.Binding, v *ir.Value, role string) {
+	b := plan.Binding{Name: v.Name, DType: v.DType.String()}
+	for d, box := range p.eg.Tiles[v] {
+		id := p.tile(v, d)
+		if role != plan.RoleActivation && p.p.Buffers[id].Role == plan.RoleActivation || role == plan.RoleOutput {
+			p.p.Buffers[id].Role = role
+		}
+		b.Tiles = append(b.Tiles, plan.Tile{Buffer: id, Box: planBox(box)})
+		for i, r := range box {
+			if len(b.Shape) <= i {
+				b.Shape = append(b.Shape, 0)
+			}
+			b.Shape[i] = max(b.Shape[i], r.Hi+1)
+		}
+	}
+	*list = append(*list, b)
+}
+
+// node adds the steps of one node on every device.
+func (p *partitioned) node(ops []*execution.Op) error {
+	n := ops[0].Node
+	launched := make([]int, len(ops)) // each device's last launch of n, -1 when none
+	for _, op := range ops {
+		launched[op.Device] = -1
+		if op.Inst == nil {
+			continue
+		}
+		last, err := p.device(op)
+		if err != nil {
+			return fmt.Errorf("%s: operator %s on device %d: %v", n.Pos, n.Name, op.Device, err)
+		}
+		launched[op.Device] = last
+	}
+	ready := p.reduce(ops, launched)
+	for o := range n.Outputs {
+		p.distribute(ops, o, ready)
+	}
+	return nil
+}
+
+// device adds the copies and launches of one device's copy of a node and
+// returns the index of its last launch.
+func (p *partitioned) device(op *execution.Op) (int, error) {
+	n, d := op.Node, op.Device
+	for j, v := range n.Inputs {
+		if v.Const == nil && !op.Inputs[j].Equal(p.eg.Tiles[v][d]) {
+			p.gatherRegion(op, j)
+		}
+	}
+	last := -1
+	for _, def := range schedule.Launches(op.Inst) {
+		out := p.outputKey(op, def)
+		k, err := kernel.Build(fmt.Sprintf("%s@%d", n.Name, d), out, []kernel.Stage{{Inst: op.Inst, Def: def, Bind: p.binder(op)}})
+		if err != nil {
+			return 0, err
+		}
+		if last, err = p.launch(d, false, k); err != nil {
+			return 0, err
+		}
+	}
+	for o, v := range n.Outputs {
+		if p.writesTile(op, o) {
+			p.lastWrite[tileKey{v, d}] = last
+		}
+	}
+	return last, nil
+}
+
+// writesTile reports whether op computes output o straight into its
+// device's tile: a whole, final tile.
+func (p *partitioned) writesTile(op *execution.Op, o int) bool {
+	return !op.Partial && op.Outputs[o].Equal(p.eg.Tiles[op.Node.Outputs[o]][op.Device])
+}
+
+// outputKey is the buffer a launch of op writes, created here.
+func (p *partitioned) outputKey(op *execution.Op, def *ir.Def) any {
+	n, d := op.Node, op.Device
+	for o, od := range op.Inst.Outputs {
+		if od != def {
+			continue
+		}
+		v := n.Outputs[o]
+		if p.writesTile(op, o) {
+			p.tile(v, d)
+			return tileKey{v, d}
+		}
+		key := partKey{n, o, d}
+		id := p.buffer(key, fmt.Sprintf("%s@%d part", v.Name, d), d, v.DType, boxShape(op.Outputs[o]), roleOf(v))
+		p.keep(id) // read by other devices
+		return key
+	}
+	key := deviceLocalKey{n, def, d}
+	shape, _ := concrete(def.Tensor.Name, def.Tensor.Shape)
+	p.buffer(key, fmt.Sprintf("%s@%d/%s", n.Name, d, def.Tensor.Name), d, def.Tensor.DType, shape, plan.RoleWorkspace)
+	return key
+}
+
+// binder binds op's inputs to their tiles or gathered regions, constants
+// folded in, and its materialised locals to workspace buffers.
+func (p *partitioned) binder(op *execution.Op) func(*ir.Tensor) (kernel.Binding, error) {
+	n, d := op.Node, op.Device
+	return func(t *ir.Tensor) (kernel.Binding, error) {
+		for j, in := range op.Inst.Inputs {
+			if in != t {
+				continue
+			}
+			v := n.Inputs[j]
+			switch {
+			case v.Const != nil:
+				return kernel.Binding{Const: v.Const}, nil
+			case op.Inputs[j].Equal(p.eg.Tiles[v][d]):
+				p.tile(v, d)
+				return kernel.Binding{Buffer: tileKey{v, d}}, nil
+			}
+			return kernel.Binding{Buffer: regionKey{n, j, d}}, nil
+		}
+		if def := schedule.Local(op.Inst, t); def != nil {
+			key := deviceLocalKey{n, def, d}
+			shape, err := concrete(t.Name, t.Shape)
+			if err != nil {
+				return kernel.Binding{}, err
+			}
+			p.buffer(key, fmt.Sprintf("%s@%d/%s", n.Name, d, t.Name), d, t.DType, shape, plan.RoleWorkspace)
+			return kernel.Binding{Buffer: key}, nil
+		}
+		return kernel.Binding{}, fmt.Errorf("tensor %s is not an input or a local of %s", t.Name, op.Inst.Op)
+	}
+}
+
+// gatherRegion fills the region buffer of input j of op: the part its
+// own tile holds, then the pieces of its fused fetch from other devices.
+func (p *partitioned) gatherRegion(op *execution.Op, j int) {
+	n, d := op.Node, op.Device
+	v, region := n.Inputs[j], op.Inputs[j]
+	id := p.buffer(regionKey{n, j, d}, fmt.Sprintf("%s@%d in%d", n.Name, d, j), d, v.DType, boxShape(region), plan.RoleWorkspace)
+	p.copyPart(d, id, region, v, d, region.Intersect(p.eg.Tiles[v][d]))
+	for _, piece := range op.Fetch {
+		if piece.Input == j {
+			p.copyPart(d, id, region, v, piece.From, piece.Box)
+		}
+	}
+}
+
+// copyPart adds a copy, on device d, of box part of v from device
+// from's tile into buffer to, which holds region.
+func (p *partitioned) copyPart(d, to int, region execution.Box, v *ir.Value, from int, part execution.Box) {
+	if part.Size() == 0 {
+		return
+	}
+	src := p.tile(v, from)
+	s := plan.Step{Op: plan.Copy, From: src, To: to, Src: planBox(part.Relative(p.eg.Tiles[v][from])), At: lows(part.Relative(region)), Label: "fetch " + v.Name}
+	if w, ok := p.lastWrite[tileKey{v, from}]; ok && from != d {
+		s.After = []plan.StepRef{{Device: from, Step: w}}
+	}
+	p.touch(src)
+	p.touch(to)
+	p.addStep(d, false, s)
+}
+
+// reduce combines partial outputs over each group: every member adds a
+// reduction of the group's parts into a buffer of its own (its tile when
+// the box is its tile). It returns, per device and output, the step
+// after which the device's final part of that output is ready (-1: none).
+func (p *partitioned) reduce(ops []*execution.Op, launched []int) [][]int {
+	n := ops[0].Node
+	ready := make([][]int, len(ops))
+	for _, op := range ops {
+		ready[op.Device] = make([]int, len(n.Outputs))
+		for o := range n.Outputs {
+			ready[op.Device][o] = launched[op.Device]
+		}
+	}
+	for _, op := range ops {
+		if op.Inst == nil || !op.Partial {
+			continue
+		}
+		d := op.Device
+		for o, v := range n.Outputs {
+			s := plan.Step{Op: plan.Reduce, Reducer: op.Reducer.String(), Label: "combine " + v.Name}
+			for _, g := range op.Group {
+				if launched[g] < 0 {
+					continue
+				}
+				part := p.bufferOf[partKey{n, o, g}]
+				s.Parts = append(s.Parts, part)
+				p.touch(part)
+				if g != d {
+					s.After = append(s.After, plan.StepRef{Device: g, Step: launched[g]})
+				}
+			}
+			var to int
+			if op.Outputs[o].Equal(p.eg.Tiles[v][d]) {
+				to = p.tile(v, d)
+			} else {
+				to = p.buffer(reducedKey{n, o, d}, fmt.Sprintf("%s@%d combined", v.Name, d), d, v.DType, boxShape(op.Outputs[o]), roleOf(v))
+				p.keep(to) // read by other devices
+			}
+			s.To = to
+			p.touch(to)
+			ready[d][o] = p.addStep(d, false, s)
+			if id, ok := p.bufferOf[tileKey{v, d}]; ok && id == to {
+				p.lastWrite[tileKey{v, d}] = ready[d][o]
+			}
+		}
+	}
+	return ready
+}
+
+// distribute copies the computed parts of output o into every device's
+// tile of it: for each box computed, from the device itself when it
+// computed it, else from the first device that did.
+func (p *partitioned) distribute(ops []*execution.Op, o int, ready [][]int) {
+	n := ops[0].Node
+	v := n.Outputs[o]
+	for e, tb := range p.eg.Tiles[v] {
+		for _, src := range p.sources(ops, o, e) {
+			in := src.box.Intersect(tb)
+			if own, ok := p.bufferOf[tileKey{v, e}]; in.Size() == 0 || ok && src.buffer == own {
+				continue
+			}
+			to := p.tile(v, e)
+			s := plan.Step{Op: plan.Copy, From: src.buffer, To: to, Src: planBox(in.Relative(src.box)), At: lows(in.Relative(tb)), Label: "store " + v.Name}
+			if src.device != e {
+				s.After = []plan.StepRef{{Device: src.device, Step: ready[src.device][o]}}
+			}
+			p.touch(src.buffer)
+			p.touch(to)
+			p.lastWrite[tileKey{v, e}] = p.addStep(e, false, s)
+		}
+	}
+}
+
+type source struct {
+	device, buffer int
+	box            execution.Box
+}
+
+// sources lists the distinct boxes of output o that the devices computed,
+// each with the buffer holding its final values, preferring device e's.
+func (p *partitioned) sources(ops []*execution.Op, o, e int) []source {
+	var out []source
+	seen := map[string]int{}
+	for _, op := range ops {
+		if op.Inst == nil {
+			continue
+		}
+		d := op.Device
+		src := source{device: d, box: op.Outputs[o], buffer: p.finalBuffer(op, o)}
+		key := fmt.Sprint(src.box)
+		if i, ok := seen[key]; ok {
+			if d == e {
+				out[i] = src
+			}
+			continue
+		}
+		seen[key] = len(out)
+		out = append(out, src)
+	}
+	return out
+}
+
+// finalBuffer is the buffer holding op's final values of output o.
+func (p *partitioned) finalBuffer(op *execution.Op, o int) int {
+	n, d := op.Node, op.Device
+	if id, ok := p.bufferOf[reducedKey{n, o, d}]; ok {
+		return id
+	}
+	if op.Partial || p.writesTile(op, o) {
+		return p.bufferOf[tileKey{n.Outputs[o], d}]
+	}
+	return p.bufferOf[partKey{n, o, d}]
+}
+
+func boxShape(b execution.Box) []int64 {
+	out := make([]int64, len(b))
+	for i, r := range b {
+		out[i] = r.Size()
+	}
+	return out
+}
+
+// planBox converts an inclusive box to the plan's half-open ranges.
+func planBox(b execution.Box) []plan.Dim {
+	out := make([]plan.Dim, len(b))
+	for i, r := range b {
+		out[i] = plan.Dim{Lo: r.Lo, Hi: r.Hi + 1}
+	}
+	return out
+}
+
+func lows(b execution.Box) []int64 {
+	out := make([]int64, len(b))
+	for i, r := range b {
+		out[i] = r.Lo
+	}
+	return out
+}

@@ -1,0 +1,119 @@
+package codegen_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"tofuc/analysis/cost"
+	"tofuc/analysis/partition"
+	"tofuc/analysis/partition/execution"
+	"tofuc/codegen"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/runtime/cpu"
+	"tofuc/runtime/interp"
+	"tofuc/runtime/simt"
+	"tofuc/runtime/tensor"
+)
+
+// TestPartitionedPlans compiles the searched partition of training graphs
+// over 2, 4 and 8 devices and runs the plans on the cpu and simt runtimes:
+// they equal the single-device interpreter's result.
+func TestPartitionedPlans(t *testing.T) {
+	tl := tools(t)
+	cases := []struct {
+		name    string
+		set     map[string]ir.AttrValue
+		classes int64
+	}{
+		{"mlp", attrs("batch", 8, "hidden", 16), 10},
+		{"wresnet", attrs("depth", 50, "width", 1, "batch", 4, "image", 32, "classes", 10, "train", true), 10},
+		{"rnn", attrs("layers", 2, "hidden", 8, "steps", 3, "batch", 4, "classes", 4), 4},
+	}
+	for _, c := range cases {
+		var (
+			g      *ir.Graph
+			cg     *cost.Graph
+			inputs map[string]*tensor.Tensor
+			want   *interp.Result
+		)
+		// prepare loads the model and runs the interpreter once, for the
+		// first of its subtests that runs.
+		prepare := func(t *testing.T) {
+			if g != nil {
+				return
+			}
+			g = loadExample(t, c.name, true, c.set)
+			inputs = randomInputs(g, c.classes)
+			var err error
+			if want, err = interp.RunGraph(g, inputs, nil, 1); err != nil {
+				t.Fatal(err)
+			}
+			if cg, err = cost.NewGraph(g); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, devices := range []int{2, 4, 8} {
+			t.Run(fmt.Sprintf("%s/%d", c.name, devices), func(t *testing.T) {
+				prepare(t)
+				res, err := partition.Search(cg, devices, partition.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				eg, err := execution.Build(cg, res.Plan)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if os.Getenv("CHECK_INTERP") != "" {
+					ref, err := eg.Run(inputs, want.Params)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for name, w := range want.Outputs {
+						if err := tensor.Compare(ref[name], w, tensor.Reordered(lang.F32, 1<<12)); err != nil {
+							t.Errorf("interp partitioned: output %s: %v", name, err)
+						}
+					}
+				}
+				if os.Getenv("INTERP_ONLY") != "" {
+					return
+				}
+				dir := t.TempDir()
+				comp, err := codegen.CompilePartitioned(eg, g, dir, codegen.Options{Emit: codegen.Emit{Host: true, SIMT: true}, Tools: tl})
+				if err != nil {
+					t.Fatal(err)
+				}
+				host, err := cpu.NewHost(comp.Plan, dir, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				hp, err := cpu.Load(comp.Plan, host)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer hp.Close()
+				sp, err := simt.Load(comp.Plan, dir, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sp.Close()
+				for _, run := range []struct {
+					name string
+					p    *cpu.Program
+				}{{"cpu", hp}, {"simt", sp}} {
+					got, err := run.p.Run(inputs, want.Params)
+					if err != nil {
+						t.Fatalf("%s: %v", run.name, err)
+					}
+					for name, w := range want.Outputs {
+						if err := tensor.Compare(got[name], w, tensor.Reordered(lang.F32, 1<<12)); err != nil {
+							t.Errorf("%s: output %s: %v", run.name, name, err)
+						}
+					}
+				}
+				t.Logf("%d launches of %d distinct kernels; arenas %v bytes", comp.Stats.Kernels, comp.Stats.Distinct, comp.Plan.ArenaBytes)
+			})
+		}
+	}
+}
