@@ -39,6 +39,9 @@ func (u *unsupported) Error() string { return "cannot verify: " + u.what }
 func newLowerer(dl *deadline, graphs ...*ir.Graph) *lowerer {
 	l := &lowerer{producer: map[*ir.Value]producer{}, dtypes: map[string]lang.DType{}, dl: dl}
 	for _, g := range graphs {
+		for _, v := range g.Inputs {
+			l.dtypes[v.Name] = v.DType
+		}
 		for _, n := range g.Nodes {
 			for i, v := range n.Outputs {
 				l.producer[v] = producer{n, i}
@@ -67,7 +70,6 @@ func (l *lowerer) value(v *ir.Value, idx []lin) (poly, error) {
 	}
 	p, ok := l.producer[v]
 	if !ok {
-		l.dtypes[v.Name] = v.DType
 		return atomPoly(newAccess(v.Name, idx)), nil
 	}
 	return l.def(p.node, p.node.Inst.Outputs[p.out], idx)
@@ -78,7 +80,28 @@ func (l *lowerer) def(n *ir.Node, d *ir.Def, idx []lin) (poly, error) {
 	for i, v := range d.Vars {
 		env[v] = idx[i]
 	}
-	return l.expr(d.Body, &frame{n, env})
+	p, err := l.expr(d.Body, &frame{n, env})
+	if err != nil {
+		return nil, err
+	}
+	return l.store(d.Tensor.DType, p), nil
+}
+
+// store is p as a tensor of dtype t holds it: rounded (an uninterpreted
+// function) when t is a float dtype narrower than an input of the rule.
+// The rule's arithmetic is in its inputs' precision and its rounding is
+// not modelled; a narrower tensor (after cast_bf16 of f32 inputs) rounds
+// every value stored in it, and that is the rule's semantics.
+func (l *lowerer) store(t lang.DType, p poly) poly {
+	if !t.IsFloat() || l.holds(t, p) {
+		return p
+	}
+	for _, in := range l.dtypes {
+		if !floatHolds(t, in) {
+			return fnPoly("round:"+t.String(), p)
+		}
+	}
+	return p
 }
 
 func floatPoly(f float64) (poly, error) {
