@@ -169,6 +169,7 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	b.units = append(b.units, k)
 	pk := plan.Kernel{Name: name, Label: k.Label, Kind: k.Kind.String(), Form: k.Form.String(), Elements: k.Elements, Sync: k.Form == kernel.Blocks}
 	pk.Grid, pk.Block, pk.Shared = geometry(k)
+	pk.HostRange, pk.HostGrain = emit.HostRange(k)
 	for _, a := range k.Args {
 		pk.Args = append(pk.Args, plan.Arg{DType: a.DType.String(), Shape: a.Shape})
 		n := int64(a.DType.Size())

@@ -11,29 +11,31 @@ import (
 	"time"
 
 	"tofuc/analysis/check"
+	"tofuc/codegen/backend"
 	"tofuc/parser/onnx/conform"
 )
 
 func runONNXTest(args []string, stdout, stderr io.Writer) int {
 	fs := flagSet("onnx-test", stderr)
 	asJSON := fs.Bool("json", false, "print the results as JSON")
-	backend := fs.String("backend", "interp", "how to run the models: interp (the reference interpreter)")
+	backendName := fs.String("backend", "interp", "how to run the models: interp (the reference interpreter), cpu (compiled host kernels) or simt (compiled GPU kernels, emulated)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up on a test after this long (it fails)")
 	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "tests run at once")
 	explain := fs.Bool("explain", false, "when float outputs fail, evaluate in float64 and say how far each side is from it")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
+	b, err := backend.ByName(*backendName, 0)
 	switch {
-	case *backend != "interp":
-		return usageError(stderr, "onnx-test", "unknown backend %q (only interp)", *backend)
+	case err != nil:
+		return usageError(stderr, "onnx-test", "%v", err)
 	case fs.NArg() == 0:
 		return usageError(stderr, "onnx-test", "expected at least one PATH")
 	case *jobs < 1:
 		return usageError(stderr, "onnx-test", "--jobs must be at least 1")
 	}
 	paths := expandTestPaths(fs.Args())
-	results := runTests(paths, conform.Config{Timeout: *timeout, Explain: *explain}, *jobs, func(o conform.Outcome) {
+	results := runTests(paths, conform.Config{Timeout: *timeout, Explain: *explain, Backend: b}, *jobs, func(o conform.Outcome) {
 		if !*asJSON {
 			fmt.Fprintln(stdout, o.Line())
 		}

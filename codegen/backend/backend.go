@@ -90,6 +90,9 @@ func (c *Compiled) Prepare(g *ir.Graph, syms map[string]int64) (exec.Program, er
 	return &Program{Program: prog, Stats: res.Stats, dir: dir}, nil
 }
 
+// Kernels is the number of kernel launches of the compiled plan.
+func (p *Program) Kernels() int { return p.Stats.Kernels }
+
 // Run runs the plan.
 func (p *Program) Run(inputs, params map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
 	return p.Program.Run(inputs, params)

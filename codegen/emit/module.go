@@ -151,7 +151,8 @@ func (f *fn) gpuFunc(name string) {
 	f.b.NewRet(nil)
 }
 
-// hostFunc defines k as void NAME(i8** args, i64 begin, i64 end).
+// hostFunc defines k as void NAME(i8** args, i64 begin, i64 end): output
+// elements [begin, end), or for a contraction its tasks (HostRange).
 func (f *fn) hostFunc(name string) {
 	args := ir.NewParam("args", types.NewPointer(types.I8Ptr))
 	begin := ir.NewParam("begin", types.I64)
@@ -163,7 +164,11 @@ func (f *fn) hostFunc(name string) {
 		f.bufs = append(f.bufs, f.argPointer(args, i, storageType(a.DType)))
 	}
 	f.status = f.argPointer(args, len(f.k.Args), types.I64)
-	f.loop(begin, end, i64(1), f.element)
+	if f.k.GEMM != nil {
+		f.gemmHost(begin, end)
+	} else {
+		f.loop(begin, end, i64(1), f.element)
+	}
 	f.b.NewRet(nil)
 }
 
@@ -202,10 +207,13 @@ func (m *Module) declare(name string, ret types.Type, params ...types.Type) *ir.
 		ps = append(ps, ir.NewParam("", p))
 	}
 	d := m.M.NewFunc(name, ret, ps...)
-	if strings.HasPrefix(name, "llvm.nvvm.barrier") || strings.HasPrefix(name, "llvm.nvvm.shfl") {
+	switch {
+	case strings.HasPrefix(name, "llvm.nvvm.barrier") || strings.HasPrefix(name, "llvm.nvvm.shfl"):
 		d.FuncAttrs = append(d.FuncAttrs, enum.FuncAttrConvergent, enum.FuncAttrNoUnwind)
-	} else {
+	case strings.HasPrefix(name, "llvm."):
 		d.FuncAttrs = append(d.FuncAttrs, enum.FuncAttrNoUnwind, enum.FuncAttrReadNone)
+	default: // the C library's malloc and free (host flavour)
+		d.FuncAttrs = append(d.FuncAttrs, enum.FuncAttrNoUnwind)
 	}
 	m.decls[name] = d
 	return d
@@ -222,4 +230,14 @@ func ArgElems(k *kernel.Kernel) []string {
 		out[i] = storageType(a.DType).String()
 	}
 	return out
+}
+
+// HostRange is the range a host-flavour kernel's calls split, and the
+// fewest items worth a thread of their own: output elements, or for a
+// contraction its tasks (each a block of columns).
+func HostRange(k *kernel.Kernel) (items, grain int64) {
+	if k.GEMM != nil {
+		return GEMMTasks(k.GEMM), 1
+	}
+	return k.Elements, 4096
 }

@@ -125,6 +125,7 @@ func (b *builder) classify() {
 		return
 	}
 	k.Form = Threads
+	k.GEMM = b.gemm()
 	k.Reductions = nil
 }
 

@@ -93,6 +93,9 @@ type Kernel struct {
 	// Opaques are the opaque calls to compute on the host before the
 	// kernel runs; a kernel with any runs only where a host does.
 	Opaques []OpaqueCall
+	// GEMM describes the kernel when it is a floating-point sum of
+	// products (nil otherwise).
+	GEMM *GEMM
 	// Elements is the number of output elements; ReduceLen the longest
 	// top-level reduction range.
 	Elements, ReduceLen int64

@@ -15,6 +15,7 @@ import (
 // Tools are the external programs code generation runs.
 type Tools struct {
 	LLC         string // llc of LLVM 14
+	Opt         string // opt of the same LLVM, beside llc
 	LLCVersion  string // its "LLVM version" line
 	llcIdentity string // all of `llc --version`, the host CPU included
 	CC          string // the host C compiler (links shared objects)
@@ -48,6 +49,9 @@ func find() (*Tools, error) {
 		return nil, fmt.Errorf("%s --version: %v", t.LLC, err)
 	}
 	t.llcIdentity = string(id)
+	if t.Opt, err = findOpt(t.LLC); err != nil {
+		return nil, err
+	}
 	if t.CC, err = findCC(); err != nil {
 		return nil, err
 	}
@@ -102,6 +106,21 @@ func LLVMVersion(llc string) (string, error) {
 	return "", fmt.Errorf("%s --version prints no LLVM version", llc)
 }
 
+// findOpt returns the opt beside llc (llc-14 → opt-14), which must be
+// of the same LLVM.
+func findOpt(llc string) (string, error) {
+	dir, base := filepath.Split(llc)
+	opt := filepath.Join(dir, strings.Replace(base, "llc", "opt", 1))
+	out, err := exec.Command(opt, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("opt of LLVM 14 not found beside %s (%v): install Debian's llvm-14", llc, err)
+	}
+	if m := llvmVersion.FindStringSubmatch(string(out)); m == nil || m[1] != "14" {
+		return "", fmt.Errorf("%s is not LLVM 14's opt", opt)
+	}
+	return opt, nil
+}
+
 func findCC() (string, error) {
 	if cc := os.Getenv("CC"); cc != "" {
 		if p, err := exec.LookPath(cc); err == nil {
@@ -135,6 +154,10 @@ func run(ctx context.Context, input []byte, name string, args ...string) ([]byte
 
 // Target is what llc compiles for.
 type Target struct {
+	// Opt, when set, are the arguments of an opt run before llc (the
+	// middle-end optimisations llc alone lacks: inlining, loop
+	// vectorisation).
+	Opt  []string
 	Args []string // llc arguments besides -filetype and -o
 	Obj  bool     // an object file (else assembly, e.g. PTX)
 }
@@ -147,7 +170,7 @@ type Target struct {
 var PTX = Target{Args: []string{"-march=nvptx64", "-mcpu=sm_80", "-mattr=+ptx70", "-O3", "-nvptx-fma-level=0", "-disable-lsr"}}
 
 // Host compiles position-independent native code for this machine's CPU.
-var Host = Target{Args: []string{"-O3", "-mcpu=native", "-relocation-model=pic"}, Obj: true}
+var Host = Target{Opt: []string{"-O3", "-mcpu=native"}, Args: []string{"-O3", "-mcpu=native", "-relocation-model=pic"}, Obj: true}
 
 // Compile runs llc on module text ir for target t, through the cache.
 func (t *Tools) Compile(ctx context.Context, ir []byte, target Target) ([]byte, error) {
@@ -156,8 +179,14 @@ func (t *Tools) Compile(ctx context.Context, ir []byte, target Target) ([]byte, 
 		args = append(args, "-filetype=obj")
 	}
 	args = append(args, "-o", "-")
-	key := Key("llc", t.llcIdentity, strings.Join(args, " "), string(ir))
+	key := Key("llc", t.llcIdentity, strings.Join(target.Opt, " "), strings.Join(args, " "), string(ir))
 	return t.Cache.Do(key, func() ([]byte, error) {
+		if target.Opt != nil {
+			var err error
+			if ir, err = run(ctx, ir, t.Opt, append(target.Opt, "-S", "-o", "-")...); err != nil {
+				return nil, err
+			}
+		}
 		return run(ctx, ir, t.LLC, args...)
 	})
 }

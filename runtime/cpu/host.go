@@ -10,10 +10,6 @@ import (
 	"tofuc/runtime/plan"
 )
 
-// minChunk is the fewest output elements a thread is given: smaller
-// kernels run on one thread, so that scheduling does not drown them.
-const minChunk = 4096
-
 // HostEngine runs host-flavour kernels natively.
 type HostEngine struct {
 	lib     *native.Library
@@ -42,14 +38,17 @@ func (e *HostEngine) Launch(k *plan.Kernel, argv uintptr) error {
 	if err != nil {
 		return err
 	}
-	parts := int64(min(int64(e.threads), max(1, k.Elements/minChunk)))
+	// Kernels smaller than a grain per thread run on fewer threads, so
+	// that scheduling does not drown them.
+	n := k.HostRange
+	parts := min(int64(e.threads), max(1, n/max(1, k.HostGrain)))
 	if parts <= 1 {
-		native.Call(fn, argv, 0, uintptr(k.Elements))
+		native.Call(fn, argv, 0, uintptr(n))
 		return nil
 	}
 	var wg sync.WaitGroup
 	for i := range parts {
-		lo, hi := k.Elements*i/parts, k.Elements*(i+1)/parts
+		lo, hi := n*i/parts, n*(i+1)/parts
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -55,6 +55,10 @@ func NewSession(g *ir.Graph, b Backend, seed uint64) *Session {
 	return &Session{Graph: g, Backend: b, Seed: seed}
 }
 
+// Program is what the backend prepared for the last run (nil before
+// the first).
+func (s *Session) Program() Program { return s.prog }
+
 // Close releases what the backend prepared.
 func (s *Session) Close() error {
 	if s.prog == nil {

@@ -49,9 +49,13 @@ type Kernel struct {
 	Label  string `json:"label"`  // the operators or nodes it computes
 	Kind   string `json:"kind"`   // elementwise, injective, gather, contraction, reduction
 	Form   string `json:"form"`   // threads or blocks
-	// Elements is the number of output elements: the host flavour's
-	// range [0, Elements).
+	// Elements is the number of output elements.
 	Elements int64 `json:"elements"`
+	// HostRange is what the host flavour computes per call, [0,
+	// HostRange): output elements, or a contraction's tasks; HostGrain
+	// the fewest of them worth a thread of their own.
+	HostRange int64 `json:"host_range"`
+	HostGrain int64 `json:"host_grain"`
 	// Grid and Block are the GPU launch geometry (blocks, threads per
 	// block), Shared its static shared memory in bytes; Sync says whether
 	// its threads meet at barriers or warp shuffles.

@@ -15,7 +15,7 @@ import (
 	"tofuc/lang/ir"
 	"tofuc/parser/onnx"
 	"tofuc/parser/onnx/onnxpb"
-	"tofuc/runtime/interp"
+	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
 )
 
@@ -38,6 +38,9 @@ type Outcome struct {
 	Seconds float64 `json:"seconds"`
 	// OpTypes are the model's operator types, for per-operator tables.
 	OpTypes []string `json:"op_types,omitempty"`
+	// Kernels counts the kernels a compiled backend launched (the last
+	// data set's plan).
+	Kernels int `json:"kernels,omitempty"`
 	// TimedOut says the test may still be running, on Config.Program:
 	// the caller must not use that Program again.
 	TimedOut bool `json:"timed_out,omitempty"`
@@ -45,6 +48,9 @@ type Outcome struct {
 
 // Line is the outcome as the runner prints it.
 func (o Outcome) Line() string {
+	if o.Detail == "" && o.Kernels > 0 {
+		return fmt.Sprintf("%s %s (%d kernels)", o.Status, o.Name, o.Kernels)
+	}
 	if o.Detail == "" {
 		return fmt.Sprintf("%s %s", o.Status, o.Name)
 	}
@@ -80,6 +86,8 @@ type Config struct {
 	// and says how far tofuc's and the expected outputs are from that
 	// reference (the outcome stays a failure).
 	Explain bool
+	// Backend runs the models (nil: the interpreter).
+	Backend exec.Backend
 }
 
 // Run runs the test at path. A panic or a timeout is a failure.
@@ -105,7 +113,7 @@ func Run(path string, cfg Config) Outcome {
 	} else {
 		res = <-done
 	}
-	o.Status, o.Detail, o.OpTypes, o.TimedOut = res.Status, res.Detail, res.OpTypes, res.TimedOut
+	o.Status, o.Detail, o.OpTypes, o.TimedOut, o.Kernels = res.Status, res.Detail, res.OpTypes, res.TimedOut, res.Kernels
 	o.Seconds = time.Since(start).Seconds()
 	return o
 }
@@ -135,7 +143,8 @@ func run(path string, cfg Config) Outcome {
 		return o
 	}
 	for i, set := range sets {
-		status, detail := runSet(m, set, cfg, fmt.Sprintf("%s#%d.tdl", m.Path, i))
+		status, detail, kernels := runSet(m, set, cfg, fmt.Sprintf("%s#%d.tdl", m.Path, i))
+		o.Kernels = kernels
 		if status != Pass {
 			if len(sets) > 1 {
 				detail = fmt.Sprintf("data set %d: %s", i, detail)
@@ -161,27 +170,28 @@ func opTypes(m *onnx.Model) []string {
 	return out
 }
 
-// runSet imports, checks and evaluates the model on one data set.
-func runSet(m *onnx.Model, set dataSet, cfg Config, tdlPath string) (Status, string) {
+// runSet imports, checks and evaluates the model on one data set; it
+// also returns the kernels a compiled backend launched.
+func runSet(m *onnx.Model, set dataSet, cfg Config, tdlPath string) (Status, string, int) {
 	in, err := graphInputs(m, set.inputs)
 	if err != nil {
-		return Fail, err.Error()
+		return Fail, err.Error(), 0
 	}
 	res, err := onnx.Import(m, onnx.Options{Known: in.tensors, Sequences: in.types(), Program: cfg.Program})
 	var unsup *onnx.UnsupportedError
 	if errors.As(err, &unsup) {
-		return Unsupported, unsupportedSummary(unsup)
+		return Unsupported, unsupportedSummary(unsup), 0
 	}
 	if err != nil {
-		return Fail, "import: " + err.Error()
+		return Fail, "import: " + err.Error(), 0
 	}
-	got, err := Evaluate(cfg.Program, tdlPath, res, in)
+	got, kernels, err := evaluateOn(cfg.Backend, cfg.Program, tdlPath, res, in)
 	if err != nil {
-		return Fail, err.Error()
+		return Fail, err.Error(), kernels
 	}
 	want := flatten(set.outputs)
 	if len(got) != len(want) {
-		return Fail, fmt.Sprintf("%d outputs, %d expected (sequence elements counted apart)", len(got), len(want))
+		return Fail, fmt.Sprintf("%d outputs, %d expected (sequence elements counted apart)", len(got), len(want)), kernels
 	}
 	for i := range want {
 		if err := tensor.Compare(got[i], want[i], tensor.External); err != nil {
@@ -189,10 +199,10 @@ func runSet(m *onnx.Model, set dataSet, cfg Config, tdlPath string) (Status, str
 			if cfg.Explain && want[i].DType.IsFloat() && got[i].DType == want[i].DType {
 				detail += explain(cfg.Program, tdlPath, res, in, i, got[i], want[i])
 			}
-			return Fail, detail
+			return Fail, detail, kernels
 		}
 	}
-	return Pass, ""
+	return Pass, "", kernels
 }
 
 // flatten lists the tensors of data, a sequence's elements in order.
@@ -265,9 +275,16 @@ func unsupportedSummary(e *onnx.UnsupportedError) string {
 // and runs it with the interpreter on its inputs, returning its outputs
 // in order (a sequence's elements one by one).
 func Evaluate(prog *check.Program, path string, res *onnx.Result, in feed) ([]*tensor.Tensor, error) {
+	got, _, err := evaluateOn(nil, prog, path, res, in)
+	return got, err
+}
+
+// evaluateOn is Evaluate on a backend (nil: the interpreter); it also
+// returns the kernels a compiled backend launched.
+func evaluateOn(b exec.Backend, prog *check.Program, path string, res *onnx.Result, in feed) ([]*tensor.Tensor, int, error) {
 	mod, err := prog.LoadSource(path, res.Source)
 	if err != nil {
-		return nil, fmt.Errorf("the imported TDL does not parse: %v", err)
+		return nil, 0, fmt.Errorf("the imported TDL does not parse: %v", err)
 	}
 	inputs := map[string]*tensor.Tensor{}
 	set := map[string]ir.AttrValue{}
@@ -281,17 +298,26 @@ func Evaluate(prog *check.Program, path string, res *onnx.Result, in feed) ([]*t
 	}
 	g, err := mod.Model("", set)
 	if err != nil {
-		return nil, fmt.Errorf("the imported TDL does not check: %v", err)
+		return nil, 0, fmt.Errorf("the imported TDL does not check: %v", err)
 	}
-	out, err := interp.RunGraph(g, inputs, res.Params, 0)
+	if b == nil {
+		b = exec.Interp{}
+	}
+	s := exec.NewSession(g, b, 0)
+	defer s.Close()
+	out, err := s.Run(inputs, res.Params)
+	kernels := 0
+	if p, ok := s.Program().(interface{ Kernels() int }); ok {
+		kernels = p.Kernels()
+	}
 	if err != nil {
-		return nil, fmt.Errorf("evaluation: %v", err)
+		return nil, kernels, fmt.Errorf("evaluation: %v", err)
 	}
 	got := make([]*tensor.Tensor, len(g.Outputs))
 	for i, v := range g.Outputs {
 		got[i] = out.Outputs[v.Name]
 	}
-	return got, nil
+	return got, kernels, nil
 }
 
 // bindSymbols sets the model attribute of each symbolic extent of shape

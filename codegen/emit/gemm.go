@@ -1,0 +1,279 @@
+package emit
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+	"golang.org/x/sys/cpu"
+
+	"tofuc/codegen/kernel"
+	"tofuc/lang"
+	tir "tofuc/lang/ir"
+)
+
+// The host flavour of a contraction (kernel.GEMM) is a packed,
+// cache-blocked matrix product with a register-blocked, vectorised
+// micro-kernel, GotoBLAS's structure:
+//
+//	task (batch b, columns [jc, jc+nc)):
+//	  C = 0                                 rows × nc floats
+//	  for each block of KC values of k:
+//	    pack B[k, jc:jc+nc] into Bp          (evaluating B's lambda: im2col for free)
+//	    for each strip of MR rows:
+//	      pack A[rows, k] into Ap
+//	      for each strip of NR columns: C[strip] += Ap · Bp[strip]
+//	  epilogue: each element's stages with the sum replaced by C, stored
+//
+// Sizes follow one rule (docs/codegen.md): the vector has the host's
+// widest lanes VL (16 floats with AVX-512, 8 with AVX, else 4); the
+// micro-kernel keeps MR × 2 vectors of C in registers (MR = 8 with
+// AVX-512's 32 registers, else 6 of 16) over NR = 2·VL columns; KC = 256
+// keeps a strip of Bp (KC·NR floats) in L1; a task's columns nc keep C
+// and Bp (rows·nc and KC·nc floats) within 512 KiB of L2, at most 512 and
+// a multiple of 64, and there are at least four tasks where the columns
+// allow, so that every thread has work. Products accumulate in f32 with
+// fused multiply-adds: a contraction's result differs from the
+// interpreter's (which sums in float64) by the reordered-sum tolerance.
+
+const (
+	gemmKC     = 256
+	gemmBudget = 512 << 10 // bytes of C and of Bp a task keeps
+	gemmMaxNC  = 512
+)
+
+// hostLanes is the number of f32 lanes of the host's widest vectors.
+func hostLanes() int64 {
+	switch {
+	case runtime.GOARCH == "amd64" && cpu.X86.HasAVX512F:
+		return 16
+	case runtime.GOARCH == "amd64" && cpu.X86.HasAVX:
+		return 8
+	}
+	return 4
+}
+
+// gemmShape is the blocking of a contraction kernel.
+type gemmShape struct {
+	rows, cols, depth, batch int64
+	cols1                    int64 // columns per task
+	vl, nr, mr               int64
+}
+
+func newGemmShape(g *kernel.GEMM) gemmShape {
+	s := gemmShape{rows: kernel.Extent(g.Rows), cols: kernel.Extent(g.Cols), depth: kernel.Extent(g.K), batch: kernel.Extent(g.Batch)}
+	s.vl = hostLanes()
+	s.nr = 2 * s.vl
+	s.mr = 6
+	if s.vl == 16 {
+		s.mr = 8
+	}
+	s.cols1 = taskColumns(s.rows, s.cols, s.batch)
+	return s
+}
+
+// taskColumns is how many columns a task computes; it depends on the
+// shapes only, so that every host gets the same tasks.
+func taskColumns(rows, cols, batch int64) int64 {
+	rows8 := (rows + 7) / 8 * 8
+	nc := min(gemmMaxNC, max(64, gemmBudget/(4*max(rows8, gemmKC))/64*64))
+	if perTask := (cols + 3) / 4; batch < 4 {
+		nc = min(nc, max(64, (perTask+63)/64*64))
+	}
+	return min(nc, cols)
+}
+
+// GEMMTasks is the host range of a contraction kernel: its tasks, each a
+// batch index and a block of columns.
+func GEMMTasks(g *kernel.GEMM) int64 {
+	rows, cols, batch := kernel.Extent(g.Rows), kernel.Extent(g.Cols), kernel.Extent(g.Batch)
+	if cols == 0 {
+		return 0
+	}
+	nc := taskColumns(rows, cols, batch)
+	return batch * ((cols + nc - 1) / nc)
+}
+
+// gemmHost lowers a contraction kernel's host flavour: tasks [begin, end).
+func (f *fn) gemmHost(begin, end value.Value) {
+	g := f.k.GEMM
+	s := newGemmShape(g)
+	ncPad := (s.cols1 + s.nr - 1) / s.nr * s.nr
+	rowsPad := (s.rows + s.mr - 1) / s.mr * s.mr
+	malloc := f.m.declare("malloc", types.I8Ptr, types.I64)
+	free := f.m.declare("free", types.Void, types.I8Ptr)
+	floats := func(n int64) value.Value {
+		return f.b.NewBitCast(f.b.NewCall(malloc, i64(4*max(n, 1))), types.NewPointer(types.Float))
+	}
+	cs, bp, ap := floats(rowsPad*ncPad), floats(gemmKC*ncPad), floats(gemmKC*s.mr)
+	chunks := (s.cols + s.cols1 - 1) / s.cols1
+	micro := f.m.microKernel(s)
+	f.loop(begin, end, i64(1), func(task value.Value) {
+		b := f.b.NewUDiv(task, i64(chunks))
+		jc := f.b.NewMul(f.b.NewURem(task, i64(chunks)), i64(s.cols1))
+		nc := f.smin(i64(s.cols1), f.b.NewSub(i64(s.cols), jc))
+		f.unflatten(b, g.Batch, extents(g.Batch))
+		f.loop(i64(0), i64(rowsPad*ncPad), i64(1), func(i value.Value) {
+			f.b.NewStore(constant.NewFloat(types.Float, 0), f.b.NewGetElementPtr(types.Float, cs, i))
+		})
+		f.loop(i64(0), i64(s.depth), i64(gemmKC), func(pc value.Value) {
+			kc := f.smin(i64(gemmKC), f.b.NewSub(i64(s.depth), pc))
+			f.packB(g, bp, pc, kc, jc, nc, ncPad)
+			f.loop(i64(0), i64(rowsPad), i64(s.mr), func(ir value.Value) {
+				f.packA(g, s, ap, pc, kc, ir)
+				f.loop(i64(0), i64(ncPad), i64(s.nr), func(jr value.Value) {
+					bStrip := f.b.NewGetElementPtr(types.Float, bp, jr)
+					cTile := f.b.NewGetElementPtr(types.Float, cs, f.b.NewAdd(f.b.NewMul(ir, i64(ncPad)), jr))
+					f.b.NewCall(micro, ap, bStrip, cTile, kc, i64(ncPad))
+				})
+			})
+		})
+		f.gemmEpilogue(g, s, cs, jc, nc, ncPad)
+	})
+	for _, p := range []value.Value{cs, bp, ap} {
+		f.b.NewCall(free, f.b.NewBitCast(p, types.I8Ptr))
+	}
+}
+
+// packB stores B[k, jc+j] for k in [pc, pc+kc), j in [0, ncPad) (zero
+// past nc) as Bp[(k-pc)·ncPad + j], in f32.
+func (f *fn) packB(g *kernel.GEMM, bp, pc, kc, jc, nc value.Value, ncPad int64) {
+	f.loop(i64(0), kc, i64(1), func(ks value.Value) {
+		f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
+		row := f.b.NewMul(ks, i64(ncPad))
+		f.loop(i64(0), i64(ncPad), i64(1), func(j value.Value) {
+			v := f.branch(f.b.NewICmp(enum.IPredSLT, j, nc), func() value.Value {
+				f.unflatten(f.b.NewAdd(jc, j), g.Cols, extents(g.Cols))
+				return f.b.NewFPTrunc(f.exprTo(g.B, lang.F64), types.Float)
+			}, func() value.Value { return constant.NewFloat(types.Float, 0) })
+			f.b.NewStore(v, f.b.NewGetElementPtr(types.Float, bp, f.b.NewAdd(row, j)))
+		})
+	})
+}
+
+// packA stores A[ir+i, k] for k in [pc, pc+kc), i in [0, MR) (zero past
+// the rows) as Ap[(k-pc)·MR + i], in f32.
+func (f *fn) packA(g *kernel.GEMM, s gemmShape, ap, pc, kc, ir value.Value) {
+	f.loop(i64(0), kc, i64(1), func(ks value.Value) {
+		f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
+		row := f.b.NewMul(ks, i64(s.mr))
+		for i := int64(0); i < s.mr; i++ {
+			r := f.b.NewAdd(ir, i64(i))
+			v := f.branch(f.b.NewICmp(enum.IPredSLT, r, i64(s.rows)), func() value.Value {
+				f.unflatten(r, g.Rows, extents(g.Rows))
+				return f.b.NewFPTrunc(f.exprTo(g.A, lang.F64), types.Float)
+			}, func() value.Value { return constant.NewFloat(types.Float, 0) })
+			f.b.NewStore(v, f.b.NewGetElementPtr(types.Float, ap, f.b.NewAdd(row, i64(i))))
+		}
+	})
+}
+
+// gemmEpilogue evaluates the stages of every element of the task's block
+// with the sum replaced by its accumulated value, and stores them.
+func (f *fn) gemmEpilogue(g *kernel.GEMM, s gemmShape, cs, jc, nc value.Value, ncPad int64) {
+	f.loop(i64(0), i64(s.rows), i64(1), func(i value.Value) {
+		f.unflatten(i, g.Rows, extents(g.Rows))
+		f.loop(i64(0), nc, i64(1), func(j value.Value) {
+			f.unflatten(f.b.NewAdd(jc, j), g.Cols, extents(g.Cols))
+			c := f.b.NewLoad(types.Float, f.b.NewGetElementPtr(types.Float, cs, f.b.NewAdd(f.b.NewMul(i, i64(ncPad)), j)))
+			f.hoisted = map[*tir.Reduce]value.Value{g.Sum: f.b.NewFPExt(c, types.Double)}
+			out := flatIndex(f, f.varValues(f.k.Vars), f.k.Shape)
+			f.store(f.bufs[len(f.bufs)-1], out, f.computeStages(), f.k.Out().DType)
+		})
+	})
+	f.hoisted = nil
+}
+
+func (f *fn) varValues(vars []*tir.Var) []value.Value {
+	out := make([]value.Value, len(vars))
+	for i, v := range vars {
+		out[i] = f.vars[v]
+	}
+	return out
+}
+
+func extents(vars []*tir.Var) []int64 {
+	out := make([]int64, len(vars))
+	for i, v := range vars {
+		out[i] = extent(v)
+	}
+	return out
+}
+
+func (f *fn) smin(a, b value.Value) value.Value {
+	return f.b.NewSelect(f.b.NewICmp(enum.IPredSLT, a, b), a, b)
+}
+
+// microKernel returns the module's micro-kernel for shape s:
+// void (float* ap, float* bp, float* c, i64 kc, i64 ld) computes
+// C[i, j] += Σ_k Ap[k·MR + i] · Bp[k·ld + j] for i < MR, j < NR, C with
+// row stride ld, keeping C in MR × 2 vector registers.
+func (m *Module) microKernel(s gemmShape) *ir.Func {
+	name := fmt.Sprintf("tofuc.gemm.micro%dx%d", s.mr, s.nr)
+	if d, ok := m.decls[name]; ok {
+		return d
+	}
+	fp := types.NewPointer(types.Float)
+	vec := types.NewVector(uint64(s.vl), types.Float)
+	vp := types.NewPointer(vec)
+	ap, bp, cp, kc, ld := ir.NewParam("ap", fp), ir.NewParam("bp", fp), ir.NewParam("c", fp), ir.NewParam("kc", types.I64), ir.NewParam("ld", types.I64)
+	fn := m.M.NewFunc(name, types.Void, ap, bp, cp, kc, ld)
+	fn.Linkage = enum.LinkageInternal
+	fn.FuncAttrs = append(fn.FuncAttrs, enum.FuncAttrNoUnwind)
+	m.decls[name] = fn
+	fma := m.declare(fmt.Sprintf("llvm.fma.v%df32", s.vl), vec, vec, vec, vec)
+	entry, head, body, exit := fn.NewBlock("entry"), fn.NewBlock("loop"), fn.NewBlock("body"), fn.NewBlock("exit")
+	nv := s.nr / s.vl
+	cAddr := func(b *ir.Block, i, v int64) value.Value {
+		off := b.NewAdd(b.NewMul(i64(i), ld), i64(v*s.vl))
+		return b.NewBitCast(b.NewGetElementPtr(types.Float, cp, off), vp)
+	}
+	var init []value.Value
+	for i := int64(0); i < s.mr; i++ {
+		for v := int64(0); v < nv; v++ {
+			l := entry.NewLoad(vec, cAddr(entry, i, v))
+			l.Align = 4
+			init = append(init, l)
+		}
+	}
+	entry.NewBr(head)
+	k := head.NewPhi(ir.NewIncoming(i64(0), entry))
+	accs := make([]*ir.InstPhi, len(init))
+	for i, x := range init {
+		accs[i] = head.NewPhi(ir.NewIncoming(x, entry))
+	}
+	head.NewCondBr(head.NewICmp(enum.IPredSLT, k, kc), body, exit)
+	var bv []value.Value
+	for v := int64(0); v < nv; v++ {
+		p := body.NewBitCast(body.NewGetElementPtr(types.Float, bp, body.NewAdd(body.NewMul(k, ld), i64(v*s.vl))), vp)
+		l := body.NewLoad(vec, p)
+		l.Align = 4
+		bv = append(bv, l)
+	}
+	zeros := constant.NewZeroInitializer(types.NewVector(uint64(s.vl), types.I32))
+	for i := int64(0); i < s.mr; i++ {
+		a := body.NewLoad(types.Float, body.NewGetElementPtr(types.Float, ap, body.NewAdd(body.NewMul(k, i64(s.mr)), i64(i))))
+		one := body.NewInsertElement(constant.NewUndef(vec), a, i32(0))
+		splat := body.NewShuffleVector(one, constant.NewUndef(vec), zeros)
+		for v := int64(0); v < nv; v++ {
+			j := i*nv + v
+			next := body.NewCall(fma, splat, bv[v], accs[j])
+			accs[j].Incs = append(accs[j].Incs, ir.NewIncoming(next, body))
+		}
+	}
+	kn := body.NewAdd(k, i64(1))
+	k.Incs = append(k.Incs, ir.NewIncoming(kn, body))
+	body.NewBr(head)
+	for i := int64(0); i < s.mr; i++ {
+		for v := int64(0); v < nv; v++ {
+			st := exit.NewStore(accs[i*nv+v], cAddr(exit, i, v))
+			st.Align = 4
+		}
+	}
+	exit.NewRet(nil)
+	return fn
+}
