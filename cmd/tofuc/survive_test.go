@@ -34,24 +34,39 @@ func TestEveryCommandSurvives(t *testing.T) {
 	model := filepath.Join("..", "..", "examples", "mlp.tdl")
 	attrs := intAttributes(t, model)
 	extremes := []string{"9223372036854775807", "-9223372036854775808", "4611686018427387904", "1000000000000000", "300000000", "0"}
-	names := sortedKeys(commands)
-	for _, name := range names {
+	for _, name := range sortedKeys(commands) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			help := runSurviving(t, bin, name, "--help")
-			if help.status != exitOK || !strings.Contains(help.stdout, "Usage:") && !strings.Contains(help.stdout, "tofuc") || help.stderr != "" {
-				t.Errorf("tofuc %s --help: exit %d, stdout %q, stderr %q; want the help on stdout", name, help.status, clip(help.stdout), clip(help.stderr))
+			cmd := invocation(commands[name])
+			help := runSurviving(t, bin, append(cmd, "--help")...)
+			if help.status != exitOK || !strings.Contains(help.stdout, "tofuc") || help.stderr != "" {
+				t.Errorf("tofuc %s --help: exit %d, stdout %q, stderr %q; want the help on stdout", strings.Join(cmd, " "), help.status, clip(help.stdout), clip(help.stderr))
 			}
-			runSurviving(t, bin, name)
-			flags := wellKnownFlags(help.stdout, t.TempDir())
+			runSurviving(t, bin, name) // without arguments (`rules generate` alone is a long run)
+			flags := wellKnownFlags(help.stdout+help.stderr, t.TempDir())
 			for _, attr := range attrs {
 				for _, v := range extremes {
-					args := append([]string{name, model, "--set", attr + "=" + v}, flags...)
+					args := append(append(cmd, model, "--set", attr+"="+v), flags...)
 					runSurviving(t, bin, args...)
 				}
 			}
 		})
 	}
+}
+
+// invocation is how a command is run: its name and, for a command with
+// subcommands, the subcommand its usage shows (`tofuc rules generate
+// [-o FILE] ...` gives rules generate).
+func invocation(c *command) []string {
+	out := []string{c.name}
+	words := strings.Fields(c.usage)
+	for _, w := range words[min(2, len(words)):] {
+		if w == "" || w != strings.ToLower(w) || strings.ContainsAny(w[:1], "[-.") {
+			break
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // wellKnownFlags gives values to the flags a command's help lists that
