@@ -180,6 +180,9 @@ func (b *builder) compileModules(dir string, modules [][]int, opts Options) erro
 		hostObjs = append(hostObjs, a.host)
 		simObjs = append(simObjs, a.sim)
 	}
+	if len(modules) == 0 {
+		return nil // no kernel: nothing to link (a plan of views and copies)
+	}
 	ctx := context.Background()
 	if opts.Emit.Host {
 		name, err := b.link(ctx, dir, "host", hostObjs, nil, opts.Tools)

@@ -34,11 +34,12 @@ import (
 // micro-kernel keeps MR × 2 vectors of C in registers (MR = 8 with
 // AVX-512's 32 registers, else 6 of 16) over NR = 2·VL columns; KC = 256
 // keeps a strip of Bp (KC·NR floats) in L1; a task's columns nc keep C
-// and Bp (rows·nc and KC·nc floats) within 512 KiB of L2, at most 512 and
+// and Bp (rows·nc doubles and KC·nc floats) within 512 KiB of L2, at most 512 and
 // a multiple of 64, and there are at least four tasks where the columns
 // allow, so that every thread has work. Products accumulate in f32 with
-// fused multiply-adds: a contraction's result differs from the
-// interpreter's (which sums in float64) by the reordered-sum tolerance.
+// fused multiply-adds within a block of KC, and the blocks' sums are
+// added in double: a contraction's result differs from the interpreter's
+// (which sums in float64) within the reordered-sum tolerance.
 
 const (
 	gemmKC     = 256
@@ -80,7 +81,7 @@ func newGemmShape(g *kernel.GEMM) gemmShape {
 // shapes only, so that every host gets the same tasks.
 func taskColumns(rows, cols, batch int64) int64 {
 	rows8 := (rows + 7) / 8 * 8
-	nc := min(gemmMaxNC, max(64, gemmBudget/(4*max(rows8, gemmKC))/64*64))
+	nc := min(gemmMaxNC, max(64, gemmBudget/(8*max(rows8, gemmKC))/64*64))
 	if perTask := (cols + 3) / 4; batch < 4 {
 		nc = min(nc, max(64, (perTask+63)/64*64))
 	}
@@ -109,7 +110,8 @@ func (f *fn) gemmHost(begin, end value.Value) {
 	floats := func(n int64) value.Value {
 		return f.b.NewBitCast(f.b.NewCall(malloc, i64(4*max(n, 1))), types.NewPointer(types.Float))
 	}
-	cs, bp, ap := floats(rowsPad*ncPad), floats(gemmKC*ncPad), floats(gemmKC*s.mr)
+	bp, ap := floats(gemmKC*ncPad), floats(gemmKC*s.mr)
+	cs := f.b.NewBitCast(f.b.NewCall(malloc, i64(8*max(rowsPad*ncPad, 1))), types.NewPointer(types.Double))
 	chunks := (s.cols + s.cols1 - 1) / s.cols1
 	micro := f.m.microKernel(s)
 	f.loop(begin, end, i64(1), func(task value.Value) {
@@ -118,7 +120,7 @@ func (f *fn) gemmHost(begin, end value.Value) {
 		nc := f.smin(i64(s.cols1), f.b.NewSub(i64(s.cols), jc))
 		f.unflatten(b, g.Batch, extents(g.Batch))
 		f.loop(i64(0), i64(rowsPad*ncPad), i64(1), func(i value.Value) {
-			f.b.NewStore(constant.NewFloat(types.Float, 0), f.b.NewGetElementPtr(types.Float, cs, i))
+			f.b.NewStore(constant.NewFloat(types.Double, 0), f.b.NewGetElementPtr(types.Double, cs, i))
 		})
 		f.loop(i64(0), i64(s.depth), i64(gemmKC), func(pc value.Value) {
 			kc := f.smin(i64(gemmKC), f.b.NewSub(i64(s.depth), pc))
@@ -127,7 +129,7 @@ func (f *fn) gemmHost(begin, end value.Value) {
 				f.packA(g, s, ap, pc, kc, ir)
 				f.loop(i64(0), i64(ncPad), i64(s.nr), func(jr value.Value) {
 					bStrip := f.b.NewGetElementPtr(types.Float, bp, jr)
-					cTile := f.b.NewGetElementPtr(types.Float, cs, f.b.NewAdd(f.b.NewMul(ir, i64(ncPad)), jr))
+					cTile := f.b.NewGetElementPtr(types.Double, cs, f.b.NewAdd(f.b.NewMul(ir, i64(ncPad)), jr))
 					f.b.NewCall(micro, ap, bStrip, cTile, kc, i64(ncPad))
 				})
 			})
@@ -179,8 +181,8 @@ func (f *fn) gemmEpilogue(g *kernel.GEMM, s gemmShape, cs, jc, nc value.Value, n
 		f.unflatten(i, g.Rows, extents(g.Rows))
 		f.loop(i64(0), nc, i64(1), func(j value.Value) {
 			f.unflatten(f.b.NewAdd(jc, j), g.Cols, extents(g.Cols))
-			c := f.b.NewLoad(types.Float, f.b.NewGetElementPtr(types.Float, cs, f.b.NewAdd(f.b.NewMul(i, i64(ncPad)), j)))
-			f.hoisted = map[*tir.Reduce]value.Value{g.Sum: f.b.NewFPExt(c, types.Double)}
+			c := f.b.NewLoad(types.Double, f.b.NewGetElementPtr(types.Double, cs, f.b.NewAdd(f.b.NewMul(i, i64(ncPad)), j)))
+			f.hoisted = map[*tir.Reduce]value.Value{g.Sum: c}
 			out := flatIndex(f, f.varValues(f.k.Vars), f.k.Shape)
 			f.store(f.bufs[len(f.bufs)-1], out, f.computeStages(), f.k.Out().DType)
 		})
@@ -209,9 +211,10 @@ func (f *fn) smin(a, b value.Value) value.Value {
 }
 
 // microKernel returns the module's micro-kernel for shape s:
-// void (float* ap, float* bp, float* c, i64 kc, i64 ld) computes
+// void (float* ap, float* bp, double* c, i64 kc, i64 ld) computes
 // C[i, j] += Σ_k Ap[k·MR + i] · Bp[k·ld + j] for i < MR, j < NR, C with
-// row stride ld, keeping C in MR × 2 vector registers.
+// row stride ld, summing in f32 in MR × 2 vector registers from zero and
+// adding the block's sums to C in double.
 func (m *Module) microKernel(s gemmShape) *ir.Func {
 	name := fmt.Sprintf("tofuc.gemm.micro%dx%d", s.mr, s.nr)
 	if d, ok := m.decls[name]; ok {
@@ -220,7 +223,8 @@ func (m *Module) microKernel(s gemmShape) *ir.Func {
 	fp := types.NewPointer(types.Float)
 	vec := types.NewVector(uint64(s.vl), types.Float)
 	vp := types.NewPointer(vec)
-	ap, bp, cp, kc, ld := ir.NewParam("ap", fp), ir.NewParam("bp", fp), ir.NewParam("c", fp), ir.NewParam("kc", types.I64), ir.NewParam("ld", types.I64)
+	dvec := types.NewVector(uint64(s.vl), types.Double)
+	ap, bp, cp, kc, ld := ir.NewParam("ap", fp), ir.NewParam("bp", fp), ir.NewParam("c", types.NewPointer(types.Double)), ir.NewParam("kc", types.I64), ir.NewParam("ld", types.I64)
 	fn := m.M.NewFunc(name, types.Void, ap, bp, cp, kc, ld)
 	fn.Linkage = enum.LinkageInternal
 	fn.FuncAttrs = append(fn.FuncAttrs, enum.FuncAttrNoUnwind)
@@ -230,15 +234,14 @@ func (m *Module) microKernel(s gemmShape) *ir.Func {
 	nv := s.nr / s.vl
 	cAddr := func(b *ir.Block, i, v int64) value.Value {
 		off := b.NewAdd(b.NewMul(i64(i), ld), i64(v*s.vl))
-		return b.NewBitCast(b.NewGetElementPtr(types.Float, cp, off), vp)
+		return b.NewBitCast(b.NewGetElementPtr(types.Double, cp, off), types.NewPointer(dvec))
 	}
-	var init []value.Value
-	for i := int64(0); i < s.mr; i++ {
-		for v := int64(0); v < nv; v++ {
-			l := entry.NewLoad(vec, cAddr(entry, i, v))
-			l.Align = 4
-			init = append(init, l)
-		}
+	// Each block of k starts from zero and is added to C at the end:
+	// blocked summation, whose rounding error grows with KC plus the
+	// number of blocks rather than with the whole depth.
+	init := make([]value.Value, s.mr*nv)
+	for i := range init {
+		init[i] = constant.NewZeroInitializer(vec)
 	}
 	entry.NewBr(head)
 	k := head.NewPhi(ir.NewIncoming(i64(0), entry))
@@ -270,8 +273,11 @@ func (m *Module) microKernel(s gemmShape) *ir.Func {
 	body.NewBr(head)
 	for i := int64(0); i < s.mr; i++ {
 		for v := int64(0); v < nv; v++ {
-			st := exit.NewStore(accs[i*nv+v], cAddr(exit, i, v))
-			st.Align = 4
+			p := cAddr(exit, i, v)
+			c := exit.NewLoad(dvec, p)
+			c.Align = 8
+			st := exit.NewStore(exit.NewFAdd(c, exit.NewFPExt(accs[i*nv+v], dvec)), p)
+			st.Align = 8
 		}
 	}
 	exit.NewRet(nil)

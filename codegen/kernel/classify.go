@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"os"
 
 	"tofuc/lang/ir"
 )
@@ -125,7 +126,9 @@ func (b *builder) classify() {
 		return
 	}
 	k.Form = Threads
-	k.GEMM = b.gemm()
+	if os.Getenv("TOFUC_NOGEMM") == "" {
+		k.GEMM = b.gemm()
+	}
 	k.Reductions = nil
 }
 

@@ -148,7 +148,12 @@ func Build(label string, out any, stages []Stage) (*Kernel, error) {
 	}
 	b.k.Shape = shape
 	b.k.Elements = product(shape)
+	seen := map[*ir.Instance]bool{}
 	for i, st := range stages {
+		if seen[st.Inst] {
+			st = cloneStage(st) // the checker shares an instance between like nodes
+		}
+		seen[st.Inst] = true
 		if err := b.bindStage(i, st); err != nil {
 			return nil, fmt.Errorf("%s: %v", label, err)
 		}
@@ -171,6 +176,30 @@ func Build(label string, out any, stages []Stage) (*Kernel, error) {
 	b.k.Args = append(b.k.Args, Arg{Key: out, DType: last.DType, Shape: lastShape, Written: true})
 	b.classify()
 	return b.k, nil
+}
+
+// cloneStage is st on a copy of its instance, whose tensors are bound as
+// the originals are.
+func cloneStage(st Stage) Stage {
+	c := ir.CloneInstance(st.Inst)
+	orig := map[*ir.Tensor]*ir.Tensor{}
+	for i, t := range c.Inputs {
+		orig[t] = st.Inst.Inputs[i]
+	}
+	def := st.Def
+	for i, d := range c.Locals {
+		orig[d.Tensor] = st.Inst.Locals[i].Tensor
+		if st.Inst.Locals[i] == st.Def {
+			def = d
+		}
+	}
+	for i, d := range c.Outputs {
+		if st.Inst.Outputs[i] == st.Def {
+			def = d
+		}
+	}
+	bind := st.Bind
+	return Stage{Inst: c, Def: def, Bind: func(t *ir.Tensor) (Binding, error) { return bind(orig[t]) }}
 }
 
 type builder struct {

@@ -53,3 +53,68 @@ func Map(e Expr, f func(Expr) Expr) Expr {
 	}
 	return f(c)
 }
+
+// CloneInstance copies an instance with tensors and variables of its own,
+// so that two uses of one instance (the checker shares instances between
+// nodes with the same operator, attributes and input types) can be told
+// apart. Tensor i of the copy's Inputs corresponds to Inputs[i], and so
+// on for Locals and Outputs.
+func CloneInstance(in *Instance) *Instance {
+	tensors := map[*Tensor]*Tensor{}
+	vars := map[*Var]*Var{}
+	tensor := func(t *Tensor) *Tensor {
+		if c, ok := tensors[t]; ok {
+			return c
+		}
+		c := *t
+		tensors[t] = &c
+		return &c
+	}
+	variable := func(v *Var) *Var {
+		if c, ok := vars[v]; ok {
+			return c
+		}
+		c := *v
+		vars[v] = &c
+		return &c
+	}
+	out := &Instance{Op: in.Op, Pos: in.Pos, Attrs: in.Attrs}
+	for _, t := range in.Inputs {
+		out.Inputs = append(out.Inputs, tensor(t))
+	}
+	body := func(e Expr) Expr {
+		return Map(e, func(x Expr) Expr {
+			switch x := x.(type) {
+			case *Access:
+				x.T = tensor(x.T)
+			case *VarRef:
+				x.V = variable(x.V)
+			case *Reduce:
+				vs := make([]*Var, len(x.Vars))
+				for i, v := range x.Vars {
+					vs[i] = variable(v)
+				}
+				x.Vars = vs
+			case *Opaque:
+				for _, v := range x.Args {
+					v.T = tensor(v.T)
+				}
+			}
+			return x
+		})
+	}
+	def := func(d *Def) *Def {
+		c := &Def{Pos: d.Pos, Tensor: tensor(d.Tensor), Body: body(d.Body)}
+		for _, v := range d.Vars {
+			c.Vars = append(c.Vars, variable(v))
+		}
+		return c
+	}
+	for _, d := range in.Locals {
+		out.Locals = append(out.Locals, def(d))
+	}
+	for _, d := range in.Outputs {
+		out.Outputs = append(out.Outputs, def(d))
+	}
+	return out
+}

@@ -19,17 +19,22 @@ type HostEngine struct {
 // NewHost loads the host shared object of a plan compiled into dir;
 // threads <= 0 means GOMAXPROCS.
 func NewHost(p *plan.Plan, dir string, threads int) (*HostEngine, error) {
-	if p.Modules.Host == "" {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	e := &HostEngine{threads: threads}
+	switch {
+	case len(p.Kernels) == 0:
+		return e, nil // nothing to launch
+	case p.Modules.Host == "":
 		return nil, fmt.Errorf("the plan has no host module (compile it with --emit host)")
 	}
 	lib, err := native.Open(filepath.Join(dir, p.Modules.Host))
 	if err != nil {
 		return nil, err
 	}
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
-	}
-	return &HostEngine{lib: lib, threads: threads}, nil
+	e.lib = lib
+	return e, nil
 }
 
 // Launch runs a kernel's output range split over the threads.

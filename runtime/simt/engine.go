@@ -35,21 +35,25 @@ type Engine struct {
 // New loads the SIMT shared object of a plan compiled into dir; threads
 // <= 0 means GOMAXPROCS.
 func New(p *plan.Plan, dir string, threads int) (*Engine, error) {
-	if p.Modules.SIMT == "" {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	e := &Engine{threads: threads}
+	switch {
+	case len(p.Kernels) == 0:
+		return e, nil // nothing to launch
+	case p.Modules.SIMT == "":
 		return nil, fmt.Errorf("the plan has no SIMT module (compile it with --emit simt)")
 	}
 	lib, err := native.Open(filepath.Join(dir, p.Modules.SIMT))
 	if err != nil {
 		return nil, err
 	}
-	run, err := lib.Symbol("tofuc_simt_run")
-	if err != nil {
+	if e.run, err = lib.Symbol("tofuc_simt_run"); err != nil {
 		return nil, err
 	}
-	if threads <= 0 {
-		threads = runtime.GOMAXPROCS(0)
-	}
-	return &Engine{lib: lib, run: run, threads: threads}, nil
+	e.lib = lib
+	return e, nil
 }
 
 // Load loads a plan compiled into dir to run under the emulator.
