@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"fmt"
-	"os"
 
 	"tofuc/lang/ir"
 )
@@ -126,9 +125,7 @@ func (b *builder) classify() {
 		return
 	}
 	k.Form = Threads
-	if os.Getenv("TOFUC_NOGEMM") == "" {
-		k.GEMM = b.gemm()
-	}
+	k.GEMM = b.gemm()
 	k.Reductions = nil
 }
 
