@@ -13,7 +13,7 @@ import (
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/cpu"
-	"tofuc/runtime/interp"
+	"tofuc/runtime/exec"
 	"tofuc/runtime/simt"
 	"tofuc/runtime/tensor"
 )
@@ -102,7 +102,7 @@ func TestExamplesOnOneDevice(t *testing.T) {
 		}
 		t.Logf("%s: %+v", tc.name, c.Stats)
 		in := randomInputs(g, 10)
-		want, err := interp.RunGraph(g, in, nil, 1)
+		want, err := exec.Run(g, exec.Interp{}, in, nil, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

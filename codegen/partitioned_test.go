@@ -12,7 +12,7 @@ import (
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/cpu"
-	"tofuc/runtime/interp"
+	"tofuc/runtime/exec"
 	"tofuc/runtime/simt"
 	"tofuc/runtime/tensor"
 )
@@ -36,7 +36,7 @@ func TestPartitionedPlans(t *testing.T) {
 			g      *ir.Graph
 			cg     *cost.Graph
 			inputs map[string]*tensor.Tensor
-			want   *interp.Result
+			want   *exec.Result
 		)
 		// prepare loads the model and runs the interpreter once, for the
 		// first of its subtests that runs.
@@ -47,7 +47,7 @@ func TestPartitionedPlans(t *testing.T) {
 			g = loadExample(t, c.name, true, c.set)
 			inputs = randomInputs(g, c.classes)
 			var err error
-			if want, err = interp.RunGraph(g, inputs, nil, 1); err != nil {
+			if want, err = exec.Run(g, exec.Interp{}, inputs, nil, 1); err != nil {
 				t.Fatal(err)
 			}
 			if cg, err = cost.NewGraph(g); err != nil {

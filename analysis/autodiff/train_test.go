@@ -7,6 +7,7 @@ import (
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
 	"tofuc/lang"
+	"tofuc/runtime/exec"
 	"tofuc/runtime/interp"
 	"tofuc/runtime/tensor"
 )
@@ -70,13 +71,13 @@ func TestTrainingGraphStructure(t *testing.T) {
 		target.SetFlat(i, math.Cos(float64(i)))
 	}
 	inputs := map[string]*tensor.Tensor{"x": x, autodiff.TargetInput: target}
-	res, err := interp.RunGraph(tg, inputs, nil, 7)
+	res, err := exec.Run(tg, exec.Interp{}, inputs, nil, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w0 := res.Params[w.Name]
 	loss := func(wv *tensor.Tensor) float64 {
-		r, err := interp.RunGraph(tg, inputs, map[string]*tensor.Tensor{w.Name: wv}, 7)
+		r, err := exec.Run(tg, exec.Interp{}, inputs, map[string]*tensor.Tensor{w.Name: wv}, 7)
 		if err != nil {
 			t.Fatal(err)
 		}

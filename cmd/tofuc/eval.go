@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -8,13 +9,16 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
+	"tofuc/codegen/backend"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/runtime/exec"
 	"tofuc/runtime/interp"
 	"tofuc/runtime/npy"
 	"tofuc/runtime/tensor"
@@ -27,6 +31,8 @@ type evalFlags struct {
 	random                 bool
 	train                  trainFlags
 	steps                  int
+	backend                string
+	threads                int
 }
 
 func runEval(args []string, stdout, stderr io.Writer) int {
@@ -43,6 +49,8 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.out, "out", "", "directory for the outputs (created if missing)")
 	f.train.register(fs)
 	fs.IntVar(&f.steps, "steps", 1, "with --train: the number of training steps (the loss is printed after each)")
+	fs.StringVar(&f.backend, "backend", "interp", "how to run it: interp (the reference interpreter), cpu (compiled host kernels) or simt (compiled GPU kernels, emulated)")
+	fs.IntVar(&f.threads, "threads", 0, "host threads of the cpu and simt backends (0: all cores)")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
@@ -63,6 +71,10 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "eval", "--steps must be at least 1")
 	case !f.train.train && f.train.changed(fs):
 		return usageError(stderr, "eval", "--steps, --loss, --optimizer and --lr go with --train")
+	case f.op != "" && f.backend != "interp":
+		return usageError(stderr, "eval", "--op runs on the interpreter (compile a model to use --backend %s)", f.backend)
+	case !slices.Contains(backend.Names, f.backend):
+		return usageError(stderr, "eval", "unknown backend %q (expected %s)", f.backend, strings.Join(backend.Names, ", "))
 	case f.train.validate() != nil:
 		return usageError(stderr, "eval", "%v", f.train.validate())
 	}
@@ -98,6 +110,24 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	return exitOK
+}
+
+// evalBackend is the backend --backend names; the interpreter shows its
+// progress node by node on a terminal.
+func evalBackend(f evalFlags, stderr io.Writer) (exec.Backend, error) {
+	if f.backend != "interp" {
+		return backend.ByName(f.backend, f.threads)
+	}
+	b := exec.Interp{}
+	if isTerminal(os.Stderr) && stderr == os.Stderr && !f.train.train {
+		b.Progress = func(i, n int, name string) {
+			fmt.Fprintf(stderr, "\r[%d/%d] %-40.40s", i+1, n, name)
+			if i+1 == n {
+				fmt.Fprint(stderr, "\r\033[K")
+			}
+		}
+	}
+	return b, nil
 }
 
 func fail(stderr io.Writer, err error) int {
@@ -156,8 +186,10 @@ func evalModel(m *check.Module, f evalFlags, inputs, weights map[string]*tensor.
 			return nil, nil, err
 		}
 	}
-	if err := checkMemory("model "+g.Name, interpPeak(g)); err != nil {
-		return nil, nil, err
+	if f.backend == "interp" {
+		if err := checkMemory("model "+g.Name, interpPeak(g)); err != nil {
+			return nil, nil, err
+		}
 	}
 	for _, in := range g.Inputs {
 		if inputs[in.Name] != nil || in.Name == autodiff.StepInput {
@@ -194,23 +226,18 @@ func evalModel(m *check.Module, f evalFlags, inputs, weights map[string]*tensor.
 	for _, in := range g.Inputs {
 		inputs[in.Name] = fromNPY(inputs[in.Name], in.DType)
 	}
-	opts := interp.Options{}
-	if isTerminal(os.Stderr) && stderr == os.Stderr && !f.train.train {
-		opts.Progress = func(i, n int, name string) {
-			fmt.Fprintf(stderr, "\r[%d/%d] %-40.40s", i+1, n, name)
-			if i+1 == n {
-				fmt.Fprint(stderr, "\r\033[K")
-			}
-		}
+	b, err := evalBackend(f, stderr)
+	if err != nil {
+		return nil, nil, err
 	}
 	if !f.train.train {
-		res, err := interp.RunGraphOpts(g, inputs, given, f.seed, opts)
+		res, err := exec.Run(g, b, inputs, given, f.seed)
 		if err != nil {
 			return nil, nil, err
 		}
 		return res.Outputs, res.Params, nil
 	}
-	outs, params, err = train(g, next, inputs, given, f, stdout)
+	outs, params, err = train(g, next, b, inputs, given, f, stdout)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -245,39 +272,31 @@ func optimizerState(model *ir.Graph, params map[string]*tensor.Tensor) (state ma
 	return state
 }
 
-// train runs training steps, feeding each step's updated parameters to
-// the next, and prints the loss of every step.
-func train(g *ir.Graph, next map[string]string, inputs, params map[string]*tensor.Tensor, f evalFlags, stdout io.Writer) (outs, last map[string]*tensor.Tensor, err error) {
+// train runs training steps on backend b, feeding each step's updated
+// parameters to the next, and prints the loss of every step.
+func train(g *ir.Graph, next map[string]string, b exec.Backend, inputs, params map[string]*tensor.Tensor, f evalFlags, stdout io.Writer) (outs, last map[string]*tensor.Tensor, err error) {
+	loop := autodiff.NewLoop(g, next, b, f.seed)
+	defer loop.Close()
+	var loss float64
 	for step := 1; step <= f.steps; step++ {
-		inputs[autodiff.StepInput] = tensor.Scalar(lang.F32, float64(step))
-		if !hasInput(g, autodiff.StepInput) {
-			delete(inputs, autodiff.StepInput)
+		var nextParams map[string]*tensor.Tensor
+		loss, nextParams, err = loop.Step(step, inputs, params)
+		if err != nil && !errors.Is(err, autodiff.ErrDiverged) {
+			return nil, nil, err
 		}
-		res, err := interp.RunGraph(g, inputs, params, f.seed)
-		if err != nil {
-			return nil, nil, fmt.Errorf("step %d: %v", step, err)
-		}
-		loss := res.Outputs[autodiff.LossOutput].Flat(0)
 		fmt.Fprintf(stdout, "step %d: loss %.6g\n", step, loss)
-		if math.IsNaN(loss) || math.IsInf(loss, 0) {
-			return nil, nil, fmt.Errorf("step %d: the loss is %g: training diverged (try a smaller --lr)", step, loss)
+		if err != nil {
+			return nil, nil, err
 		}
-		params = res.Params // those without a gradient keep their values
-		for p, out := range next {
-			params[p] = res.Outputs[out]
-		}
-		outs = map[string]*tensor.Tensor{autodiff.LossOutput: res.Outputs[autodiff.LossOutput]}
+		params = nextParams
 	}
-	return outs, params, nil
-}
-
-func hasInput(g *ir.Graph, name string) bool {
-	for _, in := range g.Inputs {
-		if in.Name == name {
-			return true
+	lt := tensor.Scalar(lang.F32, loss)
+	for _, v := range g.Outputs {
+		if v.Name == autodiff.LossOutput {
+			lt = tensor.Scalar(v.DType, loss)
 		}
 	}
-	return false
+	return map[string]*tensor.Tensor{autodiff.LossOutput: lt}, params, nil
 }
 
 // classes is the number of classes of a cross-entropy labels input (the

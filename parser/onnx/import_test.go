@@ -16,7 +16,7 @@ import (
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/parser/onnx/onnxpb"
-	"tofuc/runtime/interp"
+	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
 )
 
@@ -53,7 +53,7 @@ func run(t *testing.T, m *Model, opts Options, inputs map[string]*tensor.Tensor,
 	for _, p := range res.Inputs {
 		feed[p.TDL] = inputs[p.ONNX]
 	}
-	out, err := interp.RunGraph(g, feed, res.Params, 0)
+	out, err := exec.Run(g, exec.Interp{}, feed, res.Params, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

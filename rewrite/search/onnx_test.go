@@ -9,7 +9,7 @@ import (
 	"tofuc/internal/shared"
 	"tofuc/lang/ir"
 	"tofuc/parser/onnx"
-	"tofuc/runtime/interp"
+	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
 )
 
@@ -90,11 +90,11 @@ func sameOutputs(t *testing.T, what string, g, opt *ir.Graph, params map[string]
 		}
 		inputs[v.Name] = x
 	}
-	a, err := interp.RunGraph(g, inputs, params, 1)
+	a, err := exec.Run(g, exec.Interp{}, inputs, params, 1)
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
-	b, err := interp.RunGraph(opt, inputs, params, 1)
+	b, err := exec.Run(opt, exec.Interp{}, inputs, params, 1)
 	if err != nil {
 		t.Fatalf("%s optimised: %v", what, err)
 	}

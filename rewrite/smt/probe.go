@@ -8,7 +8,7 @@ import (
 	"tofuc/analysis/check"
 	"tofuc/lang"
 	"tofuc/lang/ir"
-	"tofuc/runtime/interp"
+	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
 )
 
@@ -186,13 +186,13 @@ func positiveShape(s []lang.Dim, env map[string]int64) ([]int, bool) {
 // neither side can run at these shapes. The deadline, when set, abandons
 // a run between nodes.
 func confirm(r *check.Rule, env map[string]int64, inputs map[string]*tensor.Tensor, dl *deadline) (cex *Counterexample, bothFail bool) {
-	opts := interp.Options{Workers: 1}
+	opts := exec.Interp{Workers: 1}
 	if dl != nil {
 		opts.Progress = func(int, int, string) { dl.check("running the interpreter") }
 	}
-	l, lerr := interp.RunGraphOpts(r.LHS, inputs, nil, 0, opts)
+	l, lerr := exec.Run(r.LHS, opts, inputs, nil, 0)
 	dl.check("running the interpreter")
-	rr, rerr := interp.RunGraphOpts(r.RHS, inputs, nil, 0, opts)
+	rr, rerr := exec.Run(r.RHS, opts, inputs, nil, 0)
 	dl.check("running the interpreter")
 	c := &Counterexample{Shape: maps.Clone(env), Inputs: inputs}
 	switch {

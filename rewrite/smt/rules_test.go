@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"tofuc/analysis/check"
-	"tofuc/runtime/interp"
+	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
 )
 
@@ -143,8 +143,8 @@ func TestWrongRulesAreRefuted(t *testing.T) {
 // recheck runs the counterexample's inputs through the interpreter again.
 func recheck(r *check.Rule, c *Counterexample) error {
 	in := maps.Clone(c.Inputs)
-	l, lerr := interp.RunGraph(r.LHS, in, nil, 0)
-	rr, rerr := interp.RunGraph(r.RHS, in, nil, 0)
+	l, lerr := exec.Run(r.LHS, exec.Interp{}, in, nil, 0)
+	rr, rerr := exec.Run(r.RHS, exec.Interp{}, in, nil, 0)
 	if (lerr == nil) != (rerr == nil) {
 		return nil
 	}

@@ -3,6 +3,7 @@ package cpu
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"unsafe"
 
@@ -121,7 +122,7 @@ func (pr *Program) Run(inputs, params map[string]*tensor.Tensor) (map[string]*te
 		if err := pr.runSteps(pr.Plan.Init); err != nil {
 			return nil, err
 		}
-		pr.bound = params
+		pr.bound = maps.Clone(params) // the caller may change its map
 	}
 	if err := pr.write(pr.Plan.Inputs, inputs, "input"); err != nil {
 		return nil, err

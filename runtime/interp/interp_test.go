@@ -392,7 +392,6 @@ func TestInverse(t *testing.T) {
 	}
 }
 
-// twoNodeGraph is y = relu(x · W) + b with W and b parameters.
 func twoNodeGraph() *ir.Graph {
 	n := lang.Sym("N")
 	x := &ir.Value{Name: "x", DType: lang.F32, Shape: []lang.Dim{n, lang.Const(4)}}
@@ -425,125 +424,6 @@ func twoNodeGraph() *ir.Graph {
 	}
 }
 
-func TestRunGraph(t *testing.T) {
-	g := twoNodeGraph()
-	x := randTensor(rand.New(rand.NewPCG(9, 9)), lang.F32, 5, 4)
-	var progress []string
-	r1, err := RunGraphOpts(g, map[string]*tensor.Tensor{"x": x}, nil, 42, Options{Progress: func(i, n int, name string) {
-		progress = append(progress, fmt.Sprintf("%d/%d %s", i, n, name))
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(progress, ",") != "0/2 mm,1/2 add" {
-		t.Errorf("progress %v", progress)
-	}
-	y := r1.Outputs["y"]
-	if y == nil || len(y.Shape) != 2 || y.Shape[0] != 5 || y.Shape[1] != 3 {
-		t.Fatalf("y = %v", y)
-	}
-	W, b := r1.Params["W"], r1.Params["b"]
-	limit := math.Sqrt(6.0 / 7)
-	for _, v := range W.F {
-		if math.Abs(v) > limit {
-			t.Errorf("glorot value %v beyond %v", v, limit)
-		}
-	}
-	for i := range 5 {
-		for j := range 3 {
-			var s float64
-			for k := range 4 {
-				s += x.At(i, k) * W.At(k, j)
-			}
-			want := float64(float32(math.Max(float64(float32(s))+b.At(j), 0) * 0.5))
-			if y.At(i, j) != want {
-				t.Errorf("y[%d, %d] = %v, want %v", i, j, y.At(i, j), want)
-			}
-		}
-	}
-	// Deterministic, and independent of the order of the parameters.
-	g2 := twoNodeGraph()
-	g2.Params[0], g2.Params[1] = g2.Params[1], g2.Params[0]
-	r2, err := RunGraphOpts(g2, map[string]*tensor.Tensor{"x": x}, nil, 42, Options{Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r2.Outputs["y"].String() != y.String() || r2.Params["W"].String() != W.String() || r2.Params["b"].String() != b.String() {
-		t.Error("RunGraph is not deterministic")
-	}
-	// Another seed gives other parameters.
-	r3, err := RunGraph(g, map[string]*tensor.Tensor{"x": x}, nil, 43)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r3.Params["W"].String() == W.String() {
-		t.Error("seed does not change the parameters")
-	}
-	// Given parameters are used as they are.
-	r4, err := RunGraph(g, map[string]*tensor.Tensor{"x": x}, map[string]*tensor.Tensor{"W": W, "b": b}, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r4.Outputs["y"].String() != y.String() {
-		t.Error("given parameters not used")
-	}
-	// Errors.
-	if _, err := RunGraph(g, map[string]*tensor.Tensor{}, nil, 1); err == nil || !strings.Contains(err.Error(), "missing input x") {
-		t.Errorf("got %v", err)
-	}
-	if _, err := RunGraph(g, map[string]*tensor.Tensor{"x": x}, map[string]*tensor.Tensor{"W": b}, 1); err == nil || !strings.Contains(err.Error(), "parameter W is f32[3], want f32[4 3]") {
-		t.Errorf("got %v", err)
-	}
-}
-
-func TestInitParam(t *testing.T) {
-	p := func(kind string, args ...float64) *ir.Param {
-		return &ir.Param{Value: &ir.Value{Name: "p", DType: lang.F64}, Init: ir.Init{Kind: kind, Args: args}}
-	}
-	shape := []int{64, 32, 3, 3}
-	stats := func(t *tensor.Tensor) (mean, std float64) {
-		for _, v := range t.F {
-			mean += v
-		}
-		mean /= float64(len(t.F))
-		for _, v := range t.F {
-			std += (v - mean) * (v - mean)
-		}
-		return mean, math.Sqrt(std / float64(len(t.F)))
-	}
-	for _, c := range []struct {
-		p         *ir.Param
-		mean, std float64
-	}{
-		{p("normal"), 0, 0.02},
-		{p("normal", 3, 2), 3, 2},
-		{p("uniform"), 0, 0.1 / math.Sqrt(12)},
-		{p("uniform", 1, 3), 2, 2 / math.Sqrt(12)},
-		{p("zeros"), 0, 0},
-		{p("ones"), 1, 0},
-		{p("const", 2.5), 2.5, 0},
-		{p("glorot"), 0, math.Sqrt(6.0/(32*9+64*9)) * 2 / math.Sqrt(12)},
-		{p("he"), 0, math.Sqrt(2.0 / (32 * 9))},
-	} {
-		x, err := InitParam(c.p, shape, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, s := stats(x)
-		if math.Abs(m-c.mean) > 0.05*math.Max(c.std, 0.01) || math.Abs(s-c.std) > 0.05*c.std {
-			t.Errorf("%s%v: mean %v std %v, want %v %v", c.p.Init.Kind, c.p.Init.Args, m, s, c.mean, c.std)
-		}
-	}
-	if _, err := InitParam(p("bogus"), shape, 1); err == nil {
-		t.Error("no error for an unknown initialiser")
-	}
-	if _, err := InitParam(p("const"), shape, 1); err == nil {
-		t.Error("no error for const without a value")
-	}
-}
-
-// convInst is a 3x3 convolution with zero padding 1 through Access.Default:
-// out[b, co, h, w] = sum_{ci, kh, kw} x[b, ci, h+kh-1, w+kw-1] * k[co, ci, kh, kw].
 func convInst(B, C, H, W int64) *ir.Instance {
 	x := tens("x", lang.F32, dims(B, C, H, W)...)
 	k := tens("k", lang.F32, dims(C, C, 3, 3)...)

@@ -7,7 +7,7 @@ import (
 	"tofuc/analysis/check"
 	"tofuc/lang"
 	"tofuc/lang/ir"
-	"tofuc/runtime/interp"
+	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
 )
 
@@ -41,13 +41,13 @@ func BenchmarkExamples(b *testing.B) {
 			for _, in := range g.Inputs {
 				inputs[in.Name] = sampleInput(b, in)
 			}
-			first, err := interp.RunGraph(g, inputs, nil, 1)
+			first, err := exec.Run(g, exec.Interp{}, inputs, nil, 1)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			for range b.N {
-				if _, err := interp.RunGraph(g, inputs, first.Params, 1); err != nil {
+				if _, err := exec.Run(g, exec.Interp{}, inputs, first.Params, 1); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -14,7 +14,7 @@ import (
 	"tofuc/analysis/partition/execution"
 	"tofuc/lang"
 	"tofuc/lang/ir"
-	"tofuc/runtime/interp"
+	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
 )
 
@@ -92,7 +92,7 @@ func TestPartitionedEqualsWhole(t *testing.T) {
 	for _, c := range cases {
 		g := load(t, c.name, c.train, c.set)
 		inputs := randomInputs(g, c.classes)
-		want, err := interp.RunGraph(g, inputs, nil, 1)
+		want, err := exec.Run(g, exec.Interp{}, inputs, nil, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

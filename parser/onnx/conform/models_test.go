@@ -20,7 +20,7 @@ import (
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/parser/onnx"
-	"tofuc/runtime/interp"
+	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
 )
 
@@ -93,7 +93,7 @@ func checkModel(t *testing.T, b onnxbuild.Built, input string, x *tensor.Tensor,
 		t.Fatal(err)
 	}
 	inputs := trainingInputs(tg.Inputs, x, input)
-	whole, err := interp.RunGraph(tg, inputs, res.Params, 1)
+	whole, err := exec.Run(tg, exec.Interp{}, inputs, res.Params, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,71 @@
+package autodiff
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/runtime/exec"
+	"tofuc/runtime/tensor"
+)
+
+// ErrDiverged is the error of a step whose loss is NaN or infinite.
+var ErrDiverged = errors.New("training diverged")
+
+// Loop runs a training graph (TrainingGraph) step after step on a backend,
+// feeding each step's updated parameters to the next. A compiled backend
+// compiles the graph once, at the first step.
+type Loop struct {
+	Graph *ir.Graph
+	// Next maps each trained parameter to the output holding its update
+	// (TrainingGraph's second result).
+	Next    map[string]string
+	session *exec.Session
+}
+
+// NewLoop prepares a training loop on backend b; parameters missing at
+// the first step are initialised from seed.
+func NewLoop(g *ir.Graph, next map[string]string, b exec.Backend, seed uint64) *Loop {
+	return &Loop{Graph: g, Next: next, session: exec.NewSession(g, b, seed)}
+}
+
+// Close releases what the backend prepared.
+func (l *Loop) Close() error { return l.session.Close() }
+
+// Step runs training step step (1-based, Adam's step input) on inputs
+// with params and returns the loss and the parameters for the next step
+// (those without a gradient keep their values). A loss that is NaN or
+// infinite is an error: training diverged.
+func (l *Loop) Step(step int, inputs, params map[string]*tensor.Tensor) (loss float64, next map[string]*tensor.Tensor, err error) {
+	in := inputs
+	if hasInput(l.Graph, StepInput) {
+		in = map[string]*tensor.Tensor{StepInput: tensor.Scalar(lang.F32, float64(step))}
+		for k, v := range inputs {
+			in[k] = v
+		}
+	}
+	res, err := l.session.Run(in, params)
+	if err != nil {
+		return 0, nil, fmt.Errorf("step %d: %v", step, err)
+	}
+	loss = res.Outputs[LossOutput].Flat(0)
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return loss, nil, fmt.Errorf("step %d: the loss is %g: %w (try a smaller --lr)", step, loss, ErrDiverged)
+	}
+	next = res.Params
+	for p, out := range l.Next {
+		next[p] = res.Outputs[out]
+	}
+	return loss, next, nil
+}
+
+func hasInput(g *ir.Graph, name string) bool {
+	for _, in := range g.Inputs {
+		if in.Name == name {
+			return true
+		}
+	}
+	return false
+}
