@@ -38,6 +38,8 @@ type Options struct {
 	Jobs int
 	// Tools are the external tools (nil: toolchain.Find()).
 	Tools *toolchain.Tools
+	// Progress, when not nil, is called as each module is compiled.
+	Progress func(done, total int)
 }
 
 // Stats describe a compilation.
@@ -140,6 +142,8 @@ func (b *builder) compileModules(dir string, modules [][]int, opts Options) erro
 	errs := make([]error, len(modules))
 	sem := make(chan struct{}, opts.Jobs)
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
 	for i, m := range modules {
 		wg.Add(1)
 		go func() {
@@ -147,6 +151,12 @@ func (b *builder) compileModules(dir string, modules [][]int, opts Options) erro
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			arts[i], errs[i] = b.compileModule(m, opts)
+			if opts.Progress != nil {
+				mu.Lock()
+				done++
+				opts.Progress(done, len(modules))
+				mu.Unlock()
+			}
 			if errs[i] != nil && arts[i].gpu != "" {
 				// Keep the module that failed for the person reading the error.
 				path := filepath.Join(dir, "kernels", fmt.Sprintf("m%d.failed.ll", i))
