@@ -226,4 +226,3 @@ func initialParams(g *ir.Graph, weights map[string]*tensor.Tensor, seed uint64) 
 	}
 	return out, nil
 }
-
