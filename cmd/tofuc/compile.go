@@ -119,7 +119,8 @@ func compileModel(path string, f compileFlags, set map[string]ir.AttrValue, emit
 		return err
 	}
 	name := g.Name
-	rep := &report.Report{Version: report.Version, Model: name, File: path, Train: f.train.train, Devices: f.devices, Sections: []report.Section{}}
+	// Not partitioned (Devices 0) until a partition report replaces it.
+	rep := &report.Report{Version: report.Version, Model: name, File: path, Train: f.train.train, Sections: []report.Section{}}
 	p := newProgress(stderr)
 	defer p.done()
 	if f.train.train {
@@ -137,7 +138,13 @@ func compileModel(path string, f compileFlags, set map[string]ir.AttrValue, emit
 		p.show("lowering %d operators", len(g.Nodes))
 		c, err = codegen.Compile(g, f.out, opts)
 	} else {
-		c, rep, err = compilePartitioned(g, path, name, f, opts, p)
+		var prep *report.Report
+		if c, prep, err = compilePartitioned(g, path, name, f, opts, p); err == nil {
+			for _, s := range rep.Sections {
+				prep.SetSection(s)
+			}
+			rep = prep
+		}
 	}
 	if err != nil {
 		return err
