@@ -44,17 +44,7 @@ func (f *fn) access(a *tir.Access) value.Value {
 		return f.load(f.bufs[src.Arg], flatIndex(f, idx, shape), a.T.DType)
 	}
 	checked, site := f.k.Checked(a)
-	var inRange value.Value
-	for d, c := range checked {
-		if c {
-			ok := f.b.NewICmp(enum.IPredULT, idx[d], i64(shape[d])) // negative is large
-			if inRange == nil {
-				inRange = ok
-			} else {
-				inRange = f.b.NewAnd(inRange, ok)
-			}
-		}
-	}
+	inRange := f.inRange(checked, idx, shape)
 	if inRange == nil {
 		return read()
 	}
@@ -65,6 +55,23 @@ func (f *fn) access(a *tir.Access) value.Value {
 		f.reportOutOfRange(site, checked, idx, shape)
 		return zero(a.T.DType)
 	})
+}
+
+// inRange is whether the checked dimensions of idx lie in shape, or nil
+// when none is checked.
+func (f *fn) inRange(checked []bool, idx []value.Value, shape []int64) value.Value {
+	var in value.Value
+	for d, c := range checked {
+		if c {
+			ok := f.b.NewICmp(enum.IPredULT, idx[d], i64(shape[d])) // negative is large
+			if in == nil {
+				in = ok
+			} else {
+				in = f.b.NewAnd(in, ok)
+			}
+		}
+	}
+	return in
 }
 
 // flatIndex is the row-major offset of idx in a tensor of shape.

@@ -2,6 +2,7 @@ package emit
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 
 	"github.com/llir/llvm/ir"
@@ -142,35 +143,135 @@ func (f *fn) gemmHost(begin, end value.Value) {
 }
 
 // packB stores B[k, jc+j] for k in [pc, pc+kc), j in [0, ncPad) (zero
-// past nc) as Bp[(k-pc)·ncPad + j], in f32.
+// past nc) as Bp[(k-pc)·ncPad + j], in f32, reading B along its
+// contiguous direction.
 func (f *fn) packB(g *kernel.GEMM, bp, pc, kc, jc, nc value.Value, ncPad int64) {
+	store := func(ks, j value.Value, v value.Value) {
+		f.b.NewStore(v, f.b.NewGetElementPtr(types.Float, bp, f.b.NewAdd(f.b.NewMul(ks, i64(ncPad)), j)))
+	}
+	elem := func(j value.Value) value.Value {
+		return f.branch(f.b.NewICmp(enum.IPredSLT, j, nc), func() value.Value { return f.factorF32(g.B) },
+			func() value.Value { return constant.NewFloat(types.Float, 0) })
+	}
+	if f.contiguousAlong(g.B, g.K) {
+		f.loop(i64(0), i64(ncPad), i64(1), func(j value.Value) {
+			f.unflatten(f.b.NewAdd(jc, j), g.Cols, extents(g.Cols))
+			f.loop(i64(0), kc, i64(1), func(ks value.Value) {
+				f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
+				store(ks, j, elem(j))
+			})
+		})
+		return
+	}
 	f.loop(i64(0), kc, i64(1), func(ks value.Value) {
 		f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
-		row := f.b.NewMul(ks, i64(ncPad))
 		f.loop(i64(0), i64(ncPad), i64(1), func(j value.Value) {
-			v := f.branch(f.b.NewICmp(enum.IPredSLT, j, nc), func() value.Value {
-				f.unflatten(f.b.NewAdd(jc, j), g.Cols, extents(g.Cols))
-				return f.b.NewFPTrunc(f.exprTo(g.B, lang.F64), types.Float)
-			}, func() value.Value { return constant.NewFloat(types.Float, 0) })
-			f.b.NewStore(v, f.b.NewGetElementPtr(types.Float, bp, f.b.NewAdd(row, j)))
+			f.unflatten(f.b.NewAdd(jc, j), g.Cols, extents(g.Cols))
+			store(ks, j, elem(j))
 		})
 	})
 }
 
 // packA stores A[ir+i, k] for k in [pc, pc+kc), i in [0, MR) (zero past
-// the rows) as Ap[(k-pc)·MR + i], in f32.
+// the rows) as Ap[(k-pc)·MR + i], in f32, reading A along its contiguous
+// direction.
 func (f *fn) packA(g *kernel.GEMM, s gemmShape, ap, pc, kc, ir value.Value) {
+	one := func(ks value.Value, i int64) {
+		r := f.b.NewAdd(ir, i64(i))
+		v := f.branch(f.b.NewICmp(enum.IPredSLT, r, i64(s.rows)), func() value.Value {
+			f.unflatten(r, g.Rows, extents(g.Rows))
+			return f.factorF32(g.A)
+		}, func() value.Value { return constant.NewFloat(types.Float, 0) })
+		f.b.NewStore(v, f.b.NewGetElementPtr(types.Float, ap, f.b.NewAdd(f.b.NewMul(ks, i64(s.mr)), i64(i))))
+	}
+	if f.contiguousAlong(g.A, g.K) {
+		for i := int64(0); i < s.mr; i++ {
+			f.loop(i64(0), kc, i64(1), func(ks value.Value) {
+				f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
+				one(ks, i)
+			})
+		}
+		return
+	}
 	f.loop(i64(0), kc, i64(1), func(ks value.Value) {
 		f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
-		row := f.b.NewMul(ks, i64(s.mr))
 		for i := int64(0); i < s.mr; i++ {
-			r := f.b.NewAdd(ir, i64(i))
-			v := f.branch(f.b.NewICmp(enum.IPredSLT, r, i64(s.rows)), func() value.Value {
-				f.unflatten(r, g.Rows, extents(g.Rows))
-				return f.b.NewFPTrunc(f.exprTo(g.A, lang.F64), types.Float)
-			}, func() value.Value { return constant.NewFloat(types.Float, 0) })
-			f.b.NewStore(v, f.b.NewGetElementPtr(types.Float, ap, f.b.NewAdd(row, i64(i))))
+			one(ks, i)
 		}
+	})
+}
+
+// contiguousAlong reports whether the first tensor a factor reads is
+// contiguous along the sum's variables: its last index reads only them
+// (a weight w[o, c, ky, kx] over k = (c, ky, kx)), so that packing should
+// walk k innermost; otherwise the factor's own side is innermost.
+func (f *fn) contiguousAlong(factor tir.Expr, k []*tir.Var) bool {
+	inK := map[*tir.Var]bool{}
+	for _, v := range k {
+		inK[v] = true
+	}
+	var last tir.Expr
+	tir.Walk(factor, func(e tir.Expr) bool {
+		if a, ok := e.(*tir.Access); ok && last == nil && len(a.Index) > 0 {
+			last = a.Index[len(a.Index)-1]
+		}
+		return last == nil
+	})
+	if last == nil {
+		return false
+	}
+	onlyK, anyK := true, false
+	tir.Walk(last, func(e tir.Expr) bool {
+		if r, ok := e.(*tir.VarRef); ok {
+			onlyK = onlyK && inK[r.V]
+			anyK = anyK || inK[r.V]
+		}
+		return true
+	})
+	return onlyK && anyK
+}
+
+// factorF32 is a factor's value as an f32: a read of an f32 buffer is
+// loaded as it is stored; anything else is computed in double and
+// rounded.
+func (f *fn) factorF32(e tir.Expr) value.Value {
+	if a, ok := e.(*tir.Access); ok && a.T.DType == lang.F32 {
+		if src, found := f.k.Source(a.T); found && src.Arg >= 0 && zeroDefault(a.Default) {
+			return f.loadF32(a, src.Arg)
+		}
+	}
+	return f.b.NewFPTrunc(f.exprTo(e, lang.F64), types.Float)
+}
+
+func zeroDefault(d tir.Expr) bool {
+	if d == nil {
+		return true
+	}
+	c, ok := d.(*tir.Const)
+	return ok && c.T.IsFloat() && c.Float == 0 && !math.Signbit(c.Float)
+}
+
+// loadF32 reads an f32 buffer element as a float, 0 out of range when
+// the access has its zero default, a recorded error without one.
+func (f *fn) loadF32(a *tir.Access, arg int) value.Value {
+	shape := f.k.Args[arg].Shape
+	idx := make([]value.Value, len(a.Index))
+	for d, x := range a.Index {
+		idx[d] = f.exprTo(x, lang.I64)
+	}
+	read := func() value.Value {
+		return f.b.NewLoad(types.Float, f.b.NewGetElementPtr(types.Float, f.bufs[arg], flatIndex(f, idx, shape)))
+	}
+	checked, site := f.k.Checked(a)
+	inRange := f.inRange(checked, idx, shape)
+	if inRange == nil {
+		return read()
+	}
+	return f.branch(inRange, read, func() value.Value {
+		if a.Default == nil {
+			f.reportOutOfRange(site, checked, idx, shape)
+		}
+		return constant.NewFloat(types.Float, 0)
 	})
 }
 
