@@ -147,13 +147,15 @@ func (b *builder) scheduleKernel(s *schedule.Schedule, k int) (*kernel.Kernel, e
 			return nil, err
 		}
 	}
-	label := root.Name
+	label, ops := root.Name, root.Inst.Op
 	for _, n := range kern.Nodes[1:] {
 		label += "+" + n.Name
+		ops += "+" + n.Inst.Op
 	}
 	if len(schedule.Launches(root.Inst)) > 1 {
 		label += "/" + kern.Def.Tensor.Name
 	}
+	label += " (" + ops + ")"
 	kn, err := kernel.Build(label, out, stages)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %v", root.Pos, root.Inst.Op, err)

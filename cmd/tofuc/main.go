@@ -42,6 +42,7 @@ func init() {
 		{"strategies", "list the partition-n-reduce strategies of operators", "tofuc strategies [--op NAME] [--json] FILE...", runStrategies},
 		{"import", "import an ONNX model as TDL, with its weights in an .npz", "tofuc import MODEL.onnx [-o OUT.tdl] [--known NAME=PATH]...", runImport},
 		{"compile", "compile a model to kernels (PTX and host code) and a launch plan", "tofuc compile MODEL [--train] [--devices N] -o DIR [--emit llvm,ptx,host,simt,plan,report] [--set NAME=VALUE]...", runCompile},
+		{"bench", "time a model on a backend, whole and kernel by kernel", "tofuc bench MODEL [--backend interp|cpu|simt] [--runs N] [--threads T] [--json] [--set NAME=VALUE]...", runBench},
 		{"run", "run a compiled plan on the host runtime or the SIMT emulator", "tofuc run DIR [--backend cpu|simt] --in NAME=PATH.npy ... [--params PATH.npz] --out DIR2", runRun},
 		{"onnx-test", "run ONNX conformance tests", "tofuc onnx-test [--json] [--backend interp|cpu|simt] [--timeout D] [--jobs N] [--explain] PATH...", runONNXTest},
 		{"optimize", "rewrite a model with the verified rules to lower its estimated cost", "tofuc optimize MODEL.tdl [-o OUT.tdl] [--report DIR] [--model NAME] [--set NAME=VALUE]... [--alpha A] [--max-graphs N]", runOptimize},

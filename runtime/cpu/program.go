@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"time"
 	"unsafe"
 
 	"tofuc/lang"
@@ -35,6 +36,34 @@ type Program struct {
 	args  map[*plan.Step]int64
 	bound map[string]*tensor.Tensor // the parameters last bound
 	mu    sync.Mutex
+	// Timing makes Run record how long each step takes (StepTimes).
+	Timing bool
+	times  map[*plan.Step]time.Duration
+}
+
+// StepTime is how long a step of the last timed run took.
+type StepTime struct {
+	Device, Step int
+	Op, Label    string
+	Kernel       int // for a launch
+	Seconds      float64
+}
+
+// StepTimes lists the steps of the last run with Timing set, in device
+// and step order.
+func (pr *Program) StepTimes() []StepTime {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	var out []StepTime
+	for d, list := range pr.Plan.Steps {
+		for i := range list {
+			s := &list[i]
+			if t, ok := pr.times[s]; ok {
+				out = append(out, StepTime{Device: d, Step: i, Op: s.Op, Label: s.Label, Kernel: s.Kernel, Seconds: t.Seconds()})
+			}
+		}
+	}
+	return out
 }
 
 // Load allocates a plan's arenas and argument vectors; engine runs its
@@ -127,6 +156,10 @@ func (pr *Program) Run(inputs, params map[string]*tensor.Tensor) (map[string]*te
 	if err := pr.write(pr.Plan.Inputs, inputs, "input"); err != nil {
 		return nil, err
 	}
+	pr.times = nil
+	if pr.Timing {
+		pr.times = map[*plan.Step]time.Duration{}
+	}
 	if err := pr.runSteps(pr.Plan.Steps); err != nil {
 		return nil, err
 	}
@@ -200,6 +233,7 @@ func (pr *Program) runSteps(lists [][]plan.Step) error {
 	}
 	errs := make([]error, len(lists))
 	var wg sync.WaitGroup
+	var timesMu sync.Mutex
 	for d := range lists {
 		wg.Add(1)
 		go func() {
@@ -213,10 +247,16 @@ func (pr *Program) runSteps(lists [][]plan.Step) error {
 						return
 					}
 				}
+				start := time.Now()
 				if err := pr.step(s); err != nil {
 					errs[d] = fmt.Errorf("device %d, step %d (%s %s): %v", d, i, s.Op, s.Label, err)
 					cancel()
 					return
+				}
+				if pr.times != nil {
+					timesMu.Lock()
+					pr.times[s] = time.Since(start)
+					timesMu.Unlock()
 				}
 				close(done[d][i])
 			}

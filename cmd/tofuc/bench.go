@@ -1,0 +1,250 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"tofuc/analysis/check"
+	"tofuc/codegen/backend"
+	"tofuc/lang/ir"
+	"tofuc/runtime/exec"
+	"tofuc/runtime/npy"
+	"tofuc/runtime/tensor"
+)
+
+type benchFlags struct {
+	model, backend, params string
+	sets, ins              []string
+	runs, threads          int
+	seed                   uint64
+	asJSON                 bool
+}
+
+// benchResult is what `tofuc bench --json` prints (docs/cli.md).
+type benchResult struct {
+	Model   string        `json:"model"`
+	Backend string        `json:"backend"`
+	Threads int           `json:"threads"`
+	Runs    int           `json:"runs"`
+	Median  float64       `json:"median_seconds"`
+	Min     float64       `json:"min_seconds"`
+	Kernels []benchKernel `json:"kernels"`
+}
+
+// benchKernel is one kernel's (or, on the interpreter, one node's) time
+// in the median run.
+type benchKernel struct {
+	Name     string  `json:"name"`
+	Label    string  `json:"label"`
+	Launches int     `json:"launches"`
+	Seconds  float64 `json:"seconds"`
+}
+
+func runBench(args []string, stdout, stderr io.Writer) int {
+	fs := flagSet("bench", stderr)
+	var f benchFlags
+	fs.StringVar(&f.backend, "backend", "cpu", "interp, cpu or simt")
+	fs.IntVar(&f.runs, "runs", 10, "timed runs, after one warm-up run")
+	fs.IntVar(&f.threads, "threads", 0, "host threads (0: all cores)")
+	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
+	fs.StringVar(&f.model, "model", "", "the model (default: the only one)")
+	fs.StringArrayVar(&f.sets, "set", nil, "override a model attribute, NAME=VALUE (repeatable)")
+	fs.StringArrayVar(&f.ins, "in", nil, "an input, NAME=PATH.npy (repeatable; others are drawn from the seed)")
+	fs.StringVar(&f.params, "params", "", "parameters, one .npz (missing ones are initialised from the seed)")
+	fs.Uint64Var(&f.seed, "seed", 0, "seed of random inputs and parameters")
+	if status, done := parseFlags(fs, args, stdout); done {
+		return status
+	}
+	switch {
+	case fs.NArg() != 1:
+		return usageError(stderr, "bench", "expected one MODEL file")
+	case f.runs < 1:
+		return usageError(stderr, "bench", "--runs must be at least 1")
+	case f.threads < 0:
+		return usageError(stderr, "bench", "--threads must not be negative")
+	}
+	b, err := backend.ByName(f.backend, f.threads)
+	if err != nil {
+		return usageError(stderr, "bench", "%v", err)
+	}
+	specs, err := inputSpecs(f.ins)
+	if err != nil {
+		return usageError(stderr, "bench", "%v", err)
+	}
+	res, err := bench(fs.Arg(0), f, b, specs, stderr)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(res)
+		return exitOK
+	}
+	printBench(stdout, res)
+	return exitOK
+}
+
+// bench runs the model once to warm up (and compile), then f.runs times,
+// and keeps the kernels' times of the median run.
+func bench(path string, f benchFlags, b exec.Backend, specs map[string]string, stderr io.Writer) (*benchResult, error) {
+	g, params, err := benchGraph(path, f)
+	if err != nil {
+		return nil, err
+	}
+	inputs, err := readInputs(specs)
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range g.Inputs {
+		if inputs[in.Name] == nil {
+			if inputs[in.Name], err = randomInput(in, f.seed, classes(g, in)); err != nil {
+				return nil, err
+			}
+		}
+		inputs[in.Name] = fromNPY(inputs[in.Name], in.DType)
+	}
+	timer := &nodeTimer{}
+	if ib, ok := b.(exec.Interp); ok {
+		ib.Progress = timer.tick
+		b = ib
+	}
+	s := exec.NewSession(g, b, f.seed)
+	defer s.Close()
+	p := newProgress(stderr)
+	p.show("warming up (the compiled backends compile here)")
+	warm, err := s.Run(inputs, params)
+	p.done()
+	if err != nil {
+		return nil, err
+	}
+	if prog, ok := s.Program().(*backend.Program); ok {
+		prog.Timing = true
+	}
+	res := &benchResult{Model: g.Name, Backend: f.backend, Threads: f.threads, Runs: f.runs}
+	type run struct {
+		seconds float64
+		kernels []benchKernel
+	}
+	var runs []run
+	for i := range f.runs {
+		p.count("timed runs", i, f.runs)
+		timer.reset()
+		start := time.Now()
+		if _, err := s.Run(inputs, warm.Params); err != nil {
+			return nil, err
+		}
+		r := run{seconds: time.Since(start).Seconds()}
+		timer.stop()
+		if prog, ok := s.Program().(*backend.Program); ok {
+			r.kernels = kernelTimes(prog)
+		} else {
+			r.kernels = timer.nodes
+		}
+		runs = append(runs, r)
+	}
+	p.done()
+	sort.Slice(runs, func(i, j int) bool { return runs[i].seconds < runs[j].seconds })
+	res.Min, res.Median, res.Kernels = runs[0].seconds, runs[len(runs)/2].seconds, runs[len(runs)/2].kernels
+	return res, nil
+}
+
+// benchGraph loads the model with its weights and --params.
+func benchGraph(path string, f benchFlags) (*ir.Graph, map[string]*tensor.Tensor, error) {
+	set, err := parseSets(f.sets)
+	if err != nil {
+		return nil, nil, err
+	}
+	prog, err := check.NewProgram()
+	if err != nil {
+		return nil, nil, err
+	}
+	m, weights, err := loadModel(prog, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := m.Model(f.model, set)
+	if err != nil {
+		return nil, nil, err
+	}
+	params := map[string]*tensor.Tensor{}
+	for k, v := range weights {
+		params[k] = v
+	}
+	if f.params != "" {
+		given, err := npy.ReadNPZ(f.params)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--params: %v", err)
+		}
+		for k, v := range given {
+			params[k] = v
+		}
+	}
+	return g, params, matchParams(g, params)
+}
+
+// kernelTimes sums the launch times of each kernel of a compiled run.
+func kernelTimes(prog *backend.Program) []benchKernel {
+	byKernel := map[int]*benchKernel{}
+	var order []int
+	for _, st := range prog.StepTimes() {
+		if st.Op != "launch" {
+			continue
+		}
+		k, ok := byKernel[st.Kernel]
+		if !ok {
+			pk := prog.Plan.Kernels[st.Kernel]
+			k = &benchKernel{Name: pk.Name, Label: pk.Label}
+			byKernel[st.Kernel] = k
+			order = append(order, st.Kernel)
+		}
+		k.Launches++
+		k.Seconds += st.Seconds
+	}
+	out := make([]benchKernel, len(order))
+	for i, idx := range order {
+		out[i] = *byKernel[idx]
+	}
+	return out
+}
+
+// nodeTimer times the interpreter's nodes through its progress calls.
+type nodeTimer struct {
+	nodes []benchKernel
+	last  time.Time
+}
+
+func (t *nodeTimer) reset() { t.nodes = nil }
+
+func (t *nodeTimer) tick(i, n int, name string) {
+	t.stop()
+	t.nodes = append(t.nodes, benchKernel{Name: name, Label: name, Launches: 1})
+	t.last = time.Now()
+}
+
+func (t *nodeTimer) stop() {
+	if len(t.nodes) > 0 && t.nodes[len(t.nodes)-1].Seconds == 0 {
+		t.nodes[len(t.nodes)-1].Seconds = time.Since(t.last).Seconds()
+	}
+}
+
+func printBench(w io.Writer, r *benchResult) {
+	fmt.Fprintf(w, "%s on %s: median %.4f s, min %.4f s over %d runs\n", r.Model, r.Backend, r.Median, r.Min, r.Runs)
+	ks := append([]benchKernel(nil), r.Kernels...)
+	sort.SliceStable(ks, func(i, j int) bool { return ks[i].Seconds > ks[j].Seconds })
+	total := 0.0
+	for _, k := range ks {
+		total += k.Seconds
+	}
+	fmt.Fprintf(w, "%10s %6s %8s  %s\n", "ms", "share", "launches", "kernel")
+	for i, k := range ks {
+		if i == 20 {
+			fmt.Fprintf(w, "  ... %d more\n", len(ks)-i)
+			break
+		}
+		fmt.Fprintf(w, "%10.3f %5.1f%% %8d  %s %s\n", k.Seconds*1e3, 100*k.Seconds/max(total, 1e-12), k.Launches, k.Name, k.Label)
+	}
+}
