@@ -39,6 +39,11 @@ run: deps build
 	./$(BIN) eval examples/mlp.tdl --train --steps 20 --set batch=32 --random-inputs --seed 1 --out out/mlp-train
 	@echo "== tofuc partition: Wide ResNet-152-10's training graph over 8 devices"
 	./$(BIN) partition examples/wresnet.tdl --train --set depth=152 --set width=10 --set train=true --devices 8 --report out/partition-wresnet
+	@echo "== tofuc compile and run: the MLP's training graph for 4 devices, run on the host runtime and under the SIMT emulator"
+	./$(BIN) compile examples/mlp.tdl --train --set batch=32 --devices 4 -o out/mlp-4dev
+	./$(BIN) run out/mlp-4dev --random-inputs --seed 1 --out out/mlp-4dev-cpu
+	./$(BIN) run out/mlp-4dev --backend simt --random-inputs --seed 1 --out out/mlp-4dev-simt
+	@echo "plan: out/mlp-4dev/plan.json (kernels in out/mlp-4dev/kernels), report: out/mlp-4dev/report.html"
 	@if [ -d "$(SHARED)/onnx" ]; then \
 		echo "== tofuc import and onnx-test: an ONNX SqueezeNet as TDL, and the op-level conformance tests"; \
 		echo "./$(BIN) import $(SHARED)/onnx/light-random/light_squeezenet_random.onnx -o out/squeezenet.tdl"; \

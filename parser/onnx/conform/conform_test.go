@@ -17,12 +17,19 @@ import (
 	"tofuc/lang"
 	"tofuc/parser"
 	"tofuc/parser/onnx"
+	"tofuc/runtime/exec"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/onnx-conformance.md from the node tests")
 
 // runAll runs the tests at paths on GOMAXPROCS workers.
 func runAll(t *testing.T, paths []string) []Outcome {
+	t.Helper()
+	return runOn(t, paths, nil)
+}
+
+// runOn runs the tests at paths on backend b (nil: the interpreter).
+func runOn(t *testing.T, paths []string, b exec.Backend) []Outcome {
 	t.Helper()
 	out := make([]Outcome, len(paths))
 	next := make(chan int)
@@ -37,7 +44,7 @@ func runAll(t *testing.T, paths []string) []Outcome {
 				return
 			}
 			for i := range next {
-				out[i] = Run(paths[i], Config{Timeout: 5 * time.Minute, Program: prog})
+				out[i] = Run(paths[i], Config{Timeout: 5 * time.Minute, Program: prog, Backend: b})
 				if out[i].TimedOut {
 					t.Errorf("%s timed out", paths[i])
 					return
