@@ -199,7 +199,13 @@ func kernelName(k *kernel.Kernel) (string, error) {
 	if err := m.Add("kernel", k); err != nil {
 		return "", err
 	}
-	h := sha256.Sum256([]byte(m.String()))
+	// The IR of a 1-D read does not show its buffer's length: two workers
+	// reading 60 and 64 elements of a bias alike need two kernels.
+	text := m.String()
+	for _, a := range k.Args {
+		text += fmt.Sprintf("\n%s%v", a.DType, a.Shape)
+	}
+	h := sha256.Sum256([]byte(text))
 	return "k" + hex.EncodeToString(h[:8]), nil
 }
 

@@ -21,6 +21,10 @@ type (
 		n    *ir.Node
 		j, d int
 	}
+	sumKey struct { // partial sum s of that region, before they are added up
+		n       *ir.Node
+		j, d, s int
+	}
 	partKey struct { // the box of output o that node n computes on device d
 		n    *ir.Node
 		o, d int
@@ -136,7 +140,7 @@ func (p *partitioned) node(ops []*execution.Op) error {
 func (p *partitioned) device(op *execution.Op) (int, error) {
 	n, d := op.Node, op.Device
 	for j, v := range n.Inputs {
-		if v.Const == nil && !op.Inputs[j].Equal(p.eg.Tiles[v][d]) {
+		if v.Const == nil && !op.In[j].Tile(p.eg.Tiles[v][d]) {
 			p.gatherRegion(op, j)
 		}
 	}
@@ -160,9 +164,9 @@ func (p *partitioned) device(op *execution.Op) (int, error) {
 }
 
 // writesTile reports whether op computes output o straight into its
-// device's tile: a whole, final tile.
+// device's tile: a whole tile, final or kept as a partial sum.
 func (p *partitioned) writesTile(op *execution.Op, o int) bool {
-	return !op.Partial && op.Outputs[o].Equal(p.eg.Tiles[op.Node.Outputs[o]][op.Device])
+	return op.Groups[o] == nil && op.Outputs[o].Equal(p.eg.Tiles[op.Node.Outputs[o]][op.Device])
 }
 
 // outputKey is the buffer a launch of op writes, created here.
@@ -201,7 +205,7 @@ func (p *partitioned) binder(op *execution.Op) func(*ir.Tensor) (kernel.Binding,
 			switch {
 			case v.Const != nil:
 				return kernel.Binding{Const: v.Const}, nil
-			case op.Inputs[j].Equal(p.eg.Tiles[v][d]):
+			case op.In[j].Tile(p.eg.Tiles[v][d]):
 				p.tile(v, d)
 				return kernel.Binding{Buffer: tileKey{v, d}}, nil
 			}
@@ -220,34 +224,43 @@ func (p *partitioned) binder(op *execution.Op) func(*ir.Tensor) (kernel.Binding,
 	}
 }
 
-// gatherRegion fills the region buffer of input j of op: the part its
-// own tile holds, then the pieces of its fused fetch from other devices.
+// gatherRegion fills the region buffer of input j of op from the pieces
+// of its fetch, its own tile's among them: one buffer per partial sum
+// to add when the input is partial there, then their sum.
 func (p *partitioned) gatherRegion(op *execution.Op, j int) {
 	n, d := op.Node, op.Device
-	v, region := n.Inputs[j], op.Inputs[j]
-	id := p.buffer(regionKey{n, j, d}, fmt.Sprintf("%s@%d in%d", n.Name, d, j), d, v.DType, boxShape(region), plan.RoleWorkspace)
-	p.copyPart(d, id, region, v, d, region.Intersect(p.eg.Tiles[v][d]))
-	for _, piece := range op.Fetch {
-		if piece.Input == j {
-			p.copyPart(d, id, region, v, piece.From, piece.Box)
-		}
-	}
-}
-
-// copyPart adds a copy, on device d, of box part of v from device
-// from's tile into buffer to, which holds region.
-func (p *partitioned) copyPart(d, to int, region execution.Box, v *ir.Value, from int, part execution.Box) {
-	if part.Size() == 0 {
+	v, in := n.Inputs[j], op.In[j]
+	id := p.buffer(regionKey{n, j, d}, fmt.Sprintf("%s@%d in%d", n.Name, d, j), d, v.DType, in.Shape, plan.RoleWorkspace)
+	if len(in.Sums) == 1 {
+		p.copyPieces(d, id, v, in.Sums[0])
 		return
 	}
-	src := p.tile(v, from)
-	s := plan.Step{Op: plan.Copy, From: src, To: to, Src: planBox(part.Relative(p.eg.Tiles[v][from])), At: lows(part.Relative(region)), Label: "fetch " + v.Name}
-	if w, ok := p.lastWrite[tileKey{v, from}]; ok && from != d {
-		s.After = []plan.StepRef{{Device: from, Step: w}}
+	sum := plan.Step{Op: plan.Reduce, Reducer: "sum", To: id, Label: "add partial sums of " + v.Name}
+	for s, pieces := range in.Sums {
+		part := p.buffer(sumKey{n, j, d, s}, fmt.Sprintf("%s@%d in%d sum%d", n.Name, d, j, s), d, v.DType, in.Shape, plan.RoleWorkspace)
+		p.copyPieces(d, part, v, pieces)
+		sum.Parts = append(sum.Parts, part)
 	}
-	p.touch(src)
-	p.touch(to)
-	p.addStep(d, false, s)
+	for _, part := range sum.Parts {
+		p.touch(part) // every part lives until the sum
+	}
+	p.touch(id)
+	p.addStep(d, false, sum)
+}
+
+// copyPieces adds a copy, on device d, of every piece of v from its
+// device's tile into buffer to.
+func (p *partitioned) copyPieces(d, to int, v *ir.Value, pieces []execution.Piece) {
+	for _, piece := range pieces {
+		src := p.tile(v, piece.From)
+		s := plan.Step{Op: plan.Copy, From: src, To: to, Src: planBox(piece.Box.Relative(p.eg.Tiles[v][piece.From])), At: piece.At, Label: "fetch " + v.Name}
+		if w, ok := p.lastWrite[tileKey{v, piece.From}]; ok && piece.From != d {
+			s.After = []plan.StepRef{{Device: piece.From, Step: w}}
+		}
+		p.touch(src)
+		p.touch(to)
+		p.addStep(d, false, s)
+	}
 }
 
 // reduce combines partial outputs over each group: every member adds a
@@ -264,13 +277,16 @@ func (p *partitioned) reduce(ops []*execution.Op, launched []int) [][]int {
 		}
 	}
 	for _, op := range ops {
-		if op.Inst == nil || !op.Partial {
+		if op.Inst == nil {
 			continue
 		}
 		d := op.Device
 		for o, v := range n.Outputs {
+			if op.Groups[o] == nil {
+				continue // not partial, or kept as a partial sum
+			}
 			s := plan.Step{Op: plan.Reduce, Reducer: op.Reducer.String(), Label: "combine " + v.Name}
-			for _, g := range op.Group {
+			for _, g := range op.Groups[o] {
 				if launched[g] < 0 {
 					continue
 				}
@@ -328,13 +344,14 @@ type source struct {
 	box            execution.Box
 }
 
-// sources lists the distinct boxes of output o that the devices computed,
-// each with the buffer holding its final values, preferring device e's.
+// sources lists the distinct boxes of output o that the devices holding
+// the same partial sum as e computed, each with the buffer holding its
+// final values, preferring device e's.
 func (p *partitioned) sources(ops []*execution.Op, o, e int) []source {
 	var out []source
 	seen := map[string]int{}
 	for _, op := range ops {
-		if op.Inst == nil {
+		if op.Inst == nil || !p.eg.SameSum(op.Node.Outputs[o], op.Device, e) {
 			continue
 		}
 		d := op.Device
@@ -358,7 +375,7 @@ func (p *partitioned) finalBuffer(op *execution.Op, o int) int {
 	if id, ok := p.bufferOf[reducedKey{n, o, d}]; ok {
 		return id
 	}
-	if op.Partial || p.writesTile(op, o) {
+	if op.Groups[o] != nil || p.writesTile(op, o) {
 		return p.bufferOf[tileKey{n.Outputs[o], d}]
 	}
 	return p.bufferOf[partKey{n, o, d}]

@@ -201,6 +201,10 @@ func (t *trainer) loss(y *ir.Value, kind string) (*ir.Value, error) {
 // returns each parameter's gradient.
 func (t *trainer) backward(loss *ir.Value) (map[*ir.Value]*ir.Value, error) {
 	needs := t.dependsOnParams()
+	params := map[*ir.Value]bool{}
+	for _, p := range t.g.Params {
+		params[p.Value] = true
+	}
 	contribs := map[*ir.Value][]*ir.Value{
 		loss: {{Name: t.unique("loss.seed"), DType: loss.DType, Const: &ir.ConstData{Float: 1, Int: 1}}},
 	}
@@ -240,6 +244,17 @@ func (t *trainer) backward(loss *ir.Value) (map[*ir.Value]*ir.Value, error) {
 			bn.Outputs = []*ir.Value{gv}
 			t.g.Nodes = append(t.g.Nodes, bn)
 			contribs[x] = append(contribs[x], gv)
+			if params[x] && len(contribs[x]) == 2 {
+				// A shared weight's gradient is accumulated as its
+				// contributions appear (the additions in the same order
+				// as at the end), so that one partial sum per weight is
+				// live rather than one per use.
+				acc, err := t.call("add", nil, "gradient sum", x.Name+".grad", contribs[x]...)
+				if err != nil {
+					return nil, err
+				}
+				contribs[x] = acc.Outputs
+			}
 		}
 	}
 	grads := map[*ir.Value]*ir.Value{}

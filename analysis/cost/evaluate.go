@@ -47,10 +47,14 @@ func (g *Graph) Evaluate(p *Plan) (*Cost, error) {
 	for i, k := range p.Factors {
 		for j, n := range g.IR.Nodes {
 			v, ch := views[j], p.Ops[n][i]
-			if ch != Replicate && (ch < 0 || int(ch) >= v.Strategies()) {
-				return nil, fmt.Errorf("operator %s has no strategy %d at step %d", n.Name, ch, i+1)
+			if ch < Accumulate || int(ch) >= v.Strategies() || ch == Accumulate && !v.Linear() {
+				return nil, fmt.Errorf("operator %s has no choice %s at step %d", n.Name, v.Name(ch), i+1)
 			}
-			b := groups * v.Step(k).Bytes(ch, p.Dims(n.Inputs, i), p.Dims(n.Outputs, i))
+			b, ok := v.Step(k).Bytes(ch, p.Placement(n, i))
+			if !ok {
+				return nil, fmt.Errorf("operator %s: %s at step %d cannot read or write its tensors as laid out (partial sums only come from sums and go to accumulation)", n.Name, v.Name(ch), i+1)
+			}
+			b *= groups
 			c.OpBytes[j] += b
 			c.StepBytes[i] += b
 			if i+1 == len(p.Factors) {
@@ -77,7 +81,9 @@ func (g *Graph) TileBytes(p *Plan, v *ir.Value) int64 {
 }
 
 // memory walks the nodes in order with live tiles and each node's
-// communication buffers.
+// communication buffers. A tensor lives until the last node whose lambda
+// reads it: a backward node takes every input of its forward node, but
+// the gradient of concat or reshape needs only their shapes.
 func (g *Graph) memory(p *Plan, opBytes []int64) Memory {
 	devices := int64(p.Devices())
 	resident := map[*ir.Value]bool{}
@@ -92,8 +98,11 @@ func (g *Graph) memory(p *Plan, opBytes []int64) Memory {
 	}
 	last := map[*ir.Value]int{}
 	for j, n := range g.IR.Nodes {
-		for _, v := range n.Inputs {
-			last[v] = j
+		read := g.Root(n).Reads()
+		for i, v := range n.Inputs {
+			if read[i] {
+				last[v] = j
+			}
 		}
 	}
 	m := Memory{PeakNode: -1}
@@ -117,7 +126,7 @@ func (g *Graph) memory(p *Plan, opBytes []int64) Memory {
 			m.Peak, m.PeakNode = live+buf, j
 		}
 		for _, v := range n.Inputs {
-			if last[v] == j && counted[v] {
+			if l, ok := last[v]; ok && l == j && counted[v] {
 				live -= g.TileBytes(p, v)
 				counted[v] = false
 			}

@@ -29,6 +29,9 @@ type Graph struct {
 	// every cost by it.
 	traffic int64
 
+	// partial marks the tensors that may be held as partial sums.
+	partial map[*ir.Value]bool
+
 	mu     sync.Mutex
 	roots  map[*ir.Instance]*View
 	byText map[string]*View
@@ -71,8 +74,42 @@ func NewGraph(g *ir.Graph) (*Graph, error) {
 	if err := cg.sumTraffic(); err != nil {
 		return nil, err
 	}
+	cg.partial = partialGradients(g)
 	return cg, nil
 }
+
+// partialGradients marks the gradients of parameters and the gradient
+// sums over them: a data-parallel plan keeps them as partial sums, each
+// worker's over its part of the batch, until the optimizer needs the
+// total (one all-reduce per step, not one per use of a shared weight).
+// Graph outputs are never partial.
+func partialGradients(g *ir.Graph) map[*ir.Value]bool {
+	params := map[*ir.Value]bool{}
+	for _, p := range g.Params {
+		params[p.Value] = true
+	}
+	outputs := map[*ir.Value]bool{}
+	for _, v := range g.Outputs {
+		outputs[v] = true
+	}
+	out := map[*ir.Value]bool{}
+	for _, n := range g.Nodes {
+		for _, v := range n.Outputs {
+			if !v.DType.IsFloat() || outputs[v] {
+				continue
+			}
+			sum := n.Role == "gradient sum"
+			for _, in := range n.Inputs {
+				sum = sum && out[in]
+			}
+			out[v] = v.GradOf != nil && params[v.GradOf] || sum
+		}
+	}
+	return out
+}
+
+// PartialOK reports whether v may be held as partial sums.
+func (g *Graph) PartialOK(v *ir.Value) bool { return g.partial[v] }
 
 // sumTraffic sets g.traffic, or fails when a size or the sum leaves int64.
 func (g *Graph) sumTraffic() error {
@@ -166,6 +203,9 @@ func (g *Graph) Tensors() []*ir.Value {
 // Bytes is the size of a whole tensor.
 func (g *Graph) Bytes(v *ir.Value) int64 { return volume(g.Shapes[v]) * elemSize(v.DType) }
 
+// ElemSize is the bytes of one element of v.
+func ElemSize(v *ir.Value) int64 { return elemSize(v.DType) }
+
 // Root is the view of a node at the first step: its own instance. It is
 // safe to call from several goroutines.
 func (g *Graph) Root(n *ir.Node) *View {
@@ -209,11 +249,18 @@ func volume(shape []int64) int64 {
 }
 
 // Choice is an operator's choice at one step: an index into its view's
-// Analysis.Strategies, or Replicate.
+// Analysis.Strategies, Replicate or Accumulate.
 type Choice int
 
-// Replicate runs the operator whole on every worker of the step.
-const Replicate Choice = -1
+const (
+	// Replicate runs the operator whole on every worker of the step.
+	Replicate Choice = -1
+	// Accumulate runs a linear operator whole on every worker, on its
+	// partial sums of the inputs: the outputs are partial sums (a
+	// gradient sum of partial gradients costs nothing until the sum is
+	// needed).
+	Accumulate Choice = -2
+)
 
 // View is an operator instance as the workers of one step see it: the
 // node's instance at the first step, afterwards the instance of the
@@ -227,6 +274,7 @@ type View struct {
 	Err       error
 	InShapes  [][]int64
 	OutShapes [][]int64
+	reads     []bool // per input: some lambda reads its elements
 
 	g     *Graph
 	once  sync.Once // the analysis
@@ -251,7 +299,40 @@ func (v *View) analyse() {
 		s, _ := concrete(d.Tensor.Shape)
 		v.OutShapes = append(v.OutShapes, s)
 	}
+	v.reads = reads(inst)
 	v.Analysis, v.Err = strategy.Analyse(inst)
+}
+
+// Reads reports, per input, whether a lambda of the view reads its
+// elements (an input used only for its shape is not read).
+func (v *View) Reads() []bool { return v.reads }
+
+// reads marks the inputs some lambda of inst accesses.
+func reads(inst *ir.Instance) []bool {
+	at := map[*ir.Tensor]int{}
+	for i, t := range inst.Inputs {
+		at[t] = i
+	}
+	out := make([]bool, len(inst.Inputs))
+	mark := func(t *ir.Tensor) {
+		if i, ok := at[t]; ok {
+			out[i] = true
+		}
+	}
+	for _, d := range append(append([]*ir.Def(nil), inst.Locals...), inst.Outputs...) {
+		ir.Walk(d.Body, func(e ir.Expr) bool {
+			switch x := e.(type) {
+			case *ir.Access:
+				mark(x.T)
+			case *ir.Opaque:
+				for _, a := range x.Args {
+					mark(a.T)
+				}
+			}
+			return true
+		})
+	}
+	return out
 }
 
 // Strategies is the number of strategies (choices other than Replicate).
@@ -262,22 +343,25 @@ func (v *View) Strategies() int {
 	return len(v.Analysis.Strategies)
 }
 
-// Name says a choice in words: "split b", "reduce ci (sum)" or "replicate".
+// Name says a choice in words: "split b", "reduce ci (sum)",
+// "replicate" or "accumulate".
 func (v *View) Name(c Choice) string {
-	if c == Replicate || v.Analysis == nil || int(c) >= len(v.Analysis.Strategies) {
+	switch {
+	case c == Accumulate:
+		return "accumulate"
+	case c < 0 || v.Analysis == nil || int(c) >= len(v.Analysis.Strategies):
 		return "replicate"
 	}
-	s := v.Analysis.Strategies[c]
-	if s.Kind == strategy.SplitReduction {
-		return fmt.Sprintf("reduce %s (%s)", s.Var.Name, s.Reducer)
-	}
-	return "split " + s.Var.Name
+	return v.Analysis.Strategies[c].Words()
 }
 
 // Lookup finds a choice by its Name.
 func (v *View) Lookup(name string) (Choice, bool) {
-	if name == "replicate" {
+	switch {
+	case name == "replicate":
 		return Replicate, true
+	case name == "accumulate" && v.Linear():
+		return Accumulate, true
 	}
 	for c := range v.Strategies() {
 		if v.Name(Choice(c)) == name {
@@ -288,10 +372,10 @@ func (v *View) Lookup(name string) (Choice, bool) {
 }
 
 // Sub is the view of the next step after choice c over k workers: the
-// representative worker's instance (Replicate keeps the view). It is safe
-// to call from several goroutines.
+// representative worker's instance (Replicate and Accumulate keep the
+// view). It is safe to call from several goroutines.
 func (v *View) Sub(c Choice, k int) (*View, error) {
-	if c == Replicate {
+	if c < 0 {
 		return v, nil
 	}
 	v.mu.Lock()
@@ -329,3 +413,7 @@ func representative(s *strategy.Strategy, k int) int {
 // Elementwise reports whether the view's operator reads every input at
 // its output's own index (up to broadcasting).
 func (v *View) Elementwise() bool { return v.Analysis != nil && v.Analysis.Elementwise }
+
+// Linear reports whether the view's outputs are linear in its inputs
+// taken together, so that it can Accumulate partial sums.
+func (v *View) Linear() bool { return v.Analysis != nil && v.Analysis.Linear }

@@ -57,7 +57,12 @@ func (e *Error) Error() string {
 // missing from env range over their whole extent. A data-dependent value
 // (an element read from a tensor) cannot be bounded here: the caller gives
 // the indexed dimension its whole range.
-func Of(e ir.Expr, env Env) (Interval, error) {
+func Of(e ir.Expr, env Env) (Interval, error) { return of(e, env, nil) }
+
+// of is Of with what is known of the symbols (nil: nothing beyond shape
+// symbols being non-negative), which makes division and remainder by a
+// constant exact where the bounds lie in one period.
+func of(e ir.Expr, env Env, f Facts) (Interval, error) {
 	switch e := e.(type) {
 	case *ir.Const:
 		if e.T.IsFloat() {
@@ -78,16 +83,16 @@ func Of(e ir.Expr, env Env) (Interval, error) {
 		if e.T != lang.I64 {
 			return Interval{}, &Error{e, "arithmetic in " + e.T.String() + ", which wraps"}
 		}
-		x, err := Of(e.X, env)
+		x, err := of(e.X, env, f)
 		return Interval{x.Hi.Neg(), x.Lo.Neg()}, err
 	case *ir.Binary:
-		return binary(e, env)
+		return binary(e, env, f)
 	case *ir.Select:
-		a, err := Of(e.A, env)
+		a, err := of(e.A, env, f)
 		if err != nil {
 			return a, err
 		}
-		b, err := Of(e.B, env)
+		b, err := of(e.B, env, f)
 		return Hull(a, b), err
 	case *ir.Cast:
 		switch {
@@ -96,9 +101,9 @@ func Of(e ir.Expr, env Env) (Interval, error) {
 		case e.T != lang.I64 || !e.X.Type().IsInt():
 			return Interval{}, &Error{e, "a conversion to " + e.T.String() + ", which may wrap"}
 		}
-		return Of(e.X, env)
+		return of(e.X, env, f)
 	case *ir.Call:
-		return call(e, env)
+		return call(e, env, f)
 	case *ir.Access, *ir.Opaque:
 		return Interval{}, &Error{e, "a value read from a tensor (data-dependent)"}
 	}
@@ -106,10 +111,10 @@ func Of(e ir.Expr, env Env) (Interval, error) {
 }
 
 // call bounds the integer functions an index can use: max, min, abs.
-func call(e *ir.Call, env Env) (Interval, error) {
+func call(e *ir.Call, env Env, f Facts) (Interval, error) {
 	args := make([]Interval, len(e.Args))
 	for i, x := range e.Args {
-		iv, err := Of(x, env)
+		iv, err := of(x, env, f)
 		if err != nil {
 			return iv, err
 		}
@@ -130,17 +135,17 @@ func call(e *ir.Call, env Env) (Interval, error) {
 	return Interval{}, &Error{e, "the function " + e.Fn + " in an index"}
 }
 
-func binary(e *ir.Binary, env Env) (Interval, error) {
+func binary(e *ir.Binary, env Env, f Facts) (Interval, error) {
 	if e.T != lang.I64 && !e.Op.IsComparison() {
 		// Index arithmetic is i64; arithmetic of a narrower integer
 		// wraps at its width, which intervals do not model.
 		return Interval{}, &Error{e, "arithmetic in " + e.T.String() + ", which wraps"}
 	}
-	a, err := Of(e.L, env)
+	a, err := of(e.L, env, f)
 	if err != nil {
 		return a, err
 	}
-	b, err := Of(e.R, env)
+	b, err := of(e.R, env, f)
 	if err != nil {
 		return b, err
 	}
@@ -161,6 +166,9 @@ func binary(e *ir.Binary, env Env) (Interval, error) {
 			}
 			return Interval{}, &Error{e, "division by a value that is not a positive constant or an extent"}
 		}
+		if q, ok := onePeriod(a, c, f); ok {
+			return Point(lang.Const(q)), nil
+		}
 		// Integer division truncates toward zero, a monotonic function:
 		// floor(lo/c) <= trunc(lo/c), and trunc(hi/c) <= ceil(hi/c), with
 		// floor exact for a non-negative bound.
@@ -170,7 +178,7 @@ func binary(e *ir.Binary, env Env) (Interval, error) {
 		}
 		return Interval{a.Lo.FloorDiv(c), hi}, nil
 	case ir.OpMod:
-		return mod(e, a, b)
+		return mod(e, a, b, f)
 	}
 	return Interval{}, &Error{e, "a comparison or logical operation"}
 }
@@ -209,7 +217,12 @@ func scale(a Interval, k int64) Interval {
 
 // mod is exact when the whole interval lies in one period, and [0, c-1]
 // (conservative) otherwise.
-func mod(e *ir.Binary, a, b Interval) (Interval, error) {
+func mod(e *ir.Binary, a, b Interval, f Facts) (Interval, error) {
+	if c, ok := positiveConst(b); ok {
+		if q, ok := onePeriod(a, c, f); ok {
+			return Interval{a.Lo.Sub(lang.Const(q * c)), a.Hi.Sub(lang.Const(q * c))}, nil
+		}
+	}
 	if !nonNegative(a.Lo) {
 		// C's remainder takes the sign of the dividend: |x % c| < c.
 		if c, ok := positiveConst(b); ok {
@@ -227,6 +240,20 @@ func mod(e *ir.Binary, a, b Interval) (Interval, error) {
 		return Interval{lang.Const(0), b.Lo.Sub(lang.Const(1))}, nil
 	}
 	return Interval{}, &Error{e, "remainder by a varying or possibly negative value"}
+}
+
+// onePeriod reports whether the facts place every value of a, which is
+// non-negative, in one period of c, [q·c, q·c + c - 1], and gives q.
+func onePeriod(a Interval, c int64, f Facts) (int64, bool) {
+	if f == nil {
+		return 0, false
+	}
+	lo, _, ok1 := f.Range(a.Lo)
+	_, hi, ok2 := f.Range(a.Hi)
+	if !ok1 || !ok2 || lo < 0 || lo/c != hi/c {
+		return 0, false
+	}
+	return lo / c, true
 }
 
 func pointConst(iv Interval) (int64, bool) {

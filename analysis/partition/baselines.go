@@ -6,17 +6,24 @@ import (
 	"time"
 
 	"tofuc/analysis/cost"
+	"tofuc/lang/ir"
 )
 
-// Baselines are the other algorithms of Tofu §3.7.3, priced with the same
-// cost model, by their report.json keys.
-var Baselines = []string{"data_parallel", "spartan", "equal_chop", "icml18"}
+// Baselines are data parallelism and the other algorithms of Tofu
+// §3.7.3, priced with the same cost model, by their report.json keys.
+var Baselines = []string{"data_parallel", "allrow_greedy", "spartan", "equal_chop", "icml18"}
 
 // Baseline runs one baseline:
 //
-//   - data_parallel (AllRow-Greedy): every tensor split along its first
-//     dimension that has enough values, each operator the best strategy
-//     given that;
+//   - data_parallel: what frameworks do by default: parameters and
+//     optimizer states replicated (their next values too), gradients of
+//     parameters kept as partial sums until the optimizer combines them
+//     (one all-reduce's worth per step), every other tensor split along
+//     its first dimension that has enough values (the batch), each
+//     operator the best strategy given that;
+//   - allrow_greedy (AllRow-Greedy, Tofu's "data parallelism"): every
+//     tensor split along its first dimension that has enough values,
+//     each operator the best strategy given that;
 //   - spartan: tensors in decreasing size, each split along the dimension
 //     cheapest for its operators given the tensors already decided, then
 //     each operator the best strategy;
@@ -29,17 +36,20 @@ func Baseline(g *cost.Graph, name string, devices int, opt Options) (*Result, er
 	c := Coarsen(g)
 	var res *Result
 	var err error
+	all := space{ok: allowAll}
 	switch name {
 	case "data_parallel":
-		res, err = recursive(g, c, devices, opt, allowAll, greedy("data parallel", (*step).dataParallel), false)
+		res, err = recursive(g, c, devices, opt, all, greedy("data parallel", (*step).dataParallel), false)
+	case "allrow_greedy":
+		res, err = recursive(g, c, devices, opt, all, greedy("allrow greedy", (*step).allRow), false)
 	case "spartan":
-		res, err = recursive(g, c, devices, opt, allowAll, greedy("spartan greedy", (*step).spartan), false)
+		res, err = recursive(g, c, devices, opt, all, greedy("spartan greedy", (*step).spartan), false)
 	case "equal_chop":
 		one := opt
 		one.Factors = []int{devices}
-		res, err = recursive(g, c, devices, one, allowAll, opt.eliminator(), false)
+		res, err = recursive(g, c, devices, one, all, opt.eliminator(), false)
 	case "icml18":
-		res, err = recursive(g, c, devices, opt, noReduction, opt.eliminator(), true)
+		res, err = recursive(g, c, devices, opt, space{ok: noReduction}, opt.eliminator(), true)
 	default:
 		return nil, fmt.Errorf("unknown baseline %q", name)
 	}
@@ -54,12 +64,67 @@ func greedy(method string, f func(*step) []int) solveStep {
 	return func(s *step) ([]int, StepStats) { return f(s), StepStats{Method: method} }
 }
 
-// dataParallel splits every tensor along its first splittable dimension
-// and gives each operator its best choice.
-func (s *step) dataParallel() []int {
+// allRow splits every tensor along its first splittable dimension and
+// gives each operator its best choice.
+func (s *step) allRow() []int {
 	assign := make([]int, len(s.tdom)+len(s.odom))
 	s.bestOps(assign)
 	return assign
+}
+
+// dataParallel replicates the weights (parameters, the values the
+// optimizer computes for them), keeps their gradients as partial sums,
+// splits every other tensor along its first splittable dimension and
+// gives each operator its best choice; a partial sum its producer cannot
+// make is replicated instead.
+func (s *step) dataParallel() []int {
+	weights := map[*ir.Value]bool{}
+	for _, p := range s.g.IR.Params {
+		weights[p.Value] = true
+	}
+	for _, n := range s.g.IR.Nodes {
+		if n.Role == "update" {
+			for _, v := range n.Outputs {
+				weights[v] = true
+			}
+		}
+	}
+	assign := make([]int, len(s.tdom)+len(s.odom))
+	for _, v := range s.g.Tensors() {
+		id := s.tensorID(v)
+		switch {
+		case weights[v]:
+			assign[id] = max(0, slices.Index(s.tdom[id], cost.Replicated))
+		case s.g.PartialOK(v):
+			assign[id] = max(0, slices.Index(s.tdom[id], cost.Partial))
+		}
+	}
+	s.bestOps(assign)
+	return s.repair(assign)
+}
+
+// repair replaces, until the assignment has no forbidden entry, a
+// partial layout involved in one by Replicated, choosing the operators
+// again: every operator can produce and read replicated tensors.
+func (s *step) repair(assign []int) []int {
+	dom := s.domains()
+	for {
+		fixed := false
+		for _, f := range s.factors {
+			if len(f.vars) != 2 || total(dom, []*factor{f}, assign) <= s.bound {
+				continue
+			}
+			t := f.vars[0]
+			if s.tdom[t][assign[t]] == cost.Partial {
+				assign[t] = max(0, slices.Index(s.tdom[t], cost.Replicated))
+				fixed = true
+			}
+		}
+		if !fixed {
+			return assign
+		}
+		s.bestOps(assign)
+	}
 }
 
 // bestOps sets every node variable to its cheapest choice given the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"tofuc/analysis/cost"
+	"tofuc/lang"
 	"tofuc/lang/ir"
 )
 
@@ -227,6 +228,7 @@ func (c *Coarse) ties(g *cost.Graph) {
 		}
 		c.tieInputs(g, r, index, tu)
 	}
+	tieUpdates(g, index, tu)
 	for changed := true; changed; {
 		changed = false
 		seen := map[string]*ir.Node{}
@@ -257,6 +259,28 @@ func (c *Coarse) ties(g *cost.Graph) {
 		c.opVar[j] = j
 	}
 	c.nOp = len(g.IR.Nodes)
+}
+
+// tieUpdates ties each value an optimizer update computes to the one it
+// replaces (inputs: the parameter, its gradient, then its states;
+// outputs: the parameter's next value, then the states'): the next
+// training step reads it where this one read the parameter, so the two
+// are laid out alike.
+func tieUpdates(g *cost.Graph, index map[*ir.Value]int, tu *unionFind) {
+	for _, n := range g.IR.Nodes {
+		if n.Role != "update" {
+			continue
+		}
+		for o, v := range n.Outputs {
+			in := o
+			if o > 0 {
+				in = o + 1
+			}
+			if in < len(n.Inputs) && n.Inputs[in].Const == nil && lang.ShapeEqual(n.Inputs[in].Shape, v.Shape) {
+				tu.union(index[n.Inputs[in]], index[v])
+			}
+		}
+	}
 }
 
 // tieInputs ties the inputs of a class's members at each position when

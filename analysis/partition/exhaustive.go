@@ -29,7 +29,7 @@ func Exhaustive(g *cost.Graph, devices int, opt Options) (*Result, error) {
 	seqs := make([][][]int, len(tensors))
 	count := int64(1)
 	for i, v := range tensors {
-		seqs[i] = splitSequences(g.Shapes[v], factors)
+		seqs[i] = layoutSequences(g, v, factors)
 		if count *= int64(len(seqs[i])); count > ExhaustiveLimit {
 			return nil, fmt.Errorf("exhaustive search: more than %d plans", ExhaustiveLimit)
 		}
@@ -56,10 +56,14 @@ func Exhaustive(g *cost.Graph, devices int, opt Options) (*Result, error) {
 				m.bytes, m.choices = cheapestOp(p, n, g.Root(n), 0, 1)
 				memo[key] = m
 			}
+			if m.bytes < 0 {
+				total = -1 // no choice of the node suits these layouts
+				break
+			}
 			total += m.bytes
 			ops[n] = m.choices
 		}
-		if best < 0 || total < best {
+		if total >= 0 && (best < 0 || total < best) {
 			best, bestOps = total, ops
 			bestPlan = map[*ir.Value][]int{}
 			for k, v := range p.Tensors {
@@ -117,18 +121,14 @@ func advance(pick []int, seqs [][][]int) bool {
 	return false
 }
 
-// splitSequences lists every sequence of splits of a tensor, each step
-// along a dimension with enough values (replicated when none has).
-func splitSequences(shape []int64, factors []int) [][]int {
+// layoutSequences lists every sequence of layouts of a tensor, one per
+// step (cost.Graph.Layouts).
+func layoutSequences(g *cost.Graph, v *ir.Value, factors []int) [][]int {
 	out := [][]int{nil}
 	for i, k := range factors {
 		var next [][]int
 		for _, seq := range out {
-			dims := cost.Splittable(cost.TileShape(shape, seq, factors[:i]), k)
-			if len(dims) == 0 {
-				dims = []int{-1}
-			}
-			for _, d := range dims {
+			for _, d := range g.Layouts(v, cost.TileShape(g.Shapes[v], seq, factors[:i]), k) {
 				next = append(next, append(append([]int(nil), seq...), d))
 			}
 		}
@@ -138,22 +138,23 @@ func splitSequences(shape []int64, factors []int) [][]int {
 }
 
 // cheapestOp is the least a node can cost from step i on, with its
-// choices.
+// choices; -1 when no sequence of choices suits the layouts.
 func cheapestOp(p *cost.Plan, n *ir.Node, v *cost.View, i int, groups int64) (int64, []cost.Choice) {
 	if i == len(p.Factors) {
 		return 0, nil
 	}
 	k := p.Factors[i]
-	in, out := p.Dims(n.Inputs, i), p.Dims(n.Outputs, i)
+	pl := p.Placement(n, i)
 	best, bestChs := int64(-1), []cost.Choice(nil)
 	for _, c := range choices(v, allowAll) {
-		here := groups * v.Step(k).Bytes(c, in, out)
+		here, ok := v.Step(k).Bytes(c, pl)
 		sub, err := v.Sub(c, k)
-		if err != nil {
+		if !ok || err != nil {
 			continue
 		}
+		here *= groups
 		rest, chs := cheapestOp(p, n, sub, i+1, groups*int64(k))
-		if best < 0 || here+rest < best {
+		if rest >= 0 && (best < 0 || here+rest < best) {
 			best, bestChs = here+rest, append([]cost.Choice{c}, chs...)
 		}
 	}

@@ -104,7 +104,11 @@ func (r *refiner) price(v *cost.View, seq []cost.Choice) (int64, error) {
 	var sum int64
 	groups := int64(1)
 	for i, k := range r.p.Factors {
-		sum += groups * v.Step(k).Bytes(seq[i], r.p.Dims(r.n.Inputs, i), r.p.Dims(r.n.Outputs, i))
+		b, ok := v.Step(k).Bytes(seq[i], r.p.Placement(r.n, i))
+		if !ok {
+			return 0, fmt.Errorf("step %d: %s cannot read or write its tensors as laid out", i+1, v.Name(seq[i]))
+		}
+		sum += groups * b
 		if i+1 < len(r.p.Factors) {
 			var err error
 			if v, err = v.Sub(seq[i], k); err != nil {
@@ -131,14 +135,16 @@ func (r *refiner) best(v *cost.View, i int, groups, budget int64) suffix {
 	}
 	k := r.p.Factors[i]
 	sc := v.Step(k)
-	in, out := r.p.Dims(r.n.Inputs, i), r.p.Dims(r.n.Outputs, i)
+	pl := r.p.Placement(r.n, i)
 	type option struct {
 		c     cost.Choice
 		bytes int64
 	}
 	var opts []option
 	for _, c := range choices(v, r.ok) {
-		opts = append(opts, option{c, groups * sc.Bytes(c, in, out)})
+		if b, ok := sc.Bytes(c, pl); ok {
+			opts = append(opts, option{c, groups * b})
+		}
 	}
 	slices.SortStableFunc(opts, func(a, b option) int { return cmp.Compare(a.bytes, b.bytes) })
 	res := suffix{bytes: budget}

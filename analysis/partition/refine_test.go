@@ -50,7 +50,7 @@ func rnnGraph(t *testing.T) *cost.Graph {
 func TestRefineOptimalPerOperator(t *testing.T) {
 	g := rnnGraph(t)
 	opt := Options{}
-	res, err := recursive(g, Coarsen(g), 8, opt, allowAll, opt.eliminator(), false)
+	res, err := recursive(g, Coarsen(g), 8, opt, space{ok: allowAll, splitOnly: true}, opt.eliminator(), false)
 	if err != nil {
 		t.Fatal(err)
 	}

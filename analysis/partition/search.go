@@ -3,6 +3,7 @@ package partition
 import (
 	"fmt"
 	"math"
+	"runtime/debug"
 	"time"
 
 	"tofuc/analysis/cost"
@@ -35,6 +36,11 @@ type Result struct {
 	// Exact is false when some step exceeded the table limit and was
 	// solved by local search and block descent instead of elimination.
 	Exact bool
+	// Memory says how a memory limit shaped the plan ("" when it did
+	// not: the unconstrained plan).
+	Memory string
+	// Chosen names the plan Choose kept: "search" or a baseline.
+	Chosen string
 }
 
 // StepStats describe how one step was solved.
@@ -88,11 +94,19 @@ func CheckFactors(factors []int, devices int) error {
 }
 
 // Search finds the plan with the least communication over devices
-// (Tofu's recursive DP over the coarsened graph, see the package comment).
+// (Tofu's recursive DP over the coarsened graph, see the package comment)
+// that fits in Options.Memory per device (searchMemory).
 func Search(g *cost.Graph, devices int, opt Options) (*Result, error) {
 	start := time.Now()
+	// The search builds and drops many short-lived tables: collecting
+	// less often saves a fifth to a third of its time for a few times
+	// the live heap (docs/partition.md).
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	c := Coarsen(g)
-	res, err := recursive(g, c, devices, opt, allowAll, opt.eliminator(), true)
+	res, err := recursive(g, c, devices, opt, space{ok: allowAll}, opt.eliminator(), true)
+	if err == nil && opt.Memory > 0 && res.Cost.Memory.Peak > opt.Memory {
+		res, err = searchMemory(g, c, devices, opt, res)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -104,9 +118,11 @@ func Search(g *cost.Graph, devices int, opt Options) (*Result, error) {
 type solveStep func(s *step) ([]int, StepStats)
 
 // eliminator solves a step exactly by variable elimination or, beyond
-// the table limit, by local search from the data-parallel and the
-// Spartan assignments, keeping the better, then block descent from it.
-// The steps of one search share the number of hubs block descent chose.
+// the table limit, by local search from the data-parallel, AllRow-Greedy
+// and Spartan assignments (the baselines' choices at this step), keeping
+// the best, then block descent from it; either works on the problem with
+// dominated values pruned, which has the same minimum. The steps of one
+// search share the number of hubs block descent chose.
 func (opt Options) eliminator() solveStep {
 	limit := opt.TableLimit
 	if limit == 0 {
@@ -114,23 +130,32 @@ func (opt Options) eliminator() solveStep {
 	}
 	hubs := 0
 	return func(s *step) ([]int, StepStats) {
-		dom := s.domains()
+		r := prune(s.domains(), s.factors)
 		st := StepStats{Method: "elimination"}
-		sv := newSolver(dom, s.positions(), s.factors)
+		sv := newSolver(r.dom, s.positions(), r.factors)
 		if sv.run(limit) {
 			st.Largest = sv.Largest
-			return sv.solution(), st
+			return r.up(sv.solution()), st
 		}
 		st.Method, st.Largest = "block descent (table limit)", sv.Largest
-		a := localSearch(dom, s.factors, s.dataParallel())
-		if b := localSearch(dom, s.factors, s.spartan()); total(dom, s.factors, b) < total(dom, s.factors, a) {
-			a = b
+		var a []int
+		for _, start := range [][]int{s.dataParallel(), s.allRow(), s.spartan()} {
+			b := localSearch(r.dom, r.factors, r.down(start))
+			if a == nil || total(r.dom, r.factors, b) < total(r.dom, r.factors, a) {
+				a = b
+			}
 		}
-		a, largest := blockDescent(dom, s.positions(), len(s.tdom), s.factors, a, limit, &hubs)
+		// Block descent's blocks are kept well under the table limit: its
+		// tables are built twice a round, and small blocks (more hubs)
+		// lose little (docs/partition.md).
+		a, largest := blockDescent(r.dom, s.positions(), len(s.tdom), r.factors, a, limit/blockShare, &hubs)
 		st.Largest = max(st.Largest, largest)
-		return a, st
+		return r.up(a), st
 	}
 }
+
+// blockShare divides the table limit for block descent's blocks.
+const blockShare = 64
 
 // recursive runs a per-step solver over the factors.
 // MaxDevices bounds the devices of a search: its time grows with them
@@ -139,7 +164,7 @@ func (opt Options) eliminator() solveStep {
 // setting is one machine of 8 GPUs.
 const MaxDevices = 1024
 
-func recursive(g *cost.Graph, c *Coarse, devices int, opt Options, ok allow, solve solveStep, refineOps bool) (*Result, error) {
+func recursive(g *cost.Graph, c *Coarse, devices int, opt Options, sp space, solve solveStep, refineOps bool) (*Result, error) {
 	factors := opt.Factors
 	if factors == nil {
 		factors = Factorise(devices)
@@ -161,7 +186,7 @@ func recursive(g *cost.Graph, c *Coarse, devices int, opt Options, ok allow, sol
 		if opt.Progress != nil {
 			opt.Progress(i+1, len(factors))
 		}
-		s, err := newStep(g, c, p, views, i, groups, ok)
+		s, err := newStep(g, c, p, views, i, groups, sp)
 		if err != nil {
 			return nil, err
 		}
@@ -176,7 +201,7 @@ func recursive(g *cost.Graph, c *Coarse, devices int, opt Options, ok allow, sol
 		groups *= int64(k)
 	}
 	if refineOps {
-		if err := refine(g, p, ok); err != nil {
+		if err := refine(g, p, sp.ok); err != nil {
 			return nil, err
 		}
 	}
@@ -220,27 +245,4 @@ func localSearch(dom []int, factors []*factor, assign []int) []int {
 		}
 	}
 	return assign
-}
-
-// WithinMemory applies a memory limit per device (0: none): the searched
-// plan when it fits, else the cheapest baseline plan that fits, else the
-// searched plan (the caller reports by how much it is over). Plans over
-// the limit are never preferred to one under it.
-func WithinMemory(best *Result, baselines map[string]*Result, limit int64) *Result {
-	if limit == 0 || best.Cost.Memory.Peak <= limit {
-		return best
-	}
-	var pick *Result
-	for _, name := range Baselines {
-		b := baselines[name]
-		if b != nil && b.Cost.Memory.Peak <= limit && (pick == nil || b.Cost.CommBytes < pick.Cost.CommBytes) {
-			pick = b
-		}
-	}
-	if pick == nil {
-		return best
-	}
-	out := *pick
-	out.Seconds = best.Seconds
-	return &out
 }

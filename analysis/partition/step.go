@@ -2,6 +2,8 @@ package partition
 
 import (
 	"fmt"
+	"math"
+	"slices"
 
 	"tofuc/analysis/cost"
 	"tofuc/analysis/strategy"
@@ -24,6 +26,12 @@ type step struct {
 	odom    [][]cost.Choice
 	factors []*factor
 	pairs   map[[2]int]*factor
+	// bound is the largest allowed total: forbidden entries cost more.
+	bound int64
+	// later is the product of the later steps' factors: a tensor
+	// replicated or partial here is taken to stay so (cost.Copies), its
+	// transfers needed by every device of the group.
+	later int64
 }
 
 // allow filters a view's choices (ICML18 drops the reductions).
@@ -32,20 +40,40 @@ type allow func(v *cost.View, c cost.Choice) bool
 func allowAll(*cost.View, cost.Choice) bool { return true }
 
 func noReduction(v *cost.View, c cost.Choice) bool {
-	return v.Analysis.Strategies[c].Kind != strategy.SplitReduction
+	return c >= 0 && v.Analysis.Strategies[c].Kind != strategy.SplitReduction
+}
+
+// space is the plan space a search explores and what it minimises.
+type space struct {
+	ok allow
+	// splitOnly keeps every tensor split where a dimension allows: the
+	// plan space without replication (Tofu's), the least memory.
+	splitOnly bool
+	// lambda prices a byte of memory per device in bytes communicated:
+	// the Lagrange multiplier of a memory limit (0: memory is free).
+	lambda float64
+}
+
+// layouts are the layouts of v the space allows at step i.
+func (sp space) layouts(g *cost.Graph, p *cost.Plan, v *ir.Value, i int) []int {
+	dom := g.Layouts(v, cost.TileShape(g.Shapes[v], p.Tensors[v][:i], p.Factors), p.Factors[i])
+	if sp.splitOnly && dom[0] >= 0 {
+		return cost.Splittable(cost.TileShape(g.Shapes[v], p.Tensors[v][:i], p.Factors), p.Factors[i])
+	}
+	return dom
 }
 
 // newStep builds the problem of one step from the views and the tiles
 // left by the earlier steps.
-func newStep(g *cost.Graph, c *Coarse, p *cost.Plan, views []*cost.View, i int, groups int64, ok allow) (*step, error) {
-	s := &step{g: g, c: c, k: p.Factors[i], groups: groups, views: views,
+func newStep(g *cost.Graph, c *Coarse, p *cost.Plan, views []*cost.View, i int, groups int64, sp space) (*step, error) {
+	s := &step{g: g, c: c, k: p.Factors[i], groups: groups, views: views, later: 1,
 		tdom: make([][]int, c.nTensor), odom: make([][]cost.Choice, c.nOp), pairs: map[[2]int]*factor{}}
+	for _, k := range p.Factors[i+1:] {
+		s.later *= int64(k)
+	}
 	for _, v := range g.Tensors() {
 		id := c.tensorVar[v]
-		dom := cost.Splittable(cost.TileShape(g.Shapes[v], p.Tensors[v][:i], p.Factors), s.k)
-		if len(dom) == 0 {
-			dom = []int{-1}
-		}
+		dom := sp.layouts(g, p, v, i)
 		if s.tdom[id] == nil {
 			s.tdom[id] = dom
 		} else if fmt.Sprint(s.tdom[id]) != fmt.Sprint(dom) {
@@ -57,17 +85,80 @@ func newStep(g *cost.Graph, c *Coarse, p *cost.Plan, views []*cost.View, i int, 
 	for j, n := range g.IR.Nodes {
 		id := c.opVar[j]
 		if s.odom[id] == nil {
-			s.odom[id] = choices(views[j], ok)
+			s.odom[id] = choices(views[j], sp.ok)
 		}
 		s.addNode(n, j)
 	}
 	for _, f := range s.pairs {
 		s.factors = append(s.factors, f)
 	}
+	if sp.lambda > 0 {
+		s.penalise(p, i, sp.lambda)
+	}
+	if err := s.forbid(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
-// choices are the allowed strategies of a view, or Replicate when none.
+// forbid gives the forbidden entries of the factors (a choice that cannot
+// read or write a tensor so laid out) a cost above any allowed
+// assignment's total, so that the minimum never takes one; their sum
+// over all factors must stay within int64.
+func (s *step) forbid() error {
+	var bound int64
+	for _, f := range s.factors {
+		var most int64
+		for _, b := range f.table {
+			most = max(most, b)
+		}
+		bound += most
+	}
+	n := int64(len(s.factors) + 1)
+	if bound >= math.MaxInt64/n-1 {
+		return fmt.Errorf("the step's costs are too large to search (%d bytes)", bound)
+	}
+	for _, f := range s.factors {
+		for e, b := range f.table {
+			if b < 0 {
+				f.table[e] = bound + 1
+			}
+		}
+	}
+	s.bound = bound
+	return nil
+}
+
+// penalise adds, per tensor variable, lambda times the memory per device
+// its tensors take under each layout, assuming the later steps split
+// them: a sum of tiles, which bounds the peak of live tiles from above.
+func (s *step) penalise(p *cost.Plan, i int, lambda float64) {
+	unary := make([]*factor, len(s.tdom))
+	for _, v := range s.g.Tensors() {
+		id := s.tensorID(v)
+		if unary[id] == nil {
+			unary[id] = &factor{vars: []int{id}, table: make([]int64, len(s.tdom[id]))}
+			s.factors = append(s.factors, unary[id])
+		}
+		for x, d := range s.tdom[id] {
+			dims := append(slices.Clone(p.Tensors[v][:i]), d)
+			tile := cost.TileShape(s.g.Shapes[v], dims, p.Factors)
+			bytes := cost.ElemSize(v) * volume(tile) / s.later
+			unary[id].table[x] += int64(lambda * float64(bytes))
+		}
+	}
+}
+
+func volume(shape []int64) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// choices are the allowed strategies of a view and, for a linear
+// operator, Accumulate; Replicate when it has no strategy.
 func choices(v *cost.View, ok allow) []cost.Choice {
 	var out []cost.Choice
 	for c := range v.Strategies() {
@@ -77,6 +168,9 @@ func choices(v *cost.View, ok allow) []cost.Choice {
 	}
 	if len(out) == 0 {
 		out = []cost.Choice{cost.Replicate}
+	}
+	if v.Linear() && ok(v, cost.Accumulate) {
+		out = append(out, cost.Accumulate)
 	}
 	return out
 }
@@ -99,7 +193,15 @@ func (s *step) addNode(n *ir.Node, j int) {
 		tdom := s.tdom[tid]
 		for a, ch := range odom {
 			for b, d := range tdom {
-				f.table[b*len(odom)+a] += s.groups * table[ch+1][pos][d+1]
+				e := &f.table[b*len(odom)+a]
+				switch c := table[cost.Slot(ch)][pos][cost.Col(d)]; {
+				case c == cost.Forbidden || *e < 0:
+					*e = -1
+				case d < 0:
+					*e += s.groups * s.later * c
+				default:
+					*e += s.groups * c
+				}
 			}
 		}
 	}

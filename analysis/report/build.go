@@ -176,17 +176,18 @@ func why(g *cost.Graph, p *cost.Plan, n *ir.Node) string {
 	groups := int64(1)
 	var parts []string
 	for i, k := range p.Factors {
-		in, out := p.Dims(n.Inputs, i), p.Dims(n.Outputs, i)
+		pl := p.Placement(n, i)
 		sc := v.Step(k)
 		chosen := p.Ops[n][i]
-		mine := groups * sc.Bytes(chosen, in, out)
+		mine, _ := sc.Bytes(chosen, pl)
+		mine *= groups
 		alt, altName := int64(-1), ""
-		for c := cost.Replicate; int(c) < v.Strategies(); c++ {
-			if c == chosen || c == cost.Replicate && v.Strategies() > 0 {
+		for c := cost.Accumulate; int(c) < v.Strategies(); c++ {
+			if c == chosen || c == cost.Replicate && v.Strategies() > 0 || c == cost.Accumulate && !v.Linear() {
 				continue
 			}
-			if b := groups * sc.Bytes(c, in, out); alt < 0 || b < alt {
-				alt, altName = b, v.Name(c)
+			if b, ok := sc.Bytes(c, pl); ok && (alt < 0 || groups*b < alt) {
+				alt, altName = groups*b, v.Name(c)
 			}
 		}
 		if mine > 0 {

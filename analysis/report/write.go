@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+
+	"tofuc/analysis/partition"
 )
 
 // Write writes report.txt, report.json and report.html into dir, creating
@@ -75,7 +77,7 @@ func (r *Report) Summary(w io.Writer) {
 
 func baselineOrder(r *Report) []string {
 	var out []string
-	for _, n := range []string{"data_parallel", "spartan", "equal_chop", "icml18"} {
+	for _, n := range partition.Baselines {
 		if _, ok := r.BaselineDetails[n]; ok {
 			out = append(out, n)
 		}

@@ -21,6 +21,16 @@ func (b Box) Size() int64 {
 	return n
 }
 
+// Overlap is the number of elements in both b and c (Intersect's size,
+// without building it).
+func (b Box) Overlap(c Box) int64 {
+	n := int64(1)
+	for d := range b {
+		n *= max(0, min(b[d].Hi, c[d].Hi)-max(b[d].Lo, c[d].Lo)+1)
+	}
+	return n
+}
+
 // Intersect is the elements in both b and c.
 func (b Box) Intersect(c Box) Box {
 	out := make(Box, len(b))

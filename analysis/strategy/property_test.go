@@ -79,7 +79,7 @@ func checkStrategy(t *testing.T, a *strategy.Analysis, s *strategy.Strategy, c *
 		}
 		inputs := make([]*tensor.Tensor, len(c.Inputs))
 		for i, in := range c.Inputs {
-			inputs[i] = cut(in, worker.Inputs[i])
+			inputs[i] = cutBands(in, worker.Inputs[i])
 		}
 		parts, err := interp.EvalInstance(worker.Inst, inputs, nil)
 		if err != nil {
@@ -87,7 +87,7 @@ func checkStrategy(t *testing.T, a *strategy.Analysis, s *strategy.Strategy, c *
 		}
 		for i, part := range parts {
 			if s.Kind == strategy.SplitOutput {
-				paste(got[i], part, s.Dim, worker.Part.Lo)
+				paste(got[i], part, s.Dims[i], worker.Part.Lo)
 			} else {
 				combine(got[i], part, s.Reducer, first)
 			}
@@ -107,21 +107,26 @@ func checkStrategy(t *testing.T, a *strategy.Analysis, s *strategy.Strategy, c *
 	}
 }
 
-// cut copies box out of x.
-func cut(x *tensor.Tensor, box strategy.Box) *tensor.Tensor {
-	shape := make([]int, len(box))
-	for d, b := range box {
-		shape[d] = int(b.Size())
+// cutBands copies the bands of x a worker reads into their packing.
+func cutBands(x *tensor.Tensor, bands strategy.Bands) *tensor.Tensor {
+	shape := make([]int, len(bands))
+	for d, n := range bands.Shape() {
+		shape[d] = int(n)
 	}
 	out := tensor.New(x.DType, shape)
-	idx := make([]int, len(shape))
-	for i := range out.Len() {
-		rest := i
-		for d := len(shape) - 1; d >= 0; d-- {
-			idx[d] = rest%shape[d] + int(box[d].Lo)
-			rest /= shape[d]
+	for _, p := range bands.Boxes() {
+		idx, at := make([]int, len(shape)), make([]int, len(shape))
+		n := int(p.Box.Size())
+		for i := range n {
+			rest := i
+			for d := len(shape) - 1; d >= 0; d-- {
+				size := int(p.Box[d].Size())
+				idx[d] = rest%size + int(p.Box[d].Lo)
+				at[d] = rest%size + int(p.At[d])
+				rest /= size
+			}
+			out.SetFlat(out.Offset(at...), x.Flat(x.Offset(idx...)))
 		}
-		out.SetFlat(i, x.Flat(x.Offset(idx...)))
 	}
 	return out
 }

@@ -12,32 +12,38 @@ import (
 // their parts and every other variable over its whole extent. Locals are
 // visited after everything that reads them, with their own variables
 // restricted to the box read of them.
-func readRegions(inst *ir.Instance, splits map[*ir.Var]interval.Interval) (map[*ir.Tensor]*Region, error) {
-	regions := map[*ir.Tensor]*Region{}
-	env := interval.Env{}
+func readRegions(inst *ir.Instance, splits map[*ir.Var]interval.Interval, f interval.Facts) (map[*ir.Tensor]*Region, error) {
+	c := &collector{regions: map[*ir.Tensor]*Region{}, facts: f}
+	env := interval.SetEnv{}
 	for v, iv := range splits {
-		env[v] = iv
+		env[v] = interval.Set{iv}
 	}
 	for _, d := range inst.Outputs {
-		if err := collect(d.Body, env, regions, false); err != nil {
+		if err := c.collect(d.Body, env, false); err != nil {
 			return nil, err
 		}
 	}
 	for i := len(inst.Locals) - 1; i >= 0; i-- {
 		d := inst.Locals[i]
-		r, ok := regions[d.Tensor]
+		r, ok := c.regions[d.Tensor]
 		if !ok {
 			continue // no worker needs this local
 		}
-		local := interval.Env{}
+		local := interval.SetEnv{}
 		for j, v := range d.Vars {
-			local[v] = r.Dims[j]
+			local[v] = r.Bands[j]
 		}
-		if err := collect(d.Body, local, regions, false); err != nil {
+		if err := c.collect(d.Body, local, false); err != nil {
 			return nil, err
 		}
 	}
-	return regions, nil
+	return c.regions, nil
+}
+
+// collector gathers the regions read.
+type collector struct {
+	regions map[*ir.Tensor]*Region
+	facts   interval.Facts
 }
 
 // collect adds the boxes e reads to regions. Every access reads inside
@@ -45,33 +51,33 @@ func readRegions(inst *ir.Instance, splits map[*ir.Var]interval.Interval) (map[*
 // is always sound; it is skipped where the checker proved the box inside
 // already (affine indices outside select branches, without default), which
 // keeps the symbolic regions free of min and max.
-func collect(e ir.Expr, env interval.Env, regions map[*ir.Tensor]*Region, guarded bool) error {
+func (c *collector) collect(e ir.Expr, env interval.SetEnv, guarded bool) error {
 	switch x := e.(type) {
 	case *ir.Access:
-		r, err := accessRegion(x.T, x.Index, env, x.Default != nil || guarded || !checked(x.Index))
+		r, err := c.accessRegion(x.T, x.Index, env, x.Default != nil || guarded || !checked(x.Index))
 		if err != nil {
 			return fmt.Errorf("%s: reading %s: %v", x.Pos, x.T.Name, err)
 		}
-		add(regions, r)
+		c.add(r)
 	case *ir.Opaque:
 		for _, v := range x.Args {
-			r, err := accessRegion(v.T, v.Index, env, true)
+			r, err := c.accessRegion(v.T, v.Index, env, true)
 			if err != nil {
 				return fmt.Errorf("%s: opaque %s of %s: %v", x.Pos, x.Fn, v.T.Name, err)
 			}
-			add(regions, r)
+			c.add(r)
 		}
 	case *ir.Select:
-		if err := collect(x.C, env, regions, guarded); err != nil {
+		if err := c.collect(x.C, env, guarded); err != nil {
 			return err
 		}
-		if err := collect(x.A, env, regions, true); err != nil {
+		if err := c.collect(x.A, env, true); err != nil {
 			return err
 		}
-		return collect(x.B, env, regions, true)
+		return c.collect(x.B, env, true)
 	}
-	for _, c := range ir.Children(e) {
-		if err := collect(c, env, regions, guarded); err != nil {
+	for _, ch := range ir.Children(e) {
+		if err := c.collect(ch, env, guarded); err != nil {
 			return err
 		}
 	}
@@ -81,21 +87,23 @@ func collect(e ir.Expr, env interval.Env, regions map[*ir.Tensor]*Region, guarde
 // accessRegion bounds the box of t read at index: a nil index (an opaque
 // view's whole dimension) or a data-dependent one reads the whole
 // dimension.
-func accessRegion(t *ir.Tensor, index []ir.Expr, env interval.Env, clamp bool) (Region, error) {
-	r := Region{Tensor: t, Dims: make([]interval.Interval, len(index)), Whole: make([]bool, len(index))}
+func (c *collector) accessRegion(t *ir.Tensor, index []ir.Expr, env interval.SetEnv, clamp bool) (Region, error) {
+	r := Region{Tensor: t, Dims: make([]interval.Interval, len(index)), Bands: make([]interval.Set, len(index)),
+		Whole: make([]bool, len(index))}
 	for d, idx := range index {
 		if idx == nil || dataDependent(idx) {
 			r.Dims[d], r.Whole[d] = interval.Range(t.Shape[d]), true
+			r.Bands[d] = interval.Set{r.Dims[d]}
 			continue
 		}
-		iv, err := interval.Of(idx, env)
+		set, err := interval.OfSet(idx, env, c.facts)
 		if err != nil {
 			return r, fmt.Errorf("index %d: %v", d, err)
 		}
 		if clamp {
-			iv = iv.Clamp(t.Shape[d])
+			set = set.Clamp(t.Shape[d])
 		}
-		r.Dims[d] = iv
+		r.Bands[d], r.Dims[d] = set, set.Hull()
 	}
 	return r, nil
 }
@@ -124,14 +132,15 @@ func dataDependent(e ir.Expr) bool {
 }
 
 // add merges r into the region already recorded for its tensor.
-func add(regions map[*ir.Tensor]*Region, r Region) {
-	prev, ok := regions[r.Tensor]
+func (c *collector) add(r Region) {
+	prev, ok := c.regions[r.Tensor]
 	if !ok {
-		regions[r.Tensor] = &r
+		c.regions[r.Tensor] = &r
 		return
 	}
 	for d := range r.Dims {
-		prev.Dims[d] = interval.Hull(prev.Dims[d], r.Dims[d])
+		prev.Bands[d] = interval.Union(prev.Bands[d], r.Bands[d], c.facts)
+		prev.Dims[d] = prev.Bands[d].Hull()
 		prev.Whole[d] = prev.Whole[d] || r.Whole[d]
 	}
 }

@@ -27,26 +27,42 @@ func (k Kind) String() string { return [...]string{"split", "reduce"}[k] }
 // regions and the work are symbolic in them.
 type Strategy struct {
 	Kind    Kind
-	Var     *ir.Var    // the split variable (of the first output, for SplitOutput)
-	Dim     int        // the output dimension (SplitOutput)
+	Var     *ir.Var    // the split variable (of the first output)
+	Dim     int        // the first output's dimension split (SplitOutput)
 	Reducer ir.Reducer // how partial outputs combine (SplitReduction)
+	// Dims holds, per output, the dimension split (SplitOutput): outputs
+	// share the variable by its extent, at whatever position
+	// (batch_norm_train's y [N, C, *S] and mean [C] split along C).
+	Dims []int
 	// Regions holds, per instance input, the part of it a worker reads.
 	Regions []Region
 	// FLOPs is a worker's work, symbolic in the part symbols.
 	FLOPs lang.Dim
 
-	vars   []*ir.Var                     // the split variable in each output (SplitOutput)
+	vars   []*ir.Var                     // the split variable in each output
 	locals map[*ir.Tensor]Region         // the part of each local a worker computes
 	splits map[*ir.Var]interval.Interval // the split variable(s) and their part
 }
 
-// Region is the box of a tensor a worker reads: an interval per dimension.
-// Whole marks dimensions read entirely (the analysis could not narrow them:
+// Region is the part of a tensor a worker reads: per dimension a union of
+// at most interval.MaxBands bands (Bands) and their hull (Dims). Whole
+// marks dimensions read entirely (the analysis could not narrow them:
 // data-dependent indices, opaque arguments).
 type Region struct {
 	Tensor *ir.Tensor
 	Dims   []interval.Interval
+	Bands  []interval.Set
 	Whole  []bool
+}
+
+// Banded reports whether some dimension of the region has several bands.
+func (r Region) Banded() bool {
+	for _, b := range r.Bands {
+		if len(b) > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // PartSymbols names the bounds of a worker's part of the split variable.
@@ -55,21 +71,34 @@ func (s *Strategy) PartSymbols() (lo, hi string) { return s.Var.Name + ".lo", s.
 // Name is the split variable's name.
 func (s *Strategy) Name() string { return s.Var.Name }
 
+// Words says the strategy as reports and plans name it: "split b" or
+// "reduce ci (sum)".
+func (s *Strategy) Words() string {
+	if s.Kind == SplitReduction {
+		return fmt.Sprintf("reduce %s (%s)", s.Var.Name, s.Reducer)
+	}
+	return "split " + s.Var.Name
+}
+
 // Analysis is what the lambdas of one instance say about partitioning it.
 type Analysis struct {
 	Inst *ir.Instance
 	// Elementwise reports that every input is read at the output's own
 	// index (up to broadcasting), so inputs and output partition alike.
 	Elementwise bool
-	FLOPs       lang.Dim // the whole operator's work
-	Strategies  []*Strategy
+	// Linear reports that every output is a linear function of the
+	// inputs taken together (no constant term): applied to partial sums
+	// of its inputs it gives partial sums of its outputs.
+	Linear     bool
+	FLOPs      lang.Dim // the whole operator's work
+	Strategies []*Strategy
 }
 
 // Analyse enumerates the strategies of an instance. An error means the
 // analysis cannot bound some access: the operator is reported unanalysed.
 func Analyse(inst *ir.Instance) (*Analysis, error) {
-	a := &Analysis{Inst: inst, Elementwise: elementwise(inst), FLOPs: flops(inst)}
-	for _, s := range candidates(inst) {
+	a := &Analysis{Inst: inst, Elementwise: elementwise(inst), Linear: linear(inst), FLOPs: flops(inst)}
+	for _, s := range candidates(inst, 2) {
 		if err := a.derive(s); err != nil {
 			return nil, err
 		}
@@ -78,80 +107,172 @@ func Analyse(inst *ir.Instance) (*Analysis, error) {
 	return a, nil
 }
 
-// candidates lists one strategy per splittable output dimension and one
-// per variable of an output's top-level reduction.
-func candidates(inst *ir.Instance) []*Strategy {
+// Find is the strategy named by words (Strategy.Words). A variable of
+// extent 1 or 0 has no strategy of its own in Strategies, but a worker
+// instance of a larger one can have it (an uneven split leaves a part of
+// one value): Find derives it then, one worker getting the value and the
+// others nothing.
+func (a *Analysis) Find(words string) (*Strategy, error) {
+	for _, s := range a.Strategies {
+		if s.Words() == words {
+			return s, nil
+		}
+	}
+	for _, s := range candidates(a.Inst, 0) {
+		if s.Words() == words {
+			return s, a.derive(s)
+		}
+	}
+	return nil, fmt.Errorf("%s has no strategy %q", a.Inst.Op, words)
+}
+
+// candidates lists one strategy per output dimension of at least
+// minExtent values (when constant) shared by every output, and one per
+// variable of a top-level reduction shared by every output.
+func candidates(inst *ir.Instance, minExtent int64) []*Strategy {
 	var out []*Strategy
+	small := func(v *ir.Var) bool { n, ok := v.Extent.IsConst(); return ok && n < minExtent }
 	first := inst.Outputs[0]
 	for d, v := range first.Vars {
-		if n, ok := v.Extent.IsConst(); ok && n <= 1 {
-			continue // nothing to split
+		if small(v) {
+			continue
 		}
-		vars := []*ir.Var{v}
+		dims := []int{d}
 		for _, o := range inst.Outputs[1:] {
-			if len(o.Vars) <= d || !o.Vars[d].Extent.Equal(v.Extent) {
-				vars = nil
+			at := sharedDim(o.Vars, v.Extent, d)
+			if at < 0 {
+				dims = nil
 				break
 			}
-			vars = append(vars, o.Vars[d])
+			dims = append(dims, at)
 		}
-		if vars != nil {
-			out = append(out, &Strategy{Kind: SplitOutput, Var: v, Dim: d, vars: vars})
-		}
-	}
-	if len(inst.Outputs) != 1 {
-		return out
-	}
-	if r := topReduce(first.Body); r != nil {
-		for _, v := range r.Vars {
-			if n, ok := v.Extent.IsConst(); ok && n <= 1 {
-				continue
+		if dims != nil {
+			s := &Strategy{Kind: SplitOutput, Var: v, Dim: d, Dims: dims}
+			for o, at := range dims {
+				s.vars = append(s.vars, inst.Outputs[o].Vars[at])
 			}
-			out = append(out, &Strategy{Kind: SplitReduction, Var: v, Reducer: r.Kind})
+			out = append(out, s)
+		}
+	}
+	for _, s := range reductions(inst) {
+		if !small(s.Var) {
+			out = append(out, s)
 		}
 	}
 	return out
 }
 
-// topReduce finds a reduction whose partial results combine into the
-// output with its own reducer: the body itself, through float conversions
-// of a float reduction (rounding is reordering) or of an integer max or min
-// (an integer sum or product wraps at its width as a whole, not per part),
-// or a sum negated, or divided or multiplied by a constant or an extent
-// (a mean): operations that distribute over a sum; integer division does
-// not.
-func topReduce(e ir.Expr) *ir.Reduce {
-	sumOnly, orderOnly := false, false
-	for {
-		switch x := e.(type) {
-		case *ir.Cast:
-			switch {
-			case !x.T.IsFloat():
-				return nil // rounding partials to an integer would not combine
-			case !x.X.Type().IsFloat():
-				orderOnly = true
+// sharedDim is the dimension of vars with the given extent: d when it
+// has it, else the first that has it, else -1.
+func sharedDim(vars []*ir.Var, extent lang.Dim, d int) int {
+	if d >= 0 && d < len(vars) && vars[d].Extent.Equal(extent) {
+		return d
+	}
+	for at, v := range vars {
+		if v.Extent.Equal(extent) {
+			return at
+		}
+	}
+	return -1
+}
+
+// reductions lists a strategy per variable of the first reduction of the
+// first output whose partial results combine into every output
+// (reduceTerms), when every one of those reductions, with the same
+// reducer, has a variable of the same extent: splitting them together,
+// partial outputs combine output by output. A sum of two sums
+// (lstm_cell's bias gradient, one sum per bias) qualifies, and so do
+// batch statistics written as sums: a variance around a local mean,
+// sum((x - mean)^2) / N, is exact, a worker computing the mean over the
+// whole reduction (its region of x is whole there) and a partial sum of
+// squares around it; a variance written as E[x^2] - E[x]^2 is no such
+// combination and gets no strategy.
+func reductions(inst *ir.Instance) []*Strategy {
+	var rs []*ir.Reduce
+	for _, o := range inst.Outputs {
+		terms := reduceTerms(o.Body)
+		if terms == nil || len(rs) > 0 && terms[0].Kind != rs[0].Kind {
+			return nil
+		}
+		rs = append(rs, terms...)
+	}
+	var out []*Strategy
+	for _, v := range rs[0].Vars {
+		s := &Strategy{Kind: SplitReduction, Var: v, Reducer: rs[0].Kind, vars: []*ir.Var{v}}
+		for _, r := range rs[1:] {
+			at := sharedDim(r.Vars, v.Extent, -1)
+			if at < 0 {
+				s = nil
+				break
 			}
-			e = x.X
-		case *ir.Reduce:
-			switch {
-			case sumOnly && x.Kind != ir.Sum, orderOnly && x.Kind != ir.Max && x.Kind != ir.Min:
-				return nil
-			}
-			return x
-		case *ir.Unary:
-			if x.Op != "-" {
-				return nil
-			}
-			e, sumOnly = x.X, true
-		case *ir.Binary:
-			if !(x.Op == ir.OpMul || x.Op == ir.OpDiv && x.T.IsFloat()) || !invariant(x.R) {
-				return nil
-			}
-			e, sumOnly = x.L, true
-		default:
+			s.vars = append(s.vars, r.Vars[at])
+		}
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// reduceTerms finds the reductions whose partial results combine into e
+// with their (common) reducer: the body itself; through float conversions
+// of a float reduction (rounding is reordering) or of an integer max or
+// min (an integer sum or product wraps at its width as a whole, not per
+// part); sums negated, added, subtracted, or divided or multiplied by a
+// constant or an extent (a mean): operations that distribute over a sum
+// (integer division does not); and selections between such terms on a
+// condition outside the reductions, a branch of constant 0 counting as an
+// empty sum. It returns nil when e is not such a combination.
+func reduceTerms(e ir.Expr) []*ir.Reduce {
+	var c termCollector
+	if !c.collect(e, false, false) || len(c.out) == 0 {
+		return nil
+	}
+	for _, r := range c.out {
+		if r.Kind != c.out[0].Kind || c.zero && r.Kind != ir.Sum {
 			return nil
 		}
 	}
+	return c.out
+}
+
+type termCollector struct {
+	out  []*ir.Reduce
+	zero bool // a branch is the constant 0, the identity of a sum only
+}
+
+func (c *termCollector) collect(e ir.Expr, sumOnly, orderOnly bool) bool {
+	switch x := e.(type) {
+	case *ir.Cast:
+		switch {
+		case !x.T.IsFloat():
+			return false // rounding partials to an integer would not combine
+		case !x.X.Type().IsFloat():
+			orderOnly = true
+		}
+		return c.collect(x.X, sumOnly, orderOnly)
+	case *ir.Reduce:
+		if sumOnly && x.Kind != ir.Sum || orderOnly && x.Kind != ir.Max && x.Kind != ir.Min {
+			return false
+		}
+		c.out = append(c.out, x)
+		return true
+	case *ir.Unary:
+		return x.Op == "-" && c.collect(x.X, true, orderOnly)
+	case *ir.Binary:
+		switch {
+		case x.Op == ir.OpAdd || x.Op == ir.OpSub:
+			return c.collect(x.L, true, orderOnly) && c.collect(x.R, true, orderOnly)
+		case (x.Op == ir.OpMul || x.Op == ir.OpDiv && x.T.IsFloat()) && invariant(x.R):
+			return c.collect(x.L, true, orderOnly)
+		}
+	case *ir.Select:
+		return c.collect(x.A, sumOnly, orderOnly) && c.collect(x.B, sumOnly, orderOnly)
+	case *ir.Const:
+		c.zero = c.zero || isZeroConst(x)
+		return isZeroConst(x)
+	}
+	return false
 }
 
 // invariant reports whether e is the same for every index: a constant or
@@ -171,20 +292,19 @@ func (a *Analysis) derive(s *Strategy) error {
 	lo, hi := s.PartSymbols()
 	part := interval.Interval{Lo: lang.Sym(lo), Hi: lang.Sym(hi)}
 	s.splits = map[*ir.Var]interval.Interval{}
-	if s.Kind == SplitOutput {
-		for _, v := range s.vars {
-			s.splits[v] = part
-		}
-	} else {
-		s.splits[s.Var] = part
+	for _, v := range s.vars {
+		s.splits[v] = part
 	}
-	regions, err := readRegions(a.Inst, s.splits)
+	regions, err := readRegions(a.Inst, s.splits, s.facts())
 	if err != nil {
 		return err
 	}
 	for _, r := range regions {
-		for d, iv := range r.Dims {
-			r.Dims[d] = s.simplify(iv)
+		for d, set := range r.Bands {
+			for i, iv := range set {
+				set[i] = s.simplify(iv)
+			}
+			r.Dims[d] = set.Hull()
 		}
 	}
 	s.locals = map[*ir.Tensor]Region{}
@@ -200,11 +320,7 @@ func (a *Analysis) derive(s *Strategy) error {
 			s.Regions = append(s.Regions, emptyRegion(in))
 		}
 	}
-	w, err := buildWorker(a.Inst, s, nil)
-	if err != nil {
-		return err
-	}
-	s.FLOPs = flops(w)
+	s.FLOPs = a.workerFLOPs(s)
 	return nil
 }
 
@@ -236,7 +352,9 @@ func (s *Strategy) simplify(iv interval.Interval) interval.Interval {
 func emptyRegion(t *ir.Tensor) Region {
 	r := Region{Tensor: t, Whole: make([]bool, t.Rank())}
 	for range t.Shape {
-		r.Dims = append(r.Dims, interval.Interval{Lo: lang.Const(0), Hi: lang.Const(-1)})
+		iv := interval.Interval{Lo: lang.Const(0), Hi: lang.Const(-1)}
+		r.Dims = append(r.Dims, iv)
+		r.Bands = append(r.Bands, interval.Set{iv})
 	}
 	return r
 }
@@ -251,7 +369,7 @@ func Part(extent int64, w, k int) (lo, hi int64) {
 
 func (s *Strategy) String() string {
 	if s.Kind == SplitOutput {
-		return fmt.Sprintf("split %s (output dimension %d)", s.Var.Name, s.Dim)
+		return fmt.Sprintf("split %s (output dimensions %v)", s.Var.Name, s.Dims)
 	}
 	return fmt.Sprintf("reduce %s (%s of partial outputs)", s.Var.Name, s.Reducer)
 }

@@ -142,7 +142,9 @@ func partitionReport(g *cost.Graph, path, name string, f partitionFlags, opt par
 			return nil, fmt.Errorf("baseline %s: %v", b, err)
 		}
 	}
-	in.Best = partition.WithinMemory(best, in.Baselines, f.memory)
+	if in.Best, err = partition.Choose(g, best, in.Baselines, f.memory); err != nil {
+		return nil, err
+	}
 	if f.strategy != "" {
 		if in.Checked, err = checkStrategy(g, f.strategy, f.devices); err != nil {
 			return nil, fmt.Errorf("--strategy %s: %v", f.strategy, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -40,6 +41,7 @@ type strategyEntry struct {
 	Kind           string       `json:"kind"`
 	Var            string       `json:"var"`
 	OutputDim      *int         `json:"output_dim,omitempty"`
+	OutputDims     []int        `json:"output_dims,omitempty"`
 	Reducer        string       `json:"reducer,omitempty"`
 	Output         string       `json:"output"`
 	Inputs         []inputEntry `json:"inputs"`
@@ -53,10 +55,17 @@ type inputEntry struct {
 }
 
 type dimEntry struct {
-	Lo    string `json:"lo"`
-	Hi    string `json:"hi"`
-	Whole bool   `json:"whole"`
-	Halo  string `json:"halo,omitempty"`
+	Lo    string      `json:"lo"`
+	Hi    string      `json:"hi"`
+	Whole bool        `json:"whole"`
+	Halo  string      `json:"halo,omitempty"`
+	Bands []bandEntry `json:"bands,omitempty"`
+}
+
+// bandEntry is one band of a region dimension read in several.
+type bandEntry struct {
+	Lo string `json:"lo"`
+	Hi string `json:"hi"`
 }
 
 type unanalysedEntry struct {
@@ -194,6 +203,9 @@ func describeAnalysis(a *strategy.Analysis, name, file string, line int) opStrat
 		if s.Kind == strategy.SplitOutput {
 			d := s.Dim
 			e.OutputDim = &d
+			if len(s.Dims) > 1 {
+				e.OutputDims = s.Dims
+			}
 			e.Output = "concat"
 		} else {
 			e.Reducer = s.Reducer.String()
@@ -204,7 +216,11 @@ func describeAnalysis(a *strategy.Analysis, name, file string, line int) opStrat
 			var halos []string
 			for d, iv := range r.Dims {
 				de := dimEntry{Lo: iv.Lo.String(), Hi: iv.Hi.String(), Whole: wholeDim(r, d)}
-				if h, ok := halo(a, s, r.Tensor, d, iv); ok {
+				if len(r.Bands[d]) > 1 {
+					for _, b := range r.Bands[d] {
+						de.Bands = append(de.Bands, bandEntry{Lo: b.Lo.String(), Hi: b.Hi.String()})
+					}
+				} else if h, ok := halo(a, s, r.Tensor, d, iv); ok {
 					de.Halo = h
 					halos = append(halos, h)
 				}
@@ -293,8 +309,8 @@ func unclamped(a *strategy.Analysis, s *strategy.Strategy, t *ir.Tensor, d int) 
 	part := interval.Interval{Lo: lang.Sym(lo), Hi: lang.Sym(hi)}
 	env := interval.Env{}
 	if s.Kind == strategy.SplitOutput {
-		for _, o := range a.Inst.Outputs {
-			env[o.Vars[s.Dim]] = part
+		for i, o := range a.Inst.Outputs {
+			env[o.Vars[s.Dims[i]]] = part
 		}
 	} else {
 		env[s.Var] = part
@@ -389,7 +405,7 @@ func printStrategies(w io.Writer, doc strategiesDoc, analyses []*strategy.Analys
 				row = append(row, regionText(r, e.Inputs[k]))
 			}
 			if s.Kind == strategy.SplitOutput {
-				row = append(row, fmt.Sprintf("concat along dim %d", s.Dim))
+				row = append(row, concatText(s.Dims))
 			} else {
 				row = append(row, e.Reducer+" of partials")
 			}
@@ -425,6 +441,13 @@ func regionText(r strategy.Region, e inputEntry) string {
 		}
 		allWhole = false
 		p := "[" + de.Lo + ", " + de.Hi + "]"
+		if len(de.Bands) > 0 {
+			var bands []string
+			for _, b := range de.Bands {
+				bands = append(bands, "["+b.Lo+", "+b.Hi+"]")
+			}
+			p = strings.Join(bands, " ∪ ")
+		}
 		if de.Halo != "" {
 			p += " (halo " + de.Halo + ")"
 		}
@@ -434,6 +457,18 @@ func regionText(r strategy.Region, e inputEntry) string {
 		return "all"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// concatText says along which dimension each output's parts concatenate.
+func concatText(dims []int) string {
+	if slices.Equal(dims, slices.Repeat(dims[:1], len(dims))) {
+		return fmt.Sprintf("concat along dim %d", dims[0])
+	}
+	var ds []string
+	for _, d := range dims {
+		ds = append(ds, fmt.Sprint(d))
+	}
+	return "concat along dims " + strings.Join(ds, ", ")
 }
 
 // perWorkerText prints a worker's work: the expression when it is short,

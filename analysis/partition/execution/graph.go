@@ -2,6 +2,7 @@ package execution
 
 import (
 	"fmt"
+	"slices"
 
 	"tofuc/analysis/cost"
 	"tofuc/analysis/strategy"
@@ -17,7 +18,9 @@ type Graph struct {
 	Plan    *cost.Plan
 	// Ops holds, for each node in order, its copy on each device.
 	Ops [][]*Op
-	// Tiles holds each tensor's tile on each device.
+	// Tiles holds each tensor's tile on each device. A tensor partial at
+	// some steps (cost.Partial) has there a tile of partial sums on
+	// every device, the tensor being the sum over those steps' digits.
 	Tiles map[*ir.Value][]Box
 }
 
@@ -27,38 +30,68 @@ type Op struct {
 	Device int
 	// Inst is what the device computes; nil when its part is empty.
 	Inst *ir.Instance
-	// Inputs is the region of each input it reads (nil for constants).
-	Inputs []Box
-	// Fetch is the fused fetch of what it reads from other devices.
-	Fetch []Piece
+	// In is what it reads of each input (nil for constants).
+	In []*Input
 	// Outputs is the box of each output it computes.
 	Outputs []Box
-	// Partial marks partial outputs, combined with Reducer over Group
-	// (the devices computing the same boxes).
+	// Partial marks partial outputs (a split reduction's, or partial sums
+	// of an accumulation), combined with Reducer over Groups[o] (the
+	// devices computing the same box whose partials add up; nil when
+	// output o stays partial, as the tensor's layout asks).
 	Partial bool
 	Reducer ir.Reducer
-	Group   []int
-	// key identifies the partials that combine: the output boxes and the
-	// device's index in every step that is not a reduction.
-	key string
+	Groups  [][]int
 	// After is the device's previous operator (a control dependency), or
 	// -1: the index of its node.
 	After int
+	// partialSteps are the steps at which the outputs are partial.
+	partialSteps []bool
 }
 
-// Piece is one region a fused fetch copies from another device's tile.
+// Input is what one device reads of one input: the region (Bands, boxes
+// of the tensor placed one after the other per dimension, as the
+// instance reads them packed into a buffer of Shape), filled by the
+// pieces of Sums: one list of pieces when the tensor is whole where it
+// is read, else one per partial sum to add (the devices' partials over
+// the steps at which the tensor is partial and the operator does not
+// accumulate).
+type Input struct {
+	Shape []int64
+	Bands []strategy.Placed
+	Sums  [][]Piece
+}
+
+// Piece is one box of a device's tile copied into an input's buffer at
+// At (From may be the device itself).
 type Piece struct {
-	Input, From int
-	Box         Box
+	From int
+	Box  Box
+	At   []int64
 }
 
-// FetchBytes is the bytes the graph's fused fetches move.
+// Tile reports whether the input is exactly the device's own whole tile:
+// one band, equal to the tile, from the device alone.
+func (in *Input) Tile(tile Box) bool {
+	return len(in.Bands) == 1 && len(in.Sums) == 1 && in.Bands[0].Box.Equal(tile) &&
+		len(in.Sums[0]) == 1 && in.Sums[0][0].Box.Equal(tile)
+}
+
+// FetchBytes is the bytes the graph's fetches move between devices.
 func (g *Graph) FetchBytes() int64 {
 	var n int64
 	for _, ops := range g.Ops {
 		for _, op := range ops {
-			for _, p := range op.Fetch {
-				n += p.Box.Size() * int64(max(1, op.Node.Inputs[p.Input].DType.Size()))
+			for j, in := range op.In {
+				if in == nil || op.Inst == nil {
+					continue
+				}
+				for _, sum := range in.Sums {
+					for _, p := range sum {
+						if p.From != op.Device {
+							n += p.Box.Size() * cost.ElemSize(op.Node.Inputs[j])
+						}
+					}
+				}
 			}
 		}
 	}
@@ -89,10 +122,10 @@ func Build(g *cost.Graph, p *cost.Plan) (*Graph, error) {
 			if j > 0 {
 				op.After = j - 1
 			}
-			op.Fetch = eg.fetch(op)
+			eg.fetch(op, names)
 			ops = append(ops, op)
 		}
-		groups(ops)
+		eg.groups(ops)
 		eg.Ops = append(eg.Ops, ops)
 	}
 	return eg, nil
@@ -157,50 +190,61 @@ func (b *builder) analyse(inst *ir.Instance) (*strategy.Analysis, error) {
 	return a, err
 }
 
-// op applies the node's strategies step by step for device d.
+// segment maps positions [At, At+N) of one dimension of a worker's
+// input buffer to the tensor's [Lo, Lo+N).
+type segment struct{ At, Lo, N int64 }
+
+// op applies the node's strategies step by step for device d: the
+// worker's regions, in the coordinates of the instance before it, are
+// mapped back to the tensor through the segments of each dimension.
 func (b *builder) op(n *ir.Node, names []string, d int) (*Op, error) {
-	op := &Op{Node: n, Device: d, Inst: n.Inst}
-	for _, v := range n.Inputs {
-		var box Box
-		if v.Const == nil {
-			box = strategy.WholeBox(b.g.Shapes[v])
+	op := &Op{Node: n, Device: d, Inst: n.Inst, partialSteps: make([]bool, len(b.p.Factors))}
+	segs := make([][][]segment, len(n.Inputs)) // per input, per dimension
+	for j, v := range n.Inputs {
+		if v.Const != nil {
+			continue
 		}
-		op.Inputs = append(op.Inputs, box)
+		for _, size := range b.g.Shapes[v] {
+			segs[j] = append(segs[j], []segment{{0, 0, size}})
+		}
 	}
 	for _, v := range n.Outputs {
 		op.Outputs = append(op.Outputs, strategy.WholeBox(b.g.Shapes[v]))
 	}
-	reduced := make([]bool, len(b.p.Factors))
-	defer func() { op.key = groupKey(op, reduced, b.p.Factors) }()
+	defer func() { op.In = inputs(n, segs) }()
 	for i, k := range b.p.Factors {
-		if names[i] == "replicate" {
+		switch names[i] {
+		case "replicate":
+			continue
+		case "accumulate":
+			op.Partial, op.Reducer, op.partialSteps[i] = true, ir.Sum, true
 			continue
 		}
 		a, err := b.analyse(op.Inst)
 		if err != nil {
 			return nil, err
 		}
-		s := find(a, names[i])
-		if s == nil {
-			return nil, fmt.Errorf("step %d: no strategy %s", i+1, names[i])
+		s, err := a.Find(names[i])
+		if err != nil {
+			return nil, fmt.Errorf("step %d: %v", i+1, err)
 		}
 		w, err := a.Worker(s, nil, digit(b.p.Factors, i, d), k)
 		if err != nil {
 			return nil, err
 		}
-		for j, box := range w.Inputs {
-			if op.Inputs[j] != nil {
-				op.Inputs[j] = op.Inputs[j].Shift(box)
+		for j, bands := range w.Inputs {
+			if segs[j] != nil {
+				segs[j] = compose(segs[j], bands)
 			}
 		}
 		if s.Kind == strategy.SplitOutput {
 			for o := range op.Outputs {
-				base := op.Outputs[o][s.Dim].Lo
-				op.Outputs[o][s.Dim] = strategy.Box1{Lo: base + w.Part.Lo, Hi: base + w.Part.Hi}
+				dim := s.Dims[o]
+				base := op.Outputs[o][dim].Lo
+				op.Outputs[o][dim] = strategy.Box1{Lo: base + w.Part.Lo, Hi: base + w.Part.Hi}
 			}
 		} else {
-			op.Partial, op.Reducer = true, s.Reducer
-			reduced[i] = true
+			op.Partial, op.Reducer, op.partialSteps[i] = true, s.Reducer, true
 		}
 		if w.Empty {
 			op.Inst = nil
@@ -211,74 +255,200 @@ func (b *builder) op(n *ir.Node, names []string, d int) (*Op, error) {
 	return op, nil
 }
 
-func find(a *strategy.Analysis, name string) *strategy.Strategy {
-	for _, s := range a.Strategies {
-		word := "split " + s.Var.Name
-		if s.Kind == strategy.SplitReduction {
-			word = fmt.Sprintf("reduce %s (%s)", s.Var.Name, s.Reducer)
+// compose maps a worker's bands (in the coordinates of the buffer before
+// the step) through the segments into the segments of its own buffer.
+func compose(segs [][]segment, bands strategy.Bands) [][]segment {
+	out := make([][]segment, len(segs))
+	for dim, bs := range bands {
+		var at int64
+		for _, band := range bs {
+			for _, s := range segs[dim] {
+				lo, hi := max(band.Lo, s.At), min(band.Hi, s.At+s.N-1)
+				if lo <= hi {
+					out[dim] = append(out[dim], segment{At: at + lo - band.Lo, Lo: s.Lo + lo - s.At, N: hi - lo + 1})
+				}
+			}
+			at += band.Size()
 		}
-		if word == name {
-			return s
-		}
-	}
-	return nil
-}
-
-// fetch lists the pieces of op's input regions held by other devices
-// and not by its own: the fused multi-region fetch.
-func (eg *Graph) fetch(op *Op) []Piece {
-	var out []Piece
-	if op.Inst == nil {
-		return nil
-	}
-	for j, v := range op.Node.Inputs {
-		if v.Const == nil {
-			out = append(out, pieces(op.Inputs[j], eg.Tiles[v], op.Device, j)...)
+		if len(out[dim]) == 0 {
+			out[dim] = []segment{{0, 0, 0}} // nothing read
 		}
 	}
 	return out
 }
 
-// pieces covers region r from the tiles, own tile first: each other
-// device contributes what the devices before it (and the own one) lack,
-// cut into boxes.
-func pieces(r Box, tiles []Box, self, input int) []Piece {
-	var out []Piece
-	covered := []Box{r.Intersect(tiles[self])}
-	for e, t := range tiles {
-		if e == self {
+// inputs turns the segments of each input into its bands.
+func inputs(n *ir.Node, segs [][][]segment) []*Input {
+	out := make([]*Input, len(n.Inputs))
+	for j, dims := range segs {
+		if dims == nil {
 			continue
 		}
-		for _, part := range r.Intersect(t).Subtract(covered) {
-			out = append(out, Piece{Input: input, From: e, Box: part})
-			covered = append(covered, part)
+		in := &Input{Bands: []strategy.Placed{{}}}
+		for _, ss := range dims {
+			var size int64
+			var next []strategy.Placed
+			for _, p := range in.Bands {
+				for _, s := range ss {
+					next = append(next, strategy.Placed{
+						Box: append(slices.Clone(p.Box), strategy.Box1{Lo: s.Lo, Hi: s.Lo + s.N - 1}),
+						At:  append(slices.Clone(p.At), s.At)})
+				}
+			}
+			for _, s := range ss {
+				size = max(size, s.At+s.N)
+			}
+			in.Shape, in.Bands = append(in.Shape, size), next
+		}
+		out[j] = in
+	}
+	return out
+}
+
+// fetch fills the pieces of op's inputs: for each partial sum to add
+// (one unless the input is partial at steps where op does not
+// accumulate), each band covered by the tiles of the devices holding
+// that sum, the own tile first.
+func (eg *Graph) fetch(op *Op, names []string) {
+	if op.Inst == nil {
+		return
+	}
+	p := eg.Plan
+	for j, v := range op.Node.Inputs {
+		in := op.In[j]
+		if in == nil {
+			continue
+		}
+		var combine, own []int // steps summed over, steps read as the own partial
+		for i, layout := range p.Tensors[v] {
+			switch {
+			case layout != cost.Partial:
+			case names[i] == "accumulate":
+				own = append(own, i)
+			default:
+				combine = append(combine, i)
+			}
+		}
+		for _, t := range tuples(p.Factors, combine) {
+			allowed := func(e int) bool {
+				for x, i := range combine {
+					if digit(p.Factors, i, e) != t[x] {
+						return false
+					}
+				}
+				for _, i := range own {
+					if digit(p.Factors, i, e) != digit(p.Factors, i, op.Device) {
+						return false
+					}
+				}
+				return true
+			}
+			in.Sums = append(in.Sums, eg.pieces(in.Bands, eg.Tiles[v], op.Device, allowed))
+		}
+	}
+}
+
+// tuples lists every combination of digits of the given steps.
+func tuples(factors []int, steps []int) [][]int {
+	out := [][]int{nil}
+	for _, i := range steps {
+		var next [][]int
+		for _, t := range out {
+			for x := range factors[i] {
+				next = append(next, append(slices.Clone(t), x))
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// pieces covers the bands from the tiles of the allowed devices, the own
+// tile first: each device contributes what the ones before it lack, cut
+// into boxes.
+func (eg *Graph) pieces(bands []strategy.Placed, tiles []Box, self int, allowed func(int) bool) []Piece {
+	order := []int{self}
+	for e := range tiles {
+		if e != self {
+			order = append(order, e)
+		}
+	}
+	var out []Piece
+	for _, band := range bands {
+		var covered []Box
+		for _, e := range order {
+			if !allowed(e) {
+				continue
+			}
+			for _, part := range band.Box.Intersect(tiles[e]).Subtract(covered) {
+				at := make([]int64, len(part))
+				for dim := range part {
+					at[dim] = band.At[dim] + part[dim].Lo - band.Box[dim].Lo
+				}
+				out = append(out, Piece{From: e, Box: part, At: at})
+				covered = append(covered, part)
+			}
 		}
 	}
 	return out
 }
 
-func groupKey(op *Op, reduced []bool, factors []int) string {
-	key := fmt.Sprint(op.Outputs)
-	for i, r := range reduced {
-		if !r {
-			key += fmt.Sprintf("/%d", digit(factors, i, op.Device))
+// groups sets, per output, the devices whose partials combine: they
+// compute the same box and differ only in the steps at which the
+// output is partial but its layout is not (cost.Partial keeps the
+// partials: no group).
+func (eg *Graph) groups(ops []*Op) {
+	p := eg.Plan
+	for o, v := range ops[0].Node.Outputs {
+		byKey := map[string][]int{}
+		keys := make([]string, len(ops))
+		for _, op := range ops {
+			if !op.Partial {
+				continue
+			}
+			combined := false
+			key := fmt.Sprint(op.Outputs[o])
+			for i, partial := range op.partialSteps {
+				if partial && p.Tensors[v][i] != cost.Partial {
+					combined = true
+					continue
+				}
+				key += fmt.Sprintf("/%d", digit(p.Factors, i, op.Device))
+			}
+			if combined {
+				keys[op.Device] = key
+				byKey[key] = append(byKey[key], op.Device)
+			}
+		}
+		for _, op := range ops {
+			if op.Groups == nil {
+				op.Groups = make([][]int, len(op.Outputs))
+			}
+			if k := keys[op.Device]; k != "" {
+				op.Groups[o] = byKey[k]
+			}
 		}
 	}
-	return key
 }
 
-// groups sets, for partial outputs, the devices whose partials combine:
-// they compute the same boxes and differ only in the reduction steps.
-func groups(ops []*Op) {
-	byKey := map[string][]int{}
-	for _, op := range ops {
-		if op.Partial {
-			byKey[op.key] = append(byKey[op.key], op.Device)
+// PartialSteps reports, per step, whether output o of op is left as
+// partial sums there (the tensor's layout is cost.Partial): the devices
+// holding the same box hold different partials of it.
+func (eg *Graph) PartialSteps(v *ir.Value) []bool {
+	out := make([]bool, len(eg.Plan.Factors))
+	for i, d := range eg.Plan.Tensors[v] {
+		out[i] = d == cost.Partial
+	}
+	return out
+}
+
+// SameSum reports whether devices d and e hold the same partial sum of
+// v: equal digits at every step at which v is partial.
+func (eg *Graph) SameSum(v *ir.Value, d, e int) bool {
+	for i, partial := range eg.PartialSteps(v) {
+		if partial && digit(eg.Plan.Factors, i, d) != digit(eg.Plan.Factors, i, e) {
+			return false
 		}
 	}
-	for _, op := range ops {
-		if op.Partial {
-			op.Group = byKey[op.key]
-		}
-	}
+	return true
 }

@@ -58,7 +58,7 @@ func (eg *Graph) runNode(ops []*Op, tiles map[*ir.Value][]*tensor.Tensor) error 
 				ins[j] = constant(v)
 				continue
 			}
-			ins[j] = eg.gather(v, op.Inputs[j], tiles[v])
+			ins[j] = eg.gather(v, op.In[j], tiles[v])
 		}
 		outs, err := interp.EvalInstance(op.Inst, ins, nil)
 		if err != nil {
@@ -67,26 +67,28 @@ func (eg *Graph) runNode(ops []*Op, tiles map[*ir.Value][]*tensor.Tensor) error 
 		results[op.Device] = outs
 	}
 	for o, v := range n.Outputs {
-		parts, boxes := combined(ops, results, o)
-		for d, tb := range eg.Tiles[v] {
+		for e, tb := range eg.Tiles[v] {
 			t := tensor.New(v.DType, shapeOf(tb))
+			parts, boxes := eg.combined(ops, results, o, e)
 			for i, b := range boxes {
 				paste(t, tb, parts[i], b)
 			}
-			tiles[v] = append(tiles[v][:d], t)
+			tiles[v] = append(tiles[v][:e], t)
 		}
 	}
 	return nil
 }
 
-// combined lists output o's computed parts with their boxes; partial
-// outputs of a group are first combined with the reducer.
-func combined(ops []*Op, results [][]*tensor.Tensor, o int) ([]*tensor.Tensor, []Box) {
+// combined lists output o's computed parts that device e's tile takes,
+// with their boxes: those of devices holding the same partial sum as e,
+// partial outputs of a group first combined with the reducer.
+func (eg *Graph) combined(ops []*Op, results [][]*tensor.Tensor, o, e int) ([]*tensor.Tensor, []Box) {
+	v := ops[0].Node.Outputs[o]
 	var parts []*tensor.Tensor
 	var boxes []Box
 	done := map[string]bool{}
 	for _, op := range ops {
-		if results[op.Device] == nil {
+		if results[op.Device] == nil || !eg.SameSum(v, op.Device, e) {
 			continue
 		}
 		key := fmt.Sprint(op.Outputs[o])
@@ -95,8 +97,8 @@ func combined(ops []*Op, results [][]*tensor.Tensor, o int) ([]*tensor.Tensor, [
 		}
 		done[key] = true
 		part := results[op.Device][o]
-		if op.Partial {
-			part = reduce(op, ops, results, o)
+		if op.Groups[o] != nil {
+			part = reduce(op, o, results)
 		}
 		parts = append(parts, part)
 		boxes = append(boxes, op.Outputs[o])
@@ -104,25 +106,29 @@ func combined(ops []*Op, results [][]*tensor.Tensor, o int) ([]*tensor.Tensor, [
 	return parts, boxes
 }
 
-// reduce combines the partials of op's group in float64, rounding once.
-func reduce(op *Op, ops []*Op, results [][]*tensor.Tensor, o int) *tensor.Tensor {
-	var acc []float64
-	var out *tensor.Tensor
-	for _, d := range op.Group {
-		if results[d] == nil {
-			continue
+// reduce combines the partials of op's group for output o in float64,
+// rounding once.
+func reduce(op *Op, o int, results [][]*tensor.Tensor) *tensor.Tensor {
+	var parts []*tensor.Tensor
+	for _, d := range op.Groups[o] {
+		if results[d] != nil {
+			parts = append(parts, results[d][o])
 		}
-		part := results[d][o]
-		if acc == nil {
-			out = part.Clone()
-			acc = make([]float64, part.Len())
-			for i := range acc {
-				acc[i] = part.Flat(i)
-			}
-			continue
-		}
+	}
+	return fold(op.Reducer, parts)
+}
+
+// fold combines equal-shaped tensors with the reducer in float64,
+// rounding once.
+func fold(r ir.Reducer, parts []*tensor.Tensor) *tensor.Tensor {
+	out := parts[0].Clone()
+	acc := make([]float64, out.Len())
+	for i := range acc {
+		acc[i] = out.Flat(i)
+	}
+	for _, part := range parts[1:] {
 		for i := range acc {
-			acc[i] = fold(op.Reducer, acc[i], part.Flat(i))
+			acc[i] = combine(r, acc[i], part.Flat(i))
 		}
 	}
 	for i, v := range acc {
@@ -134,7 +140,7 @@ func reduce(op *Op, ops []*Op, results [][]*tensor.Tensor, o int) *tensor.Tensor
 	return out
 }
 
-func fold(r ir.Reducer, a, b float64) float64 {
+func combine(r ir.Reducer, a, b float64) float64 {
 	switch r {
 	case ir.Sum:
 		return a + b
@@ -153,14 +159,35 @@ func fold(r ir.Reducer, a, b float64) float64 {
 	}
 }
 
-// gather assembles region r of v from the devices' tiles (what the own
-// tile holds and the fused fetch brings).
-func (eg *Graph) gather(v *ir.Value, r Box, ts []*tensor.Tensor) *tensor.Tensor {
-	out := tensor.New(v.DType, shapeOf(r))
-	for d, tb := range eg.Tiles[v] {
-		paste(out, r, ts[d], tb)
+// gather fills what a device reads of v: each list of pieces pasted into
+// a buffer of the input's shape, the lists (partial sums) added up.
+func (eg *Graph) gather(v *ir.Value, in *Input, ts []*tensor.Tensor) *tensor.Tensor {
+	var sums []*tensor.Tensor
+	for _, pieces := range in.Sums {
+		out := tensor.New(v.DType, shapeOf(strategy.WholeBox(in.Shape)))
+		for _, p := range pieces {
+			src := cut(ts[p.From], p.Box.Relative(eg.Tiles[v][p.From]))
+			place(out, p.At, src)
+		}
+		sums = append(sums, out)
 	}
-	return out
+	if len(sums) == 1 {
+		return sums[0]
+	}
+	return fold(ir.Sum, sums)
+}
+
+// place writes src into dst with its first element at at.
+func place(dst *tensor.Tensor, at []int64, src *tensor.Tensor) {
+	idx := make([]int, len(at))
+	for i := range src.Len() {
+		rest := i
+		for d := len(at) - 1; d >= 0; d-- {
+			idx[d] = rest%src.Shape[d] + int(at[d])
+			rest /= src.Shape[d]
+		}
+		dst.SetFlat(dst.Offset(idx...), src.Flat(i))
+	}
 }
 
 func (eg *Graph) assemble(v *ir.Value, ts []*tensor.Tensor) *tensor.Tensor {

@@ -1,0 +1,57 @@
+package execution_test
+
+import (
+	"fmt"
+	"testing"
+
+	"tofuc/analysis/cost"
+	"tofuc/analysis/partition"
+	"tofuc/analysis/partition/execution"
+	"tofuc/lang"
+	"tofuc/runtime/exec"
+	"tofuc/runtime/tensor"
+)
+
+// TestExtentsSmallerThanDevices: an LSTM whose batch (2) and hidden size
+// (3) are smaller than the devices builds and runs on 4 and 8 devices: a
+// tensor too small to split is replicated, and a worker whose part of a
+// split variable is one value splits it further into one part and empty
+// ones (before, the execution graph failed with "no strategy split").
+func TestExtentsSmallerThanDevices(t *testing.T) {
+	g := load(t, "rnn", true, ints("layers", 1, "hidden", 3, "steps", 2, "batch", 2, "classes", 3))
+	inputs := randomInputs(g, 3)
+	want, err := exec.Run(g, exec.Interp{}, inputs, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cg, err := cost.NewGraph(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, devices := range []int{4, 8} {
+		for _, name := range append([]string{"search"}, partition.Baselines...) {
+			t.Run(fmt.Sprintf("%d/%s", devices, name), func(t *testing.T) {
+				res, err := partition.Search(cg, devices, partition.Options{})
+				if name != "search" {
+					res, err = partition.Baseline(cg, name, devices, partition.Options{})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				eg, err := execution.Build(cg, res.Plan)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := eg.Run(inputs, want.Params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for out, w := range want.Outputs {
+					if err := tensor.Compare(got[out], w, tensor.Reordered(lang.F32, 1<<12)); err != nil {
+						t.Errorf("output %s: %v", out, err)
+					}
+				}
+			})
+		}
+	}
+}
