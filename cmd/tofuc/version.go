@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"tofuc/runtime/cuda"
 )
 
 // version is tofuc's release; `make build` can override it with -ldflags.
@@ -23,7 +25,7 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "tofuc %s\n", version)
 	fmt.Fprintf(stdout, "llc:  %s\n", describeLLC())
 	fmt.Fprintf(stdout, "z3:   %s\n", describeLibrary("libz3.so.4", "libz3.so"))
-	fmt.Fprintf(stdout, "cuda: %s\n", describeLibrary("libcuda.so.1"))
+	fmt.Fprintf(stdout, "cuda: %s\n", cuda.Probe())
 	return exitOK
 }
 

@@ -502,3 +502,13 @@ func writeNPZ(w io.Writer, tensors map[string]*tensor.Tensor) error {
 	}
 	return zw.Close()
 }
+
+// AsDType is t, read from a .npy file, as a tensor of dtype dt: NumPy
+// has no bfloat16, so Write stores bf16 as f32, which AsDType converts
+// back; any other tensor is returned as it is.
+func AsDType(t *tensor.Tensor, dt lang.DType) *tensor.Tensor {
+	if dt != lang.BF16 || t.DType != lang.F32 {
+		return t
+	}
+	return tensor.FromFloats(lang.BF16, t.Shape, t.F)
+}

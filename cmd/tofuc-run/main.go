@@ -1,0 +1,245 @@
+// Command tofuc-run runs a plan that `tofuc compile` wrote on NVIDIA GPUs.
+// It is built without cgo (CGO_ENABLED=0: no Z3, no C compiler, no CUDA
+// headers) and loads the CUDA driver at run time, so that one static
+// binary built anywhere runs on a GPU machine. docs/gpu.md says how.
+//
+//	tofuc-run DIR --in NAME=PATH.npy ... [--params PATH.npz] --out DIR2 [--bench [--runs N] [--json FILE]]
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"tofuc/lang"
+	"tofuc/runtime/cuda"
+	"tofuc/runtime/gpu"
+	"tofuc/runtime/npy"
+	"tofuc/runtime/plan"
+	"tofuc/runtime/tensor"
+)
+
+// Exit statuses, as tofuc's (docs/cli.md).
+const (
+	exitOK    = 0
+	exitUser  = 1
+	exitUsage = 2
+)
+
+const usage = "tofuc-run DIR --in NAME=PATH.npy ... [--params PATH.npz] --out DIR2 [--bench [--runs N] [--json FILE] [--copy-bytes N]]"
+
+type flags struct {
+	ins             []string
+	params, out     string
+	bench           bool
+	runs            int
+	json            string
+	copyBytes       int64
+	benchFlagsGiven bool
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("tofuc-run", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SortFlags = false
+	fs.Usage = func() {}
+	var f flags
+	fs.StringArrayVar(&f.ins, "in", nil, "an input, NAME=PATH.npy (repeatable; every input of the plan)")
+	fs.StringVar(&f.params, "params", "", "parameters, one .npz (default: DIR/params.npz, written by tofuc compile)")
+	fs.StringVar(&f.out, "out", "", "directory for the outputs, NAME.npy (created if missing)")
+	fs.BoolVar(&f.bench, "bench", false, "after the run, time the plan and each kernel (CUDA events) and print a table")
+	fs.IntVar(&f.runs, "runs", 20, "with --bench: timed runs of the plan, then as many of the kernels")
+	fs.StringVar(&f.json, "json", "", "with --bench: write the timings as JSON to FILE (default: DIR2/bench.json)")
+	fs.Int64Var(&f.copyBytes, "copy-bytes", 256<<20, "with --bench: bytes of the device-to-device copy whose bandwidth is measured (0: none)")
+	err := fs.Parse(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		fmt.Fprintf(stdout, "tofuc-run: run a compiled plan on NVIDIA GPUs\n\nUsage: %s\n\nFlags:\n%s", usage, fs.FlagUsages())
+		return exitOK
+	}
+	if err == nil {
+		f.benchFlagsGiven = fs.Changed("runs") || fs.Changed("json") || fs.Changed("copy-bytes")
+		err = f.validate(fs.NArg())
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "tofuc-run: %v\nUsage: %s\n", err, usage)
+		return exitUsage
+	}
+	if err := runPlan(fs.Arg(0), f, stdout); err != nil {
+		fmt.Fprintf(stderr, "tofuc-run: %v\n", err)
+		return exitUser
+	}
+	return exitOK
+}
+
+func (f *flags) validate(nargs int) error {
+	switch {
+	case nargs != 1:
+		return fmt.Errorf("expected one DIR (what tofuc compile -o wrote)")
+	case f.out == "":
+		return fmt.Errorf("--out DIR2 is required")
+	case f.benchFlagsGiven && !f.bench:
+		return fmt.Errorf("--runs, --json and --copy-bytes go with --bench")
+	case f.runs < 1:
+		return fmt.Errorf("--runs must be at least 1")
+	case f.copyBytes < 0:
+		return fmt.Errorf("--copy-bytes must not be negative")
+	}
+	for _, s := range f.ins {
+		if name, path, ok := strings.Cut(s, "="); !ok || name == "" || path == "" {
+			return fmt.Errorf("--in %q: expected NAME=PATH.npy", s)
+		}
+	}
+	return nil
+}
+
+// openDevices opens the plan's logical devices on the CUDA driver and
+// describes the driver; tests replace it.
+var openDevices = func(p *plan.Plan, dir string) ([]gpu.Device, string, error) {
+	d, err := cuda.Load()
+	if err != nil {
+		return nil, "", err
+	}
+	devs, err := d.Open(p, dir)
+	return devs, d.Describe(), err
+}
+
+// runPlan loads the plan, its inputs and parameters, runs it and writes
+// the outputs; with --bench it then times it.
+func runPlan(dir string, f flags, stdout io.Writer) error {
+	p, err := plan.Read(filepath.Join(dir, "plan.json"))
+	if err != nil {
+		return err
+	}
+	inputs, err := readInputs(p, f.ins)
+	if err != nil {
+		return err
+	}
+	params, err := readParams(p, dir, f.params)
+	if err != nil {
+		return err
+	}
+	devs, driver, err := openDevices(p, dir)
+	if err != nil {
+		return err
+	}
+	prog, err := gpu.Load(p, devs)
+	if err != nil {
+		closeDevices(devs)
+		return err
+	}
+	defer prog.Close()
+	fmt.Fprintf(stdout, "%s: %d logical devices on %s\n", p.Model, p.Devices, gpuNames(devs))
+	outputs, err := prog.Run(inputs, params)
+	if err != nil {
+		return err
+	}
+	if err := writeOutputs(f.out, outputs, stdout); err != nil {
+		return err
+	}
+	if !f.bench {
+		return nil
+	}
+	return bench(prog, devs[0], driver, inputs, params, f, stdout)
+}
+
+func closeDevices(devs []gpu.Device) {
+	for _, d := range devs {
+		d.Close()
+	}
+}
+
+// gpuNames lists the distinct GPUs behind the devices.
+func gpuNames(devs []gpu.Device) string {
+	var names []string
+	seen := map[string]bool{}
+	for _, d := range devs {
+		if n := d.Name(); !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// readInputs reads every input of the plan from its --in file.
+func readInputs(p *plan.Plan, specs []string) (map[string]*tensor.Tensor, error) {
+	paths := map[string]string{}
+	for _, s := range specs {
+		name, path, _ := strings.Cut(s, "=")
+		if _, dup := paths[name]; dup {
+			return nil, fmt.Errorf("--in %s given twice", name)
+		}
+		paths[name] = path
+	}
+	out := map[string]*tensor.Tensor{}
+	for _, b := range p.Inputs {
+		path, ok := paths[b.Name]
+		if !ok {
+			return nil, fmt.Errorf("input %s (%s%v) is missing: give it with --in %s=PATH.npy", b.Name, b.DType, b.Shape, b.Name)
+		}
+		t, err := npy.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("--in %s: %v", b.Name, err)
+		}
+		out[b.Name] = npy.AsDType(t, lang.ParseDType(b.DType))
+		delete(paths, b.Name)
+	}
+	for name := range paths {
+		return nil, fmt.Errorf("--in %s: the plan has no input %s", name, name)
+	}
+	return out, nil
+}
+
+// readParams reads the parameters: --params, else DIR/params.npz (which a
+// plan without parameters may lack).
+func readParams(p *plan.Plan, dir, given string) (map[string]*tensor.Tensor, error) {
+	path := given
+	if path == "" {
+		path = filepath.Join(dir, "params.npz")
+	}
+	params, err := npy.ReadNPZ(path)
+	if errors.Is(err, os.ErrNotExist) && given == "" && len(p.Params) == 0 {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("parameters: %v", err)
+	}
+	for _, b := range p.Params {
+		if t, ok := params[b.Name]; ok {
+			params[b.Name] = npy.AsDType(t, lang.ParseDType(b.DType))
+		}
+	}
+	return params, nil
+}
+
+// writeOutputs writes each output to DIR/NAME.npy ('/' and ':' in names
+// become '_', as tofuc run writes them).
+func writeOutputs(dir string, outputs map[string]*tensor.Tensor, stdout io.Writer) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(outputs))
+	for n := range outputs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t := outputs[n]
+		path := filepath.Join(dir, strings.NewReplacer("/", "_", ":", "_").Replace(n)+".npy")
+		if err := npy.WriteFile(path, t); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: %s%v -> %s\n", n, t.DType, t.Shape, path)
+	}
+	return nil
+}

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tofuc/analysis/check"
+	"tofuc/codegen"
+	"tofuc/codegen/toolchain"
+	"tofuc/internal/fakecuda"
+	"tofuc/lang"
+	"tofuc/runtime/cpu"
+	"tofuc/runtime/cuda"
+	"tofuc/runtime/gpu"
+	"tofuc/runtime/npy"
+	"tofuc/runtime/plan"
+	"tofuc/runtime/simt"
+	"tofuc/runtime/tensor"
+)
+
+// TestBuildsWithoutCgo: tofuc-run builds with CGO_ENABLED=0, and nothing
+// of the compiler (Z3, LLVM IR, the analyses) is in its dependencies.
+func TestBuildsWithoutCgo(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip(err)
+	}
+	env := append(os.Environ(), "CGO_ENABLED=0")
+	list := exec.Command(goTool, "list", "-deps", ".")
+	list.Env = env
+	out, err := list.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, bad := range []string{"github.com/aclements/go-z3", "github.com/llir/", "tofuc/codegen", "tofuc/analysis", "tofuc/rewrite", "tofuc/parser", "runtime/cgo"} {
+			if strings.HasPrefix(dep, bad) {
+				t.Errorf("tofuc-run depends on %s", dep)
+			}
+		}
+	}
+	build := exec.Command(goTool, "build", "-o", filepath.Join(t.TempDir(), "tofuc-run"), ".")
+	build.Env = env
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Errorf("CGO_ENABLED=0 go build: %v\n%s", err, out)
+	}
+}
+
+func runCmd(args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	status := run(args, &stdout, &stderr)
+	return status, stdout.String(), stderr.String()
+}
+
+func TestUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "expected one DIR"},
+		{[]string{"a", "b", "--out", "o"}, "expected one DIR"},
+		{[]string{"dir"}, "--out DIR2 is required"},
+		{[]string{"dir", "--out", "o", "--runs", "3"}, "go with --bench"},
+		{[]string{"dir", "--out", "o", "--bench", "--runs", "0"}, "--runs must be at least 1"},
+		{[]string{"dir", "--out", "o", "--in", "x"}, `--in "x": expected NAME=PATH.npy`},
+		{[]string{"dir", "--out", "o", "--frobnicate"}, "unknown flag: --frobnicate"},
+	} {
+		status, _, stderr := runCmd(tc.args...)
+		if status != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: status %d, stderr %q, want %q", tc.args, status, stderr, tc.want)
+		}
+	}
+	if status, stdout, _ := runCmd("--help"); status != exitOK || !strings.Contains(stdout, "--bench") {
+		t.Errorf("--help: status %d, %q", status, stdout)
+	}
+}
+
+// compiled is the MLP compiled into a folder, with an input file and a
+// parameter file.
+type compiled struct {
+	dir, input, params string
+	plan               *plan.Plan
+	x                  *tensor.Tensor
+	weights            map[string]*tensor.Tensor
+}
+
+func compileMLP(t *testing.T) *compiled {
+	t.Helper()
+	tools, err := toolchain.Find()
+	if err != nil {
+		t.Skip(err)
+	}
+	prog, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := prog.Load(filepath.Join("..", "..", "examples", "mlp.tdl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Model("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &compiled{dir: t.TempDir(), weights: map[string]*tensor.Tensor{}}
+	comp, err := codegen.Compile(g, c.dir, codegen.Options{Emit: codegen.Emit{PTX: true, SIMT: true}, Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.plan = comp.Plan
+	for i, b := range c.plan.Params {
+		w := tensor.New(lang.F32, ints(b.Shape))
+		for j := range w.Len() {
+			w.SetFlat(j, float64((i+j)%7-3)/8)
+		}
+		c.weights[b.Name] = w
+	}
+	in := c.plan.Inputs[0]
+	c.x = tensor.New(lang.F32, ints(in.Shape))
+	for j := range c.x.Len() {
+		c.x.SetFlat(j, float64(j%11)/11)
+	}
+	c.input, c.params = filepath.Join(c.dir, "x.npy"), filepath.Join(c.dir, "weights.npz")
+	if err := npy.WriteFile(c.input, c.x); err != nil {
+		t.Fatal(err)
+	}
+	if err := npy.WriteNPZ(c.params, c.weights); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func ints(s []int64) []int {
+	out := make([]int, len(s))
+	for i, d := range s {
+		out[i] = int(d)
+	}
+	return out
+}
+
+// TestNoDriver: without a driver, the run stops with the driver's line.
+func TestNoDriver(t *testing.T) {
+	c := compileMLP(t)
+	t.Setenv("TOFUC_LIBCUDA", "/nonexistent/libcuda.so.1")
+	status, _, stderr := runCmd(c.dir, "--in", "x="+c.input, "--params", c.params, "--out", t.TempDir())
+	if status != exitUser || stderr != "tofuc-run: no CUDA driver: /nonexistent/libcuda.so.1 not found\n" {
+		t.Errorf("status %d, stderr %q", status, stderr)
+	}
+}
+
+// TestInputErrors: inputs the plan does not have, or lacks, are errors.
+func TestInputErrors(t *testing.T) {
+	c := compileMLP(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--params", c.params}, "input x (f32[64 784]) is missing: give it with --in x=PATH.npy"},
+		{[]string{"--in", "x=" + c.input, "--in", "y=" + c.input, "--params", c.params}, "--in y: the plan has no input y"},
+		{[]string{"--in", "x=" + c.input, "--params", c.input}, "parameters:"},
+	} {
+		status, _, stderr := runCmd(append([]string{c.dir, "--out", t.TempDir()}, tc.args...)...)
+		if status != exitUser || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: status %d, stderr %q, want %q", tc.args, status, stderr, tc.want)
+		}
+	}
+}
+
+// TestRunAndBench runs the MLP through the CUDA binding on the fake
+// driver (kernels under the SIMT emulator): the outputs equal the simt
+// runtime's, and --bench times every launch and writes its JSON.
+func TestRunAndBench(t *testing.T) {
+	c := compileMLP(t)
+	lib, err := fakecuda.Build(t.TempDir())
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Setenv("FAKECUDA_SIMT", filepath.Join(c.dir, c.plan.Modules.SIMT))
+	open := openDevices
+	defer func() { openDevices = open }()
+	openDevices = func(p *plan.Plan, dir string) ([]gpu.Device, string, error) {
+		d, err := cuda.LoadFrom(lib)
+		if err != nil {
+			return nil, "", err
+		}
+		devs, err := d.Open(p, dir)
+		return devs, d.Describe(), err
+	}
+	out := t.TempDir()
+	jsonPath := filepath.Join(t.TempDir(), "timings.json")
+	status, stdout, stderr := runCmd(c.dir, "--in", "x="+c.input, "--params", c.params, "--out", out, "--bench", "--runs", "2", "--json", jsonPath, "--copy-bytes", "4096")
+	if status != exitOK {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	engine, err := simt.New(c.plan, c.dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := cpu.Load(c.plan, engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	want, err := ref.Run(map[string]*tensor.Tensor{"x": c.x}, c.weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range want {
+		got, err := npy.ReadFile(filepath.Join(out, name+".npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tensor.Compare(got, w, tensor.Exact); err != nil {
+			t.Errorf("output %s: %v", name, err)
+		}
+	}
+	var r benchReport
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	launches := 0
+	for _, s := range c.plan.Steps[0] {
+		if s.Op == plan.Launch {
+			launches++
+		}
+	}
+	if len(r.Kernels) != launches || r.Runs != 2 || r.Plan.Median <= 0 || r.CopyGBps <= 0 || !strings.HasPrefix(r.Driver, "CUDA driver 13.0") {
+		t.Errorf("bench report %s", b)
+	}
+	if !strings.Contains(stdout, "median ms") || !strings.Contains(stdout, "device-to-device copy of 4096 bytes on GPU 0: Fake GPU 0") {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+}

@@ -1,0 +1,145 @@
+package codegen_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"tofuc/codegen"
+	"tofuc/internal/modelcase"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/runtime/cpu"
+	"tofuc/runtime/gpu"
+	"tofuc/runtime/plan"
+	"tofuc/runtime/tensor"
+)
+
+// gpuCheckModels are the models a GPU machine checks, each on 1 and 4
+// devices: the MLP's and the RNN's training graphs, Wide ResNet-50-2's
+// forward pass (its training graph's outputs, the updated weights, would
+// make the check too large to carry).
+var gpuCheckModels = []modelcase.Case{
+	{File: "mlp", Train: true, Set: map[string]any{"batch": 32, "hidden": 256}},
+	{File: "wresnet", Set: map[string]any{"depth": 50, "width": 2, "batch": 2, "image": 64, "classes": 10}},
+	{File: "rnn", Train: true, Set: map[string]any{"layers": 2, "hidden": 64, "steps": 8, "batch": 8, "classes": 10}},
+}
+
+// TestWriteGPUChecks writes into $TOFUC_GPU_CHECKS the plans that a GPU
+// machine checks (docs/gpu.md), each folder a compiled plan (PTX, host
+// and SIMT modules) with a gpu.Check of the cpu runtime's outputs: the
+// stdlib-wide compilation of every pass of TestStdlibCompiles (its PTX
+// is what ptxas checks there) but for the operators calling opaque
+// functions (cholesky, inverse: they run on a host), and gpuCheckModels
+// on 1 and 4 devices, their inputs and weights gpu.Filled's.
+// Without $TOFUC_GPU_CHECKS it is skipped.
+//
+// The tolerance of an output is twice the one the tests hold the
+// runtimes to against the interpreter: the cpu runtime and the GPU each
+// keep within it, in directions of their own.
+func TestWriteGPUChecks(t *testing.T) {
+	root := os.Getenv("TOFUC_GPU_CHECKS")
+	if root == "" {
+		t.Skip("$TOFUC_GPU_CHECKS names no folder to write the checks into")
+	}
+	tl := tools(t)
+	opts := codegen.Options{Emit: codegen.Emit{PTX: true, Host: true, SIMT: true}, Tools: tl}
+	for _, ps := range []struct {
+		dt    lang.DType
+		large bool
+	}{{lang.F32, false}, {lang.F32, true}, {lang.F64, false}, {lang.F16, false}, {lang.BF16, false}, {lang.I32, false}, {lang.I8, false}, {lang.U8, false}, {lang.I64, false}, {lang.Bool, false}} {
+		name := "stdlib-" + ps.dt.String()
+		if ps.large {
+			name += "-large"
+		}
+		t.Run(name, func(t *testing.T) {
+			cases, _ := lowerable(stdlibCases(t, ps.dt, ps.large))
+			cases = slices.DeleteFunc(cases, func(tc opTest) bool { return hasOpaque(tc.c.Inst) })
+			dir := freshDir(t, filepath.Join(root, name))
+			c, err := codegen.Compile(graphOf(cases), dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := &gpu.Check{Inputs: map[string]*tensor.Tensor{}, Params: map[string]*tensor.Tensor{}, Tolerance: map[string]tensor.Tolerance{}}
+			for _, tc := range cases {
+				for i, x := range tc.c.Inputs {
+					check.Inputs[fmt.Sprintf("%s.in%d", tc.name, i)] = x
+				}
+				for i, w := range tc.c.Want {
+					check.Tolerance[fmt.Sprintf("%s.out%d", tc.name, i)] = twice(tolerance(tc.c.Inst, w.DType))
+				}
+			}
+			writeCheck(t, c.Plan, dir, check)
+		})
+	}
+	for _, m := range gpuCheckModels {
+		for _, devices := range []int{1, 4} {
+			m.Devices = devices
+			t.Run(m.String(), func(t *testing.T) {
+				dir := freshDir(t, filepath.Join(root, m.String()))
+				c, err := m.Compile(dir, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				check := &gpu.Check{Inputs: gpu.Filled(c.Plan.Inputs), Params: gpu.Filled(c.Plan.Params), Filled: true, Tolerance: map[string]tensor.Tolerance{}}
+				for _, b := range c.Plan.Outputs {
+					check.Tolerance[b.Name] = twice(tensor.Reordered(lang.ParseDType(b.DType), 1<<12))
+				}
+				writeCheck(t, c.Plan, dir, check)
+			})
+		}
+	}
+}
+
+// hasOpaque reports whether an instance calls an opaque function, which
+// needs a host: a GPU runtime refuses its plan.
+func hasOpaque(inst *ir.Instance) bool {
+	found := false
+	for _, ds := range [][]*ir.Def{inst.Locals, inst.Outputs} {
+		for _, d := range ds {
+			ir.Walk(d.Body, func(e ir.Expr) bool {
+				_, ok := e.(*ir.Opaque)
+				found = found || ok
+				return !found
+			})
+		}
+	}
+	return found
+}
+
+// freshDir empties dir of an earlier run's files.
+func freshDir(t *testing.T, dir string) string {
+	t.Helper()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func twice(tol tensor.Tolerance) tensor.Tolerance {
+	return tensor.Tolerance{Rel: 2 * tol.Rel, Abs: 2 * tol.Abs}
+}
+
+// writeCheck runs the plan in dir on the cpu runtime for the check's
+// expected outputs and writes the check.
+func writeCheck(t *testing.T, p *plan.Plan, dir string, check *gpu.Check) {
+	t.Helper()
+	host, err := cpu.NewHost(p, dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := cpu.Load(p, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prog.Close()
+	if check.Want, err = prog.Run(check.Inputs, check.Params); err != nil {
+		t.Fatal(err)
+	}
+	if err := check.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d kernels in %d PTX modules, %d outputs", dir, len(p.Kernels), len(p.Modules.PTX), len(check.Want))
+}

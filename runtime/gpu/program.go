@@ -1,0 +1,319 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"tofuc/runtime/plan"
+	"tofuc/runtime/tensor"
+)
+
+// Program is a plan loaded onto its devices, ready to run.
+type Program struct {
+	Plan *plan.Plan
+	devs []Device
+	// arena is each device's arena; scratch each device's status words
+	// (statusWords per launch) followed by its staging buffers.
+	arena, scratch []Ptr
+	statusBytes    []int64
+	// launches and staged count the status words and the staging bytes
+	// handed out so far, per device.
+	launches, staged []int64
+	init, steps      *list
+	args             []*Args
+	bound            map[string]*tensor.Tensor // the parameters last bound
+	mu               sync.Mutex
+}
+
+// list is one list of steps (the plan's Init or Steps), prepared.
+type list struct {
+	steps [][]plan.Step
+	ops   [][]op
+	// order is the order in which the steps are enqueued: each after
+	// the steps it waits for. events are the steps another device waits
+	// for, recorded after them.
+	order  []plan.StepRef
+	events map[plan.StepRef]Event
+}
+
+// op is what one step enqueues: copies (a copy step, or the parts of a
+// reduction held by other devices), then a launch (a launch or reduce
+// step).
+type op struct {
+	copies []transfer
+	launch *launch
+}
+
+// transfer copies rows from device from's memory at src to dst.
+type transfer struct {
+	from     int
+	src, dst Ptr
+	rows     []Rows
+}
+
+// launch runs plan kernel k; its status words are word status of its
+// device's scratch.
+type launch struct {
+	k      int
+	args   *Args
+	status int64
+}
+
+// stagingAlign aligns staging buffers (CUDA allocations are 256-byte
+// aligned; kernels may rely on the alignment of their arguments).
+const stagingAlign = 256
+
+// Load prepares plan p on devs, one per logical device of the plan: it
+// allocates every device's arena, status words and staging buffers and
+// lays out the argument vector of every launch. Plans with opaque steps,
+// or reduce steps without a reduction kernel, are refused.
+func Load(p *plan.Plan, devs []Device) (*Program, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if len(devs) != p.Devices {
+		return nil, fmt.Errorf("the plan runs on %d devices, %d given", p.Devices, len(devs))
+	}
+	if err := supported(p); err != nil {
+		return nil, err
+	}
+	pr := &Program{Plan: p, devs: devs}
+	if err := pr.allocate(); err != nil {
+		pr.Close()
+		return nil, err
+	}
+	var err error
+	if pr.init, err = pr.prepare(p.Init); err == nil {
+		pr.steps, err = pr.prepare(p.Steps)
+	}
+	if err != nil {
+		pr.Close()
+		return nil, err
+	}
+	return pr, nil
+}
+
+// supported refuses what a GPU cannot run: opaque steps (they need a
+// host) and reduce steps without a kernel.
+func supported(p *plan.Plan) error {
+	for _, lists := range [][][]plan.Step{p.Init, p.Steps} {
+		for d, steps := range lists {
+			for i, s := range steps {
+				switch {
+				case s.Op == plan.Opaque:
+					return fmt.Errorf("device %d, step %d (%s): the opaque function %s runs on a host, which a GPU runtime does not have: run this plan with tofuc run", d, i, s.Label, s.Call.Fn)
+				case s.Op == plan.Reduce && !reductionKernel(p, &s):
+					return fmt.Errorf("device %d, step %d (reduce %s): the step names no kernel taking its %d parts and its result (compile the plan again with this tofuc)", d, i, s.Label, len(s.Parts))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// reductionKernel reports whether reduce step s names a kernel taking its
+// parts and then its result, all of the result's dtype and shape.
+func reductionKernel(p *plan.Plan, s *plan.Step) bool {
+	if s.Kernel < 0 || s.Kernel >= len(p.Kernels) || len(p.Kernels[s.Kernel].Args) != len(s.Parts)+1 {
+		return false
+	}
+	to := p.Buffers[s.To]
+	for _, a := range p.Kernels[s.Kernel].Args {
+		if a.DType != to.DType || fmt.Sprint(a.Shape) != fmt.Sprint(to.Shape) {
+			return false
+		}
+	}
+	return true
+}
+
+// allocate sizes and allocates every device's arena and scratch memory.
+func (pr *Program) allocate() error {
+	p := pr.Plan
+	n := p.Devices
+	pr.arena, pr.scratch = make([]Ptr, n), make([]Ptr, n)
+	pr.statusBytes, pr.launches, pr.staged = make([]int64, n), make([]int64, n), make([]int64, n)
+	staging := make([]int64, n)
+	for _, lists := range [][][]plan.Step{p.Init, p.Steps} {
+		for d, steps := range lists {
+			for _, s := range steps {
+				if s.Op == plan.Launch || s.Op == plan.Reduce {
+					pr.statusBytes[d] += plan.StatusWords * 8
+				}
+				if s.Op == plan.Reduce {
+					staging[d] += int64(len(remoteParts(p, d, &s))) * align(p.Buffers[s.To].Bytes)
+				}
+			}
+		}
+	}
+	for d, dev := range pr.devs {
+		var err error
+		if pr.arena[d], err = dev.Alloc(p.ArenaBytes[d]); err != nil {
+			return fmt.Errorf("device %d: arena of %d bytes: %v", d, p.ArenaBytes[d], err)
+		}
+		if pr.scratch[d], err = dev.Alloc(align(pr.statusBytes[d]) + staging[d]); err != nil {
+			return fmt.Errorf("device %d: %v", d, err)
+		}
+	}
+	return nil
+}
+
+func align(n int64) int64 { return (n + stagingAlign - 1) / stagingAlign * stagingAlign }
+
+// remoteParts lists the parts of a reduction on device d that other
+// devices hold.
+func remoteParts(p *plan.Plan, d int, s *plan.Step) []int {
+	var out []int
+	for _, id := range s.Parts {
+		if p.Buffers[id].Device != d {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// addr is the device address of buffer id.
+func (pr *Program) addr(id int) Ptr {
+	b := pr.Plan.Buffers[id]
+	return pr.arena[b.Device] + Ptr(b.Offset)
+}
+
+// prepare lays out the operations of a list of steps and the order in
+// which they are enqueued.
+func (pr *Program) prepare(steps [][]plan.Step) (*list, error) {
+	l := &list{steps: steps, ops: make([][]op, len(steps)), events: map[plan.StepRef]Event{}}
+	var err error
+	if l.order, err = enqueueOrder(steps); err != nil {
+		return nil, err
+	}
+	for d, ss := range steps {
+		for i := range ss {
+			s := &ss[i]
+			o, err := pr.op(d, s)
+			if err != nil {
+				return nil, fmt.Errorf("device %d, step %d (%s %s): %v", d, i, s.Op, s.Label, err)
+			}
+			l.ops[d] = append(l.ops[d], o)
+			for _, r := range s.After {
+				if _, ok := l.events[r]; ok || r.Device == d {
+					continue // a device's own steps are ordered by its stream
+				}
+				if l.events[r], err = pr.devs[r.Device].NewEvent(false); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return l, nil
+}
+
+// enqueueOrder orders the steps of every device so that each comes after
+// the steps it waits for: round-robin over the devices, each as far as
+// it can go. A cycle of dependencies is an error.
+func enqueueOrder(steps [][]plan.Step) ([]plan.StepRef, error) {
+	next := make([]int, len(steps))
+	var out []plan.StepRef
+	ready := func(s *plan.Step) bool {
+		for _, r := range s.After {
+			if r.Step >= next[r.Device] {
+				return false
+			}
+		}
+		return true
+	}
+	for progress := true; progress; {
+		progress = false
+		for d := range steps {
+			for next[d] < len(steps[d]) && ready(&steps[d][next[d]]) {
+				out = append(out, plan.StepRef{Device: d, Step: next[d]})
+				next[d]++
+				progress = true
+			}
+		}
+	}
+	for d := range steps {
+		if next[d] < len(steps[d]) {
+			return nil, fmt.Errorf("device %d, step %d waits for steps that wait for it", d, next[d])
+		}
+	}
+	return out, nil
+}
+
+// op prepares step s of device d.
+func (pr *Program) op(d int, s *plan.Step) (op, error) {
+	p := pr.Plan
+	switch s.Op {
+	case plan.Copy:
+		from, to := p.Buffers[s.From], p.Buffers[s.To]
+		rows := BoxRows(int64(elementSize(from.DType)), from.Shape, s.Src, to.Shape, s.At)
+		return op{copies: []transfer{{from: from.Device, src: pr.addr(s.From), dst: pr.addr(s.To), rows: rows}}}, nil
+	case plan.Launch:
+		l, err := pr.launch(d, s.Kernel, s.Args, nil)
+		return op{launch: l}, err
+	case plan.Reduce:
+		return pr.reduce(d, s)
+	}
+	return op{}, fmt.Errorf("unknown step %q", s.Op)
+}
+
+// reduce copies the parts other devices hold into staging buffers of
+// device d and launches the step's reduction kernel on the parts there.
+func (pr *Program) reduce(d int, s *plan.Step) (op, error) {
+	size := pr.Plan.Buffers[s.To].Bytes
+	staged := map[int]Ptr{}
+	var o op
+	for _, id := range remoteParts(pr.Plan, d, s) {
+		dst := pr.nextStaging(d, size)
+		staged[id] = dst
+		o.copies = append(o.copies, transfer{from: pr.Plan.Buffers[id].Device, src: pr.addr(id), dst: dst, rows: []Rows{Whole(size)}})
+	}
+	var err error
+	o.launch, err = pr.launch(d, s.Kernel, append(append([]int{}, s.Parts...), s.To), staged)
+	return o, err
+}
+
+// nextStaging takes the next n bytes of device d's staging memory.
+func (pr *Program) nextStaging(d int, n int64) Ptr {
+	p := pr.scratch[d] + Ptr(align(pr.statusBytes[d])+pr.staged[d])
+	pr.staged[d] += align(n)
+	return p
+}
+
+// launch lays out the arguments of kernel k on buffers ids of device d
+// (a buffer in staged is read from its staging copy) and its status
+// words.
+func (pr *Program) launch(d, k int, ids []int, staged map[int]Ptr) (*launch, error) {
+	ptrs := make([]Ptr, 0, len(ids)+1)
+	for _, id := range ids {
+		if p, ok := staged[id]; ok {
+			ptrs = append(ptrs, p)
+			continue
+		}
+		ptrs = append(ptrs, pr.addr(id))
+	}
+	status := pr.launches[d] * plan.StatusWords
+	pr.launches[d]++
+	args, err := NewArgs(append(ptrs, pr.scratch[d]+Ptr(status*8)))
+	if err != nil {
+		return nil, err
+	}
+	pr.args = append(pr.args, args)
+	return &launch{k: k, args: args, status: status}, nil
+}
+
+// Close frees the program's memory and closes its devices.
+func (pr *Program) Close() error {
+	var errs []error
+	for _, a := range pr.args {
+		errs = append(errs, a.Free())
+	}
+	for d, dev := range pr.devs {
+		for _, p := range []Ptr{pr.arena[d], pr.scratch[d]} {
+			if p != 0 {
+				errs = append(errs, dev.Free(p))
+			}
+		}
+		errs = append(errs, dev.Close())
+	}
+	return errors.Join(errs...)
+}

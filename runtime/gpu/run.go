@@ -1,0 +1,242 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+
+	"tofuc/lang"
+	"tofuc/runtime/native"
+	"tofuc/runtime/plan"
+	"tofuc/runtime/tensor"
+)
+
+// Run binds the parameters (running the init steps when they changed
+// since the last run: other tensors, compared by identity), writes the
+// inputs, runs the steps on every device and returns the outputs by name.
+func (pr *Program) Run(inputs, params map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if err := pr.prepareRun(inputs, params); err != nil {
+		return nil, err
+	}
+	if err := pr.run(pr.steps, nil); err != nil {
+		return nil, err
+	}
+	out := map[string]*tensor.Tensor{}
+	for _, b := range pr.Plan.Outputs {
+		t, err := pr.read(b)
+		if err != nil {
+			return nil, fmt.Errorf("output %s: %v", b.Name, err)
+		}
+		out[b.Name] = t
+	}
+	return out, nil
+}
+
+// prepareRun binds the parameters and writes the inputs.
+func (pr *Program) prepareRun(inputs, params map[string]*tensor.Tensor) error {
+	if pr.bound == nil || !maps.Equal(params, pr.bound) {
+		pr.bound = nil // until the init steps have run
+		if err := pr.write(pr.Plan.Params, params, "parameter"); err != nil {
+			return err
+		}
+		if err := pr.run(pr.init, nil); err != nil {
+			return err
+		}
+		// A copy: the caller may change its map. Never nil once bound.
+		pr.bound = maps.Clone(params)
+		if pr.bound == nil {
+			pr.bound = map[string]*tensor.Tensor{}
+		}
+	}
+	return pr.write(pr.Plan.Inputs, inputs, "input")
+}
+
+// write copies named tensors into their tiles, on every device holding
+// one.
+func (pr *Program) write(bindings []plan.Binding, values map[string]*tensor.Tensor, what string) error {
+	for _, b := range bindings {
+		t, ok := values[b.Name]
+		if !ok {
+			return fmt.Errorf("missing %s %s", what, b.Name)
+		}
+		if t.DType.String() != b.DType || fmt.Sprint(ints64(t.Shape)) != fmt.Sprint(b.Shape) {
+			return fmt.Errorf("%s %s is %s%v, the plan wants %s%v", what, b.Name, t.DType, t.Shape, b.DType, b.Shape)
+		}
+		host := make([]byte, int64(t.Len())*int64(t.DType.Size()))
+		if err := native.Encode(t, host); err != nil {
+			return err
+		}
+		for _, tile := range b.Tiles {
+			buf := pr.Plan.Buffers[tile.Buffer]
+			rows := BoxRows(int64(t.DType.Size()), b.Shape, tile.Box, buf.Shape, make([]int64, len(buf.Shape)))
+			for _, r := range rows {
+				if err := pr.devs[buf.Device].Upload(pr.addr(tile.Buffer), host, r); err != nil {
+					return fmt.Errorf("%s %s: %v", what, b.Name, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// read assembles a named tensor from its tiles.
+func (pr *Program) read(b plan.Binding) (*tensor.Tensor, error) {
+	dt := lang.ParseDType(b.DType)
+	shape := ints(b.Shape)
+	host := make([]byte, int64(tensor.NumElements(shape))*int64(dt.Size()))
+	for _, tile := range b.Tiles {
+		buf := pr.Plan.Buffers[tile.Buffer]
+		at := make([]int64, len(tile.Box))
+		for d, r := range tile.Box {
+			at[d] = r.Lo
+		}
+		for _, r := range BoxRows(int64(dt.Size()), buf.Shape, wholeBox(buf.Shape), b.Shape, at) {
+			if err := pr.devs[buf.Device].Download(host, pr.addr(tile.Buffer), r); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return native.Decode(dt, shape, host)
+}
+
+// timer holds the events recorded around every launch of a list, for
+// Bench.
+type timer struct {
+	start, end map[plan.StepRef]Event
+}
+
+// run enqueues a list of steps on every device, waits for them and
+// reports the first failing launch.
+func (pr *Program) run(l *list, t *timer) error {
+	for d, dev := range pr.devs {
+		if err := dev.Zero(pr.scratch[d], pr.statusBytes[d]); err != nil {
+			return fmt.Errorf("device %d: %v", d, err)
+		}
+	}
+	for _, ref := range l.order {
+		if err := pr.enqueue(l, ref, t); err != nil {
+			s := &l.steps[ref.Device][ref.Step]
+			return fmt.Errorf("device %d, step %d (%s %s): %v", ref.Device, ref.Step, s.Op, s.Label, err)
+		}
+	}
+	if err := pr.sync(); err != nil {
+		return err
+	}
+	return pr.checkStatus(l)
+}
+
+// enqueue enqueues step ref of list l on its device: waits for the
+// steps of other devices it depends on, its copies and its launch, and
+// the event other devices wait for.
+func (pr *Program) enqueue(l *list, ref plan.StepRef, t *timer) error {
+	dev := pr.devs[ref.Device]
+	for _, r := range l.steps[ref.Device][ref.Step].After {
+		if e, ok := l.events[r]; ok && r.Device != ref.Device {
+			if err := dev.Wait(e); err != nil {
+				return err
+			}
+		}
+	}
+	o := l.ops[ref.Device][ref.Step]
+	for _, c := range o.copies {
+		for _, r := range c.rows {
+			if err := dev.Copy(c.dst, pr.devs[c.from], c.src, r); err != nil {
+				return err
+			}
+		}
+	}
+	if o.launch != nil && pr.Plan.Kernels[o.launch.k].Grid > 0 {
+		if err := pr.enqueueLaunch(dev, ref, o.launch, t); err != nil {
+			return err
+		}
+	}
+	if e, ok := l.events[ref]; ok {
+		return dev.Record(e)
+	}
+	return nil
+}
+
+// enqueueLaunch enqueues a launch, between timing events when t is set.
+func (pr *Program) enqueueLaunch(dev Device, ref plan.StepRef, l *launch, t *timer) error {
+	if t != nil {
+		if err := dev.Record(t.start[ref]); err != nil {
+			return err
+		}
+	}
+	if err := dev.Launch(l.k, l.args); err != nil {
+		return err
+	}
+	if t != nil {
+		return dev.Record(t.end[ref])
+	}
+	return nil
+}
+
+// sync waits for every device and reports the first failure.
+func (pr *Program) sync() error {
+	var errs []error
+	for d, dev := range pr.devs {
+		if err := dev.Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("device %d (%s): %v", d, dev.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkStatus reads every device's status words and reports the first
+// launch, in device then step order, that recorded an error.
+func (pr *Program) checkStatus(l *list) error {
+	for d, dev := range pr.devs {
+		if pr.statusBytes[d] == 0 {
+			continue
+		}
+		raw := make([]byte, pr.statusBytes[d])
+		if err := dev.Download(raw, pr.scratch[d], Whole(pr.statusBytes[d])); err != nil {
+			return fmt.Errorf("device %d: reading the status words: %v", d, err)
+		}
+		words := make([]uint64, len(raw)/8)
+		for i := range words {
+			words[i] = binary.LittleEndian.Uint64(raw[8*i:])
+		}
+		for i, o := range l.ops[d] {
+			if o.launch == nil {
+				continue
+			}
+			k := &pr.Plan.Kernels[o.launch.k]
+			if err := k.StatusError(words[o.launch.status : o.launch.status+plan.StatusWords]); err != nil {
+				s := &l.steps[d][i]
+				return fmt.Errorf("device %d, step %d (%s %s): %v", d, i, s.Op, s.Label, err)
+			}
+		}
+	}
+	return nil
+}
+
+func wholeBox(shape []int64) []plan.Dim {
+	box := make([]plan.Dim, len(shape))
+	for d, n := range shape {
+		box[d] = plan.Dim{Hi: n}
+	}
+	return box
+}
+
+func ints(s []int64) []int {
+	out := make([]int, len(s))
+	for i, d := range s {
+		out[i] = int(d)
+	}
+	return out
+}
+
+func ints64(s []int) []int64 {
+	out := make([]int64, len(s))
+	for i, d := range s {
+		out[i] = int64(d)
+	}
+	return out
+}
+
+func elementSize(dtype string) int { return lang.ParseDType(dtype).Size() }
