@@ -77,7 +77,13 @@ func shiftOf(x ir.Expr, v *ir.Var) bool {
 // inputs, such as a bias or a scalar, may be read anywhere): one output,
 // no locals, no reduction.
 func Elementwise(inst *ir.Instance) bool {
-	if len(inst.Outputs) != 1 || len(inst.Locals) > 0 {
+	return len(inst.Locals) == 0 && elementwiseOutput(inst)
+}
+
+// elementwiseOutput is Elementwise for the output alone: locals may be
+// read, at any index.
+func elementwiseOutput(inst *ir.Instance) bool {
+	if len(inst.Outputs) != 1 {
 		return false
 	}
 	d := inst.Outputs[0]

@@ -73,13 +73,22 @@ func Build(g *ir.Graph) *Schedule {
 			}
 			continue
 		}
-		if k := s.fusionTarget(n); k >= 0 && !precomputed {
+		onWeights := weightLocals(n, weight)
+		for _, d := range n.Inst.Locals {
+			if onWeights[d] && !Inlined(n.Inst, d) {
+				s.Kernels = append(s.Kernels, &Kernel{Nodes: []*ir.Node{n}, Def: d, Precomputed: true})
+			}
+		}
+		if k := s.fusionTarget(n, onWeights); k >= 0 && !precomputed {
 			s.Kernels[k].Nodes = append(s.Kernels[k].Nodes, n)
 			s.KernelOfValue[n.Outputs[0]] = k
 			s.ready[n.Outputs[0]] = k
 			continue
 		}
 		for _, d := range Launches(n.Inst) {
+			if onWeights[d] {
+				continue // launched above, with the weights
+			}
 			if v := outputValue(n, d); v != nil {
 				s.KernelOfValue[v] = len(s.Kernels)
 				if !precomputed {
@@ -156,10 +165,16 @@ func fromWeights(n *ir.Node, weight map[*ir.Value]bool) bool {
 // computing a floating input of the node's shape that has no other
 // consumer, provided that input is the last value the kernel computes and
 // the node's other inputs are ready before the kernel runs (fused groups
-// stay convex).
-func (s *Schedule) fusionTarget(n *ir.Node) int {
-	if !Elementwise(n.Inst) {
+// stay convex). The node's locals, if any, must be computed from the
+// weights alone (a batch norm's per-channel scale).
+func (s *Schedule) fusionTarget(n *ir.Node, onWeights map[*ir.Def]bool) int {
+	if !elementwiseOutput(n.Inst) {
 		return -1
+	}
+	for _, d := range n.Inst.Locals {
+		if !onWeights[d] {
+			return -1
+		}
 	}
 	for i, v := range n.Inputs {
 		k, ok := s.KernelOfValue[v]
@@ -169,6 +184,36 @@ func (s *Schedule) fusionTarget(n *ir.Node) int {
 		}
 	}
 	return -1
+}
+
+// weightLocals are the locals of n's instance computed from parameters
+// and constants alone (through other such locals): with the weights, once,
+// rather than per run.
+func weightLocals(n *ir.Node, weight map[*ir.Value]bool) map[*ir.Def]bool {
+	out := map[*ir.Def]bool{}
+	for _, d := range n.Inst.Locals {
+		ok := true
+		ir.Walk(d.Body, func(e ir.Expr) bool {
+			a, isAccess := e.(*ir.Access)
+			if !isAccess {
+				return ok
+			}
+			if l := Local(n.Inst, a.T); l != nil {
+				ok = ok && out[l]
+			}
+			for i, in := range n.Inst.Inputs {
+				if in == a.T {
+					v := n.Inputs[i]
+					ok = ok && (weight[v] || v.Const != nil)
+				}
+			}
+			return ok
+		})
+		if ok {
+			out[d] = true
+		}
+	}
+	return out
 }
 
 // readyAt is the last kernel that vs wait for (-1: none).

@@ -170,6 +170,9 @@ func benchGraph(path string, f benchFlags) (*ir.Graph, map[string]*tensor.Tensor
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := checkMemory("model "+g.Name, interpPeak(g)); err != nil {
+		return nil, nil, err
+	}
 	params := map[string]*tensor.Tensor{}
 	for k, v := range weights {
 		params[k] = v

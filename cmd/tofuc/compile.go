@@ -118,6 +118,9 @@ func compileModel(path string, f compileFlags, set map[string]ir.AttrValue, emit
 	if err != nil {
 		return err
 	}
+	if err := checkMemory("model "+g.Name, interpPeak(g)); err != nil {
+		return err
+	}
 	name := g.Name
 	// Not partitioned (Devices 0) until a partition report replaces it.
 	rep := &report.Report{Version: report.Version, Model: name, File: path, Train: f.train.train, Sections: []report.Section{}}

@@ -186,10 +186,8 @@ func evalModel(m *check.Module, f evalFlags, inputs, weights map[string]*tensor.
 			return nil, nil, err
 		}
 	}
-	if f.backend == "interp" {
-		if err := checkMemory("model "+g.Name, interpPeak(g)); err != nil {
-			return nil, nil, err
-		}
+	if err := checkMemory("model "+g.Name, interpPeak(g)); err != nil {
+		return nil, nil, err
 	}
 	for _, in := range g.Inputs {
 		if inputs[in.Name] != nil || in.Name == autodiff.StepInput {

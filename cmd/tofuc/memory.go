@@ -113,7 +113,7 @@ func checkMemory(what string, need int64) error {
 	if !ok || need <= avail {
 		return nil
 	}
-	return fmt.Errorf("%s needs about %s with the reference interpreter (8 bytes an element), more than the %s this machine has available; use smaller sizes (--set)",
+	return fmt.Errorf("%s needs about %s (counting 8 bytes an element, as the reference interpreter stores them), more than the %s this machine has available; use smaller sizes (--set)",
 		what, report.Bytes(need), report.Bytes(avail))
 }
 
