@@ -12,7 +12,7 @@ SHARED    ?= $(or $(TOFUC_SHARED),../shared)
 # report.html in headless Chromium).
 TEST_PKGS := chromium
 
-.PHONY: all deps build run test bench fuzz clean
+.PHONY: all deps build run test bench fuzz gpu-bundle clean
 
 all: build
 
@@ -60,7 +60,9 @@ test: deps
 
 # bench also times rule generation (TASO §2.3.2), optimises the ONNX light
 # models and checks every optimised light-random model against the original
-# with the interpreter (docs/rules.md).
+# with the interpreter (docs/rules.md), runs the long partitioned-plan test,
+# and times the compiled host path beside ONNX Runtime (./bench, which
+# installs npm's onnxruntime-node into bench/ort).
 bench: deps build
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./...
 	@mkdir -p out
@@ -69,11 +71,39 @@ bench: deps build
 	./$(BIN) optimize examples/sru.tdl
 	TOFUC_LIGHT_MODELS=all $(GO) test -run TestOptimizedONNXEqualsOriginal -v -timeout 60m ./rewrite/search
 	TOFUC_LONG=1 $(GO) test -run TestBacktrackingFindsExhaustiveOptimum -v -timeout 30m ./rewrite/search
+	TOFUC_LONG=1 $(GO) test -run TestPartitionedPlans -v -timeout 60m ./codegen
+	@echo "== tofuc's cpu backend beside ONNX Runtime (docs/benchmarks.md)"
+	TOFUC_SHARED=$(SHARED) $(GO) run ./bench -interp
 
 fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./parser
 	$(GO) test -run '^$$' -fuzz FuzzCheck -fuzztime $(FUZZTIME) ./analysis/check
 	$(GO) test -run '^$$' -fuzz FuzzImport -fuzztime $(FUZZTIME) ./parser/onnx
+
+# gpu-bundle writes into GPU_BUNDLE what a GPU machine (no Go there) needs
+# to finish issue 17: tofuc-run and runtime/cuda's tests built without
+# cgo, the checks (plans with the cpu runtime's outputs, run first here on
+# emulated devices), the benchmark plans and the scripts (docs/gpu.md).
+GPU_BUNDLE ?= out/gpu-bundle
+GPU_DIR     = $(abspath $(GPU_BUNDLE))
+R50         = $(SHARED)/onnx/light-random/light_resnet50_random.onnx
+gpu-bundle: deps build
+	rm -rf $(GPU_DIR) && mkdir -p $(GPU_DIR)/bench $(GPU_DIR)/tmp
+	CGO_ENABLED=0 $(GO) build -o $(GPU_DIR)/tofuc-run ./cmd/tofuc-run
+	CGO_ENABLED=0 $(GO) test -c -o $(GPU_DIR)/cuda.test ./runtime/cuda
+	TOFUC_GPU_CHECKS=$(GPU_DIR)/checks $(GO) test -count=1 -timeout 60m -run TestWriteGPUChecks ./codegen
+	TOFUC_GPU_CHECKS=$(GPU_DIR)/checks $(GO) test -count=1 -timeout 30m -run TestChecks ./runtime/gpu
+	for m in chain matmul softmax layernorm; do ./$(BIN) compile tools/gpu/bench/$$m.tdl -o $(GPU_DIR)/bench/$$m --emit ptx,plan || exit 1; done
+	./$(BIN) import $(R50) -o $(GPU_DIR)/tmp/r50-b1.tdl
+	sed 's/f32\[1, 3, 224, 224\]/f32[32, 3, 224, 224]/; s/reshape<shape = \[1, 2048\]>/reshape<shape = [32, 2048]>/' \
+		$(GPU_DIR)/tmp/r50-b1.tdl > $(GPU_DIR)/tmp/r50-b32.tdl
+	cp $(GPU_DIR)/tmp/r50-b1.npz $(GPU_DIR)/tmp/r50-b32.npz
+	for b in 1 32; do ./$(BIN) compile $(GPU_DIR)/tmp/r50-b$$b.tdl -o $(GPU_DIR)/bench/r50-b$$b --emit ptx,plan || exit 1; done
+	# Weights are drawn on the GPU machine (make_inputs.py); the emulator's
+	# shared objects stay here.
+	rm -rf $(GPU_DIR)/tmp && find $(GPU_DIR) \( -name '*.so' -o -name params.npz \) -delete
+	cp tools/gpu/*.py tools/gpu/run.sh $(R50) $(GPU_DIR)/
+	@du -sh $(GPU_DIR)
 
 clean:
 	rm -rf bin out
