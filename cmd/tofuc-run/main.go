@@ -134,7 +134,6 @@ func runPlan(dir string, f flags, stdout io.Writer) error {
 	}
 	prog, err := gpu.Load(p, devs)
 	if err != nil {
-		closeDevices(devs)
 		return err
 	}
 	defer prog.Close()
@@ -150,12 +149,6 @@ func runPlan(dir string, f flags, stdout io.Writer) error {
 		return nil
 	}
 	return bench(prog, devs[0], driver, inputs, params, f, stdout)
-}
-
-func closeDevices(devs []gpu.Device) {
-	for _, d := range devs {
-		d.Close()
-	}
 }
 
 // gpuNames lists the distinct GPUs behind the devices.

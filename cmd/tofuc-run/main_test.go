@@ -9,11 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"tofuc/analysis/check"
 	"tofuc/codegen"
 	"tofuc/codegen/toolchain"
 	"tofuc/internal/fakecuda"
-	"tofuc/lang"
+	"tofuc/internal/modelcase"
 	"tofuc/runtime/cpu"
 	"tofuc/runtime/cuda"
 	"tofuc/runtime/gpu"
@@ -95,36 +94,12 @@ func compileMLP(t *testing.T) *compiled {
 	if err != nil {
 		t.Skip(err)
 	}
-	prog, err := check.NewProgram()
+	c := &compiled{dir: t.TempDir()}
+	comp, err := modelcase.Case{File: "mlp", Devices: 1}.Compile(c.dir, codegen.Options{Emit: codegen.Emit{PTX: true, SIMT: true}, Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := prog.Load(filepath.Join("..", "..", "examples", "mlp.tdl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Model("", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &compiled{dir: t.TempDir(), weights: map[string]*tensor.Tensor{}}
-	comp, err := codegen.Compile(g, c.dir, codegen.Options{Emit: codegen.Emit{PTX: true, SIMT: true}, Tools: tools})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.plan = comp.Plan
-	for i, b := range c.plan.Params {
-		w := tensor.New(lang.F32, ints(b.Shape))
-		for j := range w.Len() {
-			w.SetFlat(j, float64((i+j)%7-3)/8)
-		}
-		c.weights[b.Name] = w
-	}
-	in := c.plan.Inputs[0]
-	c.x = tensor.New(lang.F32, ints(in.Shape))
-	for j := range c.x.Len() {
-		c.x.SetFlat(j, float64(j%11)/11)
-	}
+	c.plan, c.weights, c.x = comp.Plan, comp.Params, comp.Inputs["x"]
 	c.input, c.params = filepath.Join(c.dir, "x.npy"), filepath.Join(c.dir, "weights.npz")
 	if err := npy.WriteFile(c.input, c.x); err != nil {
 		t.Fatal(err)
@@ -133,14 +108,6 @@ func compileMLP(t *testing.T) *compiled {
 		t.Fatal(err)
 	}
 	return c
-}
-
-func ints(s []int64) []int {
-	out := make([]int, len(s))
-	for i, d := range s {
-		out[i] = int(d)
-	}
-	return out
 }
 
 // TestNoDriver: without a driver, the run stops with the driver's line.

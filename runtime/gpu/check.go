@@ -173,9 +173,6 @@ func RunCheck(dir string, open Opener) error {
 	}
 	prog, err := Load(p, devs)
 	if err != nil {
-		for _, d := range devs {
-			d.Close()
-		}
 		return err
 	}
 	defer prog.Close()

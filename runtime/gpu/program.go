@@ -67,8 +67,15 @@ const stagingAlign = 256
 // Load prepares plan p on devs, one per logical device of the plan: it
 // allocates every device's arena, status words and staging buffers and
 // lays out the argument vector of every launch. Plans with opaque steps,
-// or reduce steps without a reduction kernel, are refused.
-func Load(p *plan.Plan, devs []Device) (*Program, error) {
+// or reduce steps without a reduction kernel, are refused. The program
+// owns the devices: Close closes them, and so does a failing Load.
+func Load(p *plan.Plan, devs []Device) (_ *Program, err error) {
+	pr := &Program{Plan: p, devs: devs}
+	defer func() {
+		if err != nil {
+			pr.Close()
+		}
+	}()
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -78,17 +85,13 @@ func Load(p *plan.Plan, devs []Device) (*Program, error) {
 	if err := supported(p); err != nil {
 		return nil, err
 	}
-	pr := &Program{Plan: p, devs: devs}
 	if err := pr.allocate(); err != nil {
-		pr.Close()
 		return nil, err
 	}
-	var err error
-	if pr.init, err = pr.prepare(p.Init); err == nil {
-		pr.steps, err = pr.prepare(p.Steps)
+	if pr.init, err = pr.prepare(p.Init); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		pr.Close()
+	if pr.steps, err = pr.prepare(p.Steps); err != nil {
 		return nil, err
 	}
 	return pr, nil
@@ -308,9 +311,11 @@ func (pr *Program) Close() error {
 		errs = append(errs, a.Free())
 	}
 	for d, dev := range pr.devs {
-		for _, p := range []Ptr{pr.arena[d], pr.scratch[d]} {
-			if p != 0 {
-				errs = append(errs, dev.Free(p))
+		if d < len(pr.arena) { // allocated
+			for _, p := range []Ptr{pr.arena[d], pr.scratch[d]} {
+				if p != 0 {
+					errs = append(errs, dev.Free(p))
+				}
 			}
 		}
 		errs = append(errs, dev.Close())
