@@ -146,28 +146,24 @@ func (f *fn) gemmHost(begin, end value.Value) {
 // past nc) as Bp[(k-pc)·ncPad + j], in f32, reading B along its
 // contiguous direction.
 func (f *fn) packB(g *kernel.GEMM, bp, pc, kc, jc, nc value.Value, ncPad int64) {
-	store := func(ks, j value.Value, v value.Value) {
+	store := func(ks, j value.Value) {
+		v := f.factorF32(g.B)
 		f.b.NewStore(v, f.b.NewGetElementPtr(types.Float, bp, f.b.NewAdd(f.b.NewMul(ks, i64(ncPad)), j)))
 	}
-	elem := func(j value.Value) value.Value {
-		return f.branch(f.b.NewICmp(enum.IPredSLT, j, nc), func() value.Value { return f.factorF32(g.B) },
-			func() value.Value { return constant.NewFloat(types.Float, 0) })
-	}
 	if f.contiguousAlong(g.B, g.K) {
-		f.loop(i64(0), i64(ncPad), i64(1), func(j value.Value) {
-			f.unflatten(f.b.NewAdd(jc, j), g.Cols, extents(g.Cols))
-			f.loop(i64(0), kc, i64(1), func(ks value.Value) {
-				f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
-				store(ks, j, elem(j))
-			})
+		f.forRange(jc, nc, g.Cols, func(j value.Value) {
+			f.forRange(pc, kc, g.K, func(ks value.Value) { store(ks, j) })
 		})
-		return
+	} else {
+		f.loop(i64(0), kc, i64(1), func(ks value.Value) {
+			f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
+			f.forRange(jc, nc, g.Cols, func(j value.Value) { store(ks, j) })
+		})
 	}
+	// Columns past nc are zero.
 	f.loop(i64(0), kc, i64(1), func(ks value.Value) {
-		f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
-		f.loop(i64(0), i64(ncPad), i64(1), func(j value.Value) {
-			f.unflatten(f.b.NewAdd(jc, j), g.Cols, extents(g.Cols))
-			store(ks, j, elem(j))
+		f.loop(nc, i64(ncPad), i64(1), func(j value.Value) {
+			f.b.NewStore(constant.NewFloat(types.Float, 0), f.b.NewGetElementPtr(types.Float, bp, f.b.NewAdd(f.b.NewMul(ks, i64(ncPad)), j)))
 		})
 	})
 }
@@ -176,29 +172,57 @@ func (f *fn) packB(g *kernel.GEMM, bp, pc, kc, jc, nc value.Value, ncPad int64) 
 // the rows) as Ap[(k-pc)·MR + i], in f32, reading A along its contiguous
 // direction.
 func (f *fn) packA(g *kernel.GEMM, s gemmShape, ap, pc, kc, ir value.Value) {
-	one := func(ks value.Value, i int64) {
-		r := f.b.NewAdd(ir, i64(i))
-		v := f.branch(f.b.NewICmp(enum.IPredSLT, r, i64(s.rows)), func() value.Value {
-			f.unflatten(r, g.Rows, extents(g.Rows))
-			return f.factorF32(g.A)
-		}, func() value.Value { return constant.NewFloat(types.Float, 0) })
-		f.b.NewStore(v, f.b.NewGetElementPtr(types.Float, ap, f.b.NewAdd(f.b.NewMul(ks, i64(s.mr)), i64(i))))
+	rows := f.smin(i64(s.mr), f.b.NewSub(i64(s.rows), ir))
+	store := func(ks, i value.Value) {
+		f.b.NewStore(f.factorF32(g.A), f.b.NewGetElementPtr(types.Float, ap, f.b.NewAdd(f.b.NewMul(ks, i64(s.mr)), i)))
 	}
 	if f.contiguousAlong(g.A, g.K) {
-		for i := int64(0); i < s.mr; i++ {
-			f.loop(i64(0), kc, i64(1), func(ks value.Value) {
-				f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
-				one(ks, i)
-			})
-		}
+		f.forRange(ir, rows, g.Rows, func(i value.Value) {
+			f.forRange(pc, kc, g.K, func(ks value.Value) { store(ks, i) })
+		})
+	} else {
+		f.loop(i64(0), kc, i64(1), func(ks value.Value) {
+			f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
+			f.forRange(ir, rows, g.Rows, func(i value.Value) { store(ks, i) })
+		})
+	}
+	// Rows past the last are zero.
+	f.loop(i64(0), kc, i64(1), func(ks value.Value) {
+		f.loop(rows, i64(s.mr), i64(1), func(i value.Value) {
+			f.b.NewStore(constant.NewFloat(types.Float, 0), f.b.NewGetElementPtr(types.Float, ap, f.b.NewAdd(f.b.NewMul(ks, i64(s.mr)), i)))
+		})
+	})
+}
+
+// forRange visits the flat indices [start, start+count) of the row-major
+// index space of vars, binding vars at each and calling body with the
+// offset from start. The innermost variable advances in a counted loop of
+// its own (one division per run of it, not per index), which the
+// vectoriser can turn into vector code.
+func (f *fn) forRange(start, count value.Value, vars []*tir.Var, body func(t value.Value)) {
+	if len(vars) == 0 {
+		f.loop(i64(0), count, i64(1), body)
 		return
 	}
-	f.loop(i64(0), kc, i64(1), func(ks value.Value) {
-		f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
-		for i := int64(0); i < s.mr; i++ {
-			one(ks, i)
-		}
+	inner := vars[len(vars)-1]
+	n := extent(inner)
+	pre := f.b
+	head, seg, exit := f.f.NewBlock(""), f.f.NewBlock(""), f.f.NewBlock("")
+	pre.NewBr(head)
+	t := head.NewPhi(ir.NewIncoming(i64(0), pre))
+	head.NewCondBr(head.NewICmp(enum.IPredSLT, t, count), seg, exit)
+	f.b = seg
+	f.unflatten(f.b.NewAdd(start, t), vars, extents(vars))
+	z0 := f.vars[inner]
+	run := f.smin(f.b.NewSub(i64(n), z0), f.b.NewSub(count, t))
+	f.loop(i64(0), run, i64(1), func(u value.Value) {
+		f.vars[inner] = f.b.NewAdd(z0, u)
+		body(f.b.NewAdd(t, u))
 	})
+	next := f.b.NewAdd(t, run)
+	f.b.NewBr(head)
+	t.Incs = append(t.Incs, ir.NewIncoming(next, f.b))
+	f.b = exit
 }
 
 // contiguousAlong reports whether the first tensor a factor reads is
@@ -278,10 +302,8 @@ func (f *fn) loadF32(a *tir.Access, arg int) value.Value {
 // gemmEpilogue evaluates the stages of every element of the task's block
 // with the sum replaced by its accumulated value, and stores them.
 func (f *fn) gemmEpilogue(g *kernel.GEMM, s gemmShape, cs, jc, nc value.Value, ncPad int64) {
-	f.loop(i64(0), i64(s.rows), i64(1), func(i value.Value) {
-		f.unflatten(i, g.Rows, extents(g.Rows))
-		f.loop(i64(0), nc, i64(1), func(j value.Value) {
-			f.unflatten(f.b.NewAdd(jc, j), g.Cols, extents(g.Cols))
+	f.forRange(i64(0), i64(s.rows), g.Rows, func(i value.Value) {
+		f.forRange(jc, nc, g.Cols, func(j value.Value) {
 			c := f.b.NewLoad(types.Double, f.b.NewGetElementPtr(types.Double, cs, f.b.NewAdd(f.b.NewMul(i, i64(ncPad)), j)))
 			f.hoisted = map[*tir.Reduce]value.Value{g.Sum: c}
 			out := flatIndex(f, f.varValues(f.k.Vars), f.k.Shape)
