@@ -170,6 +170,9 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	pk := plan.Kernel{Name: name, Label: k.Label, Kind: k.Kind.String(), Form: k.Form.String(), Elements: k.Elements, Sync: k.Form == kernel.Blocks}
 	pk.Grid, pk.Block, pk.Shared = geometry(k)
 	pk.HostRange, pk.HostGrain = emit.HostRange(k)
+	if k.PackOnly {
+		pk.HostOnly, pk.Grid = true, 0
+	}
 	for _, a := range k.Args {
 		pk.Args = append(pk.Args, plan.Arg{DType: a.DType.String(), Shape: a.Shape})
 		n := int64(a.DType.Size())

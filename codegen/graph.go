@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"tofuc/analysis/schedule"
+	"tofuc/codegen/emit"
 	"tofuc/codegen/kernel"
 	"tofuc/lang"
 	"tofuc/lang/ir"
@@ -34,9 +35,18 @@ func (b *builder) singleDevice(g *ir.Graph) error {
 			return err
 		}
 	}
+	weights := map[any]bool{}
+	for _, p := range g.Params {
+		weights[p.Value] = true
+	}
 	for k, kern := range s.Kernels {
 		kn, err := b.scheduleKernel(s, k)
 		if err != nil {
+			return err
+		}
+		if kern.Precomputed {
+			weights[kn.Out().Key] = true
+		} else if err := b.prepack(kn, weights); err != nil {
 			return err
 		}
 		if _, err := b.launch(0, kern.Precomputed, kn); err != nil {
@@ -49,6 +59,39 @@ func (b *builder) singleDevice(g *ir.Graph) error {
 		}
 	}
 	return nil
+}
+
+// packKey is the buffer of a contraction's weights packed for the host.
+type packKey struct{ label string }
+
+// prepack makes the weight factor of a contraction its row side and packs
+// it once, when the weights are bound, for the host's micro-kernel.
+func (b *builder) prepack(k *kernel.Kernel, weights map[any]bool) error {
+	g := k.GEMM
+	if g == nil {
+		return nil
+	}
+	onWeights := func(f ir.Expr) bool {
+		keys := k.FactorKeys(f)
+		for _, key := range keys {
+			if !weights[key] {
+				return false
+			}
+		}
+		return len(keys) > 0
+	}
+	if !onWeights(g.A) {
+		if !onWeights(g.B) {
+			return nil
+		}
+		g.Swap()
+	}
+	key := packKey{k.Label}
+	n := emit.PackedLen(g)
+	id := b.buffer(key, k.Label+" packed", 0, lang.F32, []int64{n}, plan.RoleWorkspace)
+	b.keep(id)
+	_, err := b.launch(0, true, k.PackKernel(key, n))
+	return err
 }
 
 // valueBuffer returns the buffer of graph value v on device 0.

@@ -89,6 +89,28 @@ func taskColumns(rows, cols, batch int64) int64 {
 	return min(nc, cols)
 }
 
+// PackedLen is the length of a GEMM's A factor packed for this host's
+// micro-kernel: its rows rounded up to whole strips, times the depth.
+func PackedLen(g *kernel.GEMM) int64 {
+	s := newGemmShape(g)
+	return (s.rows + s.mr - 1) / s.mr * s.mr * s.depth
+}
+
+// packStrips packs strips [begin, end) of A for a PackOnly kernel, strip
+// after strip: Apk[(strip·depth + k)·MR + i], so that a block of depth
+// starting at pc of the strip at row ir begins at ir·depth + pc·MR.
+func (f *fn) packStrips(begin, end value.Value) {
+	g := f.k.GEMM
+	s := newGemmShape(g)
+	out := f.bufs[len(f.bufs)-1]
+	f.unflatten(i64(0), g.Batch, extents(g.Batch))
+	f.loop(begin, end, i64(1), func(strip value.Value) {
+		ir := f.b.NewMul(strip, i64(s.mr))
+		ap := f.b.NewGetElementPtr(types.Float, out, f.b.NewMul(ir, i64(s.depth)))
+		f.packA(g, s, ap, i64(0), i64(s.depth), ir)
+	})
+}
+
 // GEMMTasks is the host range of a contraction kernel: its tasks, each a
 // batch index and a block of columns.
 func GEMMTasks(g *kernel.GEMM) int64 {
@@ -115,6 +137,12 @@ func (f *fn) gemmHost(begin, end value.Value) {
 	cs := f.b.NewBitCast(f.b.NewCall(malloc, i64(8*max(rowsPad*ncPad, 1))), types.NewPointer(types.Double))
 	chunks := (s.cols + s.cols1 - 1) / s.cols1
 	micro := f.m.microKernel(s)
+	var packed value.Value // A packed with the weights, if it is
+	for i, a := range f.k.Args {
+		if g.PackedA != nil && a.Key == g.PackedA {
+			packed = f.bufs[i]
+		}
+	}
 	f.loop(begin, end, i64(1), func(task value.Value) {
 		b := f.b.NewUDiv(task, i64(chunks))
 		jc := f.b.NewMul(f.b.NewURem(task, i64(chunks)), i64(s.cols1))
@@ -127,7 +155,12 @@ func (f *fn) gemmHost(begin, end value.Value) {
 			kc := f.smin(i64(gemmKC), f.b.NewSub(i64(s.depth), pc))
 			f.packB(g, bp, pc, kc, jc, nc, ncPad)
 			f.loop(i64(0), i64(rowsPad), i64(s.mr), func(ir value.Value) {
-				f.packA(g, s, ap, pc, kc, ir)
+				ap := ap
+				if packed != nil {
+					ap = f.b.NewGetElementPtr(types.Float, packed, f.b.NewAdd(f.b.NewMul(ir, i64(s.depth)), f.b.NewMul(pc, i64(s.mr))))
+				} else {
+					f.packA(g, s, ap, pc, kc, ir)
+				}
 				f.loop(i64(0), i64(ncPad), i64(s.nr), func(jr value.Value) {
 					bStrip := f.b.NewGetElementPtr(types.Float, bp, jr)
 					cTile := f.b.NewGetElementPtr(types.Double, cs, f.b.NewAdd(f.b.NewMul(ir, i64(ncPad)), jr))

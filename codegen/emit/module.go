@@ -140,8 +140,10 @@ func (f *fn) gpuFunc(name string) {
 	}}
 	f.m.M.MetadataDefs = append(f.m.M.MetadataDefs, note)
 	f.m.annotations = append(f.m.annotations, note)
-	switch f.k.Form {
-	case kernel.Blocks:
+	switch {
+	case f.k.PackOnly:
+		// Packing is for the host's micro-kernel: nothing on a GPU.
+	case f.k.Form == kernel.Blocks:
 		f.blocksLoop()
 	default:
 		tid := f.b.NewAdd(f.b.NewMul(f.sreg("ctaid.x"), f.sreg("ntid.x")), f.sreg("tid.x"))
@@ -164,9 +166,12 @@ func (f *fn) hostFunc(name string) {
 		f.bufs = append(f.bufs, f.argPointer(args, i, storageType(a.DType)))
 	}
 	f.status = f.argPointer(args, len(f.k.Args), types.I64)
-	if f.k.GEMM != nil {
+	switch {
+	case f.k.PackOnly:
+		f.packStrips(begin, end)
+	case f.k.GEMM != nil:
 		f.gemmHost(begin, end)
-	} else {
+	default:
 		f.loop(begin, end, i64(1), f.element)
 	}
 	f.b.NewRet(nil)
@@ -236,6 +241,10 @@ func ArgElems(k *kernel.Kernel) []string {
 // fewest items worth a thread of their own: output elements, or for a
 // contraction its tasks (each a block of columns).
 func HostRange(k *kernel.Kernel) (items, grain int64) {
+	if k.PackOnly {
+		s := newGemmShape(k.GEMM)
+		return (s.rows + s.mr - 1) / s.mr, 1 // strips
+	}
 	if k.GEMM != nil {
 		return GEMMTasks(k.GEMM), 1
 	}

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"tofuc/lang"
 	"tofuc/lang/ir"
 )
 
@@ -21,6 +22,61 @@ type GEMM struct {
 	Rows  []*ir.Var
 	Cols  []*ir.Var
 	K     []*ir.Var // the sum's variables
+	// PackedA, when not nil, is the key of an argument holding A already
+	// packed for the host micro-kernel (computed once with the weights by
+	// the kernel PackKernel returns); the host flavour reads it instead
+	// of packing A.
+	PackedA any
+}
+
+// Swap makes B the row side and A the column side.
+func (g *GEMM) Swap() {
+	g.A, g.B = g.B, g.A
+	g.Rows, g.Cols = g.Cols, g.Rows
+}
+
+// FactorKeys are the keys of the argument buffers a factor of k's GEMM
+// reads (through the locals it recomputes).
+func (k *Kernel) FactorKeys(factor ir.Expr) []any {
+	var out []any
+	seen := map[*ir.Def]bool{}
+	var walk func(e ir.Expr)
+	walk = func(e ir.Expr) {
+		ir.Walk(e, func(x ir.Expr) bool {
+			if a, ok := x.(*ir.Access); ok {
+				src := k.source[a.T]
+				switch {
+				case src.Arg >= 0:
+					out = append(out, k.Args[src.Arg].Key)
+				case src.Local != nil && !seen[src.Local]:
+					seen[src.Local] = true
+					walk(src.Local.Body)
+				}
+			}
+			return true
+		})
+	}
+	walk(factor)
+	return out
+}
+
+// PackKernel returns the kernel that packs k's A factor into the buffer
+// key (to run once with the weights, in the host flavour only: PackOnly),
+// and makes k read it: the packed buffer becomes k's argument before its
+// output. elements is the packed buffer's length, which the host
+// flavour's register blocking decides (codegen/emit.PackedLen).
+func (k *Kernel) PackKernel(key any, elements int64) *Kernel {
+	packed := Arg{Key: key, DType: lang.F32, Shape: []int64{elements}}
+	pk := *k
+	pk.Label = k.Label + " (packed weights)"
+	pk.PackOnly = true
+	pk.Args = append(append([]Arg(nil), k.Args[:len(k.Args)-1]...), Arg{Key: key, DType: lang.F32, Shape: packed.Shape, Written: true})
+	g := *k.GEMM
+	pk.GEMM = &g
+	out := k.Args[len(k.Args)-1]
+	k.Args = append(append(k.Args[:len(k.Args)-1:len(k.Args)-1], packed), out)
+	k.GEMM.PackedA = key
+	return &pk
 }
 
 // Extent is the number of values of a list of variables.

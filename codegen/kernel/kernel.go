@@ -96,6 +96,9 @@ type Kernel struct {
 	// GEMM describes the kernel when it is a floating-point sum of
 	// products (nil otherwise).
 	GEMM *GEMM
+	// PackOnly marks a kernel that only packs its GEMM's A factor into
+	// its output (see GEMM.PackKernel); it does nothing on a GPU.
+	PackOnly bool
 	// Elements is the number of output elements; ReduceLen the longest
 	// top-level reduction range.
 	Elements, ReduceLen int64

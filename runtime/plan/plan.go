@@ -63,6 +63,10 @@ type Kernel struct {
 	Block  int64 `json:"block"`
 	Shared int64 `json:"shared_bytes"`
 	Sync   bool  `json:"sync"`
+	// HostOnly marks a kernel that only the host runtime runs (packing
+	// weights for its micro-kernels); its GPU entry does nothing, and a
+	// GPU runtime skips its launches.
+	HostOnly bool `json:"host_only,omitempty"`
 	// Args are the dtype and shape of each buffer argument, the written
 	// one last; every launch passes buffers of these.
 	Args []Arg `json:"args"`
@@ -153,7 +157,8 @@ type Step struct {
 	At   []int64 `json:"at,omitempty"`
 	// Reduce: every member of a group of devices combines the buffers
 	// Parts (one per member, all alike) with Reducer into its own buffer
-	// To.
+	// To; Kernel is a kernel that does it on one device, taking the parts
+	// (copied there) and then To, for runtimes that reduce on a GPU.
 	Reducer string `json:"reducer,omitempty"`
 	Parts   []int  `json:"parts,omitempty"`
 	// Opaque: an opaque function called on the host, writing buffer To
