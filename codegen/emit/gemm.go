@@ -62,8 +62,8 @@ func hostLanes() int64 {
 // gemmShape is the blocking of a contraction kernel.
 type gemmShape struct {
 	rows, cols, depth, batch int64
-	cols1                    int64 // columns per task
-	vl, nr, mr               int64
+	blocking
+	vl, nr, mr int64
 }
 
 func newGemmShape(g *kernel.GEMM) gemmShape {
@@ -74,19 +74,35 @@ func newGemmShape(g *kernel.GEMM) gemmShape {
 	if s.vl == 16 {
 		s.mr = 8
 	}
-	s.cols1 = taskColumns(s.rows, s.cols, s.batch)
+	s.blocking = newBlocking(s.rows, s.cols, s.batch)
 	return s
 }
 
-// taskColumns is how many columns a task computes; it depends on the
-// shapes only, so that every host gets the same tasks.
-func taskColumns(rows, cols, batch int64) int64 {
+// blocking is how a contraction's work is split into tasks: batch
+// indices × chunks of rows × chunks of columns. It depends on the shapes
+// only, so that every host gets the same tasks. A task's columns keep
+// its results (doubles) and a packed block of the column factor within
+// the budget, at most gemmMaxNC and a multiple of 64; rows are split (in
+// multiples of 24, whole strips of any host's MR) only when batch and
+// columns give fewer than four tasks, so that every thread has work.
+type blocking struct {
+	cols1, colChunks, rows1, rowChunks int64
+}
+
+func newBlocking(rows, cols, batch int64) blocking {
 	rows8 := (rows + 7) / 8 * 8
 	nc := min(gemmMaxNC, max(64, gemmBudget/(8*max(rows8, gemmKC))/64*64))
 	if perTask := (cols + 3) / 4; batch < 4 {
 		nc = min(nc, max(64, (perTask+63)/64*64))
 	}
-	return min(nc, cols)
+	b := blocking{cols1: max(1, min(nc, cols)), rows1: max(1, rows), rowChunks: 1}
+	b.colChunks = (cols + b.cols1 - 1) / b.cols1
+	if tasks := batch * b.colChunks; tasks < 4 && rows > 48 {
+		chunks := min((4+tasks-1)/tasks, (rows+23)/24)
+		b.rows1 = ((rows+chunks-1)/chunks + 23) / 24 * 24
+		b.rowChunks = (rows + b.rows1 - 1) / b.rows1
+	}
+	return b
 }
 
 // PackedLen is the length of a GEMM's A factor packed for this host's
@@ -115,11 +131,11 @@ func (f *fn) packStrips(begin, end value.Value) {
 // batch index and a block of columns.
 func GEMMTasks(g *kernel.GEMM) int64 {
 	rows, cols, batch := kernel.Extent(g.Rows), kernel.Extent(g.Cols), kernel.Extent(g.Batch)
-	if cols == 0 {
+	if cols == 0 || rows == 0 {
 		return 0
 	}
-	nc := taskColumns(rows, cols, batch)
-	return batch * ((cols + nc - 1) / nc)
+	b := newBlocking(rows, cols, batch)
+	return batch * b.rowChunks * b.colChunks
 }
 
 // gemmHost lowers a contraction kernel's host flavour: tasks [begin, end).
@@ -127,7 +143,7 @@ func (f *fn) gemmHost(begin, end value.Value) {
 	g := f.k.GEMM
 	s := newGemmShape(g)
 	ncPad := (s.cols1 + s.nr - 1) / s.nr * s.nr
-	rowsPad := (s.rows + s.mr - 1) / s.mr * s.mr
+	rowsPad := (s.rows1 + s.mr - 1) / s.mr * s.mr
 	malloc := f.m.declare("malloc", types.I8Ptr, types.I64)
 	free := f.m.declare("free", types.Void, types.I8Ptr)
 	floats := func(n int64) value.Value {
@@ -135,7 +151,6 @@ func (f *fn) gemmHost(begin, end value.Value) {
 	}
 	bp, ap := floats(gemmKC*ncPad), floats(gemmKC*s.mr)
 	cs := f.b.NewBitCast(f.b.NewCall(malloc, i64(8*max(rowsPad*ncPad, 1))), types.NewPointer(types.Double))
-	chunks := (s.cols + s.cols1 - 1) / s.cols1
 	micro := f.m.microKernel(s)
 	var packed value.Value // A packed with the weights, if it is
 	for i, a := range f.k.Args {
@@ -144,17 +159,21 @@ func (f *fn) gemmHost(begin, end value.Value) {
 		}
 	}
 	f.loop(begin, end, i64(1), func(task value.Value) {
-		b := f.b.NewUDiv(task, i64(chunks))
-		jc := f.b.NewMul(f.b.NewURem(task, i64(chunks)), i64(s.cols1))
+		per := s.rowChunks * s.colChunks
+		rest := f.b.NewURem(task, i64(per))
+		f.unflatten(f.b.NewUDiv(task, i64(per)), g.Batch, extents(g.Batch))
+		r0 := f.b.NewMul(f.b.NewUDiv(rest, i64(s.colChunks)), i64(s.rows1))
+		rows := f.smin(i64(s.rows1), f.b.NewSub(i64(s.rows), r0))
+		rowsEnd := f.b.NewAdd(r0, rows)
+		jc := f.b.NewMul(f.b.NewURem(rest, i64(s.colChunks)), i64(s.cols1))
 		nc := f.smin(i64(s.cols1), f.b.NewSub(i64(s.cols), jc))
-		f.unflatten(b, g.Batch, extents(g.Batch))
 		f.loop(i64(0), i64(rowsPad*ncPad), i64(1), func(i value.Value) {
 			f.b.NewStore(constant.NewFloat(types.Double, 0), f.b.NewGetElementPtr(types.Double, cs, i))
 		})
 		f.loop(i64(0), i64(s.depth), i64(gemmKC), func(pc value.Value) {
 			kc := f.smin(i64(gemmKC), f.b.NewSub(i64(s.depth), pc))
 			f.packB(g, bp, pc, kc, jc, nc, ncPad)
-			f.loop(i64(0), i64(rowsPad), i64(s.mr), func(ir value.Value) {
+			f.loop(r0, rowsEnd, i64(s.mr), func(ir value.Value) {
 				ap := ap
 				if packed != nil {
 					ap = f.b.NewGetElementPtr(types.Float, packed, f.b.NewAdd(f.b.NewMul(ir, i64(s.depth)), f.b.NewMul(pc, i64(s.mr))))
@@ -163,12 +182,13 @@ func (f *fn) gemmHost(begin, end value.Value) {
 				}
 				f.loop(i64(0), i64(ncPad), i64(s.nr), func(jr value.Value) {
 					bStrip := f.b.NewGetElementPtr(types.Float, bp, jr)
-					cTile := f.b.NewGetElementPtr(types.Double, cs, f.b.NewAdd(f.b.NewMul(ir, i64(ncPad)), jr))
+					row := f.b.NewMul(f.b.NewSub(ir, r0), i64(ncPad))
+					cTile := f.b.NewGetElementPtr(types.Double, cs, f.b.NewAdd(row, jr))
 					f.b.NewCall(micro, ap, bStrip, cTile, kc, i64(ncPad))
 				})
 			})
 		})
-		f.gemmEpilogue(g, s, cs, jc, nc, ncPad)
+		f.gemmEpilogue(g, cs, r0, rows, jc, nc, ncPad)
 	})
 	for _, p := range []value.Value{cs, bp, ap} {
 		f.b.NewCall(free, f.b.NewBitCast(p, types.I8Ptr))
@@ -333,9 +353,10 @@ func (f *fn) loadF32(a *tir.Access, arg int) value.Value {
 }
 
 // gemmEpilogue evaluates the stages of every element of the task's block
-// with the sum replaced by its accumulated value, and stores them.
-func (f *fn) gemmEpilogue(g *kernel.GEMM, s gemmShape, cs, jc, nc value.Value, ncPad int64) {
-	f.forRange(i64(0), i64(s.rows), g.Rows, func(i value.Value) {
+// (rows from r0, columns from jc) with the sum replaced by its accumulated
+// value, and stores them.
+func (f *fn) gemmEpilogue(g *kernel.GEMM, cs, r0, rows, jc, nc value.Value, ncPad int64) {
+	f.forRange(r0, rows, g.Rows, func(i value.Value) {
 		f.forRange(jc, nc, g.Cols, func(j value.Value) {
 			c := f.b.NewLoad(types.Double, f.b.NewGetElementPtr(types.Double, cs, f.b.NewAdd(f.b.NewMul(i, i64(ncPad)), j)))
 			f.hoisted = map[*tir.Reduce]value.Value{g.Sum: c}
