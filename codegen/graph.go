@@ -65,7 +65,9 @@ func (b *builder) singleDevice(g *ir.Graph) error {
 type packKey struct{ label string }
 
 // prepack makes the weight factor of a contraction its row side and packs
-// it once, when the weights are bound, for the host's micro-kernel.
+// it once, when the weights are bound, for the host's micro-kernel (the
+// same for every batch index: a factor that reads a batch variable is
+// packed per call).
 func (b *builder) prepack(k *kernel.Kernel, weights map[any]bool) error {
 	g := k.GEMM
 	if g == nil {
@@ -78,7 +80,7 @@ func (b *builder) prepack(k *kernel.Kernel, weights map[any]bool) error {
 				return false
 			}
 		}
-		return len(keys) > 0
+		return len(keys) > 0 && !g.ReadsBatch(f)
 	}
 	if !onWeights(g.A) {
 		if !onWeights(g.B) {

@@ -97,7 +97,7 @@ func newBlocking(rows, cols, batch int64) blocking {
 	}
 	b := blocking{cols1: max(1, min(nc, cols)), rows1: max(1, rows), rowChunks: 1}
 	b.colChunks = (cols + b.cols1 - 1) / b.cols1
-	if tasks := batch * b.colChunks; tasks < 4 && rows > 48 {
+	if tasks := batch * b.colChunks; tasks > 0 && tasks < 4 && rows > 48 {
 		chunks := min((4+tasks-1)/tasks, (rows+23)/24)
 		b.rows1 = ((rows+chunks-1)/chunks + 23) / 24 * 24
 		b.rowChunks = (rows + b.rows1 - 1) / b.rows1

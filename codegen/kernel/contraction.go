@@ -35,6 +35,19 @@ func (g *GEMM) Swap() {
 	g.Rows, g.Cols = g.Cols, g.Rows
 }
 
+// ReadsBatch says whether factor reads a batch variable: such a factor
+// differs from one batch index to the next (a grouped convolution's
+// weights), so it cannot be packed once for all of them.
+func (g *GEMM) ReadsBatch(factor ir.Expr) bool {
+	refs := varRefs(factor)
+	for _, v := range g.Batch {
+		if refs[v] {
+			return true
+		}
+	}
+	return false
+}
+
 // FactorKeys are the keys of the argument buffers a factor of k's GEMM
 // reads (through the locals it recomputes).
 func (k *Kernel) FactorKeys(factor ir.Expr) []any {
@@ -89,15 +102,23 @@ func Extent(vars []*ir.Var) int64 {
 	return n
 }
 
-// gemm recognises the first stage of a contraction kernel whose
-// sum and factors are floating point.
+// gemmFactorType says whether a factor of type t multiplies exactly
+// enough in f32.
+func gemmFactorType(t lang.DType) bool {
+	return t.IsFloat() && t != lang.F64
+}
+
+// gemm recognises the first stage of a contraction kernel whose sum
+// and factors are floating point no wider than f32: the host GEMM
+// multiplies in f32, which would lose an f64 model's precision (those
+// keep the plain loop, summed in double).
 func (b *builder) gemm() *GEMM {
 	k := b.k
 	if k.Kind != Contraction || len(k.Reductions) != 1 {
 		return nil
 	}
 	r := k.Reductions[0]
-	if r.Kind != ir.Sum || !r.T.IsFloat() || !k.Stages[0].Tensor.DType.IsFloat() {
+	if r.Kind != ir.Sum || !gemmFactorType(r.T) || !k.Stages[0].Tensor.DType.IsFloat() {
 		return nil
 	}
 	body := r.Body
@@ -109,7 +130,7 @@ func (b *builder) gemm() *GEMM {
 		body = c.X
 	}
 	m, ok := body.(*ir.Binary)
-	if !ok || m.Op != ir.OpMul || !m.L.Type().IsFloat() || !m.R.Type().IsFloat() || !plainFactor(m.L) || !plainFactor(m.R) {
+	if !ok || m.Op != ir.OpMul || !gemmFactorType(m.L.Type()) || !gemmFactorType(m.R.Type()) || !plainFactor(m.L) || !plainFactor(m.R) {
 		return nil
 	}
 	c := &GEMM{Sum: r, A: m.L, B: m.R, K: r.Vars}
