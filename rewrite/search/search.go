@@ -93,6 +93,12 @@ func (o *Optimizer) cost(g *ir.Graph) float64 {
 	return c
 }
 
+// minGain is the least relative improvement that makes a graph the new
+// best: rewrites that save less (a cost model's rounding, 53 batch-norm
+// folds that the scheduler already fuses) are not worth a graph grown
+// several times over.
+const minGain = 1e-3
+
 // backtrack is MetaFlow's Algorithm 1 restricted to matches with no node
 // in outside: a priority queue by cost, every candidate better than alpha
 // times the best so far enqueued, graphs seen before skipped (canonical
@@ -114,7 +120,7 @@ func (o *Optimizer) backtrack(g *ir.Graph, outside map[string]bool, alpha float6
 			seen[h] = true
 			explored++
 			n := state{g: c.g, cost: o.cost(c.g), steps: append(append([]Step(nil), s.steps...), Step{c.rule, c.site})}
-			if n.cost < best.cost {
+			if n.cost < best.cost*(1-minGain) {
 				best = n
 			}
 			if n.cost < alpha*best.cost {
