@@ -3,6 +3,7 @@
 // prints the table of docs/benchmarks.md. `make bench` runs it:
 //
 //	go run ./bench [-runs 5] [-rounds 3] [-threads 2] [-models resnet50,vgg19,inception_v1] [-interp]
+//	go run ./bench -matmul 1024 [-runs 5] [-rounds 3] [-threads 2]
 //
 // Each round runs `tofuc bench --json` and ONNX Runtime (bench/ort, npm's
 // onnxruntime-node, installed here on first use) one after the other on
@@ -20,11 +21,19 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"tofuc/internal/onnxbuild"
+	"tofuc/parser/onnx/onnxpb"
 )
 
 type result struct {
-	Median float64 `json:"median_seconds"`
-	Min    float64 `json:"min_seconds"`
+	Median  float64 `json:"median_seconds"`
+	Min     float64 `json:"min_seconds"`
+	Kernels []struct {
+		Seconds float64 `json:"seconds"`
+	} `json:"kernels"`
 }
 
 func main() {
@@ -33,6 +42,7 @@ func main() {
 	threads := flag.Int("threads", 2, "threads of both tools")
 	models := flag.String("models", "resnet50,vgg19,inception_v1", "light-random models")
 	withInterp := flag.Bool("interp", false, "also time the interpreter (once; VGG-19 takes a minute)")
+	matmul := flag.Int("matmul", 0, "time an f32 matmul N×N×N instead, beside ORT's MatMul and the host's peak")
 	tofuc := flag.String("tofuc", "bin/tofuc", "the tofuc binary")
 	flag.Parse()
 	shared := os.Getenv("TOFUC_SHARED")
@@ -42,6 +52,10 @@ func main() {
 	if err := installORT(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
+	}
+	if *matmul > 0 {
+		benchMatmul(*tofuc, *matmul, *runs, *rounds, *threads)
+		return
 	}
 	fmt.Printf("| model | tofuc cpu (s) | ONNX Runtime (s) | tofuc / ORT |%s\n", map[bool]string{true: " interpreter (s) |", false: ""}[*withInterp])
 	fmt.Printf("|---|---|---|---|%s\n", map[bool]string{true: "---|", false: ""}[*withInterp])
@@ -65,6 +79,47 @@ func main() {
 		}
 		fmt.Println(line)
 	}
+}
+
+// benchMatmul times C = A·B on two n×n f32 inputs (an ONNX MatMul node,
+// so that both tools run the same model) in rounds, and prints tofuc's
+// whole run and its kernel, ORT's run, and the kernel's share of the
+// host's peak (tofuc bench --peak on the same threads).
+func benchMatmul(tofuc string, n, runs, rounds, threads int) {
+	dir, err := os.MkdirTemp("", "tofuc-matmul-")
+	check(err)
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, fmt.Sprintf("matmul%d.onnx", n))
+	g := onnxbuild.Graph("matmul", []*onnxpb.NodeProto{onnxbuild.Node("MatMul", []string{"A", "B"}, []string{"C"})},
+		[]*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("A", onnxpb.TensorProto_FLOAT, n, n), onnxbuild.TensorInfo("B", onnxpb.TensorProto_FLOAT, n, n)},
+		[]*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("C", onnxpb.TensorProto_FLOAT, n, n)})
+	data, err := proto.Marshal(onnxbuild.Model(g, 17))
+	check(err)
+	check(os.WriteFile(path, data, 0o644))
+	var whole, kernel, theirs []float64
+	for range rounds {
+		t, err := run(tofuc, "bench", path, "--backend", "cpu", "--runs", fmt.Sprint(runs), "--threads", fmt.Sprint(threads), "--json")
+		check(err)
+		if len(t.Kernels) != 1 {
+			check(fmt.Errorf("the matmul compiled to %d kernels, not one", len(t.Kernels)))
+		}
+		whole, kernel = append(whole, t.Median), append(kernel, t.Kernels[0].Seconds)
+		o, err := run("node", "bench/ort/bench.js", path, fmt.Sprint(runs), fmt.Sprint(threads))
+		check(err)
+		theirs = append(theirs, o.Median)
+	}
+	var peak struct {
+		FLOPS float64 `json:"peak_flops"`
+	}
+	out, err := exec.Command(tofuc, "bench", "--peak", "--threads", fmt.Sprint(threads), "--json").Output()
+	check(err)
+	check(json.Unmarshal(out, &peak))
+	flops := 2 * float64(n) * float64(n) * float64(n)
+	k := median(kernel)
+	fmt.Println("| f32 matmul | tofuc kernel (s) | tofuc run (s) | ONNX Runtime (s) | kernel / ORT | kernel GFLOP/s | measured peak GFLOP/s | share of peak |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	fmt.Printf("| %d³, %d threads | %.4f | %.4f | %.4f | %.2f | %.1f | %.1f | %.0f%% |\n", n, threads, k, median(whole), median(theirs),
+		k/median(theirs), flops/k/1e9, peak.FLOPS/1e9, 100*flops/k/peak.FLOPS)
 }
 
 // installORT installs onnxruntime-node (its CPU build ships in the

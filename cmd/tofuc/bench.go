@@ -9,6 +9,7 @@ import (
 
 	"tofuc/analysis/check"
 	"tofuc/codegen/backend"
+	"tofuc/codegen/peak"
 	"tofuc/lang/ir"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/npy"
@@ -20,7 +21,7 @@ type benchFlags struct {
 	sets, ins              []string
 	runs, threads          int
 	seed                   uint64
-	asJSON                 bool
+	asJSON, peak           bool
 }
 
 // benchResult is what `tofuc bench --json` prints (docs/cli.md).
@@ -55,10 +56,15 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringArrayVar(&f.ins, "in", nil, "an input, NAME=PATH.npy (repeatable; others are drawn from the seed)")
 	fs.StringVar(&f.params, "params", "", "parameters, one .npz (missing ones are initialised from the seed)")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of random inputs and parameters")
+	fs.BoolVar(&f.peak, "peak", false, "measure the host's peak f32 FLOP rate on --threads threads instead (no MODEL)")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
 	switch {
+	case f.peak && fs.NArg() > 0:
+		return usageError(stderr, "bench", "--peak takes no MODEL")
+	case f.peak:
+		return runPeak(f, stdout, stderr)
 	case fs.NArg() != 1:
 		return usageError(stderr, "bench", "expected one MODEL file")
 	case f.runs < 1:
@@ -85,6 +91,22 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	printBench(stdout, res)
+	return exitOK
+}
+
+// runPeak prints the host's measured peak (codegen/peak).
+func runPeak(f benchFlags, stdout, stderr io.Writer) int {
+	r, err := peak.Measure(f.threads, 200*time.Millisecond)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(map[string]any{"peak_flops": r.FLOPS, "threads": r.Threads, "lanes": r.Lanes})
+		return exitOK
+	}
+	fmt.Fprintln(stdout, "peak", r)
 	return exitOK
 }
 

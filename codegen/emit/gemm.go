@@ -34,22 +34,24 @@ import (
 // widest lanes VL (16 floats with AVX-512, 8 with AVX, else 4); the
 // micro-kernel keeps MR × 2 vectors of C in registers (MR = 8 with
 // AVX-512's 32 registers, else 6 of 16) over NR = 2·VL columns; KC = 256
-// keeps a strip of Bp (KC·NR floats) in L1; a task's columns nc keep C
-// and Bp (rows·nc doubles and KC·nc floats) within 512 KiB of L2, at most 512 and
-// a multiple of 64, and there are at least four tasks where the columns
-// allow, so that every thread has work. Products accumulate in f32 with
+// keeps a panel of Bp (KC·NR floats, contiguous) in L1; a task's columns
+// nc keep Bp (KC·nc floats) within 512 KiB of L2, at most 512 and a
+// multiple of 64 (C, rows·nc doubles, is streamed once per block), and
+// there are at least four tasks where the columns allow, so that every
+// thread has work. Products accumulate in f32 with
 // fused multiply-adds within a block of KC, and the blocks' sums are
 // added in double: a contraction's result differs from the interpreter's
 // (which sums in float64) within the reordered-sum tolerance.
 
 const (
 	gemmKC     = 256
-	gemmBudget = 512 << 10 // bytes of C and of Bp a task keeps
+	gemmBudget = 512 << 10 // bytes of Bp a task keeps
 	gemmMaxNC  = 512
 )
 
-// hostLanes is the number of f32 lanes of the host's widest vectors.
-func hostLanes() int64 {
+// HostLanes is the number of f32 lanes of the host's widest vectors
+// (the GEMM micro-kernel's and the peak probe's, codegen/peak).
+func HostLanes() int64 {
 	switch {
 	case runtime.GOARCH == "amd64" && cpu.X86.HasAVX512F:
 		return 16
@@ -68,7 +70,7 @@ type gemmShape struct {
 
 func newGemmShape(g *kernel.GEMM) gemmShape {
 	s := gemmShape{rows: kernel.Extent(g.Rows), cols: kernel.Extent(g.Cols), depth: kernel.Extent(g.K), batch: kernel.Extent(g.Batch)}
-	s.vl = hostLanes()
+	s.vl = HostLanes()
 	s.nr = 2 * s.vl
 	s.mr = 6
 	if s.vl == 16 {
@@ -90,8 +92,7 @@ type blocking struct {
 }
 
 func newBlocking(rows, cols, batch int64) blocking {
-	rows8 := (rows + 7) / 8 * 8
-	nc := min(gemmMaxNC, max(64, gemmBudget/(8*max(rows8, gemmKC))/64*64))
+	nc := int64(min(gemmMaxNC, max(64, gemmBudget/(4*gemmKC)/64*64)))
 	if perTask := (cols + 3) / 4; batch < 4 {
 		nc = min(nc, max(64, (perTask+63)/64*64))
 	}
@@ -172,7 +173,7 @@ func (f *fn) gemmHost(begin, end value.Value) {
 		})
 		f.loop(i64(0), i64(s.depth), i64(gemmKC), func(pc value.Value) {
 			kc := f.smin(i64(gemmKC), f.b.NewSub(i64(s.depth), pc))
-			f.packB(g, bp, pc, kc, jc, nc, ncPad)
+			f.packB(g, s, bp, pc, kc, jc, nc, ncPad)
 			f.loop(r0, rowsEnd, i64(s.mr), func(ir value.Value) {
 				ap := ap
 				if packed != nil {
@@ -181,7 +182,7 @@ func (f *fn) gemmHost(begin, end value.Value) {
 					f.packA(g, s, ap, pc, kc, ir)
 				}
 				f.loop(i64(0), i64(ncPad), i64(s.nr), func(jr value.Value) {
-					bStrip := f.b.NewGetElementPtr(types.Float, bp, jr)
+					bStrip := f.b.NewGetElementPtr(types.Float, bp, f.b.NewMul(jr, kc))
 					row := f.b.NewMul(f.b.NewSub(ir, r0), i64(ncPad))
 					cTile := f.b.NewGetElementPtr(types.Double, cs, f.b.NewAdd(row, jr))
 					f.b.NewCall(micro, ap, bStrip, cTile, kc, i64(ncPad))
@@ -198,47 +199,57 @@ func (f *fn) gemmHost(begin, end value.Value) {
 // packB stores B[k, jc+j] for k in [pc, pc+kc), j in [0, ncPad) (zero
 // past nc) as Bp[(k-pc)·ncPad + j], in f32, reading B along its
 // contiguous direction.
-func (f *fn) packB(g *kernel.GEMM, bp, pc, kc, jc, nc value.Value, ncPad int64) {
+func (f *fn) packB(g *kernel.GEMM, s gemmShape, bp, pc, kc, jc, nc value.Value, ncPad int64) {
+	// Bp is a sequence of panels of NR columns, each kc × NR floats, so
+	// that the micro-kernel reads one contiguous panel (L1-resident)
+	// rather than NR columns of rows ncPad apart.
+	at := func(ks, j value.Value) value.Value {
+		panel := f.b.NewMul(f.b.NewUDiv(j, i64(s.nr)), f.b.NewMul(kc, i64(s.nr)))
+		return f.b.NewGetElementPtr(types.Float, bp, f.b.NewAdd(panel, f.b.NewAdd(f.b.NewMul(ks, i64(s.nr)), f.b.NewURem(j, i64(s.nr)))))
+	}
 	store := func(ks, j value.Value) {
-		v := f.factorF32(g.B)
-		f.b.NewStore(v, f.b.NewGetElementPtr(types.Float, bp, f.b.NewAdd(f.b.NewMul(ks, i64(ncPad)), j)))
+		f.b.NewStore(f.factorF32(g.B), at(ks, j))
 	}
 	if f.contiguousAlong(g.B, g.K) {
 		f.forRange(jc, nc, g.Cols, func(j value.Value) {
 			f.forRange(pc, kc, g.K, func(ks value.Value) { store(ks, j) })
 		})
 	} else {
+		// A panel's row at a time: NR contiguous stores, which the
+		// vectoriser turns into vector copies where B is contiguous.
 		f.loop(i64(0), kc, i64(1), func(ks value.Value) {
 			f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
-			f.forRange(jc, nc, g.Cols, func(j value.Value) { store(ks, j) })
+			f.loop(i64(0), nc, i64(s.nr), func(j0 value.Value) {
+				row := f.b.NewGetElementPtr(types.Float, bp, f.b.NewAdd(f.b.NewMul(j0, kc), f.b.NewMul(ks, i64(s.nr))))
+				f.forRange(f.b.NewAdd(jc, j0), f.smin(i64(s.nr), f.b.NewSub(nc, j0)), g.Cols, func(jj value.Value) {
+					f.b.NewStore(f.factorF32(g.B), f.b.NewGetElementPtr(types.Float, row, jj))
+				})
+			})
 		})
 	}
 	// Columns past nc are zero.
 	f.loop(i64(0), kc, i64(1), func(ks value.Value) {
 		f.loop(nc, i64(ncPad), i64(1), func(j value.Value) {
-			f.b.NewStore(constant.NewFloat(types.Float, 0), f.b.NewGetElementPtr(types.Float, bp, f.b.NewAdd(f.b.NewMul(ks, i64(ncPad)), j)))
+			f.b.NewStore(constant.NewFloat(types.Float, 0), at(ks, j))
 		})
 	})
 }
 
 // packA stores A[ir+i, k] for k in [pc, pc+kc), i in [0, MR) (zero past
-// the rows) as Ap[(k-pc)·MR + i], in f32, reading A along its contiguous
-// direction.
+// the rows) as Ap[(k-pc)·MR + i], in f32.
 func (f *fn) packA(g *kernel.GEMM, s gemmShape, ap, pc, kc, ir value.Value) {
 	rows := f.smin(i64(s.mr), f.b.NewSub(i64(s.rows), ir))
 	store := func(ks, i value.Value) {
 		f.b.NewStore(f.factorF32(g.A), f.b.NewGetElementPtr(types.Float, ap, f.b.NewAdd(f.b.NewMul(ks, i64(s.mr)), i)))
 	}
-	if f.contiguousAlong(g.A, g.K) {
-		f.forRange(ir, rows, g.Rows, func(i value.Value) {
-			f.forRange(pc, kc, g.K, func(ks value.Value) { store(ks, i) })
-		})
-	} else {
-		f.loop(i64(0), kc, i64(1), func(ks value.Value) {
-			f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
-			f.forRange(ir, rows, g.Rows, func(i value.Value) { store(ks, i) })
-		})
-	}
+	// The depth outermost even where A is contiguous along it: a strip's
+	// MR rows are then MR streams read side by side, whose cache misses
+	// overlap, and the stores are contiguous (measured faster than a
+	// row at a time).
+	f.loop(i64(0), kc, i64(1), func(ks value.Value) {
+		f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
+		f.forRange(ir, rows, g.Rows, func(i value.Value) { store(ks, i) })
+	})
 	// Rows past the last are zero.
 	f.loop(i64(0), kc, i64(1), func(ks value.Value) {
 		f.loop(rows, i64(s.mr), i64(1), func(i value.Value) {
@@ -389,8 +400,8 @@ func (f *fn) smin(a, b value.Value) value.Value {
 
 // microKernel returns the module's micro-kernel for shape s:
 // void (float* ap, float* bp, double* c, i64 kc, i64 ld) computes
-// C[i, j] += Σ_k Ap[k·MR + i] · Bp[k·ld + j] for i < MR, j < NR, C with
-// row stride ld, summing in f32 in MR × 2 vector registers from zero and
+// C[i, j] += Σ_k Ap[k·MR + i] · Bp[k·NR + j] for i < MR, j < NR (one
+// packed panel of B), C with row stride ld, summing in f32 in MR × 2 vector registers from zero and
 // adding the block's sums to C in double.
 func (m *Module) microKernel(s gemmShape) *ir.Func {
 	name := fmt.Sprintf("tofuc.gemm.micro%dx%d", s.mr, s.nr)
@@ -429,7 +440,7 @@ func (m *Module) microKernel(s gemmShape) *ir.Func {
 	head.NewCondBr(head.NewICmp(enum.IPredSLT, k, kc), body, exit)
 	var bv []value.Value
 	for v := int64(0); v < nv; v++ {
-		p := body.NewBitCast(body.NewGetElementPtr(types.Float, bp, body.NewAdd(body.NewMul(k, ld), i64(v*s.vl))), vp)
+		p := body.NewBitCast(body.NewGetElementPtr(types.Float, bp, body.NewAdd(body.NewMul(k, i64(s.nr)), i64(v*s.vl))), vp)
 		l := body.NewLoad(vec, p)
 		l.Align = 4
 		bv = append(bv, l)

@@ -208,6 +208,9 @@ func (pr *Program) write(bindings []plan.Binding, values map[string]*tensor.Tens
 // read assembles a named tensor from its tiles.
 func (pr *Program) read(b plan.Binding) (*tensor.Tensor, error) {
 	dt := lang.ParseDType(b.DType)
+	if len(b.Tiles) == 1 && sameShape(ints(b.Shape), pr.Plan.Buffers[b.Tiles[0].Buffer].Shape) {
+		return native.Decode(dt, ints(b.Shape), pr.bytes(b.Tiles[0].Buffer)) // the whole tensor
+	}
 	out := tensor.New(dt, ints(b.Shape))
 	for _, tile := range b.Tiles {
 		part, err := native.Decode(dt, ints(pr.Plan.Buffers[tile.Buffer].Shape), pr.bytes(tile.Buffer))

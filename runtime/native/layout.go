@@ -17,6 +17,12 @@ func Encode(t *tensor.Tensor, dst []byte) error {
 		return fmt.Errorf("encoding %s%v into %d bytes", t.DType, t.Shape, len(dst))
 	}
 	le := binary.LittleEndian
+	if t.DType == lang.F32 { // the common case, without a switch per element
+		for i, v := range t.F {
+			le.PutUint32(dst[4*i:], math.Float32bits(float32(v)))
+		}
+		return nil
+	}
 	for i := range t.Len() {
 		b := dst[i*size:]
 		switch t.DType {
@@ -56,6 +62,12 @@ func Decode(dt lang.DType, shape []int, src []byte) (*tensor.Tensor, error) {
 		return nil, fmt.Errorf("decoding %s%v from %d bytes", dt, shape, len(src))
 	}
 	le := binary.LittleEndian
+	if dt == lang.F32 { // the common case, without a switch per element
+		for i := range t.F {
+			t.F[i] = float64(math.Float32frombits(le.Uint32(src[4*i:])))
+		}
+		return t, nil
+	}
 	for i := range t.Len() {
 		b := src[i*size:]
 		switch dt {
