@@ -149,3 +149,21 @@ func TestFusionStaysConvex(t *testing.T) {
 		t.Fatalf("kernels %v, want [[exp] [log mul]]", shape)
 	}
 }
+
+// TestElementwiseChainIsOneKernel: a chain of six element-wise operators,
+// with a broadcast operand and the chain's input read again at its end,
+// is one kernel (issue 14's fusion floor: four or more).
+func TestElementwiseChainIsOneKernel(t *testing.T) {
+	src := `model m<batch = 64>(x: f32[batch, 128], b: f32[128]) {
+    return sigmoid(tanh(relu(x + b) * 2.0) - x)
+}
+`
+	s := schedule.Build(load(t, src, 64))
+	if len(s.Kernels) != 1 || len(s.Kernels[0].Nodes) != 6 {
+		var sizes []int
+		for _, k := range s.Kernels {
+			sizes = append(sizes, len(k.Nodes))
+		}
+		t.Fatalf("kernels of %v nodes, want one of 6", sizes)
+	}
+}
