@@ -128,7 +128,10 @@ func (p *partitioned) node(ops []*execution.Op) error {
 		}
 		launched[op.Device] = last
 	}
-	ready := p.reduce(ops, launched)
+	ready, err := p.reduce(ops, launched)
+	if err != nil {
+		return fmt.Errorf("%s: operator %s: %v", n.Pos, n.Name, err)
+	}
 	for o := range n.Outputs {
 		p.distribute(ops, o, ready)
 	}
@@ -141,7 +144,9 @@ func (p *partitioned) device(op *execution.Op) (int, error) {
 	n, d := op.Node, op.Device
 	for j, v := range n.Inputs {
 		if v.Const == nil && !op.In[j].Tile(p.eg.Tiles[v][d]) {
-			p.gatherRegion(op, j)
+			if err := p.gatherRegion(op, j); err != nil {
+				return 0, err
+			}
 		}
 	}
 	last := -1
@@ -227,13 +232,13 @@ func (p *partitioned) binder(op *execution.Op) func(*ir.Tensor) (kernel.Binding,
 // gatherRegion fills the region buffer of input j of op from the pieces
 // of its fetch, its own tile's among them: one buffer per partial sum
 // to add when the input is partial there, then their sum.
-func (p *partitioned) gatherRegion(op *execution.Op, j int) {
+func (p *partitioned) gatherRegion(op *execution.Op, j int) error {
 	n, d := op.Node, op.Device
 	v, in := n.Inputs[j], op.In[j]
 	id := p.buffer(regionKey{n, j, d}, fmt.Sprintf("%s@%d in%d", n.Name, d, j), d, v.DType, in.Shape, plan.RoleWorkspace)
 	if len(in.Sums) == 1 {
 		p.copyPieces(d, id, v, in.Sums[0])
-		return
+		return nil
 	}
 	sum := plan.Step{Op: plan.Reduce, Reducer: "sum", To: id, Label: "add partial sums of " + v.Name}
 	for s, pieces := range in.Sums {
@@ -244,8 +249,13 @@ func (p *partitioned) gatherRegion(op *execution.Op, j int) {
 	for _, part := range sum.Parts {
 		p.touch(part) // every part lives until the sum
 	}
+	var err error
+	if sum.Kernel, err = p.reductionKernel(sum.Reducer, v.DType, in.Shape, len(sum.Parts)); err != nil {
+		return err
+	}
 	p.touch(id)
 	p.addStep(d, false, sum)
+	return nil
 }
 
 // copyPieces adds a copy, on device d, of every piece of v from its
@@ -267,7 +277,8 @@ func (p *partitioned) copyPieces(d, to int, v *ir.Value, pieces []execution.Piec
 // reduction of the group's parts into a buffer of its own (its tile when
 // the box is its tile). It returns, per device and output, the step
 // after which the device's final part of that output is ready (-1: none).
-func (p *partitioned) reduce(ops []*execution.Op, launched []int) [][]int {
+// A reduce step names the kernel a GPU runtime launches for it.
+func (p *partitioned) reduce(ops []*execution.Op, launched []int) ([][]int, error) {
 	n := ops[0].Node
 	ready := make([][]int, len(ops))
 	for _, op := range ops {
@@ -305,6 +316,10 @@ func (p *partitioned) reduce(ops []*execution.Op, launched []int) [][]int {
 				p.keep(to) // read by other devices
 			}
 			s.To = to
+			var err error
+			if s.Kernel, err = p.reductionKernel(s.Reducer, v.DType, p.p.Buffers[to].Shape, len(s.Parts)); err != nil {
+				return nil, err
+			}
 			p.touch(to)
 			ready[d][o] = p.addStep(d, false, s)
 			if id, ok := p.bufferOf[tileKey{v, d}]; ok && id == to {
@@ -312,7 +327,7 @@ func (p *partitioned) reduce(ops []*execution.Op, launched []int) [][]int {
 			}
 		}
 	}
-	return ready
+	return ready, nil
 }
 
 // distribute copies the computed parts of output o into every device's

@@ -39,14 +39,6 @@ func compile(t *testing.T, c modelcase.Case) *model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, steps := range comp.Plan.Steps {
-		for _, s := range steps {
-			if s.Op == plan.Reduce && s.Kernel == 0 && len(comp.Plan.Kernels[0].Args) != len(s.Parts)+1 {
-				// TODO(issue 17): remove once codegen emits them.
-				t.Skip("codegen gives reduce steps no kernel yet")
-			}
-		}
-	}
 	return &model{name: c.String(), Compiled: comp}
 }
 

@@ -178,6 +178,9 @@ func (p *Plan) checkStep(d int, s Step, n int, all [][]Step) error {
 		default:
 			return fmt.Errorf("unknown reducer %q", s.Reducer)
 		}
+		if s.Kernel < 0 || s.Kernel >= len(p.Kernels) || len(p.Kernels[s.Kernel].Args) != len(s.Parts)+1 {
+			return fmt.Errorf("reduction kernel %d does not take %d parts", s.Kernel, len(s.Parts))
+		}
 		for _, id := range s.Parts {
 			b, err := p.buffer(id)
 			if err != nil {
