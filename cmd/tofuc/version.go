@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
+	"tofuc/codegen/toolchain"
 	"tofuc/runtime/cuda"
 )
 
@@ -23,40 +23,21 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "version", "unexpected argument %q", fs.Arg(0))
 	}
 	fmt.Fprintf(stdout, "tofuc %s\n", version)
-	fmt.Fprintf(stdout, "llc:  %s\n", describeLLC())
+	describeTools(stdout)
 	fmt.Fprintf(stdout, "z3:   %s\n", describeLibrary("libz3.so.4", "libz3.so"))
 	fmt.Fprintf(stdout, "cuda: %s\n", cuda.Probe())
 	return exitOK
 }
 
-// findLLC locates llc: $TOFUC_LLC, else llc-14 or llc on PATH.
-func findLLC() (string, error) {
-	if p := os.Getenv("TOFUC_LLC"); p != "" {
-		return p, nil
-	}
-	for _, name := range []string{"llc-14", "llc"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("not found (set TOFUC_LLC, or install Debian's llvm-14)")
-}
-
-func describeLLC() string {
-	path, err := findLLC()
+// describeTools names the code generator's tools (codegen/toolchain
+// finds them), or says what is missing.
+func describeTools(stdout io.Writer) {
+	t, err := toolchain.Find()
 	if err != nil {
-		return err.Error()
+		fmt.Fprintf(stdout, "llc:  %v\n", err)
+		return
 	}
-	out, err := exec.Command(path, "--version").Output()
-	if err != nil {
-		return fmt.Sprintf("%s (does not run: %v)", path, err)
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.Contains(line, "LLVM version") {
-			return fmt.Sprintf("%s (%s)", path, strings.TrimSpace(line))
-		}
-	}
-	return path
+	fmt.Fprintf(stdout, "llc:  %s (%s)\nopt:  %s\ncc:   %s\n", t.LLC, t.LLCVersion, t.Opt, t.CC)
 }
 
 // describeLibrary looks for a shared library where the dynamic loader would.
