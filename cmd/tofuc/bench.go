@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"tofuc/analysis/check"
+	"tofuc/analysis/cost"
 	"tofuc/codegen/backend"
 	"tofuc/lang/ir"
 	"tofuc/runtime/exec"
@@ -17,6 +19,7 @@ import (
 
 type benchFlags struct {
 	model, backend, params string
+	topology               string
 	sets, ins              []string
 	runs, threads          int
 	seed                   uint64
@@ -32,6 +35,10 @@ type benchResult struct {
 	Median  float64       `json:"median_seconds"`
 	Min     float64       `json:"min_seconds"`
 	Kernels []benchKernel `json:"kernels"`
+	// Simulated is the step simulated on --topology's device 0 (the
+	// partition search's model of one device), with the topology's name.
+	Simulated *float64 `json:"simulated_seconds,omitempty"`
+	Topology  string   `json:"topology,omitempty"`
 }
 
 // benchKernel is one kernel's (or, on the interpreter, one node's) time
@@ -55,6 +62,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringArrayVar(&f.ins, "in", nil, "an input, NAME=PATH.npy (repeatable; others are drawn from the seed)")
 	fs.StringVar(&f.params, "params", "", "parameters, one .npz (missing ones are initialised from the seed)")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of random inputs and parameters")
+	fs.StringVar(&f.topology, "topology", "", "also simulate the step on device 0 of a topology ("+strings.Join(cost.TopologyNames(), ", ")+", or a FILE)")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
@@ -74,9 +82,20 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "bench", "%v", err)
 	}
+	var topo *cost.Topology
+	if f.topology != "" {
+		if topo, err = cost.LoadTopology(f.topology); err != nil {
+			return usageError(stderr, "bench", "--topology: %v", err)
+		}
+	}
 	res, err := bench(fs.Arg(0), f, b, specs, stderr)
 	if err != nil {
 		return fail(stderr, err)
+	}
+	if topo != nil {
+		if err := simulateBench(fs.Arg(0), f, topo, res); err != nil {
+			return fail(stderr, err)
+		}
 	}
 	if f.asJSON {
 		enc := json.NewEncoder(stdout)
@@ -150,6 +169,20 @@ func bench(path string, f benchFlags, b exec.Backend, specs map[string]string, s
 	sort.Slice(runs, func(i, j int) bool { return runs[i].seconds < runs[j].seconds })
 	res.Min, res.Median, res.Kernels = runs[0].seconds, runs[len(runs)/2].seconds, runs[len(runs)/2].kernels
 	return res, nil
+}
+
+// simulateBench adds the step simulated on the topology's device 0.
+func simulateBench(path string, f benchFlags, t *cost.Topology, res *benchResult) error {
+	g, _, err := benchGraph(path, f)
+	if err != nil {
+		return err
+	}
+	sim, err := cost.SimulateOne(g, t)
+	if err != nil {
+		return err
+	}
+	res.Simulated, res.Topology = &sim.Seconds, t.Name
+	return nil
 }
 
 // benchGraph loads the model with its weights and --params.
@@ -236,6 +269,9 @@ func (t *nodeTimer) stop() {
 
 func printBench(w io.Writer, r *benchResult) {
 	fmt.Fprintf(w, "%s on %s: median %.4f s, min %.4f s over %d runs\n", r.Model, r.Backend, r.Median, r.Min, r.Runs)
+	if r.Simulated != nil {
+		fmt.Fprintf(w, "simulated on %s: %.4g s (%+.1f%% of the median)\n", r.Topology, *r.Simulated, 100*(*r.Simulated/r.Median-1))
+	}
 	ks := append([]benchKernel(nil), r.Kernels...)
 	sort.SliceStable(ks, func(i, j int) bool { return ks[i].Seconds > ks[j].Seconds })
 	total := 0.0

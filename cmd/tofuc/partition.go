@@ -60,6 +60,9 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "partition", "--topology: %v", err)
 	}
+	if len(topo.Devices) < f.devices {
+		return usageError(stderr, "partition", "--topology: %s has %d devices, fewer than --devices %d", topo.Name, len(topo.Devices), f.devices)
+	}
 	opt := partition.Options{Factors: factors, Memory: f.memory, Objective: f.objective, Topology: topo, Seed: f.seed}
 	p := newProgress(stderr)
 	opt.Progress = func(step, steps int) { p.show("searching: step %d of %d", step, steps) }
