@@ -117,7 +117,7 @@ func bound(o *partition.Outcome) string {
 	if o.Searched.Exact {
 		s += "; each recursion step of the search is an exact minimum of that step's cost (variable elimination)"
 	} else {
-		s += "; steps beyond the table limit start from the baselines' choices at that step and only improve on them (local search, block descent)"
+		s += "; steps beyond the table limit start from the data_parallel, allrow_greedy and spartan choices at that step (the best after local search kept) and block descent only improves on it"
 	}
 	if o.MCMC != nil {
 		s += "; the MCMC refinement keeps the fastest plan it sees, never slower than its start"
@@ -128,7 +128,7 @@ func bound(o *partition.Outcome) string {
 func searchMethod(r *partition.Result) string {
 	s := "recursive elimination over the coarsened graph (exact at every step)"
 	if !r.Exact {
-		s = "recursive elimination; some steps exceeded the table limit and were solved by local search and block descent from the baselines' choices (not proved optimal)"
+		s = "recursive elimination; some steps exceeded the table limit and were solved by local search from the data_parallel, allrow_greedy and spartan choices and block descent (not proved optimal)"
 	}
 	if r.Memory != "" {
 		s += "; within the memory limit: " + r.Memory
