@@ -66,6 +66,9 @@ func RefineTime(g *cost.Graph, r *Result, t *cost.Topology, memory int64, seed u
 			touches[v] = append(touches[v], n)
 		}
 	}
+	if len(classes) == 0 || len(r.Plan.Factors) == 0 {
+		return r, &MCMC{Seed: seed, Before: r.Sim.Seconds, After: r.Sim.Seconds}, nil // nothing to move
+	}
 	rng := rand.New(rand.NewPCG(seed, 0x70f0))
 	cur := *r
 	best := r
