@@ -281,6 +281,9 @@ type View struct {
 	mu    sync.Mutex
 	steps map[int]*StepCost
 	subs  map[subKey]*View
+
+	kernelOnce sync.Once // the roofline's reading of the instance
+	kernel     kernelSize
 }
 
 type subKey struct {

@@ -189,6 +189,10 @@ func (s *step) spartan() []int {
 		for d := range dom[t] {
 			var c int64
 			for _, f := range byVar[t] {
+				if len(f.vars) == 1 {
+					c += f.table[d] // a unary factor: carried bytes, memory
+					continue
+				}
 				c += minOver(known[f.vars[1]-s.c.nTensor], f, d)
 			}
 			if best < 0 || c < best {
@@ -197,6 +201,9 @@ func (s *step) spartan() []int {
 		}
 		assign[t] = arg
 		for _, f := range byVar[t] {
+			if len(f.vars) == 1 {
+				continue
+			}
 			k := known[f.vars[1]-s.c.nTensor]
 			for c := range k {
 				k[c] += f.table[arg*len(k)+c]

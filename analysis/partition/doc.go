@@ -32,7 +32,7 @@
 // graph's induced width. When a table would exceed Options.TableLimit the
 // step is solved approximately and the result says so (Result.Exact,
 // StepStats.Method, the report): iterated conditional modes from the
-// data-parallel and the Spartan assignments (the better kept), then block
+// data-parallel, AllRow-Greedy and Spartan assignments (the best kept), then block
 // descent (blockDescent): the hubs — the tensor variables with the most
 // factors, such as the tied tensors of an RNN layer read by all its time
 // steps — are fixed and everything else is eliminated exactly (the time

@@ -1,11 +1,12 @@
 package partition
 
+import "math"
+
 // reduced is a min-sum problem with dominated values dropped from the
 // domains: a value (a tensor layout, an operator choice) that costs at
-// least as much as another value of the same variable in every factor of
-// that variable, whatever the factor's other variables, is never needed
-// by a minimum, and the problem over the remaining values has the same
-// minimum. Replication adds a layout to every tensor; for most
+// least as much as another value of the same variable whatever the
+// other variables (dominates), is never needed by a minimum, and the
+// problem over the remaining values has the same minimum. Replication adds a layout to every tensor; for most
 // activations it is dominated by a split (an all-gather for nothing), and
 // dropping it keeps the elimination's tables as small as before.
 type reduced struct {
@@ -55,35 +56,31 @@ func prune(dom []int, factors []*factor) *reduced {
 	return r
 }
 
-// dominates reports whether value a of v can replace b: it costs at
-// most what b does in every factor of v, and less somewhere or a < b
-// (among equal values the first is kept).
+// dominates reports whether value a of v can replace b in every
+// assignment of the other variables: the most a can cost more than b in
+// each factor of v, summed over the factors, is negative, or zero with
+// a < b (among equal values the first is kept). A factor-by-factor
+// comparison would miss a layout whose memory price (a factor of its
+// own) exceeds everything it can save in the others.
 func dominates(v, a, b int, fs []*factor, dom []int) bool {
-	less := false
+	var worst int64
 	for _, f := range fs {
-		le, lt := compare(f, v, a, b, dom)
-		if !le {
-			return false
-		}
-		less = less || lt
+		worst += mostMore(f, v, a, b, dom)
 	}
-	return less || a < b
+	return worst < 0 || worst == 0 && a < b
 }
 
-// compare reports whether f with v at a is at most f with v at b for
-// every value of f's other variables, and whether it is less for some.
-func compare(f *factor, v, a, b int, dom []int) (le, lt bool) {
+// mostMore is the largest f(v = a) - f(v = b) over the values of f's
+// other variables.
+func mostMore(f *factor, v, a, b int, dom []int) int64 {
 	vals := make([]int, len(f.vars))
 	pos := indexOf(f.vars, v)
+	most := int64(math.MinInt64)
 	for {
 		vals[pos] = a
 		ca := f.table[offset(f, vals, dom)]
 		vals[pos] = b
-		cb := f.table[offset(f, vals, dom)]
-		if ca > cb {
-			return false, false
-		}
-		lt = lt || ca < cb
+		most = max(most, ca-f.table[offset(f, vals, dom)])
 		i := len(vals) - 1
 		for ; i >= 0; i-- {
 			if i == pos {
@@ -95,7 +92,7 @@ func compare(f *factor, v, a, b int, dom []int) (le, lt bool) {
 			vals[i] = 0
 		}
 		if i < 0 {
-			return true, lt
+			return most
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tofuc/analysis/cost"
+	"tofuc/lang/ir"
 )
 
 // Options tune a search.
@@ -22,6 +23,13 @@ type Options struct {
 	// is solved by local search and block descent and the result says so.
 	// 0: DefaultTableLimit.
 	TableLimit int64
+	// Objective is what Run minimises: Bytes ("" too) or Time, simulated
+	// on Topology (nil: DefaultTopology); with Time, RefineTime takes
+	// MCMCSteps proposals (0: DefaultMCMCSteps) drawn from Seed.
+	Objective string
+	Topology  *cost.Topology
+	MCMCSteps int
+	Seed      uint64
 }
 
 // DefaultTableLimit is the largest elimination table (entries) built.
@@ -41,6 +49,8 @@ type Result struct {
 	Memory string
 	// Chosen names the plan Choose kept: "search" or a baseline.
 	Chosen string
+	// Sim is the plan's simulated step (Simulate), nil until simulated.
+	Sim *cost.Simulation
 }
 
 // StepStats describe how one step was solved.
@@ -182,19 +192,20 @@ func recursive(g *cost.Graph, c *Coarse, devices int, opt Options, sp space, sol
 	res := &Result{Plan: p, Exact: true}
 	views := roots(g)
 	groups := int64(1)
+	carried := map[*ir.Value]int64{} // each tensor's bytes moved at the steps before
 	for i, k := range factors {
 		if opt.Progress != nil {
 			opt.Progress(i+1, len(factors))
 		}
-		s, err := newStep(g, c, p, views, i, groups, sp)
+		s, err := newStep(g, c, p, views, i, groups, sp, carried)
 		if err != nil {
 			return nil, err
 		}
 		assign, st := solve(s)
 		st.K, st.Variables, st.Factors = k, len(s.domains()), len(s.factors)
-		st.Bytes = total(s.domains(), s.factors, assign)
 		res.Exact = res.Exact && st.Method == "elimination"
 		res.Steps = append(res.Steps, st)
+		s.carry(assign, carried)
 		if views, err = s.apply(p, i, assign); err != nil {
 			return nil, err
 		}
@@ -210,6 +221,9 @@ func recursive(g *cost.Graph, c *Coarse, devices int, opt Options, sp space, sol
 		return nil, err
 	}
 	res.Cost = cst
+	for i := range res.Steps {
+		res.Steps[i].Bytes = cst.StepBytes[i]
+	}
 	return res, nil
 }
 

@@ -32,6 +32,9 @@ type step struct {
 	// replicated or partial here is taken to stay so (cost.Copies), its
 	// transfers needed by every device of the group.
 	later int64
+	// unaries are the factors over one tensor variable (carried bytes,
+	// memory), by variable.
+	unaries map[int]*factor
 }
 
 // allow filters a view's choices (ICML18 drops the reductions).
@@ -65,7 +68,7 @@ func (sp space) layouts(g *cost.Graph, p *cost.Plan, v *ir.Value, i int) []int {
 
 // newStep builds the problem of one step from the views and the tiles
 // left by the earlier steps.
-func newStep(g *cost.Graph, c *Coarse, p *cost.Plan, views []*cost.View, i int, groups int64, sp space) (*step, error) {
+func newStep(g *cost.Graph, c *Coarse, p *cost.Plan, views []*cost.View, i int, groups int64, sp space, carried map[*ir.Value]int64) (*step, error) {
 	s := &step{g: g, c: c, k: p.Factors[i], groups: groups, views: views, later: 1,
 		tdom: make([][]int, c.nTensor), odom: make([][]cost.Choice, c.nOp), pairs: map[[2]int]*factor{}}
 	for _, k := range p.Factors[i+1:] {
@@ -92,20 +95,21 @@ func newStep(g *cost.Graph, c *Coarse, p *cost.Plan, views []*cost.View, i int, 
 	for _, f := range s.pairs {
 		s.factors = append(s.factors, f)
 	}
+	s.carried(carried)
 	if sp.lambda > 0 {
 		s.penalise(p, i, sp.lambda)
 	}
-	if err := s.forbid(); err != nil {
-		return nil, err
-	}
+	s.forbid()
 	return s, nil
 }
 
 // forbid gives the forbidden entries of the factors (a choice that cannot
 // read or write a tensor so laid out) a cost above any allowed
 // assignment's total, so that the minimum never takes one; their sum
-// over all factors must stay within int64.
-func (s *step) forbid() error {
+// over all factors must stay within int64. When the allowed costs are
+// too large for that (memory at a high price), every cost is first
+// divided alike: the minimum is the same up to rounding.
+func (s *step) forbid() {
 	var bound int64
 	for _, f := range s.factors {
 		var most int64
@@ -114,9 +118,16 @@ func (s *step) forbid() error {
 		}
 		bound += most
 	}
-	n := int64(len(s.factors) + 1)
-	if bound >= math.MaxInt64/n-1 {
-		return fmt.Errorf("the step's costs are too large to search (%d bytes)", bound)
+	limit := math.MaxInt64/int64(len(s.factors)+1) - 1
+	if scale := bound/limit + 1; scale > 1 {
+		for _, f := range s.factors {
+			for e, b := range f.table {
+				if b > 0 {
+					f.table[e] = b / scale
+				}
+			}
+		}
+		bound /= scale
 	}
 	for _, f := range s.factors {
 		for e, b := range f.table {
@@ -126,25 +137,84 @@ func (s *step) forbid() error {
 		}
 	}
 	s.bound = bound
-	return nil
+}
+
+// unary is the factor over tensor variable id alone, made on first use.
+func (s *step) unary(id int) *factor {
+	if s.unaries == nil {
+		s.unaries = map[int]*factor{}
+	}
+	f, ok := s.unaries[id]
+	if !ok {
+		f = &factor{vars: []int{id}, table: make([]int64, len(s.tdom[id]))}
+		s.unaries[id] = f
+		s.factors = append(s.factors, f)
+	}
+	return f
+}
+
+// carried charges each tensor's layout with what it does to the bytes
+// its tensor moved at the earlier steps: a layout kept whole here (and,
+// as the step assumes, on the later steps) makes every device of a group
+// need them (cost.Copies), so they count Π later factors times.
+func (s *step) carried(carried map[*ir.Value]int64) {
+	for v, b := range carried {
+		if b == 0 {
+			continue
+		}
+		id := s.tensorID(v)
+		f := s.unary(id)
+		for x, d := range s.tdom[id] {
+			if d < 0 {
+				f.table[x] += b * int64(s.k) * s.later
+			} else {
+				f.table[x] += b
+			}
+		}
+	}
+}
+
+// carry adds the bytes each tensor moves at this step under assign to
+// carried, those of the earlier steps multiplied by the copies this
+// step's layout makes (the state carried uses at the next step).
+func (s *step) carry(assign []int, carried map[*ir.Value]int64) {
+	moved := map[*ir.Value]int64{}
+	for j, n := range s.g.IR.Nodes {
+		sc := s.views[j].Step(s.k)
+		ch := s.odom[s.c.opVar[j]][assign[s.opID(j)]]
+		for _, t := range []struct {
+			vs    []*ir.Value
+			table [][]int64
+		}{{n.Inputs, sc.Fetch[cost.Slot(ch)]}, {n.Outputs, sc.Store[cost.Slot(ch)]}} {
+			for pos, v := range t.vs {
+				if v.Const == nil {
+					d := s.tdom[s.tensorID(v)][assign[s.tensorID(v)]]
+					moved[v] += s.groups * max(0, t.table[pos][cost.Col(d)])
+				}
+			}
+		}
+	}
+	for _, v := range s.g.Tensors() {
+		d := s.tdom[s.tensorID(v)][assign[s.tensorID(v)]]
+		if d < 0 {
+			carried[v] *= int64(s.k)
+		}
+		carried[v] += moved[v]
+	}
 }
 
 // penalise adds, per tensor variable, lambda times the memory per device
 // its tensors take under each layout, assuming the later steps split
 // them: a sum of tiles, which bounds the peak of live tiles from above.
 func (s *step) penalise(p *cost.Plan, i int, lambda float64) {
-	unary := make([]*factor, len(s.tdom))
 	for _, v := range s.g.Tensors() {
 		id := s.tensorID(v)
-		if unary[id] == nil {
-			unary[id] = &factor{vars: []int{id}, table: make([]int64, len(s.tdom[id]))}
-			s.factors = append(s.factors, unary[id])
-		}
+		f := s.unary(id)
 		for x, d := range s.tdom[id] {
 			dims := append(slices.Clone(p.Tensors[v][:i]), d)
 			tile := cost.TileShape(s.g.Shapes[v], dims, p.Factors)
 			bytes := cost.ElemSize(v) * volume(tile) / s.later
-			unary[id].table[x] += int64(lambda * float64(bytes))
+			f.table[x] += int64(lambda * float64(bytes))
 		}
 	}
 }

@@ -16,9 +16,7 @@ type Input struct {
 	Train       bool
 	Graph       *cost.Graph
 	Coarse      *partition.Coarse
-	Best        *partition.Result
-	// Baselines by their report.json key (partition.Baselines).
-	Baselines   map[string]*partition.Result
+	Outcome     *partition.Outcome
 	MemoryLimit int64
 	// Checked is the plan read with --strategy from CheckedFile, or nil.
 	Checked     *partition.Result
@@ -27,12 +25,15 @@ type Input struct {
 
 // Partition builds the report of a partition search.
 func Partition(in *Input) *Report {
-	best := in.Best
+	o := in.Outcome
+	best := o.Best
 	r := &Report{Version: Version, Model: in.Model, File: in.File, Train: in.Train,
 		Devices: best.Plan.Devices(), Factors: best.Plan.Factors, SearchSeconds: best.Seconds,
-		CommBytes: best.Cost.CommBytes, MaxMemoryBytes: best.Cost.Memory.Peak, MemoryLimit: in.MemoryLimit,
-		Exact: best.Exact, Method: method(best), Baselines: map[string]int64{},
-		BaselineDetails: map[string]BaselineDetail{}, Sections: []Section{}}
+		CommBytes: best.Cost.CommBytes, MaxMemoryBytes: best.Cost.Memory.Peak, StepSeconds: best.Sim.Seconds,
+		MemoryLimit: in.MemoryLimit, Objective: o.Objective, Topology: o.Topology, Chosen: best.Chosen,
+		Exact: best.Exact, Method: method(o), Bound: bound(o), Search: summary(o.Searched),
+		Baselines: map[string]int64{}, BaselineDetails: map[string]BaselineDetail{}, MemoryTradeOff: []TradeOffRow{},
+		Sections: []Section{}}
 	if in.MemoryLimit > 0 && best.Cost.Memory.Peak > in.MemoryLimit {
 		r.OverLimitBytes = best.Cost.Memory.Peak - in.MemoryLimit
 	}
@@ -40,17 +41,30 @@ func Partition(in *Input) *Report {
 		r.Steps = append(r.Steps, Step{Workers: s.K, Bytes: s.Bytes, Method: s.Method, Variables: s.Variables, LargestTable: s.Largest})
 	}
 	for _, name := range partition.Baselines {
-		b := in.Baselines[name]
+		b := o.Baselines[name]
 		if b == nil {
 			continue
 		}
 		r.Baselines[name] = b.Cost.CommBytes
-		d := BaselineDetail{CommBytes: b.Cost.CommBytes, MaxMemoryBytes: b.Cost.Memory.Peak, Seconds: b.Seconds,
-			OverMemory: in.MemoryLimit > 0 && b.Cost.Memory.Peak > in.MemoryLimit}
+		d := BaselineDetail{CommBytes: b.Cost.CommBytes, MaxMemoryBytes: b.Cost.Memory.Peak, StepSeconds: b.Sim.Seconds,
+			Seconds: b.Seconds, OverMemory: in.MemoryLimit > 0 && b.Cost.Memory.Peak > in.MemoryLimit}
 		if b.Cost.CommBytes > 0 {
 			d.Ratio = float64(best.Cost.CommBytes) / float64(b.Cost.CommBytes)
 		}
+		if b.Sim.Seconds > 0 {
+			d.TimeRatio = best.Sim.Seconds / b.Sim.Seconds
+		}
 		r.BaselineDetails[name] = d
+	}
+	for _, row := range o.TradeOff {
+		t := TradeOffRow{LimitBytes: row.Limit}
+		if p := row.Result; p != nil {
+			t.Plan, t.CommBytes, t.MaxMemoryBytes, t.StepSeconds = planName(p), p.Cost.CommBytes, p.Cost.Memory.Peak, p.Sim.Seconds
+		}
+		r.MemoryTradeOff = append(r.MemoryTradeOff, t)
+	}
+	if m := o.MCMC; m != nil {
+		r.MCMC = &MCMC{Seed: m.Seed, Steps: m.Steps, Accepted: m.Accepted, BeforeSeconds: m.Before, AfterSeconds: m.After}
 	}
 	r.Ops = ops(in.Graph, in.Coarse, best)
 	r.Tensors = tensors(in.Graph, best.Plan)
@@ -62,11 +76,64 @@ func Partition(in *Input) *Report {
 	return r
 }
 
-func method(r *partition.Result) string {
-	if r.Exact {
-		return "recursive elimination over the coarsened graph (exact at every step)"
+// summary is a plan's figures.
+func summary(p *partition.Result) PlanSummary {
+	return PlanSummary{CommBytes: p.Cost.CommBytes, MaxMemoryBytes: p.Cost.Memory.Peak, StepSeconds: p.Sim.Seconds,
+		Exact: p.Exact, Method: searchMethod(p), Memory: p.Memory}
+}
+
+// planName says where a trade-off row's plan comes from.
+func planName(p *partition.Result) string {
+	switch {
+	case p.Chosen != "":
+		return "chosen plan"
+	case p.Memory != "":
+		return p.Memory
 	}
-	return "recursive elimination; some steps exceeded the table limit and were solved by local search and block descent (not proved optimal)"
+	return "unconstrained search"
+}
+
+// method says how the chosen plan was found.
+func method(o *partition.Outcome) string {
+	s := searchMethod(o.Searched)
+	if o.Best.Chosen != "search" {
+		s += fmt.Sprintf("; the %s baseline's plan, operators refined, was better and was chosen", o.Best.Chosen)
+	} else {
+		s += "; its plan was at least as good as every baseline's"
+	}
+	if o.MCMC != nil {
+		s += fmt.Sprintf("; MCMC refinement of the step time (%d proposals, seed %d, %d accepted)", o.MCMC.Steps, o.MCMC.Seed, o.MCMC.Accepted)
+	}
+	return s
+}
+
+// bound says what the method guarantees.
+func bound(o *partition.Outcome) string {
+	what := "communicates at most what every baseline plan does"
+	if o.Objective == partition.Time {
+		what = "takes at most the simulated step time of every baseline plan"
+	}
+	s := "the chosen plan " + what + " that fits the memory limit (it is the best of the search's plan and theirs)"
+	if o.Searched.Exact {
+		s += "; each recursion step of the search is an exact minimum of that step's cost (variable elimination)"
+	} else {
+		s += "; steps beyond the table limit start from the data_parallel, allrow_greedy and spartan choices at that step (the best after local search kept) and block descent only improves on it"
+	}
+	if o.MCMC != nil {
+		s += "; the MCMC refinement keeps the fastest plan it sees, never slower than its start"
+	}
+	return s
+}
+
+func searchMethod(r *partition.Result) string {
+	s := "recursive elimination over the coarsened graph (exact at every step)"
+	if !r.Exact {
+		s = "recursive elimination; some steps exceeded the table limit and were solved by local search from the data_parallel, allrow_greedy and spartan choices and block descent (not proved optimal)"
+	}
+	if r.Memory != "" {
+		s += "; within the memory limit: " + r.Memory
+	}
+	return s
 }
 
 // Words says the choices of a node at every step, through its views.
@@ -211,14 +278,14 @@ func why(g *cost.Graph, p *cost.Plan, n *ir.Node) string {
 
 func checked(in *Input) *Checked {
 	c := &Checked{File: in.CheckedFile, CommBytes: in.Checked.Cost.CommBytes, MaxMemoryBytes: in.Checked.Cost.Memory.Peak,
-		OptimumBytes: in.Best.Cost.CommBytes, Worse: []Contributor{}}
+		OptimumBytes: in.Outcome.Best.Cost.CommBytes, Worse: []Contributor{}}
 	type diff struct {
 		j int
 		d int64
 	}
 	var ds []diff
 	for j := range in.Graph.IR.Nodes {
-		if d := in.Checked.Cost.OpBytes[j] - in.Best.Cost.OpBytes[j]; d > 0 {
+		if d := in.Checked.Cost.OpBytes[j] - in.Outcome.Best.Cost.OpBytes[j]; d > 0 {
 			ds = append(ds, diff{j, d})
 		}
 	}
@@ -226,7 +293,7 @@ func checked(in *Input) *Checked {
 	for _, d := range ds[:min(10, len(ds))] {
 		n := in.Graph.IR.Nodes[d.j]
 		c.Worse = append(c.Worse, Contributor{Op: n.Name, Bytes: d.d,
-			Why: fmt.Sprintf("yours: %s; optimum: %s", strings.Join(Words(in.Graph, in.Checked.Plan, n), " | "), strings.Join(Words(in.Graph, in.Best.Plan, n), " | "))})
+			Why: fmt.Sprintf("yours: %s; optimum: %s", strings.Join(Words(in.Graph, in.Checked.Plan, n), " | "), strings.Join(Words(in.Graph, in.Outcome.Best.Plan, n), " | "))})
 	}
 	return c
 }

@@ -136,10 +136,11 @@ func device(splits, factors []int, row, col int) int {
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"bytes": Bytes,
-	"inc":   func(i int) int { return i + 1 },
-	"join":  strings.Join,
-	"pct":   func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
+	"bytes":   Bytes,
+	"seconds": Seconds,
+	"inc":     func(i int) int { return i + 1 },
+	"join":    strings.Join,
+	"pct":     func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>tofuc report: {{.R.Model}}</title>
 <style>
@@ -153,6 +154,11 @@ figure{margin:0;font-size:12px;width:170px;overflow-wrap:anywhere}
 <h1>tofuc report: {{.R.Model}}</h1>
 {{if .R.Partitioned}}<h2 id="summary">Summary</h2>
 <pre>{{.Summary}}</pre>
+<p>Bound: {{.R.Bound}}.</p>
+{{if .R.MemoryTradeOff}}<h2 id="tradeoff">Memory trade-off</h2>
+<table><tr><th>memory limit</th><th>bytes per step</th><th>memory per device</th><th>step time</th><th>plan</th></tr>
+{{range .R.MemoryTradeOff}}<tr><td>{{bytes .LimitBytes}}</td>{{if .Plan}}<td>{{bytes .CommBytes}}</td><td>{{bytes .MaxMemoryBytes}}</td><td>{{seconds .StepSeconds}}</td><td>{{.Plan}}</td>{{else}}<td colspan="4">none fits</td>{{end}}</tr>
+{{end}}</table>{{end}}
 <h2 id="steps">Recursion steps</h2>
 <table><tr><th>step</th><th>workers</th><th>bytes</th><th>method</th><th>largest table</th></tr>
 {{range $i, $s := .R.Steps}}<tr><td>{{inc $i}}</td><td>{{$s.Workers}}</td><td>{{bytes $s.Bytes}}</td><td>{{$s.Method}}</td><td>{{$s.LargestTable}}</td></tr>

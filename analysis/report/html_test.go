@@ -43,15 +43,9 @@ func mlpReport(t *testing.T) *report.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &report.Input{Model: "mlp", File: "examples/mlp.tdl", Train: true, Graph: cg, Coarse: partition.Coarsen(cg),
-		Baselines: map[string]*partition.Result{}}
-	if in.Best, err = partition.Search(cg, 4, partition.Options{}); err != nil {
+	in := &report.Input{Model: "mlp", File: "examples/mlp.tdl", Train: true, Graph: cg, Coarse: partition.Coarsen(cg)}
+	if in.Outcome, err = partition.Run(cg, 4, partition.Options{}, true); err != nil {
 		t.Fatal(err)
-	}
-	for _, b := range partition.Baselines {
-		if in.Baselines[b], err = partition.Baseline(cg, b, 4, partition.Options{}); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return report.Partition(in)
 }
@@ -75,7 +69,8 @@ func TestReportDeterministic(t *testing.T) {
 	if ja.String() != jb.String() {
 		t.Fatal("two runs give different report.json beyond timing fields")
 	}
-	for _, field := range []string{`"version": 1`, `"devices": 4`, `"search_seconds"`, `"comm_bytes"`, `"max_memory_bytes"`,
+	for _, field := range []string{`"version": 2`, `"devices": 4`, `"search_seconds"`, `"comm_bytes"`, `"max_memory_bytes"`,
+		`"step_seconds"`, `"memory_tradeoff"`, `"topology"`, `"objective": "bytes"`, `"chosen"`, `"bound"`,
 		`"data_parallel"`, `"allrow_greedy"`, `"spartan"`, `"equal_chop"`, `"icml18"`, `"baseline_details"`} {
 		if !strings.Contains(ja.String(), field) {
 			t.Errorf("report.json lacks %s", field)
@@ -176,7 +171,7 @@ func TestReportHTMLFitsTheWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(html), "<tr><td>1</td><td>2</td>") || strings.Contains(string(html), "<tr><td>0</td>") {
+	if !strings.Contains(string(html), "<h2 id=\"steps\">Recursion steps</h2>\n<table><tr><th>step</th><th>workers</th><th>bytes</th><th>method</th><th>largest table</th></tr>\n<tr><td>1</td>") || strings.Contains(string(html), "<tr><td>0</td>") {
 		t.Error("the recursion steps are not numbered from 1")
 	}
 	// The links are relative to the report's folder (the report names the

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"tofuc/analysis/cost"
 )
 
 // Version is the version of report.json's schema (docs/report.md).
-const Version = 1
+const Version = 2
 
 // Report is the whole compiler report.
 type Report struct {
@@ -23,20 +25,35 @@ type Report struct {
 	// CommBytes is the bytes communicated per step by the chosen plan.
 	CommBytes      int64 `json:"comm_bytes"`
 	MaxMemoryBytes int64 `json:"max_memory_bytes"`
+	// StepSeconds is its simulated step on Topology.
+	StepSeconds float64 `json:"step_seconds"`
 	// MemoryLimit is --memory (0: none); OverLimitBytes how far the chosen
 	// plan is over it (0 when it fits).
 	MemoryLimit    int64  `json:"memory_limit_bytes"`
 	OverLimitBytes int64  `json:"over_limit_bytes"`
 	Exact          bool   `json:"exact"`
 	Method         string `json:"method"`
-	Steps          []Step `json:"steps"`
+	// Objective is what was minimised: "bytes" or "time"; Chosen the plan
+	// kept ("search" or a baseline's key); Bound what the method
+	// guarantees, in words.
+	Objective string         `json:"objective"`
+	Topology  *cost.Topology `json:"topology"`
+	Chosen    string         `json:"chosen"`
+	Bound     string         `json:"bound"`
+	// Search is the search's own plan.
+	Search PlanSummary `json:"search"`
+	Steps  []Step      `json:"steps"`
 	// Baselines holds each baseline's bytes per step under the same cost
-	// model: exactly data_parallel, spartan, equal_chop and icml18.
+	// model: data_parallel, allrow_greedy, spartan, equal_chop, icml18.
 	Baselines       map[string]int64          `json:"baselines"`
 	BaselineDetails map[string]BaselineDetail `json:"baseline_details"`
-	Ops             []Op                      `json:"ops"`
-	Tensors         []Tensor                  `json:"tensors"`
-	Contributors    []Contributor             `json:"contributors"`
+	// MemoryTradeOff is the best plan found at a few memory limits.
+	MemoryTradeOff []TradeOffRow `json:"memory_tradeoff"`
+	// MCMC is the step-time refinement (objective time only).
+	MCMC         *MCMC         `json:"mcmc,omitempty"`
+	Ops          []Op          `json:"ops"`
+	Tensors      []Tensor      `json:"tensors"`
+	Contributors []Contributor `json:"contributors"`
 	// Checked is the plan given with --strategy, priced beside the optimum.
 	Checked *Checked `json:"checked,omitempty"`
 	// Plan is the chosen plan, in the form --strategy reads.
@@ -58,9 +75,40 @@ type Step struct {
 type BaselineDetail struct {
 	CommBytes      int64   `json:"comm_bytes"`
 	MaxMemoryBytes int64   `json:"max_memory_bytes"`
+	StepSeconds    float64 `json:"step_seconds"`
 	OverMemory     bool    `json:"over_memory"`
-	Ratio          float64 `json:"ratio"` // tofuc's bytes over the baseline's
+	Ratio          float64 `json:"ratio"`      // tofuc's bytes over the baseline's
+	TimeRatio      float64 `json:"time_ratio"` // tofuc's step time over the baseline's
 	Seconds        float64 `json:"seconds"`
+}
+
+// PlanSummary is one plan's figures.
+type PlanSummary struct {
+	CommBytes      int64   `json:"comm_bytes"`
+	MaxMemoryBytes int64   `json:"max_memory_bytes"`
+	StepSeconds    float64 `json:"step_seconds"`
+	Exact          bool    `json:"exact"`
+	Method         string  `json:"method"`
+	Memory         string  `json:"memory"` // how a memory limit shaped it ("": it did not)
+}
+
+// TradeOffRow is the best plan found within a memory limit (Plan "" and
+// zero figures when none fits).
+type TradeOffRow struct {
+	LimitBytes     int64   `json:"limit_bytes"`
+	Plan           string  `json:"plan"`
+	CommBytes      int64   `json:"comm_bytes"`
+	MaxMemoryBytes int64   `json:"max_memory_bytes"`
+	StepSeconds    float64 `json:"step_seconds"`
+}
+
+// MCMC is the step-time refinement.
+type MCMC struct {
+	Seed          uint64  `json:"seed"`
+	Steps         int     `json:"steps"`
+	Accepted      int     `json:"accepted"`
+	BeforeSeconds float64 `json:"before_seconds"`
+	AfterSeconds  float64 `json:"after_seconds"`
 }
 
 // Op is one operator row.

@@ -51,6 +51,9 @@ func (r *Report) Summary(w io.Writer) {
 	fmt.Fprintf(w, "%s (%s of %s) on %d devices (steps %s)\n", r.Model, kind, r.File, r.Devices, joinInts(r.Factors, " x "))
 	fmt.Fprintf(w, "  communication  %s per step\n", Bytes(r.CommBytes))
 	fmt.Fprintf(w, "  memory         %s per device (peak)\n", Bytes(r.MaxMemoryBytes))
+	if r.Topology != nil {
+		fmt.Fprintf(w, "  step time      %s simulated on %s (objective: %s)\n", Seconds(r.StepSeconds), r.Topology.Name, r.Objective)
+	}
 	if r.MemoryLimit > 0 {
 		if r.OverLimitBytes > 0 {
 			fmt.Fprintf(w, "  memory limit   %s: the best plan is %s over\n", Bytes(r.MemoryLimit), Bytes(r.OverLimitBytes))
@@ -59,15 +62,18 @@ func (r *Report) Summary(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "  search         %.3f s, %s\n", r.SearchSeconds, r.Method)
+	if m := r.MCMC; m != nil {
+		fmt.Fprintf(w, "  refinement     %s -> %s per step (%.1f%% faster)\n", Seconds(m.BeforeSeconds), Seconds(m.AfterSeconds), 100*(1-m.AfterSeconds/m.BeforeSeconds))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  baseline\tbytes per step\tmemory per device\ttofuc / baseline\t")
+	fmt.Fprintln(tw, "  baseline\tbytes per step\tmemory per device\tstep time\ttofuc / baseline (bytes, time)\t")
 	for _, name := range baselineOrder(r) {
 		d := r.BaselineDetails[name]
 		over := ""
 		if d.OverMemory {
 			over = " (over the limit)"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s%s\t%.3f\t\n", name, Bytes(d.CommBytes), Bytes(d.MaxMemoryBytes), over, d.Ratio)
+		fmt.Fprintf(tw, "  %s\t%s\t%s%s\t%s\t%.3f, %.3f\t\n", name, Bytes(d.CommBytes), Bytes(d.MaxMemoryBytes), over, Seconds(d.StepSeconds), d.Ratio, d.TimeRatio)
 	}
 	tw.Flush()
 	if c := r.Checked; c != nil {
@@ -83,6 +89,17 @@ func baselineOrder(r *Report) []string {
 		}
 	}
 	return out
+}
+
+// Seconds writes a duration with a unit that keeps three digits.
+func Seconds(s float64) string {
+	switch {
+	case s >= 1:
+		return fmt.Sprintf("%.3f s", s)
+	case s >= 1e-3:
+		return fmt.Sprintf("%.3f ms", s*1e3)
+	}
+	return fmt.Sprintf("%.3f µs", s*1e6)
 }
 
 func joinInts(xs []int, sep string) string {
@@ -110,6 +127,20 @@ func (r *Report) Text(w io.Writer) {
 
 func (r *Report) partitionText(w io.Writer) {
 	r.Summary(w)
+	fmt.Fprintf(w, "\nBound: %s.\n", r.Bound)
+	if len(r.MemoryTradeOff) > 0 {
+		fmt.Fprintln(w, "\nMemory trade-off")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  memory limit\tbytes per step\tmemory per device\tstep time\tplan\t")
+		for _, t := range r.MemoryTradeOff {
+			if t.Plan == "" {
+				fmt.Fprintf(tw, "  %s\t-\t-\t-\tnone fits\t\n", Bytes(t.LimitBytes))
+				continue
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t\n", Bytes(t.LimitBytes), Bytes(t.CommBytes), Bytes(t.MaxMemoryBytes), Seconds(t.StepSeconds), t.Plan)
+		}
+		tw.Flush()
+	}
 	fmt.Fprintln(w, "\nRecursion steps")
 	for i, s := range r.Steps {
 		fmt.Fprintf(w, "  %d. %d workers: %s (%s, %d variables, largest table %d)\n", i+1, s.Workers, Bytes(s.Bytes), s.Method, s.Variables, s.LargestTable)

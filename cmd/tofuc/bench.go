@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"tofuc/analysis/check"
+	"tofuc/analysis/cost"
 	"tofuc/codegen/backend"
 	"tofuc/codegen/peak"
 	"tofuc/lang/ir"
@@ -18,6 +20,7 @@ import (
 
 type benchFlags struct {
 	model, backend, params string
+	topology               string
 	sets, ins              []string
 	runs, threads          int
 	seed                   uint64
@@ -33,6 +36,10 @@ type benchResult struct {
 	Median  float64       `json:"median_seconds"`
 	Min     float64       `json:"min_seconds"`
 	Kernels []benchKernel `json:"kernels"`
+	// Simulated is the step simulated on --topology's device 0 (the
+	// partition search's model of one device), with the topology's name.
+	Simulated *float64 `json:"simulated_seconds,omitempty"`
+	Topology  string   `json:"topology,omitempty"`
 }
 
 // benchKernel is one kernel's (or, on the interpreter, one node's) time
@@ -57,6 +64,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.params, "params", "", "parameters, one .npz (missing ones are initialised from the seed)")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of random inputs and parameters")
 	fs.BoolVar(&f.peak, "peak", false, "measure the host's peak f32 FLOP rate on --threads threads instead (no MODEL)")
+	fs.StringVar(&f.topology, "topology", "", "also simulate the step on device 0 of a topology ("+strings.Join(cost.TopologyNames(), ", ")+", or a FILE)")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
@@ -80,9 +88,20 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "bench", "%v", err)
 	}
+	var topo *cost.Topology
+	if f.topology != "" {
+		if topo, err = cost.LoadTopology(f.topology); err != nil {
+			return usageError(stderr, "bench", "--topology: %v", err)
+		}
+	}
 	res, err := bench(fs.Arg(0), f, b, specs, stderr)
 	if err != nil {
 		return fail(stderr, err)
+	}
+	if topo != nil {
+		if err := simulateBench(fs.Arg(0), f, topo, res); err != nil {
+			return fail(stderr, err)
+		}
 	}
 	if f.asJSON {
 		enc := json.NewEncoder(stdout)
@@ -174,6 +193,20 @@ func bench(path string, f benchFlags, b exec.Backend, specs map[string]string, s
 	return res, nil
 }
 
+// simulateBench adds the step simulated on the topology's device 0.
+func simulateBench(path string, f benchFlags, t *cost.Topology, res *benchResult) error {
+	g, _, err := benchGraph(path, f)
+	if err != nil {
+		return err
+	}
+	sim, err := cost.SimulateOne(g, t)
+	if err != nil {
+		return err
+	}
+	res.Simulated, res.Topology = &sim.Seconds, t.Name
+	return nil
+}
+
 // benchGraph loads the model with its weights and --params.
 func benchGraph(path string, f benchFlags) (*ir.Graph, map[string]*tensor.Tensor, error) {
 	set, err := parseSets(f.sets)
@@ -258,6 +291,9 @@ func (t *nodeTimer) stop() {
 
 func printBench(w io.Writer, r *benchResult) {
 	fmt.Fprintf(w, "%s on %s: median %.4f s, min %.4f s over %d runs\n", r.Model, r.Backend, r.Median, r.Min, r.Runs)
+	if r.Simulated != nil {
+		fmt.Fprintf(w, "simulated on %s: %.4g s (%+.1f%% of the median)\n", r.Topology, *r.Simulated, 100*(*r.Simulated/r.Median-1))
+	}
 	ks := append([]benchKernel(nil), r.Kernels...)
 	sort.SliceStable(ks, func(i, j int) bool { return ks[i].Seconds > ks[j].Seconds })
 	total := 0.0

@@ -16,10 +16,14 @@ import (
 // partitionFlags are the flags of `tofuc partition`.
 type partitionFlags struct {
 	model, reportDir, strategy, factors string
+	topology, objective                 string
 	devices                             int
 	memory                              int64
+	seed                                uint64
 	sets                                []string
 	train                               trainFlags
+	// tradeOff adds the memory trade-off table (several more searches).
+	tradeOff bool
 }
 
 func runPartition(args []string, stdout, stderr io.Writer) int {
@@ -32,10 +36,14 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.factors, "factors", "", "the workers per recursion step, e.g. 4,2 (default: N's prime factors, largest first)")
 	fs.StringVar(&f.model, "model", "", "the model (default: the only one)")
 	fs.StringArrayVar(&f.sets, "set", nil, "override a model attribute, NAME=VALUE (repeatable)")
+	fs.StringVar(&f.topology, "topology", partition.DefaultTopology, "the machine plans are simulated on: "+strings.Join(cost.TopologyNames(), ", ")+", or a topology FILE (JSON)")
+	fs.StringVar(&f.objective, "objective", partition.Bytes, "what the plan minimises: bytes (communicated per step) or time (simulated step)")
+	fs.Uint64Var(&f.seed, "seed", 1, "the seed of the time objective's MCMC refinement")
 	f.train.register(fs)
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
+	f.tradeOff = true
 	factors, err := f.validate(fs.NArg(), fs.Changed)
 	if err != nil {
 		return usageError(stderr, "partition", "%v", err)
@@ -48,7 +56,14 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	opt := partition.Options{Factors: factors, Memory: f.memory}
+	topo, err := cost.LoadTopology(f.topology)
+	if err != nil {
+		return usageError(stderr, "partition", "--topology: %v", err)
+	}
+	if len(topo.Devices) < f.devices {
+		return usageError(stderr, "partition", "--topology: %s has %d devices, fewer than --devices %d", topo.Name, len(topo.Devices), f.devices)
+	}
+	opt := partition.Options{Factors: factors, Memory: f.memory, Objective: f.objective, Topology: topo, Seed: f.seed}
 	p := newProgress(stderr)
 	opt.Progress = func(step, steps int) { p.show("searching: step %d of %d", step, steps) }
 	r, err := partitionReport(g, fs.Arg(0), name, f, opt)
@@ -81,6 +96,10 @@ func (f *partitionFlags) validate(nargs int, changed func(string) bool) ([]int, 
 		return nil, fmt.Errorf("--memory must not be negative")
 	case !f.train.train && (changed("loss") || changed("optimizer") || changed("lr")):
 		return nil, fmt.Errorf("--loss, --optimizer and --lr go with --train")
+	case f.objective != partition.Bytes && f.objective != partition.Time:
+		return nil, fmt.Errorf("--objective must be %s or %s", partition.Bytes, partition.Time)
+	case changed("seed") && f.objective != partition.Time:
+		return nil, fmt.Errorf("--seed goes with --objective time (the MCMC refinement)")
 	}
 	if err := f.train.validate(); err != nil {
 		return nil, err
@@ -127,24 +146,16 @@ func partitionGraph(path string, f partitionFlags, set map[string]ir.AttrValue) 
 	return cg, name, nil
 }
 
-// partitionReport searches, runs the baselines, applies the memory limit
-// and prices --strategy.
+// partitionReport searches, runs the baselines, simulates the plans,
+// chooses the best within the memory limit (partition.Run) and prices
+// --strategy.
 func partitionReport(g *cost.Graph, path, name string, f partitionFlags, opt partition.Options) (*report.Report, error) {
-	best, err := partition.Search(g, f.devices, opt)
+	out, err := partition.Run(g, f.devices, opt, f.tradeOff)
 	if err != nil {
 		return nil, err
 	}
-	opt.Progress = nil
 	in := &report.Input{Model: name, File: path, Train: f.train.train, Graph: g, Coarse: partition.Coarsen(g),
-		Baselines: map[string]*partition.Result{}, MemoryLimit: f.memory}
-	for _, b := range partition.Baselines {
-		if in.Baselines[b], err = partition.Baseline(g, b, f.devices, opt); err != nil {
-			return nil, fmt.Errorf("baseline %s: %v", b, err)
-		}
-	}
-	if in.Best, err = partition.Choose(g, best, in.Baselines, f.memory); err != nil {
-		return nil, err
-	}
+		Outcome: out, MemoryLimit: f.memory}
 	if f.strategy != "" {
 		if in.Checked, err = checkStrategy(g, f.strategy, f.devices); err != nil {
 			return nil, fmt.Errorf("--strategy %s: %v", f.strategy, err)

@@ -46,6 +46,10 @@ func TestPartitionErrors(t *testing.T) {
 		{[]string{"--devices", "4", "--strategy", "missing.json"}, exitUser, "missing.json"},
 		{[]string{"--devices", "4", "--memory", "16 GiB"}, exitOK, ""},
 		{[]string{"--devices", "4", "--memory", "16 furlongs"}, exitUsage, "not a size"},
+		{[]string{"--devices", "4", "--objective", "money"}, exitUsage, "bytes or time"},
+		{[]string{"--devices", "4", "--seed", "3"}, exitUsage, "--seed goes with --objective time"},
+		{[]string{"--devices", "4", "--topology", "no-such-machine"}, exitUsage, "h100-nvlink"},
+		{[]string{"--devices", "4", "--topology", "../../docs/topologies/host-2core.json"}, exitUsage, "fewer than --devices 4"},
 	} {
 		var out, errb bytes.Buffer
 		code := run(append([]string{"partition", "../../examples/mlp.tdl"}, c.args...), &out, &errb)
@@ -96,5 +100,44 @@ func TestPartitionSymbolicExtent(t *testing.T) {
 	errb.Reset()
 	if code := run([]string{"partition", path, "--devices", "2", "--set", "N=[1, 2]"}, &out, &errb); code != exitUser || !strings.Contains(errb.String(), "must be an integer") {
 		t.Errorf("--set N=[1, 2]: exit %d, %s", code, errb.String())
+	}
+}
+
+// TestPartitionTimeObjective: --objective time simulates on the topology
+// and says what the MCMC refinement gained; report.json has the step
+// times.
+func TestPartitionTimeObjective(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	if code := run([]string{"partition", "../../examples/mlp.tdl", "--train", "--devices", "4", "--objective", "time", "--topology", "pcie", "--seed", "2", "--report", dir}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"step time", "over PCIe", "objective: time", "refinement", "seed 2"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the summary lacks %q:\n%s", want, out.String())
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"objective": "time"`, `"mcmc"`, `"before_seconds"`, `"step_seconds"`, `"memory_tradeoff"`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("report.json lacks %s", want)
+		}
+	}
+}
+
+// TestBenchTopology: bench --topology adds the simulated step.
+func TestBenchTopology(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"bench", "../../examples/mlp.tdl", "--backend", "interp", "--runs", "1", "--topology", "../../docs/topologies/host-2core.json"}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "simulated on this host") {
+		t.Errorf("no simulated step in:\n%s", out.String())
+	}
+	if code := run([]string{"bench", "../../examples/mlp.tdl", "--topology", "nowhere"}, &out, &errb); code != exitUsage {
+		t.Errorf("an unknown topology: exit %d", code)
 	}
 }

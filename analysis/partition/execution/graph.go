@@ -204,6 +204,7 @@ func (b *builder) op(n *ir.Node, names []string, d int) (*Op, error) {
 		if v.Const != nil {
 			continue
 		}
+		segs[j] = [][]segment{} // non-nil: a scalar tensor is read too
 		for _, size := range b.g.Shapes[v] {
 			segs[j] = append(segs[j], []segment{{0, 0, size}})
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"tofuc/analysis/autodiff"
+	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
 	"tofuc/analysis/partition/execution"
@@ -52,6 +54,73 @@ func TestExtentsSmallerThanDevices(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestScalarTensor: a rank-0 parameter (the transformer block's ONNX
+// import has one) is read by the devices like any tensor; before, its
+// input had no region and the execution graph's run dereferenced nil.
+func TestScalarTensor(t *testing.T) {
+	const src = `model scaled<batch = 8, n = 8>(x: f32[batch, n]) {
+    w = param f32[n, n] init glorot()
+    s = param f32[] init ones()
+    return matmul(x, w) * s
+}
+`
+	prog, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := prog.LoadSource("scaled.tdl", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Model("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, _, err = autodiff.TrainingGraph(g, m, autodiff.TrainOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	inputs := randomInputs(g, 3)
+	want, err := exec.Run(g, exec.Interp{}, inputs, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cg, err := cost.NewGraph(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range append([]string{"search"}, partition.Baselines...) {
+		res, err := partition.Search(cg, 4, partition.Options{})
+		if name != "search" {
+			res, err = partition.Baseline(cg, name, 4, partition.Options{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		eg, err := execution.Build(cg, res.Plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ops := range eg.Ops {
+			for _, op := range ops {
+				for j, v := range op.Node.Inputs {
+					if v.Const == nil && op.In[j] == nil {
+						t.Fatalf("%s: input %s of %s on device %d has no region", name, v.Name, op.Node.Name, op.Device)
+					}
+				}
+			}
+		}
+		got, err := eg.Run(inputs, want.Params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for out, w := range want.Outputs {
+			if err := tensor.Compare(got[out], w, tensor.Reordered(lang.F32, 1<<12)); err != nil {
+				t.Errorf("%s: output %s: %v", name, out, err)
+			}
 		}
 	}
 }

@@ -1,0 +1,225 @@
+package cost
+
+import (
+	"container/heap"
+	"fmt"
+
+	"tofuc/analysis/schedule"
+	"tofuc/lang/ir"
+)
+
+// Simulation is a simulated step (FlexFlow's execution simulator).
+type Simulation struct {
+	// Seconds is the step: when the last task of the representative
+	// device ends.
+	Seconds float64
+	// Compute and Transfer are the busy times of its compute stream and
+	// its link: what overlapping them saves is Compute + Transfer -
+	// Seconds.
+	Compute, Transfer float64
+}
+
+// Simulate runs plan p of g on the first p.Devices() devices of t as a
+// task graph. The devices are alike (Tofu's symmetry), so one
+// representative device is simulated: per node, a fetch of the data its
+// workers lack (the cost model's fetched bytes, shared by the devices),
+// the kernel of its last view (the roofline of the worker's instance:
+// the longer of its FLOPs at the peak and its bytes at the memory
+// bandwidth, plus a launch overhead per kernel), then a store (the
+// redistribution or the combination of partial results). Fetches and
+// stores use the device's link (the slowest of its links to the plan's
+// other devices), kernels its compute stream; a task starts when its
+// inputs are ready and its stream is free, the ready task of the
+// earliest node first, so transfers overlap kernels where the graph
+// allows.
+func (g *Graph) Simulate(p *Plan, t *Topology) (*Simulation, error) {
+	dev, link, err := t.group(p.Devices())
+	if err != nil {
+		return nil, err
+	}
+	if err := g.Validate(p); err != nil {
+		return nil, err
+	}
+	s := &sim{}
+	views := make([]*View, len(g.IR.Nodes))
+	fetch := make([]int64, len(g.IR.Nodes))
+	store := make([]int64, len(g.IR.Nodes))
+	steps := make([]int, len(g.IR.Nodes)) // steps that move data, for the latencies
+	for j, n := range g.IR.Nodes {
+		views[j] = g.Root(n)
+	}
+	groups := int64(1)
+	for i, k := range p.Factors {
+		for j, n := range g.IR.Nodes {
+			sc, ch, pl := views[j].Step(k), p.Ops[n][i], p.Placement(n, i)
+			f, st := transfers(sc, ch, pl)
+			fetch[j] += groups * f
+			store[j] += groups * st
+			if f+st > 0 {
+				steps[j]++
+			}
+			if views[j], err = views[j].Sub(ch, k); err != nil { // the last is the kernel's
+				return nil, fmt.Errorf("operator %s: %v", n.Name, err)
+			}
+		}
+		groups *= int64(k)
+	}
+	devices := float64(p.Devices())
+	producer := map[*ir.Value]int{}
+	for j, n := range g.IR.Nodes {
+		kernel, err := views[j].kernelTime(dev)
+		if err != nil {
+			return nil, fmt.Errorf("operator %s: %v", n.Name, err)
+		}
+		var ready []int
+		for _, v := range n.Inputs {
+			if pj, ok := producer[v]; ok {
+				ready = append(ready, pj)
+			}
+		}
+		latency := float64(steps[j]) * link.Latency
+		s.node(ready, float64(fetch[j])/devices/link.Bandwidth+latency/2, kernel, float64(store[j])/devices/link.Bandwidth+latency/2)
+		for _, v := range n.Outputs {
+			producer[v] = j
+		}
+	}
+	return s.run(), nil
+}
+
+// transfers splits a node's bytes at one step into fetched and stored.
+func transfers(sc *StepCost, c Choice, pl Placement) (fetch, store int64) {
+	for i, d := range pl.In {
+		fetch += max(0, sc.Fetch[Slot(c)][i][Col(d)]) * pl.InCopies[i]
+	}
+	for o, d := range pl.Out {
+		store += max(0, sc.Store[Slot(c)][o][Col(d)]) * pl.OutCopies[o]
+	}
+	return fetch, store
+}
+
+// SimulateOne is the step of g on device 0 of t alone: its schedule's
+// kernels (fusion and views as compiled) back to back on the roofline.
+func SimulateOne(g *ir.Graph, t *Topology) (*Simulation, error) {
+	e, err := Roofline(g, t.Roofline(0))
+	if err != nil {
+		return nil, err
+	}
+	return &Simulation{Seconds: e.Time, Compute: e.Time}, nil
+}
+
+// sim is the task graph of the representative device: per node a fetch,
+// a kernel and a store (tasks 3j, 3j+1, 3j+2).
+type sim struct {
+	dur  []float64
+	deps [][]int
+}
+
+// kernelTime is the roofline time of the view's kernels on d: the longer
+// of its FLOPs at the peak and its inputs' and outputs' bytes at the
+// memory bandwidth, plus a launch overhead per kernel.
+func (v *View) kernelTime(d Device) (float64, error) {
+	v.kernelOnce.Do(func() {
+		inst := v.Inst
+		v.kernel.flops, v.kernel.err = InstanceFLOPs(inst)
+		for _, t := range inst.Inputs {
+			v.kernel.bytes += tensorBytes(t.DType, t.Shape)
+		}
+		for _, o := range inst.Outputs {
+			v.kernel.bytes += tensorBytes(o.Tensor.DType, o.Tensor.Shape)
+		}
+		v.kernel.launches = len(schedule.Launches(inst))
+	})
+	k := v.kernel
+	return max(float64(k.flops)/d.PeakFLOPS, float64(k.bytes)/d.Bandwidth) + float64(k.launches)*d.Launch, k.err
+}
+
+// kernelSize is what the roofline reads of a view.
+type kernelSize struct {
+	flops, bytes int64
+	launches     int
+	err          error
+}
+
+// node adds a node's three tasks; ready lists the nodes whose outputs
+// it reads (their stores end before its fetch and kernel start).
+func (s *sim) node(ready []int, fetch, kernel, store float64) {
+	j := len(s.dur) / 3
+	var in []int
+	for _, p := range ready {
+		in = append(in, 3*p+2)
+	}
+	s.dur = append(s.dur, fetch, kernel, store)
+	s.deps = append(s.deps, in, append([]int{3 * j}, in...), []int{3*j + 1})
+}
+
+// run list-schedules the tasks: repeatedly the task whose dependencies
+// are done with the earliest start, ties to the lowest index, on its
+// stream (kernels on the compute stream, fetches and stores on the link).
+func (s *sim) run() *Simulation {
+	n := len(s.dur)
+	waiting := make([]int, n)
+	users := make([][]int, n)
+	for t, ds := range s.deps {
+		waiting[t] = len(ds)
+		for _, d := range ds {
+			users[d] = append(users[d], t)
+		}
+	}
+	ready := make([]float64, n) // when the dependencies are done
+	var free [2]float64         // the link, the compute stream
+	out := &Simulation{}
+	h := &taskHeap{}
+	for t := range n {
+		if waiting[t] == 0 {
+			heap.Push(h, taskItem{0, t})
+		}
+	}
+	for h.Len() > 0 {
+		it := heap.Pop(h).(taskItem)
+		stream := 0
+		if it.task%3 == 1 {
+			stream = 1
+		}
+		start := max(it.at, free[stream])
+		end := start + s.dur[it.task]
+		if s.dur[it.task] > 0 {
+			free[stream] = end
+		}
+		if stream == 1 {
+			out.Compute += s.dur[it.task]
+		} else {
+			out.Transfer += s.dur[it.task]
+		}
+		out.Seconds = max(out.Seconds, end)
+		for _, u := range users[it.task] {
+			ready[u] = max(ready[u], end)
+			if waiting[u]--; waiting[u] == 0 {
+				heap.Push(h, taskItem{ready[u], u})
+			}
+		}
+	}
+	return out
+}
+
+type taskItem struct {
+	at   float64
+	task int
+}
+
+type taskHeap []taskItem
+
+func (h taskHeap) Len() int { return len(h) }
+func (h taskHeap) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].task < h[j].task
+}
+func (h taskHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *taskHeap) Push(x any)   { *h = append(*h, x.(taskItem)) }
+func (h *taskHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

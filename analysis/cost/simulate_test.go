@@ -1,0 +1,108 @@
+package cost_test
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tofuc/analysis/check"
+	"tofuc/analysis/cost"
+)
+
+// graphOf prepares a model for pricing.
+func graphOf(t *testing.T, src string) *cost.Graph {
+	t.Helper()
+	prog, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := prog.LoadSource("m.tdl", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ir, err := m.Model("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := cost.NewGraph(ir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestSimulateOverlap: two independent matmuls whose second operand is
+// split by rows fetch half of it; on a slow link the first kernel runs
+// while the second fetch is under way, so the step is shorter than
+// compute plus transfers, and it is exactly the task graph's critical
+// path, computed here by hand.
+func TestSimulateOverlap(t *testing.T) {
+	g := graphOf(t, `model m(x: f32[64, 64]) {
+    a = param f32[64, 64]
+    b = param f32[64, 64]
+    return matmul(x, a) + matmul(x, b)
+}
+`)
+	p := cost.NewPlan([]int{2})
+	for _, v := range g.Tensors() {
+		p.Tensors[v] = []int{0}
+	}
+	for _, n := range g.IR.Nodes {
+		c, ok := g.Root(n).Lookup("split i")
+		if !ok {
+			c, _ = g.Root(n).Lookup("split " + g.Root(n).Analysis.Strategies[0].Name())
+		}
+		p.Ops[n] = []cost.Choice{c}
+	}
+	dev := cost.TopologyDevice{Name: "d", PeakFLOPS: 1e9, MemoryBandwidth: 1e12, MemoryBytes: 1 << 30}
+	topo := &cost.Topology{Name: "t", Devices: []cost.TopologyDevice{dev, dev},
+		Links: []cost.Link{{Devices: []int{0, 1}, Bandwidth: 8192 / 1e-4, Latency: 0}}}
+	sim, err := g.Simulate(p, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each matmul: 32 rows of 2*64*64 FLOPs = 262144 FLOPs (262 µs at
+	// 1 GFLOP/s), fetching half of its 64x64 f32 weight: 8192 bytes
+	// (100 µs). The add is element-wise, split like its inputs: no
+	// transfer, 32*64 FLOPs. Fetch 1, then kernel 1 overlapping fetch 2,
+	// then kernel 2, then the add.
+	want := 100e-6 + 262.144e-6 + 262.144e-6 + 2.048e-6
+	if math.Abs(sim.Seconds-want) > 1e-9 {
+		t.Errorf("step %g s, want %g s (compute %g, transfer %g)", sim.Seconds, want, sim.Compute, sim.Transfer)
+	}
+	if sim.Compute+sim.Transfer <= sim.Seconds {
+		t.Errorf("no overlap: compute %g + transfer %g <= step %g", sim.Compute, sim.Transfer, sim.Seconds)
+	}
+}
+
+// TestTopologies: the built-in profiles validate; a file is read with
+// its fields checked; mistakes are said.
+func TestTopologies(t *testing.T) {
+	for _, name := range cost.TopologyNames() {
+		if err := cost.Topologies[name].Validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	dir := t.TempDir()
+	for _, c := range []struct{ json, want string }{
+		{`{"name": "ok", "devices": [{"name": "cpu", "peak_flops": 1e10, "memory_bandwidth": 1e10, "memory_bytes": 1000}], "links": []}`, ""},
+		{`{"name": "x", "devices": []}`, "at least one device"},
+		{`{"name": "x", "devices": [{"name": "a", "peak_flops": 0, "memory_bandwidth": 1, "memory_bytes": 1}]}`, "must be positive"},
+		{`{"name": "x", "devices": [{"name": "a", "peak_flops": 1, "memory_bandwidth": 1, "memory_bytes": 1}], "links": [{"devices": [0, 3], "bandwidth": 1}]}`, "no device 3"},
+		{`{"name": "x", "gpus": 8}`, "unknown field"},
+	} {
+		path := filepath.Join(dir, "t.json")
+		if err := os.WriteFile(path, []byte(c.json), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := cost.LoadTopology(path)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", c.json, err, c.want)
+		}
+	}
+	if _, err := cost.LoadTopology("no-such-profile"); err == nil || !strings.Contains(err.Error(), "h100-nvlink") {
+		t.Errorf("an unknown name: %v", err)
+	}
+}

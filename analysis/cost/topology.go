@@ -1,0 +1,160 @@
+package cost
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Topology describes a machine for the step-time simulation: its devices
+// and the links between them (docs/partition.md, "Topology files").
+type Topology struct {
+	Name    string           `json:"name"`
+	Devices []TopologyDevice `json:"devices"`
+	Links   []Link           `json:"links"`
+}
+
+// TopologyDevice is one accelerator (or the host's cores as one device).
+type TopologyDevice struct {
+	Name string `json:"name"`
+	// PeakFLOPS is the floating-point operations per second its kernels
+	// reach, MemoryBandwidth the bytes per second of its memory.
+	PeakFLOPS       float64 `json:"peak_flops"`
+	MemoryBandwidth float64 `json:"memory_bandwidth"`
+	// MemoryBytes is its capacity; LaunchSeconds the overhead of a kernel.
+	MemoryBytes   int64   `json:"memory_bytes"`
+	LaunchSeconds float64 `json:"launch_seconds"`
+}
+
+// Link connects devices through one interconnect (a switch, a bus): each
+// of them sends and receives Bandwidth bytes per second through it, each
+// transfer paying Latency seconds first.
+type Link struct {
+	Devices   []int   `json:"devices"`
+	Bandwidth float64 `json:"bandwidth"`
+	Latency   float64 `json:"latency"`
+}
+
+// Topologies are the built-in profiles, by --topology name.
+var Topologies = map[string]*Topology{
+	// Eight H100 SXM on NVSwitch: NVLink 4 gives each GPU 450 GB/s per
+	// direction; f32 CUDA-core peak and HBM3 bandwidth as the roofline's.
+	"h100-nvlink": uniform("8x H100 SXM over NVLink", 8, TopologyDevice{Name: "H100 SXM", PeakFLOPS: 67e12,
+		MemoryBandwidth: 3.35e12, MemoryBytes: 80 << 30, LaunchSeconds: 3e-6}, 450e9, 2e-6),
+	// Eight GPUs of the same kind on PCIe 4.0 x16 through the host: about
+	// 25 GB/s per direction each, and a longer latency.
+	"pcie": uniform("8x H100 PCIe over PCIe 4.0", 8, TopologyDevice{Name: "H100 PCIe", PeakFLOPS: 51e12,
+		MemoryBandwidth: 2e12, MemoryBytes: 80 << 30, LaunchSeconds: 3e-6}, 25e9, 10e-6),
+}
+
+// uniform is n identical devices on one link.
+func uniform(name string, n int, d TopologyDevice, bandwidth, latency float64) *Topology {
+	t := &Topology{Name: name}
+	l := Link{Bandwidth: bandwidth, Latency: latency}
+	for i := range n {
+		t.Devices = append(t.Devices, d)
+		l.Devices = append(l.Devices, i)
+	}
+	t.Links = []Link{l}
+	return t
+}
+
+// TopologyNames lists the built-in profiles.
+func TopologyNames() []string {
+	var out []string
+	for name := range Topologies {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// LoadTopology is a built-in profile by name, or the JSON file at path.
+func LoadTopology(nameOrPath string) (*Topology, error) {
+	if t, ok := Topologies[nameOrPath]; ok {
+		return t, nil
+	}
+	data, err := os.ReadFile(nameOrPath)
+	if err != nil {
+		return nil, fmt.Errorf("topology %s: not a built-in profile (%s) nor a readable file: %v", nameOrPath, strings.Join(TopologyNames(), ", "), err)
+	}
+	var t Topology
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
+		return nil, fmt.Errorf("%s: %v", nameOrPath, err)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %v", nameOrPath, err)
+	}
+	return &t, nil
+}
+
+// Validate checks that every quantity is positive and finite and every
+// link names existing devices.
+func (t *Topology) Validate() error {
+	positive := func(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
+	if len(t.Devices) == 0 {
+		return fmt.Errorf("a topology needs at least one device")
+	}
+	for i, d := range t.Devices {
+		if !positive(d.PeakFLOPS) || !positive(d.MemoryBandwidth) || d.MemoryBytes <= 0 || d.LaunchSeconds < 0 || math.IsInf(d.LaunchSeconds, 0) {
+			return fmt.Errorf("device %d (%s): peak_flops, memory_bandwidth and memory_bytes must be positive, launch_seconds not negative", i, d.Name)
+		}
+	}
+	for i, l := range t.Links {
+		if !positive(l.Bandwidth) || l.Latency < 0 || math.IsInf(l.Latency, 0) || len(l.Devices) < 2 {
+			return fmt.Errorf("link %d: bandwidth must be positive, latency not negative, and it must connect at least two devices", i)
+		}
+		for _, d := range l.Devices {
+			if d < 0 || d >= len(t.Devices) {
+				return fmt.Errorf("link %d: no device %d (the topology has %d)", i, d, len(t.Devices))
+			}
+		}
+	}
+	return nil
+}
+
+// Roofline is device i as a roofline profile.
+func (t *Topology) Roofline(i int) Device {
+	d := t.Devices[i]
+	return Device{Name: d.Name, PeakFLOPS: d.PeakFLOPS, Bandwidth: d.MemoryBandwidth, Launch: d.LaunchSeconds}
+}
+
+// link is the fastest link between devices a and b (ok false: none).
+func (t *Topology) link(a, b int) (Link, bool) {
+	var best Link
+	found := false
+	for _, l := range t.Links {
+		if slices.Contains(l.Devices, a) && slices.Contains(l.Devices, b) && (!found || l.Bandwidth > best.Bandwidth) {
+			best, found = l, true
+		}
+	}
+	return best, found
+}
+
+// group is what the simulation takes of the first n devices: device 0's
+// profile (the plan's devices are alike, Tofu's symmetry) and the
+// slowest of its links to the others, which bounds a transfer that
+// gathers from all of them.
+func (t *Topology) group(n int) (Device, Link, error) {
+	if n > len(t.Devices) {
+		return Device{}, Link{}, fmt.Errorf("the topology %q has %d devices, the plan %d", t.Name, len(t.Devices), n)
+	}
+	slow := Link{Bandwidth: math.Inf(1)}
+	for d := 1; d < n; d++ {
+		l, ok := t.link(0, d)
+		if !ok {
+			return Device{}, Link{}, fmt.Errorf("the topology %q links no device to devices 0 and %d", t.Name, d)
+		}
+		if l.Bandwidth < slow.Bandwidth {
+			slow.Bandwidth = l.Bandwidth
+		}
+		slow.Latency = max(slow.Latency, l.Latency)
+	}
+	return t.Roofline(0), slow, nil
+}

@@ -1,0 +1,144 @@
+package partition
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"tofuc/analysis/cost"
+	"tofuc/lang/ir"
+)
+
+// Objectives a search can minimise.
+const (
+	Bytes = "bytes" // bytes communicated per step
+	Time  = "time"  // simulated seconds per step on a topology
+)
+
+// DefaultMCMCSteps is the number of proposals of the time refinement.
+const DefaultMCMCSteps = 200
+
+// Simulate sets r.Sim: r's plan simulated on t.
+func Simulate(g *cost.Graph, r *Result, t *cost.Topology) error {
+	sim, err := g.Simulate(r.Plan, t)
+	if err != nil {
+		return err
+	}
+	r.Sim = sim
+	return nil
+}
+
+// score is r's value under the objective (lower is better).
+func score(r *Result, objective string) float64 {
+	if objective == Time {
+		return r.Sim.Seconds
+	}
+	return float64(r.Cost.CommBytes)
+}
+
+// MCMC says what the time refinement did.
+type MCMC struct {
+	Seed            uint64
+	Steps, Accepted int
+	// Before and After are the simulated seconds per step.
+	Before, After float64
+}
+
+// RefineTime improves a plan's simulated step time on t by a Markov chain
+// over the tensors' layouts (FlexFlow §5, from the best plan found): each
+// proposal changes one tied class of tensors at one step to another
+// layout (later steps kept where the tiles allow, else replicated), the
+// operators that read or write them taking their cheapest choices for
+// the new layouts; it is accepted when it is faster, or with probability
+// exp(-Δ/(0.05·t)) when it is slower by Δ from t seconds (Metropolis),
+// never when it exceeds the memory limit. The fastest plan seen is
+// returned; it is never slower than r's. Random choices come from seed.
+func RefineTime(g *cost.Graph, r *Result, t *cost.Topology, memory int64, seed uint64, steps int) (*Result, *MCMC, error) {
+	c := Coarsen(g)
+	classes := make([][]*ir.Value, c.nTensor)
+	for _, v := range g.Tensors() {
+		classes[c.tensorVar[v]] = append(classes[c.tensorVar[v]], v)
+	}
+	touches := map[*ir.Value][]*ir.Node{}
+	for _, n := range g.IR.Nodes {
+		for _, v := range append(slices.Clone(n.Inputs), n.Outputs...) {
+			touches[v] = append(touches[v], n)
+		}
+	}
+	if len(classes) == 0 || len(r.Plan.Factors) == 0 {
+		return r, &MCMC{Seed: seed, Before: r.Sim.Seconds, After: r.Sim.Seconds}, nil // nothing to move
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x70f0))
+	cur := *r
+	best := r
+	stats := &MCMC{Seed: seed, Steps: steps, Before: r.Sim.Seconds, After: r.Sim.Seconds}
+	for range steps {
+		next, err := propose(g, cur.Plan, classes[rng.IntN(len(classes))], touches, rng)
+		if err != nil {
+			continue // no other layout, or no choices suit it
+		}
+		cand, err := evaluate(g, next, t)
+		if err != nil || memory > 0 && cand.Cost.Memory.Peak > memory {
+			continue
+		}
+		delta := cand.Sim.Seconds - cur.Sim.Seconds
+		if delta > 0 && rng.Float64() >= math.Exp(-delta/(0.05*cur.Sim.Seconds)) {
+			continue
+		}
+		stats.Accepted++
+		cur.Plan, cur.Cost, cur.Sim = cand.Plan, cand.Cost, cand.Sim
+		if cand.Sim.Seconds < best.Sim.Seconds {
+			b := *r
+			b.Plan, b.Cost, b.Sim = cand.Plan, cand.Cost, cand.Sim
+			best = &b
+		}
+	}
+	stats.After = best.Sim.Seconds
+	return best, stats, nil
+}
+
+// propose changes the class's layout at a random step.
+func propose(g *cost.Graph, p *cost.Plan, class []*ir.Value, touches map[*ir.Value][]*ir.Node, rng *rand.Rand) (*cost.Plan, error) {
+	v := class[0]
+	i := rng.IntN(len(p.Factors))
+	tile := cost.TileShape(g.Shapes[v], p.Tensors[v][:i], p.Factors)
+	var other []int
+	for _, d := range g.Layouts(v, tile, p.Factors[i]) {
+		if d != p.Tensors[v][i] {
+			other = append(other, d)
+		}
+	}
+	if len(other) == 0 {
+		return nil, fmt.Errorf("no other layout")
+	}
+	next := clonePlan(p)
+	layouts := slices.Clone(p.Tensors[v])
+	layouts[i] = other[rng.IntN(len(other))]
+	for j := i + 1; j < len(p.Factors); j++ {
+		t := cost.TileShape(g.Shapes[v], layouts[:j], p.Factors)
+		if !slices.Contains(g.Layouts(v, t, p.Factors[j]), layouts[j]) {
+			layouts[j] = cost.Replicated
+		}
+	}
+	var nodes []*ir.Node
+	for _, u := range class {
+		next.Tensors[u] = slices.Clone(layouts)
+		for _, n := range touches[u] {
+			if !slices.Contains(nodes, n) {
+				nodes = append(nodes, n)
+			}
+		}
+	}
+	return next, rechoose(g, next, nodes)
+}
+
+// evaluate prices and simulates a plan.
+func evaluate(g *cost.Graph, p *cost.Plan, t *cost.Topology) (*Result, error) {
+	c, err := g.Evaluate(p)
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{Plan: p, Cost: c}
+	return r, Simulate(g, r, t)
+}

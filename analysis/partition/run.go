@@ -1,0 +1,90 @@
+package partition
+
+import (
+	"fmt"
+
+	"tofuc/analysis/cost"
+)
+
+// Outcome is what tofuc partition reports: the search's plan, the
+// baselines, the plan chosen among them, the memory trade-off and, with
+// the time objective, the refinement.
+type Outcome struct {
+	Searched  *Result // the search's own plan, within the memory limit if it can
+	Best      *Result // the chosen plan (Choose, then RefineTime with the time objective)
+	Baselines map[string]*Result
+	TradeOff  []TradeOffRow
+	MCMC      *MCMC // nil with the bytes objective
+	Topology  *cost.Topology
+	Objective string
+}
+
+// Run searches, runs the baselines, simulates every plan on the topology,
+// chooses the best under the objective and the memory limit (Choose),
+// refines it by MCMC with the time objective, and, when tradeOff, adds
+// the memory trade-off table.
+func Run(g *cost.Graph, devices int, opt Options, tradeOff bool) (*Outcome, error) {
+	out := &Outcome{Baselines: map[string]*Result{}, Topology: opt.Topology, Objective: opt.Objective}
+	if out.Topology == nil {
+		out.Topology = cost.Topologies[DefaultTopology]
+	}
+	if out.Objective == "" {
+		out.Objective = Bytes
+	}
+	var err error
+	if out.Searched, err = Search(g, devices, opt); err != nil {
+		return nil, err
+	}
+	base := opt
+	base.Progress = nil
+	for _, b := range Baselines {
+		if out.Baselines[b], err = Baseline(g, b, devices, base); err != nil {
+			return nil, fmt.Errorf("baseline %s: %v", b, err)
+		}
+	}
+	for _, r := range append([]*Result{out.Searched}, out.baselineList()...) {
+		if err := Simulate(g, r, out.Topology); err != nil {
+			return nil, err
+		}
+	}
+	if out.Best, err = Choose(g, out.Searched, out.Baselines, opt.Memory, out.Objective, out.Topology); err != nil {
+		return nil, err
+	}
+	if out.Objective == Time {
+		steps := opt.MCMCSteps
+		if steps == 0 {
+			steps = DefaultMCMCSteps
+		}
+		if out.Best, out.MCMC, err = RefineTime(g, out.Best, out.Topology, opt.Memory, opt.Seed, steps); err != nil {
+			return nil, err
+		}
+	}
+	if tradeOff {
+		var free *Result
+		if out.Searched.Memory == "" {
+			free = out.Searched // the unconstrained plan fitted
+		}
+		if out.TradeOff, err = TradeOff(g, devices, base, free, out.Best); err != nil {
+			return nil, err
+		}
+		for _, row := range out.TradeOff {
+			if row.Result != nil && row.Result.Sim == nil {
+				if err := Simulate(g, row.Result, out.Topology); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func (o *Outcome) baselineList() []*Result {
+	var out []*Result
+	for _, b := range Baselines {
+		out = append(out, o.Baselines[b])
+	}
+	return out
+}
+
+// DefaultTopology is the profile plans are simulated on by default.
+const DefaultTopology = "h100-nvlink"
