@@ -12,17 +12,19 @@ import (
 )
 
 // tiledModel has contractions at shapes that are not multiples of the
-// tile: a matmul (67×130 by 130×45), a batch matmul, a strided and padded
+// tile: a matmul (67×130 by 130×45), one of several tiles each way
+// (130×150 by 150×100), a batch matmul, a strided and padded
 // convolution, and a matmul whose launch also computes a bias, a
 // residual and a ReLU (the tiled form's epilogue).
 const tiledModel = `
-model tiled(a: f32[67, 130], b: f32[130, 45], x: f32[3, 37, 70], y: f32[3, 70, 29],
+model tiled(a: f32[67, 130], b: f32[130, 45], c: f32[130, 150], d: f32[150, 100], x: f32[3, 37, 70], y: f32[3, 70, 29],
             img: f32[2, 5, 13, 11], w: f32[7, 5, 3, 3], bias: f32[45], res: f32[67, 45]) {
     mm = matmul(a, b)
+    big = matmul(c, d)
     bmm = batch_matmul(x, y)
     conv = conv2d<strides = [2, 2], pads = [1, 1, 1, 1]>(img, w)
     fused = relu(matmul(a, b) + bias + res)
-    return mm, bmm, conv, fused
+    return mm, big, bmm, conv, fused
 }
 `
 
@@ -31,12 +33,31 @@ model tiled(a: f32[67, 130], b: f32[130, 45], x: f32[3, 37, 70], y: f32[3, 70, 2
 // reordered sums of the depth (tensor.Reordered, docs/codegen.md), and
 // checks that every contraction uses the tiled form.
 func TestTiledContractions(t *testing.T) {
+	runTiled(t, tiledModel, []string{"mm", "big", "bmm", "conv", "+relu"},
+		map[string]int{"mm": 130, "big": 150, "bmm": 70, "conv": 5 * 3 * 3, "fused": 130})
+}
+
+// TestTiledGridStride has more tiles (66000 batch indices) than a grid
+// has blocks (65535): the blocks stride over the tiles.
+func TestTiledGridStride(t *testing.T) {
+	runTiled(t, `
+model many(x: f32[66000, 3, 5], y: f32[66000, 5, 2]) {
+    return batch_matmul(x, y)
+}
+`, []string{"batch_matmul"}, nil)
+}
+
+// runTiled compiles the model src, checks that every contraction is tiled
+// and that one computes each of the named nodes, and compares the simt
+// runtime's outputs with the interpreter's within tensor.Reordered of
+// each output's depth (5 when not given).
+func runTiled(t *testing.T, src string, nodes []string, depth map[string]int) {
 	tl := tools(t)
 	prog, err := check.NewProgram()
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := prog.LoadSource("tiled.tdl", []byte(tiledModel))
+	m, err := prog.LoadSource("tiled.tdl", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +80,7 @@ func TestTiledContractions(t *testing.T) {
 			tiled[k.Label] = true
 		}
 	}
-	for _, node := range []string{"mm", "bmm", "conv", "+relu"} {
+	for _, node := range nodes {
 		found := false
 		for l := range tiled {
 			found = found || strings.Contains(l, node)
@@ -82,9 +103,12 @@ func TestTiledContractions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	depth := map[string]int{"mm": 130, "bmm": 70, "conv": 5 * 3 * 3, "fused": 130}
 	for name, w := range want.Outputs {
-		if err := tensor.Compare(got[name], w, tensor.Reordered(w.DType, depth[name])); err != nil {
+		n, ok := depth[name]
+		if !ok {
+			n = 5
+		}
+		if err := tensor.Compare(got[name], w, tensor.Reordered(w.DType, n)); err != nil {
 			t.Errorf("simt %s: %v", name, err)
 		}
 	}
