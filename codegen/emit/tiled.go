@@ -17,13 +17,11 @@ import (
 //	for each tile (batch b, rows [m0, m0+M), columns [n0, n0+N)), blocks striding:
 //	  C = 0                                     16 doubles a thread
 //	  for each stage of K values of the depth, from k0:
-//	    As[kk·M + m] = A[b, m0+m, k0+kk]         the block's threads together, the
+//	    As[kk·M + m] = A[b, m0+m, k0+kk]         f32, the block's threads together, the
 //	    Bs[kk·N + n] = B[b, n0+n, k0+kk]         lambdas evaluated, 0 past the edges
 //	    barrier
-//	    c = 0                                   16 floats a thread
-//	    for kk < K: c[i,j] = fma(As[kk·M + ty + i·M/4], Bs[kk·N + tx + j·N/4], c[i,j])
+//	    for kk < K: C[i,j] = fma(As[kk·M + ty + i·M/4], Bs[kk·N + tx + j·N/4], C[i,j])  in double
 //	    barrier
-//	    C += c                                  in double
 //	  epilogue: each of the thread's elements inside the output: its stages
 //	  with the sum replaced by C[i,j], stored
 //
@@ -48,8 +46,8 @@ func (f *fn) tiledLoop() {
 	as, bs := shared("as", t.K*t.M), shared("bs", t.K*t.N)
 	const mu = kernel.TileMicro
 	nacc := uint64(mu * mu)
-	fvec, dvec := types.NewVector(nacc, types.Float), types.NewVector(nacc, types.Double)
-	fma := f.m.declare("llvm.fma.v16f32", fvec, fvec, fvec, fvec)
+	dvec := types.NewVector(nacc, types.Double)
+	fma := f.m.declare("llvm.fma.v16f64", dvec, dvec, dvec, dvec)
 	tid := f.sreg("tid.x")
 	tx := f.b.NewURem(tid, i64(t.N/mu))
 	ty := f.b.NewUDiv(tid, i64(t.N/mu))
@@ -63,22 +61,24 @@ func (f *fn) tiledLoop() {
 			f.stageFactor(g.A, g.Rows, as, t.M, rows, m0, k0, tid, t)
 			f.stageFactor(g.B, g.Cols, bs, t.N, cols, n0, k0, tid, t)
 			f.barrier()
-			c := f.fold(i64(0), i64(t.K), i64(1), constant.NewZeroInitializer(fvec), func(kk, c value.Value) value.Value {
+			acc = f.fold(i64(0), i64(t.K), i64(1), acc, func(kk, acc value.Value) value.Value {
 				var a, b [mu]value.Value
 				for i := range a {
-					a[i] = f.sharedLoad(as, f.b.NewAdd(f.b.NewMul(kk, i64(t.M)), f.b.NewAdd(ty, i64(int64(i)*t.M/mu))))
-					b[i] = f.sharedLoad(bs, f.b.NewAdd(f.b.NewMul(kk, i64(t.N)), f.b.NewAdd(tx, i64(int64(i)*t.N/mu))))
+					a[i] = f.b.NewFPExt(f.sharedLoad(as, f.b.NewAdd(f.b.NewMul(kk, i64(t.M)), f.b.NewAdd(ty, i64(int64(i)*t.M/mu)))), types.Double)
+					b[i] = f.b.NewFPExt(f.sharedLoad(bs, f.b.NewAdd(f.b.NewMul(kk, i64(t.N)), f.b.NewAdd(tx, i64(int64(i)*t.N/mu)))), types.Double)
 				}
-				// Element i·4 + j multiplies a[i] by b[j].
-				var av, bv value.Value = constant.NewUndef(fvec), constant.NewUndef(fvec)
+				// Element i·4 + j multiplies a[i] by b[j]; the product of
+				// two floats is exact in double, so the fused multiply-add
+				// rounds as the interpreter's multiply and add do.
+				var av, bv value.Value = constant.NewUndef(dvec), constant.NewUndef(dvec)
 				for e := int64(0); e < int64(nacc); e++ {
 					av = f.b.NewInsertElement(av, a[e/mu], i32(e))
 					bv = f.b.NewInsertElement(bv, b[e%mu], i32(e))
 				}
-				return f.b.NewCall(fma, av, bv, c)
+				return f.b.NewCall(fma, av, bv, acc)
 			})
 			f.barrier()
-			return f.b.NewFAdd(acc, f.b.NewFPExt(c, dvec))
+			return acc
 		})
 		f.loop(i64(0), i64(int64(nacc)), i64(1), func(e value.Value) {
 			gm := f.b.NewAdd(m0, f.b.NewAdd(ty, f.b.NewMul(f.b.NewUDiv(e, i64(mu)), i64(t.M/mu))))
