@@ -167,7 +167,7 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	idx := len(b.p.Kernels)
 	b.kernelOf[name] = idx
 	b.units = append(b.units, k)
-	pk := plan.Kernel{Name: name, Label: k.Label, Kind: k.Kind.String(), Form: k.Form.String(), Elements: k.Elements, Sync: k.Form == kernel.Blocks}
+	pk := plan.Kernel{Name: name, Label: k.Label, Kind: k.Kind.String(), Form: k.Form.String(), Elements: k.Elements, Sync: k.Form.Sync() && !k.PackOnly}
 	pk.Grid, pk.Block, pk.Shared = geometry(k)
 	pk.HostRange, pk.HostGrain = emit.HostRange(k)
 	if k.PackOnly {
@@ -216,13 +216,18 @@ func kernelName(k *kernel.Kernel) (string, error) {
 // threadsPerBlock (fewer, a multiple of 32, for small outputs); Blocks
 // kernels a block per output element with the smallest power of two of
 // threads, from 32 to threadsPerBlock, that covers the reduction range.
-// Grids are capped at maxGrid blocks: the kernels stride over the rest.
+// Tiled kernels a block per tile (kernel.GEMM.Tile). Grids are capped at
+// maxGrid blocks: the kernels stride over the rest.
 const (
 	threadsPerBlock = 256
 	maxGrid         = 65535
 )
 
 func geometry(k *kernel.Kernel) (grid, block, shared int64) {
+	if k.Form == kernel.Tiled {
+		t := k.GEMM.Tile()
+		return min(t.Tiles, maxGrid), t.Threads, t.SharedBytes()
+	}
 	if k.Form == kernel.Blocks {
 		block = 32
 		for block < threadsPerBlock && block < k.ReduceLen {

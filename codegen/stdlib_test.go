@@ -201,13 +201,19 @@ func TestStdlibCompiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%d cases, %d launches, %d distinct kernels in %d modules", len(cases), c.Stats.Kernels, c.Stats.Distinct, c.Stats.Modules)
-			blocks := 0
+			blocks, tiled := 0, 0
 			for _, k := range c.Plan.Kernels {
-				if k.Form == "blocks" {
+				switch k.Form {
+				case "blocks":
 					blocks++
+				case "tiled":
+					tiled++
 				}
 			}
-			t.Logf("%d kernels split reductions over blocks", blocks)
+			t.Logf("%d kernels split reductions over blocks, %d contractions are tiled", blocks, tiled)
+			if dt == lang.F32 && tiled < 10 {
+				t.Errorf("only %d kernels are tiled contractions", tiled)
+			}
 			if ps.large && blocks < 20 {
 				t.Errorf("only %d kernels of the long-row pass reduce over blocks", blocks)
 			}

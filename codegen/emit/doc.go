@@ -8,8 +8,9 @@
 //     special registers (llvm.nvvm.read.ptx.sreg.*), Blocks kernels
 //     combine partial reductions with warp shuffles
 //     (llvm.nvvm.shfl.sync.bfly.i32) and a shared array in address space
-//     3, with barriers (llvm.nvvm.barrier0) only where every thread of
-//     the block arrives. llc turns it into PTX; codegen/simt retargets the
+//     3, Tiled kernels stage the factors of a contraction in shared
+//     arrays (tiled.go), with barriers (llvm.nvvm.barrier0) only where
+//     every thread of the block arrives. llc turns it into PTX; codegen/simt retargets the
 //     same IR to the host.
 //   - Host: each kernel is `void NAME(i8** args, i64 begin, i64 end)`,
 //     computing output elements [begin, end) in one thread; the runtime

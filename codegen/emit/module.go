@@ -145,6 +145,8 @@ func (f *fn) gpuFunc(name string) {
 		// Packing is for the host's micro-kernel: nothing on a GPU.
 	case f.k.Form == kernel.Blocks:
 		f.blocksLoop()
+	case f.k.Form == kernel.Tiled:
+		f.tiledLoop()
 	default:
 		tid := f.b.NewAdd(f.b.NewMul(f.sreg("ctaid.x"), f.sreg("ntid.x")), f.sreg("tid.x"))
 		stride := f.b.NewMul(f.sreg("nctaid.x"), f.sreg("ntid.x"))

@@ -126,6 +126,9 @@ func (b *builder) classify() {
 	}
 	k.Form = Threads
 	k.GEMM = b.gemm()
+	if k.GEMM != nil {
+		k.Form = Tiled
+	}
 	k.Reductions = nil
 }
 

@@ -177,3 +177,51 @@ func varRefs(e ir.Expr) map[*ir.Var]bool {
 	})
 	return out
 }
+
+// Tile is how the GPU flavour tiles a contraction (the Tiled form): a
+// block of Threads threads computes M rows × N columns of the output
+// for one batch index, each thread a TileMicro × TileMicro micro-tile
+// (rows ty + i·M/TileMicro, columns tx + j·N/TileMicro), and the depth
+// is walked in stages of K values of both factors in shared memory.
+type Tile struct {
+	M, N, K  int64
+	Threads  int64
+	RowTiles int64 // tiles along the rows, ⌈rows/M⌉
+	ColTiles int64 // tiles along the columns, ⌈cols/N⌉
+	Tiles    int64 // batch · RowTiles · ColTiles
+}
+
+// Tile rule (docs/codegen.md): a side of the tile is the smallest of 16,
+// 32 and 64 covering the output's extent on that side (64 above), and a
+// tile has at least 32 threads (a 16 × 16 tile becomes 16 × 32); the
+// depth is staged TileK at a time.
+const (
+	TileMicro = 4
+	TileK     = 16
+	TileMax   = 64
+)
+
+// Tile is the tiling of g (the rule above).
+func (g *GEMM) Tile() Tile {
+	side := func(n int64) int64 {
+		s := int64(16)
+		for s < TileMax && s < n {
+			s *= 2
+		}
+		return s
+	}
+	rows, cols := Extent(g.Rows), Extent(g.Cols)
+	t := Tile{M: side(rows), N: side(cols), K: TileK}
+	if t.M*t.N < 32*TileMicro*TileMicro {
+		t.N *= 2
+	}
+	t.Threads = t.M / TileMicro * (t.N / TileMicro)
+	t.RowTiles = (rows + t.M - 1) / t.M
+	t.ColTiles = (cols + t.N - 1) / t.N
+	t.Tiles = Extent(g.Batch) * t.RowTiles * t.ColTiles
+	return t
+}
+
+// SharedBytes is the static shared memory of a Tiled kernel: a stage of
+// each factor in f32, K × M and K × N floats.
+func (t Tile) SharedBytes() int64 { return 4 * t.K * (t.M + t.N) }

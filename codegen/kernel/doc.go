@@ -22,6 +22,8 @@
 // per output element (grid-stride), or, for a reduction whose range is at
 // least BlockReduceMin, a block per output element whose threads split
 // the reduction's range and combine it with warp shuffles and shared
-// memory. The host flavour runs the same loop nest over a range of output
+// memory, or, for a contraction with a GEMM description, a block per
+// tile of the output with the depth staged through shared memory
+// (Tiled, GEMM.Tile). The host flavour runs the same loop nest over a range of output
 // elements per call.
 package kernel

@@ -34,9 +34,15 @@ const (
 	// Blocks: a block per output element; its top-level reductions are
 	// split over the block's threads.
 	Blocks
+	// Tiled: a contraction (GEMM not nil); a block per tile of the
+	// output (GEMM.Tile), the depth staged through shared memory.
+	Tiled
 )
 
-func (f Form) String() string { return [...]string{"threads", "blocks"}[f] }
+func (f Form) String() string { return [...]string{"threads", "blocks", "tiled"}[f] }
+
+// Sync reports whether the form's threads meet at barriers or shuffles.
+func (f Form) Sync() bool { return f == Blocks || f == Tiled }
 
 // BlockReduceMin is the smallest reduction range a Blocks kernel splits
 // over a block; shorter ones run in one thread.
