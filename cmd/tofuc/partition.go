@@ -43,7 +43,9 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
-	f.tradeOff = true
+	// The trade-off table is the report's (several more searches, most
+	// of the command's time); the summary does not print it.
+	f.tradeOff = f.reportDir != ""
 	factors, err := f.validate(fs.NArg(), fs.Changed)
 	if err != nil {
 		return usageError(stderr, "partition", "%v", err)
