@@ -172,13 +172,16 @@ func noInputs(t *ir.Tensor) (kernel.Binding, error) {
 func (b *builder) scheduleKernel(s *schedule.Schedule, k int) (*kernel.Kernel, error) {
 	kern := s.Kernels[k]
 	root := kern.Root()
-	stages := []kernel.Stage{{Inst: root.Inst, Def: kern.Def, Bind: b.binder(root, nil)}}
+	recomputed := func(n *ir.Node) func(*ir.Def) bool {
+		return func(d *ir.Def) bool { return s.Recomputed(n, d) }
+	}
+	stages := []kernel.Stage{{Inst: root.Inst, Def: kern.Def, Bind: b.binder(root, nil), Recomputed: recomputed(root)}}
 	for i, n := range kern.Nodes[1:] {
 		prev := kern.Nodes[i].Outputs[0]
 		if i == 0 {
 			prev = kern.Root().Outputs[outputIndex(root, kern.Def)]
 		}
-		stages = append(stages, kernel.Stage{Inst: n.Inst, Def: n.Inst.Outputs[0], Bind: b.binder(n, prev)})
+		stages = append(stages, kernel.Stage{Inst: n.Inst, Def: n.Inst.Outputs[0], Bind: b.binder(n, prev), Recomputed: recomputed(n)})
 	}
 	var out any
 	if v := kern.Out(); v != nil {

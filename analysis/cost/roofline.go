@@ -94,7 +94,7 @@ func EstimateKernel(s *schedule.Schedule, k int, d Device) (KernelEstimate, erro
 	f, err := DefFLOPs(kern.Def)
 	if err == nil && schedule.Launches(root.Inst)[0] == kern.Def {
 		for _, l := range root.Inst.Locals {
-			if schedule.Inlined(root.Inst, l) {
+			if s.Recomputed(root, l) {
 				lf, lerr := DefFLOPs(l)
 				if err = lerr; err == nil {
 					f, err = checkedAdd(f, lf)

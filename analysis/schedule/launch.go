@@ -136,7 +136,7 @@ func (s *Schedule) readTensor(n *ir.Node, t *ir.Tensor, add func(Operand), visit
 	l := Local(n.Inst, t)
 	switch {
 	case l == nil:
-	case !Inlined(n.Inst, l):
+	case !s.Recomputed(n, l):
 		add(Operand{Local: l})
 	case !visited[l]:
 		walk(l)

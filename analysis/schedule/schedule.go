@@ -23,6 +23,21 @@ type Schedule struct {
 	// ready is the kernel after which a value can be read (a view's, its
 	// input's); absent: before every kernel.
 	ready map[*ir.Value]int
+	// precomputedLocal holds the locals that Inlined would recompute but
+	// that are computed once with the weights instead (see Build).
+	precomputedLocal map[nodeLocal]bool
+}
+
+// nodeLocal is a local of one node's instance (instances may be shared).
+type nodeLocal struct {
+	n *ir.Node
+	d *ir.Def
+}
+
+// Recomputed reports whether local d of node n is recomputed where it is
+// read rather than read from a buffer.
+func (s *Schedule) Recomputed(n *ir.Node, d *ir.Def) bool {
+	return Inlined(n.Inst, d) && !s.precomputedLocal[nodeLocal{n, d}]
 }
 
 // Kernel is one launch: a Def of a node's instance (a materialised local
@@ -43,7 +58,8 @@ func (k *Kernel) Root() *ir.Node { return k.Nodes[0] }
 
 // Build schedules g.
 func Build(g *ir.Graph) *Schedule {
-	s := &Schedule{Graph: g, Uses: map[*ir.Value]int{}, KernelOfValue: map[*ir.Value]int{}, producer: map[*ir.Value]*ir.Node{}, ready: map[*ir.Value]int{}}
+	s := &Schedule{Graph: g, Uses: map[*ir.Value]int{}, KernelOfValue: map[*ir.Value]int{}, producer: map[*ir.Value]*ir.Node{}, ready: map[*ir.Value]int{},
+		precomputedLocal: map[nodeLocal]bool{}}
 	for _, n := range g.Nodes {
 		for _, v := range n.Inputs {
 			s.Uses[v]++
@@ -73,10 +89,20 @@ func Build(g *ir.Graph) *Schedule {
 			}
 			continue
 		}
+		// A local computed from the weights alone runs once with them
+		// when it is materialised anyway, or when it is smaller than
+		// the node's output, so that each of its elements would be
+		// recomputed for many outputs (a batch norm's per-channel
+		// scale: a square root and a division per element otherwise).
 		onWeights := weightLocals(n, weight)
 		for _, d := range n.Inst.Locals {
-			if onWeights[d] && !Inlined(n.Inst, d) {
+			if !onWeights[d] {
+				continue
+			}
+			reused := !precomputed && smaller(d, n)
+			if !Inlined(n.Inst, d) || reused {
 				s.Kernels = append(s.Kernels, &Kernel{Nodes: []*ir.Node{n}, Def: d, Precomputed: true})
+				s.precomputedLocal[nodeLocal{n, d}] = true
 			}
 		}
 		if k := s.fusionTarget(n, onWeights); k >= 0 && !precomputed {
@@ -214,6 +240,25 @@ func weightLocals(n *ir.Node, weight map[*ir.Value]bool) map[*ir.Def]bool {
 		}
 	}
 	return out
+}
+
+// smaller reports whether local d has fewer elements than n's first
+// output (both of known extents).
+func smaller(d *ir.Def, n *ir.Node) bool {
+	count := func(shape []lang.Dim) (int64, bool) {
+		size := int64(1)
+		for _, x := range shape {
+			c, ok := x.IsConst()
+			if !ok {
+				return 0, false
+			}
+			size *= c
+		}
+		return size, true
+	}
+	local, ok1 := count(d.Tensor.Shape)
+	out, ok2 := count(n.Outputs[0].Shape)
+	return ok1 && ok2 && local < out
 }
 
 // readyAt is the last kernel that vs wait for (-1: none).

@@ -167,3 +167,39 @@ func TestElementwiseChainIsOneKernel(t *testing.T) {
 		t.Fatalf("kernels of %v nodes, want one of 6", sizes)
 	}
 }
+
+// TestBatchNormScaleRunsWithTheWeights: the per-channel scale of a batch
+// norm fused into its convolution (a local computed from the weights
+// alone, small enough to recompute) is computed once with the weights
+// and read by the fused kernel, not recomputed (a square root and a
+// division) for every output element.
+func TestBatchNormScaleRunsWithTheWeights(t *testing.T) {
+	src := `model m<batch = 1>(x: f32[batch, 8, 6, 6]) {
+    w = param f32[16, 8, 3, 3]
+    s = param f32[16]
+    b = param f32[16]
+    mu = param f32[16]
+    v = param f32[16]
+    return relu(batch_norm(conv2d<pads = [1, 1, 1, 1]>(x, w), s, b, mu, v))
+}
+`
+	s := schedule.Build(load(t, src, 1))
+	var perRun []*schedule.Kernel
+	precomputed := 0
+	for _, k := range s.Kernels {
+		if k.Precomputed {
+			precomputed++
+			continue
+		}
+		perRun = append(perRun, k)
+	}
+	if len(perRun) != 1 || len(perRun[0].Nodes) != 3 || precomputed != 1 {
+		t.Fatalf("%d kernels per run (want one of conv, batch norm and relu), %d precomputed (want the scale)", len(perRun), precomputed)
+	}
+	bn := perRun[0].Nodes[1]
+	for _, d := range bn.Inst.Locals {
+		if s.Recomputed(bn, d) {
+			t.Errorf("local %s of the batch norm is recomputed for every element", d.Tensor.Name)
+		}
+	}
+}

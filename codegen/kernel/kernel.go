@@ -55,8 +55,19 @@ type Stage struct {
 	// Inst's only output.
 	Def *ir.Def
 	// Bind says where each input of Inst, and each local of Inst that is
-	// materialised (schedule.Launches), comes from.
+	// not recomputed, comes from.
 	Bind func(t *ir.Tensor) (Binding, error)
+	// Recomputed says whether a local is recomputed where it is read;
+	// nil: schedule.Inlined (a schedule may precompute some of those,
+	// Schedule.Recomputed).
+	Recomputed func(*ir.Def) bool
+}
+
+func (st Stage) recomputed(d *ir.Def) bool {
+	if st.Recomputed != nil {
+		return st.Recomputed(d)
+	}
+	return schedule.Inlined(st.Inst, d)
 }
 
 // Binding is where a tensor a kernel reads comes from: exactly one field
@@ -230,7 +241,7 @@ func (b *builder) bindStage(i int, st Stage) error {
 		}
 	}
 	for _, d := range st.Inst.Locals {
-		if schedule.Inlined(st.Inst, d) {
+		if st.recomputed(d) {
 			b.k.source[d.Tensor] = Source{Arg: -1, Stage: -1, Local: d}
 			continue
 		}
