@@ -221,8 +221,15 @@ func (f *fn) packB(g *kernel.GEMM, s gemmShape, bp, pc, kc, jc, nc value.Value, 
 			f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
 			f.loop(i64(0), nc, i64(s.nr), func(j0 value.Value) {
 				row := f.b.NewGetElementPtr(types.Float, bp, f.b.NewAdd(f.b.NewMul(j0, kc), f.b.NewMul(ks, i64(s.nr))))
-				f.forRange(f.b.NewAdd(jc, j0), f.smin(i64(s.nr), f.b.NewSub(nc, j0)), g.Cols, func(jj value.Value) {
-					f.b.NewStore(f.factorF32(g.B), f.b.NewGetElementPtr(types.Float, row, jj))
+				count := f.smin(i64(s.nr), f.b.NewSub(nc, j0))
+				if len(g.Cols) == 0 {
+					f.loop(i64(0), count, i64(1), func(jj value.Value) {
+						f.b.NewStore(f.factorF32(g.B), f.b.NewGetElementPtr(types.Float, row, jj))
+					})
+					return
+				}
+				f.forRuns(f.b.NewAdd(jc, j0), count, g.Cols, func(t, run value.Value) {
+					f.packRun(g.B, g.Cols[len(g.Cols)-1], f.b.NewGetElementPtr(types.Float, row, t), run)
 				})
 			})
 		})
@@ -269,7 +276,21 @@ func (f *fn) forRange(start, count value.Value, vars []*tir.Var, body func(t val
 		return
 	}
 	inner := vars[len(vars)-1]
-	n := extent(inner)
+	f.forRuns(start, count, vars, func(t, run value.Value) {
+		z0 := f.vars[inner]
+		f.loop(i64(0), run, i64(1), func(u value.Value) {
+			f.vars[inner] = f.b.NewAdd(z0, u)
+			body(f.b.NewAdd(t, u))
+		})
+	})
+}
+
+// forRuns visits the flat indices [start, start+count) of the row-major
+// index space of vars (at least one) in runs of the innermost variable:
+// body(t, run) with vars bound at the run's first index, t its offset
+// from start and run its length.
+func (f *fn) forRuns(start, count value.Value, vars []*tir.Var, body func(t, run value.Value)) {
+	inner := vars[len(vars)-1]
 	pre := f.b
 	head, seg, exit := f.f.NewBlock(""), f.f.NewBlock(""), f.f.NewBlock("")
 	pre.NewBr(head)
@@ -277,16 +298,103 @@ func (f *fn) forRange(start, count value.Value, vars []*tir.Var, body func(t val
 	head.NewCondBr(head.NewICmp(enum.IPredSLT, t, count), seg, exit)
 	f.b = seg
 	f.unflatten(f.b.NewAdd(start, t), vars, extents(vars))
-	z0 := f.vars[inner]
-	run := f.smin(f.b.NewSub(i64(n), z0), f.b.NewSub(count, t))
-	f.loop(i64(0), run, i64(1), func(u value.Value) {
-		f.vars[inner] = f.b.NewAdd(z0, u)
-		body(f.b.NewAdd(t, u))
-	})
+	run := f.smin(f.b.NewSub(i64(extent(inner)), f.vars[inner]), f.b.NewSub(count, t))
+	body(t, run)
 	next := f.b.NewAdd(t, run)
 	f.b.NewBr(head)
 	t.Incs = append(t.Incs, ir.NewIncoming(next, f.b))
 	f.b = exit
+}
+
+// packRun stores run values of factor at dst[0, run), the variable inner
+// advancing from its bound value. A factor that is one f32 read, affine
+// in inner with a coefficient of at least zero in every checked index and
+// zero out of range, is copied in three loops: zeros before the part of
+// the run where every index is in range, unchecked loads within it (a
+// vector copy where the read is contiguous), zeros after; rather than an
+// index check per element (a convolution's padding).
+func (f *fn) packRun(factor tir.Expr, inner *tir.Var, dst, run value.Value) {
+	z0 := f.vars[inner]
+	at := func(u value.Value) value.Value { return f.b.NewGetElementPtr(types.Float, dst, u) }
+	a, arg, steps, ok := f.affineRead(factor, inner)
+	if !ok {
+		f.loop(i64(0), run, i64(1), func(u value.Value) {
+			f.vars[inner] = f.b.NewAdd(z0, u)
+			f.b.NewStore(f.factorF32(factor), at(u))
+		})
+		return
+	}
+	shape := f.k.Args[arg].Shape
+	idx := make([]value.Value, len(a.Index))
+	for d, x := range a.Index {
+		idx[d] = f.exprTo(x, lang.I64) // at the run's first value
+	}
+	checked, _ := f.k.Checked(a)
+	var lo, hi value.Value = i64(0), run
+	smax := func(x, y value.Value) value.Value { return f.b.NewSelect(f.b.NewICmp(enum.IPredSGT, x, y), x, y) }
+	// ceilPos is ⌈x/s⌉ for x > 0, else 0.
+	ceilPos := func(x value.Value, s int64) value.Value {
+		q := f.b.NewSDiv(f.b.NewAdd(x, i64(s-1)), i64(s))
+		return f.b.NewSelect(f.b.NewICmp(enum.IPredSGT, x, i64(0)), q, i64(0))
+	}
+	for d, c := range checked {
+		switch {
+		case !c:
+		case steps[d] == 0:
+			in := f.b.NewICmp(enum.IPredULT, idx[d], i64(shape[d]))
+			hi = f.b.NewSelect(in, hi, i64(0))
+		default:
+			lo = smax(lo, ceilPos(f.b.NewSub(i64(0), idx[d]), steps[d]))
+			hi = f.smin(hi, ceilPos(f.b.NewSub(i64(shape[d]), idx[d]), steps[d]))
+		}
+	}
+	lo = f.smin(lo, run)
+	hi = smax(hi, lo)
+	flat0 := flatIndex(f, idx, shape)
+	step, stride := int64(0), int64(1)
+	for d := len(shape) - 1; d >= 0; d-- {
+		step += steps[d] * stride
+		stride *= shape[d]
+	}
+	zero := constant.NewFloat(types.Float, 0)
+	f.loop(i64(0), lo, i64(1), func(u value.Value) { f.b.NewStore(zero, at(u)) })
+	f.loop(lo, hi, i64(1), func(u value.Value) {
+		src := f.b.NewGetElementPtr(types.Float, f.bufs[arg], f.b.NewAdd(flat0, f.b.NewMul(u, i64(step))))
+		f.b.NewStore(f.b.NewLoad(types.Float, src), at(u))
+	})
+	f.loop(hi, run, i64(1), func(u value.Value) { f.b.NewStore(zero, at(u)) })
+}
+
+// affineRead recognises factor as one read of an f32 argument whose
+// indices are affine, with inner's coefficient in each (steps) at least
+// zero where the index is checked, and that reads zero out of range (or
+// is never out of range).
+func (f *fn) affineRead(factor tir.Expr, inner *tir.Var) (a *tir.Access, arg int, steps []int64, ok bool) {
+	a, isAccess := factor.(*tir.Access)
+	if !isAccess || a.T.DType != lang.F32 {
+		return nil, 0, nil, false
+	}
+	src, found := f.k.Source(a.T)
+	if !found || src.Arg < 0 || !zeroDefault(a.Default) {
+		return nil, 0, nil, false
+	}
+	checked, _ := f.k.Checked(a)
+	steps = make([]int64, len(a.Index))
+	for d, x := range a.Index {
+		af, affine := tir.AffineOf(x, nil)
+		if !affine {
+			return nil, 0, nil, false
+		}
+		for _, term := range af.Terms {
+			if term.Var == inner {
+				steps[d] = term.Coef
+			}
+		}
+		if checked != nil && checked[d] && (steps[d] < 0 || a.Default == nil) {
+			return nil, 0, nil, false
+		}
+	}
+	return a, src.Arg, steps, true
 }
 
 // contiguousAlong reports whether the first tensor a factor reads is
