@@ -200,7 +200,7 @@ func (b *builder) scheduleKernel(s *schedule.Schedule, k int) (*kernel.Kernel, e
 		label += "+" + n.Name
 		ops += "+" + n.Inst.Op
 	}
-	if len(schedule.Launches(root.Inst)) > 1 {
+	if len(schedule.Launches(root.Inst)) > 1 || kern.Out() == nil {
 		label += "/" + kern.Def.Tensor.Name
 	}
 	label += " (" + ops + ")"

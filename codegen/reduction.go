@@ -73,11 +73,13 @@ func fold(reducer string, dt lang.DType, a, b ir.Expr) (ir.Expr, error) {
 	case "prod":
 		return bin(ir.OpMul, a, b, dt), nil
 	case "max", "min":
-		op := ir.OpGt
+		// a is read first, so that the kernel's arguments are the parts
+		// in order (kernel.Build numbers them as the body reads them).
+		op := ir.OpLt
 		if reducer == "min" {
-			op = ir.OpLt
+			op = ir.OpGt
 		}
-		take := bin(op, b, a, lang.Bool)
+		take := bin(op, a, b, lang.Bool)
 		if dt.IsFloat() {
 			take = bin(ir.OpOr, take, bin(ir.OpNe, b, b, lang.Bool), lang.Bool)
 		}

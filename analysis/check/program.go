@@ -63,6 +63,21 @@ func NewProgram() (*Program, error) {
 // StdOps returns the standard library's operators by name.
 func (p *Program) StdOps() map[string]*lang.OpDecl { return p.prelude }
 
+// Sources are the paths and contents of the files loaded besides the
+// standard library, sorted by path.
+func (p *Program) Sources() (paths []string, srcs [][]byte) {
+	for path := range p.modules {
+		if !strings.HasPrefix(path, StdPrefix) {
+			paths = append(paths, path)
+		}
+	}
+	sort.Strings(paths)
+	for _, path := range paths {
+		srcs = append(srcs, p.modules[path].Src)
+	}
+	return paths, srcs
+}
+
 // Load reads, parses and resolves the imports of the file at path.
 func (p *Program) Load(path string) (*Module, error) {
 	if strings.HasPrefix(path, StdPrefix) {

@@ -108,7 +108,7 @@ func EstimateKernel(s *schedule.Schedule, k int, d Device) (KernelEstimate, erro
 	ke.FLOPs = f
 	ke.Nodes = append(ke.Nodes, root.Name)
 	for _, n := range kern.Nodes[1:] {
-		f, err := InstanceFLOPs(n.Inst)
+		f, err := fusedFLOPs(s, n)
 		if err == nil {
 			ke.FLOPs, err = checkedAdd(ke.FLOPs, f)
 		}
@@ -142,4 +142,33 @@ func tensorBytes(dt lang.DType, shape []lang.Dim) int64 {
 		n *= c
 	}
 	return n
+}
+
+// fusedFLOPs are the FLOPs of a node fused into a kernel: its output and
+// the locals recomputed there (those precomputed with the weights run
+// once, not per launch).
+func fusedFLOPs(s *schedule.Schedule, n *ir.Node) (int64, error) {
+	total := int64(0)
+	for _, d := range n.Inst.Outputs {
+		f, err := DefFLOPs(d)
+		if err == nil {
+			total, err = checkedAdd(total, f)
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	for _, l := range n.Inst.Locals {
+		if !s.Recomputed(n, l) {
+			continue
+		}
+		f, err := DefFLOPs(l)
+		if err == nil {
+			total, err = checkedAdd(total, f)
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return total, nil
 }

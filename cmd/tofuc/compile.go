@@ -58,7 +58,8 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "compile", "%v", err)
 	}
-	if err := compileModel(fs.Arg(0), f, set, emit, stdout, stderr); err != nil {
+	compile := func(w io.Writer) error { return compileModel(fs.Arg(0), f, set, emit, w, stderr) }
+	if err := cachedCompile(fs.Arg(0), f, stdout, compile); err != nil {
 		return fail(stderr, err)
 	}
 	return exitOK

@@ -34,7 +34,7 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 func describeTools(stdout io.Writer) {
 	t, err := toolchain.Find()
 	if err != nil {
-		fmt.Fprintf(stdout, "llc:  %v\n", err)
+		fmt.Fprintf(stdout, "llc, opt, cc: %v\n", err)
 		return
 	}
 	fmt.Fprintf(stdout, "llc:  %s (%s)\nopt:  %s\ncc:   %s\n", t.LLC, t.LLCVersion, t.Opt, t.CC)

@@ -197,8 +197,8 @@ func (f *fn) gemmHost(begin, end value.Value) {
 }
 
 // packB stores B[k, jc+j] for k in [pc, pc+kc), j in [0, ncPad) (zero
-// past nc) as Bp[(k-pc)·ncPad + j], in f32, reading B along its
-// contiguous direction.
+// past nc) as Bp[(j/NR)·kc·NR + (k-pc)·NR + j%NR] (panels of NR
+// columns), in f32, reading B along its contiguous direction.
 func (f *fn) packB(g *kernel.GEMM, s gemmShape, bp, pc, kc, jc, nc value.Value, ncPad int64) {
 	// Bp is a sequence of panels of NR columns, each kc × NR floats, so
 	// that the micro-kernel reads one contiguous panel (L1-resident)

@@ -207,8 +207,10 @@ func cloneStage(st Stage) Stage {
 		orig[t] = st.Inst.Inputs[i]
 	}
 	def := st.Def
+	origDef := map[*ir.Def]*ir.Def{}
 	for i, d := range c.Locals {
 		orig[d.Tensor] = st.Inst.Locals[i].Tensor
+		origDef[d] = st.Inst.Locals[i]
 		if st.Inst.Locals[i] == st.Def {
 			def = d
 		}
@@ -219,7 +221,8 @@ func cloneStage(st Stage) Stage {
 		}
 	}
 	bind := st.Bind
-	return Stage{Inst: c, Def: def, Bind: func(t *ir.Tensor) (Binding, error) { return bind(orig[t]) }}
+	return Stage{Inst: c, Def: def, Bind: func(t *ir.Tensor) (Binding, error) { return bind(orig[t]) },
+		Recomputed: func(d *ir.Def) bool { return st.recomputed(origDef[d]) }}
 }
 
 type builder struct {

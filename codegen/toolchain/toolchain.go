@@ -152,6 +152,12 @@ func run(ctx context.Context, input []byte, name string, args ...string) ([]byte
 	return stdout.Bytes(), nil
 }
 
+// Identity names the tools as their outputs depend on them: llc's whole
+// --version (the host CPU included), opt and the C compiler.
+func (t *Tools) Identity() string {
+	return strings.Join([]string{t.llcIdentity, t.Opt, t.CC}, "\n")
+}
+
 // Target is what llc compiles for.
 type Target struct {
 	// Opt, when set, are the arguments of an opt run before llc (the

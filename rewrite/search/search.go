@@ -93,8 +93,8 @@ func (o *Optimizer) cost(g *ir.Graph) float64 {
 	return c
 }
 
-// minGain is the least relative improvement that makes a graph the new
-// best: rewrites that save less (a cost model's rounding, 53 batch-norm
+// minGain is the least relative improvement that makes a graph the
+// optimiser's new best (Exhaustive keeps the cheapest, whatever it saves): rewrites that save less (a cost model's rounding, 53 batch-norm
 // folds that the scheduler already fuses) are not worth a graph grown
 // several times over.
 const minGain = 1e-3
@@ -103,7 +103,7 @@ const minGain = 1e-3
 // in outside: a priority queue by cost, every candidate better than alpha
 // times the best so far enqueued, graphs seen before skipped (canonical
 // hash).
-func (o *Optimizer) backtrack(g *ir.Graph, outside map[string]bool, alpha float64, limit int) (state, int) {
+func (o *Optimizer) backtrack(g *ir.Graph, outside map[string]bool, alpha, gain float64, limit int) (state, int) {
 	start := state{g: g, cost: o.cost(g)}
 	best := start
 	q := &queue{start}
@@ -120,7 +120,7 @@ func (o *Optimizer) backtrack(g *ir.Graph, outside map[string]bool, alpha float6
 			seen[h] = true
 			explored++
 			n := state{g: c.g, cost: o.cost(c.g), steps: append(append([]Step(nil), s.steps...), Step{c.rule, c.site})}
-			if n.cost < best.cost*(1-minGain) {
+			if n.cost < best.cost*(1-gain) {
 				best = n
 			}
 			if n.cost < alpha*best.cost {
@@ -135,7 +135,7 @@ func (o *Optimizer) backtrack(g *ir.Graph, outside map[string]bool, alpha float6
 // and returns the cheapest, for comparison with the backtracking search.
 func (o *Optimizer) Exhaustive(g *ir.Graph, limit int) (*Outcome, error) {
 	t0 := time.Now()
-	best, n := o.backtrack(g, nil, 1e300, limit)
+	best, n := o.backtrack(g, nil, 1e300, 0, limit)
 	return o.outcome(g, best, n, 1, t0)
 }
 
@@ -157,14 +157,14 @@ func (o *Optimizer) Optimize(g *ir.Graph) (*Outcome, error) {
 	}
 	for i, part := range parts {
 		progress(i + 1)
-		s, n := o.backtrack(cur.g, complement(cur.g, part), o.opts.Alpha, o.opts.maxGraphs())
+		s, n := o.backtrack(cur.g, complement(cur.g, part), o.opts.Alpha, minGain, o.opts.maxGraphs())
 		explored += n
 		s.steps = append(cur.steps, s.steps...)
 		cur = s
 	}
 	if len(parts) > 1 {
 		progress(len(parts) + 1)
-		s, n := o.backtrack(cur.g, complement(cur.g, o.cutNeighbourhood(cur.g, parts)), o.opts.Alpha, o.opts.maxGraphs())
+		s, n := o.backtrack(cur.g, complement(cur.g, o.cutNeighbourhood(cur.g, parts)), o.opts.Alpha, minGain, o.opts.maxGraphs())
 		explored += n
 		s.steps = append(cur.steps, s.steps...)
 		cur = s

@@ -26,8 +26,6 @@ func Encode(t *tensor.Tensor, dst []byte) error {
 	for i := range t.Len() {
 		b := dst[i*size:]
 		switch t.DType {
-		case lang.F32:
-			le.PutUint32(b, math.Float32bits(float32(t.F[i])))
 		case lang.F64:
 			le.PutUint64(b, math.Float64bits(t.F[i]))
 		case lang.F16:
@@ -71,8 +69,6 @@ func Decode(dt lang.DType, shape []int, src []byte) (*tensor.Tensor, error) {
 	for i := range t.Len() {
 		b := src[i*size:]
 		switch dt {
-		case lang.F32:
-			t.F[i] = float64(math.Float32frombits(le.Uint32(b)))
 		case lang.F64:
 			t.F[i] = math.Float64frombits(le.Uint64(b))
 		case lang.F16:
