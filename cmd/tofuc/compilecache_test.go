@@ -24,6 +24,15 @@ func TestCompileCache(t *testing.T) {
 	if tools.Cache == nil {
 		t.Skip("the compile cache is off (TOFUC_CACHE=off)")
 	}
+	if err := os.MkdirAll(tools.Cache.Dir, 0o755); err != nil {
+		t.Skipf("the compile cache cannot be written: %v", err)
+	}
+	if probe, err := os.CreateTemp(tools.Cache.Dir, "probe-"); err != nil {
+		t.Skipf("the compile cache cannot be written: %v", err)
+	} else {
+		probe.Close()
+		os.Remove(probe.Name())
+	}
 	dir := t.TempDir()
 	model := filepath.Join(dir, "m.tdl")
 	write := func(factor string) {
