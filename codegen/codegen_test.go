@@ -14,6 +14,7 @@ import (
 	"tofuc/lang/ir"
 	"tofuc/runtime/cpu"
 	"tofuc/runtime/exec"
+	"tofuc/runtime/plan"
 	"tofuc/runtime/simt"
 	"tofuc/runtime/tensor"
 )
@@ -133,4 +134,35 @@ func TestExamplesOnOneDevice(t *testing.T) {
 			}
 		}
 	}
+}
+
+// loaded is a compiled plan loaded on one runtime.
+type loaded struct {
+	name string
+	p    *cpu.Program
+}
+
+// loadPlan loads plan p, compiled into dir, on the cpu runtime and, with
+// emulated, on the SIMT emulator too; they are closed when the test ends.
+func loadPlan(t *testing.T, p *plan.Plan, dir string, emulated bool) []loaded {
+	t.Helper()
+	host, err := cpu.NewHost(p, dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp, err := cpu.Load(p, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hp.Close() })
+	out := []loaded{{"cpu", hp}}
+	if emulated {
+		sp, err := simt.Load(p, dir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sp.Close() })
+		out = append(out, loaded{"simt", sp})
+	}
+	return out
 }

@@ -8,7 +8,6 @@ import (
 	"tofuc/analysis/partition/execution"
 	"tofuc/codegen"
 	"tofuc/lang"
-	"tofuc/runtime/cpu"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
 )
@@ -46,16 +45,7 @@ func TestPartitionedLayouts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			host, err := cpu.NewHost(comp.Plan, dir, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			hp, err := cpu.Load(comp.Plan, host)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer hp.Close()
-			got, err := hp.Run(inputs, want.Params)
+			got, err := loadPlan(t, comp.Plan, dir, false)[0].p.Run(inputs, want.Params)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,9 +11,7 @@ import (
 	"tofuc/codegen"
 	"tofuc/lang"
 	"tofuc/lang/ir"
-	"tofuc/runtime/cpu"
 	"tofuc/runtime/exec"
-	"tofuc/runtime/simt"
 	"tofuc/runtime/tensor"
 )
 
@@ -84,24 +82,7 @@ func TestPartitionedPlans(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				host, err := cpu.NewHost(comp.Plan, dir, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				hp, err := cpu.Load(comp.Plan, host)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer hp.Close()
-				sp, err := simt.Load(comp.Plan, dir, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer sp.Close()
-				for _, run := range []struct {
-					name string
-					p    *cpu.Program
-				}{{"cpu", hp}, {"simt", sp}} {
+				for _, run := range loadPlan(t, comp.Plan, dir, true) {
 					got, err := run.p.Run(inputs, want.Params)
 					if err != nil {
 						t.Fatalf("%s: %v", run.name, err)

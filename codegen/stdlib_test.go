@@ -19,9 +19,7 @@ import (
 	"tofuc/internal/opcase"
 	"tofuc/lang"
 	"tofuc/lang/ir"
-	"tofuc/runtime/cpu"
 	"tofuc/runtime/interp"
-	"tofuc/runtime/simt"
 	"tofuc/runtime/tensor"
 )
 
@@ -232,24 +230,7 @@ func TestStdlibCompiles(t *testing.T) {
 					inputs[fmt.Sprintf("%s.in%d", tc.name, i)] = x
 				}
 			}
-			host, err := cpu.NewHost(c.Plan, dir, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			hp, err := cpu.Load(c.Plan, host)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer hp.Close()
-			sp, err := simt.Load(c.Plan, dir, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sp.Close()
-			for _, run := range []struct {
-				name string
-				p    *cpu.Program
-			}{{"cpu", hp}, {"simt", sp}} {
+			for _, run := range loadPlan(t, c.Plan, dir, true) {
 				got, err := run.p.Run(inputs, nil)
 				if err != nil {
 					t.Fatalf("%s: %v", run.name, err)
