@@ -2,8 +2,10 @@ package codegen_test
 
 import (
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"tofuc/analysis/autodiff"
@@ -165,4 +167,31 @@ func loadPlan(t *testing.T, p *plan.Plan, dir string, emulated bool) []loaded {
 		out = append(out, loaded{"simt", sp})
 	}
 	return out
+}
+
+// TestNegativeExtentIsAnError: a tensor whose extent comes out negative
+// (a convolution's kernel taller than its padded input) is an error
+// naming it when the plan is built, before anything is compiled or
+// written, as on the interpreter; not an internal error of the plan.
+func TestNegativeExtentIsAnError(t *testing.T) {
+	prog, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := prog.LoadSource("neg.tdl", []byte("model neg(x: f32[1, 3, 1, 5]) {\n    w = param f32[5, 3, 7, 3]\n    return conv2d(x, w)\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Model("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	_, err = codegen.Compile(g, dir, codegen.Options{Emit: codegen.Emit{Host: true}, Tools: tools(t)})
+	if err == nil || !strings.Contains(err.Error(), "negative extent") || strings.Contains(err.Error(), "internal error") {
+		t.Fatalf("compiling a tensor of negative extent: %v", err)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("the failed compile wrote %s", dir)
+	}
 }

@@ -306,6 +306,9 @@ func concrete(name string, s []lang.Dim) ([]int64, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s has the symbolic shape %s: set its symbols (--set) before compiling", name, lang.ShapeString(s))
 		}
+		if n < 0 {
+			return nil, fmt.Errorf("%s has a negative extent: shape %s", name, lang.ShapeString(s))
+		}
 		out[i] = n
 	}
 	return out, nil
