@@ -14,9 +14,11 @@
 //     that runs when the weights are bound, not per run;
 //   - a node each of whose outputs reads one contiguous range of one input
 //     (IsView) is a view: no kernel, its outputs alias the input's memory;
-//   - an element-wise node (Elementwise) one of whose floating inputs has
-//     the node's shape, is produced by a kernel, has no other consumer and
-//     is not a graph output, joins that kernel: the value is computed in
-//     registers and never stored;
+//   - a node with one output and no reduction, one of whose floating
+//     inputs has the node's shape, is read only at the node's own index
+//     (fusibleOn), is produced by a kernel, has no other consumer and is
+//     not a graph output, joins that kernel: the value is computed in
+//     registers and never stored (its other inputs may be read anywhere:
+//     a broadcast bias or scale);
 //   - every other node starts a kernel.
 package schedule

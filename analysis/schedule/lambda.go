@@ -72,17 +72,12 @@ func shiftOf(x ir.Expr, v *ir.Var) bool {
 	return false
 }
 
-// Elementwise reports whether an instance computes each output element
-// from the elements at the same index of its full-rank inputs (lower-rank
-// inputs, such as a bias or a scalar, may be read anywhere): one output,
-// no locals, no reduction.
-func Elementwise(inst *ir.Instance) bool {
-	return len(inst.Locals) == 0 && elementwiseOutput(inst)
-}
-
-// elementwiseOutput is Elementwise for the output alone: locals may be
-// read, at any index.
-func elementwiseOutput(inst *ir.Instance) bool {
+// fusibleOn reports whether an instance can be evaluated on the value of
+// its input i held in registers at the output's index: one output, no
+// reduction or opaque call in it, and input i read only at the output's
+// own index. Its other inputs and locals, in buffers by then, may be read
+// at any index (a bias, a broadcast scale).
+func fusibleOn(inst *ir.Instance, i int) bool {
 	if len(inst.Outputs) != 1 {
 		return false
 	}
@@ -93,7 +88,7 @@ func elementwiseOutput(inst *ir.Instance) bool {
 		case *ir.Reduce, *ir.Opaque:
 			ok = false
 		case *ir.Access:
-			if len(e.Index) == len(d.Vars) && !identityIndex(e.Index, d.Vars) {
+			if e.T == inst.Inputs[i] && !identityIndex(e.Index, d.Vars) {
 				ok = false
 			}
 		}
@@ -103,6 +98,9 @@ func elementwiseOutput(inst *ir.Instance) bool {
 }
 
 func identityIndex(idx []ir.Expr, vars []*ir.Var) bool {
+	if len(idx) != len(vars) {
+		return false
+	}
 	for i, x := range idx {
 		r, isVar := x.(*ir.VarRef)
 		if !isVar || r.V != vars[i] {

@@ -194,9 +194,6 @@ func fromWeights(n *ir.Node, weight map[*ir.Value]bool) bool {
 // stay convex). The node's locals, if any, must be computed from the
 // weights alone (a batch norm's per-channel scale).
 func (s *Schedule) fusionTarget(n *ir.Node, onWeights map[*ir.Def]bool) int {
-	if !elementwiseOutput(n.Inst) {
-		return -1
-	}
 	for _, d := range n.Inst.Locals {
 		if !onWeights[d] {
 			return -1
@@ -204,7 +201,7 @@ func (s *Schedule) fusionTarget(n *ir.Node, onWeights map[*ir.Def]bool) int {
 	}
 	for i, v := range n.Inputs {
 		k, ok := s.KernelOfValue[v]
-		if ok && s.Uses[v] == 1 && v.DType.IsFloat() && lang.ShapeEqual(v.Shape, n.Outputs[0].Shape) &&
+		if ok && s.Uses[v] == 1 && v.DType.IsFloat() && lang.ShapeEqual(v.Shape, n.Outputs[0].Shape) && fusibleOn(n.Inst, i) &&
 			!s.Kernels[k].Precomputed && s.Kernels[k].Out() == v && s.readyAt(without(n.Inputs, i)...) < k {
 			return k
 		}

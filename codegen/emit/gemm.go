@@ -35,10 +35,10 @@ import (
 // micro-kernel keeps MR × 2 vectors of C in registers (MR = 8 with
 // AVX-512's 32 registers, else 6 of 16) over NR = 2·VL columns; KC = 256
 // keeps a panel of Bp (KC·NR floats, contiguous) in L1; a task's columns
-// nc keep Bp (KC·nc floats) within 512 KiB of L2, at most 512 and a
-// multiple of 64 (C, rows·nc doubles, is streamed once per block), and
-// there are at least four tasks where the columns allow, so that every
-// thread has work. Products accumulate in f32 with
+// nc keep Bp (KC·nc floats) within 512 KiB of L2, at most 512 (C,
+// rows·nc doubles, is streamed once per block), dealt out in equal
+// shares of 32 columns, and there are at least four tasks where the
+// columns allow, so that every thread has work (blocking). Products accumulate in f32 with
 // fused multiply-adds within a block of KC, and the blocks' sums are
 // added in double: a contraction's result differs from the interpreter's
 // (which sums in float64) within the reordered-sum tolerance.
@@ -82,28 +82,51 @@ func newGemmShape(g *kernel.GEMM) gemmShape {
 
 // blocking is how a contraction's work is split into tasks: batch
 // indices × chunks of rows × chunks of columns. It depends on the shapes
-// only, so that every host gets the same tasks. A task's columns keep
-// its results (doubles) and a packed block of the column factor within
-// the budget, at most gemmMaxNC and a multiple of 64; rows are split (in
-// multiples of 24, whole strips of any host's MR) only when batch and
-// columns give fewer than four tasks, so that every thread has work.
+// only, so that every host gets the same tasks. Columns are dealt out in
+// quanta of gemmColQuantum (a whole number of any host's NR) as evenly
+// as the quanta allow, so that tasks take equal time: a task's columns
+// keep its results (doubles) and a packed block of the column factor
+// within the budget, at most gemmMaxNC, and the column chunks are a
+// multiple of four when there are several, so that two or four threads
+// get equal shares. Rows are split (in multiples of 24, whole strips of
+// any host's MR) only when batch and columns give fewer than four tasks,
+// so that every thread has work.
 type blocking struct {
-	cols1, colChunks, rows1, rowChunks int64
+	quanta, colChunks, rows1, rowChunks int64
+	cols1                               int64 // the widest chunk's columns
 }
 
+const gemmColQuantum = 32
+
 func newBlocking(rows, cols, batch int64) blocking {
+	quanta := max(1, (cols+gemmColQuantum-1)/gemmColQuantum)
 	nc := int64(min(gemmMaxNC, max(64, gemmBudget/(4*gemmKC)/64*64)))
-	if perTask := (cols + 3) / 4; batch < 4 {
-		nc = min(nc, max(64, (perTask+63)/64*64))
+	chunks := (cols + nc - 1) / nc
+	if batch < 4 {
+		chunks = max(chunks, min(4, (cols+63)/64))
 	}
-	b := blocking{cols1: max(1, min(nc, cols)), rows1: max(1, rows), rowChunks: 1}
-	b.colChunks = (cols + b.cols1 - 1) / b.cols1
+	if chunks > 1 {
+		chunks = (chunks + 3) / 4 * 4
+	}
+	b := blocking{quanta: quanta, colChunks: max(1, min(chunks, quanta)), rows1: max(1, rows), rowChunks: 1}
+	b.cols1 = max(1, min(cols, (quanta+b.colChunks-1)/b.colChunks*gemmColQuantum))
 	if tasks := batch * b.colChunks; tasks > 0 && tasks < 4 && rows > 48 {
 		chunks := min((4+tasks-1)/tasks, (rows+23)/24)
 		b.rows1 = ((rows+chunks-1)/chunks + 23) / 24 * 24
 		b.rowChunks = (rows + b.rows1 - 1) / b.rows1
 	}
 	return b
+}
+
+// colChunk returns the first column and the column count of chunk c:
+// quanta [quanta·c/chunks, quanta·(c+1)/chunks), the last cut at cols.
+func (f *fn) colChunk(s gemmShape, c value.Value) (jc, nc value.Value) {
+	quantum := func(c value.Value) value.Value {
+		q := f.b.NewUDiv(f.b.NewMul(c, i64(s.quanta)), i64(s.colChunks))
+		return f.smin(f.b.NewMul(q, i64(gemmColQuantum)), i64(s.cols))
+	}
+	jc = quantum(c)
+	return jc, f.b.NewSub(quantum(f.b.NewAdd(c, i64(1))), jc)
 }
 
 // PackedLen is the length of a GEMM's A factor packed for this host's
@@ -166,14 +189,16 @@ func (f *fn) gemmHost(begin, end value.Value) {
 		r0 := f.b.NewMul(f.b.NewUDiv(rest, i64(s.colChunks)), i64(s.rows1))
 		rows := f.smin(i64(s.rows1), f.b.NewSub(i64(s.rows), r0))
 		rowsEnd := f.b.NewAdd(r0, rows)
-		jc := f.b.NewMul(f.b.NewURem(rest, i64(s.colChunks)), i64(s.cols1))
-		nc := f.smin(i64(s.cols1), f.b.NewSub(i64(s.cols), jc))
+		jc, nc := f.colChunk(s, f.b.NewURem(rest, i64(s.colChunks)))
+		// The micro-kernel runs over the chunk's panels only, not the
+		// widest chunk's.
+		ncPanels := f.b.NewMul(f.b.NewUDiv(f.b.NewAdd(nc, i64(s.nr-1)), i64(s.nr)), i64(s.nr))
 		f.loop(i64(0), i64(rowsPad*ncPad), i64(1), func(i value.Value) {
 			f.b.NewStore(constant.NewFloat(types.Double, 0), f.b.NewGetElementPtr(types.Double, cs, i))
 		})
 		f.loop(i64(0), i64(s.depth), i64(gemmKC), func(pc value.Value) {
 			kc := f.smin(i64(gemmKC), f.b.NewSub(i64(s.depth), pc))
-			f.packB(g, s, bp, pc, kc, jc, nc, ncPad)
+			f.packB(g, s, bp, pc, kc, jc, nc, ncPanels)
 			f.loop(r0, rowsEnd, i64(s.mr), func(ir value.Value) {
 				ap := ap
 				if packed != nil {
@@ -181,7 +206,7 @@ func (f *fn) gemmHost(begin, end value.Value) {
 				} else {
 					f.packA(g, s, ap, pc, kc, ir)
 				}
-				f.loop(i64(0), i64(ncPad), i64(s.nr), func(jr value.Value) {
+				f.loop(i64(0), ncPanels, i64(s.nr), func(jr value.Value) {
 					bStrip := f.b.NewGetElementPtr(types.Float, bp, f.b.NewMul(jr, kc))
 					row := f.b.NewMul(f.b.NewSub(ir, r0), i64(ncPad))
 					cTile := f.b.NewGetElementPtr(types.Double, cs, f.b.NewAdd(row, jr))
@@ -196,13 +221,13 @@ func (f *fn) gemmHost(begin, end value.Value) {
 	}
 }
 
-// packB stores B[k, jc+j] for k in [pc, pc+kc), j in [0, ncPad) (zero
-// past nc) as Bp[(j/NR)·kc·NR + (k-pc)·NR + j%NR] (panels of NR
+// packB stores B[k, jc+j] for k in [pc, pc+kc), j in [0, ncPanels)
+// (zero past nc) as Bp[(j/NR)·kc·NR + (k-pc)·NR + j%NR] (panels of NR
 // columns), in f32, reading B along its contiguous direction.
-func (f *fn) packB(g *kernel.GEMM, s gemmShape, bp, pc, kc, jc, nc value.Value, ncPad int64) {
+func (f *fn) packB(g *kernel.GEMM, s gemmShape, bp, pc, kc, jc, nc, ncPanels value.Value) {
 	// Bp is a sequence of panels of NR columns, each kc × NR floats, so
 	// that the micro-kernel reads one contiguous panel (L1-resident)
-	// rather than NR columns of rows ncPad apart.
+	// rather than NR columns of rows of C apart.
 	at := func(ks, j value.Value) value.Value {
 		panel := f.b.NewMul(f.b.NewUDiv(j, i64(s.nr)), f.b.NewMul(kc, i64(s.nr)))
 		return f.b.NewGetElementPtr(types.Float, bp, f.b.NewAdd(panel, f.b.NewAdd(f.b.NewMul(ks, i64(s.nr)), f.b.NewURem(j, i64(s.nr)))))
@@ -236,7 +261,7 @@ func (f *fn) packB(g *kernel.GEMM, s gemmShape, bp, pc, kc, jc, nc value.Value, 
 	}
 	// Columns past nc are zero.
 	f.loop(i64(0), kc, i64(1), func(ks value.Value) {
-		f.loop(nc, i64(ncPad), i64(1), func(j value.Value) {
+		f.loop(nc, ncPanels, i64(1), func(j value.Value) {
 			f.b.NewStore(constant.NewFloat(types.Float, 0), at(ks, j))
 		})
 	})
@@ -272,13 +297,13 @@ func (f *fn) packA(g *kernel.GEMM, s gemmShape, ap, pc, kc, ir value.Value) {
 // vectoriser can turn into vector code.
 func (f *fn) forRange(start, count value.Value, vars []*tir.Var, body func(t value.Value)) {
 	if len(vars) == 0 {
-		f.loop(i64(0), count, i64(1), body)
+		f.vectorLoop(i64(0), count, body)
 		return
 	}
 	inner := vars[len(vars)-1]
 	f.forRuns(start, count, vars, func(t, run value.Value) {
 		z0 := f.vars[inner]
-		f.loop(i64(0), run, i64(1), func(u value.Value) {
+		f.vectorLoop(i64(0), run, func(u value.Value) {
 			f.vars[inner] = f.b.NewAdd(z0, u)
 			body(f.b.NewAdd(t, u))
 		})

@@ -4,6 +4,7 @@ import (
 	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/metadata"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
@@ -41,6 +42,13 @@ func (f *fn) loop(lo, hi, step value.Value, body func(i value.Value)) {
 // fold emits a loop like loop that carries acc (nil: nothing) from init
 // through step, and returns its value after the loop.
 func (f *fn) fold(lo, hi, stride, init value.Value, step func(i, acc value.Value) value.Value) value.Value {
+	acc, _ := f.foldLoop(lo, hi, stride, init, step)
+	return acc
+}
+
+// foldLoop is fold that also returns the branch that closes the loop,
+// when the body is one block of straight-line code (nil otherwise).
+func (f *fn) foldLoop(lo, hi, stride, init value.Value, step func(i, acc value.Value) value.Value) (value.Value, *ir.TermBr) {
 	pre := f.b
 	head := f.f.NewBlock("")
 	body := f.f.NewBlock("")
@@ -60,15 +68,33 @@ func (f *fn) fold(lo, hi, stride, init value.Value, step func(i, acc value.Value
 		step(i, nil)
 	}
 	inc := f.b.NewAdd(i, stride)
-	f.b.NewBr(head)
+	back := f.b.NewBr(head)
 	latch := f.b
 	i.Incs = append(i.Incs, ir.NewIncoming(inc, latch))
 	f.b = exit
+	if latch != body {
+		back = nil
+	}
 	if acc == nil {
-		return nil
+		return nil, back
 	}
 	acc.Incs = append(acc.Incs, ir.NewIncoming(next, latch))
-	return acc
+	return acc, back
+}
+
+// vectorLoop emits for (i = lo; i < hi; i++) body(i) whose iterations
+// are independent, and on the host asks LLVM to vectorise it with the
+// host's vector width when the body is straight-line code. LLVM's cost
+// model declines such loops on its own when they compute in double and
+// round to f32 between stages, as fused epilogues do (docs/codegen.md).
+func (f *fn) vectorLoop(lo, hi value.Value, body func(i value.Value)) {
+	_, back := f.foldLoop(lo, hi, i64(1), nil, func(i, _ value.Value) value.Value {
+		body(i)
+		return nil
+	})
+	if back != nil && f.m.Flavour == Host {
+		back.Metadata = append(back.Metadata, &metadata.Attachment{Name: "llvm.loop", Node: f.m.vectorizeHint()})
+	}
 }
 
 // nest emits loops over vars (first outermost, each from 0 to its

@@ -42,6 +42,9 @@ type Module struct {
 	decls   map[string]*ir.Func
 	// annotations are the !nvvm.annotations entries (GPU flavour).
 	annotations []metadata.Node
+	// vectorize are the loop properties asking LLVM to vectorise a loop
+	// (host flavour), made once per module.
+	vectorize []metadata.Field
 }
 
 // NewModule starts an empty module.
@@ -135,10 +138,7 @@ func (f *fn) gpuFunc(name string) {
 		f.bufs = append(f.bufs, p)
 	}
 	f.status = params[len(params)-1]
-	note := &metadata.Tuple{MetadataID: metadata.MetadataID(len(f.m.M.MetadataDefs)), Fields: []metadata.Field{
-		rawField(f.f.Type().String() + " " + f.f.Ident()), &metadata.String{Value: "kernel"}, rawField("i32 1"),
-	}}
-	f.m.M.MetadataDefs = append(f.m.M.MetadataDefs, note)
+	note := f.m.metadataDef(false, rawField(f.f.Type().String()+" "+f.f.Ident()), &metadata.String{Value: "kernel"}, rawField("i32 1"))
 	f.m.annotations = append(f.m.annotations, note)
 	switch {
 	case f.k.PackOnly:
@@ -174,7 +174,10 @@ func (f *fn) hostFunc(name string) {
 	case f.k.GEMM != nil:
 		f.gemmHost(begin, end)
 	default:
-		f.loop(begin, end, i64(1), f.element)
+		out := f.bufs[len(f.bufs)-1]
+		f.forRange(begin, f.b.NewSub(end, begin), f.k.Vars, func(t value.Value) {
+			f.store(out, f.b.NewAdd(begin, t), f.computeStages(), f.k.Out().DType)
+		})
 	}
 	f.b.NewRet(nil)
 }
@@ -189,6 +192,27 @@ func pointer(elem types.Type, space types.AddrSpace) *types.PointerType {
 	p := types.NewPointer(elem)
 	p.AddrSpace = space
 	return p
+}
+
+// vectorizeHint returns a new loop identifier, distinct per loop as
+// LLVM requires, whose properties force vectorisation at the host's
+// f32 width.
+func (m *Module) vectorizeHint() *metadata.Tuple {
+	if m.vectorize == nil {
+		enable := m.metadataDef(false, &metadata.String{Value: "llvm.loop.vectorize.enable"}, rawField("i1 true"))
+		width := m.metadataDef(false, &metadata.String{Value: "llvm.loop.vectorize.width"}, rawField(fmt.Sprintf("i32 %d", HostLanes())))
+		m.vectorize = []metadata.Field{enable, width}
+	}
+	id := m.metadataDef(true)
+	id.Fields = append([]metadata.Field{id}, m.vectorize...)
+	return id
+}
+
+// metadataDef adds a numbered metadata tuple to the module.
+func (m *Module) metadataDef(distinct bool, fields ...metadata.Field) *metadata.Tuple {
+	t := &metadata.Tuple{MetadataID: metadata.MetadataID(len(m.M.MetadataDefs)), Fields: fields, Distinct: distinct}
+	m.M.MetadataDefs = append(m.M.MetadataDefs, t)
+	return t
 }
 
 // rawField is a metadata field printed as given (a typed value such as

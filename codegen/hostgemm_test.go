@@ -1,0 +1,82 @@
+package codegen_test
+
+import (
+	"strings"
+	"testing"
+
+	"tofuc/analysis/check"
+	"tofuc/codegen"
+	"tofuc/runtime/exec"
+	"tofuc/runtime/tensor"
+)
+
+// hostGEMMModel has contractions whose columns split into uneven chunks
+// on the host (docs/codegen.md, the host GEMM): 196 columns (chunks of
+// 32, 64, 64 and 36), 784 (four chunks, one wider), 3136 (eight), 49
+// (one chunk, rows split), 5 (less than a panel), and a batch of six
+// with two chunks each; the wider ones also fuse a batch norm, a
+// residual add and a ReLU into the epilogue, whose loop is vectorised.
+const hostGEMMModel = `
+model chunks(a: f32[70, 64], b196: f32[64, 196], b784: f32[64, 784], b3136: f32[16, 3136], w: f32[100, 16], b49: f32[16, 49],
+             b5: f32[64, 5], x: f32[6, 9, 20], y: f32[6, 20, 600], res: f32[70, 784],
+             s: f32[70, 1], m: f32[70, 1]) {
+    c196 = matmul(a, b196)
+    c784 = relu((matmul(a, b784) - m) * s + res)
+    c3136 = relu(matmul(w, b3136))
+    c49 = matmul(w, b49)
+    c5 = matmul(a, b5)
+    bmm = batch_matmul(x, y)
+    return c196, c784, c3136, c49, c5, bmm
+}
+`
+
+// TestHostGEMMChunks runs contractions whose column chunks differ in
+// width on the cpu runtime against the interpreter.
+func TestHostGEMMChunks(t *testing.T) {
+	tl := tools(t)
+	prog, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := prog.LoadSource("chunks.tdl", []byte(hostGEMMModel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Model("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	c, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.Emit{Host: true}, Tools: tl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	contractions := 0
+	for _, k := range c.Plan.Kernels {
+		if k.Kind == "contraction" {
+			contractions++
+			if strings.HasPrefix(k.Label, "c784") && !strings.Contains(k.Label, "relu") {
+				t.Errorf("%s: the epilogue is not fused", k.Label)
+			}
+		}
+	}
+	if contractions != 6 {
+		t.Fatalf("%d contraction kernels, want 6", contractions)
+	}
+	in := randomInputs(g, 10)
+	want, err := exec.Run(g, exec.Interp{}, in, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range loadPlan(t, c.Plan, dir, false) {
+		got, err := l.p.Run(in, want.Params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, w := range want.Outputs {
+			if err := tensor.Compare(got[k], w, tensor.Reordered(w.DType, 64)); err != nil {
+				t.Errorf("%s output %s: %v", l.name, k, err)
+			}
+		}
+	}
+}
