@@ -5,6 +5,7 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
+	"tofuc/codegen/kernel"
 	"tofuc/lang"
 	tir "tofuc/lang/ir"
 )
@@ -48,6 +49,19 @@ func (f *fn) access(a *tir.Access) value.Value {
 	if inRange == nil {
 		return read()
 	}
+	if f.selectable(a, src, shape) {
+		// Branch-free, so that the loop around it can be vectorised: the
+		// element at the index with each checked dimension that is out of
+		// range moved to 0 (in range, the tensor being nonempty), then
+		// the read's default where the index is out of range.
+		for d, c := range checked {
+			if c {
+				ok := f.b.NewICmp(enum.IPredULT, idx[d], i64(shape[d]))
+				idx[d] = f.b.NewSelect(ok, idx[d], i64(0))
+			}
+		}
+		return f.b.NewSelect(inRange, read(), f.exprTo(a.Default, a.T.DType))
+	}
 	return f.branch(inRange, read, func() value.Value {
 		if a.Default != nil {
 			return f.exprTo(a.Default, a.T.DType)
@@ -55,6 +69,23 @@ func (f *fn) access(a *tir.Access) value.Value {
 		f.reportOutOfRange(site, checked, idx, shape)
 		return zero(a.T.DType)
 	})
+}
+
+// selectable reports whether a checked read is lowered without a branch
+// (host flavour): it has a constant default and reads a nonempty buffer.
+func (f *fn) selectable(a *tir.Access, src kernel.Source, shape []int64) bool {
+	if f.m.Flavour != Host || src.Local != nil {
+		return false
+	}
+	if _, isConst := a.Default.(*tir.Const); !isConst {
+		return false
+	}
+	for _, n := range shape {
+		if n <= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // inRange is whether the checked dimensions of idx lie in shape, or nil

@@ -296,6 +296,16 @@ func (f *fn) call(e *tir.Call) value.Value {
 }
 
 func (f *fn) mathCall(name string, args ...value.Value) value.Value {
+	// A constant exponent gets a function of its own, without branches
+	// (mathir.FuncConstY).
+	if y, ok := args[len(args)-1].(*constant.Float); ok && name == "pow" && !y.NaN {
+		yv, _ := y.X.Float64()
+		fn, err := f.m.math.FuncConstY(name, yv)
+		if err != nil {
+			fail("%v", err)
+		}
+		return f.b.NewCall(fn, args[0])
+	}
 	fn, err := f.m.math.Func(name)
 	if err != nil {
 		fail("%v", err)

@@ -104,10 +104,33 @@ func (f *fn) nest(vars []*tir.Var, acc value.Value, step func(acc value.Value) v
 		return step(acc)
 	}
 	v := vars[0]
+	if f.m.Flavour == Host && iterations(vars) <= unrollLimit {
+		// Unrolled, in the same order: a small window (a 3 × 3 pool, a
+		// local response normalisation's five channels) leaves the
+		// element's code straight-line, so that vectorLoop applies.
+		for i := range extent(v) {
+			f.vars[v] = i64(i)
+			acc = f.nest(vars[1:], acc, step)
+		}
+		return acc
+	}
 	return f.fold(i64(0), i64(extent(v)), i64(1), acc, func(i, acc value.Value) value.Value {
 		f.vars[v] = i
 		return f.nest(vars[1:], acc, step)
 	})
+}
+
+// unrollLimit is the most iterations of a reduction the host flavour
+// unrolls.
+const unrollLimit = 16
+
+// iterations is the number of index tuples of vars.
+func iterations(vars []*tir.Var) int64 {
+	n := int64(1)
+	for _, v := range vars {
+		n *= extent(v)
+	}
+	return n
 }
 
 func extent(v *tir.Var) int64 {

@@ -129,29 +129,14 @@ func buildHost(nativeFMA bool) (*hostLib, string, error) {
 		one2: map[string]func(float64, float64) float64{},
 		vec:  map[string]func(x, y, out *float64, n int64){},
 	}
-	if h.obj, err = tools.Compile(ctx, text, toolchain.Host); err != nil {
-		return nil, "", err
-	}
 	if h.ptx, err = tools.Compile(ctx, text, toolchain.PTX); err != nil {
 		return nil, "", err
 	}
-	so, err := tools.Link(ctx, [][]byte{h.obj}, nil)
+	handle, obj, err := openHost(tools, text)
 	if err != nil {
 		return nil, "", err
 	}
-	dir, err := os.MkdirTemp("", "mathir-test-")
-	if err != nil {
-		return nil, "", err
-	}
-	path := filepath.Join(dir, "mathir.so")
-	if err := os.WriteFile(path, so, 0o644); err != nil {
-		return nil, "", err
-	}
-	handle, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	os.RemoveAll(dir) // the mapping stays
-	if err != nil {
-		return nil, "", fmt.Errorf("dlopen %s: %v", path, err)
-	}
+	h.obj = obj
 	for _, name := range tested() {
 		var vec func(x, y, out *float64, n int64)
 		purego.RegisterLibFunc(&vec, handle, "vec_"+name)
@@ -167,6 +152,34 @@ func buildHost(nativeFMA bool) (*hostLib, string, error) {
 		}
 	}
 	return h, "", nil
+}
+
+// openHost compiles module text for the host, links it and loads it,
+// returning its handle and object.
+func openHost(tools *toolchain.Tools, text []byte) (uintptr, []byte, error) {
+	ctx := context.Background()
+	obj, err := tools.Compile(ctx, text, toolchain.Host)
+	if err != nil {
+		return 0, nil, err
+	}
+	so, err := tools.Link(ctx, [][]byte{obj}, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	dir, err := os.MkdirTemp("", "mathir-test-")
+	if err != nil {
+		return 0, nil, err
+	}
+	defer os.RemoveAll(dir) // the mapping stays
+	path := filepath.Join(dir, "mathir.so")
+	if err := os.WriteFile(path, so, 0o644); err != nil {
+		return 0, nil, err
+	}
+	handle, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return 0, nil, fmt.Errorf("dlopen %s: %v", path, err)
+	}
+	return handle, obj, nil
 }
 
 // apply evaluates name on the inputs (ys ignored for unary functions).

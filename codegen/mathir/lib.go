@@ -2,6 +2,7 @@ package mathir
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"sort"
 	"strings"
@@ -71,6 +72,31 @@ func (l *Lib) Func(name string) (*ir.Func, error) {
 		return nil, fmt.Errorf("mathir: unknown math function %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
 	return l.define(name), nil
+}
+
+// FuncConstY returns the module's internal function `double
+// @tofuc.math.NAME.y<bits>(double)`: the two-argument function name with
+// its second argument fixed at y, defined on first use. Its body is
+// name's with y a constant, which pow turns into code without a branch
+// (powConstY), so that a loop calling it can be vectorised; the bits are
+// Func's.
+func (l *Lib) FuncConstY(name string, y float64) (*ir.Func, error) {
+	if d, ok := defs[name]; !ok || d.helper || len(d.params) != 2 {
+		return nil, fmt.Errorf("mathir: %q is not a function of two arguments", name)
+	}
+	full := fmt.Sprintf("%s%s.y%016x", Prefix, name, math.Float64bits(y))
+	if f := l.lookup(full); f != nil {
+		return f, nil
+	}
+	x := ir.NewParam("a0", types.Double)
+	f := l.m.NewFunc(full, types.Double, x)
+	f.Linkage = enum.LinkageInternal
+	f.FuncAttrs = append([]ir.FuncAttribute(nil), attrs...)
+	l.funcs[full] = f
+	g := &fnb{l: l, f: f}
+	g.b = f.NewBlock("")
+	g.b.NewRet(defs[name].body(g, []value.Value{x, g.k(y)}))
+	return f, nil
 }
 
 // Arity is the number of double arguments of the function name, 0 for

@@ -3,6 +3,8 @@ package mathir
 import (
 	"math"
 
+	"github.com/llir/llvm/ir/constant"
+
 	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/value"
 )
@@ -12,6 +14,11 @@ import (
 // exp(yf*log(x)) and x**yi by repeated squaring of x's mantissa with the
 // exponent kept apart, 1/result for negative y, and one ldexp.
 func pow(g *fnb, x, y value.Value) value.Value {
+	if c, ok := y.(*constant.Float); ok && !c.NaN {
+		if yv, _ := c.X.Float64(); math.Abs(yv) < 1<<powUnrolled {
+			return powConstY(g, x, yv)
+		}
+	}
 	// Pow(-Inf, y) is Pow(-0, -y) in Go (a recursive call).
 	negInf := g.isInf(x, -1)
 	x = g.sel(negInf, g.k(math.Copysign(0, -1)), x)
@@ -23,6 +30,53 @@ func pow(g *fnb, x, y value.Value) value.Value {
 	return g.ifElse(special, func() value.Value { return sv }, func() value.Value {
 		return g.powFinite(x, y, yi, yf)
 	})
+}
+
+// powUnrolled bounds the integer part of a constant exponent whose
+// squaring loop powConstY unrolls (one step per bit).
+const powUnrolled = 6
+
+// powConstY is pow for a constant y with |y| < 2**powUnrolled, without
+// a branch, so that a loop calling it can be vectorised: what depends on
+// y alone is decided here (Go's cases on y, the reduction of yf to
+// [-0.5, 0.5], x**yf's presence), Go's special cases on x and the general
+// path are both computed and chosen with select, and the squaring loop
+// is unrolled over yi's bits, its early exit kept as a flag. The bits are
+// math.Pow's.
+func powConstY(g *fnb, x value.Value, y float64) value.Value {
+	yi, yf := math.Modf(math.Abs(y))
+	special, sv := g.powSpecial(x, g.k(y), g.k(yi), g.k(yf))
+	if yf > 0.5 {
+		yf--
+		yi++
+	}
+	a1 := g.k(1)
+	if yf != 0 {
+		a1 = g.call("exp", g.mul(g.k(yf), g.call("log", x)))
+	}
+	x1, xe := g.frexp(x)
+	var ae, done value.Value = g.i(0), constant.False
+	for i := int64(yi); i != 0; i >>= 1 {
+		outside := g.and(g.not(done), g.or(g.islt(xe, g.i(-1<<12)), g.isgt(xe, g.i(1<<12))))
+		ae = g.sel(outside, g.iadd(ae, xe), ae)
+		done = g.or(done, outside)
+		if i&1 == 1 {
+			a1 = g.sel(done, a1, g.mul(a1, x1))
+			ae = g.sel(done, ae, g.iadd(ae, xe))
+		}
+		x1n, xen := g.mul(x1, x1), g.shl(xe, g.i(1))
+		low := g.lt(x1n, g.k(0.5))
+		x1n = g.sel(low, g.add(x1n, x1n), x1n)
+		xen = g.sel(low, g.isub(xen, g.i(1)), xen)
+		x1, xe = g.sel(done, x1, x1n), g.sel(done, xe, xen)
+	}
+	if y < 0 {
+		a1 = g.div(g.k(1), a1)
+		ae = g.isub(g.i(0), ae)
+	}
+	// Pow(-Inf, y) is Pow(-0, -y) in Go: a constant here.
+	r := g.sel(special, sv, g.ldexp(a1, ae))
+	return g.sel(g.isInf(x, -1), g.k(math.Pow(math.Inf(-1), y)), r)
 }
 
 // powSpecial tells whether math.Pow(x, y) is one of Go's special cases,

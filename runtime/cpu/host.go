@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"tofuc/runtime/native"
 	"tofuc/runtime/plan"
@@ -37,7 +38,11 @@ func NewHost(p *plan.Plan, dir string, threads int) (*HostEngine, error) {
 	return e, nil
 }
 
-// Launch runs a kernel's output range split over the threads.
+// Launch runs a kernel's output range split over the threads. The range
+// is cut into up to four pieces per thread (whole items, at least a grain
+// each) that the threads take in turn, so that a thread slowed by another
+// process on the machine, or a piece dearer than the others, does not
+// hold the launch up while the other threads wait.
 func (e *HostEngine) Launch(k *plan.Kernel, argv uintptr) error {
 	fn, err := e.lib.Symbol(k.Name)
 	if err != nil {
@@ -46,20 +51,28 @@ func (e *HostEngine) Launch(k *plan.Kernel, argv uintptr) error {
 	// Kernels smaller than a grain per thread run on fewer threads, so
 	// that scheduling does not drown them.
 	n := k.HostRange
-	parts := min(int64(e.threads), max(1, n/max(1, k.HostGrain)))
+	grains := max(1, n/max(1, k.HostGrain))
+	parts := min(int64(e.threads), grains)
 	if parts <= 1 {
 		native.Call(fn, argv, 0, uintptr(n))
 		return nil
 	}
+	pieces := min(grains, 4*parts)
+	var next atomic.Int64
+	work := func() {
+		for p := next.Add(1) - 1; p < pieces; p = next.Add(1) - 1 {
+			native.Call(fn, argv, uintptr(n*p/pieces), uintptr(n*(p+1)/pieces))
+		}
+	}
 	var wg sync.WaitGroup
-	for i := range parts {
-		lo, hi := n*i/parts, n*(i+1)/parts
+	for range parts - 1 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			native.Call(fn, argv, uintptr(lo), uintptr(hi))
+			work()
 		}()
 	}
+	work()
 	wg.Wait()
 	return nil
 }
