@@ -240,22 +240,24 @@ func (f *fn) packB(g *kernel.GEMM, s gemmShape, bp, pc, kc, jc, nc, ncPanels val
 			f.forRange(pc, kc, g.K, func(ks value.Value) { store(ks, j) })
 		})
 	} else {
-		// A panel's row at a time: NR contiguous stores, which the
-		// vectoriser turns into vector copies where B is contiguous.
+		// A row of the panels at a time (one depth value), in runs of
+		// B's innermost column variable that may span panels: the run's
+		// indices and in-range part are computed once per run, and the
+		// copies within a panel are contiguous, which the vectoriser
+		// turns into vector copies where B is contiguous.
 		f.loop(i64(0), kc, i64(1), func(ks value.Value) {
 			f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
-			f.loop(i64(0), nc, i64(s.nr), func(j0 value.Value) {
-				row := f.b.NewGetElementPtr(types.Float, bp, f.b.NewAdd(f.b.NewMul(j0, kc), f.b.NewMul(ks, i64(s.nr))))
-				count := f.smin(i64(s.nr), f.b.NewSub(nc, j0))
-				if len(g.Cols) == 0 {
-					f.loop(i64(0), count, i64(1), func(jj value.Value) {
-						f.b.NewStore(f.factorF32(g.B), f.b.NewGetElementPtr(types.Float, row, jj))
+			row := panelRow{base: f.b.NewGetElementPtr(types.Float, bp, f.b.NewMul(ks, i64(s.nr))), kc: kc, nr: s.nr}
+			if len(g.Cols) == 0 {
+				f.segments(row, i64(0), i64(0), nc, func(dst, _, n value.Value) {
+					f.vectorLoop(i64(0), n, func(v value.Value) {
+						f.b.NewStore(f.factorF32(g.B), f.b.NewGetElementPtr(types.Float, dst, v))
 					})
-					return
-				}
-				f.forRuns(f.b.NewAdd(jc, j0), count, g.Cols, func(t, run value.Value) {
-					f.packRun(g.B, g.Cols[len(g.Cols)-1], f.b.NewGetElementPtr(types.Float, row, t), run)
 				})
+				return
+			}
+			f.forRuns(jc, nc, g.Cols, func(t, run value.Value) {
+				f.packRun(g.B, g.Cols[len(g.Cols)-1], row, t, run)
 			})
 		})
 	}
@@ -331,21 +333,56 @@ func (f *fn) forRuns(start, count value.Value, vars []*tir.Var, body func(t, run
 	f.b = exit
 }
 
-// packRun stores run values of factor at dst[0, run), the variable inner
-// advancing from its bound value. A factor that is one f32 read, affine
-// in inner with a coefficient of at least zero in every checked index and
-// zero out of range, is copied in three loops: zeros before the part of
-// the run where every index is in range, unchecked loads within it (a
-// vector copy where the read is contiguous), zeros after; rather than an
-// index check per element (a convolution's padding).
-func (f *fn) packRun(factor tir.Expr, inner *tir.Var, dst, run value.Value) {
+// panelRow is one depth value's row of packed B: column j of the task
+// at Bp[(j/NR)·kc·NR + j%NR] from base.
+type panelRow struct {
+	base, kc value.Value
+	nr       int64
+}
+
+// segments calls body for the columns j0+u, u in [lo, hi), in pieces
+// that stay within a panel: dst is where column j0+u0 goes, and the n
+// columns from it are contiguous.
+func (f *fn) segments(p panelRow, j0, lo, hi value.Value, body func(dst, u0, n value.Value)) {
+	pre := f.b
+	head, seg, exit := f.f.NewBlock(""), f.f.NewBlock(""), f.f.NewBlock("")
+	pre.NewBr(head)
+	u := head.NewPhi(ir.NewIncoming(lo, pre))
+	head.NewCondBr(head.NewICmp(enum.IPredSLT, u, hi), seg, exit)
+	f.b = seg
+	j := f.b.NewAdd(j0, u)
+	within := f.b.NewURem(j, i64(p.nr))
+	n := f.smin(f.b.NewSub(hi, u), f.b.NewSub(i64(p.nr), within))
+	panel := f.b.NewMul(f.b.NewUDiv(j, i64(p.nr)), f.b.NewMul(p.kc, i64(p.nr)))
+	body(f.b.NewGetElementPtr(types.Float, p.base, f.b.NewAdd(panel, within)), u, n)
+	next := f.b.NewAdd(u, n)
+	f.b.NewBr(head)
+	u.Incs = append(u.Incs, ir.NewIncoming(next, f.b))
+	f.b = exit
+}
+
+// packRun stores run values of factor at the columns t, t+1, … of row,
+// the variable inner advancing from its bound value. A factor that is
+// one f32 read, affine in inner with a coefficient of at least zero in
+// every checked index and zero out of range, is copied in three parts:
+// zeros before the part of the run where every index is in range,
+// unchecked loads within it (a vector copy where the read is
+// contiguous), zeros after; rather than an index check per element (a
+// convolution's padding).
+func (f *fn) packRun(factor tir.Expr, inner *tir.Var, row panelRow, t, run value.Value) {
 	z0 := f.vars[inner]
-	at := func(u value.Value) value.Value { return f.b.NewGetElementPtr(types.Float, dst, u) }
+	fill := func(lo, hi value.Value, elem func(u value.Value) value.Value) {
+		f.segments(row, t, lo, hi, func(dst, u0, n value.Value) {
+			f.vectorLoop(i64(0), n, func(v value.Value) {
+				f.b.NewStore(elem(f.b.NewAdd(u0, v)), f.b.NewGetElementPtr(types.Float, dst, v))
+			})
+		})
+	}
 	a, arg, steps, ok := f.affineRead(factor, inner)
 	if !ok {
-		f.loop(i64(0), run, i64(1), func(u value.Value) {
+		fill(i64(0), run, func(u value.Value) value.Value {
 			f.vars[inner] = f.b.NewAdd(z0, u)
-			f.b.NewStore(f.factorF32(factor), at(u))
+			return f.factorF32(factor)
 		})
 		return
 	}
@@ -381,13 +418,12 @@ func (f *fn) packRun(factor tir.Expr, inner *tir.Var, dst, run value.Value) {
 		step += steps[d] * stride
 		stride *= shape[d]
 	}
-	zero := constant.NewFloat(types.Float, 0)
-	f.loop(i64(0), lo, i64(1), func(u value.Value) { f.b.NewStore(zero, at(u)) })
-	f.loop(lo, hi, i64(1), func(u value.Value) {
-		src := f.b.NewGetElementPtr(types.Float, f.bufs[arg], f.b.NewAdd(flat0, f.b.NewMul(u, i64(step))))
-		f.b.NewStore(f.b.NewLoad(types.Float, src), at(u))
+	zero := func(value.Value) value.Value { return constant.NewFloat(types.Float, 0) }
+	fill(i64(0), lo, zero)
+	fill(lo, hi, func(u value.Value) value.Value {
+		return f.b.NewLoad(types.Float, f.b.NewGetElementPtr(types.Float, f.bufs[arg], f.b.NewAdd(flat0, f.b.NewMul(u, i64(step)))))
 	})
-	f.loop(hi, run, i64(1), func(u value.Value) { f.b.NewStore(zero, at(u)) })
+	fill(hi, run, zero)
 }
 
 // affineRead recognises factor as one read of an f32 argument whose
