@@ -26,8 +26,8 @@ type solver struct {
 	dom     []int
 	factors []*factor
 	byVar   [][]*factor
-	adj     []map[int]bool
-	pos     []int // each variable's place in the graph, for ties
+	adj     [][]int // each variable's neighbours, sorted
+	pos     []int   // each variable's place in the graph, for ties
 	order   []bucket
 	// Largest is the largest table built.
 	Largest int64
@@ -40,10 +40,7 @@ type bucket struct {
 }
 
 func newSolver(dom, pos []int, factors []*factor) *solver {
-	s := &solver{dom: dom, pos: pos, factors: factors, byVar: make([][]*factor, len(dom)), adj: make([]map[int]bool, len(dom))}
-	for v := range dom {
-		s.adj[v] = map[int]bool{}
-	}
+	s := &solver{dom: dom, pos: pos, factors: factors, byVar: make([][]*factor, len(dom)), adj: make([][]int, len(dom))}
 	for _, f := range factors {
 		f.dead = false
 		s.attach(f)
@@ -54,18 +51,46 @@ func newSolver(dom, pos []int, factors []*factor) *solver {
 func (s *solver) attach(f *factor) {
 	for _, v := range f.vars {
 		s.byVar[v] = append(s.byVar[v], f)
-		for _, u := range f.vars {
-			if u != v {
-				s.adj[v][u] = true
-			}
-		}
+		s.adj[v] = union(s.adj[v], f.vars, v)
 	}
 }
 
+// union is the sorted set a ∪ b without skip (a and b sorted).
+func union(a, b []int, skip int) []int {
+	if len(b) <= 1 && (len(b) == 0 || b[0] == skip) {
+		return a
+	}
+	out := make([]int, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		var x int
+		switch {
+		case j == len(b) || i < len(a) && a[i] < b[j]:
+			x, i = a[i], i+1
+		case i == len(a) || b[j] < a[i]:
+			x, j = b[j], j+1
+		default:
+			x, i, j = a[i], i+1, j+1
+		}
+		if x != skip {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// without is the sorted set a without x, in place.
+func without(a []int, x int) []int {
+	if i, ok := slices.BinarySearch(a, x); ok {
+		return slices.Delete(a, i, i+1)
+	}
+	return a
+}
+
 // tableSize is the size of the table eliminating v builds, capped.
-func (s *solver) tableSize(adj []map[int]bool, v int) int64 {
+func (s *solver) tableSize(adj [][]int, v int) int64 {
 	n := int64(s.dom[v])
-	for u := range adj[v] {
+	for _, u := range adj[v] {
 		n *= int64(s.dom[u])
 		if n > 1<<40 {
 			return 1 << 40
@@ -93,12 +118,9 @@ func (s *solver) run(limit int64) bool {
 // on a copy of the adjacency, and the largest table it builds; it stops
 // at the first table over limit.
 func (s *solver) plan(limit int64) ([]int, bool) {
-	adj := make([]map[int]bool, len(s.adj))
+	adj := make([][]int, len(s.adj))
 	for v, a := range s.adj {
-		adj[v] = make(map[int]bool, len(a))
-		for u := range a {
-			adj[v][u] = true
-		}
+		adj[v] = slices.Clone(a)
 	}
 	h := &varHeap{}
 	version := make([]int, len(s.dom))
@@ -118,15 +140,10 @@ func (s *solver) plan(limit int64) ([]int, bool) {
 		s.Largest = max(s.Largest, it.size)
 		done[it.v] = true
 		order = append(order, it.v)
-		for u := range adj[it.v] {
-			delete(adj[u], it.v)
-			for w := range adj[it.v] {
-				if w != u {
-					adj[u][w] = true
-				}
-			}
+		for _, u := range adj[it.v] {
+			adj[u] = union(without(adj[u], it.v), adj[it.v], u)
 		}
-		for u := range adj[it.v] {
+		for _, u := range adj[it.v] {
 			version[u]++
 			heap.Push(h, s.item(adj, u, version[u]))
 		}
@@ -146,12 +163,10 @@ func (s *solver) eliminate(v int) {
 	}
 	s.byVar[v] = nil
 	s.order = append(s.order, bucket{v, fs})
-	var scope []int
-	for u := range s.adj[v] {
-		scope = append(scope, u)
-		delete(s.adj[u], v)
+	scope := s.adj[v]
+	for _, u := range scope {
+		s.adj[u] = without(s.adj[u], v)
 	}
-	slices.Sort(scope)
 	s.adj[v] = nil
 	nf := &factor{vars: scope, table: make([]int64, s.size(scope))}
 	full := append(slices.Clone(scope), v)
@@ -281,7 +296,7 @@ type heapItem struct {
 	version int
 }
 
-func (s *solver) item(adj []map[int]bool, v, version int) heapItem {
+func (s *solver) item(adj [][]int, v, version int) heapItem {
 	n := s.tableSize(adj, v)
 	return heapItem{size: n, pos: s.pos[v], v: v, version: version}
 }
