@@ -62,12 +62,10 @@ func blockDescent(dom, pos []int, nTensor int, factors []*factor, assign []int, 
 		next := slices.Clone(assign)
 		for _, b := range []struct {
 			free  []bool
-			order []int
+			order []elimination
 		}{{blockA, orderA}, {blockB, orderB}} {
 			sv := restricted(dom, pos, factors, b.free, next)
-			for _, v := range b.order {
-				sv.eliminate(v)
-			}
+			sv.eliminateAll(b.order)
 			sol := sv.solution()
 			for v, in := range b.free {
 				if in {
@@ -89,7 +87,7 @@ func blockDescent(dom, pos []int, nTensor int, factors []*factor, assign []int, 
 // structure), then doubling from it or halving to the fewest that fit.
 // It returns the hubs, the elimination order of the rest and its largest
 // table.
-func chooseHubs(dom, pos []int, nTensor int, factors []*factor, limit int64, hint *int) ([]int, []int, int64, bool) {
+func chooseHubs(dom, pos []int, nTensor int, factors []*factor, limit int64, hint *int) ([]int, []elimination, int64, bool) {
 	degree := make([]int, nTensor)
 	for _, f := range factors {
 		for _, v := range f.vars {
@@ -106,7 +104,7 @@ func chooseHubs(dom, pos []int, nTensor int, factors []*factor, limit int64, hin
 		return cmp.Or(cmp.Compare(degree[b], degree[a]), cmp.Compare(pos[a], pos[b]))
 	})
 	type result struct {
-		order   []int
+		order   []elimination
 		largest int64
 		ok      bool
 	}

@@ -3,14 +3,16 @@ package partition
 import (
 	"container/heap"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // factor is a cost table over a few variables (sorted ids), row-major.
 type factor struct {
 	vars  []int
 	table []int64
-	dead  bool
 }
 
 // solver minimises a sum of factors over discrete variables by variable
@@ -25,7 +27,6 @@ type factor struct {
 type solver struct {
 	dom     []int
 	factors []*factor
-	byVar   [][]*factor
 	adj     [][]int // each variable's neighbours, sorted
 	pos     []int   // each variable's place in the graph, for ties
 	order   []bucket
@@ -40,19 +41,13 @@ type bucket struct {
 }
 
 func newSolver(dom, pos []int, factors []*factor) *solver {
-	s := &solver{dom: dom, pos: pos, factors: factors, byVar: make([][]*factor, len(dom)), adj: make([][]int, len(dom))}
+	s := &solver{dom: dom, pos: pos, factors: factors, adj: make([][]int, len(dom))}
 	for _, f := range factors {
-		f.dead = false
-		s.attach(f)
+		for _, v := range f.vars {
+			s.adj[v] = union(s.adj[v], f.vars, v)
+		}
 	}
 	return s
-}
-
-func (s *solver) attach(f *factor) {
-	for _, v := range f.vars {
-		s.byVar[v] = append(s.byVar[v], f)
-		s.adj[v] = union(s.adj[v], f.vars, v)
-	}
 }
 
 // union is the sorted set a ∪ b without skip (a and b sorted).
@@ -105,19 +100,23 @@ func (s *solver) tableSize(adj [][]int, v int) int64 {
 // adjacency, before any table is built.
 func (s *solver) run(limit int64) bool {
 	order, ok := s.plan(limit)
-	if !ok {
-		return false
+	if ok {
+		s.eliminateAll(order)
 	}
-	for _, v := range order {
-		s.eliminate(v)
-	}
-	return true
+	return ok
+}
+
+// elimination is one step of an elimination order: the variable and its
+// neighbours when it is eliminated (the new factor's variables).
+type elimination struct {
+	v     int
+	scope []int
 }
 
 // plan decides the elimination order (greedy: the smallest table next)
 // on a copy of the adjacency, and the largest table it builds; it stops
 // at the first table over limit.
-func (s *solver) plan(limit int64) ([]int, bool) {
+func (s *solver) plan(limit int64) ([]elimination, bool) {
 	adj := make([][]int, len(s.adj))
 	for v, a := range s.adj {
 		adj[v] = slices.Clone(a)
@@ -128,7 +127,7 @@ func (s *solver) plan(limit int64) ([]int, bool) {
 		heap.Push(h, s.item(adj, v, 0))
 	}
 	done := make([]bool, len(s.dom))
-	var order []int
+	var order []elimination
 	for h.Len() > 0 {
 		it := heap.Pop(h).(heapItem)
 		if done[it.v] || it.version != version[it.v] {
@@ -139,7 +138,7 @@ func (s *solver) plan(limit int64) ([]int, bool) {
 		}
 		s.Largest = max(s.Largest, it.size)
 		done[it.v] = true
-		order = append(order, it.v)
+		order = append(order, elimination{it.v, adj[it.v]})
 		for _, u := range adj[it.v] {
 			adj[u] = union(without(adj[u], it.v), adj[it.v], u)
 		}
@@ -152,22 +151,83 @@ func (s *solver) plan(limit int64) ([]int, bool) {
 	return order, true
 }
 
-// eliminate replaces the factors of v by their minimum over v.
-func (s *solver) eliminate(v int) {
-	var fs []*factor
-	for _, f := range s.byVar[v] {
-		if !f.dead {
-			f.dead = true
-			fs = append(fs, f)
+// eliminateAll eliminates the variables in order (plan's, covering every
+// variable) on up to GOMAXPROCS goroutines. Each factor, given or made,
+// is consumed by the first of its variables in the order (its bucket),
+// so an elimination waits only for those whose factors it consumes: the
+// eliminations form a forest, and distinct branches run in parallel. The
+// tables are those of eliminating one variable after another.
+func (s *solver) eliminateAll(order []elimination) {
+	if len(order) == 0 {
+		return
+	}
+	at := make([]int, len(s.dom)) // each variable's place in the order
+	for t, e := range order {
+		at[e.v] = t
+	}
+	first := func(vars []int) int {
+		t := len(order)
+		for _, v := range vars {
+			t = min(t, at[v])
+		}
+		return t
+	}
+	given := make([][]*factor, len(order))
+	for _, f := range s.factors {
+		if len(f.vars) > 0 {
+			t := first(f.vars)
+			given[t] = append(given[t], f)
 		}
 	}
-	s.byVar[v] = nil
-	s.order = append(s.order, bucket{v, fs})
-	scope := s.adj[v]
-	for _, u := range scope {
-		s.adj[u] = without(s.adj[u], v)
+	// next[t] consumes elimination t's factor (-1: none, an empty scope);
+	// children[t] are the eliminations whose factors t consumes.
+	next := make([]int, len(order))
+	children := make([][]int, len(order))
+	waiting := make([]atomic.Int32, len(order))
+	for t, e := range order {
+		next[t] = -1
+		if len(e.scope) > 0 {
+			next[t] = first(e.scope)
+			children[next[t]] = append(children[next[t]], t)
+			waiting[next[t]].Add(1)
+		}
 	}
-	s.adj[v] = nil
+	made := make([]*factor, len(order))
+	s.order = make([]bucket, len(order))
+	ready := make(chan int, len(order))
+	for t := range order {
+		if len(children[t]) == 0 {
+			ready <- t
+		}
+	}
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(order)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range ready {
+				fs := given[t]
+				for _, c := range children[t] {
+					fs = append(fs, made[c])
+				}
+				made[t] = s.eliminate(order[t].v, order[t].scope, fs)
+				s.order[t] = bucket{order[t].v, fs}
+				if n := next[t]; n >= 0 && waiting[n].Add(-1) == 0 {
+					ready <- n
+				}
+				if done.Add(1) == int64(len(order)) {
+					close(ready)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// eliminate is the factor over scope that is the minimum over v of the
+// sum of fs (v's bucket).
+func (s *solver) eliminate(v int, scope []int, fs []*factor) *factor {
 	nf := &factor{vars: scope, table: make([]int64, s.size(scope))}
 	full := append(slices.Clone(scope), v)
 	idx := s.indexers(fs, full)
@@ -204,7 +264,7 @@ func (s *solver) eliminate(v int) {
 			assign[j] = 0
 		}
 	}
-	s.attach(nf)
+	return nf
 }
 
 func (s *solver) size(vars []int) int {
