@@ -192,8 +192,8 @@ func normalize(ts []term) Dim {
 
 // Add returns d + e.
 func (d Dim) Add(e Dim) Dim {
-	ts := append(append([]term(nil), d.terms...), e.terms...)
-	return normalize(ts)
+	var buf [8]term // normalize copies what it keeps
+	return normalize(append(append(buf[:0], d.terms...), e.terms...))
 }
 
 // Neg returns -d.
@@ -204,13 +204,14 @@ func (d Dim) Sub(e Dim) Dim { return d.Add(e.Neg()) }
 
 // Scale returns k * d.
 func (d Dim) Scale(k int64) Dim {
-	ts := make([]term, len(d.terms))
-	for i, t := range d.terms {
+	var buf [8]term // normalize copies what it keeps
+	ts := buf[:0]
+	for _, t := range d.terms {
 		coef, ok := MulInt64(t.coef, k)
 		if !ok {
 			return Overflow
 		}
-		ts[i] = term{coef: coef, factors: t.factors}
+		ts = append(ts, term{coef: coef, factors: t.factors})
 	}
 	return normalize(ts)
 }
