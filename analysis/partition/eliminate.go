@@ -38,6 +38,8 @@ type solver struct {
 type bucket struct {
 	v       int
 	factors []*factor
+	vars    []int   // the scope, then v
+	idx     [][]int // indexers(factors, vars)
 }
 
 func newSolver(dom, pos []int, factors []*factor) *solver {
@@ -211,8 +213,7 @@ func (s *solver) eliminateAll(order []elimination) {
 				for _, c := range children[t] {
 					fs = append(fs, made[c])
 				}
-				made[t] = s.eliminate(order[t].v, order[t].scope, fs)
-				s.order[t] = bucket{order[t].v, fs}
+				made[t], s.order[t] = s.eliminate(order[t].v, order[t].scope, fs)
 				if n := next[t]; n >= 0 && waiting[n].Add(-1) == 0 {
 					ready <- n
 				}
@@ -226,8 +227,8 @@ func (s *solver) eliminateAll(order []elimination) {
 }
 
 // eliminate is the factor over scope that is the minimum over v of the
-// sum of fs (v's bucket).
-func (s *solver) eliminate(v int, scope []int, fs []*factor) *factor {
+// sum of fs (v's bucket), and the bucket for back-substitution.
+func (s *solver) eliminate(v int, scope []int, fs []*factor) (*factor, bucket) {
 	nf := &factor{vars: scope, table: make([]int64, s.size(scope))}
 	full := append(slices.Clone(scope), v)
 	idx := s.indexers(fs, full)
@@ -264,7 +265,7 @@ func (s *solver) eliminate(v int, scope []int, fs []*factor) *factor {
 			assign[j] = 0
 		}
 	}
-	return nf
+	return nf, bucket{v, fs, full, idx}
 }
 
 func (s *solver) size(vars []int) int {
@@ -309,23 +310,14 @@ func (s *solver) solution() []int {
 	assign := make([]int, len(s.dom))
 	for i := len(s.order) - 1; i >= 0; i-- {
 		b := s.order[i]
-		vars := []int{b.v}
-		for _, f := range b.factors {
-			for _, u := range f.vars {
-				if !slices.Contains(vars, u) {
-					vars = append(vars, u)
-				}
-			}
-		}
-		idx := s.indexers(b.factors, vars)
-		vals := make([]int, len(vars))
-		for j, u := range vars {
+		vals := make([]int, len(b.vars))
+		for j, u := range b.vars {
 			vals[j] = assign[u]
 		}
 		best, arg := int64(-1), 0
 		for x := range s.dom[b.v] {
-			vals[0] = x
-			if c := sum(b.factors, idx, vals); best < 0 || c < best {
+			vals[len(vals)-1] = x
+			if c := sum(b.factors, b.idx, vals); best < 0 || c < best {
 				best, arg = c, x
 			}
 		}
