@@ -112,6 +112,7 @@ func Search(g *cost.Graph, devices int, opt Options) (*Result, error) {
 	// less often saves a fifth to a third of its time for a few times
 	// the live heap (docs/partition.md).
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	roots(g) // in parallel: Coarsen would analyse them one by one
 	c := Coarsen(g)
 	res, err := recursive(g, c, devices, opt, space{ok: allowAll}, opt.eliminator(), true)
 	if err == nil && opt.Memory > 0 && res.Cost.Memory.Peak > opt.Memory {
