@@ -45,9 +45,15 @@ type bucket struct {
 func newSolver(dom, pos []int, factors []*factor) *solver {
 	s := &solver{dom: dom, pos: pos, factors: factors, adj: make([][]int, len(dom))}
 	for _, f := range factors {
-		for _, v := range f.vars {
-			s.adj[v] = union(s.adj[v], f.vars, v)
+		if len(f.vars) > 1 {
+			for _, v := range f.vars {
+				s.adj[v] = append(s.adj[v], f.vars...)
+			}
 		}
+	}
+	for v, a := range s.adj {
+		slices.Sort(a)
+		s.adj[v] = without(slices.Compact(a), v)
 	}
 	return s
 }
