@@ -149,9 +149,10 @@ func (opt Options) eliminator() solveStep {
 			return r.up(sv.solution()), st
 		}
 		st.Method, st.Largest = "block descent (table limit)", sv.Largest
+		starts := [][]int{s.dataParallel(), s.allRow(), s.spartan()}
+		parallel(len(starts), func(i int) { starts[i] = localSearch(r.dom, r.factors, r.down(starts[i])) })
 		var a []int
-		for _, start := range [][]int{s.dataParallel(), s.allRow(), s.spartan()} {
-			b := localSearch(r.dom, r.factors, r.down(start))
+		for _, b := range starts {
 			if a == nil || total(r.dom, r.factors, b) < total(r.dom, r.factors, a) {
 				a = b
 			}
