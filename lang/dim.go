@@ -1,8 +1,10 @@
 package lang
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,6 +105,12 @@ func AddInt64(a, b int64) (int64, bool) {
 }
 
 func (t term) key() string {
+	switch len(t.factors) {
+	case 0:
+		return ""
+	case 1:
+		return t.factors[0].key
+	}
 	keys := make([]string, len(t.factors))
 	for i, f := range t.factors {
 		keys[i] = f.key
@@ -118,14 +126,29 @@ func normalize(ts []term) Dim {
 		t   term
 		key string
 	}
-	byKey := make(map[string]int, len(ts))
-	out := make([]keyed, 0, len(ts))
+	// Most Dims have a few terms: they are merged on the stack by a
+	// linear search (normalize is the symbolic analyses' hot spot); many
+	// terms go through a map.
+	var small [8]keyed
+	out := small[:0]
+	var byKey map[string]int
+	if len(ts) > len(small) {
+		out = make([]keyed, 0, len(ts))
+		byKey = make(map[string]int, len(ts))
+	}
 	for _, t := range ts {
 		if t.overflows() {
 			return Overflow
 		}
 		k := t.key()
-		if i, ok := byKey[k]; ok {
+		i, ok := -1, false
+		if byKey != nil {
+			i, ok = byKey[k]
+		} else {
+			i = slices.IndexFunc(out, func(o keyed) bool { return o.key == k })
+			ok = i >= 0
+		}
+		if ok {
 			sum, ok := AddInt64(out[i].t.coef, t.coef)
 			if !ok {
 				return Overflow
@@ -133,7 +156,9 @@ func normalize(ts []term) Dim {
 			out[i].t.coef = sum
 			continue
 		}
-		byKey[k] = len(out)
+		if byKey != nil {
+			byKey[k] = len(out)
+		}
 		out = append(out, keyed{t, k})
 	}
 	kept := out[:0]
@@ -145,15 +170,18 @@ func normalize(ts []term) Dim {
 	if len(kept) == 0 {
 		return Dim{}
 	}
-	sort.Slice(kept, func(i, j int) bool {
-		a, b := kept[i], kept[j]
-		if (a.key == "") != (b.key == "") {
-			return b.key == "" // constant last
+	// The keys are distinct: the order is total, so any sort gives it.
+	slices.SortFunc(kept, func(a, b keyed) int {
+		switch {
+		case a.key == "" && b.key != "":
+			return 1 // the constant last
+		case a.key != "" && b.key == "":
+			return -1
 		}
 		if len(a.t.factors) != len(b.t.factors) {
-			return len(a.t.factors) > len(b.t.factors)
+			return cmp.Compare(len(b.t.factors), len(a.t.factors))
 		}
-		return a.key < b.key
+		return strings.Compare(a.key, b.key)
 	})
 	terms := make([]term, len(kept))
 	for i, kt := range kept {
@@ -164,8 +192,8 @@ func normalize(ts []term) Dim {
 
 // Add returns d + e.
 func (d Dim) Add(e Dim) Dim {
-	ts := append(append([]term(nil), d.terms...), e.terms...)
-	return normalize(ts)
+	var buf [8]term // normalize copies what it keeps
+	return normalize(append(append(buf[:0], d.terms...), e.terms...))
 }
 
 // Neg returns -d.
@@ -176,13 +204,14 @@ func (d Dim) Sub(e Dim) Dim { return d.Add(e.Neg()) }
 
 // Scale returns k * d.
 func (d Dim) Scale(k int64) Dim {
-	ts := make([]term, len(d.terms))
-	for i, t := range d.terms {
+	var buf [8]term // normalize copies what it keeps
+	ts := buf[:0]
+	for _, t := range d.terms {
 		coef, ok := MulInt64(t.coef, k)
 		if !ok {
 			return Overflow
 		}
-		ts[i] = term{coef: coef, factors: t.factors}
+		ts = append(ts, term{coef: coef, factors: t.factors})
 	}
 	return normalize(ts)
 }

@@ -90,7 +90,7 @@ func (s *step) dataParallel() []int {
 		}
 	}
 	assign := make([]int, len(s.tdom)+len(s.odom))
-	for _, v := range s.g.Tensors() {
+	for _, v := range s.tensors {
 		id := s.tensorID(v)
 		switch {
 		case weights[v]:
@@ -161,7 +161,7 @@ func (s *step) spartan() []int {
 	dom := s.domains()
 	byVar := s.factorsByVar()
 	size := make([]int64, len(s.tdom))
-	for _, v := range s.g.Tensors() {
+	for _, v := range s.tensors {
 		id := s.tensorID(v)
 		size[id] = max(size[id], s.g.Bytes(v))
 	}

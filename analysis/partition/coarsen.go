@@ -212,6 +212,12 @@ func (c *Coarse) ties(g *cost.Graph) {
 		index[v] = i
 	}
 	tu := newUnionFind(len(tensors))
+	readers := map[*ir.Value][]*ir.Node{}
+	for _, n := range g.IR.Nodes {
+		for _, v := range n.Inputs {
+			readers[v] = append(readers[v], n)
+		}
+	}
 	tieOutputs := func(a, b *ir.Node) bool {
 		changed := false
 		for o, v := range b.Outputs {
@@ -226,7 +232,7 @@ func (c *Coarse) ties(g *cost.Graph) {
 		for _, j := range r[1:] {
 			tieOutputs(first, g.IR.Nodes[j])
 		}
-		c.tieInputs(g, r, index, tu)
+		c.tieInputs(g, r, index, readers, tu)
 	}
 	tieUpdates(g, index, tu)
 	for changed := true; changed; {
@@ -285,19 +291,18 @@ func tieUpdates(g *cost.Graph, index map[*ir.Value]int, tu *unionFind) {
 
 // tieInputs ties the inputs of a class's members at each position when
 // every one of them is read only by the class and its backward operators.
-func (c *Coarse) tieInputs(g *cost.Graph, class []int, index map[*ir.Value]int, tu *unionFind) {
+func (c *Coarse) tieInputs(g *cost.Graph, class []int, index map[*ir.Value]int, readers map[*ir.Value][]*ir.Node, tu *unionFind) {
 	in := map[*ir.Node]bool{}
 	for _, j := range class {
 		in[g.IR.Nodes[j]] = true
 	}
-	outside := map[*ir.Value]bool{}
-	for _, n := range g.IR.Nodes {
-		if in[n] || n.Forward != nil && in[n.Forward] {
-			continue
+	inside := func(v *ir.Value) bool {
+		for _, n := range readers[v] {
+			if !in[n] && (n.Forward == nil || !in[n.Forward]) {
+				return false
+			}
 		}
-		for _, v := range n.Inputs {
-			outside[v] = true
-		}
+		return true
 	}
 	first := g.IR.Nodes[class[0]]
 	for i := range first.Inputs {
@@ -305,7 +310,7 @@ func (c *Coarse) tieInputs(g *cost.Graph, class []int, index map[*ir.Value]int, 
 		for _, j := range class {
 			v := g.IR.Nodes[j].Inputs[i]
 			_, isTensor := index[v]
-			ok = ok && isTensor && !outside[v]
+			ok = ok && isTensor && inside(v)
 		}
 		if !ok {
 			continue

@@ -3,14 +3,16 @@ package partition
 import (
 	"container/heap"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // factor is a cost table over a few variables (sorted ids), row-major.
 type factor struct {
 	vars  []int
 	table []int64
-	dead  bool
 }
 
 // solver minimises a sum of factors over discrete variables by variable
@@ -25,9 +27,8 @@ type factor struct {
 type solver struct {
 	dom     []int
 	factors []*factor
-	byVar   [][]*factor
-	adj     []map[int]bool
-	pos     []int // each variable's place in the graph, for ties
+	adj     [][]int // each variable's neighbours, sorted
+	pos     []int   // each variable's place in the graph, for ties
 	order   []bucket
 	// Largest is the largest table built.
 	Largest int64
@@ -37,35 +38,62 @@ type solver struct {
 type bucket struct {
 	v       int
 	factors []*factor
+	vars    []int   // the scope, then v
+	idx     [][]int // indexers(factors, vars)
 }
 
 func newSolver(dom, pos []int, factors []*factor) *solver {
-	s := &solver{dom: dom, pos: pos, factors: factors, byVar: make([][]*factor, len(dom)), adj: make([]map[int]bool, len(dom))}
-	for v := range dom {
-		s.adj[v] = map[int]bool{}
-	}
+	s := &solver{dom: dom, pos: pos, factors: factors, adj: make([][]int, len(dom))}
 	for _, f := range factors {
-		f.dead = false
-		s.attach(f)
+		if len(f.vars) > 1 {
+			for _, v := range f.vars {
+				s.adj[v] = append(s.adj[v], f.vars...)
+			}
+		}
+	}
+	for v, a := range s.adj {
+		slices.Sort(a)
+		s.adj[v] = without(slices.Compact(a), v)
 	}
 	return s
 }
 
-func (s *solver) attach(f *factor) {
-	for _, v := range f.vars {
-		s.byVar[v] = append(s.byVar[v], f)
-		for _, u := range f.vars {
-			if u != v {
-				s.adj[v][u] = true
-			}
+// union is the sorted set a ∪ b without skip (a and b sorted).
+func union(a, b []int, skip int) []int {
+	if len(b) <= 1 && (len(b) == 0 || b[0] == skip) {
+		return a
+	}
+	out := make([]int, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		var x int
+		switch {
+		case j == len(b) || i < len(a) && a[i] < b[j]:
+			x, i = a[i], i+1
+		case i == len(a) || b[j] < a[i]:
+			x, j = b[j], j+1
+		default:
+			x, i, j = a[i], i+1, j+1
+		}
+		if x != skip {
+			out = append(out, x)
 		}
 	}
+	return out
+}
+
+// without is the sorted set a without x, in place.
+func without(a []int, x int) []int {
+	if i, ok := slices.BinarySearch(a, x); ok {
+		return slices.Delete(a, i, i+1)
+	}
+	return a
 }
 
 // tableSize is the size of the table eliminating v builds, capped.
-func (s *solver) tableSize(adj []map[int]bool, v int) int64 {
+func (s *solver) tableSize(adj [][]int, v int) int64 {
 	n := int64(s.dom[v])
-	for u := range adj[v] {
+	for _, u := range adj[v] {
 		n *= int64(s.dom[u])
 		if n > 1<<40 {
 			return 1 << 40
@@ -80,25 +108,26 @@ func (s *solver) tableSize(adj []map[int]bool, v int) int64 {
 // adjacency, before any table is built.
 func (s *solver) run(limit int64) bool {
 	order, ok := s.plan(limit)
-	if !ok {
-		return false
+	if ok {
+		s.eliminateAll(order)
 	}
-	for _, v := range order {
-		s.eliminate(v)
-	}
-	return true
+	return ok
+}
+
+// elimination is one step of an elimination order: the variable and its
+// neighbours when it is eliminated (the new factor's variables).
+type elimination struct {
+	v     int
+	scope []int
 }
 
 // plan decides the elimination order (greedy: the smallest table next)
 // on a copy of the adjacency, and the largest table it builds; it stops
 // at the first table over limit.
-func (s *solver) plan(limit int64) ([]int, bool) {
-	adj := make([]map[int]bool, len(s.adj))
+func (s *solver) plan(limit int64) ([]elimination, bool) {
+	adj := make([][]int, len(s.adj))
 	for v, a := range s.adj {
-		adj[v] = make(map[int]bool, len(a))
-		for u := range a {
-			adj[v][u] = true
-		}
+		adj[v] = slices.Clone(a)
 	}
 	h := &varHeap{}
 	version := make([]int, len(s.dom))
@@ -106,7 +135,7 @@ func (s *solver) plan(limit int64) ([]int, bool) {
 		heap.Push(h, s.item(adj, v, 0))
 	}
 	done := make([]bool, len(s.dom))
-	var order []int
+	var order []elimination
 	for h.Len() > 0 {
 		it := heap.Pop(h).(heapItem)
 		if done[it.v] || it.version != version[it.v] {
@@ -117,16 +146,11 @@ func (s *solver) plan(limit int64) ([]int, bool) {
 		}
 		s.Largest = max(s.Largest, it.size)
 		done[it.v] = true
-		order = append(order, it.v)
-		for u := range adj[it.v] {
-			delete(adj[u], it.v)
-			for w := range adj[it.v] {
-				if w != u {
-					adj[u][w] = true
-				}
-			}
+		order = append(order, elimination{it.v, adj[it.v]})
+		for _, u := range adj[it.v] {
+			adj[u] = union(without(adj[u], it.v), adj[it.v], u)
 		}
-		for u := range adj[it.v] {
+		for _, u := range adj[it.v] {
 			version[u]++
 			heap.Push(h, s.item(adj, u, version[u]))
 		}
@@ -135,24 +159,82 @@ func (s *solver) plan(limit int64) ([]int, bool) {
 	return order, true
 }
 
-// eliminate replaces the factors of v by their minimum over v.
-func (s *solver) eliminate(v int) {
-	var fs []*factor
-	for _, f := range s.byVar[v] {
-		if !f.dead {
-			f.dead = true
-			fs = append(fs, f)
+// eliminateAll eliminates the variables in order (plan's, covering every
+// variable) on up to GOMAXPROCS goroutines. Each factor, given or made,
+// is consumed by the first of its variables in the order (its bucket),
+// so an elimination waits only for those whose factors it consumes: the
+// eliminations form a forest, and distinct branches run in parallel. The
+// tables are those of eliminating one variable after another.
+func (s *solver) eliminateAll(order []elimination) {
+	if len(order) == 0 {
+		return
+	}
+	at := make([]int, len(s.dom)) // each variable's place in the order
+	for t, e := range order {
+		at[e.v] = t
+	}
+	first := func(vars []int) int {
+		t := len(order)
+		for _, v := range vars {
+			t = min(t, at[v])
+		}
+		return t
+	}
+	given := make([][]*factor, len(order))
+	for _, f := range s.factors {
+		if len(f.vars) > 0 {
+			t := first(f.vars)
+			given[t] = append(given[t], f)
 		}
 	}
-	s.byVar[v] = nil
-	s.order = append(s.order, bucket{v, fs})
-	var scope []int
-	for u := range s.adj[v] {
-		scope = append(scope, u)
-		delete(s.adj[u], v)
+	// next[t] consumes elimination t's factor (-1: none, an empty scope);
+	// children[t] are the eliminations whose factors t consumes.
+	next := make([]int, len(order))
+	children := make([][]int, len(order))
+	waiting := make([]atomic.Int32, len(order))
+	for t, e := range order {
+		next[t] = -1
+		if len(e.scope) > 0 {
+			next[t] = first(e.scope)
+			children[next[t]] = append(children[next[t]], t)
+			waiting[next[t]].Add(1)
+		}
 	}
-	slices.Sort(scope)
-	s.adj[v] = nil
+	made := make([]*factor, len(order))
+	s.order = make([]bucket, len(order))
+	ready := make(chan int, len(order))
+	for t := range order {
+		if len(children[t]) == 0 {
+			ready <- t
+		}
+	}
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(order)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range ready {
+				fs := given[t]
+				for _, c := range children[t] {
+					fs = append(fs, made[c])
+				}
+				made[t], s.order[t] = s.eliminate(order[t].v, order[t].scope, fs)
+				if n := next[t]; n >= 0 && waiting[n].Add(-1) == 0 {
+					ready <- n
+				}
+				if done.Add(1) == int64(len(order)) {
+					close(ready)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// eliminate is the factor over scope that is the minimum over v of the
+// sum of fs (v's bucket), and the bucket for back-substitution.
+func (s *solver) eliminate(v int, scope []int, fs []*factor) (*factor, bucket) {
 	nf := &factor{vars: scope, table: make([]int64, s.size(scope))}
 	full := append(slices.Clone(scope), v)
 	idx := s.indexers(fs, full)
@@ -189,7 +271,7 @@ func (s *solver) eliminate(v int) {
 			assign[j] = 0
 		}
 	}
-	s.attach(nf)
+	return nf, bucket{v, fs, full, idx}
 }
 
 func (s *solver) size(vars []int) int {
@@ -234,23 +316,14 @@ func (s *solver) solution() []int {
 	assign := make([]int, len(s.dom))
 	for i := len(s.order) - 1; i >= 0; i-- {
 		b := s.order[i]
-		vars := []int{b.v}
-		for _, f := range b.factors {
-			for _, u := range f.vars {
-				if !slices.Contains(vars, u) {
-					vars = append(vars, u)
-				}
-			}
-		}
-		idx := s.indexers(b.factors, vars)
-		vals := make([]int, len(vars))
-		for j, u := range vars {
+		vals := make([]int, len(b.vars))
+		for j, u := range b.vars {
 			vals[j] = assign[u]
 		}
 		best, arg := int64(-1), 0
 		for x := range s.dom[b.v] {
-			vals[0] = x
-			if c := sum(b.factors, idx, vals); best < 0 || c < best {
+			vals[len(vals)-1] = x
+			if c := sum(b.factors, b.idx, vals); best < 0 || c < best {
 				best, arg = c, x
 			}
 		}
@@ -281,7 +354,7 @@ type heapItem struct {
 	version int
 }
 
-func (s *solver) item(adj []map[int]bool, v, version int) heapItem {
+func (s *solver) item(adj [][]int, v, version int) heapItem {
 	n := s.tableSize(adj, v)
 	return heapItem{size: n, pos: s.pos[v], v: v, version: version}
 }

@@ -8,7 +8,8 @@ import (
 
 // parallel runs f(0), …, f(n-1) on up to GOMAXPROCS goroutines: the
 // strategy analyses of a step's distinct views (cost.Graph shares them
-// between the nodes and steps that need the same instance).
+// between the nodes and steps that need the same instance), the pruning
+// of each variable's values, the local searches from each start.
 func parallel(n int, f func(i int)) {
 	workers := min(n, runtime.GOMAXPROCS(0))
 	if workers <= 1 {

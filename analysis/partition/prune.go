@@ -26,7 +26,9 @@ func prune(dom []int, factors []*factor) *reduced {
 		}
 	}
 	r := &reduced{dom: make([]int, len(dom)), kept: make([][]int, len(dom)), to: make([][]int, len(dom))}
-	for v, n := range dom {
+	// Each variable's values, then each factor, independently.
+	parallel(len(dom), func(v int) {
+		n := dom[v]
 		r.to[v] = make([]int, n)
 		for b := range n {
 			r.to[v][b] = b
@@ -41,18 +43,16 @@ func prune(dom []int, factors []*factor) *reduced {
 			}
 		}
 		r.dom[v] = len(r.kept[v])
-	}
-	// A value maps to a kept one: follow dominators (they form chains).
-	for v := range dom {
+		// A value maps to a kept one: follow dominators (they form
+		// chains).
 		for b := range r.to[v] {
 			for r.to[v][b] != r.to[v][r.to[v][b]] {
 				r.to[v][b] = r.to[v][r.to[v][b]]
 			}
 		}
-	}
-	for _, f := range factors {
-		r.factors = append(r.factors, r.restrict(f, dom))
-	}
+	})
+	r.factors = make([]*factor, len(factors))
+	parallel(len(factors), func(i int) { r.factors[i] = r.restrict(factors[i], dom) })
 	return r
 }
 

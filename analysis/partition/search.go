@@ -112,6 +112,7 @@ func Search(g *cost.Graph, devices int, opt Options) (*Result, error) {
 	// less often saves a fifth to a third of its time for a few times
 	// the live heap (docs/partition.md).
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	roots(g) // in parallel: Coarsen would analyse them one by one
 	c := Coarsen(g)
 	res, err := recursive(g, c, devices, opt, space{ok: allowAll}, opt.eliminator(), true)
 	if err == nil && opt.Memory > 0 && res.Cost.Memory.Peak > opt.Memory {
@@ -148,9 +149,10 @@ func (opt Options) eliminator() solveStep {
 			return r.up(sv.solution()), st
 		}
 		st.Method, st.Largest = "block descent (table limit)", sv.Largest
+		starts := [][]int{s.dataParallel(), s.allRow(), s.spartan()}
+		parallel(len(starts), func(i int) { starts[i] = localSearch(r.dom, r.factors, r.down(starts[i])) })
 		var a []int
-		for _, start := range [][]int{s.dataParallel(), s.allRow(), s.spartan()} {
-			b := localSearch(r.dom, r.factors, r.down(start))
+		for _, b := range starts {
 			if a == nil || total(r.dom, r.factors, b) < total(r.dom, r.factors, a) {
 				a = b
 			}

@@ -15,11 +15,12 @@ import (
 // (node, tensor) pair: the bytes the node's strategy causes on that
 // tensor, times the number of device groups the step applies to.
 type step struct {
-	g      *cost.Graph
-	c      *Coarse
-	k      int
-	groups int64
-	views  []*cost.View
+	g       *cost.Graph
+	tensors []*ir.Value // g.Tensors(), listed once
+	c       *Coarse
+	k       int
+	groups  int64
+	views   []*cost.View
 	// tdom and odom are the domains: dimensions (-1 replicated) of each
 	// tensor variable, choices of each node variable.
 	tdom    [][]int
@@ -69,12 +70,12 @@ func (sp space) layouts(g *cost.Graph, p *cost.Plan, v *ir.Value, i int) []int {
 // newStep builds the problem of one step from the views and the tiles
 // left by the earlier steps.
 func newStep(g *cost.Graph, c *Coarse, p *cost.Plan, views []*cost.View, i int, groups int64, sp space, carried map[*ir.Value]int64) (*step, error) {
-	s := &step{g: g, c: c, k: p.Factors[i], groups: groups, views: views, later: 1,
+	s := &step{g: g, tensors: g.Tensors(), c: c, k: p.Factors[i], groups: groups, views: views, later: 1,
 		tdom: make([][]int, c.nTensor), odom: make([][]cost.Choice, c.nOp), pairs: map[[2]int]*factor{}}
 	for _, k := range p.Factors[i+1:] {
 		s.later *= int64(k)
 	}
-	for _, v := range g.Tensors() {
+	for _, v := range s.tensors {
 		id := c.tensorVar[v]
 		dom := sp.layouts(g, p, v, i)
 		if s.tdom[id] == nil {
@@ -194,7 +195,7 @@ func (s *step) carry(assign []int, carried map[*ir.Value]int64) {
 			}
 		}
 	}
-	for _, v := range s.g.Tensors() {
+	for _, v := range s.tensors {
 		d := s.tdom[s.tensorID(v)][assign[s.tensorID(v)]]
 		if d < 0 {
 			carried[v] *= int64(s.k)
@@ -207,7 +208,7 @@ func (s *step) carry(assign []int, carried map[*ir.Value]int64) {
 // its tensors take under each layout, assuming the later steps split
 // them: a sum of tiles, which bounds the peak of live tiles from above.
 func (s *step) penalise(p *cost.Plan, i int, lambda float64) {
-	for _, v := range s.g.Tensors() {
+	for _, v := range s.tensors {
 		id := s.tensorID(v)
 		f := s.unary(id)
 		for x, d := range s.tdom[id] {
@@ -328,7 +329,7 @@ func (s *step) domains() []int {
 // and returns the views of the next step (none after the last).
 func (s *step) apply(p *cost.Plan, i int, assign []int) ([]*cost.View, error) {
 	last := i+1 == len(p.Factors)
-	for _, v := range s.g.Tensors() {
+	for _, v := range s.tensors {
 		id := s.tensorID(v)
 		d := -1
 		if len(s.tdom[id]) > 0 {

@@ -1,0 +1,90 @@
+package partition_test
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"testing"
+
+	"tofuc/analysis/cost"
+	"tofuc/analysis/partition"
+)
+
+// TestPlansUnchanged pins the plans the search and Run choose for the
+// examples on 8 devices (training): their bytes per step and a digest of
+// every tensor's splits and every operator's choices. The search is made
+// faster without changing any plan it returns; a change that moves a
+// digest changes plans and must say why. The big models (the issue's
+// Wide ResNet-152-10 and RNN-10-4K) check the search alone, and are
+// skipped with -short.
+func TestPlansUnchanged(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		set        map[string]int64
+		big        bool
+		memory     int64 // Options.Memory
+		// search and chosen: bytes per step and plan digest; chosen
+		// names the plan Run kept ("" for the big ones: not run).
+		searchBytes int64
+		searchPlan  string
+		chosen      string
+		chosenBytes int64
+		chosenPlan  string
+	}{
+		{name: "mlp", file: "mlp", searchBytes: 518640, searchPlan: "e9ee443da468a626", chosen: "search", chosenBytes: 518640, chosenPlan: "e9ee443da468a626"},
+		{name: "rnn", file: "rnn", searchBytes: 49318672, searchPlan: "ed2472a4025b8ea9", chosen: "search", chosenBytes: 49318672, chosenPlan: "ed2472a4025b8ea9"},
+		{name: "rnn at 8 MiB", file: "rnn", memory: 8 << 20, searchBytes: 761474608, searchPlan: "398b98a9fb616387", chosen: "search", chosenBytes: 761474608, chosenPlan: "398b98a9fb616387"},
+		{name: "sru", file: "sru", searchBytes: 4160, searchPlan: "a3326d39addfde18", chosen: "equal_chop", chosenBytes: 2744, chosenPlan: "f2e248d1cc45b8cd"},
+		{name: "transformer", file: "transformer", searchBytes: 59582560, searchPlan: "45e75b83f464343b", chosen: "search", chosenBytes: 59582560, chosenPlan: "45e75b83f464343b"},
+		{name: "wresnet", file: "wresnet", searchBytes: 4671240032, searchPlan: "118e1cd00afbfe53", chosen: "equal_chop", chosenBytes: 4295465720, chosenPlan: "25a829dd1e107249"},
+		{name: "WResNet-152-10", file: "wresnet", set: map[string]int64{"depth": 152, "width": 10, "batch": 8}, big: true,
+			searchBytes: 22666057568, searchPlan: "1ea530be86fcbef8"},
+		{name: "RNN-10-4K", file: "rnn", set: map[string]int64{"layers": 10, "hidden": 4096, "batch": 512}, big: true,
+			searchBytes: 64997636432, searchPlan: "de2354f532446f5c"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.big && testing.Short() {
+				t.Skip("big model")
+			}
+			g := exampleGraph(t, tc.file, true, tc.set)
+			var searched, best *partition.Result
+			var chosen string
+			if tc.big {
+				r, err := partition.Search(g, 8, partition.Options{Memory: tc.memory})
+				if err != nil {
+					t.Fatal(err)
+				}
+				searched = r
+			} else {
+				out, err := partition.Run(g, 8, partition.Options{Memory: tc.memory}, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				searched, best, chosen = out.Searched, out.Best, out.Best.Chosen
+			}
+			t.Logf("search %d %s", searched.Cost.CommBytes, digest(g, searched.Plan))
+			if searched.Cost.CommBytes != tc.searchBytes || digest(g, searched.Plan) != tc.searchPlan {
+				t.Errorf("search: %d bytes, plan %s; want %d, %s", searched.Cost.CommBytes, digest(g, searched.Plan), tc.searchBytes, tc.searchPlan)
+			}
+			if best == nil {
+				return
+			}
+			t.Logf("chosen %s %d %s", chosen, best.Cost.CommBytes, digest(g, best.Plan))
+			if chosen != tc.chosen || best.Cost.CommBytes != tc.chosenBytes || digest(g, best.Plan) != tc.chosenPlan {
+				t.Errorf("chosen: %s, %d bytes, plan %s; want %s, %d, %s", chosen, best.Cost.CommBytes, digest(g, best.Plan), tc.chosen, tc.chosenBytes, tc.chosenPlan)
+			}
+		})
+	}
+}
+
+// digest is a short hash of a plan: each tensor's splits and each
+// operator's choices, in the graph's order.
+func digest(g *cost.Graph, p *cost.Plan) string {
+	h := sha256.New()
+	for _, v := range g.Tensors() {
+		fmt.Fprintln(h, v.Name, p.Tensors[v])
+	}
+	for _, n := range g.IR.Nodes {
+		fmt.Fprintln(h, n.Name, p.Ops[n])
+	}
+	return fmt.Sprintf("%x", h.Sum(nil)[:8])
+}
