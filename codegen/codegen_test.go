@@ -44,6 +44,25 @@ func loadExample(t *testing.T, name string, train bool, set map[string]ir.AttrVa
 	return g
 }
 
+// modelFromSource checks the TDL source src and returns its only model's
+// graph.
+func modelFromSource(t *testing.T, src string) *ir.Graph {
+	t.Helper()
+	prog, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := prog.LoadSource("test.tdl", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Model("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 func attrs(kv ...any) map[string]ir.AttrValue {
 	out := map[string]ir.AttrValue{}
 	for i := 0; i < len(kv); i += 2 {
@@ -174,20 +193,9 @@ func loadPlan(t *testing.T, p *plan.Plan, dir string, emulated bool) []loaded {
 // naming it when the plan is built, before anything is compiled or
 // written, as on the interpreter; not an internal error of the plan.
 func TestNegativeExtentIsAnError(t *testing.T) {
-	prog, err := check.NewProgram()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := prog.LoadSource("neg.tdl", []byte("model neg(x: f32[1, 3, 1, 5]) {\n    w = param f32[5, 3, 7, 3]\n    return conv2d(x, w)\n}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Model("", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := modelFromSource(t, "model neg(x: f32[1, 3, 1, 5]) {\n    w = param f32[5, 3, 7, 3]\n    return conv2d(x, w)\n}\n")
 	dir := filepath.Join(t.TempDir(), "out")
-	_, err = codegen.Compile(g, dir, codegen.Options{Emit: codegen.Emit{Host: true}, Tools: tools(t)})
+	_, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.Emit{Host: true}, Tools: tools(t)})
 	if err == nil || !strings.Contains(err.Error(), "negative extent") || strings.Contains(err.Error(), "internal error") {
 		t.Fatalf("compiling a tensor of negative extent: %v", err)
 	}

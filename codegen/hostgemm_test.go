@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"tofuc/analysis/check"
 	"tofuc/codegen"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
@@ -34,18 +33,7 @@ model chunks(a: f32[70, 64], b196: f32[64, 196], b784: f32[64, 784], b3136: f32[
 // width on the cpu runtime against the interpreter.
 func TestHostGEMMChunks(t *testing.T) {
 	tl := tools(t)
-	prog, err := check.NewProgram()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := prog.LoadSource("chunks.tdl", []byte(hostGEMMModel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Model("", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := modelFromSource(t, hostGEMMModel)
 	dir := t.TempDir()
 	c, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.Emit{Host: true}, Tools: tl})
 	if err != nil {

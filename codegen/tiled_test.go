@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"tofuc/analysis/check"
 	"tofuc/codegen"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/simt"
@@ -52,18 +51,7 @@ model many(x: f32[66000, 3, 5], y: f32[66000, 5, 2]) {
 // order, in double; docs/codegen.md).
 func runTiled(t *testing.T, src string, nodes []string) {
 	tl := tools(t)
-	prog, err := check.NewProgram()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := prog.LoadSource("tiled.tdl", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Model("", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := modelFromSource(t, src)
 	dir := t.TempDir()
 	c, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.Emit{PTX: true, SIMT: true}, Tools: tl})
 	if err != nil {
