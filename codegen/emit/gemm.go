@@ -86,9 +86,9 @@ func newGemmShape(g *kernel.GEMM) gemmShape {
 // quanta of gemmColQuantum (a whole number of any host's NR) as evenly
 // as the quanta allow, so that tasks take equal time: a task's columns
 // keep its results (doubles) and a packed block of the column factor
-// within the budget, at most gemmMaxNC, and the column chunks are a
-// multiple of four when there are several, so that two or four threads
-// get equal shares. Rows are split (in multiples of 24, whole strips of
+// within the budget, at most gemmMaxNC, and several column chunks are
+// a multiple of four where there are that many quanta (65–96 columns
+// make three), so that two or four threads get equal shares. Rows are split (in multiples of 24, whole strips of
 // any host's MR) only when batch and columns give fewer than four tasks,
 // so that every thread has work.
 type blocking struct {

@@ -29,6 +29,9 @@ type fn struct {
 	// block for the current output element.
 	hoisted map[*tir.Reduce]value.Value
 	smem    *ir.Global
+	// unrolled is the number of copies of the code being emitted that
+	// enclosing unrolled reductions make (1 outside any).
+	unrolled int64
 }
 
 // loop emits for (i = lo; i < hi; i += step) body(i), signed.
@@ -104,14 +107,19 @@ func (f *fn) nest(vars []*tir.Var, acc value.Value, step func(acc value.Value) v
 		return step(acc)
 	}
 	v := vars[0]
-	if f.m.Flavour == Host && iterations(vars) <= unrollLimit {
+	if n := iterations(vars); f.m.Flavour == Host && f.unrolled*n <= unrollLimit {
 		// Unrolled, in the same order: a small window (a 3 × 3 pool, a
 		// local response normalisation's five channels) leaves the
-		// element's code straight-line, so that vectorLoop applies.
+		// element's code straight-line, so that vectorLoop applies. The
+		// limit counts the copies of the body, enclosing unrolled
+		// reductions included.
+		outer := f.unrolled
+		f.unrolled *= extent(v)
 		for i := range extent(v) {
 			f.vars[v] = i64(i)
 			acc = f.nest(vars[1:], acc, step)
 		}
+		f.unrolled = outer
 		return acc
 	}
 	return f.fold(i64(0), i64(extent(v)), i64(1), acc, func(i, acc value.Value) value.Value {
@@ -120,8 +128,8 @@ func (f *fn) nest(vars []*tir.Var, acc value.Value, step func(acc value.Value) v
 	})
 }
 
-// unrollLimit is the most iterations of a reduction the host flavour
-// unrolls.
+// unrollLimit is the most copies of a reduction's body the host flavour
+// unrolls into one element's code.
 const unrollLimit = 16
 
 // iterations is the number of index tuples of vars.

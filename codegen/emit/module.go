@@ -87,7 +87,7 @@ func (m *Module) Add(name string, k *kernel.Kernel) (err error) {
 			err = fmt.Errorf("%s: %v", k.Label, le.err)
 		}
 	}()
-	f := &fn{m: m, k: k, vars: map[*tir.Var]value.Value{}}
+	f := &fn{m: m, k: k, vars: map[*tir.Var]value.Value{}, unrolled: 1}
 	if m.Flavour == GPU {
 		f.gpuFunc(name)
 	} else {
@@ -173,6 +173,10 @@ func (f *fn) hostFunc(name string) {
 		f.packStrips(begin, end)
 	case f.k.GEMM != nil:
 		f.gemmHost(begin, end)
+	case len(f.k.Vars) == 0 || extent(f.k.Vars[len(f.k.Vars)-1]) < HostLanes():
+		// Runs shorter than a vector would pay a vector loop's set-up
+		// each: one flat loop, the index divided per element.
+		f.loop(begin, end, i64(1), f.element)
 	default:
 		out := f.bufs[len(f.bufs)-1]
 		f.forRange(begin, f.b.NewSub(end, begin), f.k.Vars, func(t value.Value) {
