@@ -24,6 +24,7 @@ func (b *builder) singleDevice(g *ir.Graph) error {
 		if err := b.bind(&b.p.Inputs, v, plan.RoleInput); err != nil {
 			return err
 		}
+		b.p.Inputs[len(b.p.Inputs)-1].Classes = g.LabelClasses(v)
 	}
 	for _, p := range g.Params {
 		if err := b.bind(&b.p.Params, p.Value, plan.RoleParameter); err != nil {

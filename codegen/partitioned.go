@@ -67,6 +67,7 @@ type partitioned struct {
 func (p *partitioned) build(g *ir.Graph) error {
 	for _, v := range g.Inputs {
 		p.bindTiles(&p.p.Inputs, v, plan.RoleInput)
+		p.p.Inputs[len(p.p.Inputs)-1].Classes = g.LabelClasses(v)
 	}
 	for _, q := range g.Params {
 		p.bindTiles(&p.p.Params, q.Value, plan.RoleParameter)

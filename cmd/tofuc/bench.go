@@ -142,7 +142,7 @@ func bench(path string, f benchFlags, b exec.Backend, specs map[string]string, s
 	}
 	for _, in := range g.Inputs {
 		if inputs[in.Name] == nil {
-			if inputs[in.Name], err = randomInput(in, f.seed, classes(g, in)); err != nil {
+			if inputs[in.Name], err = randomInput(in, f.seed, g.LabelClasses(in)); err != nil {
 				return nil, err
 			}
 		}

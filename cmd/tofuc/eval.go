@@ -196,7 +196,7 @@ func evalModel(m *check.Module, f evalFlags, inputs, weights map[string]*tensor.
 		if !f.random {
 			return nil, nil, fmt.Errorf("input %s (%s%s) is missing: give it with --in %s=PATH.npy, or use --random-inputs", in.Name, in.DType, lang.ShapeString(in.Shape), in.Name)
 		}
-		t, err := randomInput(in, f.seed, classes(g, in))
+		t, err := randomInput(in, f.seed, g.LabelClasses(in))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -295,23 +295,6 @@ func train(g *ir.Graph, next map[string]string, b exec.Backend, inputs, params m
 		}
 	}
 	return map[string]*tensor.Tensor{autodiff.LossOutput: lt}, params, nil
-}
-
-// classes is the number of classes of a cross-entropy labels input (the
-// last extent of the logits the loss reads it with), 0 for any other
-// input.
-func classes(g *ir.Graph, in *ir.Value) int64 {
-	if in.DType.IsFloat() {
-		return 0
-	}
-	for _, n := range g.Nodes {
-		if n.Role == "loss" && len(n.Inputs) == 2 && n.Inputs[1] == in {
-			shape := n.Inputs[0].Shape
-			c, _ := shape[len(shape)-1].IsConst()
-			return c
-		}
-	}
-	return 0
 }
 
 // matchParams checks that every member of a parameter file names a

@@ -66,3 +66,18 @@ func TestEvalUsageAndDivergence(t *testing.T) {
 		t.Errorf("a diverging run: exit %d\n%s%s", status, stdout, stderr)
 	}
 }
+
+// TestRunDrawsLabelsInRange: `run --random-inputs` on a compiled training
+// plan draws its labels below the model's class count (recorded in the
+// plan), as eval does from the graph; they had been drawn in [0, 10).
+func TestRunDrawsLabelsInRange(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan")
+	if status, _, stderr := tofuc("compile", "../../examples/rnn.tdl", "--train", "--set", "classes=3", "--set", "batch=8",
+		"--set", "hidden=8", "--set", "steps=2", "--emit", "host,plan", "-o", plan); status != exitOK {
+		t.Fatalf("compile: %s", stderr)
+	}
+	if status, _, stderr := tofuc("run", plan, "--random-inputs", "--seed", "2", "--out", filepath.Join(dir, "out")); status != exitOK {
+		t.Errorf("run: exit %d: %s", status, stderr)
+	}
+}

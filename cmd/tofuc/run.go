@@ -131,5 +131,5 @@ func randomPlanInput(b plan.Binding, seed uint64) (*tensor.Tensor, error) {
 	for i, n := range b.Shape {
 		shape[i] = lang.Const(n)
 	}
-	return randomInput(&ir.Value{Name: b.Name, DType: lang.ParseDType(b.DType), Shape: shape}, seed, 0)
+	return randomInput(&ir.Value{Name: b.Name, DType: lang.ParseDType(b.DType), Shape: shape}, seed, b.Classes)
 }

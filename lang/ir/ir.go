@@ -277,6 +277,23 @@ type Graph struct {
 	Outputs []*Value
 }
 
+// LabelClasses is the number of classes of an integer input that is the
+// label of the graph's training loss (its prediction's last extent), or
+// 0 when v is no such input.
+func (g *Graph) LabelClasses(v *Value) int64 {
+	if v.DType.IsFloat() {
+		return 0
+	}
+	for _, n := range g.Nodes {
+		if n.Role == "loss" && len(n.Inputs) == 2 && n.Inputs[1] == v {
+			shape := n.Inputs[0].Shape
+			c, _ := shape[len(shape)-1].IsConst()
+			return c
+		}
+	}
+	return 0
+}
+
 // Value is a tensor flowing along the graph's edges.
 type Value struct {
 	Name  string

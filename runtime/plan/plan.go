@@ -121,6 +121,10 @@ type Binding struct {
 	DType string  `json:"dtype"`
 	Shape []int64 `json:"shape"`
 	Tiles []Tile  `json:"tiles"`
+	// Classes, for an integer input that is the label of the training
+	// loss, is the number of classes (labels lie in [0, Classes)), so
+	// that `tofuc run --random-inputs` draws valid ones.
+	Classes int64 `json:"classes,omitempty"`
 }
 
 // Tile is a box of a tensor held in a buffer.
