@@ -126,32 +126,29 @@ func TestExamplesOnOneDevice(t *testing.T) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		t.Logf("%s: %+v", tc.name, c.Stats)
-		in := randomInputs(g, 10)
-		want, err := exec.Run(g, exec.Interp{}, in, nil, 1)
+		matchInterp(t, tc.name, g, c.Plan, dir, true, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 4096) })
+	}
+}
+
+// matchInterp runs g on the interpreter, and plan p (compiled from g into
+// dir) on the cpu runtime and, with emulated, the SIMT emulator, on the
+// same random inputs, and reports each output that differs from the
+// interpreter's beyond the tolerance tol gives for its dtype.
+func matchInterp(t *testing.T, label string, g *ir.Graph, p *plan.Plan, dir string, emulated bool, tol func(lang.DType) tensor.Tolerance) {
+	t.Helper()
+	in := randomInputs(g, 10)
+	want, err := exec.Run(g, exec.Interp{}, in, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range loadPlan(t, p, dir, emulated) {
+		got, err := l.p.Run(in, want.Params)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s %s: %v", label, l.name, err)
 		}
-		host, err := cpu.NewHost(c.Plan, dir, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hp, err := cpu.Load(c.Plan, host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sp, err := simt.Load(c.Plan, dir, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for name, prog := range map[string]*cpu.Program{"cpu": hp, "simt": sp} {
-			got, err := prog.Run(in, want.Params)
-			if err != nil {
-				t.Fatalf("%s %s: %v", tc.name, name, err)
-			}
-			for k, w := range want.Outputs {
-				if err := tensor.Compare(got[k], w, tensor.Reordered(w.DType, 4096)); err != nil {
-					t.Errorf("%s %s output %s: %v", tc.name, name, k, err)
-				}
+		for k, w := range want.Outputs {
+			if err := tensor.Compare(got[k], w, tol(w.DType)); err != nil {
+				t.Errorf("%s %s output %s: %v", label, l.name, k, err)
 			}
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"tofuc/codegen"
-	"tofuc/runtime/exec"
+	"tofuc/lang"
 	"tofuc/runtime/tensor"
 )
 
@@ -51,20 +51,5 @@ func TestHostGEMMChunks(t *testing.T) {
 	if contractions != 6 {
 		t.Fatalf("%d contraction kernels, want 6", contractions)
 	}
-	in := randomInputs(g, 10)
-	want, err := exec.Run(g, exec.Interp{}, in, nil, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range loadPlan(t, c.Plan, dir, false) {
-		got, err := l.p.Run(in, want.Params)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, w := range want.Outputs {
-			if err := tensor.Compare(got[k], w, tensor.Reordered(w.DType, 64)); err != nil {
-				t.Errorf("%s output %s: %v", l.name, k, err)
-			}
-		}
-	}
+	matchInterp(t, "chunks", g, c.Plan, dir, false, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 64) })
 }

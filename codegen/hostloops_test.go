@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"tofuc/codegen"
-	"tofuc/runtime/exec"
+	"tofuc/lang"
 	"tofuc/runtime/tensor"
 )
 
@@ -36,20 +36,5 @@ func TestHostLoops(t *testing.T) {
 	if d := time.Since(start); d > time.Minute {
 		t.Errorf("compiling took %v", d)
 	}
-	in := randomInputs(g, 10)
-	want, err := exec.Run(g, exec.Interp{}, in, nil, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range loadPlan(t, c.Plan, dir, false) {
-		got, err := l.p.Run(in, want.Params)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, w := range want.Outputs {
-			if err := tensor.Compare(got[k], w, tensor.Exact); err != nil {
-				t.Errorf("%s output %s: %v", l.name, k, err)
-			}
-		}
-	}
+	matchInterp(t, "loops", g, c.Plan, dir, false, func(dt lang.DType) tensor.Tolerance { return tensor.Exact })
 }
