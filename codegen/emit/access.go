@@ -45,7 +45,8 @@ func (f *fn) access(a *tir.Access) value.Value {
 		return f.load(f.bufs[src.Arg], flatIndex(f, idx, shape), a.T.DType)
 	}
 	checked, site := f.k.Checked(a)
-	inRange := f.inRange(checked, idx, shape)
+	dimsIn := f.dimsInRange(checked, idx, shape)
+	inRange := f.all(dimsIn)
 	if inRange == nil {
 		return read()
 	}
@@ -54,9 +55,8 @@ func (f *fn) access(a *tir.Access) value.Value {
 		// element at the index with each checked dimension that is out of
 		// range moved to 0 (in range, the tensor being nonempty), then
 		// the read's default where the index is out of range.
-		for d, c := range checked {
-			if c {
-				ok := f.b.NewICmp(enum.IPredULT, idx[d], i64(shape[d]))
+		for d, ok := range dimsIn {
+			if ok != nil {
 				idx[d] = f.b.NewSelect(ok, idx[d], i64(0))
 			}
 		}
@@ -91,18 +91,35 @@ func (f *fn) selectable(a *tir.Access, src kernel.Source, shape []int64) bool {
 // inRange is whether the checked dimensions of idx lie in shape, or nil
 // when none is checked.
 func (f *fn) inRange(checked []bool, idx []value.Value, shape []int64) value.Value {
+	return f.all(f.dimsInRange(checked, idx, shape))
+}
+
+// all is the conjunction of the conditions that are not nil (nil when
+// all are).
+func (f *fn) all(conds []value.Value) value.Value {
 	var in value.Value
-	for d, c := range checked {
-		if c {
-			ok := f.b.NewICmp(enum.IPredULT, idx[d], i64(shape[d])) // negative is large
-			if in == nil {
-				in = ok
-			} else {
-				in = f.b.NewAnd(in, ok)
-			}
+	for _, c := range conds {
+		switch {
+		case c == nil:
+		case in == nil:
+			in = c
+		default:
+			in = f.b.NewAnd(in, c)
 		}
 	}
 	return in
+}
+
+// dimsInRange is, per checked dimension, whether idx lies in shape there
+// (nil for a dimension not checked).
+func (f *fn) dimsInRange(checked []bool, idx []value.Value, shape []int64) []value.Value {
+	oks := make([]value.Value, len(checked))
+	for d, c := range checked {
+		if c {
+			oks[d] = f.b.NewICmp(enum.IPredULT, idx[d], i64(shape[d])) // negative is large
+		}
+	}
+	return oks
 }
 
 // flatIndex is the row-major offset of idx in a tensor of shape.
