@@ -7,11 +7,16 @@
 #     sh run.sh [RESULTS]      (default RESULTS: results)
 #
 # RESULTS/summary.txt collects one line per step; every step's full
-# output is beside it.
+# output is beside it. Each step has a time limit (a GPU machine is lent
+# for minutes): CHECK_TIMEOUT seconds for the checks (default 300),
+# STEP_TIMEOUT for each benchmark (default 90); a step past its limit is
+# reported as exit 124 and the next one runs.
 set -u
 cd "$(dirname "$0")"
 OUT=${1:-results}
 RUNS=${RUNS:-20}
+CHECK_TIMEOUT=${CHECK_TIMEOUT:-300}
+STEP_TIMEOUT=${STEP_TIMEOUT:-90}
 PTXAS=${PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
 mkdir -p "$OUT/in"
 summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
@@ -20,20 +25,16 @@ summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
 summary "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
 
 # 1a. ptxas accepts every PTX module of the checks (the stdlib-wide
-# compilation of every dtype, the models).
-n=0 bad=0
-for f in checks/*/kernels/*.ptx; do
-	n=$((n + 1))
-	if ! "$PTXAS" -arch=sm_90 "$f" -o /dev/null >>"$OUT/ptxas.txt" 2>&1; then
-		echo "rejected: $f" >>"$OUT/ptxas.txt"
-		bad=$((bad + 1))
-	fi
-done
+# compilation of every dtype, the models), on every core.
+n=$(ls checks/*/kernels/*.ptx | wc -l)
+ls checks/*/kernels/*.ptx | xargs -P "$(nproc)" -n 4 sh -c '
+	for f; do "$0" -arch=sm_90 "$f" -o /dev/null 2>&1 || echo "rejected: $f"; done' "$PTXAS" >"$OUT/ptxas.txt"
+bad=$(grep -c '^rejected: ' "$OUT/ptxas.txt")
 summary "ptxas -arch=sm_90: $n modules, $bad rejected ($PTXAS)"
 
 # 1b. Every check on the GPU: the stdlib kernels, the MLP, Wide
 # ResNet-50 and RNN on 1 and 4 logical devices, against the cpu runtime.
-TOFUC_GPU_CHECKS=checks ./cuda.test -test.v -test.timeout 30m >"$OUT/checks.txt" 2>&1
+TOFUC_GPU_CHECKS=checks timeout "$CHECK_TIMEOUT" ./cuda.test -test.v >"$OUT/checks.txt" 2>&1
 summary "cuda.test (checks, driver binding): exit $?, $(grep -c -- '--- PASS' "$OUT/checks.txt") passed, $(grep -c -- '--- FAIL' "$OUT/checks.txt") failed, $(grep -c -- '--- SKIP' "$OUT/checks.txt") skipped"
 
 # 2. Benchmarks: tofuc-run --bench on each compiled plan, with random
@@ -41,14 +42,14 @@ summary "cuda.test (checks, driver binding): exit $?, $(grep -c -- '--- PASS' "$
 for b in chain matmul softmax layernorm r50-b1 r50-b32; do
 	flags=$(python3 make_inputs.py "bench/$b" "$OUT/in/$b") || { summary "$b: no inputs"; continue; }
 	# shellcheck disable=SC2086 # flags are words
-	./tofuc-run "bench/$b" $flags --out "$OUT/$b" --bench --runs "$RUNS" >"$OUT/$b.txt" 2>&1
+	timeout "$STEP_TIMEOUT" ./tofuc-run "bench/$b" $flags --out "$OUT/$b" --bench --runs "$RUNS" >"$OUT/$b.txt" 2>&1
 	summary "tofuc $b: exit $?, $(grep -m1 ' on .* devices: median' "$OUT/$b.txt")"
 done
 summary "device-to-device copy (tofuc-run, chain): $(grep -m1 'device-to-device copy' "$OUT/chain.txt")"
 for w in copy chain matmul softmax layernorm; do
-	summary "torch $w: $(python3 torch_bench.py "$w" --runs "$RUNS" --json "$OUT/torch-$w.json" 2>&1 | tail -1)"
+	summary "torch $w: $(timeout "$STEP_TIMEOUT" python3 torch_bench.py "$w" --runs "$RUNS" --json "$OUT/torch-$w.json" 2>&1 | tail -1)"
 done
 for batch in 1 32; do
-	summary "torch resnet50 batch $batch: $(python3 torch_bench.py resnet50 --batch $batch --runs "$RUNS" --json "$OUT/torch-resnet50-b$batch.json" 2>&1 | tail -1)"
+	summary "torch resnet50 batch $batch: $(timeout "$STEP_TIMEOUT" python3 torch_bench.py resnet50 --batch $batch --runs "$RUNS" --json "$OUT/torch-resnet50-b$batch.json" 2>&1 | tail -1)"
 done
-summary "onnxruntime resnet50 batch 1: $(python3 ort_bench.py light_resnet50_random.onnx --runs "$RUNS" --json "$OUT/ort-resnet50-b1.json" 2>&1 | tail -1)"
+summary "onnxruntime resnet50 batch 1: $(timeout "$STEP_TIMEOUT" python3 ort_bench.py light_resnet50_random.onnx --runs "$RUNS" --json "$OUT/ort-resnet50-b1.json" 2>&1 | tail -1)"
