@@ -213,20 +213,27 @@ func kernelName(k *kernel.Kernel) (string, error) {
 }
 
 // Launch geometry of the GPU flavour: Threads kernels use blocks of
-// threadsPerBlock (fewer, a multiple of 32, for small outputs); Blocks
-// kernels a block per output element with the smallest power of two of
-// threads, from 32 to threadsPerBlock, that covers the reduction range.
-// Tiled kernels a block per tile (kernel.GEMM.Tile). Grids are capped at
-// maxGrid blocks: the kernels stride over the rest.
+// threadsPerBlock (fewer, a multiple of 32, for small outputs), a thread
+// per output element; Blocks kernels a block per output element with the
+// smallest power of two of threads, from 32 to threadsPerBlock, that
+// covers the reduction range; Rows kernels a block per row, the threads
+// likewise covering the longer of the row and its locals' reductions.
+// These grids are capped at maxGrid blocks,
+// CUDA's limit of gridDim.x on every GPU the PTX is for (sm_80 and
+// later): a grid of 65535 had made each thread of a 2^26-element kernel
+// walk 4 elements one at a time. Tiled kernels a block per tile
+// (kernel.GEMM.Tile), at most maxTiledGrid. Every form strides over what
+// its grid does not cover, so a kernel is correct for any grid.
 const (
 	threadsPerBlock = 256
-	maxGrid         = 65535
+	maxGrid         = 1<<31 - 1
+	maxTiledGrid    = 65535
 )
 
 func geometry(k *kernel.Kernel) (grid, block, shared int64) {
 	if k.Form == kernel.Tiled {
 		t := k.GEMM.Tile()
-		return min(t.Tiles, maxGrid), t.Threads, t.SharedBytes()
+		return min(t.Tiles, maxTiledGrid), t.Threads, t.SharedBytes()
 	}
 	if k.Form == kernel.Blocks {
 		block = 32
@@ -234,6 +241,13 @@ func geometry(k *kernel.Kernel) (grid, block, shared int64) {
 			block *= 2
 		}
 		return min(k.Elements, maxGrid), block, 32 * 8
+	}
+	if k.Form == kernel.RowsForm {
+		block = 32
+		for block < threadsPerBlock && block < max(k.ReduceLen, k.Rows.Len) {
+			block *= 2
+		}
+		return min(k.Rows.Count, maxGrid), block, 32 * 8
 	}
 	block = min(threadsPerBlock, max(32, (k.Elements+31)/32*32))
 	return min((k.Elements+block-1)/block, maxGrid), block, 0

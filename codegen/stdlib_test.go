@@ -202,7 +202,7 @@ func TestStdlibCompiles(t *testing.T) {
 			blocks, tiled := 0, 0
 			for _, k := range c.Plan.Kernels {
 				switch k.Form {
-				case "blocks":
+				case "blocks", "rows":
 					blocks++
 				case "tiled":
 					tiled++

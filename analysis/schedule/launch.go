@@ -13,6 +13,8 @@ const maxInline = 256
 // no opaque call, and its size with the recomputed locals it reads is at
 // most maxInline: its elements are then cheap and independent, and
 // storing them would cost more memory traffic than computing them again.
+// A row local (Rows) is not launched either: the output's kernel computes
+// it once per row.
 func Launches(inst *ir.Instance) []*ir.Def {
 	var out []*ir.Def
 	for _, d := range inst.Locals {
@@ -24,10 +26,10 @@ func Launches(inst *ir.Instance) []*ir.Def {
 }
 
 // Inlined reports whether local d of inst is recomputed where it is read
-// (see Launches); outputs never are.
+// (see Launches), or computed once per row of the output by the output's
+// kernel (a row local, see Rows); outputs never are.
 func Inlined(inst *ir.Instance, d *ir.Def) bool {
-	size, ok := inlineSize(inst, d, map[*ir.Def]int{})
-	return ok && size <= maxInline
+	return recomputable(inst, d) || IsRowLocal(inst, d)
 }
 
 // inlineSize is the size of local d recomputed, or false when d is not a

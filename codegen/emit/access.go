@@ -144,6 +144,9 @@ func flatIndex(f *fn, idx []value.Value, shape []int64) value.Value {
 // recompute evaluates local d at idx (a local the schedule recomputes
 // where it is read), rounded to its dtype as a stored local would be.
 func (f *fn) recompute(d *tir.Def, idx []value.Value) value.Value {
+	if v, ok := f.rowVals[d]; ok {
+		return v // a row local, at the row's key (schedule.Rows)
+	}
 	saved := make([]value.Value, len(d.Vars))
 	for i, v := range d.Vars {
 		saved[i] = f.vars[v]

@@ -29,6 +29,9 @@ type fn struct {
 	// block for the current output element.
 	hoisted map[*tir.Reduce]value.Value
 	smem    *ir.Global
+	// rowVals holds the row locals of a Rows kernel computed for the
+	// current row.
+	rowVals map[*tir.Def]value.Value
 	// unrolled is the number of copies of the code being emitted that
 	// enclosing unrolled reductions make (1 outside any).
 	unrolled int64
@@ -218,12 +221,7 @@ func (f *fn) computeStages() value.Value {
 // elements, every thread of a block takes part in the block's
 // reductions, and thread 0 computes and stores the element.
 func (f *fn) blocksLoop() {
-	arr := types.NewArray(32, types.I64)
-	f.smem = f.m.M.NewGlobalDef(f.f.Name()+".smem", constant.NewUndef(arr))
-	f.smem.Linkage = enum.LinkageInternal
-	f.smem.AddrSpace = sharedSpace
-	f.smem.Typ = nil // recomputed with the address space
-	f.smem.Align = 8
+	f.smem = f.sharedSlots()
 	tid, ntid := f.sreg("tid.x"), f.sreg("ntid.x")
 	f.loop(f.sreg("ctaid.x"), i64(f.k.Elements), f.sreg("nctaid.x"), func(o value.Value) {
 		f.unflatten(o, f.k.Vars, f.k.Shape)
@@ -235,6 +233,97 @@ func (f *fn) blocksLoop() {
 			f.store(f.bufs[len(f.bufs)-1], o, f.computeStages(), f.k.Out().DType)
 		})
 	})
+}
+
+// rowsLoop lowers a Rows kernel on the GPU: blocks stride over the rows;
+// for each, every thread takes part in the row locals' reductions (so
+// all hold their values), then the threads share the row's elements.
+func (f *fn) rowsLoop() {
+	f.smem = f.sharedSlots()
+	tid, ntid := f.sreg("tid.x"), f.sreg("ntid.x")
+	rows := f.k.Rows
+	f.loop(f.sreg("ctaid.x"), i64(rows.Count), f.sreg("nctaid.x"), func(key value.Value) {
+		f.computeRow(key, func(r *tir.Reduce) value.Value { return f.blockReduce(r, tid, ntid) })
+		f.loop(tid, i64(rows.Len), ntid, func(t value.Value) {
+			vars, shape := f.rowVars(rows.RowVars(len(f.k.Vars)))
+			f.unflatten(t, vars, shape)
+			f.storeElement()
+		})
+	})
+}
+
+// rowsHost lowers a Rows kernel on the host: rows [begin, end), each its
+// row locals then its elements, the innermost row variable in a loop
+// that can be vectorised.
+func (f *fn) rowsHost(begin, end value.Value) {
+	rows := f.k.Rows
+	f.loop(begin, end, i64(1), func(key value.Value) {
+		f.computeRow(key, nil)
+		vars, _ := f.rowVars(rows.RowVars(len(f.k.Vars)))
+		if len(vars) == 0 {
+			f.storeElement()
+			return
+		}
+		f.forRange(i64(0), i64(rows.Len), vars, func(value.Value) { f.storeElement() })
+	})
+}
+
+// computeRow binds the key variables to row key and computes the row
+// locals in order; reduce, when not nil, computes their top-level
+// reductions (on the GPU, over the block).
+func (f *fn) computeRow(key value.Value, reduce func(*tir.Reduce) value.Value) {
+	rows := f.k.Rows
+	vars, shape := f.rowVars(rows.Key)
+	f.unflatten(key, vars, shape)
+	f.rowVals = map[*tir.Def]value.Value{}
+	for _, l := range rows.Locals {
+		for i, v := range l.Def.Vars {
+			f.vars[v] = f.vars[f.k.Vars[l.At[i]]]
+		}
+		f.hoisted = map[*tir.Reduce]value.Value{}
+		if reduce != nil {
+			for _, r := range l.Reductions {
+				f.hoisted[r] = reduce(r)
+			}
+		}
+		f.rowVals[l.Def] = f.convert(f.expr(l.Def.Body), l.Def.Body.Type(), l.Def.Tensor.DType, true)
+		for _, v := range l.Def.Vars {
+			delete(f.vars, v)
+		}
+	}
+	f.hoisted = nil
+}
+
+// rowVars are the kernel's variables at positions, and their extents.
+func (f *fn) rowVars(positions []int) ([]*tir.Var, []int64) {
+	vars := make([]*tir.Var, len(positions))
+	shape := make([]int64, len(positions))
+	for i, p := range positions {
+		vars[i], shape[i] = f.k.Vars[p], f.k.Shape[p]
+	}
+	return vars, shape
+}
+
+// storeElement computes and stores the output element at the bound
+// variables.
+func (f *fn) storeElement() {
+	idx := make([]value.Value, len(f.k.Vars))
+	for i, v := range f.k.Vars {
+		idx[i] = f.vars[v]
+	}
+	f.store(f.bufs[len(f.bufs)-1], flatIndex(f, idx, f.k.Shape), f.computeStages(), f.k.Out().DType)
+}
+
+// sharedSlots defines the kernel's shared array of 32 i64 slots, where
+// warps leave their partial reductions.
+func (f *fn) sharedSlots() *ir.Global {
+	arr := types.NewArray(32, types.I64)
+	g := f.m.M.NewGlobalDef(f.f.Name()+".smem", constant.NewUndef(arr))
+	g.Linkage = enum.LinkageInternal
+	g.AddrSpace = sharedSpace
+	g.Typ = nil // recomputed with the address space
+	g.Align = 8
+	return g
 }
 
 // blockReduce combines reduction r over the block: each thread folds a

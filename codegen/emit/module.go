@@ -147,6 +147,8 @@ func (f *fn) gpuFunc(name string) {
 		f.blocksLoop()
 	case f.k.Form == kernel.Tiled:
 		f.tiledLoop()
+	case f.k.Form == kernel.RowsForm:
+		f.rowsLoop()
 	default:
 		tid := f.b.NewAdd(f.b.NewMul(f.sreg("ctaid.x"), f.sreg("ntid.x")), f.sreg("tid.x"))
 		stride := f.b.NewMul(f.sreg("nctaid.x"), f.sreg("ntid.x"))
@@ -173,6 +175,8 @@ func (f *fn) hostFunc(name string) {
 		f.packStrips(begin, end)
 	case f.k.GEMM != nil:
 		f.gemmHost(begin, end)
+	case f.k.Rows != nil:
+		f.rowsHost(begin, end)
 	case len(f.k.Vars) == 0 || extent(f.k.Vars[len(f.k.Vars)-1]) < HostLanes():
 		// Runs shorter than a vector would pay a vector loop's set-up
 		// each: one flat loop, the index divided per element.
@@ -269,7 +273,8 @@ func ArgElems(k *kernel.Kernel) []string {
 
 // HostRange is the range a host-flavour kernel's calls split, and the
 // fewest items worth a thread of their own: output elements, or for a
-// contraction its tasks (each a block of columns).
+// contraction its tasks (each a block of columns), or for a Rows kernel
+// its rows.
 func HostRange(k *kernel.Kernel) (items, grain int64) {
 	if k.PackOnly {
 		s := newGemmShape(k.GEMM)
@@ -277,6 +282,9 @@ func HostRange(k *kernel.Kernel) (items, grain int64) {
 	}
 	if k.GEMM != nil {
 		return GEMMTasks(k.GEMM), 1
+	}
+	if k.Rows != nil {
+		return k.Rows.Count, max(1, 4096/max(k.Rows.Len, 1))
 	}
 	return k.Elements, 4096
 }

@@ -2,6 +2,9 @@ package kernel
 
 import (
 	"fmt"
+	"slices"
+
+	"tofuc/analysis/schedule"
 
 	"tofuc/lang/ir"
 )
@@ -115,6 +118,15 @@ func identity(idx []ir.Expr, vars []*ir.Var) bool {
 // classify sets the kernel's kind, form and top-level reductions.
 func (b *builder) classify() {
 	k := b.k
+	if k.Rows = b.rows(); k.Rows != nil {
+		k.Kind, k.Form = Reduction, RowsForm
+		for _, l := range k.Rows.Locals {
+			for _, r := range l.Reductions {
+				k.ReduceLen = max(k.ReduceLen, rangeLen(r))
+			}
+		}
+		return
+	}
 	k.Reductions = topLevelReductions(k.Stages[0].Body)
 	for _, r := range k.Reductions {
 		k.ReduceLen = max(k.ReduceLen, rangeLen(r))
@@ -164,6 +176,38 @@ func (b *builder) kind() Kind {
 		})
 	}
 	return kind
+}
+
+// rows is the row form of the kernel (schedule.Rows): the first stage is
+// its instance's output, and the row locals are those recomputed here
+// (not precomputed with the weights).
+func (b *builder) rows() *Rows {
+	inst, k := b.rootInst, b.k
+	if len(k.Opaques) > 0 || len(inst.Outputs) != 1 || !slices.Equal(inst.Outputs[0].Vars, k.Vars) {
+		return nil
+	}
+	var r Rows
+	for _, l := range schedule.Rows(inst) {
+		if src, ok := k.source[l.Def.Tensor]; !ok || src.Local != l.Def {
+			continue
+		}
+		r.Locals = append(r.Locals, RowLocal{Def: l.Def, At: l.Key, Reductions: topLevelReductions(l.Def.Body)})
+		for _, p := range l.Key {
+			if !slices.Contains(r.Key, p) {
+				r.Key = append(r.Key, p)
+			}
+		}
+	}
+	if len(r.Locals) == 0 {
+		return nil
+	}
+	slices.Sort(r.Key)
+	r.Count = 1
+	for _, p := range r.Key {
+		r.Count *= k.Shape[p]
+	}
+	r.Len = k.Elements / max(r.Count, 1)
+	return &r
 }
 
 // topLevelReductions lists the reductions of e that every evaluation of

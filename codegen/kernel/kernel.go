@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"slices"
 
 	"tofuc/analysis/schedule"
 	"tofuc/lang"
@@ -37,12 +38,16 @@ const (
 	// Tiled: a contraction (GEMM not nil); a block per tile of the
 	// output (GEMM.Tile), the depth staged through shared memory.
 	Tiled
+	// RowsForm: a block per row of the output (Rows not nil); the row
+	// locals' top-level reductions are split over the block's threads,
+	// then the threads share the row's elements.
+	RowsForm
 )
 
-func (f Form) String() string { return [...]string{"threads", "blocks", "tiled"}[f] }
+func (f Form) String() string { return [...]string{"threads", "blocks", "tiled", "rows"}[f] }
 
 // Sync reports whether the form's threads meet at barriers or shuffles.
-func (f Form) Sync() bool { return f == Blocks || f == Tiled }
+func (f Form) Sync() bool { return f != Threads }
 
 // BlockReduceMin is the smallest reduction range a Blocks kernel splits
 // over a block; shorter ones run in one thread.
@@ -113,6 +118,9 @@ type Kernel struct {
 	// GEMM describes the kernel when it is a floating-point sum of
 	// products (nil otherwise).
 	GEMM *GEMM
+	// Rows describes a kernel that computes its output a row at a time
+	// (nil otherwise).
+	Rows *Rows
 	// PackOnly marks a kernel that only packs its GEMM's A factor into
 	// its output (see GEMM.PackKernel); it does nothing on a GPU.
 	PackOnly bool
@@ -123,6 +131,37 @@ type Kernel struct {
 	source  map[*ir.Tensor]Source
 	checked map[*ir.Access][]bool // per dimension: checked at run time
 	site    map[*ir.Access]int
+}
+
+// Rows is how a kernel computes its output a row at a time: for each
+// key (an index of the output's Key variables) the row locals once, in
+// order, then every element of the row (the other variables).
+type Rows struct {
+	Key    []int // positions in Kernel.Vars, ascending
+	Locals []RowLocal
+	// Count is the number of rows, Len the elements of each.
+	Count, Len int64
+}
+
+// RowLocal is a local computed once per row.
+type RowLocal struct {
+	Def *ir.Def
+	// At holds, for each variable of Def, the position in Kernel.Vars of
+	// the variable it is evaluated at.
+	At []int
+	// Reductions are Def's top-level reductions, in evaluation order.
+	Reductions []*ir.Reduce
+}
+
+// RowVars are the positions in Kernel.Vars that are not in the key.
+func (r *Rows) RowVars(rank int) []int {
+	var out []int
+	for i := range rank {
+		if !slices.Contains(r.Key, i) {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // Source is where an access of a kernel reads, resolved for the emitter.
@@ -172,6 +211,9 @@ func Build(label string, out any, stages []Stage) (*Kernel, error) {
 	for i, st := range stages {
 		if seen[st.Inst] {
 			st = cloneStage(st) // the checker shares an instance between like nodes
+		}
+		if i == 0 {
+			b.rootInst = st.Inst
 		}
 		seen[st.Inst] = true
 		if err := b.bindStage(i, st); err != nil {
@@ -230,6 +272,8 @@ type builder struct {
 	argIndex map[any]int
 	// buffers are the bound buffers; one becomes an argument when read.
 	buffers map[*ir.Tensor]any
+	// rootInst is the first stage's instance.
+	rootInst *ir.Instance
 }
 
 // bindStage resolves every tensor stage i reads.

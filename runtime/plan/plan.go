@@ -48,7 +48,7 @@ type Kernel struct {
 	Module int    `json:"module"` // index into Modules.LLVM and Modules.PTX
 	Label  string `json:"label"`  // the operators or nodes it computes
 	Kind   string `json:"kind"`   // elementwise, injective, gather, contraction, reduction
-	Form   string `json:"form"`   // threads, blocks or tiled
+	Form   string `json:"form"`   // threads, blocks, tiled or rows
 	// Elements is the number of output elements.
 	Elements int64 `json:"elements"`
 	// HostRange is what the host flavour computes per call, [0,

@@ -1,0 +1,58 @@
+package codegen_test
+
+import (
+	"testing"
+
+	"tofuc/codegen"
+	"tofuc/lang"
+	"tofuc/runtime/tensor"
+)
+
+// TestRowForm: softmax, log-softmax and layer norm, along the last axis,
+// the first and a middle one, with an epilogue fused, are each one launch
+// in the row form (their reductions computed once per row in the
+// element-wise kernel), equal to the interpreter on the cpu runtime and
+// the emulator; a local read inside a reduction over an output variable
+// (cross-entropy's log-sum) and rows longer than the limit keep their
+// launches.
+func TestRowForm(t *testing.T) {
+	tl := tools(t)
+	for _, tc := range []struct {
+		name, src string
+		launches  int
+		rows      int // launches in the row form
+	}{
+		{"last axis", `model m(x: f32[37, 300], g: f32[300], b: f32[300]) {
+    return softmax(x) * 2.0 + 1.0, layer_norm(x, g, b), log_softmax(x)
+}`, 3, 3},
+		{"other axes", `model m(x: f32[5, 33, 7], g: f32[33, 7]) {
+    return softmax<axis = 1>(x), log_softmax<axis = 0>(x), layer_norm<axis = 1>(x, exp(g), g)
+}`, 3 + 1, 3}, // exp(g) is a launch of its own
+		{"short rows", `model m(x: f32[300, 3]) {
+    return softmax(x)
+}`, 1, 1},
+		{"cross entropy", `model m(x: f32[6, 10], y: i64[6]) {
+    return softmax_cross_entropy(x, y)
+}`, 3, 0},
+		{"long rows", `model m(x: f32[2, 70000]) {
+    return softmax(x)
+}`, 3, 0},
+	} {
+		g := modelFromSource(t, tc.src)
+		dir := t.TempDir()
+		c, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.EmitAll, Tools: tl})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		rows := 0
+		for _, k := range c.Plan.Kernels {
+			if k.Form == "rows" {
+				rows++
+			}
+		}
+		if c.Stats.Kernels != tc.launches || rows != tc.rows {
+			t.Errorf("%s: %d launches, %d kernels in the row form; want %d and %d", tc.name, c.Stats.Kernels, rows, tc.launches, tc.rows)
+		}
+		matchInterp(t, tc.name, g, c.Plan, dir, true, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 70000) })
+	}
+}
