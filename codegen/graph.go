@@ -176,13 +176,13 @@ func (b *builder) scheduleKernel(s *schedule.Schedule, k int) (*kernel.Kernel, e
 	recomputed := func(n *ir.Node) func(*ir.Def) bool {
 		return func(d *ir.Def) bool { return s.Recomputed(n, d) }
 	}
-	stages := []kernel.Stage{{Inst: root.Inst, Def: kern.Def, Bind: b.binder(root, nil), Recomputed: recomputed(root)}}
+	stages := []kernel.Stage{{Inst: root.Inst, Def: kern.Def, Bind: b.binder(s, root, nil), Recomputed: recomputed(root)}}
 	for i, n := range kern.Nodes[1:] {
 		prev := kern.Nodes[i].Outputs[0]
 		if i == 0 {
 			prev = kern.Root().Outputs[outputIndex(root, kern.Def)]
 		}
-		stages = append(stages, kernel.Stage{Inst: n.Inst, Def: n.Inst.Outputs[0], Bind: b.binder(n, prev), Recomputed: recomputed(n)})
+		stages = append(stages, kernel.Stage{Inst: n.Inst, Def: n.Inst.Outputs[0], Bind: b.binder(s, n, prev), Recomputed: recomputed(n)})
 	}
 	var out any
 	if v := kern.Out(); v != nil {
@@ -223,8 +223,9 @@ func outputIndex(n *ir.Node, d *ir.Def) int {
 
 // binder binds the tensors of node n's instance: inputs to their values'
 // buffers (or constants, or prev: the value a fused node reads in
-// registers), materialised locals to their workspace buffers.
-func (b *builder) binder(n *ir.Node, prev *ir.Value) func(t *ir.Tensor) (kernel.Binding, error) {
+// registers, or the producer of a value computed in a prologue of s),
+// materialised locals to their workspace buffers.
+func (b *builder) binder(s *schedule.Schedule, n *ir.Node, prev *ir.Value) func(t *ir.Tensor) (kernel.Binding, error) {
 	return func(t *ir.Tensor) (kernel.Binding, error) {
 		for i, in := range n.Inst.Inputs {
 			if in != t {
@@ -236,6 +237,9 @@ func (b *builder) binder(n *ir.Node, prev *ir.Value) func(t *ir.Tensor) (kernel.
 				return kernel.Binding{Prev: true}, nil
 			case v.Const != nil:
 				return kernel.Binding{Const: v.Const}, nil
+			case s.Prologue(v) != nil:
+				p := s.Prologue(v)
+				return kernel.Binding{Inline: &kernel.Inline{Inst: p.Inst, Bind: b.binder(s, p, nil)}}, nil
 			}
 			if _, err := b.valueBuffer(v); err != nil {
 				return kernel.Binding{}, err

@@ -1,6 +1,10 @@
 package schedule
 
-import "tofuc/lang/ir"
+import (
+	"slices"
+
+	"tofuc/lang/ir"
+)
 
 // IsView reports whether each output of inst reads one contiguous range of
 // one input, read from its lambda: the body is an access to an input at
@@ -70,6 +74,34 @@ func shiftOf(x ir.Expr, v *ir.Var) bool {
 		return ok
 	}
 	return false
+}
+
+// IsInjective reports whether inst moves its input's elements without
+// computing anything: one output whose lambda reads one input at indices
+// computed from its variables alone (affine, or divided and reduced by
+// constants as a head merge's are), every index in range (no default: a pad's
+// zeros keep their launch, so that a contraction reading the padded
+// tensor packs plain runs), as transposes, non-contiguous slices and
+// head splits do.
+func IsInjective(inst *ir.Instance) bool {
+	if len(inst.Outputs) != 1 || len(inst.Locals) > 0 {
+		return false
+	}
+	a, ok := inst.Outputs[0].Body.(*ir.Access)
+	if !ok || a.Default != nil || !slices.Contains(inst.Inputs, a.T) {
+		return false
+	}
+	computed := false
+	for _, x := range a.Index {
+		ir.Walk(x, func(e ir.Expr) bool {
+			switch e.(type) {
+			case *ir.Access, *ir.Reduce, *ir.Opaque:
+				computed = true
+			}
+			return !computed
+		})
+	}
+	return !computed
 }
 
 // fusibleOn reports whether an instance can be evaluated on the value of

@@ -86,7 +86,8 @@ type Operand struct {
 // Reads lists the buffers kernel k reads, each once, in the order of
 // their first read: what its Def's lambda reads (through the recomputed
 // locals it reads), then the inputs of each fused node other than the
-// value it fuses. Graph constants are operands too; a code generator may
+// value it fuses; a value computed in a prologue stands for what its
+// producer reads. Graph constants are operands too; a code generator may
 // fold them in.
 func (s *Schedule) Reads(k int) []Operand {
 	kern := s.Kernels[k]
@@ -119,11 +120,24 @@ func (s *Schedule) Reads(k int) []Operand {
 	for _, n := range kern.Nodes[1:] {
 		for _, v := range n.Inputs {
 			if !s.Internal(v, k) {
-				add(Operand{Value: v})
+				s.readValue(v, add)
 			}
 		}
 	}
 	return out
+}
+
+// readValue adds the operand of value v, or for a value computed in a
+// prologue the operands its producer reads.
+func (s *Schedule) readValue(v *ir.Value, add func(Operand)) {
+	p := s.prologue[v]
+	if p == nil {
+		add(Operand{Value: v})
+		return
+	}
+	for _, in := range p.Inputs {
+		s.readValue(in, add)
+	}
 }
 
 // readTensor adds the operand behind tensor t of n's instance, or walks
@@ -131,7 +145,7 @@ func (s *Schedule) Reads(k int) []Operand {
 func (s *Schedule) readTensor(n *ir.Node, t *ir.Tensor, add func(Operand), visited map[*ir.Def]bool, walk func(*ir.Def)) {
 	for i, in := range n.Inst.Inputs {
 		if in == t {
-			add(Operand{Value: n.Inputs[i]})
+			s.readValue(n.Inputs[i], add)
 			return
 		}
 	}

@@ -26,7 +26,14 @@ type Schedule struct {
 	// precomputedLocal holds the locals that Inlined would recompute but
 	// that are computed once with the weights instead (see Build).
 	precomputedLocal map[nodeLocal]bool
+	// prologue maps a value computed inside its only consumer's kernel
+	// to the node computing it (see Build).
+	prologue map[*ir.Value]*ir.Node
 }
+
+// Prologue is the node computing v inside the kernel of v's only
+// consumer (an injective producer evaluated where it is read), or nil.
+func (s *Schedule) Prologue(v *ir.Value) *ir.Node { return s.prologue[v] }
 
 // nodeLocal is a local of one node's instance (instances may be shared).
 type nodeLocal struct {
@@ -59,10 +66,12 @@ func (k *Kernel) Root() *ir.Node { return k.Nodes[0] }
 // Build schedules g.
 func Build(g *ir.Graph) *Schedule {
 	s := &Schedule{Graph: g, Uses: map[*ir.Value]int{}, KernelOfValue: map[*ir.Value]int{}, producer: map[*ir.Value]*ir.Node{}, ready: map[*ir.Value]int{},
-		precomputedLocal: map[nodeLocal]bool{}}
+		precomputedLocal: map[nodeLocal]bool{}, prologue: map[*ir.Value]*ir.Node{}}
+	consumer := map[*ir.Value]*ir.Node{}
 	for _, n := range g.Nodes {
 		for _, v := range n.Inputs {
 			s.Uses[v]++
+			consumer[v] = n
 		}
 		for _, v := range n.Outputs {
 			s.producer[v] = n
@@ -87,6 +96,12 @@ func Build(g *ir.Graph) *Schedule {
 			for _, v := range n.Outputs {
 				s.ready[v] = s.readyAt(n.Inputs...)
 			}
+			continue
+		case IsInjective(n.Inst) && s.Uses[n.Outputs[0]] == 1 && !IsView(consumer[n.Outputs[0]].Inst):
+			// Read where its consumer reads it, through the index
+			// transformation: no launch and no buffer.
+			s.prologue[n.Outputs[0]] = n
+			s.ready[n.Outputs[0]] = s.readyAt(n.Inputs...)
 			continue
 		}
 		// A local computed from the weights alone runs once with them

@@ -29,7 +29,8 @@ func load(t *testing.T, src string, batch int64) *ir.Graph {
 }
 
 // TestBuild: weight transformations are precomputed, channel slices of a
-// batch-1 tensor are views, a chain of element-wise nodes fuses into the
+// batch-1 tensor are views (at batch 2 one is read through its index by
+// the addition that consumes it), a chain of element-wise nodes fuses into the
 // convolution it follows, and its intermediates never leave the kernel.
 func TestBuild(t *testing.T) {
 	src := `model m<batch = 1>(x: f32[batch, 4, 8, 8]) {
@@ -44,7 +45,7 @@ func TestBuild(t *testing.T) {
 		batch         int64
 		kernels       []int // nodes per kernel that runs per call
 		views, precom int
-	}{{1, []int{4, 1}, 2, 2}, {2, []int{4, 2, 1}, 0, 2}} {
+	}{{1, []int{4, 1}, 2, 2}, {2, []int{4, 1, 1}, 0, 2}} { // at batch 2 the first slice is its consumer's prologue
 		g := load(t, src, tc.batch)
 		s := schedule.Build(g)
 		var got []int

@@ -81,6 +81,15 @@ type Binding struct {
 	Buffer any           // the comparable key of an argument buffer
 	Const  *ir.ConstData // a graph constant (rank 0), folded into the code
 	Prev   bool          // the previous stage's value at the same index
+	Inline *Inline       // a producer evaluated where it is read
+}
+
+// Inline is a producer whose only output a kernel computes where it reads
+// it (a prologue, schedule.Prologue): the output's lambda evaluated at
+// the read's index, the instance's inputs bound by Bind.
+type Inline struct {
+	Inst *ir.Instance
+	Bind func(t *ir.Tensor) (Binding, error)
 }
 
 // Arg is an argument buffer of a kernel.
@@ -198,7 +207,7 @@ func Build(label string, out any, stages []Stage) (*Kernel, error) {
 		return nil, fmt.Errorf("%s: a kernel without stages", label)
 	}
 	b := &builder{k: &Kernel{Label: label, source: map[*ir.Tensor]Source{}, checked: map[*ir.Access][]bool{}, site: map[*ir.Access]int{}},
-		argIndex: map[any]int{}, buffers: map[*ir.Tensor]any{}}
+		argIndex: map[any]int{}, buffers: map[*ir.Tensor]any{}, bound: map[*ir.Instance]bool{}}
 	root := stages[0]
 	b.k.Vars = root.Def.Vars
 	shape, err := concrete(root.Def.Tensor)
@@ -207,15 +216,14 @@ func Build(label string, out any, stages []Stage) (*Kernel, error) {
 	}
 	b.k.Shape = shape
 	b.k.Elements = product(shape)
-	seen := map[*ir.Instance]bool{}
 	for i, st := range stages {
-		if seen[st.Inst] {
+		if b.bound[st.Inst] {
 			st = cloneStage(st) // the checker shares an instance between like nodes
 		}
 		if i == 0 {
 			b.rootInst = st.Inst
 		}
-		seen[st.Inst] = true
+		b.bound[st.Inst] = true
 		if err := b.bindStage(i, st); err != nil {
 			return nil, fmt.Errorf("%s: %v", label, err)
 		}
@@ -274,6 +282,9 @@ type builder struct {
 	buffers map[*ir.Tensor]any
 	// rootInst is the first stage's instance.
 	rootInst *ir.Instance
+	// bound holds the instances whose tensors are bound: the stages' and
+	// the inlined producers'.
+	bound map[*ir.Instance]bool
 }
 
 // bindStage resolves every tensor stage i reads.
@@ -318,8 +329,37 @@ func (b *builder) bind(t *ir.Tensor, bd Binding, stage int) error {
 		b.k.source[t] = Source{Arg: -1, Stage: -1, Const: c}
 	case bd.Buffer != nil:
 		b.buffers[t] = bd.Buffer
+	case bd.Inline != nil:
+		return b.bindInline(t, bd.Inline, stage)
 	default:
 		return fmt.Errorf("tensor %s has no binding", t.Name)
+	}
+	return nil
+}
+
+// bindInline binds t to the output of producer p recomputed where it is
+// read, and p's inputs as p's binder says (on a copy of p's instance when
+// another read already bound it: the checker shares instances).
+func (b *builder) bindInline(t *ir.Tensor, p *Inline, stage int) error {
+	inst, bind := p.Inst, p.Bind
+	if b.bound[inst] {
+		inst = ir.CloneInstance(p.Inst)
+		orig := map[*ir.Tensor]*ir.Tensor{}
+		for i, in := range inst.Inputs {
+			orig[in] = p.Inst.Inputs[i]
+		}
+		bind = func(t *ir.Tensor) (Binding, error) { return p.Bind(orig[t]) }
+	}
+	b.bound[inst] = true
+	b.k.source[t] = Source{Arg: -1, Stage: -1, Local: inst.Outputs[0]}
+	for _, in := range inst.Inputs {
+		bd, err := bind(in)
+		if err != nil {
+			return err
+		}
+		if err := b.bind(in, bd, stage); err != nil {
+			return err
+		}
 	}
 	return nil
 }
