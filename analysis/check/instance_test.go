@@ -41,6 +41,9 @@ op concat<axis = 0>(a: [*A:axis, N, *B], b: [*A, M, *B]) -> [*A, N + M, *B] =
     lambda *i, n, *j: select(n < N, a[*i, n, *j], b[*i, n - N, *j])
 
 op add(a: [*A], b: [*B]) -> [*broadcast(A, B)] = lambda *i: a[*i] + b[*i]
+
+op masked<causal = false, groups = 1>(q: [groups * H, S], k: [H, S]) -> [groups * H, S] =
+    lambda h, i: select(causal && i > 0, -1.0, q[h, i] + k[h / groups, i])
 `
 
 var instFile = func() *lang.File {
@@ -191,6 +194,11 @@ instance slice<starts = [-1], ends = [-1000], axes = [0], steps = [-1]>(x: f32[5
 	{"concat", "concat", attrs("axis", intAttr(1)), []string{"f32[2, 3]", "f32[2, 5]"}, `
 instance concat<axis = 1>(a: f32[2, 3], b: f32[2, 5])
   out out: f32[2, 8] = lambda i0, n: select((n < 3), a[i0, n], b[i0, (n - 3)])`},
+	// causal && i > 0 is false at compile time when causal is (the
+	// branch is picked), and h / 1 is h (the read stays affine).
+	{"masked, decided at compile time", "masked", nil, []string{"f32[4, 6]", "f32[4, 6]"}, `
+instance masked<causal = false, groups = 1>(q: f32[4, 6], k: f32[4, 6])
+  out out: f32[4, 6] = lambda h, i: (q[h, i] + k[h, i])`},
 	{"add [2, 3] + [3]", "add", nil, []string{"f32[2, 3]", "f32[3]"}, `
 instance add(a: f32[2, 3], b: f32[3])
   out out: f32[2, 3] = lambda i0, i1: (a[i0, i1] + b[i1])`},
