@@ -217,23 +217,25 @@ func kernelName(k *kernel.Kernel) (string, error) {
 // per output element; Blocks kernels a block per output element with the
 // smallest power of two of threads, from 32 to threadsPerBlock, that
 // covers the reduction range; Rows kernels a block per row, the threads
-// likewise covering the longer of the row and its locals' reductions.
-// These grids are capped at maxGrid blocks,
-// CUDA's limit of gridDim.x on every GPU the PTX is for (sm_80 and
-// later): a grid of 65535 had made each thread of a 2^26-element kernel
-// walk 4 elements one at a time. Tiled kernels a block per tile
-// (kernel.GEMM.Tile), at most maxTiledGrid. Every form strides over what
-// its grid does not cover, so a kernel is correct for any grid.
+// likewise covering the longer of the row and its locals' reductions;
+// Tiled kernels a block per tile (kernel.GEMM.Tile). Every grid is
+// capped at maxGrid blocks and every form strides over what its grid
+// does not cover, so a kernel is correct for any grid (TestAnyGrid).
+// CUDA would take 2^31 - 1 blocks, but more blocks were slower on an
+// H200 (docs/decisions.md, "GPU kernel code"): an element-wise chain over
+// 2^26 floats ran at 1934 GB/s with a block per 256 elements against
+// 2395 with 65535 blocks, a sum of 64 per element over 2^20 elements at
+// 427 against 1267 GB/s, a softmax of 2^18 rows of 64 at 520 against
+// 543 GB/s.
 const (
 	threadsPerBlock = 256
-	maxGrid         = 1<<31 - 1
-	maxTiledGrid    = 65535
+	maxGrid         = 65535
 )
 
 func geometry(k *kernel.Kernel) (grid, block, shared int64) {
 	if k.Form == kernel.Tiled {
 		t := k.GEMM.Tile()
-		return min(t.Tiles, maxTiledGrid), t.Threads, t.SharedBytes()
+		return min(t.Tiles, maxGrid), t.Threads, t.SharedBytes()
 	}
 	if k.Form == kernel.Blocks {
 		block = 32
