@@ -96,3 +96,18 @@ func runTiled(t *testing.T, src string, nodes []string) {
 		}
 	}
 }
+
+// TestTiledLarge has outputs with enough 128-wide tiles for the large
+// tiles (kernel.Tile): a batch matmul with a residual and a ReLU in
+// 128 × 128 tiles of 8 × 8 (129 × 131 outputs, so the second tile of
+// each side has one or three positions inside), and a padded
+// convolution of 70 channels in 64 × 128 tiles of 4 × 8.
+func TestTiledLarge(t *testing.T) {
+	runTiled(t, `
+model large(x: f32[32, 129, 20], y: f32[32, 20, 131], r: f32[32, 129, 131], img: f32[10, 3, 30, 30], w: f32[70, 3, 3, 3]) {
+    fused = relu(batch_matmul(x, y) + r)
+    conv = conv2d<pads = [1, 1, 1, 1]>(img, w)
+    return fused, conv
+}
+`, []string{"batch_matmul", "conv"})
+}

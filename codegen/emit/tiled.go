@@ -15,19 +15,23 @@ import (
 // product with register blocking (docs/codegen.md, "The tiled form"):
 //
 //	for each tile (batch b, rows [m0, m0+M), columns [n0, n0+N)), blocks striding:
-//	  C = 0                                     16 doubles a thread
+//	  C = 0                                    MicroM·MicroN doubles a thread
+//	  held = the block's share of stage 0      f32 registers, lambdas evaluated, 0 outside
 //	  for each stage of K values of the depth, from k0:
-//	    As[kk·M + m] = A[b, m0+m, k0+kk]         f32, the block's threads together, the
-//	    Bs[kk·N + n] = B[b, n0+n, k0+kk]         lambdas evaluated, 0 past the edges
+//	    As[kk·(M+2) + m], Bs[kk·(N+2) + n] = held    in double, rows padded
 //	    barrier
-//	    for kk < K: C[i,j] = fma(As[kk·M + ty + i·M/4], Bs[kk·N + tx + j·N/4], C[i,j])  in double
+//	    held = the share of stage k0 + K       loads in flight during the products
+//	    for kk < K: a = As[kk·(M+2) + rows of the thread], b = Bs[kk·(N+2) + its columns]
+//	                C[i,j] = fma(a[i], b[j], C[i,j])      16-byte shared loads
 //	    barrier
-//	  epilogue: each of the thread's elements inside the output: its stages
-//	  with the sum replaced by C[i,j], stored
+//	  epilogue, a loop over the thread's rows, its columns unrolled: each
+//	  result inside the output: its stages with the sum replaced by C[i,j],
+//	  stored
 //
-// Every thread of a block runs the same trip counts (tiles, stages, the
-// loads' loop), so the barriers are uniform: edge tiles are padded by
-// predicated loads (zero) and stores, never by an early exit.
+// Every thread of a block runs the same trip counts (tiles, stages, rows
+// of the epilogue), so the barriers are uniform: edge tiles and the stage
+// past the depth are padded by predicated loads (zero) and stores, never
+// by an early exit.
 
 // tiledLoop lowers a Tiled kernel (GPU flavour).
 func (f *fn) tiledLoop() {
@@ -35,7 +39,7 @@ func (f *fn) tiledLoop() {
 	t := g.Tile()
 	rows, cols, depth := kernel.Extent(g.Rows), kernel.Extent(g.Cols), kernel.Extent(g.K)
 	shared := func(name string, n int64) *ir.Global {
-		arr := types.NewArray(uint64(n), types.Float)
+		arr := types.NewArray(uint64(n), types.Double)
 		s := f.m.M.NewGlobalDef(f.f.Name()+"."+name, constant.NewUndef(arr))
 		s.Linkage = enum.LinkageInternal
 		s.AddrSpace = sharedSpace
@@ -43,86 +47,191 @@ func (f *fn) tiledLoop() {
 		s.Align = 16
 		return s
 	}
-	as, bs := shared("as", t.K*t.M), shared("bs", t.K*t.N)
-	const mu = kernel.TileMicro
-	nacc := uint64(mu * mu)
-	dvec := types.NewVector(nacc, types.Double)
-	fma := f.m.declare("llvm.fma.v16f64", dvec, dvec, dvec, dvec)
+	// A stage's rows are padded by two doubles (kernel.TilePad), so that
+	// the threads storing consecutive depth values of a factor contiguous
+	// along the depth hit different banks.
+	sm, sn := t.M+kernel.TilePad, t.N+kernel.TilePad
+	as, bs := shared("as", t.K*sm), shared("bs", t.K*sn)
+	nacc := int(t.MicroM * t.MicroN)
+	fma := f.fmaF64()
 	tid := f.sreg("tid.x")
-	tx := f.b.NewURem(tid, i64(t.N/mu))
-	ty := f.b.NewUDiv(tid, i64(t.N/mu))
+	tn, tm := t.N/t.MicroN, t.M/t.MicroM
+	tx := f.b.NewURem(tid, i64(tn))
+	ty := f.b.NewUDiv(tid, i64(tn))
+	// The thread's first position along a side of s positions, in runs of
+	// 4 (kernel.Tile): run q starts at base + q·4·threads along the side.
+	rowBase, colBase := f.b.NewMul(ty, i64(4)), f.b.NewMul(tx, i64(4))
 	perBatch := t.RowTiles * t.ColTiles
+	na := int(t.M * t.K / t.Threads)
 	f.loop(f.sreg("ctaid.x"), i64(t.Tiles), f.sreg("nctaid.x"), func(tile value.Value) {
 		f.unflatten(f.b.NewUDiv(tile, i64(perBatch)), g.Batch, extents(g.Batch))
 		rest := f.b.NewURem(tile, i64(perBatch))
 		m0 := f.b.NewMul(f.b.NewUDiv(rest, i64(t.ColTiles)), i64(t.M))
 		n0 := f.b.NewMul(f.b.NewURem(rest, i64(t.ColTiles)), i64(t.N))
-		acc := f.fold(i64(0), i64(depth), i64(t.K), constant.NewZeroInitializer(dvec), func(k0, acc value.Value) value.Value {
-			f.stageFactor(g.A, g.Rows, as, t.M, rows, m0, k0, tid, t)
-			f.stageFactor(g.B, g.Cols, bs, t.N, cols, n0, k0, tid, t)
+		fetch := func(k0 value.Value) []value.Value {
+			return append(f.fetchFactor(g.A, g.Rows, t.M, rows, m0, k0, tid, t),
+				f.fetchFactor(g.B, g.Cols, t.N, cols, n0, k0, tid, t)...)
+		}
+		init := make([]value.Value, nacc, nacc+na)
+		for e := range init {
+			init[e] = constant.NewFloat(types.Double, 0)
+		}
+		init = append(init, fetch(i64(0))...)
+		out := f.foldN(i64(0), i64(depth), i64(t.K), init, func(k0 value.Value, c []value.Value) []value.Value {
+			acc, held := c[:nacc], c[nacc:]
+			f.putFactor(g.A, held[:na], as, t.M, sm, tid, t)
+			f.putFactor(g.B, held[na:], bs, t.N, sn, tid, t)
 			f.barrier()
-			acc = f.fold(i64(0), i64(t.K), i64(1), acc, func(kk, acc value.Value) value.Value {
-				var a, b [mu]value.Value
+			next := fetch(f.b.NewAdd(k0, i64(t.K)))
+			acc = f.foldN(i64(0), i64(t.K), i64(1), acc, func(kk value.Value, acc []value.Value) []value.Value {
+				a := f.sharedRuns(as, f.b.NewAdd(f.b.NewMul(kk, i64(sm)), rowBase), t.MicroM, tm)
+				b := f.sharedRuns(bs, f.b.NewAdd(f.b.NewMul(kk, i64(sn)), colBase), t.MicroN, tn)
+				// The product of two floats is exact in double, so the
+				// fused multiply-add rounds as the interpreter's multiply
+				// and add do.
+				next := make([]value.Value, nacc)
 				for i := range a {
-					a[i] = f.b.NewFPExt(f.sharedLoad(as, f.b.NewAdd(f.b.NewMul(kk, i64(t.M)), f.b.NewAdd(ty, i64(int64(i)*t.M/mu)))), types.Double)
-					b[i] = f.b.NewFPExt(f.sharedLoad(bs, f.b.NewAdd(f.b.NewMul(kk, i64(t.N)), f.b.NewAdd(tx, i64(int64(i)*t.N/mu)))), types.Double)
+					for j := range b {
+						e := i*len(b) + j
+						next[e] = f.b.NewCall(fma, a[i], b[j], acc[e])
+					}
 				}
-				// Element i·4 + j multiplies a[i] by b[j]; the product of
-				// two floats is exact in double, so the fused multiply-add
-				// rounds as the interpreter's multiply and add do.
-				var av, bv value.Value = constant.NewUndef(dvec), constant.NewUndef(dvec)
-				for e := int64(0); e < int64(nacc); e++ {
-					av = f.b.NewInsertElement(av, a[e/mu], i32(e))
-					bv = f.b.NewInsertElement(bv, b[e%mu], i32(e))
-				}
-				return f.b.NewCall(fma, av, bv, acc)
+				return next
 			})
 			f.barrier()
-			return acc
+			return append(acc, next...)
 		})
-		f.loop(i64(0), i64(int64(nacc)), i64(1), func(e value.Value) {
-			gm := f.b.NewAdd(m0, f.b.NewAdd(ty, f.b.NewMul(f.b.NewUDiv(e, i64(mu)), i64(t.M/mu))))
-			gn := f.b.NewAdd(n0, f.b.NewAdd(tx, f.b.NewMul(f.b.NewURem(e, i64(mu)), i64(t.N/mu))))
-			inside := f.b.NewAnd(f.b.NewICmp(enum.IPredSLT, gm, i64(rows)), f.b.NewICmp(enum.IPredSLT, gn, i64(cols)))
-			f.ifThen(inside, func() {
-				f.unflatten(gm, g.Rows, extents(g.Rows))
-				f.unflatten(gn, g.Cols, extents(g.Cols))
-				f.hoisted = map[*tir.Reduce]value.Value{g.Sum: f.b.NewExtractElement(acc, e)}
-				out := flatIndex(f, f.varValues(f.k.Vars), f.k.Shape)
-				f.store(f.bufs[len(f.bufs)-1], out, f.computeStages(), f.k.Out().DType)
-				f.hoisted = nil
-			})
+		acc := out[:nacc]
+		// Epilogue: a loop over the thread's rows (the row's results picked
+		// by selects, not by a dynamic index, which would put the
+		// accumulators in local memory), its columns unrolled, so that
+		// the stages are emitted MicroN times.
+		f.loop(i64(0), i64(t.MicroM), i64(1), func(i value.Value) {
+			gm := f.b.NewAdd(m0, f.b.NewAdd(rowBase, f.b.NewAdd(
+				f.b.NewMul(f.b.NewUDiv(i, i64(4)), i64(4*tm)), f.b.NewURem(i, i64(4)))))
+			rowInside := f.b.NewICmp(enum.IPredSLT, gm, i64(rows))
+			is := make([]value.Value, t.MicroM)
+			for r := int64(1); r < t.MicroM; r++ {
+				is[r] = f.b.NewICmp(enum.IPredEQ, i, i64(r))
+			}
+			for j := int64(0); j < t.MicroN; j++ {
+				v := acc[j]
+				for r := int64(1); r < t.MicroM; r++ {
+					v = f.b.NewSelect(is[r], acc[r*t.MicroN+j], v)
+				}
+				gn := f.b.NewAdd(n0, f.b.NewAdd(colBase, i64(j/4*4*tn+j%4)))
+				inside := f.b.NewAnd(rowInside, f.b.NewICmp(enum.IPredSLT, gn, i64(cols)))
+				f.ifThen(inside, func() {
+					f.unflatten(gm, g.Rows, extents(g.Rows))
+					f.unflatten(gn, g.Cols, extents(g.Cols))
+					f.hoisted = map[*tir.Reduce]value.Value{g.Sum: v}
+					out := flatIndex(f, f.varValues(f.k.Vars), f.k.Shape)
+					f.store(f.bufs[len(f.bufs)-1], out, f.computeStages(), f.k.Out().DType)
+					f.hoisted = nil
+				})
+			}
 		})
 	})
 }
 
-// stageFactor stores a factor's values at side indices [s0, s0+n) and
-// depth [k0, k0+K) into shared array sh, sh[kk·n + s] in f32, zero past
-// the side's extent or the depth; the block's threads share the work,
-// consecutive threads taking consecutive values along the factor's
-// contiguous direction. The batch variables are bound.
-func (f *fn) stageFactor(factor tir.Expr, side []*tir.Var, sh *ir.Global, n, extentSide int64, s0, k0, tid value.Value, t kernel.Tile) {
+// stageSlot is the side index s and depth index kk of the e-th value of
+// a stage of a factor along a side of n positions: consecutive values
+// run along the factor's contiguous direction.
+func (f *fn) stageSlot(e value.Value, n int64, alongK bool, t kernel.Tile) (s, kk value.Value) {
+	if alongK {
+		return f.b.NewUDiv(e, i64(t.K)), f.b.NewURem(e, i64(t.K))
+	}
+	return f.b.NewURem(e, i64(n)), f.b.NewUDiv(e, i64(n))
+}
+
+// fetchFactor evaluates the thread's share of a stage of a factor: the
+// values e = tid + r·Threads (r < n·K/Threads) of side indices [s0,
+// s0+n) and depth [k0, k0+K), in f32, zero past the side's extent or
+// the depth (the lambda not evaluated). The values are only held, not
+// used, so their loads are all in flight together. The batch variables
+// are bound.
+func (f *fn) fetchFactor(factor tir.Expr, side []*tir.Var, n, extentSide int64, s0, k0, tid value.Value, t kernel.Tile) []value.Value {
 	g := f.k.GEMM
 	depth := kernel.Extent(g.K)
 	alongK := f.contiguousAlong(factor, g.K)
-	f.loop(tid, i64(n*t.K), i64(t.Threads), func(e value.Value) {
-		var s, kk value.Value
-		if alongK {
-			s, kk = f.b.NewUDiv(e, i64(t.K)), f.b.NewURem(e, i64(t.K))
-		} else {
-			kk, s = f.b.NewUDiv(e, i64(n)), f.b.NewURem(e, i64(n))
-		}
+	out := make([]value.Value, n*t.K/t.Threads)
+	for r := range out {
+		s, kk := f.stageSlot(f.b.NewAdd(tid, i64(int64(r)*t.Threads)), n, alongK, t)
 		gs, gk := f.b.NewAdd(s0, s), f.b.NewAdd(k0, kk)
 		inside := f.b.NewAnd(f.b.NewICmp(enum.IPredSLT, gs, i64(extentSide)), f.b.NewICmp(enum.IPredSLT, gk, i64(depth)))
-		v := f.branch(inside, func() value.Value {
+		out[r] = f.branch(inside, func() value.Value {
 			f.unflatten(gs, side, extents(side))
 			f.unflatten(gk, g.K, extents(g.K))
 			return f.factorF32(factor)
 		}, func() value.Value { return constant.NewFloat(types.Float, 0) })
-		f.b.NewStore(v, f.b.NewGetElementPtr(sh.ContentType, sh, i64(0), f.b.NewAdd(f.b.NewMul(kk, i64(n)), s)))
-	})
+	}
+	return out
 }
 
-func (f *fn) sharedLoad(sh *ir.Global, i value.Value) value.Value {
-	return f.b.NewLoad(types.Float, f.b.NewGetElementPtr(sh.ContentType, sh, i64(0), i))
+// putFactor stores the values fetchFactor held into shared array sh,
+// sh[kk·stride + s] in double.
+func (f *fn) putFactor(factor tir.Expr, held []value.Value, sh *ir.Global, n, stride int64, tid value.Value, t kernel.Tile) {
+	alongK := f.contiguousAlong(factor, f.k.GEMM.K)
+	for r, v := range held {
+		s, kk := f.stageSlot(f.b.NewAdd(tid, i64(int64(r)*t.Threads)), n, alongK, t)
+		f.b.NewStore(f.b.NewFPExt(v, types.Double), f.b.NewGetElementPtr(sh.ContentType, sh, i64(0), f.b.NewAdd(f.b.NewMul(kk, i64(stride)), s)))
+	}
+}
+
+// sharedRuns loads a thread's micro values of a stage from shared array
+// sh: the micro/4 runs of 4 doubles at base + q·4·threads, each as two
+// 16-byte vector loads (base is a multiple of 4).
+func (f *fn) sharedRuns(sh *ir.Global, base value.Value, micro, threads int64) []value.Value {
+	vec := types.NewVector(2, types.Double)
+	ptr := types.NewPointer(vec)
+	ptr.AddrSpace = sharedSpace
+	var out []value.Value
+	for q := int64(0); q < micro/4; q++ {
+		for h := int64(0); h < 2; h++ {
+			at := f.b.NewGetElementPtr(sh.ContentType, sh, i64(0), f.b.NewAdd(base, i64(q*4*threads+2*h)))
+			ld := f.b.NewLoad(vec, f.b.NewBitCast(at, ptr))
+			ld.Align = 16
+			out = append(out, f.b.NewExtractElement(ld, i32(0)), f.b.NewExtractElement(ld, i32(1)))
+		}
+	}
+	return out
+}
+
+// foldN is fold carrying several values.
+func (f *fn) foldN(lo, hi, stride value.Value, init []value.Value, step func(i value.Value, acc []value.Value) []value.Value) []value.Value {
+	pre := f.b
+	head := f.f.NewBlock("")
+	body := f.f.NewBlock("")
+	exit := f.f.NewBlock("")
+	pre.NewBr(head)
+	i := head.NewPhi(ir.NewIncoming(lo, pre))
+	acc := make([]value.Value, len(init))
+	phis := make([]*ir.InstPhi, len(init))
+	for e, v := range init {
+		phis[e] = head.NewPhi(ir.NewIncoming(v, pre))
+		acc[e] = phis[e]
+	}
+	head.NewCondBr(head.NewICmp(enum.IPredSLT, i, hi), body, exit)
+	f.b = body
+	next := step(i, acc)
+	inc := f.b.NewAdd(i, stride)
+	f.b.NewBr(head)
+	latch := f.b
+	i.Incs = append(i.Incs, ir.NewIncoming(inc, latch))
+	for e, p := range phis {
+		p.Incs = append(p.Incs, ir.NewIncoming(next[e], latch))
+	}
+	f.b = exit
+	return acc
+}
+
+// fmaF64 is llvm.fma.f64, declared once per module: codegen/mathir may
+// have declared it already.
+func (f *fn) fmaF64() *ir.Func {
+	for _, d := range f.m.M.Funcs {
+		if d.Name() == "llvm.fma.f64" {
+			return d
+		}
+	}
+	return f.m.declare("llvm.fma.f64", types.Double, types.Double, types.Double, types.Double)
 }
