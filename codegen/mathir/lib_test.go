@@ -108,10 +108,12 @@ func TestModuleShape(t *testing.T) {
 	}
 }
 
-// TestPTX: the library compiles for sm_80 into PTX that defines every
-// function, calls nothing outside (no .extern), and rounds every double
-// operation explicitly (.rn, which toolchain.PTX's -nvptx-fma-level=0
-// gives): ptxas may fuse a multiply and an add written without it,
+// TestPTX: the library compiles for sm_80 into PTX (toolchain.PTX: opt
+// -O3, which inlines the library into the wrappers, then llc) that
+// defines every wrapper, calls nothing outside (no .extern), and rounds
+// every floating operation explicitly (.rn, which toolchain.PTX's
+// -nvptx-fma-level=0 gives), never approximately nor flushing
+// subnormals: ptxas may fuse a multiply and an add written without .rn,
 // which would change results.
 func TestPTX(t *testing.T) {
 	h := loadHost(t)
@@ -120,13 +122,13 @@ func TestPTX(t *testing.T) {
 		t.Errorf("PTX has an .extern declaration:\n%s", grepLines(ptx, ".extern"))
 	}
 	for _, name := range tested() {
-		sym := strings.ReplaceAll(Prefix+name, ".", "_$_")
+		sym := "one_" + strings.ReplaceAll(name, ".", "_$_")
 		if !regexp.MustCompile(`\.func\s+(\([^)]*\)\s*)?` + regexp.QuoteMeta(sym) + `\(`).MatchString(ptx) {
 			t.Errorf("PTX does not define %s", sym)
 		}
 	}
-	if bad := regexp.MustCompile(`\b(fma\.|(add|sub|mul|div|sqrt)\.f64|[a-z]+\.approx).*`).FindAllString(ptx, 3); bad != nil {
-		t.Errorf("PTX has double operations ptxas may contract: %q", bad)
+	if bad := regexp.MustCompile(`\b(fma\.|(add|sub|mul|div|sqrt)\.f(32|64)|div\.full|[a-z]+\.approx|[a-z.]+\.ftz).*`).FindAllString(ptx, 3); bad != nil {
+		t.Errorf("PTX has floating operations ptxas may contract, or approximate ones: %q", bad)
 	}
 }
 
