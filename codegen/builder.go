@@ -214,7 +214,8 @@ func kernelName(k *kernel.Kernel) (string, error) {
 
 // Launch geometry of the GPU flavour: Threads kernels use blocks of
 // threadsPerBlock (fewer, a multiple of 32, for small outputs), a thread
-// per output element; Blocks kernels a block per output element with the
+// per output element, or from kernel.TurnMin elements four a turn on
+// kernel.TurnGrid blocks (kernel.Turn); Blocks kernels a block per output element with the
 // smallest power of two of threads, from 32 to threadsPerBlock, that
 // covers the reduction range; Rows kernels a block per row, the threads
 // likewise covering the longer of the row and its locals' reductions;
@@ -252,5 +253,8 @@ func geometry(k *kernel.Kernel) (grid, block, shared int64) {
 		return min(k.Rows.Count, maxGrid), block, 32 * 8
 	}
 	block = min(threadsPerBlock, max(32, (k.Elements+31)/32*32))
+	if turn := k.Turn(); turn > 1 {
+		return min((k.Elements+block*turn-1)/(block*turn), kernel.TurnGrid), block, 0
+	}
 	return min((k.Elements+block-1)/block, maxGrid), block, 0
 }

@@ -194,6 +194,34 @@ func (f *fn) unflatten(o value.Value, vars []*tir.Var, shape []int64) {
 	}
 }
 
+// threadsLoop lowers a Threads kernel on the GPU: a grid-stride loop
+// from first over the output elements. A kernel taking several elements
+// a turn (kernel.Turn) computes the turn's elements, loads first, before
+// storing any, while all of them are in range; the last turn's elements
+// go one at a time.
+func (f *fn) threadsLoop(first, stride value.Value) {
+	n := i64(f.k.Elements)
+	turn := f.k.Turn()
+	if turn > 1 {
+		span := f.b.NewMul(stride, i64(turn))
+		whole := f.b.NewSub(n, f.b.NewMul(stride, i64(turn-1))) // o < whole: o's turn is in range
+		first = f.fold(first, whole, span, first, func(o, _ value.Value) value.Value {
+			at := make([]value.Value, turn)
+			vals := make([]value.Value, turn)
+			for u := range at {
+				at[u] = f.b.NewAdd(o, f.b.NewMul(stride, i64(int64(u))))
+				f.unflatten(at[u], f.k.Vars, f.k.Shape)
+				vals[u] = f.computeStages()
+			}
+			for u := range at {
+				f.store(f.bufs[len(f.bufs)-1], at[u], vals[u], f.k.Out().DType)
+			}
+			return f.b.NewAdd(o, span)
+		})
+	}
+	f.loop(first, n, stride, f.element)
+}
+
 // element computes output element o: the stages in order, then the store.
 func (f *fn) element(o value.Value) {
 	f.unflatten(o, f.k.Vars, f.k.Shape)

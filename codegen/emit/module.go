@@ -152,7 +152,7 @@ func (f *fn) gpuFunc(name string) {
 	default:
 		tid := f.b.NewAdd(f.b.NewMul(f.sreg("ctaid.x"), f.sreg("ntid.x")), f.sreg("tid.x"))
 		stride := f.b.NewMul(f.sreg("nctaid.x"), f.sreg("ntid.x"))
-		f.loop(tid, i64(f.k.Elements), stride, f.element)
+		f.threadsLoop(tid, stride)
 	}
 	f.b.NewRet(nil)
 }
