@@ -10,13 +10,16 @@
 # output is beside it. Each step has a time limit (a GPU machine is lent
 # for minutes): CHECK_TIMEOUT seconds for the checks (default 300),
 # STEP_TIMEOUT for each benchmark (default 90); a step past its limit is
-# reported as exit 124 and the next one runs.
+# reported as exit 124 and the next one runs. COMPARE=0 skips PyTorch
+# and ONNX Runtime (when their figures from an earlier run on the same
+# GPU are at hand).
 set -u
 cd "$(dirname "$0")"
 OUT=${1:-results}
 RUNS=${RUNS:-20}
 CHECK_TIMEOUT=${CHECK_TIMEOUT:-300}
 STEP_TIMEOUT=${STEP_TIMEOUT:-90}
+COMPARE=${COMPARE:-1}
 PTXAS=${PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
 mkdir -p "$OUT/in"
 summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
@@ -46,6 +49,7 @@ for b in chain matmul softmax layernorm r50-b1 r50-b32; do
 	summary "tofuc $b: exit $?, $(grep -m1 ' on .* devices: median' "$OUT/$b.txt")"
 done
 summary "device-to-device copy (tofuc-run, chain): $(grep -m1 'device-to-device copy' "$OUT/chain.txt")"
+[ "$COMPARE" = 1 ] || exit 0
 for w in copy chain matmul softmax layernorm; do
 	summary "torch $w: $(timeout "$STEP_TIMEOUT" python3 torch_bench.py "$w" --runs "$RUNS" --json "$OUT/torch-$w.json" 2>&1 | tail -1)"
 done
