@@ -13,8 +13,9 @@ import (
 // in the row form (their reductions computed once per row in the
 // element-wise kernel), equal to the interpreter on the cpu runtime and
 // the emulator; a local read inside a reduction over an output variable
-// (cross-entropy's log-sum) and rows longer than the limit keep their
-// launches.
+// (cross-entropy's log-sum), a local the output reads beyond its extent
+// and rows longer than the limit keep their launches, and a local on the
+// weights alone still runs once with them.
 func TestRowForm(t *testing.T) {
 	tl := tools(t)
 	for _, tc := range []struct {
@@ -37,6 +38,21 @@ func TestRowForm(t *testing.T) {
 		{"long rows", `model m(x: f32[2, 70000]) {
     return softmax(x)
 }`, 3, 0},
+		// The output reaches rows beyond the local's extent (read with a
+		// default): the local keeps its launch.
+		{"beyond the local", `op o(x: [A, N]) -> [A + 5, N] =
+    let m: [A] = lambda a: max(lambda k: x[a, k]) in
+    lambda a, n: (m[a] else -5.0) + 1.0
+model m(x: f32[3, 8]) { return o(x) }`, 2, 0},
+		// A local on the weights alone runs once with them, not per row.
+		{"weights", `op wf(x: [A, N], w: [A, K], v: [K, N]) -> [A, N] =
+    let m: [A, N] = lambda a, n: sum(lambda k: w[a, k] * v[k, n]) in
+    lambda a, n: x[a, n] * m[a, n]
+model m(x: f32[16, 24]) {
+    w = param f32[16, 8] init glorot()
+    v = param f32[8, 24] init glorot()
+    return wf(x, w, v)
+}`, 1, 0}, // the output (the product of the weights runs at init)
 	} {
 		g := modelFromSource(t, tc.src)
 		dir := t.TempDir()

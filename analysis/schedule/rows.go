@@ -30,8 +30,9 @@ type RowLocal struct {
 // reading the row while it is in cache, instead of a launch per local
 // writing a buffer. A local read anywhere else (inside a reduction over
 // an output variable, at an index computed from data, by a materialised
-// local) is not a row local, nor is any when the row is longer than
-// maxRow or the output's shape is not known.
+// local, or where the output reaches indices beyond the local's extents)
+// is not a row local, nor is any when the row is longer than maxRow or the
+// output's shape is not known.
 func Rows(inst *ir.Instance) []RowLocal {
 	if len(inst.Outputs) != 1 {
 		return nil
@@ -147,8 +148,12 @@ func (a *rowAnalysis) walk(e ir.Expr, bind map[*ir.Var]int) {
 }
 
 // readCandidate records a read of candidate l at output positions pos.
+// The local must have the output's extents at those positions: a row
+// local is computed at every key the output reaches (a read guarded by a
+// select or a default may reach fewer, and computing l beyond its extent
+// would read out of range).
 func (a *rowAnalysis) readCandidate(l *ir.Def, pos []int) {
-	if slices.Contains(pos, -1) || hasDuplicate(pos) {
+	if slices.Contains(pos, -1) || hasDuplicate(pos) || !a.sameExtents(l, pos) {
 		a.bad[l] = true
 		return
 	}
@@ -160,6 +165,18 @@ func (a *rowAnalysis) readCandidate(l *ir.Def, pos []int) {
 	}
 	a.key[l] = pos
 	a.walk(l.Body, bindVars(l, pos))
+}
+
+// sameExtents reports whether l's variables have the extents of the
+// output's variables at pos.
+func (a *rowAnalysis) sameExtents(l *ir.Def, pos []int) bool {
+	out := a.inst.Outputs[0].Vars
+	for i, v := range l.Vars {
+		if !v.Extent.Equal(out[pos[i]].Extent) {
+			return false
+		}
+	}
+	return true
 }
 
 // spoil marks bad every candidate that e reaches through recomputed

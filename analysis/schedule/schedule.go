@@ -105,7 +105,8 @@ func Build(g *ir.Graph) *Schedule {
 			continue
 		}
 		// A local computed from the weights alone runs once with them
-		// when it is materialised anyway, or when it is smaller than
+		// when it is not cheap to recompute (a reduction: materialised,
+		// or a row local, anyway), or when it is smaller than
 		// the node's output, so that each of its elements would be
 		// recomputed for many outputs (a batch norm's per-channel
 		// scale: a square root and a division per element otherwise).
@@ -115,7 +116,7 @@ func Build(g *ir.Graph) *Schedule {
 				continue
 			}
 			reused := !precomputed && smaller(d, n)
-			if !Inlined(n.Inst, d) || reused {
+			if !recomputable(n.Inst, d) || reused {
 				s.Kernels = append(s.Kernels, &Kernel{Nodes: []*ir.Node{n}, Def: d, Precomputed: true})
 				s.precomputedLocal[nodeLocal{n, d}] = true
 			}
