@@ -162,6 +162,14 @@ func (c *instCtx) binary(e *lang.Binary) ir.Expr {
 		if l.Type() != lang.Bool || r.Type() != lang.Bool {
 			c.fail(e.Pos, "%s needs two bools, found %s and %s", e.Op, l.Type(), r.Type())
 		}
+		if b, ok := constBool(l); ok {
+			// A constant left operand decides (`causal && j > i` with
+			// causal false) or drops out; the right one was checked.
+			if b == (op == ir.OpOr) {
+				return l
+			}
+			return r
+		}
 		return &ir.Binary{Op: op, L: l, R: r, T: lang.Bool}
 	}
 	if !op.IsComparison() && (l.Type() == lang.Bool || r.Type() == lang.Bool) {
@@ -175,6 +183,9 @@ func (c *instCtx) binary(e *lang.Binary) ir.Expr {
 		c.fail(e.Pos, "integer %s by zero", map[ir.BinOp]string{ir.OpDiv: "division", ir.OpMod: "remainder"}[op])
 	}
 	if op.IsComparison() {
+		if x := foldCompare(op, l, r); x != nil {
+			return x
+		}
 		return &ir.Binary{Op: op, L: l, R: r, T: lang.Bool}
 	}
 	if x := foldInt(op, l, r); x != nil {
@@ -186,6 +197,50 @@ func (c *instCtx) binary(e *lang.Binary) ir.Expr {
 		c.weak[b] = true
 	}
 	return b
+}
+
+// constBool is the value of a bool constant.
+func constBool(e ir.Expr) (bool, bool) {
+	k, ok := e.(*ir.Const)
+	if !ok || k.T != lang.Bool {
+		return false, false
+	}
+	return k.Int != 0, true
+}
+
+// foldCompare folds a comparison of two constants of one dtype (an
+// attribute against a literal: `stage >= 2`), or returns nil.
+func foldCompare(op ir.BinOp, l, r ir.Expr) ir.Expr {
+	x, xok := l.(*ir.Const)
+	y, yok := r.(*ir.Const)
+	if !xok || !yok || x.T != y.T {
+		return nil
+	}
+	var cmp int
+	if x.T.IsFloat() {
+		if x.Float != x.Float || y.Float != y.Float {
+			return nil // NaN: leave it to the evaluation
+		}
+		cmp = compareValues(x.Float, y.Float)
+	} else {
+		cmp = compareValues(x.Int, y.Int)
+	}
+	holds := map[ir.BinOp]bool{ir.OpEq: cmp == 0, ir.OpNe: cmp != 0, ir.OpLt: cmp < 0, ir.OpLe: cmp <= 0, ir.OpGt: cmp > 0, ir.OpGe: cmp >= 0}[op]
+	k := &ir.Const{T: lang.Bool}
+	if holds {
+		k.Int = 1
+	}
+	return k
+}
+
+func compareValues[T int64 | float64](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // foldInt folds integer index arithmetic on constants.
@@ -380,6 +435,19 @@ func (c *instCtx) selectExpr(e *lang.Call) ir.Expr {
 	a := c.guardedElab(e.Args[1])
 	b := c.guardedElab(e.Args[2])
 	a, b, t := c.unify(a, b)
+	if k, ok := constBool(cond); ok {
+		// Decided once the attributes are known (both branches were
+		// checked): `select(causal && j > i, -inf, score)`. The branch
+		// is untyped only where the select would have been.
+		pick := b
+		if k {
+			pick = a
+		}
+		if !c.weak[a] || !c.weak[b] {
+			delete(c.weak, pick)
+		}
+		return pick
+	}
 	s := &ir.Select{C: cond, A: a, B: b, T: t}
 	if c.weak[a] && c.weak[b] {
 		c.weak[s] = true

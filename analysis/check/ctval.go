@@ -261,14 +261,7 @@ func (ev *evaluator) constInt(e lang.Expr) int64 {
 }
 
 func (ev *evaluator) binary(e *lang.Binary) cval {
-	l := ev.eval(e.L)
-	if (e.Op == "&&" || e.Op == "||") && l.kind == cBool && l.b == (e.Op == "||") {
-		// Decided by its left operand, as the language evaluates it:
-		// `causal && j > i` is false at compile time when causal is,
-		// though j and i vary.
-		return l
-	}
-	r := ev.eval(e.R)
+	l, r := ev.eval(e.L), ev.eval(e.R)
 	switch e.Op {
 	case "&&", "||":
 		if l.kind != cBool || r.kind != cBool {

@@ -44,6 +44,8 @@ op add(a: [*A], b: [*B]) -> [*broadcast(A, B)] = lambda *i: a[*i] + b[*i]
 
 op masked<causal = false, groups = 1>(q: [groups * H, S], k: [H, S]) -> [groups * H, S] =
     lambda h, i: select(causal && i > 0, -1.0, q[h, i] + k[h / groups, i])
+
+op badmask<flag = false>(x: [N]) -> [N] = lambda i: select(flag && 3, 0.0, x[i])
 `
 
 var instFile = func() *lang.File {
@@ -227,6 +229,8 @@ func TestInstantiateErrors(t *testing.T) {
 		{"softmax", attrs("axis", intAttr(3)), []string{"f32[2, 3]"}, "call.tdl:1:1: input x (f32[2, 3]) has rank 2 but the pattern [*A:axis, N, *B] needs rank at least 4"},
 		{"reduce_sum", attrs("axis", intAttr(0)), []string{"f32[2, 3]"}, "call.tdl:1:1: reduce_sum has no attribute axis (did you mean axes?)"},
 		{"reshape", nil, []string{"f32[2, 3]"}, "call.tdl:1:1: reshape needs attribute shape"},
+		// A constant left operand decides, but the right one is checked.
+		{"badmask", nil, []string{"f32[4]"}, "ops.tdl:33:65: && needs two bools, found bool and i64"},
 	} {
 		_, err := instantiate(t, c.op, c.attrs, c.inputs...)
 		if err == nil || err.Error() != c.want {
