@@ -55,36 +55,54 @@ func (f *fn) fold(lo, hi, stride, init value.Value, step func(i, acc value.Value
 // foldLoop is fold that also returns the branch that closes the loop,
 // when the body is one block of straight-line code (nil otherwise).
 func (f *fn) foldLoop(lo, hi, stride, init value.Value, step func(i, acc value.Value) value.Value) (value.Value, *ir.TermBr) {
+	if init == nil {
+		_, back := f.foldLoopN(lo, hi, stride, nil, func(i value.Value, _ []value.Value) []value.Value {
+			step(i, nil)
+			return nil
+		})
+		return nil, back
+	}
+	acc, back := f.foldLoopN(lo, hi, stride, []value.Value{init}, func(i value.Value, acc []value.Value) []value.Value {
+		return []value.Value{step(i, acc[0])}
+	})
+	return acc[0], back
+}
+
+// foldN is fold carrying several values.
+func (f *fn) foldN(lo, hi, stride value.Value, init []value.Value, step func(i value.Value, acc []value.Value) []value.Value) []value.Value {
+	acc, _ := f.foldLoopN(lo, hi, stride, init, step)
+	return acc
+}
+
+// foldLoopN is foldN that also returns the branch that closes the loop,
+// when the body is one block of straight-line code (nil otherwise).
+func (f *fn) foldLoopN(lo, hi, stride value.Value, init []value.Value, step func(i value.Value, acc []value.Value) []value.Value) ([]value.Value, *ir.TermBr) {
 	pre := f.b
 	head := f.f.NewBlock("")
 	body := f.f.NewBlock("")
 	exit := f.f.NewBlock("")
 	pre.NewBr(head)
 	i := head.NewPhi(ir.NewIncoming(lo, pre))
-	var acc *ir.InstPhi
-	if init != nil {
-		acc = head.NewPhi(ir.NewIncoming(init, pre))
+	acc := make([]value.Value, len(init))
+	phis := make([]*ir.InstPhi, len(init))
+	for e, v := range init {
+		phis[e] = head.NewPhi(ir.NewIncoming(v, pre))
+		acc[e] = phis[e]
 	}
 	head.NewCondBr(head.NewICmp(enum.IPredSLT, i, hi), body, exit)
 	f.b = body
-	var next value.Value
-	if acc != nil {
-		next = step(i, acc)
-	} else {
-		step(i, nil)
-	}
+	next := step(i, acc)
 	inc := f.b.NewAdd(i, stride)
 	back := f.b.NewBr(head)
 	latch := f.b
 	i.Incs = append(i.Incs, ir.NewIncoming(inc, latch))
+	for e, p := range phis {
+		p.Incs = append(p.Incs, ir.NewIncoming(next[e], latch))
+	}
 	f.b = exit
 	if latch != body {
 		back = nil
 	}
-	if acc == nil {
-		return nil, back
-	}
-	acc.Incs = append(acc.Incs, ir.NewIncoming(next, latch))
 	return acc, back
 }
 

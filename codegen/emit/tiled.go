@@ -197,34 +197,6 @@ func (f *fn) sharedRuns(sh *ir.Global, base value.Value, micro, threads int64) [
 	return out
 }
 
-// foldN is fold carrying several values.
-func (f *fn) foldN(lo, hi, stride value.Value, init []value.Value, step func(i value.Value, acc []value.Value) []value.Value) []value.Value {
-	pre := f.b
-	head := f.f.NewBlock("")
-	body := f.f.NewBlock("")
-	exit := f.f.NewBlock("")
-	pre.NewBr(head)
-	i := head.NewPhi(ir.NewIncoming(lo, pre))
-	acc := make([]value.Value, len(init))
-	phis := make([]*ir.InstPhi, len(init))
-	for e, v := range init {
-		phis[e] = head.NewPhi(ir.NewIncoming(v, pre))
-		acc[e] = phis[e]
-	}
-	head.NewCondBr(head.NewICmp(enum.IPredSLT, i, hi), body, exit)
-	f.b = body
-	next := step(i, acc)
-	inc := f.b.NewAdd(i, stride)
-	f.b.NewBr(head)
-	latch := f.b
-	i.Incs = append(i.Incs, ir.NewIncoming(inc, latch))
-	for e, p := range phis {
-		p.Incs = append(p.Incs, ir.NewIncoming(next[e], latch))
-	}
-	f.b = exit
-	return acc
-}
-
 // fmaF64 is llvm.fma.f64, declared once per module: codegen/mathir may
 // have declared it already.
 func (f *fn) fmaF64() *ir.Func {
