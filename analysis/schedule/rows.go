@@ -119,15 +119,7 @@ type rowAnalysis struct {
 // other expressions), following recomputed locals and candidates into
 // their bodies.
 func (a *rowAnalysis) walk(e ir.Expr, bind map[*ir.Var]int) {
-	ir.Walk(e, func(x ir.Expr) bool {
-		acc, ok := x.(*ir.Access)
-		if !ok {
-			return true
-		}
-		l := Local(a.inst, acc.T)
-		if l == nil {
-			return true
-		}
+	localReads(a.inst, e, func(acc *ir.Access, l *ir.Def) {
 		pos := make([]int, len(acc.Index))
 		for i, ix := range acc.Index {
 			pos[i] = -1
@@ -143,7 +135,19 @@ func (a *rowAnalysis) walk(e ir.Expr, bind map[*ir.Var]int) {
 		case recomputable(a.inst, l):
 			a.walk(l.Body, bindVars(l, pos))
 		}
-		return true // the index expressions may read locals too
+	})
+}
+
+// localReads calls read for each access of e to a local of inst (the
+// index expressions of an access are walked too: they may read locals).
+func localReads(inst *ir.Instance, e ir.Expr, read func(acc *ir.Access, l *ir.Def)) {
+	ir.Walk(e, func(x ir.Expr) bool {
+		if acc, ok := x.(*ir.Access); ok {
+			if l := Local(inst, acc.T); l != nil {
+				read(acc, l)
+			}
+		}
+		return true
 	})
 }
 
@@ -182,21 +186,15 @@ func (a *rowAnalysis) sameExtents(l *ir.Def, pos []int) bool {
 // spoil marks bad every candidate that e reaches through recomputed
 // locals.
 func (a *rowAnalysis) spoil(e ir.Expr, seen map[*ir.Def]bool) {
-	ir.Walk(e, func(x ir.Expr) bool {
-		acc, ok := x.(*ir.Access)
-		if !ok {
-			return true
-		}
-		l := Local(a.inst, acc.T)
+	localReads(a.inst, e, func(_ *ir.Access, l *ir.Def) {
 		switch {
-		case l == nil || seen[l]:
+		case seen[l]:
 		case a.cand[l]:
 			a.bad[l] = true
 		case recomputable(a.inst, l):
 			seen[l] = true
 			a.spoil(l.Body, seen)
 		}
-		return true
 	})
 }
 
