@@ -157,21 +157,10 @@ var binOps = map[string]ir.BinOp{
 
 func (c *instCtx) binary(e *lang.Binary) ir.Expr {
 	op := binOps[e.Op]
-	l, r := c.elab(e.L), c.elab(e.R)
 	if op == ir.OpAnd || op == ir.OpOr {
-		if l.Type() != lang.Bool || r.Type() != lang.Bool {
-			c.fail(e.Pos, "%s needs two bools, found %s and %s", e.Op, l.Type(), r.Type())
-		}
-		if b, ok := constBool(l); ok {
-			// A constant left operand decides (`causal && j > i` with
-			// causal false) or drops out; the right one was checked.
-			if b == (op == ir.OpOr) {
-				return l
-			}
-			return r
-		}
-		return &ir.Binary{Op: op, L: l, R: r, T: lang.Bool}
+		return c.logic(e, op)
 	}
+	l, r := c.elab(e.L), c.elab(e.R)
 	if !op.IsComparison() && (l.Type() == lang.Bool || r.Type() == lang.Bool) {
 		c.fail(e.Pos, "arithmetic %s on a bool; convert it with f32(...) or select", e.Op)
 	}
@@ -197,6 +186,26 @@ func (c *instCtx) binary(e *lang.Binary) ir.Expr {
 		c.weak[b] = true
 	}
 	return b
+}
+
+// logic elaborates && and ||, which short-circuit: a left operand known
+// at compile time that decides the result (false for &&, true for ||) is
+// the result, and the right one is neither evaluated nor checked, as
+// select's unchosen branch (`len(axes) > 0 && axes[0] == 1` guards the
+// read; `causal && j > i` is false when causal is); one that does not
+// decide drops out.
+func (c *instCtx) logic(e *lang.Binary, op ir.BinOp) ir.Expr {
+	if v, ok := c.compileTime(e.L); ok && v.kind == cBool && v.b == (op == ir.OpOr) {
+		return c.constExpr(e.Pos, v)
+	}
+	l, r := c.elab(e.L), c.elab(e.R)
+	if l.Type() != lang.Bool || r.Type() != lang.Bool {
+		c.fail(e.Pos, "%s needs two bools, found %s and %s", e.Op, l.Type(), r.Type())
+	}
+	if _, ok := constBool(l); ok {
+		return r
+	}
+	return &ir.Binary{Op: op, L: l, R: r, T: lang.Bool}
 }
 
 // constBool is the value of a bool constant.

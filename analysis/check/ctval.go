@@ -261,7 +261,14 @@ func (ev *evaluator) constInt(e lang.Expr) int64 {
 }
 
 func (ev *evaluator) binary(e *lang.Binary) cval {
-	l, r := ev.eval(e.L), ev.eval(e.R)
+	l := ev.eval(e.L)
+	if (e.Op == "&&" || e.Op == "||") && l.kind == cBool && l.b == (e.Op == "||") {
+		// Decided by its left operand, which short-circuits as at run
+		// time: `len(sizes) == 0 || sizes[0] > 0` guards the read, and
+		// `causal && j > i` is false when causal is, though j and i vary.
+		return l
+	}
+	r := ev.eval(e.R)
 	switch e.Op {
 	case "&&", "||":
 		if l.kind != cBool || r.kind != cBool {

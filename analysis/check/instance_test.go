@@ -45,7 +45,9 @@ op add(a: [*A], b: [*B]) -> [*broadcast(A, B)] = lambda *i: a[*i] + b[*i]
 op masked<causal = false, groups = 1>(q: [groups * H, S], k: [H, S]) -> [groups * H, S] =
     lambda h, i: select(causal && i > 0, -1.0, q[h, i] + k[h / groups, i])
 
-op badmask<flag = false>(x: [N]) -> [N] = lambda i: select(flag && 3, 0.0, x[i])
+op badmask<flag = true>(x: [N]) -> [N] = lambda i: select(flag && 3, 0.0, x[i])
+
+op guarded<axes: list = []>(x: [N]) -> [N] = lambda i: select(len(axes) > 0 && axes[0] == i, 0.0, x[i])
 `
 
 var instFile = func() *lang.File {
@@ -198,6 +200,10 @@ instance concat<axis = 1>(a: f32[2, 3], b: f32[2, 5])
   out out: f32[2, 8] = lambda i0, n: select((n < 3), a[i0, n], b[i0, (n - 3)])`},
 	// causal && i > 0 is false at compile time when causal is (the
 	// branch is picked), and h / 1 is h (the read stays affine).
+	// The guard decides at compile time: axes[0] is never read.
+	{"guarded read", "guarded", nil, []string{"f32[4]"}, `
+instance guarded<axes = []>(x: f32[4])
+  out out: f32[4] = lambda i: x[i]`},
 	{"masked, decided at compile time", "masked", nil, []string{"f32[4, 6]", "f32[4, 6]"}, `
 instance masked<causal = false, groups = 1>(q: f32[4, 6], k: f32[4, 6])
   out out: f32[4, 6] = lambda h, i: (q[h, i] + k[h, i])`},
@@ -229,8 +235,9 @@ func TestInstantiateErrors(t *testing.T) {
 		{"softmax", attrs("axis", intAttr(3)), []string{"f32[2, 3]"}, "call.tdl:1:1: input x (f32[2, 3]) has rank 2 but the pattern [*A:axis, N, *B] needs rank at least 4"},
 		{"reduce_sum", attrs("axis", intAttr(0)), []string{"f32[2, 3]"}, "call.tdl:1:1: reduce_sum has no attribute axis (did you mean axes?)"},
 		{"reshape", nil, []string{"f32[2, 3]"}, "call.tdl:1:1: reshape needs attribute shape"},
-		// A constant left operand decides, but the right one is checked.
-		{"badmask", nil, []string{"f32[4]"}, "ops.tdl:33:65: && needs two bools, found bool and i64"},
+		// A constant left operand that does not decide: the right one is
+		// checked.
+		{"badmask", nil, []string{"f32[4]"}, "ops.tdl:33:64: && needs two bools, found bool and i64"},
 	} {
 		_, err := instantiate(t, c.op, c.attrs, c.inputs...)
 		if err == nil || err.Error() != c.want {
