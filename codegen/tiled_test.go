@@ -6,6 +6,7 @@ import (
 
 	"tofuc/codegen"
 	"tofuc/runtime/exec"
+	"tofuc/runtime/plan"
 	"tofuc/runtime/simt"
 	"tofuc/runtime/tensor"
 )
@@ -49,7 +50,7 @@ model many(x: f32[66000, 3, 5], y: f32[66000, 5, 2]) {
 // runtime's outputs with the interpreter's: equal, the factors being f32
 // reads (each thread sums its results' products in the interpreter's
 // order, in double; docs/codegen.md).
-func runTiled(t *testing.T, src string, nodes []string) {
+func runTiled(t *testing.T, src string, nodes []string) *plan.Plan {
 	tl := tools(t)
 	g := modelFromSource(t, src)
 	dir := t.TempDir()
@@ -95,6 +96,7 @@ func runTiled(t *testing.T, src string, nodes []string) {
 			t.Errorf("simt %s: %v", name, err)
 		}
 	}
+	return c.Plan
 }
 
 // TestTiledLarge has outputs with enough 128-wide tiles for the large
@@ -103,11 +105,29 @@ func runTiled(t *testing.T, src string, nodes []string) {
 // each side has one or three positions inside), and a padded
 // convolution of 70 channels in 64 × 128 tiles of 4 × 8.
 func TestTiledLarge(t *testing.T) {
-	runTiled(t, `
-model large(x: f32[32, 129, 20], y: f32[32, 20, 131], r: f32[32, 129, 131], img: f32[10, 3, 30, 30], w: f32[70, 3, 3, 3]) {
+	p := runTiled(t, `
+model large(x: f32[32, 129, 20], y: f32[32, 20, 131], r: f32[32, 129, 131], img: f32[10, 3, 30, 30], w: f32[70, 3, 3, 3], a: f32[70, 200, 33], b: f32[70, 33, 100]) {
     fused = relu(batch_matmul(x, y) + r)
     conv = conv2d<pads = [1, 1, 1, 1]>(img, w)
-    return fused, conv
+    tall = batch_matmul(a, b)
+    return fused, conv, tall
 }
-`, []string{"batch_matmul", "conv"})
+`, []string{"batch_matmul", "conv", "tall"})
+	// The tiles' shared bytes: 128 x 128 of 8 x 8, else 128 x 64 or
+	// 64 x 128 of 8 x 4 (a stage of K values of each factor in double,
+	// rows padded by two).
+	for label, want := range map[string]int64{"fused": 33280, "conv": 25088, "tall": 25088} {
+		found := false
+		for _, k := range p.Kernels {
+			if strings.HasPrefix(k.Label, label) || strings.Contains(k.Label, "+"+label) || strings.Contains(k.Label, label+" (") {
+				found = true
+				if k.Shared != want {
+					t.Errorf("%s: %d bytes of shared memory, want %d (its tile)", k.Label, k.Shared, want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no kernel for %s", label)
+		}
+	}
 }
