@@ -130,6 +130,21 @@ func TestExamplesOnOneDevice(t *testing.T) {
 	}
 }
 
+// compileMatching compiles the model of src for every flavour and checks
+// it on the cpu runtime and the emulator against the interpreter, sums
+// reordered over at most depth terms; label names it in messages.
+func compileMatching(t *testing.T, tl *toolchain.Tools, label, src string, depth int) *codegen.Compiled {
+	t.Helper()
+	g := modelFromSource(t, src)
+	dir := t.TempDir()
+	c, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.EmitAll, Tools: tl})
+	if err != nil {
+		t.Fatalf("%s: %v", label, err)
+	}
+	matchInterp(t, label, g, c.Plan, dir, true, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, depth) })
+	return c
+}
+
 // matchInterp runs g on the interpreter, and plan p (compiled from g into
 // dir) on the cpu runtime and, with emulated, the SIMT emulator, on the
 // same random inputs, and reports each output that differs from the

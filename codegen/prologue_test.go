@@ -1,12 +1,6 @@
 package codegen_test
 
-import (
-	"testing"
-
-	"tofuc/codegen"
-	"tofuc/lang"
-	"tofuc/runtime/tensor"
-)
+import "testing"
 
 // TestPrologues: an injective producer read by one consumer (a head
 // split or merge, a transpose, a reshape, a strided slice) launches
@@ -35,15 +29,9 @@ func TestPrologues(t *testing.T) {
     return reshape<shape = [4, 24]>(transpose<perm = [0, 2, 1]>(y)) * 3.0
 }`, 1},
 	} {
-		g := modelFromSource(t, tc.src)
-		dir := t.TempDir()
-		c, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.EmitAll, Tools: tl})
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
+		c := compileMatching(t, tl, tc.name, tc.src, 64)
 		if c.Stats.Kernels != tc.launches {
 			t.Errorf("%s: %d launches, want %d", tc.name, c.Stats.Kernels, tc.launches)
 		}
-		matchInterp(t, tc.name, g, c.Plan, dir, true, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 64) })
 	}
 }

@@ -1,12 +1,6 @@
 package codegen_test
 
-import (
-	"testing"
-
-	"tofuc/codegen"
-	"tofuc/lang"
-	"tofuc/runtime/tensor"
-)
+import "testing"
 
 // TestRowForm: softmax, log-softmax and layer norm, along the last axis,
 // the first and a middle one, with an epilogue fused, are each one launch
@@ -54,12 +48,7 @@ model m(x: f32[16, 24]) {
     return wf(x, w, v)
 }`, 1, 0}, // the output (the product of the weights runs at init)
 	} {
-		g := modelFromSource(t, tc.src)
-		dir := t.TempDir()
-		c, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.EmitAll, Tools: tl})
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
+		c := compileMatching(t, tl, tc.name, tc.src, 70000)
 		rows := 0
 		for _, k := range c.Plan.Kernels {
 			if k.Form == "rows" {
@@ -69,6 +58,5 @@ model m(x: f32[16, 24]) {
 		if c.Stats.Kernels != tc.launches || rows != tc.rows {
 			t.Errorf("%s: %d launches, %d kernels in the row form; want %d and %d", tc.name, c.Stats.Kernels, rows, tc.launches, tc.rows)
 		}
-		matchInterp(t, tc.name, g, c.Plan, dir, true, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 70000) })
 	}
 }
