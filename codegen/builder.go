@@ -213,10 +213,10 @@ func kernelName(k *kernel.Kernel) (string, error) {
 }
 
 // Launch geometry of the GPU flavour: Threads kernels use blocks of
-// threadsPerBlock (fewer, a multiple of 32, for small outputs), a thread
+// kernel.ThreadsPerBlock (fewer, a multiple of 32, for small outputs), a thread
 // per output element, or from kernel.TurnMin elements four a turn on
 // kernel.TurnGrid blocks (kernel.Turn); Blocks kernels a block per output element with the
-// smallest power of two of threads, from 32 to threadsPerBlock, that
+// smallest power of two of threads, from 32 to kernel.ThreadsPerBlock, that
 // covers the reduction range; Rows kernels a block per row, the threads
 // likewise covering the longer of the row and its locals' reductions;
 // Tiled kernels a block per tile (kernel.GEMM.Tile). Every grid is
@@ -228,10 +228,7 @@ func kernelName(k *kernel.Kernel) (string, error) {
 // 2395 with 65535 blocks, a sum of 64 per element over 2^20 elements at
 // 427 against 1267 GB/s, a softmax of 2^18 rows of 64 at 520 against
 // 543 GB/s.
-const (
-	threadsPerBlock = 256
-	maxGrid         = 65535
-)
+const maxGrid = 65535
 
 func geometry(k *kernel.Kernel) (grid, block, shared int64) {
 	if k.Form == kernel.Tiled {
@@ -239,22 +236,24 @@ func geometry(k *kernel.Kernel) (grid, block, shared int64) {
 		return min(t.Tiles, maxGrid), t.Threads, t.SharedBytes()
 	}
 	if k.Form == kernel.Blocks {
-		block = 32
-		for block < threadsPerBlock && block < k.ReduceLen {
-			block *= 2
-		}
-		return min(k.Elements, maxGrid), block, 32 * 8
+		return min(k.Elements, maxGrid), blockCovering(k.ReduceLen), 32 * 8
 	}
 	if k.Form == kernel.RowsForm {
-		block = 32
-		for block < threadsPerBlock && block < max(k.ReduceLen, k.Rows.Len) {
-			block *= 2
-		}
-		return min(k.Rows.Count, maxGrid), block, 32 * 8
+		return min(k.Rows.Count, maxGrid), blockCovering(max(k.ReduceLen, k.Rows.Len)), 32 * 8
 	}
-	block = min(threadsPerBlock, max(32, (k.Elements+31)/32*32))
+	block = min(kernel.ThreadsPerBlock, max(32, (k.Elements+31)/32*32))
 	if turn := k.Turn(); turn > 1 {
 		return min((k.Elements+block*turn-1)/(block*turn), kernel.TurnGrid), block, 0
 	}
 	return min((k.Elements+block-1)/block, maxGrid), block, 0
+}
+
+// blockCovering is the smallest power of two of threads, from 32 to
+// kernel.ThreadsPerBlock, covering n.
+func blockCovering(n int64) int64 {
+	block := int64(32)
+	for block < kernel.ThreadsPerBlock && block < n {
+		block *= 2
+	}
+	return block
 }

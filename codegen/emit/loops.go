@@ -288,10 +288,10 @@ func (f *fn) rowsLoop() {
 	f.smem = f.sharedSlots()
 	tid, ntid := f.sreg("tid.x"), f.sreg("ntid.x")
 	rows := f.k.Rows
+	vars, shape := f.rowVars(rows.RowVars(len(f.k.Vars)))
 	f.loop(f.sreg("ctaid.x"), i64(rows.Count), f.sreg("nctaid.x"), func(key value.Value) {
 		f.computeRow(key, func(r *tir.Reduce) value.Value { return f.blockReduce(r, tid, ntid) })
 		f.loop(tid, i64(rows.Len), ntid, func(t value.Value) {
-			vars, shape := f.rowVars(rows.RowVars(len(f.k.Vars)))
 			f.unflatten(t, vars, shape)
 			f.storeElement()
 		})
@@ -303,13 +303,9 @@ func (f *fn) rowsLoop() {
 // that can be vectorised.
 func (f *fn) rowsHost(begin, end value.Value) {
 	rows := f.k.Rows
+	vars, _ := f.rowVars(rows.RowVars(len(f.k.Vars)))
 	f.loop(begin, end, i64(1), func(key value.Value) {
 		f.computeRow(key, nil)
-		vars, _ := f.rowVars(rows.RowVars(len(f.k.Vars)))
-		if len(vars) == 0 {
-			f.storeElement()
-			return
-		}
 		f.forRange(i64(0), i64(rows.Len), vars, func(value.Value) { f.storeElement() })
 	})
 }

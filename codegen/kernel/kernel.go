@@ -70,8 +70,12 @@ func (k *Kernel) Turn() int64 {
 const (
 	TurnElements = 4
 	TurnGrid     = 8448
-	TurnMin      = TurnElements * 256 * TurnGrid
+	TurnMin      = TurnElements * ThreadsPerBlock * TurnGrid
 )
+
+// ThreadsPerBlock is the most threads of a GPU block (codegen's launch
+// geometry), the block of a large Threads kernel.
+const ThreadsPerBlock = 256
 
 // BlockReduceMin is the smallest reduction range a Blocks kernel splits
 // over a block; shorter ones run in one thread.
