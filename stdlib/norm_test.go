@@ -182,6 +182,29 @@ func init() {
 				floats([]int{1}, 4), floats([]int{1}, 5), floats([]int{1}, 4), floats([]int{1}, 2)), tol: 1e-6},
 	)
 
+	// batch_norm_train's statistics and running update as operators of
+	// their own (the partitioner's decomposition of batch_norm_train).
+	stats := func(name string, x *tensor.Tensor) []opCase {
+		_, m, v := refChannelNorm(x, spF32([]int{x.Shape[1]}, func([]int) float64 { return 1 }), spF32([]int{x.Shape[1]}, func([]int) float64 { return 0 }), 1, 0, true)
+		return []opCase{
+			{op: "batch_mean", name: name, inputs: []*tensor.Tensor{x}, tol: normTol, want: spConst(m)},
+			{op: "batch_var", name: name + ", its batch mean", inputs: []*tensor.Tensor{x, m}, tol: normTol, want: spConst(v)},
+		}
+	}
+	register(stats("NCHW", randn(433, 3, 2, 2, 2))...)
+	register(stats("NCL", randn(434, 4, 3, 2))...)
+	register(
+		opCase{op: "batch_var", name: "around another mean", inputs: []*tensor.Tensor{floats([]int{2, 1, 2}, 1, 3, 5, 7), floats([]int{1}, 2)},
+			// ((1-2)^2 + (3-2)^2 + (5-2)^2 + (7-2)^2) / 4 = 36 / 4
+			want: spConst(floats([]int{1}, 9)), tol: 1e-6},
+		opCase{op: "running_average", name: "momentum 0.75", attrs: spA("momentum", aFloat(0.75)),
+			inputs: []*tensor.Tensor{floats([]int{2}, 4, 1), floats([]int{2}, 8, 5)},
+			want:   spConst(floats([]int{2}, 4*0.75+8*0.25, 0.75+5*0.25)), tol: 1e-6},
+		opCase{op: "running_average", name: "default momentum, [2, 2]",
+			inputs: []*tensor.Tensor{floats([]int{2, 2}, 1, 2, 3, 4), floats([]int{2, 2}, 11, 12, 13, 14)},
+			want:   spConst(floats([]int{2, 2}, 2, 3, 4, 5)), tol: 1e-6},
+	)
+
 	channel := func(op, name string, x *tensor.Tensor, groups int, eps float64) opCase {
 		c := x.Shape[1]
 		attrs := spA("epsilon", aFloat(eps))
