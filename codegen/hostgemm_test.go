@@ -14,18 +14,23 @@ import (
 // 32, 64, 64 and 36), 784 (four chunks, one wider), 3136 (eight), 49
 // (one chunk, rows split), 5 (less than a panel), and a batch of six
 // with two chunks each; the wider ones also fuse a batch norm, a
-// residual add and a ReLU into the epilogue, whose loop is vectorised.
+// residual add and a ReLU into the epilogue, whose loop is vectorised;
+// big has a depth of three blocks (the last 88 deep, not a whole number
+// of vectors) and rows in two blocks of packed A (240 and 10), its A
+// packed by vector transposes, tn an A read across the depth.
 const hostGEMMModel = `
 model chunks(a: f32[70, 64], b196: f32[64, 196], b784: f32[64, 784], b3136: f32[16, 3136], w: f32[100, 16], b49: f32[16, 49],
              b5: f32[64, 5], x: f32[6, 9, 20], y: f32[6, 20, 600], res: f32[70, 784],
-             s: f32[70, 1], m: f32[70, 1]) {
+             s: f32[70, 1], m: f32[70, 1], p: f32[250, 600], q: f32[600, 40], r: f32[600, 24]) {
     c196 = matmul(a, b196)
     c784 = relu((matmul(a, b784) - m) * s + res)
     c3136 = relu(matmul(w, b3136))
     c49 = matmul(w, b49)
     c5 = matmul(a, b5)
     bmm = batch_matmul(x, y)
-    return c196, c784, c3136, c49, c5, bmm
+    big = matmul(p, q)
+    tn = matmul_tn(r, q)
+    return c196, c784, c3136, c49, c5, bmm, big, tn
 }
 `
 
@@ -48,8 +53,8 @@ func TestHostGEMMChunks(t *testing.T) {
 			}
 		}
 	}
-	if contractions != 6 {
-		t.Fatalf("%d contraction kernels, want 6", contractions)
+	if contractions != 8 {
+		t.Fatalf("%d contraction kernels, want 8", contractions)
 	}
-	matchInterp(t, "chunks", g, c.Plan, dir, false, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 64) })
+	matchInterp(t, "chunks", g, c.Plan, dir, false, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 600) })
 }

@@ -21,32 +21,36 @@ import (
 // cache-blocked matrix product with a register-blocked, vectorised
 // micro-kernel, GotoBLAS's structure:
 //
-//	task (batch b, columns [jc, jc+nc)):
-//	  C = 0                                 rows × nc floats
+//	task (batch b, rows [r0, r0+rows), columns [jc, jc+nc)):
 //	  for each block of KC values of k:
 //	    pack B[k, jc:jc+nc] into Bp          (evaluating B's lambda: im2col for free)
-//	    for each strip of MR rows:
-//	      pack A[rows, k] into Ap
-//	      for each strip of NR columns: C[strip] += Ap · Bp[strip]
+//	    for each block of MC rows:
+//	      pack A[rows, k] into Ap            (unless packed with the weights)
+//	      for each panel of NR columns:      (the panel of Bp stays in L1)
+//	        for each strip of MR rows:
+//	          C[strip, panel] (= in the first block, else +=) Ap[strip] · Bp[panel]
 //	  epilogue: each element's stages with the sum replaced by C, stored
 //
 // Sizes follow one rule (docs/codegen.md): the vector has the host's
 // widest lanes VL (16 floats with AVX-512, 8 with AVX, else 4); the
 // micro-kernel keeps MR × 2 vectors of C in registers (MR = 8 with
 // AVX-512's 32 registers, else 6 of 16) over NR = 2·VL columns; KC = 256
-// keeps a panel of Bp (KC·NR floats, contiguous) in L1; a task's columns
-// nc keep Bp (KC·nc floats) within 512 KiB of L2, at most 512 (C,
-// rows·nc doubles, is streamed once per block), dealt out in equal
-// shares of 32 columns, and there are at least four tasks where the
-// columns allow, so that every thread has work (blocking). Products accumulate in f32 with
+// keeps a panel of Bp (KC·NR floats, contiguous) in L1 while the strips
+// of a block of MC = 240 rows of Ap (L2) pass; a task's columns nc keep
+// Bp (KC·nc floats) within 512 KiB of L2, at most 512, dealt out in
+// equal shares of 32 columns; its rows keep C (rows·nc doubles) within
+// 1 MiB of L2; and there are at least four tasks where the shape
+// allows, so that every thread has work (blocking). Products accumulate in f32 with
 // fused multiply-adds within a block of KC, and the blocks' sums are
 // added in double: a contraction's result differs from the interpreter's
 // (which sums in float64) within the reordered-sum tolerance.
 
 const (
-	gemmKC     = 256
-	gemmBudget = 512 << 10 // bytes of Bp a task keeps
-	gemmMaxNC  = 512
+	gemmKC      = 256
+	gemmBudget  = 512 << 10 // bytes of Bp a task keeps
+	gemmMaxNC   = 512
+	gemmCBudget = 1 << 20 // bytes of a task's sums
+	gemmMC      = 240     // rows of A packed per block (a multiple of every MR)
 )
 
 // HostLanes is the number of f32 lanes of the host's widest vectors
@@ -110,8 +114,12 @@ func newBlocking(rows, cols, batch int64) blocking {
 	}
 	b := blocking{quanta: quanta, colChunks: max(1, min(chunks, quanta)), rows1: max(1, rows), rowChunks: 1}
 	b.cols1 = max(1, min(cols, (quanta+b.colChunks-1)/b.colChunks*gemmColQuantum))
-	if tasks := batch * b.colChunks; tasks > 0 && tasks < 4 && rows > 48 {
-		chunks := min((4+tasks-1)/tasks, (rows+23)/24)
+	tasks := batch * b.colChunks
+	// Rows are split where the columns give fewer than four tasks, and
+	// where a task's sums (rows × columns doubles) would not stay in L2.
+	byC := (rows*b.cols1*8 + gemmCBudget - 1) / gemmCBudget
+	if tasks > 0 && (tasks < 4 || byC > 1) && rows > 48 {
+		chunks := min(max((4+tasks-1)/tasks, byC), (rows+23)/24)
 		b.rows1 = ((rows+chunks-1)/chunks + 23) / 24 * 24
 		b.rowChunks = (rows + b.rows1 - 1) / b.rows1
 	}
@@ -173,7 +181,7 @@ func (f *fn) gemmHost(begin, end value.Value) {
 	floats := func(n int64) value.Value {
 		return f.b.NewBitCast(f.b.NewCall(malloc, i64(4*max(n, 1))), types.NewPointer(types.Float))
 	}
-	bp, ap := floats(gemmKC*ncPad), floats(gemmKC*s.mr)
+	bp, ap := floats(gemmKC*ncPad), floats(gemmKC*(gemmMC+s.mr))
 	cs := f.b.NewBitCast(f.b.NewCall(malloc, i64(8*max(rowsPad*ncPad, 1))), types.NewPointer(types.Double))
 	micro := f.m.microKernel(s)
 	var packed value.Value // A packed with the weights, if it is
@@ -193,24 +201,35 @@ func (f *fn) gemmHost(begin, end value.Value) {
 		// The micro-kernel runs over the chunk's panels only, not the
 		// widest chunk's.
 		ncPanels := f.b.NewMul(f.b.NewUDiv(f.b.NewAdd(nc, i64(s.nr-1)), i64(s.nr)), i64(s.nr))
-		f.loop(i64(0), i64(rowsPad*ncPad), i64(1), func(i value.Value) {
-			f.b.NewStore(constant.NewFloat(types.Double, 0), f.b.NewGetElementPtr(types.Double, cs, i))
-		})
+		if s.depth == 0 { // no block of the depth stores C
+			f.loop(i64(0), i64(rowsPad*ncPad), i64(1), func(i value.Value) {
+				f.b.NewStore(constant.NewFloat(types.Double, 0), f.b.NewGetElementPtr(types.Double, cs, i))
+			})
+		}
 		f.loop(i64(0), i64(s.depth), i64(gemmKC), func(pc value.Value) {
 			kc := f.smin(i64(gemmKC), f.b.NewSub(i64(s.depth), pc))
+			first := f.b.NewICmp(enum.IPredEQ, pc, i64(0))
 			f.packB(g, s, bp, pc, kc, jc, nc, ncPanels)
-			f.loop(r0, rowsEnd, i64(s.mr), func(ir value.Value) {
-				ap := ap
-				if packed != nil {
-					ap = f.b.NewGetElementPtr(types.Float, packed, f.b.NewAdd(f.b.NewMul(ir, i64(s.depth)), f.b.NewMul(pc, i64(s.mr))))
-				} else {
-					f.packA(g, s, ap, pc, kc, ir)
+			f.loop(r0, rowsEnd, i64(gemmMC), func(ic value.Value) {
+				icEnd := f.smin(f.b.NewAdd(ic, i64(gemmMC)), rowsEnd)
+				// The strip at row ir of the block: packed with the
+				// weights, or packed here for the block.
+				strip := func(ir value.Value) value.Value {
+					if packed != nil {
+						return f.b.NewGetElementPtr(types.Float, packed, f.b.NewAdd(f.b.NewMul(ir, i64(s.depth)), f.b.NewMul(pc, i64(s.mr))))
+					}
+					return f.b.NewGetElementPtr(types.Float, ap, f.b.NewMul(f.b.NewSub(ir, ic), kc))
+				}
+				if packed == nil {
+					f.loop(ic, icEnd, i64(s.mr), func(ir value.Value) { f.packA(g, s, strip(ir), pc, kc, ir) })
 				}
 				f.loop(i64(0), ncPanels, i64(s.nr), func(jr value.Value) {
 					bStrip := f.b.NewGetElementPtr(types.Float, bp, f.b.NewMul(jr, kc))
-					row := f.b.NewMul(f.b.NewSub(ir, r0), i64(ncPad))
-					cTile := f.b.NewGetElementPtr(types.Double, cs, f.b.NewAdd(row, jr))
-					f.b.NewCall(micro, ap, bStrip, cTile, kc, i64(ncPad))
+					f.loop(ic, icEnd, i64(s.mr), func(ir value.Value) {
+						row := f.b.NewMul(f.b.NewSub(ir, r0), i64(ncPad))
+						cTile := f.b.NewGetElementPtr(types.Double, cs, f.b.NewAdd(row, jr))
+						f.b.NewCall(micro, strip(ir), bStrip, cTile, kc, i64(ncPad), first)
+					})
 				})
 			})
 		})
@@ -280,16 +299,150 @@ func (f *fn) packA(g *kernel.GEMM, s gemmShape, ap, pc, kc, ir value.Value) {
 	// MR rows are then MR streams read side by side, whose cache misses
 	// overlap, and the stores are contiguous (measured faster than a
 	// row at a time).
-	f.loop(i64(0), kc, i64(1), func(ks value.Value) {
-		f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
-		f.forRange(ir, rows, g.Rows, func(i value.Value) { store(ks, i) })
-	})
+	general := func() {
+		f.loop(i64(0), kc, i64(1), func(ks value.Value) {
+			f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
+			f.forRange(ir, rows, g.Rows, func(i value.Value) { store(ks, i) })
+		})
+	}
+	if len(g.Rows) != 1 || len(g.K) != 1 {
+		general()
+	} else {
+		full := f.b.NewICmp(enum.IPredEQ, rows, i64(s.mr))
+		f.ifElse(full, func() { f.packFullStrip(g, s, ap, pc, kc, ir) }, general)
+	}
 	// Rows past the last are zero.
 	f.loop(i64(0), kc, i64(1), func(ks value.Value) {
 		f.loop(rows, i64(s.mr), i64(1), func(i value.Value) {
 			f.b.NewStore(constant.NewFloat(types.Float, 0), f.b.NewGetElementPtr(types.Float, ap, f.b.NewAdd(f.b.NewMul(ks, i64(s.mr)), i)))
 		})
 	})
+}
+
+// packFullStrip packs a strip of MR rows of A (one row and one depth
+// variable) for k in [pc, pc+kc), as packA does. Where A is one f32
+// read contiguous along the depth and never out of range, and MR is a
+// power of two, each VL values of the depth are MR vector loads, one
+// per row, transposed by interleaving (transposeRows); otherwise, and
+// for the depth's last kc mod VL values, element by element with the
+// rows unrolled.
+func (f *fn) packFullStrip(g *kernel.GEMM, s gemmShape, ap, pc, kc, ir value.Value) {
+	rowVar, kVar := g.Rows[0], g.K[0]
+	scalar := func(from value.Value) {
+		f.loop(from, kc, i64(1), func(ks value.Value) {
+			f.vars[kVar] = f.b.NewAdd(pc, ks)
+			for i := range s.mr {
+				f.vars[rowVar] = f.b.NewAdd(ir, i64(i))
+				f.b.NewStore(f.factorF32(g.A), f.b.NewGetElementPtr(types.Float, ap, f.b.NewAdd(f.b.NewMul(ks, i64(s.mr)), i64(i))))
+			}
+		})
+	}
+	f.vars[rowVar], f.vars[kVar] = ir, pc
+	first, rowStep, ok := f.rowsAlongDepth(g.A, rowVar, kVar)
+	if !ok || s.mr&(s.mr-1) != 0 {
+		scalar(i64(0))
+		return
+	}
+	arg := first.arg
+	vec := types.NewVector(uint64(s.vl), types.Float)
+	whole := f.b.NewMul(f.b.NewUDiv(kc, i64(s.vl)), i64(s.vl))
+	f.loop(i64(0), whole, i64(s.vl), func(ks value.Value) {
+		rows := make([]value.Value, s.mr)
+		for i := range rows {
+			at := f.b.NewAdd(first.flat, f.b.NewAdd(f.b.NewMul(i64(int64(i)), i64(rowStep)), ks))
+			l := f.b.NewLoad(vec, f.b.NewBitCast(f.b.NewGetElementPtr(types.Float, f.bufs[arg], at), types.NewPointer(vec)))
+			l.Align = 4
+			rows[i] = l
+		}
+		for t, v := range f.transposeRows(rows) {
+			at := f.b.NewAdd(f.b.NewMul(ks, i64(s.mr)), i64(int64(t)*s.vl))
+			st := f.b.NewStore(v, f.b.NewBitCast(f.b.NewGetElementPtr(types.Float, ap, at), types.NewPointer(vec)))
+			st.Align = 4
+		}
+	})
+	scalar(whole)
+}
+
+// flatRead is a read of argument arg at flat element index flat.
+type flatRead struct {
+	arg  int
+	flat value.Value
+}
+
+// rowsAlongDepth recognises factor as one f32 read that is never out of
+// range, contiguous along kVar (flat step 1) and affine in rowVar: its
+// flat index at the bound variables and the flat step of a row.
+func (f *fn) rowsAlongDepth(factor tir.Expr, rowVar, kVar *tir.Var) (first flatRead, rowStep int64, ok bool) {
+	a, arg, kSteps, ok := f.affineRead(factor, kVar)
+	if !ok {
+		return flatRead{}, 0, false
+	}
+	_, _, rowSteps, ok := f.affineRead(factor, rowVar)
+	checked, _ := f.k.Checked(a)
+	for _, c := range checked {
+		ok = ok && !c
+	}
+	shape := f.k.Args[arg].Shape
+	if !ok || flatStep(kSteps, shape) != 1 {
+		return flatRead{}, 0, false
+	}
+	idx := make([]value.Value, len(a.Index))
+	for d, x := range a.Index {
+		idx[d] = f.exprTo(x, lang.I64)
+	}
+	return flatRead{arg: arg, flat: flatIndex(f, idx, shape)}, flatStep(rowSteps, shape), true
+}
+
+// flatStep is the step of a row-major flat index when each index d
+// advances by steps[d].
+func flatStep(steps, shape []int64) int64 {
+	step, stride := int64(0), int64(1)
+	for d := len(shape) - 1; d >= 0; d-- {
+		step += steps[d] * stride
+		stride *= shape[d]
+	}
+	return step
+}
+
+// transposeRows interleaves n vectors (n a power of two) of VL lanes:
+// the result, read as n·VL consecutive values, holds element k of row
+// i at k·n + i. Interleaving rows i and i + n/2, then the results
+// likewise, log2(n) times, puts the rows in order (each step is one
+// two-source shuffle per output vector).
+func (f *fn) transposeRows(rows []value.Value) []value.Value {
+	if len(rows) == 1 {
+		return rows
+	}
+	var even, odd []value.Value
+	for i, r := range rows {
+		if i%2 == 0 {
+			even = append(even, r)
+		} else {
+			odd = append(odd, r)
+		}
+	}
+	// Element m of the even rows' sequence is value 2m of the result,
+	// element m of the odd rows' is value 2m + 1.
+	return f.interleave(f.transposeRows(even), f.transposeRows(odd))
+}
+
+// interleave returns the values p[0], q[0], p[1], q[1], … of two
+// sequences of vectors of equal length, as vectors of the same width.
+func (f *fn) interleave(p, q []value.Value) []value.Value {
+	vl := int64(p[0].Type().(*types.VectorType).Len)
+	out := make([]value.Value, 0, 2*len(p))
+	for t := range int64(2 * len(p)) {
+		mask := make([]constant.Constant, vl)
+		for e := range vl {
+			from := t%2*vl/2 + e/2
+			if e%2 == 1 {
+				from += vl // from q
+			}
+			mask[e] = i32(from)
+		}
+		out = append(out, f.b.NewShuffleVector(p[t/2], q[t/2], constant.NewVector(types.NewVector(uint64(vl), types.I32), mask...)))
+	}
+	return out
 }
 
 // forRange visits the flat indices [start, start+count) of the row-major
@@ -413,11 +566,7 @@ func (f *fn) packRun(factor tir.Expr, inner *tir.Var, row panelRow, t, run value
 	lo = f.smin(lo, run)
 	hi = smax(hi, lo)
 	flat0 := flatIndex(f, idx, shape)
-	step, stride := int64(0), int64(1)
-	for d := len(shape) - 1; d >= 0; d-- {
-		step += steps[d] * stride
-		stride *= shape[d]
-	}
+	step := flatStep(steps, shape)
 	zero := func(value.Value) value.Value { return constant.NewFloat(types.Float, 0) }
 	fill(i64(0), lo, zero)
 	fill(lo, hi, func(u value.Value) value.Value {
@@ -568,8 +717,8 @@ func (f *fn) smin(a, b value.Value) value.Value {
 }
 
 // microKernel returns the module's micro-kernel for shape s:
-// void (float* ap, float* bp, double* c, i64 kc, i64 ld) computes
-// C[i, j] += Σ_k Ap[k·MR + i] · Bp[k·NR + j] for i < MR, j < NR (one
+// void (float* ap, float* bp, double* c, i64 kc, i64 ld, i1 first)
+// computes C[i, j] (=, where first, else +=) Σ_k Ap[k·MR + i] · Bp[k·NR + j] for i < MR, j < NR (one
 // packed panel of B), C with row stride ld, summing in f32 in MR × 2 vector registers from zero and
 // adding the block's sums to C in double.
 func (m *Module) microKernel(s gemmShape) *ir.Func {
@@ -582,7 +731,8 @@ func (m *Module) microKernel(s gemmShape) *ir.Func {
 	vp := types.NewPointer(vec)
 	dvec := types.NewVector(uint64(s.vl), types.Double)
 	ap, bp, cp, kc, ld := ir.NewParam("ap", fp), ir.NewParam("bp", fp), ir.NewParam("c", types.NewPointer(types.Double)), ir.NewParam("kc", types.I64), ir.NewParam("ld", types.I64)
-	fn := m.M.NewFunc(name, types.Void, ap, bp, cp, kc, ld)
+	first := ir.NewParam("first", types.I1)
+	fn := m.M.NewFunc(name, types.Void, ap, bp, cp, kc, ld, first)
 	fn.Linkage = enum.LinkageInternal
 	fn.FuncAttrs = append(fn.FuncAttrs, enum.FuncAttrNoUnwind)
 	m.decls[name] = fn
@@ -628,15 +778,20 @@ func (m *Module) microKernel(s gemmShape) *ir.Func {
 	kn := body.NewAdd(k, i64(1))
 	k.Incs = append(k.Incs, ir.NewIncoming(kn, body))
 	body.NewBr(head)
+	// The depth's first block stores C, the others add to it.
+	store, add := fn.NewBlock("store"), fn.NewBlock("add")
+	exit.NewCondBr(first, store, add)
 	for i := int64(0); i < s.mr; i++ {
 		for v := int64(0); v < nv; v++ {
-			p := cAddr(exit, i, v)
-			c := exit.NewLoad(dvec, p)
+			sum := store.NewFPExt(accs[i*nv+v], dvec)
+			store.NewStore(sum, cAddr(store, i, v)).Align = 8
+			p := cAddr(add, i, v)
+			c := add.NewLoad(dvec, p)
 			c.Align = 8
-			st := exit.NewStore(exit.NewFAdd(c, exit.NewFPExt(accs[i*nv+v], dvec)), p)
-			st.Align = 8
+			add.NewStore(add.NewFAdd(c, add.NewFPExt(accs[i*nv+v], dvec)), p).Align = 8
 		}
 	}
-	exit.NewRet(nil)
+	store.NewRet(nil)
+	add.NewRet(nil)
 	return fn
 }

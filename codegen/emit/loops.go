@@ -181,6 +181,19 @@ func (f *fn) ifThen(cond value.Value, then func()) {
 	f.b = join
 }
 
+// ifElse emits if cond { a() } else { b() }.
+func (f *fn) ifElse(cond value.Value, a, b func()) {
+	yes, no, join := f.f.NewBlock(""), f.f.NewBlock(""), f.f.NewBlock("")
+	f.b.NewCondBr(cond, yes, no)
+	f.b = yes
+	a()
+	f.b.NewBr(join)
+	f.b = no
+	b()
+	f.b.NewBr(join)
+	f.b = join
+}
+
 // branch emits cond ? a() : b() with only the chosen side evaluated; the
 // sides return values of one type.
 func (f *fn) branch(cond value.Value, a, b func() value.Value) value.Value {
