@@ -11,7 +11,8 @@ import (
 // locals), the box a worker reads when the split variables range over
 // their parts and every other variable over its whole extent. Locals are
 // visited after everything that reads them, with their own variables
-// restricted to the box read of them.
+// restricted to the box read of them (and a split variable of a
+// reduction in a local to its part).
 func readRegions(inst *ir.Instance, splits map[*ir.Var]interval.Interval, f interval.Facts) (map[*ir.Tensor]*Region, error) {
 	c := &collector{regions: map[*ir.Tensor]*Region{}, facts: f}
 	env := interval.SetEnv{}
@@ -30,6 +31,9 @@ func readRegions(inst *ir.Instance, splits map[*ir.Var]interval.Interval, f inte
 			continue // no worker needs this local
 		}
 		local := interval.SetEnv{}
+		for v, iv := range splits {
+			local[v] = interval.Set{iv} // a split reduction of the local
+		}
 		for j, v := range d.Vars {
 			local[v] = r.Bands[j]
 		}

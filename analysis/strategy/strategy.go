@@ -186,15 +186,25 @@ func sharedDim(vars []*ir.Var, extent lang.Dim, d int) int {
 // sum((x - mean)^2) / N, is exact, a worker computing the mean over the
 // whole reduction (its region of x is whole there) and a partial sum of
 // squares around it; a variance written as E[x^2] - E[x]^2 is no such
-// combination and gets no strategy.
+// combination and gets no strategy. A reduction held in a `let` counts
+// when every read of the local is such a term (batch_norm's gradient of
+// scale, dk[c] * rsqrt(var[c] + epsilon) with dk a sum over n and *S):
+// the worker computes the local over its part, a partial local.
 func reductions(inst *ir.Instance) []*Strategy {
+	c := termCollector{locals: map[*ir.Tensor]*ir.Def{}, reads: map[*ir.Tensor]int{}}
+	for _, d := range inst.Locals {
+		c.locals[d.Tensor] = d
+	}
 	var rs []*ir.Reduce
 	for _, o := range inst.Outputs {
-		terms := reduceTerms(o.Body)
+		terms := c.terms(o.Body)
 		if terms == nil || len(rs) > 0 && terms[0].Kind != rs[0].Kind {
 			return nil
 		}
 		rs = append(rs, terms...)
+	}
+	if !c.localsOnlyTerms(inst) {
+		return nil
 	}
 	var out []*Strategy
 	for _, v := range rs[0].Vars {
@@ -214,17 +224,21 @@ func reductions(inst *ir.Instance) []*Strategy {
 	return out
 }
 
-// reduceTerms finds the reductions whose partial results combine into e
+// terms finds the reductions whose partial results combine into e
 // with their (common) reducer: the body itself; through float conversions
 // of a float reduction (rounding is reordering) or of an integer max or
 // min (an integer sum or product wraps at its width as a whole, not per
-// part); sums negated, added, subtracted, or divided or multiplied by a
-// constant or an extent (a mean): operations that distribute over a sum
-// (integer division does not); and selections between such terms on a
-// condition outside the reductions, a branch of constant 0 counting as an
-// empty sum. It returns nil when e is not such a combination.
-func reduceTerms(e ir.Expr) []*ir.Reduce {
-	var c termCollector
+// part); sums negated, added, subtracted, or multiplied by a factor
+// without a reduction (a constant, an extent, a value at the output's
+// index: it is the same on every worker, computed whole, and
+// distributes over the sum), or, for floats, divided by one (a mean);
+// integer division does not distribute; selections between such terms
+// on a condition outside the reductions, a branch of constant 0 counting
+// as an empty sum; and reads of a local whose body is such a
+// combination (its reads counted, for localsOnlyTerms). It returns nil
+// when e is not such a combination.
+func (c *termCollector) terms(e ir.Expr) []*ir.Reduce {
+	c.out, c.zero = nil, false
 	if !c.collect(e, false, false) || len(c.out) == 0 {
 		return nil
 	}
@@ -237,8 +251,34 @@ func reduceTerms(e ir.Expr) []*ir.Reduce {
 }
 
 type termCollector struct {
-	out  []*ir.Reduce
-	zero bool // a branch is the constant 0, the identity of a sum only
+	out    []*ir.Reduce
+	zero   bool // a branch is the constant 0, the identity of a sum only
+	locals map[*ir.Tensor]*ir.Def
+	reads  map[*ir.Tensor]int // reads of each local taken as a term
+}
+
+// localsOnlyTerms reports whether every local read as a term is read
+// nowhere else: splitting its reduction changes its value wherever it
+// is read.
+func (c *termCollector) localsOnlyTerms(inst *ir.Instance) bool {
+	if len(c.reads) == 0 {
+		return true
+	}
+	all := map[*ir.Tensor]int{}
+	for _, d := range append(append([]*ir.Def(nil), inst.Locals...), inst.Outputs...) {
+		ir.Walk(d.Body, func(e ir.Expr) bool {
+			if a, ok := e.(*ir.Access); ok {
+				all[a.T]++
+			}
+			return true
+		})
+	}
+	for t, n := range c.reads {
+		if all[t] != n {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *termCollector) collect(e ir.Expr, sumOnly, orderOnly bool) bool {
@@ -257,14 +297,23 @@ func (c *termCollector) collect(e ir.Expr, sumOnly, orderOnly bool) bool {
 		}
 		c.out = append(c.out, x)
 		return true
+	case *ir.Access:
+		d := c.locals[x.T]
+		if d == nil || x.Default != nil || !c.collect(d.Body, sumOnly, orderOnly) {
+			return false
+		}
+		c.reads[x.T]++
+		return true
 	case *ir.Unary:
 		return x.Op == "-" && c.collect(x.X, true, orderOnly)
 	case *ir.Binary:
 		switch {
 		case x.Op == ir.OpAdd || x.Op == ir.OpSub:
 			return c.collect(x.L, true, orderOnly) && c.collect(x.R, true, orderOnly)
-		case (x.Op == ir.OpMul || x.Op == ir.OpDiv && x.T.IsFloat()) && invariant(x.R):
+		case (x.Op == ir.OpMul || x.Op == ir.OpDiv && x.T.IsFloat()) && c.factor(x.R):
 			return c.collect(x.L, true, orderOnly)
+		case x.Op == ir.OpMul && c.factor(x.L):
+			return c.collect(x.R, true, orderOnly)
 		}
 	case *ir.Select:
 		return c.collect(x.A, sumOnly, orderOnly) && c.collect(x.B, sumOnly, orderOnly)
@@ -273,6 +322,23 @@ func (c *termCollector) collect(e ir.Expr, sumOnly, orderOnly bool) bool {
 		return isZeroConst(x)
 	}
 	return false
+}
+
+// factor reports whether e can multiply (or divide) a term: it holds no
+// reduction, so every worker computes the same value of it (the locals it
+// reads whole, unless localsOnlyTerms finds them split).
+func (c *termCollector) factor(e ir.Expr) bool {
+	if invariant(e) {
+		return true
+	}
+	ok := true
+	ir.Walk(e, func(x ir.Expr) bool {
+		if _, r := x.(*ir.Reduce); r {
+			ok = false
+		}
+		return ok
+	})
+	return ok
 }
 
 // invariant reports whether e is the same for every index: a constant or
