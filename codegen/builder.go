@@ -104,6 +104,15 @@ func (b *builder) addStep(device int, init bool, s plan.Step) int {
 // launch adds a launch of k with its argument buffers, resolved by their
 // keys, to a device's steps.
 func (b *builder) launch(device int, init bool, k *kernel.Kernel) (int, error) {
+	if k.GEMM != nil && !k.PackOnly && k.GEMM.SharedB == nil {
+		if n := emit.SharedBLen(k.GEMM); n > 0 {
+			// The host flavour's tasks share B, packed into a
+			// workspace that lives for the launch only.
+			key := sharedBKey{k}
+			b.buffer(key, k.Label+" packed B", device, lang.F32, []int64{n}, plan.RoleWorkspace)
+			k.ShareB(key, n)
+		}
+	}
 	idx, err := b.kernel(k)
 	if err != nil {
 		return 0, err
@@ -125,6 +134,10 @@ func (b *builder) launch(device int, init bool, k *kernel.Kernel) (int, error) {
 	}
 	return b.addStep(device, init, s), nil
 }
+
+// sharedBKey is the buffer of the B factor a contraction kernel packs
+// for all of its host tasks.
+type sharedBKey struct{ k *kernel.Kernel }
 
 // opaqueSteps adds the host calls of the opaque functions k reads, each
 // into a workspace buffer of its own.
@@ -170,6 +183,9 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	pk := plan.Kernel{Name: name, Label: k.Label, Kind: k.Kind.String(), Form: k.Form.String(), Elements: k.Elements, Sync: k.Form.Sync() && !k.PackOnly}
 	pk.Grid, pk.Block, pk.Shared = geometry(k)
 	pk.HostRange, pk.HostGrain = emit.HostRange(k)
+	if k.GEMM != nil && !k.PackOnly {
+		pk.HostPhase = emit.GEMMPackItems(k.GEMM)
+	}
 	if k.PackOnly {
 		pk.HostOnly, pk.Grid = true, 0
 	}

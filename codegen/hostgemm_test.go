@@ -10,18 +10,20 @@ import (
 )
 
 // hostGEMMModel has contractions whose columns split into uneven chunks
-// on the host (docs/codegen.md, the host GEMM): 196 columns (chunks of
-// 32, 64, 64 and 36), 784 (four chunks, one wider), 3136 (eight), 49
-// (one chunk, rows split), 5 (less than a panel), and a batch of six
-// with two chunks each; the wider ones also fuse a batch norm, a
-// residual add and a ReLU into the epilogue, whose loop is vectorised;
-// big has a depth of three blocks (the last 88 deep, not a whole number
-// of vectors) and rows in two blocks of packed A (240 and 10), its A
-// packed by vector transposes, tn an A read across the depth.
+// on the host (docs/codegen.md, the host GEMM): 196 columns (1, 2, 2
+// and 2 panels of 32: B shared by tasks of rows), 784 (four chunks, one
+// wider), 3136 (eight), 49 (one chunk, rows split), 5 (less than a
+// panel), and a batch of six with two chunks each; the wider ones also
+// fuse a batch norm, a residual add and a ReLU into the epilogue, whose
+// loop is vectorised. big and wide have a depth of three blocks (the
+// last 88 deep, not a whole number of vectors) and A packed by vector
+// transposes; big shares B (columns of 2, 3, 2 and 3 panels), wide has
+// 250 rows in one task (two blocks of packed A: 240 and 10); tn reads A
+// across the depth.
 const hostGEMMModel = `
 model chunks(a: f32[70, 64], b196: f32[64, 196], b784: f32[64, 784], b3136: f32[16, 3136], w: f32[100, 16], b49: f32[16, 49],
              b5: f32[64, 5], x: f32[6, 9, 20], y: f32[6, 20, 600], res: f32[70, 784],
-             s: f32[70, 1], m: f32[70, 1], p: f32[250, 600], q: f32[600, 40], r: f32[600, 24]) {
+             s: f32[70, 1], m: f32[70, 1], p: f32[250, 600], q: f32[600, 300], q2: f32[600, 512], r: f32[600, 24]) {
     c196 = matmul(a, b196)
     c784 = relu((matmul(a, b784) - m) * s + res)
     c3136 = relu(matmul(w, b3136))
@@ -29,8 +31,9 @@ model chunks(a: f32[70, 64], b196: f32[64, 196], b784: f32[64, 784], b3136: f32[
     c5 = matmul(a, b5)
     bmm = batch_matmul(x, y)
     big = matmul(p, q)
+    wide = matmul(p, q2)
     tn = matmul_tn(r, q)
-    return c196, c784, c3136, c49, c5, bmm, big, tn
+    return c196, c784, c3136, c49, c5, bmm, big, wide, tn
 }
 `
 
@@ -44,17 +47,23 @@ func TestHostGEMMChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	contractions := 0
+	contractions, sharing := 0, 0
 	for _, k := range c.Plan.Kernels {
 		if k.Kind == "contraction" {
 			contractions++
+			if k.HostPhase > 0 {
+				sharing++
+			}
 			if strings.HasPrefix(k.Label, "c784") && !strings.Contains(k.Label, "relu") {
 				t.Errorf("%s: the epilogue is not fused", k.Label)
 			}
 		}
 	}
-	if contractions != 8 {
-		t.Fatalf("%d contraction kernels, want 8", contractions)
+	if contractions != 9 {
+		t.Fatalf("%d contraction kernels, want 9", contractions)
+	}
+	if sharing == 0 || sharing == contractions {
+		t.Errorf("%d of %d contractions share a packed B: both ways should be covered", sharing, contractions)
 	}
 	matchInterp(t, "chunks", g, c.Plan, dir, false, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 600) })
 }

@@ -72,7 +72,11 @@ type gemmShape struct {
 	vl, nr, mr int64
 }
 
-func newGemmShape(g *kernel.GEMM) gemmShape {
+// newGemmShape is the blocking of g, sharing B where g has the
+// workspace for it (SharedBLen).
+func newGemmShape(g *kernel.GEMM) gemmShape { return gemmShapeOf(g, g.SharedB != nil) }
+
+func gemmShapeOf(g *kernel.GEMM, share bool) gemmShape {
 	s := gemmShape{rows: kernel.Extent(g.Rows), cols: kernel.Extent(g.Cols), depth: kernel.Extent(g.K), batch: kernel.Extent(g.Batch)}
 	s.vl = HostLanes()
 	s.nr = 2 * s.vl
@@ -80,51 +84,92 @@ func newGemmShape(g *kernel.GEMM) gemmShape {
 	if s.vl == 16 {
 		s.mr = 8
 	}
-	s.blocking = newBlocking(s.rows, s.cols, s.batch)
+	s.blocking = newBlocking(s.rows, s.cols, s.depth, s.batch, s.mr, s.nr, share)
 	return s
 }
 
 // blocking is how a contraction's work is split into tasks: batch
-// indices × chunks of rows × chunks of columns. It depends on the shapes
-// only, so that every host gets the same tasks. Columns are dealt out in
-// quanta of gemmColQuantum (a whole number of any host's NR) as evenly
-// as the quanta allow, so that tasks take equal time: a task's columns
-// keep its results (doubles) and a packed block of the column factor
-// within the budget, at most gemmMaxNC, and several column chunks are
-// a multiple of four where there are that many quanta (65–96 columns
-// make three), so that two or four threads get equal shares. Rows are split (in multiples of 24, whole strips of
-// any host's MR) only when batch and columns give fewer than four tasks,
-// so that every thread has work.
+// indices × chunks of rows × chunks of columns, so that tasks take
+// equal time and every thread has work.
+//
+// Columns are dealt out in quanta of gemmColQuantum (a whole number of
+// any host's NR) as evenly as the quanta allow: a task's columns keep a
+// packed block of the column factor within gemmBudget of L2, at most
+// gemmMaxNC, and several column chunks are a multiple of four where
+// there are that many quanta (65–96 columns make three). Rows are dealt
+// out in strips of MR as evenly as the strips allow, split where batch
+// and columns give fewer than four tasks, and where a task's sums (rows
+// × columns doubles) would not stay within gemmCBudget.
+//
+// Split rows would each pack the same columns of B, and column chunks
+// of unequal panels (196 columns: 1, 2, 2 and 2 panels of 32) leave
+// threads waiting; either way B is shared when it fits gemmSharedBudget:
+// the kernel's first items pack all of B into a workspace (every batch
+// index, every block of the depth, in parallel), and then the tasks
+// split columns only as the L2 budget asks and rows into at least
+// eight tasks where the strips allow.
 type blocking struct {
-	quanta, colChunks, rows1, rowChunks int64
-	cols1                               int64 // the widest chunk's columns
+	quanta, colChunks int64
+	strips, rowChunks int64
+	cols1, rows1      int64 // the widest chunk's columns and rows
+	shared            bool
+	packItems         int64 // items packing B, before the tasks, when shared
 }
 
-const gemmColQuantum = 32
+const (
+	gemmColQuantum   = 32
+	gemmSharedBudget = 16 << 20 // bytes of B packed for all tasks
+)
 
-func newBlocking(rows, cols, batch int64) blocking {
-	quanta := max(1, (cols+gemmColQuantum-1)/gemmColQuantum)
+// newBlocking is the blocking of a contraction's shape; B is shared
+// only where share says the kernel has the workspace.
+func newBlocking(rows, cols, depth, batch, mr, nr int64, share bool) blocking {
+	b := blocking{quanta: max(1, ceilDiv(cols, gemmColQuantum)), strips: max(1, ceilDiv(rows, mr))}
 	nc := int64(min(gemmMaxNC, max(64, gemmBudget/(4*gemmKC)/64*64)))
-	chunks := (cols + nc - 1) / nc
+	chunks := ceilDiv(cols, nc)
 	if batch < 4 {
-		chunks = max(chunks, min(4, (cols+63)/64))
+		chunks = max(chunks, min(4, ceilDiv(cols, 64)))
 	}
 	if chunks > 1 {
-		chunks = (chunks + 3) / 4 * 4
+		chunks = ceilDiv(chunks, 4) * 4
 	}
-	b := blocking{quanta: quanta, colChunks: max(1, min(chunks, quanta)), rows1: max(1, rows), rowChunks: 1}
-	b.cols1 = max(1, min(cols, (quanta+b.colChunks-1)/b.colChunks*gemmColQuantum))
-	tasks := batch * b.colChunks
-	// Rows are split where the columns give fewer than four tasks, and
-	// where a task's sums (rows × columns doubles) would not stay in L2.
-	byC := (rows*b.cols1*8 + gemmCBudget - 1) / gemmCBudget
-	if tasks > 0 && (tasks < 4 || byC > 1) && rows > 48 {
-		chunks := min(max((4+tasks-1)/tasks, byC), (rows+23)/24)
-		b.rows1 = ((rows+chunks-1)/chunks + 23) / 24 * 24
-		b.rowChunks = (rows + b.rows1 - 1) / b.rows1
+	b.colChunks = max(1, min(chunks, b.quanta))
+	b.rowChunks = b.rowsFor(rows, cols, batch, 4, 1)
+	if share && (b.rowChunks > 1 || !b.evenPanels(cols, nr)) && 4*batch*depth*ceilDiv(cols, nr)*nr <= gemmSharedBudget {
+		b.shared = true
+		b.colChunks = max(1, min(ceilDiv(cols, nc), b.quanta))
+		b.rowChunks = b.rowsFor(rows, cols, batch, 8, 2)
+		b.packItems = batch * ceilDiv(depth, gemmKC) * b.colChunks
 	}
+	b.cols1 = max(1, min(cols, ceilDiv(b.quanta, b.colChunks)*gemmColQuantum))
+	b.rows1 = ceilDiv(b.strips, b.rowChunks) * mr
 	return b
 }
+
+// rowsFor is the number of row chunks: enough for batch × column chunks
+// × row chunks to reach tasks where the strips allow (at least
+// minStrips each), and for a task's sums to stay within gemmCBudget.
+func (b blocking) rowsFor(rows, cols, batch, tasks, minStrips int64) int64 {
+	cols1 := min(cols, ceilDiv(b.quanta, b.colChunks)*gemmColQuantum)
+	byC := ceilDiv(rows*cols1*8, gemmCBudget)
+	n := max(byC, ceilDiv(tasks, max(1, batch*b.colChunks)))
+	return max(1, min(n, b.strips/minStrips))
+}
+
+// evenPanels says whether the column chunks have nearly equal numbers
+// of panels (of nr columns): within a quarter of the widest.
+func (b blocking) evenPanels(cols, nr int64) bool {
+	widest, narrowest := int64(0), int64(math.MaxInt64)
+	for c := range b.colChunks {
+		lo := min(cols, b.quanta*c/b.colChunks*gemmColQuantum)
+		hi := min(cols, b.quanta*(c+1)/b.colChunks*gemmColQuantum)
+		panels := ceilDiv(hi-lo, nr)
+		widest, narrowest = max(widest, panels), min(narrowest, panels)
+	}
+	return 4*(widest-narrowest) <= widest
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // colChunk returns the first column and the column count of chunk c:
 // quanta [quanta·c/chunks, quanta·(c+1)/chunks), the last cut at cols.
@@ -135,6 +180,29 @@ func (f *fn) colChunk(s gemmShape, c value.Value) (jc, nc value.Value) {
 	}
 	jc = quantum(c)
 	return jc, f.b.NewSub(quantum(f.b.NewAdd(c, i64(1))), jc)
+}
+
+// rowChunk returns the first row and the row count of chunk r: strips
+// [strips·r/chunks, strips·(r+1)/chunks), the last cut at rows.
+func (f *fn) rowChunk(s gemmShape, r value.Value) (r0, rows value.Value) {
+	strip := func(r value.Value) value.Value {
+		q := f.b.NewUDiv(f.b.NewMul(r, i64(s.strips)), i64(s.rowChunks))
+		return f.smin(f.b.NewMul(q, i64(s.mr)), i64(s.rows))
+	}
+	r0 = strip(r)
+	return r0, f.b.NewSub(strip(f.b.NewAdd(r, i64(1))), r0)
+}
+
+// SharedBLen is the length of the workspace into which a contraction
+// packs all of B for its tasks (blocking), 0 when its tasks pack their
+// own blocks: per batch index, the columns in panels of NR, each panel
+// the whole depth (Bs[(j/NR)·depth·NR + k·NR + j%NR]).
+func SharedBLen(g *kernel.GEMM) int64 {
+	s := gemmShapeOf(g, true)
+	if !s.shared || s.rows == 0 || s.cols == 0 {
+		return 0
+	}
+	return s.batch * s.depth * ceilDiv(s.cols, s.nr) * s.nr
 }
 
 // PackedLen is the length of a GEMM's A factor packed for this host's
@@ -159,96 +227,178 @@ func (f *fn) packStrips(begin, end value.Value) {
 	})
 }
 
-// GEMMTasks is the host range of a contraction kernel: its tasks, each a
-// batch index and a block of columns.
+// GEMMTasks is the host range of a contraction kernel: the items that
+// pack a shared B (all of them run before the rest: GEMMPackItems), then
+// its tasks, each a batch index, a block of rows and a block of columns.
 func GEMMTasks(g *kernel.GEMM) int64 {
-	rows, cols, batch := kernel.Extent(g.Rows), kernel.Extent(g.Cols), kernel.Extent(g.Batch)
-	if cols == 0 || rows == 0 {
+	s := newGemmShape(g)
+	if s.cols == 0 || s.rows == 0 {
 		return 0
 	}
-	b := newBlocking(rows, cols, batch)
-	return batch * b.rowChunks * b.colChunks
+	return s.packItems + s.batch*s.rowChunks*s.colChunks
 }
 
-// gemmHost lowers a contraction kernel's host flavour: tasks [begin, end).
+// GEMMPackItems is the number of items at the start of a contraction's
+// host range that pack its shared B, 0 when it has none.
+func GEMMPackItems(g *kernel.GEMM) int64 {
+	if GEMMTasks(g) == 0 {
+		return 0
+	}
+	return newGemmShape(g).packItems
+}
+
+// gemmHost lowers a contraction kernel's host flavour: items [begin,
+// end) of its host range, each packing a block of a shared B or a task.
 func (f *fn) gemmHost(begin, end value.Value) {
 	g := f.k.GEMM
 	s := newGemmShape(g)
-	ncPad := (s.cols1 + s.nr - 1) / s.nr * s.nr
-	rowsPad := (s.rows1 + s.mr - 1) / s.mr * s.mr
+	ncPad := ceilDiv(s.cols1, s.nr) * s.nr
+	rowsPad := ceilDiv(s.rows1, s.mr) * s.mr
 	malloc := f.m.declare("malloc", types.I8Ptr, types.I64)
 	free := f.m.declare("free", types.Void, types.I8Ptr)
 	floats := func(n int64) value.Value {
 		return f.b.NewBitCast(f.b.NewCall(malloc, i64(4*max(n, 1))), types.NewPointer(types.Float))
 	}
-	bp, ap := floats(gemmKC*ncPad), floats(gemmKC*(gemmMC+s.mr))
-	cs := f.b.NewBitCast(f.b.NewCall(malloc, i64(8*max(rowsPad*ncPad, 1))), types.NewPointer(types.Double))
-	micro := f.m.microKernel(s)
-	var packed value.Value // A packed with the weights, if it is
+	var packed, shared value.Value // A packed with the weights, B packed for all tasks
 	for i, a := range f.k.Args {
-		if g.PackedA != nil && a.Key == g.PackedA {
+		switch {
+		case g.PackedA != nil && a.Key == g.PackedA:
 			packed = f.bufs[i]
+		case g.SharedB != nil && a.Key == g.SharedB:
+			shared = f.bufs[i]
 		}
 	}
-	f.loop(begin, end, i64(1), func(task value.Value) {
-		per := s.rowChunks * s.colChunks
-		rest := f.b.NewURem(task, i64(per))
-		f.unflatten(f.b.NewUDiv(task, i64(per)), g.Batch, extents(g.Batch))
-		r0 := f.b.NewMul(f.b.NewUDiv(rest, i64(s.colChunks)), i64(s.rows1))
-		rows := f.smin(i64(s.rows1), f.b.NewSub(i64(s.rows), r0))
-		rowsEnd := f.b.NewAdd(r0, rows)
-		jc, nc := f.colChunk(s, f.b.NewURem(rest, i64(s.colChunks)))
-		// The micro-kernel runs over the chunk's panels only, not the
-		// widest chunk's.
-		ncPanels := f.b.NewMul(f.b.NewUDiv(f.b.NewAdd(nc, i64(s.nr-1)), i64(s.nr)), i64(s.nr))
-		if s.depth == 0 { // no block of the depth stores C
-			f.loop(i64(0), i64(rowsPad*ncPad), i64(1), func(i value.Value) {
-				f.b.NewStore(constant.NewFloat(types.Double, 0), f.b.NewGetElementPtr(types.Double, cs, i))
-			})
+	var bp value.Value
+	if !s.shared {
+		bp = floats(gemmKC * ncPad)
+	}
+	ap := floats(gemmKC * (gemmMC + s.mr))
+	cs := f.b.NewBitCast(f.b.NewCall(malloc, i64(8*max(rowsPad*ncPad, 1))), types.NewPointer(types.Double))
+	t := gemmTask{g: g, s: s, micro: f.m.microKernel(s), packed: packed, ap: ap, bp: bp, cs: cs, ncPad: ncPad}
+	// The block of B at depth pc of the columns from jc: where tasks
+	// share B, in the panels of its batch index (t.shared), else packed
+	// into bp here; panelLen is the distance between its panels.
+	t.blockB = func(pc, kc, jc, nc, ncPanels value.Value) (block, panelLen value.Value) {
+		if !s.shared {
+			f.packB(g, s, bp, f.b.NewMul(kc, i64(s.nr)), pc, kc, jc, nc, ncPanels)
+			return bp, f.b.NewMul(kc, i64(s.nr))
 		}
-		f.loop(i64(0), i64(s.depth), i64(gemmKC), func(pc value.Value) {
-			kc := f.smin(i64(gemmKC), f.b.NewSub(i64(s.depth), pc))
-			first := f.b.NewICmp(enum.IPredEQ, pc, i64(0))
-			f.packB(g, s, bp, pc, kc, jc, nc, ncPanels)
-			f.loop(r0, rowsEnd, i64(gemmMC), func(ic value.Value) {
-				icEnd := f.smin(f.b.NewAdd(ic, i64(gemmMC)), rowsEnd)
-				// The strip at row ir of the block: packed with the
-				// weights, or packed here for the block.
-				strip := func(ir value.Value) value.Value {
-					if packed != nil {
-						return f.b.NewGetElementPtr(types.Float, packed, f.b.NewAdd(f.b.NewMul(ir, i64(s.depth)), f.b.NewMul(pc, i64(s.mr))))
-					}
-					return f.b.NewGetElementPtr(types.Float, ap, f.b.NewMul(f.b.NewSub(ir, ic), kc))
-				}
-				if packed == nil {
-					f.loop(ic, icEnd, i64(s.mr), func(ir value.Value) { f.packA(g, s, strip(ir), pc, kc, ir) })
-				}
-				f.loop(i64(0), ncPanels, i64(s.nr), func(jr value.Value) {
-					bStrip := f.b.NewGetElementPtr(types.Float, bp, f.b.NewMul(jr, kc))
-					f.loop(ic, icEnd, i64(s.mr), func(ir value.Value) {
-						row := f.b.NewMul(f.b.NewSub(ir, r0), i64(ncPad))
-						cTile := f.b.NewGetElementPtr(types.Double, cs, f.b.NewAdd(row, jr))
-						f.b.NewCall(micro, strip(ir), bStrip, cTile, kc, i64(ncPad), first)
-					})
-				})
-			})
+		return f.sharedBlock(shared, s, pc, jc), i64(s.depth * s.nr)
+	}
+	f.loop(begin, end, i64(1), func(item value.Value) {
+		if !s.shared {
+			f.gemmTask(&t, item)
+			return
+		}
+		f.ifElse(f.b.NewICmp(enum.IPredULT, item, i64(s.packItems)), func() {
+			f.packShared(shared, s, item)
+		}, func() {
+			f.gemmTask(&t, f.b.NewSub(item, i64(s.packItems)))
 		})
-		f.gemmEpilogue(g, cs, r0, rows, jc, nc, ncPad)
 	})
 	for _, p := range []value.Value{cs, bp, ap} {
-		f.b.NewCall(free, f.b.NewBitCast(p, types.I8Ptr))
+		if p != nil {
+			f.b.NewCall(free, f.b.NewBitCast(p, types.I8Ptr))
+		}
 	}
 }
 
+// gemmTask is what a contraction's tasks share: its buffers (the packed
+// A of the weights or nil, Ap and Bp for a task's packing, C for its
+// double sums with rows ncPad apart) and how a task finds a block of B.
+type gemmTask struct {
+	g              *kernel.GEMM
+	s              gemmShape
+	micro          *ir.Func
+	packed, ap, bp value.Value
+	cs             value.Value
+	ncPad          int64
+	blockB         func(pc, kc, jc, nc, ncPanels value.Value) (block, panelLen value.Value)
+}
+
+// gemmTask lowers task number task: a batch index, a block of rows and a
+// block of columns, through the blocks of the depth, then its epilogue.
+func (f *fn) gemmTask(t *gemmTask, task value.Value) {
+	g, s := t.g, t.s
+	per := s.rowChunks * s.colChunks
+	rest := f.b.NewURem(task, i64(per))
+	f.unflatten(f.b.NewUDiv(task, i64(per)), g.Batch, extents(g.Batch))
+	r0, rows := f.rowChunk(s, f.b.NewUDiv(rest, i64(s.colChunks)))
+	rowsEnd := f.b.NewAdd(r0, rows)
+	jc, nc := f.colChunk(s, f.b.NewURem(rest, i64(s.colChunks)))
+	// The micro-kernel runs over the chunk's panels only, not the
+	// widest chunk's.
+	ncPanels := f.b.NewMul(f.b.NewUDiv(f.b.NewAdd(nc, i64(s.nr-1)), i64(s.nr)), i64(s.nr))
+	if s.depth == 0 { // no block of the depth stores C
+		f.loop(i64(0), f.b.NewMul(rows, i64(t.ncPad)), i64(1), func(i value.Value) {
+			f.b.NewStore(constant.NewFloat(types.Double, 0), f.b.NewGetElementPtr(types.Double, t.cs, i))
+		})
+	}
+	f.loop(i64(0), i64(s.depth), i64(gemmKC), func(pc value.Value) {
+		kc := f.smin(i64(gemmKC), f.b.NewSub(i64(s.depth), pc))
+		first := f.b.NewICmp(enum.IPredEQ, pc, i64(0))
+		bBlock, panelLen := t.blockB(pc, kc, jc, nc, ncPanels)
+		f.loop(r0, rowsEnd, i64(gemmMC), func(ic value.Value) {
+			icEnd := f.smin(f.b.NewAdd(ic, i64(gemmMC)), rowsEnd)
+			// The strip at row ir of the block: packed with the
+			// weights, or packed here for the block.
+			strip := func(ir value.Value) value.Value {
+				if t.packed != nil {
+					return f.b.NewGetElementPtr(types.Float, t.packed, f.b.NewAdd(f.b.NewMul(ir, i64(s.depth)), f.b.NewMul(pc, i64(s.mr))))
+				}
+				return f.b.NewGetElementPtr(types.Float, t.ap, f.b.NewMul(f.b.NewSub(ir, ic), kc))
+			}
+			if t.packed == nil {
+				f.loop(ic, icEnd, i64(s.mr), func(ir value.Value) { f.packA(g, s, strip(ir), pc, kc, ir) })
+			}
+			f.loop(i64(0), ncPanels, i64(s.nr), func(jr value.Value) {
+				bPanel := f.b.NewGetElementPtr(types.Float, bBlock, f.b.NewMul(f.b.NewUDiv(jr, i64(s.nr)), panelLen))
+				f.loop(ic, icEnd, i64(s.mr), func(ir value.Value) {
+					row := f.b.NewMul(f.b.NewSub(ir, r0), i64(t.ncPad))
+					cTile := f.b.NewGetElementPtr(types.Double, t.cs, f.b.NewAdd(row, jr))
+					f.b.NewCall(t.micro, strip(ir), bPanel, cTile, kc, i64(t.ncPad), first)
+				})
+			})
+		})
+	})
+	f.gemmEpilogue(g, t.cs, r0, rows, jc, nc, t.ncPad)
+}
+
+// sharedBlock is where the block at depth pc of the columns from jc (a
+// multiple of NR) begins in the shared B of the bound batch index.
+func (f *fn) sharedBlock(shared value.Value, s gemmShape, pc, jc value.Value) value.Value {
+	colsPad := ceilDiv(s.cols, s.nr) * s.nr
+	batch := flatIndex(f, f.varValues(f.k.GEMM.Batch), extents(f.k.GEMM.Batch))
+	var off value.Value = f.b.NewMul(batch, i64(s.depth*colsPad))
+	off = f.b.NewAdd(off, f.b.NewMul(f.b.NewUDiv(jc, i64(s.nr)), i64(s.depth*s.nr)))
+	off = f.b.NewAdd(off, f.b.NewMul(pc, i64(s.nr)))
+	return f.b.NewGetElementPtr(types.Float, shared, off)
+}
+
+// packShared lowers pack item item: the block of depth and the chunk of
+// columns of one batch index of B, packed into the shared B.
+func (f *fn) packShared(shared value.Value, s gemmShape, item value.Value) {
+	g := f.k.GEMM
+	blocks := ceilDiv(s.depth, gemmKC)
+	f.unflatten(f.b.NewUDiv(item, i64(blocks*s.colChunks)), g.Batch, extents(g.Batch))
+	rest := f.b.NewURem(item, i64(blocks*s.colChunks))
+	pc := f.b.NewMul(f.b.NewUDiv(rest, i64(s.colChunks)), i64(gemmKC))
+	kc := f.smin(i64(gemmKC), f.b.NewSub(i64(s.depth), pc))
+	jc, nc := f.colChunk(s, f.b.NewURem(rest, i64(s.colChunks)))
+	ncPanels := f.b.NewMul(f.b.NewUDiv(f.b.NewAdd(nc, i64(s.nr-1)), i64(s.nr)), i64(s.nr))
+	f.packB(g, s, f.sharedBlock(shared, s, pc, jc), i64(s.depth*s.nr), pc, kc, jc, nc, ncPanels)
+}
+
 // packB stores B[k, jc+j] for k in [pc, pc+kc), j in [0, ncPanels)
-// (zero past nc) as Bp[(j/NR)·kc·NR + (k-pc)·NR + j%NR] (panels of NR
-// columns), in f32, reading B along its contiguous direction.
-func (f *fn) packB(g *kernel.GEMM, s gemmShape, bp, pc, kc, jc, nc, ncPanels value.Value) {
+// (zero past nc) as Bp[(j/NR)·panelLen + (k-pc)·NR + j%NR] (panels of NR
+// columns, panelLen apart), in f32, reading B along its contiguous
+// direction.
+func (f *fn) packB(g *kernel.GEMM, s gemmShape, bp, panelLen, pc, kc, jc, nc, ncPanels value.Value) {
 	// Bp is a sequence of panels of NR columns, each kc × NR floats, so
 	// that the micro-kernel reads one contiguous panel (L1-resident)
 	// rather than NR columns of rows of C apart.
 	at := func(ks, j value.Value) value.Value {
-		panel := f.b.NewMul(f.b.NewUDiv(j, i64(s.nr)), f.b.NewMul(kc, i64(s.nr)))
+		panel := f.b.NewMul(f.b.NewUDiv(j, i64(s.nr)), panelLen)
 		return f.b.NewGetElementPtr(types.Float, bp, f.b.NewAdd(panel, f.b.NewAdd(f.b.NewMul(ks, i64(s.nr)), f.b.NewURem(j, i64(s.nr)))))
 	}
 	store := func(ks, j value.Value) {
@@ -266,7 +416,7 @@ func (f *fn) packB(g *kernel.GEMM, s gemmShape, bp, pc, kc, jc, nc, ncPanels val
 		// turns into vector copies where B is contiguous.
 		f.loop(i64(0), kc, i64(1), func(ks value.Value) {
 			f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
-			row := panelRow{base: f.b.NewGetElementPtr(types.Float, bp, f.b.NewMul(ks, i64(s.nr))), kc: kc, nr: s.nr}
+			row := panelRow{base: f.b.NewGetElementPtr(types.Float, bp, f.b.NewMul(ks, i64(s.nr))), panelLen: panelLen, nr: s.nr}
 			if len(g.Cols) == 0 {
 				f.segments(row, i64(0), i64(0), nc, func(dst, _, n value.Value) {
 					f.vectorLoop(i64(0), n, func(v value.Value) {
@@ -487,10 +637,10 @@ func (f *fn) forRuns(start, count value.Value, vars []*tir.Var, body func(t, run
 }
 
 // panelRow is one depth value's row of packed B: column j of the task
-// at Bp[(j/NR)·kc·NR + j%NR] from base.
+// at Bp[(j/NR)·panelLen + j%NR] from base.
 type panelRow struct {
-	base, kc value.Value
-	nr       int64
+	base, panelLen value.Value
+	nr             int64
 }
 
 // segments calls body for the columns j0+u, u in [lo, hi), in pieces
@@ -506,7 +656,7 @@ func (f *fn) segments(p panelRow, j0, lo, hi value.Value, body func(dst, u0, n v
 	j := f.b.NewAdd(j0, u)
 	within := f.b.NewURem(j, i64(p.nr))
 	n := f.smin(f.b.NewSub(hi, u), f.b.NewSub(i64(p.nr), within))
-	panel := f.b.NewMul(f.b.NewUDiv(j, i64(p.nr)), f.b.NewMul(p.kc, i64(p.nr)))
+	panel := f.b.NewMul(f.b.NewUDiv(j, i64(p.nr)), p.panelLen)
 	body(f.b.NewGetElementPtr(types.Float, p.base, f.b.NewAdd(panel, within)), u, n)
 	next := f.b.NewAdd(u, n)
 	f.b.NewBr(head)

@@ -27,6 +27,10 @@ type GEMM struct {
 	// the kernel PackKernel returns); the host flavour reads it instead
 	// of packing A.
 	PackedA any
+	// SharedB, when not nil, is the key of a workspace argument into
+	// which the host flavour's first items pack all of B for its tasks
+	// (codegen/emit.SharedBLen); the GPU flavour does not read it.
+	SharedB any
 }
 
 // Swap makes B the row side and A the column side.
@@ -86,10 +90,23 @@ func (k *Kernel) PackKernel(key any, elements int64) *Kernel {
 	pk.Args = append(append([]Arg(nil), k.Args[:len(k.Args)-1]...), Arg{Key: key, DType: lang.F32, Shape: packed.Shape, Written: true})
 	g := *k.GEMM
 	pk.GEMM = &g
-	out := k.Args[len(k.Args)-1]
-	k.Args = append(append(k.Args[:len(k.Args)-1:len(k.Args)-1], packed), out)
+	k.argBeforeOutput(packed)
 	k.GEMM.PackedA = key
 	return &pk
+}
+
+// ShareB gives k's GEMM a workspace argument of elements floats, key,
+// into which its host flavour packs all of B for its tasks.
+func (k *Kernel) ShareB(key any, elements int64) {
+	k.argBeforeOutput(Arg{Key: key, DType: lang.F32, Shape: []int64{elements}})
+	k.GEMM.SharedB = key
+}
+
+// argBeforeOutput adds an argument before k's output (the written one,
+// which stays last).
+func (k *Kernel) argBeforeOutput(a Arg) {
+	out := k.Args[len(k.Args)-1]
+	k.Args = append(append(k.Args[:len(k.Args)-1:len(k.Args)-1], a), out)
 }
 
 // Extent is the number of values of a list of variables.

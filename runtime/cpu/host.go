@@ -38,30 +38,40 @@ func NewHost(p *plan.Plan, dir string, threads int) (*HostEngine, error) {
 	return e, nil
 }
 
-// Launch runs a kernel's output range split over the threads. The range
-// is cut into up to four pieces per thread (whole items, at least a grain
-// each) that the threads take in turn, so that a thread slowed by another
-// process on the machine, or a piece dearer than the others, does not
-// hold the launch up while the other threads wait.
+// Launch runs a kernel's host range split over the threads: its first
+// HostPhase items, all of them, before the rest.
 func (e *HostEngine) Launch(k *plan.Kernel, argv uintptr) error {
 	fn, err := e.lib.Symbol(k.Name)
 	if err != nil {
 		return err
 	}
-	// Kernels smaller than a grain per thread run on fewer threads, so
+	if k.HostPhase > 0 {
+		e.run(fn, argv, 0, k.HostPhase, 1)
+	}
+	e.run(fn, argv, k.HostPhase, k.HostRange, k.HostGrain)
+	return nil
+}
+
+// run calls fn on items [lo, hi) split over the threads. The range is
+// cut into up to four pieces per thread (whole items, at least a grain
+// each) that the threads take in turn, so that a thread slowed by
+// another process on the machine, or a piece dearer than the others,
+// does not hold the launch up while the other threads wait.
+func (e *HostEngine) run(fn uintptr, argv uintptr, lo, hi, grain int64) {
+	// Ranges smaller than a grain per thread run on fewer threads, so
 	// that scheduling does not drown them.
-	n := k.HostRange
-	grains := max(1, n/max(1, k.HostGrain))
+	n := hi - lo
+	grains := max(1, n/max(1, grain))
 	parts := min(int64(e.threads), grains)
 	if parts <= 1 {
-		native.Call(fn, argv, 0, uintptr(n))
-		return nil
+		native.Call(fn, argv, uintptr(lo), uintptr(hi))
+		return
 	}
 	pieces := min(grains, 4*parts)
 	var next atomic.Int64
 	work := func() {
 		for p := next.Add(1) - 1; p < pieces; p = next.Add(1) - 1 {
-			native.Call(fn, argv, uintptr(n*p/pieces), uintptr(n*(p+1)/pieces))
+			native.Call(fn, argv, uintptr(lo+n*p/pieces), uintptr(lo+n*(p+1)/pieces))
 		}
 	}
 	var wg sync.WaitGroup
@@ -74,7 +84,6 @@ func (e *HostEngine) Launch(k *plan.Kernel, argv uintptr) error {
 	}
 	work()
 	wg.Wait()
-	return nil
 }
 
 // Close does nothing: a loaded library stays loaded.

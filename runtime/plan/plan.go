@@ -56,6 +56,10 @@ type Kernel struct {
 	// the fewest of them worth a thread of their own.
 	HostRange int64 `json:"host_range"`
 	HostGrain int64 `json:"host_grain"`
+	// HostPhase, when positive, is how many items at the start of the
+	// host range run, all of them, before any of the rest starts (a
+	// contraction packing B for all of its tasks).
+	HostPhase int64 `json:"host_phase,omitempty"`
 	// Grid and Block are the GPU launch geometry (blocks, threads per
 	// block), Shared its static shared memory in bytes; Sync says whether
 	// its threads meet at barriers or warp shuffles.
