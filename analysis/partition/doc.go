@@ -63,5 +63,12 @@
 // every plan of a small graph and is what the search is tested against.
 // WithinMemory applies a --memory limit.
 //
+// # Decomposed operators
+//
+// Decompose runs batch_norm_train as its statistics and normalisation
+// (batch_mean, batch_var, batch_norm, running_average) before the
+// training graph is derived, so that the batch can be split: the
+// statistics are sums whose partial sums combine (docs/partition.md).
+//
 // The execution graph of a plan is built by the sub-package execution.
 package partition

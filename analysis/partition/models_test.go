@@ -8,11 +8,12 @@ import (
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
+	"tofuc/analysis/partition"
 	"tofuc/lang/ir"
 )
 
 // exampleGraph loads an example model (its training graph with train)
-// with attributes overridden.
+// with attributes overridden, decomposed as tofuc partition does.
 func exampleGraph(tb testing.TB, name string, train bool, set map[string]int64) *cost.Graph {
 	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
@@ -34,6 +35,9 @@ func exampleGraph(tb testing.TB, name string, train bool, set map[string]int64) 
 	}
 	g, err := m.Model("", attrs)
 	if err != nil {
+		tb.Fatal(err)
+	}
+	if g, err = partition.Decompose(g, m); err != nil {
 		tb.Fatal(err)
 	}
 	if train {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"tofuc/analysis/cost"
@@ -128,8 +129,9 @@ func Search(g *cost.Graph, devices int, opt Options) (*Result, error) {
 // solveStep picks an assignment (domain indices) for one step.
 type solveStep func(s *step) ([]int, StepStats)
 
-// eliminator solves a step exactly by variable elimination or, beyond
-// the table limit, by local search from the data-parallel, AllRow-Greedy
+// eliminator solves a step exactly by variable elimination (without the
+// constant factors when it would exceed the table limit with them) or,
+// beyond the table limit, by local search from the data-parallel, AllRow-Greedy
 // and Spartan assignments (the baselines' choices at this step), keeping
 // the best, then block descent from it; either works on the problem with
 // dominated values pruned, which has the same minimum. The steps of one
@@ -148,6 +150,19 @@ func (opt Options) eliminator() solveStep {
 			st.Largest = sv.Largest
 			return r.up(sv.solution()), st
 		}
+		// Without the constant factors the same minimum may be in reach.
+		// They stay where the elimination fits with them: the order
+		// decides among equal minima, and a step's choice among them
+		// decides the later steps' costs.
+		// (Pruning is the same without them: a constant factor never
+		// makes one value cost more than another.)
+		if vf := varying(r.factors); len(vf) < len(r.factors) {
+			vs := newSolver(r.dom, s.positions(), vf)
+			if vs.run(limit) {
+				st.Largest = vs.Largest
+				return r.up(vs.solution()), st
+			}
+		}
 		st.Method, st.Largest = "block descent (table limit)", sv.Largest
 		starts := [][]int{s.dataParallel(), s.allRow(), s.spartan()}
 		parallel(len(starts), func(i int) { starts[i] = localSearch(r.dom, r.factors, r.down(starts[i])) })
@@ -164,6 +179,23 @@ func (opt Options) eliminator() solveStep {
 		st.Largest = max(st.Largest, largest)
 		return r.up(a), st
 	}
+}
+
+// varying drops the factors over several variables that are the same
+// for every assignment: they add a constant to every total, so the
+// minimum is the same without them, and they join variables that do
+// not interact (a backward operator takes every input of its forward
+// operator; those it does not read cost nothing under any layout, and
+// batch_norm's backward operators would otherwise tie each layer's
+// statistics, bias and activations into tables past the limit).
+func varying(factors []*factor) []*factor {
+	out := factors[:0:0]
+	for _, f := range factors {
+		if len(f.vars) < 2 || slices.ContainsFunc(f.table, func(b int64) bool { return b != f.table[0] }) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // blockShare divides the table limit for block descent's blocks.

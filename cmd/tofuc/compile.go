@@ -127,6 +127,13 @@ func compileModel(path string, f compileFlags, set map[string]ir.AttrValue, emit
 	rep := &report.Report{Version: report.Version, Model: name, File: path, Train: f.train.train, Sections: []report.Section{}}
 	p := newProgress(stderr)
 	defer p.done()
+	if f.devices > 1 {
+		// As tofuc partition: batch_norm_train as its statistics and
+		// normalisation (partition.Decompose).
+		if g, err = partition.Decompose(g, m); err != nil {
+			return err
+		}
+	}
 	if f.train.train {
 		if g, _, err = trainingGraph(m, g, &f.train); err != nil {
 			return err

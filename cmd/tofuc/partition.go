@@ -121,7 +121,8 @@ func (f *partitionFlags) validate(nargs int, changed func(string) bool) ([]int, 
 }
 
 // partitionGraph loads the model's graph (its training graph with
-// --train), prepared for pricing.
+// --train), its decomposed operators run decomposed
+// (partition.Decompose), prepared for pricing.
 func partitionGraph(path string, f partitionFlags, set map[string]ir.AttrValue) (*cost.Graph, string, error) {
 	prog, err := check.NewProgram()
 	if err != nil {
@@ -136,6 +137,11 @@ func partitionGraph(path string, f partitionFlags, set map[string]ir.AttrValue) 
 		return nil, "", err
 	}
 	name := g.Name
+	// batch_norm_train runs as its statistics and normalisation, so that
+	// the batch can be split (partition.Decompositions).
+	if g, err = partition.Decompose(g, m); err != nil {
+		return nil, "", err
+	}
 	if f.train.train {
 		if g, _, err = trainingGraph(m, g, &f.train); err != nil {
 			return nil, "", err
