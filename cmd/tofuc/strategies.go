@@ -12,6 +12,7 @@ import (
 
 	"tofuc/analysis/check"
 	"tofuc/analysis/interval"
+	"tofuc/analysis/partition"
 	"tofuc/analysis/strategy"
 	"tofuc/lang"
 	"tofuc/lang/ir"
@@ -35,6 +36,28 @@ type opStrategies struct {
 	Opaque      bool            `json:"opaque"`
 	FLOPs       string          `json:"flops"`
 	Strategies  []strategyEntry `json:"strategies"`
+	// Decomposed is how tofuc partition runs the operator, when it runs
+	// it as its parts (partition.Decompositions).
+	Decomposed *decomposedEntry `json:"decomposed,omitempty"`
+}
+
+// decomposedEntry is the split of an operator run as its parts: each
+// part's strategy along the same variable.
+type decomposedEntry struct {
+	Var            string      `json:"var"`
+	Parts          []partEntry `json:"parts"`
+	FLOPsPerWorker string      `json:"flops_per_worker"`
+}
+
+type partEntry struct {
+	Op      string   `json:"op"`
+	Inputs  []string `json:"inputs"`
+	Outputs []string `json:"outputs"`
+	// Strategy is the part's strategy along the variable (its inputs
+	// named as the operator's tensors); null when every worker runs the
+	// part whole (it has no such variable).
+	Strategy       *strategyEntry `json:"strategy"`
+	FLOPsPerWorker string         `json:"flops_per_worker"`
 }
 
 type strategyEntry struct {
@@ -133,7 +156,11 @@ func runStrategies(args []string, stdout, stderr io.Writer) int {
 				doc.Unanalysed = append(doc.Unanalysed, unanalysedEntry{Op: op.Name, File: file, Line: op.Pos.Line, Reason: reason})
 				continue
 			}
-			doc.Ops = append(doc.Ops, describeAnalysis(a, op.Name, file, op.Pos.Line))
+			entry := describeAnalysis(a, op.Name, file, op.Pos.Line)
+			if entry.Decomposed, err = describeParts(a, m); err != nil {
+				errs.Append(fmt.Errorf("%s: %s: %v", file, op.Name, err))
+			}
+			doc.Ops = append(doc.Ops, entry)
 			analyses = append(analyses, a)
 		}
 	}
@@ -232,6 +259,64 @@ func describeAnalysis(a *strategy.Analysis, name, file string, line int) opStrat
 		out.Strategies = append(out.Strategies, e)
 	}
 	return out
+}
+
+// describeParts describes how tofuc partition runs a decomposed
+// operator (nil for the others): each part's strategy along the variable
+// the decomposition splits (its extent that of Along), or none (the part
+// runs whole on every worker), with regions of the operator's tensors.
+func describeParts(a *strategy.Analysis, ops partition.Ops) (*decomposedEntry, error) {
+	dec := partition.Decompositions[a.Inst.Op]
+	if dec == nil {
+		return nil, nil
+	}
+	parts, err := partition.Parts(a.Inst, ops)
+	if err != nil {
+		return nil, err
+	}
+	along := a.Inst.Inputs[dec.Along.Input].Shape[dec.Along.Dim]
+	// The tensors by their names in the operator: its inputs, then the
+	// parts' outputs (named as the operator's outputs they compute).
+	names := map[partition.Ref]string{}
+	for i, in := range a.Inst.Inputs {
+		names[partition.Ref{Step: -1, Index: i}] = in.Name
+	}
+	for o, r := range dec.Outputs {
+		names[r] = a.Inst.Outputs[o].Tensor.Name
+	}
+	out := &decomposedEntry{Parts: []partEntry{}}
+	total := lang.Const(0)
+	for p, part := range parts {
+		pa, err := strategy.Analyse(part)
+		if err != nil {
+			return nil, fmt.Errorf("part %s: %v", part.Op, err)
+		}
+		e := partEntry{Op: part.Op, Inputs: []string{}, Outputs: []string{}, FLOPsPerWorker: pa.FLOPs.String()}
+		for _, r := range dec.Steps[p].Inputs {
+			e.Inputs = append(e.Inputs, names[r])
+		}
+		for o := range part.Outputs {
+			e.Outputs = append(e.Outputs, names[partition.Ref{Step: p, Index: o}])
+		}
+		work := pa.FLOPs
+		for j, s := range pa.Strategies {
+			if !s.Var.Extent.Equal(along) {
+				continue
+			}
+			se := describeAnalysis(pa, part.Op, "", 0).Strategies[j]
+			for i := range se.Inputs {
+				se.Inputs[i].Name = e.Inputs[i]
+			}
+			e.Strategy, out.Var = &se, s.Name()
+			work = s.PerWorker()
+			e.FLOPsPerWorker = perWorkerText(pa, s)
+			break
+		}
+		total = total.Add(work)
+		out.Parts = append(out.Parts, e)
+	}
+	out.FLOPsPerWorker = total.String()
+	return out, nil
 }
 
 // usesOpaque reports whether an instance calls an opaque function.
@@ -413,6 +498,9 @@ func printStrategies(w io.Writer, doc strategiesDoc, analyses []*strategy.Analys
 			fmt.Fprintln(tw, strings.Join(row, "\t"))
 		}
 		tw.Flush()
+		if d := op.Decomposed; d != nil {
+			printParts(w, d)
+		}
 	}
 	if len(doc.Unanalysed) > 0 {
 		if len(doc.Ops) > 0 {
@@ -428,6 +516,47 @@ func printStrategies(w io.Writer, doc strategiesDoc, analyses []*strategy.Analys
 // regionText prints a region: `all` for the whole tensor, `none` for an
 // input the worker does not read, else one entry per dimension (`all` or
 // `[lo, hi]`, with its halo).
+// printParts writes how tofuc partition runs a decomposed operator: a
+// table of its parts, each with its strategy along the variable split,
+// the regions it reads of the operator's tensors and its work.
+func printParts(w io.Writer, d *decomposedEntry) {
+	fmt.Fprintf(w, "  run as its parts by tofuc partition (docs/partition.md), which split %s together; FLOPs/worker %s\n", d.Var, d.FLOPsPerWorker)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  part\tstrategy\treads\toutput\tFLOPs/worker")
+	for _, p := range d.Parts {
+		call := strings.Join(p.Outputs, ", ") + " = " + p.Op + "(" + strings.Join(p.Inputs, ", ") + ")"
+		if p.Strategy == nil {
+			fmt.Fprintf(tw, "  %s\twhole\tall\ton every worker\t%s\n", call, p.FLOPsPerWorker)
+			continue
+		}
+		s := p.Strategy
+		words, output := s.Kind+" "+s.Var+" ("+s.Reducer+")", s.Reducer+" of partials"
+		if s.OutputDim != nil {
+			words, output = s.Kind+" "+s.Var, fmt.Sprintf("concat along dim %d", *s.OutputDim)
+		}
+		var reads []string
+		for _, in := range s.Inputs {
+			if r := regionEntryText(in); r != "none" {
+				reads = append(reads, in.Name+" "+r)
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", call, words, strings.Join(reads, "; "), output, p.FLOPsPerWorker)
+	}
+	tw.Flush()
+}
+
+// regionEntryText is regionText from the JSON form alone.
+func regionEntryText(e inputEntry) string {
+	none := len(e.Region) > 0
+	for _, de := range e.Region {
+		none = none && de.Lo == "0" && de.Hi == "-1"
+	}
+	if none {
+		return "none"
+	}
+	return regionText(strategy.Region{Dims: make([]interval.Interval, len(e.Region))}, e)
+}
+
 func regionText(r strategy.Region, e inputEntry) string {
 	if unread(r) {
 		return "none"

@@ -88,6 +88,56 @@ func TestStrategiesJSONMatmul(t *testing.T) {
 
 // A Tofu-style conv1d: splitting the output width reads a halo of DW - 1,
 // shown in the text table.
+// TestStrategiesDecomposed: batch_norm_train, which splits only c, is
+// listed with how tofuc partition runs it: batch_mean and batch_var as
+// partial sums over the batch (each worker reading its part of x),
+// batch_norm split along n, the running averages whole; the work per
+// worker adds up to the operator's.
+func TestStrategiesDecomposed(t *testing.T) {
+	status, doc := strategiesJSON(t, "--op", "batch_norm_train", "../../stdlib/norm.tdl")
+	if status != exitOK || len(doc.Ops) != 1 {
+		t.Fatalf("exit %d, %d operators", status, len(doc.Ops))
+	}
+	d := doc.Ops[0].Decomposed
+	if d == nil {
+		t.Fatal("batch_norm_train has no decomposition in the document")
+	}
+	want := []string{
+		"batch_mean(x) -> batch_mean: reduce n sum, x [n.lo, n.hi]",
+		"batch_var(x, batch_mean) -> batch_var: reduce n sum, x [n.lo, n.hi]",
+		"batch_norm(x, scale, bias, batch_mean, batch_var) -> y: split n , x [n.lo, n.hi]",
+		"running_average(running_mean, batch_mean) -> new_running_mean: whole",
+		"running_average(running_var, batch_var) -> new_running_var: whole",
+	}
+	var got []string
+	for _, p := range d.Parts {
+		line := fmt.Sprintf("%s(%s) -> %s: ", p.Op, strings.Join(p.Inputs, ", "), strings.Join(p.Outputs, ", "))
+		if p.Strategy == nil {
+			line += "whole"
+		} else {
+			x := p.Strategy.Inputs[0].Region[0]
+			line += fmt.Sprintf("%s %s %s, %s [%s, %s]", p.Strategy.Kind, p.Strategy.Var, p.Strategy.Reducer, p.Strategy.Inputs[0].Name, x.Lo, x.Hi)
+		}
+		got = append(got, line)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("parts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if d.Var != "n" || d.FLOPsPerWorker != "8*C*S0*len(n) + 13*C" || doc.Ops[0].FLOPs != "8*C*N*S0 + 13*C" {
+		t.Errorf("split %s, %s per worker of %s", d.Var, d.FLOPsPerWorker, doc.Ops[0].FLOPs)
+	}
+	_, out, _ := tofuc("strategies", "--op", "batch_norm_train", "../../stdlib/norm.tdl")
+	for _, s := range []string{"run as its parts by tofuc partition", "batch_var = batch_var(x, batch_mean)  ", "reduce n (sum)  x [n.lo, n.hi], all, all; batch_mean all"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("the text output lacks %q:\n%s", s, out)
+		}
+	}
+	// Operators that are not decomposed have no such entry.
+	if _, doc := strategiesJSON(t, "--op", "batch_norm", "../../stdlib/norm.tdl"); doc.Ops[0].Decomposed != nil {
+		t.Error("batch_norm has a decomposition")
+	}
+}
+
 func TestStrategiesTextHalo(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "conv.tdl")
