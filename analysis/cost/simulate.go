@@ -98,13 +98,24 @@ func transfers(sc *StepCost, c Choice, pl Placement) (fetch, store int64) {
 }
 
 // SimulateOne is the step of g on device 0 of t alone: its schedule's
-// kernels (fusion and views as compiled) back to back on the roofline.
+// kernels (fusion and views as compiled) back to back on the roofline,
+// and where the device has an io_bandwidth, its inputs copied in before
+// them and its outputs out after them, and its step_seconds.
 func SimulateOne(g *ir.Graph, t *Topology) (*Simulation, error) {
 	e, err := Roofline(g, t.Roofline(0))
 	if err != nil {
 		return nil, err
 	}
-	return &Simulation{Seconds: e.Time, Compute: e.Time}, nil
+	sim := &Simulation{Compute: e.Time}
+	if bw := t.Devices[0].IOBandwidth; bw > 0 {
+		var bytes int64
+		for _, v := range append(append([]*ir.Value(nil), g.Inputs...), g.Outputs...) {
+			bytes += valueBytes(v)
+		}
+		sim.Transfer = float64(bytes) / bw
+	}
+	sim.Seconds = sim.Compute + sim.Transfer + t.Devices[0].StepSeconds
+	return sim, nil
 }
 
 // sim is the task graph of the representative device: per node a fetch,

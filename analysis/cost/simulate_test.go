@@ -106,3 +106,32 @@ func TestTopologies(t *testing.T) {
 		t.Errorf("an unknown name: %v", err)
 	}
 }
+
+// TestSimulateOneIO: with an io_bandwidth and step_seconds, the
+// single-device step adds the copies of its inputs and outputs and the
+// fixed cost to its kernels; without them it is the kernels alone.
+func TestSimulateOneIO(t *testing.T) {
+	g := graphOf(t, "model m(a: f32[1000], b: f32[1000]) {\n    c = a + b\n    return c\n}\n")
+	d := cost.TopologyDevice{Name: "cpu", PeakFLOPS: 1e9, MemoryBandwidth: 1e9, MemoryBytes: 1 << 30, LaunchSeconds: 1e-6}
+	plain, err := cost.SimulateOne(g.IR, &cost.Topology{Devices: []cost.TopologyDevice{d}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One kernel: 12,000 bytes at 1 GB/s, and its launch.
+	if want := 12e-6 + 1e-6; math.Abs(plain.Seconds-want) > 1e-12 || plain.Transfer != 0 {
+		t.Errorf("kernels alone: %g s (transfer %g), want %g", plain.Seconds, plain.Transfer, want)
+	}
+	d.IOBandwidth, d.StepSeconds = 1e8, 5e-6
+	io, err := cost.SimulateOne(g.IR, &cost.Topology{Devices: []cost.TopologyDevice{d}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 12,000 bytes of inputs and output at 100 MB/s, and the fixed cost.
+	if want := plain.Seconds + 120e-6 + 5e-6; math.Abs(io.Seconds-want) > 1e-12 || math.Abs(io.Transfer-120e-6) > 1e-12 {
+		t.Errorf("with copies: %g s (transfer %g), want %g", io.Seconds, io.Transfer, want)
+	}
+	d.StepSeconds = -1
+	if err := (&cost.Topology{Devices: []cost.TopologyDevice{d}}).Validate(); err == nil {
+		t.Error("a negative step_seconds was accepted")
+	}
+}

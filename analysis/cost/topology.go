@@ -28,6 +28,13 @@ type TopologyDevice struct {
 	// MemoryBytes is its capacity; LaunchSeconds the overhead of a kernel.
 	MemoryBytes   int64   `json:"memory_bytes"`
 	LaunchSeconds float64 `json:"launch_seconds"`
+	// IOBandwidth, when positive, is the bytes per second at which a
+	// step's inputs enter the device and its outputs leave it (the host
+	// runtime's copies), and StepSeconds a step's fixed cost beyond its
+	// kernels and copies; the single-device simulation adds both to the
+	// kernels. 0: not modelled.
+	IOBandwidth float64 `json:"io_bandwidth,omitempty"`
+	StepSeconds float64 `json:"step_seconds,omitempty"`
 }
 
 // Link connects devices through one interconnect (a switch, a bus): each
@@ -102,8 +109,8 @@ func (t *Topology) Validate() error {
 		return fmt.Errorf("a topology needs at least one device")
 	}
 	for i, d := range t.Devices {
-		if !positive(d.PeakFLOPS) || !positive(d.MemoryBandwidth) || d.MemoryBytes <= 0 || d.LaunchSeconds < 0 || math.IsInf(d.LaunchSeconds, 0) {
-			return fmt.Errorf("device %d (%s): peak_flops, memory_bandwidth and memory_bytes must be positive, launch_seconds not negative", i, d.Name)
+		if !positive(d.PeakFLOPS) || !positive(d.MemoryBandwidth) || d.MemoryBytes <= 0 || d.LaunchSeconds < 0 || math.IsInf(d.LaunchSeconds, 0) || d.IOBandwidth < 0 || math.IsInf(d.IOBandwidth, 0) || d.StepSeconds < 0 || math.IsInf(d.StepSeconds, 0) {
+			return fmt.Errorf("device %d (%s): peak_flops, memory_bandwidth and memory_bytes must be positive; launch_seconds, io_bandwidth and step_seconds not negative", i, d.Name)
 		}
 	}
 	for i, l := range t.Links {

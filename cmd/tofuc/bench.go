@@ -19,12 +19,12 @@ import (
 )
 
 type benchFlags struct {
-	model, backend, params string
-	topology               string
-	sets, ins              []string
-	runs, threads          int
-	seed                   uint64
-	asJSON, peak           bool
+	model, backend, params  string
+	topology                string
+	sets, ins               []string
+	runs, threads           int
+	seed                    uint64
+	asJSON, peak, calibrate bool
 }
 
 // benchResult is what `tofuc bench --json` prints (docs/cli.md).
@@ -64,6 +64,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.params, "params", "", "parameters, one .npz (missing ones are initialised from the seed)")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of random inputs and parameters")
 	fs.BoolVar(&f.peak, "peak", false, "measure the host's peak f32 FLOP rate on --threads threads instead (no MODEL)")
+	fs.BoolVar(&f.calibrate, "calibrate", false, "measure this host with the cpu backend on --threads threads and print a topology describing it, for --topology (no MODEL)")
 	fs.StringVar(&f.topology, "topology", "", "also simulate the step on device 0 of a topology ("+strings.Join(cost.TopologyNames(), ", ")+", or a FILE)")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
@@ -73,6 +74,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "bench", "--peak takes no MODEL")
 	case f.peak:
 		return runPeak(f, stdout, stderr)
+	case f.calibrate && fs.NArg() > 0:
+		return usageError(stderr, "bench", "--calibrate takes no MODEL")
+	case f.calibrate:
+		return runCalibrate(f, stdout, stderr)
 	case fs.NArg() != 1:
 		return usageError(stderr, "bench", "expected one MODEL file")
 	case f.runs < 1:

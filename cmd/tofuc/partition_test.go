@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"tofuc/analysis/cost"
+	"tofuc/codegen/toolchain"
 )
 
 func TestPartitionCommand(t *testing.T) {
@@ -139,5 +142,31 @@ func TestBenchTopology(t *testing.T) {
 	}
 	if code := run([]string{"bench", "../../examples/mlp.tdl", "--topology", "nowhere"}, &out, &errb); code != exitUsage {
 		t.Errorf("an unknown topology: exit %d", code)
+	}
+}
+
+// TestBenchCalibrate: bench --calibrate prints a topology of this host
+// that --topology loads, with every quantity it measures set.
+func TestBenchCalibrate(t *testing.T) {
+	if _, err := toolchain.Find(); err != nil {
+		t.Skip(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"bench", "--calibrate", "--runs", "1", "--threads", "1"}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	path := filepath.Join(t.TempDir(), "host.json")
+	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	topo, err := cost.LoadTopology(path)
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, out.String())
+	}
+	if d := topo.Devices[0]; len(topo.Devices) != 1 || d.IOBandwidth <= 0 || d.LaunchSeconds <= 0 || d.StepSeconds <= 0 {
+		t.Errorf("a quantity was not measured:\n%s", out.String())
+	}
+	if code := run([]string{"bench", "--calibrate", "../../examples/mlp.tdl"}, &out, &errb); code != exitUsage {
+		t.Errorf("--calibrate with a model: exit %d", code)
 	}
 }
