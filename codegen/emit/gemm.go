@@ -900,6 +900,14 @@ func (m *Module) microKernel(s gemmShape) *ir.Func {
 	for i := range init {
 		init[i] = constant.NewZeroInitializer(vec)
 	}
+	// C's tile is wanted at the end: fetching it now hides the misses.
+	prefetch := m.declare("llvm.prefetch.p0i8", types.Void, types.I8Ptr, types.I32, types.I32, types.I32)
+	for i := int64(0); i < s.mr; i++ {
+		for v := int64(0); v < 2*nv; v++ { // a line is 8 doubles
+			p := entry.NewGetElementPtr(types.Double, cp, entry.NewAdd(entry.NewMul(i64(i), ld), i64(v*8)))
+			entry.NewCall(prefetch, entry.NewBitCast(p, types.I8Ptr), i32(1), i32(3), i32(1))
+		}
+	}
 	entry.NewBr(head)
 	k := head.NewPhi(ir.NewIncoming(i64(0), entry))
 	accs := make([]*ir.InstPhi, len(init))
