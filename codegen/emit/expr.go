@@ -345,24 +345,52 @@ func (f *fn) intCall(e *tir.Call, p lang.DType) value.Value {
 // reduce lowers a reduction computed by one thread: loops over its
 // variables, first outermost, combining in row-major order.
 func (f *fn) reduce(r *tir.Reduce) value.Value {
+	if (r.Kind == tir.Max || r.Kind == tir.Min) && exactF32(r.Body) {
+		// The largest (smallest) of values that are all f32 is the same
+		// in f32 as in double: kept in f32, a pool's loop runs on
+		// twice the lanes.
+		acc := f.nest(r.Vars, constant.NewFloat(types.Float, identityFloat(r.Kind)), func(acc value.Value) value.Value {
+			return f.combine(r.Kind, lang.F32, acc, f.b.NewFPTrunc(f.expr(r.Body), types.Float))
+		})
+		return f.b.NewFPExt(acc, types.Double)
+	}
 	acc := f.nest(r.Vars, identity(r.Kind, r.T), func(acc value.Value) value.Value {
 		return f.combine(r.Kind, r.T, acc, f.exprTo(r.Body, r.T))
 	})
 	return f.finishReduce(r.Kind, r.T, acc)
 }
 
+// exactF32 reports whether every value of e is an f32 (held in double):
+// a read of an f32 tensor whose default, if any, is an f32 constant.
+func exactF32(e tir.Expr) bool {
+	a, ok := e.(*tir.Access)
+	if !ok || a.T.DType != lang.F32 {
+		return false
+	}
+	if a.Default == nil {
+		return true
+	}
+	c, ok := a.Default.(*tir.Const)
+	return ok && c.T.IsFloat() && (math.IsNaN(c.Float) || float64(float32(c.Float)) == c.Float)
+}
+
+// identityFloat is a float reducer's identity.
+func identityFloat(kind tir.Reducer) float64 {
+	switch kind {
+	case tir.Sum:
+		return 0
+	case tir.Prod:
+		return 1
+	case tir.Max:
+		return math.Inf(-1)
+	}
+	return math.Inf(1)
+}
+
 // identity is a reducer's identity in the domain of dtype t.
 func identity(kind tir.Reducer, t lang.DType) value.Value {
 	if t.IsFloat() {
-		switch kind {
-		case tir.Sum:
-			return f64(0)
-		case tir.Prod:
-			return f64(1)
-		case tir.Max:
-			return f64(math.Inf(-1))
-		}
-		return f64(math.Inf(1))
+		return f64(identityFloat(kind))
 	}
 	lo, hi := intRange(t)
 	switch kind {

@@ -35,6 +35,9 @@ type fn struct {
 	// unrolled is the number of copies of the code being emitted that
 	// enclosing unrolled reductions make (1 outside any).
 	unrolled int64
+	// unchecked are the checked reads known to be in range in the code
+	// being emitted (a run's interior, storeRuns).
+	unchecked map[*tir.Access]bool
 }
 
 // loop emits for (i = lo; i < hi; i += step) body(i), signed.

@@ -182,10 +182,7 @@ func (f *fn) hostFunc(name string) {
 		// each: one flat loop, the index divided per element.
 		f.loop(begin, end, i64(1), f.element)
 	default:
-		out := f.bufs[len(f.bufs)-1]
-		f.forRange(begin, f.b.NewSub(end, begin), f.k.Vars, func(t value.Value) {
-			f.store(out, f.b.NewAdd(begin, t), f.computeStages(), f.k.Out().DType)
-		})
+		f.storeRuns(begin, end, f.interiorReads())
 	}
 	f.b.NewRet(nil)
 }
