@@ -140,7 +140,7 @@ func (f *fn) interior(reads []interiorRead, n value.Value) (lo, hi value.Value) 
 			for _, t := range d.kernelTerms {
 				base = f.b.NewAdd(base, f.b.NewMul(f.vars[t.Var], i64(t.Coef)))
 			}
-			low := f.b.NewAdd(base, i64(d.rmin))                             // the least index at u = 0
+			low := f.b.NewAdd(base, i64(d.rmin))                               // the least index at u = 0
 			room := f.b.NewSub(i64(d.extent-1), f.b.NewAdd(base, i64(d.rmax))) // what the largest may grow
 			if d.inner == 0 {
 				in := f.b.NewAnd(f.b.NewICmp(enum.IPredSGE, low, i64(0)), f.b.NewICmp(enum.IPredSGE, room, i64(0)))
