@@ -67,3 +67,20 @@ func TestHostGEMMChunks(t *testing.T) {
 	}
 	matchInterp(t, "chunks", g, c.Plan, dir, false, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 600) })
 }
+
+// TestConvEpilogues: a convolution's epilogue runs over its output
+// image's columns as one flat run per batch index (the columns are the
+// output's last variables), reading a residual at the output's index, a
+// broadcast bias and a batch norm; with a batch of two, columns split
+// across batch indices and images whose rows are shorter than a vector;
+// equal to the interpreter.
+func TestConvEpilogues(t *testing.T) {
+	tl := tools(t)
+	compileMatching(t, tl, "conv epilogues", `model m(x: f32[2, 8, 9, 11], r: f32[2, 16, 9, 11], b: f32[16, 1, 1], s: f32[40], z: f32[3, 40, 7, 7]) {
+    w = param f32[16, 8, 3, 3] init he()
+    v = param f32[40, 40, 1, 1] init he()
+    y = relu(conv2d<pads = [1, 1, 1, 1]>(x, w) + r + b)
+    u = batch_norm(conv2d(z, v), s, s, s, s) + z
+    return y, u
+}`, 360)
+}

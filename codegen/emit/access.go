@@ -42,7 +42,7 @@ func (f *fn) access(a *tir.Access) value.Value {
 		if src.Local != nil {
 			return f.recompute(src.Local, idx)
 		}
-		return f.load(f.bufs[src.Arg], flatIndex(f, idx, shape), a.T.DType)
+		return f.load(f.bufs[src.Arg], f.flatOffset(a.Index, idx, shape), a.T.DType)
 	}
 	if f.unchecked[a] {
 		return read()

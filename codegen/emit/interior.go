@@ -38,16 +38,7 @@ type interiorDim struct {
 // constant extent. Reads inside recomputed locals are not among them.
 func (f *fn) interiorReads() []interiorRead {
 	inner := f.k.Vars[len(f.k.Vars)-1]
-	// Every stage's variables stand for the kernel's, by position.
-	kernelVar := map[*tir.Var]*tir.Var{}
-	for _, v := range f.k.Vars {
-		kernelVar[v] = v
-	}
-	for _, d := range f.k.Stages {
-		for j, v := range d.Vars {
-			kernelVar[v] = f.k.Vars[j]
-		}
-	}
+	kernelVar := f.kernelVars()
 	reduceExtent := map[*tir.Var]int64{}
 	var out []interiorRead
 	for _, d := range f.k.Stages {
@@ -106,6 +97,21 @@ func (f *fn) interiorReads() []interiorRead {
 		})
 	}
 	return out
+}
+
+// kernelVars maps the kernel's variables, and every stage's, which
+// stand for the kernel's by position, to the kernel's.
+func (f *fn) kernelVars() map[*tir.Var]*tir.Var {
+	m := map[*tir.Var]*tir.Var{}
+	for _, v := range f.k.Vars {
+		m[v] = v
+	}
+	for _, d := range f.k.Stages {
+		for j, v := range d.Vars {
+			m[v] = f.k.Vars[j]
+		}
+	}
+	return m
 }
 
 func anyTrue(bs []bool) bool {

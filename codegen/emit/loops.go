@@ -38,6 +38,9 @@ type fn struct {
 	// unchecked are the checked reads known to be in range in the code
 	// being emitted (a run's interior, storeRuns).
 	unchecked map[*tir.Access]bool
+	// flatCols, when not nil, are the element's last variables with
+	// their flat index (a GEMM's epilogue).
+	flatCols *flatCols
 }
 
 // loop emits for (i = lo; i < hi; i += step) body(i), signed.
