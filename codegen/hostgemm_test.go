@@ -84,3 +84,20 @@ func TestConvEpilogues(t *testing.T) {
     return y, u
 }`, 360)
 }
+
+// TestNarrowGEMM: contractions of one to four columns (a fully
+// connected layer at batch 1 to 4) take the narrow kernel on hosts whose
+// vectors hold two depth values of a strip (AVX-512): weights packed
+// once or not, an odd depth over three blocks, rows not a whole number
+// of strips; equal to the interpreter.
+func TestNarrowGEMM(t *testing.T) {
+	tl := tools(t)
+	compileMatching(t, tl, "narrow", `model m(x1: f32[1, 603], x3: f32[3, 603], a: f32[77, 603], b: f32[603, 2]) {
+    w = param f32[603, 77] init glorot()
+    bias = param f32[77] init zeros()
+    y1 = relu(linear(x1, w, bias))
+    y3 = linear(x3, w, bias)
+    z = matmul(a, b)
+    return y1, y3, z
+}`, 603)
+}

@@ -274,7 +274,11 @@ func (f *fn) gemmHost(begin, end value.Value) {
 	}
 	ap := floats(gemmKC * (gemmMC + s.mr))
 	cs := f.b.NewBitCast(f.b.NewCall(malloc, i64(8*max(rowsPad*ncPad, 1))), types.NewPointer(types.Double))
-	t := gemmTask{g: g, s: s, micro: f.m.microKernel(s), packed: packed, ap: ap, bp: bp, cs: cs, ncPad: ncPad}
+	micro := f.m.microKernel(s)
+	if s.narrow() {
+		micro = f.m.narrowKernel(s)
+	}
+	t := gemmTask{g: g, s: s, micro: micro, packed: packed, ap: ap, bp: bp, cs: cs, ncPad: ncPad}
 	// The block of B at depth pc of the columns from jc: where tasks
 	// share B, in the panels of its batch index (t.shared), else packed
 	// into bp here; panelLen is the distance between its panels.
@@ -942,6 +946,130 @@ func extents(vars []*tir.Var) []int64 {
 
 func (f *fn) smin(a, b value.Value) value.Value {
 	return f.b.NewSelect(f.b.NewICmp(enum.IPredSLT, a, b), a, b)
+}
+
+// gemmNarrowCols is the most columns a narrow kernel takes.
+const gemmNarrowCols = 4
+
+// narrow reports whether s's contraction has so few columns (a fully
+// connected layer at batch 1) that the micro-kernel, whose panel is NR
+// columns wide, would compute mostly padding: its strips of A are then
+// read as vectors of two depth values of MR rows each (VL = 2·MR, as
+// with AVX-512) by narrowKernel, which streams A at the memory's rate.
+func (s gemmShape) narrow() bool {
+	return s.cols <= gemmNarrowCols && s.vl == 2*s.mr
+}
+
+// narrowKernel returns the module's kernel for shape s's narrow
+// contractions, with microKernel's signature and result: per pair of
+// depth values, one vector of the strip (Ap[k·MR + i], both values) times
+// the pair's value of B (Bp[k·NR + j]) broadcast over each half, per
+// column; the halves are added at the end. The sum is the block's in
+// another order, in f32 with fused multiply-adds, added to C in double.
+func (m *Module) narrowKernel(s gemmShape) *ir.Func {
+	name := fmt.Sprintf("tofuc.gemm.narrow%dx%d", s.mr, s.cols)
+	if d, ok := m.decls[name]; ok {
+		return d
+	}
+	fp := types.NewPointer(types.Float)
+	vec := types.NewVector(uint64(s.vl), types.Float)
+	half := types.NewVector(uint64(s.mr), types.Float)
+	dhalf := types.NewVector(uint64(s.mr), types.Double)
+	ap, bp, cp, kc, ld := ir.NewParam("ap", fp), ir.NewParam("bp", fp), ir.NewParam("c", types.NewPointer(types.Double)), ir.NewParam("kc", types.I64), ir.NewParam("ld", types.I64)
+	first := ir.NewParam("first", types.I1)
+	fn := m.M.NewFunc(name, types.Void, ap, bp, cp, kc, ld, first)
+	fn.Linkage = enum.LinkageInternal
+	fn.FuncAttrs = append(fn.FuncAttrs, enum.FuncAttrNoUnwind)
+	m.decls[name] = fn
+	fma := m.declare(fmt.Sprintf("llvm.fma.v%df32", s.vl), vec, vec, vec, vec)
+	fmaHalf := m.declare(fmt.Sprintf("llvm.fma.v%df32", s.mr), half, half, half, half)
+	entry, head, body, tail := fn.NewBlock("entry"), fn.NewBlock("loop"), fn.NewBlock("body"), fn.NewBlock("tail")
+	cols := s.cols
+	// pairs is kc rounded down to even: the loop's depth values.
+	pairs := entry.NewAnd(kc, i64(-2))
+	entry.NewBr(head)
+	k := head.NewPhi(ir.NewIncoming(i64(0), entry))
+	accs := make([]*ir.InstPhi, cols)
+	for j := range accs {
+		accs[j] = head.NewPhi(ir.NewIncoming(constant.NewZeroInitializer(vec), entry))
+	}
+	head.NewCondBr(head.NewICmp(enum.IPredSLT, k, pairs), body, tail)
+	load := func(b *ir.Block, t types.Type, p value.Value) value.Value {
+		l := b.NewLoad(t, b.NewBitCast(p, types.NewPointer(t)))
+		l.Align = 4
+		return l
+	}
+	bAt := func(b *ir.Block, k value.Value, j int64) value.Value {
+		return b.NewLoad(types.Float, b.NewGetElementPtr(types.Float, bp, b.NewAdd(b.NewMul(k, i64(s.nr)), i64(j))))
+	}
+	// The first half of a vector takes lane 0 of x, the second lane 0 of y.
+	halves := make([]constant.Constant, s.vl)
+	for i := range halves {
+		halves[i] = i32(0)
+		if int64(i) >= s.mr {
+			halves[i] = i32(s.vl)
+		}
+	}
+	halfMask := constant.NewVector(types.NewVector(uint64(s.vl), types.I32), halves...)
+	a := load(body, vec, body.NewGetElementPtr(types.Float, ap, body.NewMul(k, i64(s.mr))))
+	// A streams from memory once: ask for it 2 KiB ahead (measured
+	// better than 1 or 4).
+	prefetch := m.declare("llvm.prefetch.p0i8", types.Void, types.I8Ptr, types.I32, types.I32, types.I32)
+	ahead := body.NewGetElementPtr(types.Float, ap, body.NewAdd(body.NewMul(k, i64(s.mr)), i64(512)))
+	body.NewCall(prefetch, body.NewBitCast(ahead, types.I8Ptr), i32(0), i32(3), i32(1))
+	kn := body.NewAdd(k, i64(2))
+	for j := range cols {
+		b0 := body.NewInsertElement(constant.NewUndef(vec), bAt(body, k, j), i32(0))
+		b1 := body.NewInsertElement(constant.NewUndef(vec), bAt(body, body.NewAdd(k, i64(1)), j), i32(0))
+		next := body.NewCall(fma, a, body.NewShuffleVector(b0, b1, halfMask), accs[j])
+		accs[j].Incs = append(accs[j].Incs, ir.NewIncoming(next, body))
+	}
+	k.Incs = append(k.Incs, ir.NewIncoming(kn, body))
+	body.NewBr(head)
+	// The halves added, then an odd last depth value.
+	lo := make([]constant.Constant, s.mr)
+	hi := make([]constant.Constant, s.mr)
+	for i := range lo {
+		lo[i], hi[i] = i32(int64(i)), i32(int64(i)+s.mr)
+	}
+	sums := make([]value.Value, cols)
+	for j := range cols {
+		sums[j] = tail.NewFAdd(tail.NewShuffleVector(accs[j], constant.NewUndef(vec), constant.NewVector(types.NewVector(uint64(s.mr), types.I32), lo...)),
+			tail.NewShuffleVector(accs[j], constant.NewUndef(vec), constant.NewVector(types.NewVector(uint64(s.mr), types.I32), hi...)))
+	}
+	odd, last := fn.NewBlock("odd"), fn.NewBlock("last")
+	tail.NewCondBr(tail.NewICmp(enum.IPredSLT, pairs, kc), odd, last)
+	zeros := constant.NewZeroInitializer(types.NewVector(uint64(s.mr), types.I32))
+	oddSums := make([]value.Value, cols)
+	aOdd := load(odd, half, odd.NewGetElementPtr(types.Float, ap, odd.NewMul(pairs, i64(s.mr))))
+	for j := range cols {
+		b := odd.NewInsertElement(constant.NewUndef(half), bAt(odd, pairs, j), i32(0))
+		oddSums[j] = odd.NewCall(fmaHalf, aOdd, odd.NewShuffleVector(b, constant.NewUndef(half), zeros), sums[j])
+	}
+	odd.NewBr(last)
+	final := make([]value.Value, cols)
+	for j := range cols {
+		final[j] = last.NewPhi(ir.NewIncoming(sums[j], tail), ir.NewIncoming(oddSums[j], odd))
+	}
+	// Column j of the tile is C[i·ld + j] for the strip's rows i.
+	store, add := fn.NewBlock("store"), fn.NewBlock("add")
+	last.NewCondBr(first, store, add)
+	for j := range cols {
+		for _, b := range []*ir.Block{store, add} {
+			wide := b.NewFPExt(final[j], dhalf)
+			for i := range s.mr {
+				p := b.NewGetElementPtr(types.Double, cp, b.NewAdd(b.NewMul(i64(i), ld), i64(j)))
+				var x value.Value = b.NewExtractElement(wide, i32(i))
+				if b == add {
+					x = b.NewFAdd(b.NewLoad(types.Double, p), x)
+				}
+				b.NewStore(x, p)
+			}
+		}
+	}
+	store.NewRet(nil)
+	add.NewRet(nil)
+	return fn
 }
 
 // microKernel returns the module's micro-kernel for shape s:
