@@ -128,8 +128,8 @@ func (b *builder) launch(device int, init bool, k *kernel.Kernel) (int, error) {
 		}
 		s.Args = append(s.Args, id)
 		b.touch(id)
-		if init {
-			b.keep(id)
+		if _, scratch := a.Key.(sharedBKey); init && !scratch {
+			b.keep(id) // a workspace lives for its launch, also at init
 		}
 	}
 	return b.addStep(device, init, s), nil

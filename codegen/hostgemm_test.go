@@ -19,11 +19,12 @@ import (
 // last 88 deep, not a whole number of vectors) and A packed by vector
 // transposes; big shares B (columns of 2, 3, 2 and 3 panels), wide has
 // 250 rows in one task (two blocks of packed A: 240 and 10); tn reads A
-// across the depth.
+// across the depth; few has three strips of rows by 196 columns, which
+// sharing B would leave in fewer than four tasks, so it does not.
 const hostGEMMModel = `
 model chunks(a: f32[70, 64], b196: f32[64, 196], b784: f32[64, 784], b3136: f32[16, 3136], w: f32[100, 16], b49: f32[16, 49],
              b5: f32[64, 5], x: f32[6, 9, 20], y: f32[6, 20, 600], res: f32[70, 784],
-             s: f32[70, 1], m: f32[70, 1], p: f32[250, 600], q: f32[600, 300], q2: f32[600, 512], r: f32[600, 24]) {
+             s: f32[70, 1], m: f32[70, 1], p: f32[250, 600], q: f32[600, 300], q2: f32[600, 512], r: f32[600, 24], f24: f32[24, 64]) {
     c196 = matmul(a, b196)
     c784 = relu((matmul(a, b784) - m) * s + res)
     c3136 = relu(matmul(w, b3136))
@@ -33,7 +34,8 @@ model chunks(a: f32[70, 64], b196: f32[64, 196], b784: f32[64, 784], b3136: f32[
     big = matmul(p, q)
     wide = matmul(p, q2)
     tn = matmul_tn(r, q)
-    return c196, c784, c3136, c49, c5, bmm, big, wide, tn
+    few = matmul(f24, b196)
+    return c196, c784, c3136, c49, c5, bmm, big, wide, tn, few
 }
 `
 
@@ -54,13 +56,16 @@ func TestHostGEMMChunks(t *testing.T) {
 			if k.HostPhase > 0 {
 				sharing++
 			}
+			if tasks := k.HostRange - k.HostPhase; strings.HasPrefix(k.Label, "few") && tasks < 4 {
+				t.Errorf("%s: %d tasks, want 4 (its column chunks)", k.Label, tasks)
+			}
 			if strings.HasPrefix(k.Label, "c784") && !strings.Contains(k.Label, "relu") {
 				t.Errorf("%s: the epilogue is not fused", k.Label)
 			}
 		}
 	}
-	if contractions != 9 {
-		t.Fatalf("%d contraction kernels, want 9", contractions)
+	if contractions != 10 {
+		t.Fatalf("%d contraction kernels, want 10", contractions)
 	}
 	if sharing == 0 || sharing == contractions {
 		t.Errorf("%d of %d contractions share a packed B: both ways should be covered", sharing, contractions)

@@ -128,12 +128,13 @@ func EstimateKernel(s *schedule.Schedule, k int, d Device) (KernelEstimate, erro
 
 func operandBytes(o schedule.Operand) int64 {
 	if o.Value != nil {
-		return valueBytes(o.Value)
+		return ValueBytes(o.Value)
 	}
 	return tensorBytes(o.Local.Tensor.DType, o.Local.Tensor.Shape)
 }
 
-func valueBytes(v *ir.Value) int64 { return tensorBytes(v.DType, v.Shape) }
+// ValueBytes is the bytes of a value of concrete shape.
+func ValueBytes(v *ir.Value) int64 { return tensorBytes(v.DType, v.Shape) }
 
 func tensorBytes(dt lang.DType, shape []lang.Dim) int64 {
 	n := int64(max(1, dt.Size()))

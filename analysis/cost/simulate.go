@@ -110,7 +110,7 @@ func SimulateOne(g *ir.Graph, t *Topology) (*Simulation, error) {
 	if bw := t.Devices[0].IOBandwidth; bw > 0 {
 		var bytes int64
 		for _, v := range append(append([]*ir.Value(nil), g.Inputs...), g.Outputs...) {
-			bytes += valueBytes(v)
+			bytes += ValueBytes(v)
 		}
 		sim.Transfer = float64(bytes) / bw
 	}

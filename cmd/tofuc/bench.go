@@ -69,21 +69,27 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
+	modelFlags := false
+	for _, name := range []string{"backend", "json", "model", "set", "in", "params", "topology"} {
+		modelFlags = modelFlags || fs.Changed(name)
+	}
 	switch {
-	case f.peak && fs.NArg() > 0:
-		return usageError(stderr, "bench", "--peak takes no MODEL")
-	case f.peak:
-		return runPeak(f, stdout, stderr)
-	case f.calibrate && fs.NArg() > 0:
-		return usageError(stderr, "bench", "--calibrate takes no MODEL")
-	case f.calibrate:
-		return runCalibrate(f, stdout, stderr)
-	case fs.NArg() != 1:
-		return usageError(stderr, "bench", "expected one MODEL file")
 	case f.runs < 1:
 		return usageError(stderr, "bench", "--runs must be at least 1")
 	case f.threads < 0:
 		return usageError(stderr, "bench", "--threads must not be negative")
+	case f.peak && f.calibrate:
+		return usageError(stderr, "bench", "--peak and --calibrate are two different measurements: give one")
+	case f.peak && fs.NArg() > 0:
+		return usageError(stderr, "bench", "--peak takes no MODEL")
+	case f.peak:
+		return runPeak(f, stdout, stderr)
+	case f.calibrate && (fs.NArg() > 0 || modelFlags):
+		return usageError(stderr, "bench", "--calibrate takes no MODEL and only --threads, --runs and --seed (it prints a topology in JSON)")
+	case f.calibrate:
+		return runCalibrate(f, stdout, stderr)
+	case fs.NArg() != 1:
+		return usageError(stderr, "bench", "expected one MODEL file")
 	}
 	b, err := backend.ByName(f.backend, f.threads)
 	if err != nil {

@@ -75,9 +75,9 @@ const calibrateRounds = 3
 //   - peak_flops: the geometric mean of the reference contractions'
 //     rates (their FLOPs over their kernels' time);
 //   - memory_bandwidth: the large add's bytes over its kernel's time;
-//   - launch_seconds: the median of what the tiny models' kernels take
-//     beyond their roofline time;
-//   - step_seconds: the median of the tiny models' runs beyond their
+//   - launch_seconds: the larger of what the tiny models' kernels take
+//     beyond their roofline time, per launch;
+//   - step_seconds: the smaller of the tiny models' runs beyond their
 //     kernels (the runtime's fixed cost per step);
 //   - io_bandwidth: the copy model's input over the rest of its run
 //     beyond its kernel and the fixed cost.
@@ -108,19 +108,22 @@ func calibrate(f benchFlags, stderr io.Writer) (cost.TopologyDevice, error) {
 		return d, err
 	}
 	n := 0
-	measure := func(src string) (*benchResult, *cost.Estimate, error) {
+	measure := func(src string) (*measured, error) {
 		n++
 		path := filepath.Join(dir, fmt.Sprintf("m%d.tdl", n))
 		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		g, _, err := benchGraph(path, benchFlags{})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		est, err := cost.Roofline(g, cost.Device{PeakFLOPS: 1, Bandwidth: 1})
-		if err != nil {
-			return nil, nil, err
+		m := &measured{}
+		if m.est, err = cost.Roofline(g, cost.Device{PeakFLOPS: 1, Bandwidth: 1}); err != nil {
+			return nil, err
+		}
+		for _, in := range g.Inputs {
+			m.inputBytes += cost.ValueBytes(in)
 		}
 		// Three rounds, the one of the median kernel time: on a shared
 		// machine one round can be off by half.
@@ -128,43 +131,50 @@ func calibrate(f benchFlags, stderr io.Writer) (cost.TopologyDevice, error) {
 		for range calibrateRounds {
 			res, err := bench(path, benchFlags{runs: f.runs, threads: f.threads, seed: f.seed}, b, nil, stderr)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			rounds = append(rounds, res)
 		}
 		slices.SortFunc(rounds, func(x, y *benchResult) int { return cmp.Compare(kernelSeconds(x), kernelSeconds(y)) })
-		return rounds[len(rounds)/2], est, nil
+		m.benchResult = rounds[len(rounds)/2]
+		return m, nil
 	}
 	logRate := 0.0
 	for _, src := range calibrateContractions {
-		res, est, err := measure(src)
+		m, err := measure(src)
 		if err != nil {
 			return d, err
 		}
-		logRate += math.Log(float64(est.FLOPs) / kernelSeconds(res))
+		logRate += math.Log(float64(m.est.FLOPs) / kernelSeconds(m.benchResult))
 	}
 	d.PeakFLOPS = math.Exp(logRate / float64(len(calibrateContractions)))
-	add, est, err := measure(calibrateAdd)
+	add, err := measure(calibrateAdd)
 	if err != nil {
 		return d, err
 	}
-	d.MemoryBandwidth = float64(est.Bytes) / kernelSeconds(add)
+	d.MemoryBandwidth = float64(add.est.Bytes) / kernelSeconds(add.benchResult)
 	var launch, step []float64
 	for _, src := range calibrateTiny {
-		res, est, err := measure(src)
+		m, err := measure(src)
 		if err != nil {
 			return d, err
 		}
-		roofline := max(float64(est.FLOPs)/d.PeakFLOPS, float64(est.Bytes)/d.MemoryBandwidth)
-		launch = append(launch, max(0, kernelSeconds(res)-roofline)/float64(max(1, est.Launches)))
-		step = append(step, max(0, res.Median-kernelSeconds(res)))
+		roofline := max(float64(m.est.FLOPs)/d.PeakFLOPS, float64(m.est.Bytes)/d.MemoryBandwidth)
+		launch = append(launch, max(0, kernelSeconds(m.benchResult)-roofline)/float64(max(1, m.est.Launches)))
+		step = append(step, max(0, m.Median-kernelSeconds(m.benchResult)))
 	}
-	d.LaunchSeconds, d.StepSeconds = median(launch), median(step)
-	cp, _, err := measure(calibrateCopy)
+	// A launch costs what the dearer tiny kernel took beyond its
+	// roofline (contractions, the dearer to start, are most of a
+	// model's launches); a step what the cheaper tiny run took beyond
+	// its kernels (the one with the least to copy).
+	d.LaunchSeconds, d.StepSeconds = slices.Max(launch), slices.Min(step)
+	cp, err := measure(calibrateCopy)
 	if err != nil {
 		return d, err
 	}
-	d.IOBandwidth = 1024 * 1024 * 4 / max(cp.Median-kernelSeconds(cp)-d.StepSeconds, 1e-9)
+	if rest := cp.Median - kernelSeconds(cp.benchResult) - d.StepSeconds; rest > 0 {
+		d.IOBandwidth = float64(cp.inputBytes) / rest
+	} // else 0: not modelled (the copy lost in the noise)
 	var info syscall.Sysinfo_t
 	if err := syscall.Sysinfo(&info); err != nil {
 		return d, err
@@ -173,9 +183,12 @@ func calibrate(f benchFlags, stderr io.Writer) (cost.TopologyDevice, error) {
 	return d, nil
 }
 
-func median(xs []float64) float64 {
-	slices.Sort(xs)
-	return xs[len(xs)/2]
+// measured is a reference model's bench (its median round), its
+// roofline sizes and the bytes of its inputs.
+type measured struct {
+	*benchResult
+	est        *cost.Estimate
+	inputBytes int64
 }
 
 // kernelSeconds is the time of a bench's median run spent in kernels.

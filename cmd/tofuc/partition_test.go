@@ -166,7 +166,14 @@ func TestBenchCalibrate(t *testing.T) {
 	if d := topo.Devices[0]; len(topo.Devices) != 1 || d.IOBandwidth <= 0 || d.LaunchSeconds <= 0 || d.StepSeconds <= 0 {
 		t.Errorf("a quantity was not measured:\n%s", out.String())
 	}
-	if code := run([]string{"bench", "--calibrate", "../../examples/mlp.tdl"}, &out, &errb); code != exitUsage {
-		t.Errorf("--calibrate with a model: exit %d", code)
+	for _, args := range [][]string{
+		{"bench", "--calibrate", "../../examples/mlp.tdl"},
+		{"bench", "--calibrate", "--runs", "0"},
+		{"bench", "--calibrate", "--peak"},
+		{"bench", "--calibrate", "--backend", "simt"},
+	} {
+		if code := run(args, &out, &errb); code != exitUsage {
+			t.Errorf("%v: exit %d, want a usage error", args, code)
+		}
 	}
 }

@@ -23,7 +23,9 @@ import (
 //
 //	task (batch b, rows [r0, r0+rows), columns [jc, jc+nc)):
 //	  for each block of KC values of k:
-//	    pack B[k, jc:jc+nc] into Bp          (evaluating B's lambda: im2col for free)
+//	    pack B[k, jc:jc+nc] into Bp          (evaluating B's lambda: im2col for free;
+//	                                          or, where B is shared, the kernel's first
+//	                                          items have packed all of it, see blocking)
 //	    for each block of MC rows:
 //	      pack A[rows, k] into Ap            (unless packed with the weights)
 //	      for each panel of NR columns:      (the panel of Bp stays in L1)
@@ -107,7 +109,9 @@ func gemmShapeOf(g *kernel.GEMM, share bool) gemmShape {
 // the kernel's first items pack all of B into a workspace (every batch
 // index, every block of the depth, in parallel), and then the tasks
 // split columns only as the L2 budget asks and rows into at least
-// eight tasks where the strips allow.
+// eight tasks where the strips allow; B is not shared where that would
+// leave fewer tasks than splitting columns gave, up to four (rows of a
+// few strips).
 type blocking struct {
 	quanta, colChunks int64
 	strips, rowChunks int64
@@ -136,22 +140,36 @@ func newBlocking(rows, cols, depth, batch, mr, nr int64, share bool) blocking {
 	b.colChunks = max(1, min(chunks, b.quanta))
 	b.rowChunks = b.rowsFor(rows, cols, batch, 4, 1)
 	if share && (b.rowChunks > 1 || !b.evenPanels(cols, nr)) && 4*batch*depth*ceilDiv(cols, nr)*nr <= gemmSharedBudget {
-		b.shared = true
-		b.colChunks = max(1, min(ceilDiv(cols, nc), b.quanta))
-		b.rowChunks = b.rowsFor(rows, cols, batch, 8, 2)
-		b.packItems = batch * ceilDiv(depth, gemmKC) * b.colChunks
+		// Shared, unless that leaves fewer tasks than there were, up
+		// to four (a few strips of rows cannot make up for the
+		// column chunks).
+		sb := b
+		sb.colChunks = max(1, min(ceilDiv(cols, nc), b.quanta))
+		sb.rowChunks = sb.rowsFor(rows, cols, batch, 8, 2)
+		if sb.rowChunks*sb.colChunks < min(4, b.rowChunks*b.colChunks) {
+			sb.rowChunks = sb.rowsFor(rows, cols, batch, 8, 1)
+		}
+		if sb.rowChunks*sb.colChunks >= min(4, b.rowChunks*b.colChunks) {
+			b = sb
+			b.shared = true
+			b.packItems = batch * ceilDiv(depth, gemmKC) * b.colChunks
+		}
 	}
-	b.cols1 = max(1, min(cols, ceilDiv(b.quanta, b.colChunks)*gemmColQuantum))
+	b.cols1 = b.widestCols(cols)
 	b.rows1 = ceilDiv(b.strips, b.rowChunks) * mr
 	return b
+}
+
+// widestCols is the widest column chunk's columns.
+func (b blocking) widestCols(cols int64) int64 {
+	return max(1, min(cols, ceilDiv(b.quanta, b.colChunks)*gemmColQuantum))
 }
 
 // rowsFor is the number of row chunks: enough for batch × column chunks
 // × row chunks to reach tasks where the strips allow (at least
 // minStrips each), and for a task's sums to stay within gemmCBudget.
 func (b blocking) rowsFor(rows, cols, batch, tasks, minStrips int64) int64 {
-	cols1 := min(cols, ceilDiv(b.quanta, b.colChunks)*gemmColQuantum)
-	byC := ceilDiv(rows*cols1*8, gemmCBudget)
+	byC := ceilDiv(rows*b.widestCols(cols)*8, gemmCBudget)
 	n := max(byC, ceilDiv(tasks, max(1, batch*b.colChunks)))
 	return max(1, min(n, b.strips/minStrips))
 }
@@ -332,7 +350,7 @@ func (f *fn) gemmTask(t *gemmTask, task value.Value) {
 	jc, nc := f.colChunk(s, f.b.NewURem(rest, i64(s.colChunks)))
 	// The micro-kernel runs over the chunk's panels only, not the
 	// widest chunk's.
-	ncPanels := f.b.NewMul(f.b.NewUDiv(f.b.NewAdd(nc, i64(s.nr-1)), i64(s.nr)), i64(s.nr))
+	ncPanels := f.panelsOf(s, nc)
 	if s.depth == 0 { // no block of the depth stores C
 		f.loop(i64(0), f.b.NewMul(rows, i64(t.ncPad)), i64(1), func(i value.Value) {
 			f.b.NewStore(constant.NewFloat(types.Double, 0), f.b.NewGetElementPtr(types.Double, t.cs, i))
@@ -368,6 +386,11 @@ func (f *fn) gemmTask(t *gemmTask, task value.Value) {
 	f.gemmEpilogue(g, t.cs, r0, rows, jc, nc, t.ncPad)
 }
 
+// panelsOf is nc columns rounded up to whole panels.
+func (f *fn) panelsOf(s gemmShape, nc value.Value) value.Value {
+	return f.b.NewMul(f.b.NewUDiv(f.b.NewAdd(nc, i64(s.nr-1)), i64(s.nr)), i64(s.nr))
+}
+
 // sharedBlock is where the block at depth pc of the columns from jc (a
 // multiple of NR) begins in the shared B of the bound batch index.
 func (f *fn) sharedBlock(shared value.Value, s gemmShape, pc, jc value.Value) value.Value {
@@ -389,7 +412,7 @@ func (f *fn) packShared(shared value.Value, s gemmShape, item value.Value) {
 	pc := f.b.NewMul(f.b.NewUDiv(rest, i64(s.colChunks)), i64(gemmKC))
 	kc := f.smin(i64(gemmKC), f.b.NewSub(i64(s.depth), pc))
 	jc, nc := f.colChunk(s, f.b.NewURem(rest, i64(s.colChunks)))
-	ncPanels := f.b.NewMul(f.b.NewUDiv(f.b.NewAdd(nc, i64(s.nr-1)), i64(s.nr)), i64(s.nr))
+	ncPanels := f.panelsOf(s, nc)
 	f.packB(g, s, f.sharedBlock(shared, s, pc, jc), i64(s.depth*s.nr), pc, kc, jc, nc, ncPanels)
 }
 
@@ -700,12 +723,6 @@ func (f *fn) packRun(factor tir.Expr, inner *tir.Var, row panelRow, t, run value
 	}
 	checked, _ := f.k.Checked(a)
 	var lo, hi value.Value = i64(0), run
-	smax := func(x, y value.Value) value.Value { return f.b.NewSelect(f.b.NewICmp(enum.IPredSGT, x, y), x, y) }
-	// ceilPos is ⌈x/s⌉ for x > 0, else 0.
-	ceilPos := func(x value.Value, s int64) value.Value {
-		q := f.b.NewSDiv(f.b.NewAdd(x, i64(s-1)), i64(s))
-		return f.b.NewSelect(f.b.NewICmp(enum.IPredSGT, x, i64(0)), q, i64(0))
-	}
 	for d, c := range checked {
 		switch {
 		case !c:
@@ -713,12 +730,12 @@ func (f *fn) packRun(factor tir.Expr, inner *tir.Var, row panelRow, t, run value
 			in := f.b.NewICmp(enum.IPredULT, idx[d], i64(shape[d]))
 			hi = f.b.NewSelect(in, hi, i64(0))
 		default:
-			lo = smax(lo, ceilPos(f.b.NewSub(i64(0), idx[d]), steps[d]))
-			hi = f.smin(hi, ceilPos(f.b.NewSub(i64(shape[d]), idx[d]), steps[d]))
+			lo = f.smax(lo, f.ceilPos(f.b.NewSub(i64(0), idx[d]), steps[d]))
+			hi = f.smin(hi, f.ceilPos(f.b.NewSub(i64(shape[d]), idx[d]), steps[d]))
 		}
 	}
 	lo = f.smin(lo, run)
-	hi = smax(hi, lo)
+	hi = f.smax(hi, lo)
 	flat0 := flatIndex(f, idx, shape)
 	step := flatStep(steps, shape)
 	zero := func(value.Value) value.Value { return constant.NewFloat(types.Float, 0) }
@@ -946,6 +963,17 @@ func extents(vars []*tir.Var) []int64 {
 
 func (f *fn) smin(a, b value.Value) value.Value {
 	return f.b.NewSelect(f.b.NewICmp(enum.IPredSLT, a, b), a, b)
+}
+
+func (f *fn) smax(a, b value.Value) value.Value {
+	return f.b.NewSelect(f.b.NewICmp(enum.IPredSGT, a, b), a, b)
+}
+
+// ceilPos is ⌈x/s⌉ for x > 0, else 0 (s > 0): the first u ≥ 0 with
+// s·u ≥ x.
+func (f *fn) ceilPos(x value.Value, s int64) value.Value {
+	q := f.b.NewSDiv(f.b.NewAdd(x, i64(s-1)), i64(s))
+	return f.b.NewSelect(f.b.NewICmp(enum.IPredSGT, x, i64(0)), q, i64(0))
 }
 
 // gemmNarrowCols is the most columns a narrow kernel takes.

@@ -127,13 +127,8 @@ func anyTrue(bs []bool) bool {
 // variable, from its bound value, where every read of reads is in range.
 func (f *fn) interior(reads []interiorRead, n value.Value) (lo, hi value.Value) {
 	inner := f.k.Vars[len(f.k.Vars)-1]
-	smax := func(x, y value.Value) value.Value { return f.b.NewSelect(f.b.NewICmp(enum.IPredSGT, x, y), x, y) }
-	// ceilPos is ⌈x/s⌉ for x > 0, else 0; floorPos ⌊x/s⌋ + 1 for x ≥ 0,
-	// else 0 (the end of the values u with s·u ≤ x).
-	ceilPos := func(x value.Value, s int64) value.Value {
-		q := f.b.NewSDiv(f.b.NewAdd(x, i64(s-1)), i64(s))
-		return f.b.NewSelect(f.b.NewICmp(enum.IPredSGT, x, i64(0)), q, i64(0))
-	}
+	// endPos is ⌊x/s⌋ + 1 for x ≥ 0, else 0: the end of the values
+	// u ≥ 0 with s·u ≤ x.
 	endPos := func(x value.Value, s int64) value.Value {
 		q := f.b.NewAdd(f.b.NewSDiv(x, i64(s)), i64(1))
 		return f.b.NewSelect(f.b.NewICmp(enum.IPredSGE, x, i64(0)), q, i64(0))
@@ -153,12 +148,12 @@ func (f *fn) interior(reads []interiorRead, n value.Value) (lo, hi value.Value) 
 				hi = f.b.NewSelect(in, hi, i64(0))
 				continue
 			}
-			lo = smax(lo, ceilPos(f.b.NewSub(i64(0), low), d.inner))
+			lo = f.smax(lo, f.ceilPos(f.b.NewSub(i64(0), low), d.inner))
 			hi = f.smin(hi, endPos(room, d.inner))
 		}
 	}
 	lo = f.smin(lo, n)
-	return lo, smax(hi, lo)
+	return lo, f.smax(hi, lo)
 }
 
 // storeRuns stores the kernel's elements [begin, end) in runs of its
@@ -184,10 +179,14 @@ func (f *fn) storeRuns(begin, end value.Value, reads []interiorRead) {
 			return
 		}
 		lo, hi := f.interior(reads, run)
-		part(i64(0), lo)
 		f.unchecked = unchecked
 		part(lo, hi)
 		f.unchecked = nil
-		part(hi, run)
+		// The two borders, [0, lo) then [hi, run), through one copy of
+		// the checked body.
+		f.loop(i64(0), i64(2), i64(1), func(side value.Value) {
+			second := f.b.NewICmp(enum.IPredEQ, side, i64(1))
+			part(f.b.NewSelect(second, hi, i64(0)), f.b.NewSelect(second, run, lo))
+		})
 	})
 }
