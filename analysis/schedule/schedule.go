@@ -26,13 +26,13 @@ type Schedule struct {
 	// precomputedLocal holds the locals that Inlined would recompute but
 	// that are computed once with the weights instead (see Build).
 	precomputedLocal map[nodeLocal]bool
-	// prologue maps a value computed inside its only consumer's kernel
-	// to the node computing it (see Build).
+	// prologue maps a value computed inside its consumers' kernels to
+	// the node computing it (see Build).
 	prologue map[*ir.Value]*ir.Node
 }
 
-// Prologue is the node computing v inside the kernel of v's only
-// consumer (an injective producer evaluated where it is read), or nil.
+// Prologue is the node computing v inside the kernels of v's consumers
+// (an injective producer evaluated where it is read), or nil.
 func (s *Schedule) Prologue(v *ir.Value) *ir.Node { return s.prologue[v] }
 
 // nodeLocal is a local of one node's instance (instances may be shared).
@@ -67,11 +67,11 @@ func (k *Kernel) Root() *ir.Node { return k.Nodes[0] }
 func Build(g *ir.Graph) *Schedule {
 	s := &Schedule{Graph: g, Uses: map[*ir.Value]int{}, KernelOfValue: map[*ir.Value]int{}, producer: map[*ir.Value]*ir.Node{}, ready: map[*ir.Value]int{},
 		precomputedLocal: map[nodeLocal]bool{}, prologue: map[*ir.Value]*ir.Node{}}
-	consumer := map[*ir.Value]*ir.Node{}
+	consumers := map[*ir.Value][]*ir.Node{}
 	for _, n := range g.Nodes {
 		for _, v := range n.Inputs {
 			s.Uses[v]++
-			consumer[v] = n
+			consumers[v] = append(consumers[v], n)
 		}
 		for _, v := range n.Outputs {
 			s.producer[v] = n
@@ -97,8 +97,8 @@ func Build(g *ir.Graph) *Schedule {
 				s.ready[v] = s.readyAt(n.Inputs...)
 			}
 			continue
-		case IsInjective(n.Inst) && s.Uses[n.Outputs[0]] == 1 && !IsView(consumer[n.Outputs[0]].Inst):
-			// Read where its consumer reads it, through the index
+		case IsInjective(n.Inst) && readThrough(n.Outputs[0], consumers[n.Outputs[0]], s.Uses):
+			// Read where its consumers read it, through the index
 			// transformation: no launch and no buffer.
 			s.prologue[n.Outputs[0]] = n
 			s.ready[n.Outputs[0]] = s.readyAt(n.Inputs...)
@@ -287,4 +287,22 @@ func (s *Schedule) readyAt(vs ...*ir.Value) int {
 
 func without(vs []*ir.Value, i int) []*ir.Value {
 	return append(append([]*ir.Value(nil), vs[:i]...), vs[i+1:]...)
+}
+
+// readThrough reports whether an injective producer's value v can be
+// read by its consumers through the index instead of from a buffer:
+// it is no graph output (each use of one counts twice in uses) and no
+// consumer is a view (which needs v in memory). Several consumers each
+// read through it: a pure reindexing recomputes nothing (a slice of a
+// fused projection read by the next two slices).
+func readThrough(v *ir.Value, consumers []*ir.Node, uses map[*ir.Value]int) bool {
+	if len(consumers) == 0 || uses[v] != len(consumers) {
+		return false
+	}
+	for _, c := range consumers {
+		if IsView(c.Inst) {
+			return false
+		}
+	}
+	return true
 }
