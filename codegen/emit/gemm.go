@@ -995,20 +995,14 @@ func (s gemmShape) narrow() bool {
 // column; the halves are added at the end. The sum is the block's in
 // another order, in f32 with fused multiply-adds, added to C in double.
 func (m *Module) narrowKernel(s gemmShape) *ir.Func {
-	name := fmt.Sprintf("tofuc.gemm.narrow%dx%d", s.mr, s.cols)
-	if d, ok := m.decls[name]; ok {
-		return d
+	fn, p, made := m.gemmKernel(fmt.Sprintf("tofuc.gemm.narrow%dx%d", s.mr, s.cols))
+	if !made {
+		return fn
 	}
-	fp := types.NewPointer(types.Float)
+	ap, bp, cp, kc, ld, first := p.ap, p.bp, p.c, p.kc, p.ld, p.first
 	vec := types.NewVector(uint64(s.vl), types.Float)
 	half := types.NewVector(uint64(s.mr), types.Float)
 	dhalf := types.NewVector(uint64(s.mr), types.Double)
-	ap, bp, cp, kc, ld := ir.NewParam("ap", fp), ir.NewParam("bp", fp), ir.NewParam("c", types.NewPointer(types.Double)), ir.NewParam("kc", types.I64), ir.NewParam("ld", types.I64)
-	first := ir.NewParam("first", types.I1)
-	fn := m.M.NewFunc(name, types.Void, ap, bp, cp, kc, ld, first)
-	fn.Linkage = enum.LinkageInternal
-	fn.FuncAttrs = append(fn.FuncAttrs, enum.FuncAttrNoUnwind)
-	m.decls[name] = fn
 	fma := m.declare(fmt.Sprintf("llvm.fma.v%df32", s.vl), vec, vec, vec, vec)
 	fmaHalf := m.declare(fmt.Sprintf("llvm.fma.v%df32", s.mr), half, half, half, half)
 	entry, head, body, tail := fn.NewBlock("entry"), fn.NewBlock("loop"), fn.NewBlock("body"), fn.NewBlock("tail")
@@ -1100,26 +1094,43 @@ func (m *Module) narrowKernel(s gemmShape) *ir.Func {
 	return fn
 }
 
+// gemmParams are the parameters of a GEMM kernel (microKernel's
+// signature): a strip of A, a panel of B, C's tile, the block's depth,
+// C's row stride, and whether the block is the depth's first.
+type gemmParams struct {
+	ap, bp, c, kc, ld, first *ir.Param
+}
+
+// gemmKernel returns the module's GEMM kernel called name, and made
+// true with its parameters when it is new (its body still to write).
+func (m *Module) gemmKernel(name string) (fn *ir.Func, p gemmParams, made bool) {
+	if d, ok := m.decls[name]; ok {
+		return d, p, false
+	}
+	fp := types.NewPointer(types.Float)
+	p = gemmParams{ap: ir.NewParam("ap", fp), bp: ir.NewParam("bp", fp), c: ir.NewParam("c", types.NewPointer(types.Double)),
+		kc: ir.NewParam("kc", types.I64), ld: ir.NewParam("ld", types.I64), first: ir.NewParam("first", types.I1)}
+	fn = m.M.NewFunc(name, types.Void, p.ap, p.bp, p.c, p.kc, p.ld, p.first)
+	fn.Linkage = enum.LinkageInternal
+	fn.FuncAttrs = append(fn.FuncAttrs, enum.FuncAttrNoUnwind)
+	m.decls[name] = fn
+	return fn, p, true
+}
+
 // microKernel returns the module's micro-kernel for shape s:
 // void (float* ap, float* bp, double* c, i64 kc, i64 ld, i1 first)
 // computes C[i, j] (=, where first, else +=) Σ_k Ap[k·MR + i] · Bp[k·NR + j] for i < MR, j < NR (one
 // packed panel of B), C with row stride ld, summing in f32 in MR × 2 vector registers from zero and
 // adding the block's sums to C in double.
 func (m *Module) microKernel(s gemmShape) *ir.Func {
-	name := fmt.Sprintf("tofuc.gemm.micro%dx%d", s.mr, s.nr)
-	if d, ok := m.decls[name]; ok {
-		return d
+	fn, p, made := m.gemmKernel(fmt.Sprintf("tofuc.gemm.micro%dx%d", s.mr, s.nr))
+	if !made {
+		return fn
 	}
-	fp := types.NewPointer(types.Float)
+	ap, bp, cp, kc, ld, first := p.ap, p.bp, p.c, p.kc, p.ld, p.first
 	vec := types.NewVector(uint64(s.vl), types.Float)
 	vp := types.NewPointer(vec)
 	dvec := types.NewVector(uint64(s.vl), types.Double)
-	ap, bp, cp, kc, ld := ir.NewParam("ap", fp), ir.NewParam("bp", fp), ir.NewParam("c", types.NewPointer(types.Double)), ir.NewParam("kc", types.I64), ir.NewParam("ld", types.I64)
-	first := ir.NewParam("first", types.I1)
-	fn := m.M.NewFunc(name, types.Void, ap, bp, cp, kc, ld, first)
-	fn.Linkage = enum.LinkageInternal
-	fn.FuncAttrs = append(fn.FuncAttrs, enum.FuncAttrNoUnwind)
-	m.decls[name] = fn
 	fma := m.declare(fmt.Sprintf("llvm.fma.v%df32", s.vl), vec, vec, vec, vec)
 	entry, head, body, exit := fn.NewBlock("entry"), fn.NewBlock("loop"), fn.NewBlock("body"), fn.NewBlock("exit")
 	nv := s.nr / s.vl
