@@ -103,6 +103,25 @@ func concreteCase(t *testing.T, a *strategy.Analysis) analysedCase {
 	return analysedCase{c, ca}
 }
 
+// sourceCase instantiates the first operator of src on random small
+// shapes.
+func sourceCase(t *testing.T, src string) analysedCase {
+	t.Helper()
+	f, err := parser.Parse("case.tdl", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := opcase.New(f.Ops[0], opcase.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := strategy.Analyse(c.Inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return analysedCase{c, ca}
+}
+
 // TestMultiOutputStrategies: batch_norm_train splits its channels in
 // every output, whatever their position; batch statistics written as
 // top-level sums (the variance around a local mean) get a reduction
@@ -131,20 +150,9 @@ op moments(x: [N, C]) -> (mean: [C], var: [C]) =
 	if x := r.Regions[0].Dims[0]; x.String() != "[0, N - 1]" {
 		t.Errorf("stats reduce n reads x over %s: the local mean needs every row", x)
 	}
-	f, err := parser.Parse("stats.tdl", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := opcase.New(f.Ops[0], opcase.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa, err := strategy.Analyse(sc.Inst)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := sourceCase(t, src)
 	for k := 2; k <= 4; k++ {
-		checkStrategy(t, sa, find(t, sa, "reduce n (sum)"), sc, k)
+		checkStrategy(t, sc.a, find(t, sc.a, "reduce n (sum)"), sc.Case, k)
 	}
 	for _, s := range analyse(t, src, "moments").Strategies {
 		if s.Kind == strategy.SplitReduction {

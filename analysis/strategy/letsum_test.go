@@ -9,7 +9,6 @@ import (
 	"tofuc/analysis/check"
 	"tofuc/analysis/strategy"
 	"tofuc/internal/opcase"
-	"tofuc/parser"
 )
 
 // TestReductionInLocal: a sum held in a `let` and read as a term of the
@@ -84,20 +83,9 @@ op product(x: [N, C]) -> [C] =
 	if r := s.Regions[0].Dims[0].String(); r != "[n.lo, n.hi]" {
 		t.Errorf("scaled reduce n reads x over %s", r)
 	}
-	f, err := parser.Parse("letsum.tdl", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := opcase.New(f.Ops[0], opcase.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa, err := strategy.Analyse(sc.Inst)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := sourceCase(t, src)
 	for k := 2; k <= 4; k++ {
-		checkStrategy(t, sa, find(t, sa, "reduce n (sum)"), sc, k)
+		checkStrategy(t, sc.a, find(t, sc.a, "reduce n (sum)"), sc.Case, k)
 	}
 	for _, name := range []string{"twice", "chained"} {
 		for _, s := range analyse(t, src, name).Strategies {
