@@ -94,19 +94,7 @@ func TestBatchNormBatchSplitEqualsWhole(t *testing.T) {
 	for _, devices := range []int{2, 4, 8} {
 		for _, plan := range []string{"search", "data_parallel"} {
 			t.Run(fmt.Sprintf("%s/%d", plan, devices), func(t *testing.T) {
-				var res *partition.Result
-				if plan == "search" {
-					res, err = partition.Search(cg, devices, partition.Options{})
-				} else {
-					res, err = partition.Baseline(cg, plan, devices, partition.Options{})
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				eg, err := execution.Build(cg, res.Plan)
-				if err != nil {
-					t.Fatal(err)
-				}
+				res, eg := planned(t, cg, plan, devices)
 				got, err := eg.Run(inputs, want.Params)
 				if err != nil {
 					t.Fatal(err)

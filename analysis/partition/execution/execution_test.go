@@ -102,14 +102,7 @@ func TestPartitionedEqualsWhole(t *testing.T) {
 		}
 		for _, devices := range []int{2, 4, 8} {
 			t.Run(fmt.Sprintf("%s/%d", c.name, devices), func(t *testing.T) {
-				res, err := partition.Search(cg, devices, partition.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				eg, err := execution.Build(cg, res.Plan)
-				if err != nil {
-					t.Fatal(err)
-				}
+				res, eg := planned(t, cg, "search", devices)
 				got, err := eg.Run(inputs, want.Params)
 				if err != nil {
 					t.Fatal(err)
@@ -138,4 +131,25 @@ func partial(eg *execution.Graph) bool {
 		}
 	}
 	return false
+}
+
+// planned is the plan of cg on devices that name gives ("search", or a
+// baseline of partition.Baselines) and its execution graph.
+func planned(t *testing.T, cg *cost.Graph, name string, devices int) (*partition.Result, *execution.Graph) {
+	t.Helper()
+	var res *partition.Result
+	var err error
+	if name == "search" {
+		res, err = partition.Search(cg, devices, partition.Options{})
+	} else {
+		res, err = partition.Baseline(cg, name, devices, partition.Options{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	eg, err := execution.Build(cg, res.Plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, eg
 }

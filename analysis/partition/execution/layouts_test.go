@@ -43,14 +43,7 @@ func TestBaselinePlansEqualWhole(t *testing.T) {
 		}
 		for _, name := range partition.Baselines {
 			t.Run(fmt.Sprintf("%s/%s", c.name, name), func(t *testing.T) {
-				res, err := partition.Baseline(cg, name, 4, partition.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				eg, err := execution.Build(cg, res.Plan)
-				if err != nil {
-					t.Fatal(err)
-				}
+				res, eg := planned(t, cg, name, 4)
 				got, err := eg.Run(inputs, want.Params)
 				if err != nil {
 					t.Fatal(err)

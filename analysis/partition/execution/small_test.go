@@ -8,7 +8,6 @@ import (
 	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
-	"tofuc/analysis/partition/execution"
 	"tofuc/lang"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
@@ -33,17 +32,7 @@ func TestExtentsSmallerThanDevices(t *testing.T) {
 	for _, devices := range []int{4, 8} {
 		for _, name := range append([]string{"search"}, partition.Baselines...) {
 			t.Run(fmt.Sprintf("%d/%s", devices, name), func(t *testing.T) {
-				res, err := partition.Search(cg, devices, partition.Options{})
-				if name != "search" {
-					res, err = partition.Baseline(cg, name, devices, partition.Options{})
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				eg, err := execution.Build(cg, res.Plan)
-				if err != nil {
-					t.Fatal(err)
-				}
+				_, eg := planned(t, cg, name, devices)
 				got, err := eg.Run(inputs, want.Params)
 				if err != nil {
 					t.Fatal(err)
@@ -93,17 +82,7 @@ func TestScalarTensor(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range append([]string{"search"}, partition.Baselines...) {
-		res, err := partition.Search(cg, 4, partition.Options{})
-		if name != "search" {
-			res, err = partition.Baseline(cg, name, 4, partition.Options{})
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		eg, err := execution.Build(cg, res.Plan)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, eg := planned(t, cg, name, 4)
 		for _, ops := range eg.Ops {
 			for _, op := range ops {
 				for j, v := range op.Node.Inputs {
