@@ -213,6 +213,28 @@ func TestGradPrintsCheckedTDL(t *testing.T) {
 	}
 }
 
+// TestTrainAdam: training with Adam, whose step number is an input of
+// the training graph that each step sets, runs and its loss falls (it
+// had failed with "input step: nil tensor").
+func TestTrainAdam(t *testing.T) {
+	status, out, stderr := tofuc("eval", "../../examples/mlp.tdl", "--train", "--optimizer", "adam", "--set", "hidden=32", "--set", "batch=16",
+		"--steps", "20", "--random-inputs", "--seed", "1", "--out", t.TempDir())
+	if status != 0 {
+		t.Fatalf("eval --train --optimizer adam: %s", stderr)
+	}
+	var losses []float64
+	for _, line := range strings.Split(out, "\n") {
+		var step int
+		var loss float64
+		if n, _ := fmt.Sscanf(line, "step %d: loss %g", &step, &loss); n == 2 {
+			losses = append(losses, loss)
+		}
+	}
+	if len(losses) != 20 || !(losses[19] < losses[0]) {
+		t.Errorf("losses %v: want 20, falling", losses)
+	}
+}
+
 // TestTrainMLP trains the MLP example for 200 SGD steps on a synthetic
 // task (random inputs and labels, fixed by the seed) with the default
 // learning rate: the loss must fall at least tenfold.

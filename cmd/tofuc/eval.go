@@ -222,7 +222,9 @@ func evalModel(m *check.Module, f evalFlags, inputs, weights map[string]*tensor.
 		return nil, nil, fmt.Errorf("parameters: %v", err)
 	}
 	for _, in := range g.Inputs {
-		inputs[in.Name] = fromNPY(inputs[in.Name], in.DType)
+		if t, ok := inputs[in.Name]; ok { // not Adam's step, which each step sets
+			inputs[in.Name] = fromNPY(t, in.DType)
+		}
 	}
 	b, err := evalBackend(f, stderr)
 	if err != nil {
