@@ -234,7 +234,8 @@ func kernelName(k *kernel.Kernel) (string, error) {
 // kernel.TurnGrid blocks (kernel.Turn); Blocks kernels a block per output element with the
 // smallest power of two of threads, from 32 to kernel.ThreadsPerBlock, that
 // covers the reduction range; Rows kernels a block per row, the threads
-// likewise covering the longer of the row and its locals' reductions;
+// likewise covering the longest of the row, its buffers and its locals'
+// reductions, with shared memory for its buffers;
 // Tiled kernels a block per tile (kernel.GEMM.Tile). Every grid is
 // capped at maxGrid blocks and every form strides over what its grid
 // does not cover, so a kernel is correct for any grid (TestAnyGrid).
@@ -255,7 +256,7 @@ func geometry(k *kernel.Kernel) (grid, block, shared int64) {
 		return min(k.Elements, maxGrid), blockCovering(k.ReduceLen), 32 * 8
 	}
 	if k.Form == kernel.RowsForm {
-		return min(k.Rows.Count, maxGrid), blockCovering(max(k.ReduceLen, k.Rows.Len)), 32 * 8
+		return min(k.Rows.Count, maxGrid), blockCovering(max(k.ReduceLen, k.Rows.Len, k.Rows.BufferLen)), 32*8 + k.Rows.BufferBytes()
 	}
 	block = min(kernel.ThreadsPerBlock, max(32, (k.Elements+31)/32*32))
 	if turn := k.Turn(); turn > 1 {

@@ -21,14 +21,15 @@ import (
 func TestAnyGrid(t *testing.T) {
 	tl := tools(t)
 	g := modelFromSource(t, `
-model strided(x: f32[70, 300], idx: i64[50], a: f32[130, 40], b: f32[40, 150]) {
+model strided(x: f32[70, 300], idx: i64[50], a: f32[130, 40], b: f32[40, 150], q: f32[2, 2, 20, 8], k: f32[2, 2, 45, 8], kb: f32[45]) {
     e = sigmoid(x) * 2.0 - 0.5
     tr = transpose<perm = [1, 0]>(x)
     s = reduce_sum<axes = [1]>(x)
     gt = gather(x, idx)
     mm = matmul(a, b)
     sm = softmax(x)
-    return e, tr, s, gt, mm, sm
+    aw = attention_weights<causal = true>(q, k, kb)
+    return e, tr, s, gt, mm, sm, aw
 }
 `)
 	dir := t.TempDir()

@@ -9,7 +9,10 @@ import "testing"
 // the emulator; a local read inside a reduction over an output variable
 // (cross-entropy's log-sum), a local the output reads beyond its extent
 // and rows longer than the limit keep their launches, and a local on the
-// weights alone still runs once with them.
+// weights alone still runs once with them. Attention's scores, read
+// across the row, are buffered per row (one launch) unless they are
+// longer than the buffer; a local buffered on part of the row's key
+// keeps its launch.
 func TestRowForm(t *testing.T) {
 	tl := tools(t)
 	for _, tc := range []struct {
@@ -38,6 +41,24 @@ func TestRowForm(t *testing.T) {
     let m: [A] = lambda a: max(lambda k: x[a, k]) in
     lambda a, n: (m[a] else -5.0) + 1.0
 model m(x: f32[3, 8]) { return o(x) }`, 2, 0},
+		// Attention's scores are read by their maximum and sum over the
+		// keys and by the output: a row buffer of the keys, filled by a
+		// block's threads in turn where the keys outnumber them.
+		{"attention", `model m(q: f32[2, 3, 33, 16], k: f32[2, 3, 70, 16], b: f32[70], q2: f32[1, 2, 5, 8], k2: f32[1, 2, 700, 8], b2: f32[700]) {
+    return attention_weights<causal = true, past = 20>(q, k, b), attention_weights<softcap = 3.0>(q2, k2, b2)
+}`, 2, 2},
+		// Scores longer than the buffer keep their launch.
+		{"long scores", `model m(q: f32[1, 1, 2, 2], k: f32[1, 1, 5000, 2], b: f32[5000]) {
+    return attention_weights(q, k, b)
+}`, 2, 1},
+		// s would be buffered along n, but the row is keyed on a and b
+		// (m's key): it would be computed again for every b, so it keeps
+		// its launch.
+		{"buffer on part of the key", `op o(x: [A, B, N]) -> [A, B, N] =
+    let s: [A, N] = lambda a, n: sum(lambda b: x[a, b, n]) in
+    let m: [A, B] = lambda a, b: max(lambda n: x[a, b, n] * s[a, n]) in
+    lambda a, b, n: x[a, b, n] / m[a, b] + s[a, n]
+model m(x: f32[3, 4, 9]) { return o(x) }`, 2, 1},
 		// A local on the weights alone runs once with them, not per row.
 		{"weights", `op wf(x: [A, N], w: [A, K], v: [K, N]) -> [A, N] =
     let m: [A, N] = lambda a, n: sum(lambda k: w[a, k] * v[k, n]) in

@@ -11,13 +11,36 @@ import (
 // locals, which spread it over many.
 const maxRow = 1 << 16
 
+// maxRowBuffer bounds the elements of a row's buffered locals together
+// (see Rows): held in f64, they fill at most 32 KiB of a GPU block's
+// shared memory (or of a host task's cache).
+const maxRowBuffer = 4096
+
 // RowLocal is a local of an instance computed once per row of the
 // instance's output (see Rows).
 type RowLocal struct {
 	Def *ir.Def
 	// Key holds, for each variable of Def, the position of the output
-	// variable it is read at.
+	// variable it is read at, or -1 for a variable the row's buffer
+	// spans: every value of it is computed for the row.
 	Key []int
+}
+
+// Buffered reports whether the local is held in a row buffer: some of
+// its variables are not the row's key.
+func (r RowLocal) Buffered() bool { return slices.Contains(r.Key, -1) }
+
+// BufferLen is the number of elements of a buffered local's row buffer
+// (1 for a local of one value per row).
+func (r RowLocal) BufferLen() int64 {
+	n := int64(1)
+	for i, p := range r.Key {
+		if p < 0 {
+			e, _ := r.Def.Vars[i].Extent.IsConst()
+			n *= e
+		}
+	}
+	return n
 }
 
 // Rows returns the row locals of inst, in the order of its locals: the
@@ -28,11 +51,21 @@ type RowLocal struct {
 // of the output (an index of those variables, its key), so a kernel can
 // compute it once per row and then the row's elements: one launch
 // reading the row while it is in cache, instead of a launch per local
-// writing a buffer. A local read anywhere else (inside a reduction over
-// an output variable, at an index computed from data, by a materialised
-// local, or where the output reaches indices beyond the local's extents)
-// is not a row local, nor is any when the row is longer than maxRow or the
-// output's shape is not known.
+// writing a buffer.
+//
+// A local whose reads agree on some of its variables (the key) and at
+// the others read at variables of their extents (anywhere in range:
+// attention's scores, read by their maximum and sum over the keys and by
+// the output at its own key) is a buffered row local: every element of
+// it at the row's key is computed once per row into a buffer, at most
+// maxRowBuffer elements for all of them, and read from there. Its key
+// must be the key of the whole row (else it would be computed again for
+// each row that shares its key), and not empty.
+//
+// A local read anywhere else (at an index computed from data, by a
+// materialised local, or where the output reaches indices beyond the
+// local's extents) is not a row local, nor is any when the row is longer
+// than maxRow or the output's shape is not known.
 func Rows(inst *ir.Instance) []RowLocal {
 	if len(inst.Outputs) != 1 {
 		return nil
@@ -46,8 +79,23 @@ func Rows(inst *ir.Instance) []RowLocal {
 	if len(cand) == 0 {
 		return nil
 	}
+	excluded := map[*ir.Def]bool{}
+	for {
+		rows, again := rowLocals(inst, cand, excluded)
+		if !again {
+			return rows
+		}
+	}
+}
+
+// rowLocals is Rows without the candidates excluded; when a buffered
+// local does not fit the row it is excluded and again is true.
+func rowLocals(inst *ir.Instance, cand, excluded map[*ir.Def]bool) (rows []RowLocal, again bool) {
 	out := inst.Outputs[0]
-	a := rowAnalysis{inst: inst, cand: cand, key: map[*ir.Def][]int{}, bad: map[*ir.Def]bool{}}
+	a := rowAnalysis{inst: inst, cand: cand, reads: map[*ir.Def][]rowRead{}, key: map[*ir.Def][]int{}, bad: map[*ir.Def]bool{}}
+	for d := range excluded {
+		a.bad[d] = true
+	}
 	bind := map[*ir.Var]int{}
 	for i, v := range out.Vars {
 		bind[v] = i
@@ -61,42 +109,70 @@ func Rows(inst *ir.Instance) []RowLocal {
 			a.spoil(d.Body, map[*ir.Def]bool{})
 		}
 	}
-	for changed := true; changed; {
-		changed = false
-		for _, d := range inst.Locals {
-			if _, keyed := a.key[d]; cand[d] && (a.bad[d] || !keyed) && !a.spoiled[d] {
-				a.markSpoiled(d)
-				changed = true
-			}
+	// A local is read only by later locals and the outputs: going back,
+	// every read of a candidate is known when it is reached.
+	for i := len(inst.Locals) - 1; i >= 0; i-- {
+		d := inst.Locals[i]
+		if !cand[d] {
+			continue
 		}
+		if key, ok := a.keyOf(d); ok && !a.bad[d] {
+			a.key[d] = key
+			a.walk(d.Body, bindVars(d, key))
+			continue
+		}
+		a.bad[d] = true
+		a.spoil(d.Body, map[*ir.Def]bool{})
 	}
-	var rows []RowLocal
 	keyed := map[int]bool{}
 	for _, d := range inst.Locals {
-		if k, ok := a.key[d]; ok && !a.bad[d] {
+		if k, ok := a.key[d]; ok {
 			rows = append(rows, RowLocal{Def: d, Key: k})
 			for _, p := range k {
-				keyed[p] = true
+				if p >= 0 {
+					keyed[p] = true
+				}
 			}
 		}
 	}
 	if len(rows) == 0 {
-		return nil
+		return nil, false
+	}
+	buffered := int64(0)
+	for _, r := range rows {
+		if !r.Buffered() {
+			continue
+		}
+		buffered += r.BufferLen()
+		if buffered > maxRowBuffer || !keysAll(r.Key, keyed) {
+			excluded[r.Def] = true
+			return nil, true
+		}
 	}
 	row := int64(1)
 	for i, v := range out.Vars {
 		n, ok := v.Extent.IsConst()
 		if !ok {
-			return nil
+			return nil, false
 		}
 		if !keyed[i] {
 			row *= n
 		}
 	}
 	if row > maxRow {
-		return nil
+		return nil, false
 	}
-	return rows
+	return rows, false
+}
+
+// keysAll reports whether key holds every position of the row's key.
+func keysAll(key []int, keyed map[int]bool) bool {
+	for p := range keyed {
+		if !slices.Contains(key, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // IsRowLocal reports whether d is a row local of inst.
@@ -107,33 +183,42 @@ func IsRowLocal(inst *ir.Instance, d *ir.Def) bool {
 type rowAnalysis struct {
 	inst *ir.Instance
 	cand map[*ir.Def]bool
-	// key is each candidate's key, as first read; bad marks candidates
-	// read elsewhere or at another index.
-	key     map[*ir.Def][]int
-	bad     map[*ir.Def]bool
-	spoiled map[*ir.Def]bool
+	// reads are each candidate's reads; key is its key once decided;
+	// bad marks candidates that are launched.
+	reads map[*ir.Def][]rowRead
+	key   map[*ir.Def][]int
+	bad   map[*ir.Def]bool
+}
+
+// rowRead is a read of a candidate: per index, the position of the
+// output variable it is (-1 if none), and whether it is a variable of the
+// candidate's extent there, so in range whatever its value.
+type rowRead struct {
+	pos  []int
+	fits []bool
 }
 
 // walk visits e evaluated with its variables bound to output positions
 // (bind; variables absent from it are reduction variables or bound to
-// other expressions), following recomputed locals and candidates into
-// their bodies.
+// other expressions), following recomputed locals into their bodies and
+// recording the reads of candidates.
 func (a *rowAnalysis) walk(e ir.Expr, bind map[*ir.Var]int) {
 	localReads(a.inst, e, func(acc *ir.Access, l *ir.Def) {
-		pos := make([]int, len(acc.Index))
+		r := rowRead{pos: make([]int, len(acc.Index)), fits: make([]bool, len(acc.Index))}
 		for i, ix := range acc.Index {
-			pos[i] = -1
-			if r, isVar := ix.(*ir.VarRef); isVar {
-				if p, bound := bind[r.V]; bound {
-					pos[i] = p
+			r.pos[i] = -1
+			if ref, isVar := ix.(*ir.VarRef); isVar {
+				if p, bound := bind[ref.V]; bound {
+					r.pos[i] = p
 				}
+				r.fits[i] = i < len(l.Vars) && ref.V.Extent.Equal(l.Vars[i].Extent)
 			}
 		}
 		switch {
 		case a.cand[l]:
-			a.readCandidate(l, pos)
+			a.reads[l] = append(a.reads[l], r)
 		case recomputable(a.inst, l):
-			a.walk(l.Body, bindVars(l, pos))
+			a.walk(l.Body, bindVars(l, r.pos))
 		}
 	})
 }
@@ -151,36 +236,46 @@ func localReads(inst *ir.Instance, e ir.Expr, read func(acc *ir.Access, l *ir.De
 	})
 }
 
-// readCandidate records a read of candidate l at output positions pos.
-// The local must have the output's extents at those positions: a row
-// local is computed at every key the output reaches (a read guarded by a
-// select or a default may reach fewer, and computing l beyond its extent
-// would read out of range).
-func (a *rowAnalysis) readCandidate(l *ir.Def, pos []int) {
-	if slices.Contains(pos, -1) || hasDuplicate(pos) || !a.sameExtents(l, pos) {
-		a.bad[l] = true
-		return
+// keyOf is candidate l's key from its reads: the output position each
+// variable is always read at, -1 where the reads differ (or are not at
+// output variables) and every read is of a variable of l's extent. A
+// local of one value per row must have the output's extents at its key
+// (a read guarded by a select or a default may reach fewer keys, and
+// computing l beyond its extent would read out of range).
+func (a *rowAnalysis) keyOf(l *ir.Def) ([]int, bool) {
+	reads := a.reads[l]
+	if len(reads) == 0 {
+		return nil, false
 	}
-	if k, seen := a.key[l]; seen {
-		if !slices.Equal(k, pos) {
-			a.bad[l] = true
+	key := slices.Clone(reads[0].pos)
+	for _, r := range reads[1:] {
+		for i, p := range r.pos {
+			if key[i] != p {
+				key[i] = -1
+			}
 		}
-		return
 	}
-	a.key[l] = pos
-	a.walk(l.Body, bindVars(l, pos))
-}
-
-// sameExtents reports whether l's variables have the extents of the
-// output's variables at pos.
-func (a *rowAnalysis) sameExtents(l *ir.Def, pos []int) bool {
 	out := a.inst.Outputs[0].Vars
-	for i, v := range l.Vars {
-		if !v.Extent.Equal(out[pos[i]].Extent) {
-			return false
+	var positions []int
+	for i, p := range key {
+		if p >= 0 && l.Vars[i].Extent.Equal(out[p].Extent) {
+			positions = append(positions, p)
+			continue
+		}
+		key[i] = -1
+		if _, known := l.Vars[i].Extent.IsConst(); !known {
+			return nil, false
+		}
+		for _, r := range reads {
+			if !r.fits[i] {
+				return nil, false
+			}
 		}
 	}
-	return true
+	if hasDuplicate(positions) || len(positions) == 0 && len(key) > 0 {
+		return nil, false // a buffer for the whole output is no row
+	}
+	return key, true
 }
 
 // spoil marks bad every candidate that e reaches through recomputed
@@ -196,16 +291,6 @@ func (a *rowAnalysis) spoil(e ir.Expr, seen map[*ir.Def]bool) {
 			a.spoil(l.Body, seen)
 		}
 	})
-}
-
-// markSpoiled spoils what a bad candidate reads: it is launched, so the
-// candidates it reaches are read element by element.
-func (a *rowAnalysis) markSpoiled(d *ir.Def) {
-	if a.spoiled == nil {
-		a.spoiled = map[*ir.Def]bool{}
-	}
-	a.spoiled[d] = true
-	a.spoil(d.Body, map[*ir.Def]bool{})
 }
 
 // bindVars binds l's variables to the output positions its index reads.

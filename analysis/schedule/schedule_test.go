@@ -208,10 +208,10 @@ func TestBatchNormScaleRunsWithTheWeights(t *testing.T) {
 
 // TestRows: the row locals of an instance and their keys, read off its
 // lambda: softmax along a middle axis keys on the others; a local read
-// inside a reduction over an output variable is none (cross-entropy),
-// nor is one that a launched local reads (attention's product of queries
-// and keys, read by its maximum over keys, is launched; its maximum and
-// sum are row locals).
+// inside a reduction over an output variable with no key is none
+// (cross-entropy's log-sum); attention's product of queries and keys,
+// read by its maximum over keys and by the output at its own index, is
+// buffered along the keys (-1), keyed like its maximum and sum.
 func TestRows(t *testing.T) {
 	src := `model m<batch = 1>(x: f32[batch, 3, 16], l: f32[batch, 16], y: i64[batch], q: f32[batch, 2, 5, 4], k: f32[batch, 2, 7, 4], b: f32[7]) {
     return softmax<axis = 1>(x), softmax_cross_entropy(l, y), attention_weights(q, k, b)
@@ -226,7 +226,7 @@ func TestRows(t *testing.T) {
 		}
 		got[n.Inst.Op] = strings.Join(rows, " ")
 	}
-	for op, want := range map[string]string{"softmax": "m[0 2] s[0 2]", "softmax_cross_entropy": "", "attention_weights": "m[0 1 2] l[0 1 2]"} {
+	for op, want := range map[string]string{"softmax": "m[0 2] s[0 2]", "softmax_cross_entropy": "", "attention_weights": "qk[0 1 2 -1] m[0 1 2] l[0 1 2]"} {
 		if got[op] != want {
 			t.Errorf("%s: row locals %q, want %q", op, got[op], want)
 		}

@@ -150,6 +150,9 @@ func (f *fn) recompute(d *tir.Def, idx []value.Value) value.Value {
 	if v, ok := f.rowVals[d]; ok {
 		return v // a row local, at the row's key (schedule.Rows)
 	}
+	if buf, ok := f.rowBufs[d]; ok {
+		return f.load(buf, f.rowBufferOffset(d, idx), d.Tensor.DType)
+	}
 	saved := make([]value.Value, len(d.Vars))
 	for i, v := range d.Vars {
 		saved[i] = f.vars[v]

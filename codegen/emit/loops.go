@@ -1,6 +1,8 @@
 package emit
 
 import (
+	"fmt"
+
 	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
@@ -30,8 +32,9 @@ type fn struct {
 	hoisted map[*tir.Reduce]value.Value
 	smem    *ir.Global
 	// rowVals holds the row locals of a Rows kernel computed for the
-	// current row.
+	// current row; rowBufs points at the buffers of its buffered locals.
 	rowVals map[*tir.Def]value.Value
+	rowBufs map[*tir.Def]value.Value
 	// unrolled is the number of copies of the code being emitted that
 	// enclosing unrolled reductions make (1 outside any).
 	unrolled int64
@@ -308,6 +311,12 @@ func (f *fn) rowsLoop() {
 	tid, ntid := f.sreg("tid.x"), f.sreg("ntid.x")
 	rows := f.k.Rows
 	vars, shape := f.rowVars(rows.RowVars(len(f.k.Vars)))
+	f.rowBufs = map[*tir.Def]value.Value{}
+	for i, l := range rows.Locals {
+		if l.BufferLen > 0 {
+			f.rowBufs[l.Def] = f.sharedRowBuffer(i, l)
+		}
+	}
 	f.loop(f.sreg("ctaid.x"), i64(rows.Count), f.sreg("nctaid.x"), func(key value.Value) {
 		f.computeRow(key, func(r *tir.Reduce) value.Value { return f.blockReduce(r, tid, ntid) })
 		f.loop(tid, i64(rows.Len), ntid, func(t value.Value) {
@@ -323,15 +332,43 @@ func (f *fn) rowsLoop() {
 func (f *fn) rowsHost(begin, end value.Value) {
 	rows := f.k.Rows
 	vars, _ := f.rowVars(rows.RowVars(len(f.k.Vars)))
+	malloc := f.m.declare("malloc", types.I8Ptr, types.I64)
+	free := f.m.declare("free", types.Void, types.I8Ptr)
+	f.rowBufs = map[*tir.Def]value.Value{}
+	for _, l := range rows.Locals {
+		if l.BufferLen > 0 {
+			st := storageType(l.Def.Tensor.DType)
+			p := f.b.NewCall(malloc, i64(l.BufferLen*int64(max(1, l.Def.Tensor.DType.Size()))))
+			f.rowBufs[l.Def] = f.b.NewBitCast(p, types.NewPointer(st))
+		}
+	}
 	f.loop(begin, end, i64(1), func(key value.Value) {
 		f.computeRow(key, nil)
 		f.forRange(i64(0), i64(rows.Len), vars, func(value.Value) { f.storeElement() })
 	})
+	for _, l := range rows.Locals {
+		if p, ok := f.rowBufs[l.Def]; ok {
+			f.b.NewCall(free, f.b.NewBitCast(p, types.I8Ptr))
+		}
+	}
+}
+
+// sharedRowBuffer defines the shared array holding buffered row local l
+// (the i-th) and returns a pointer to its first element.
+func (f *fn) sharedRowBuffer(i int, l kernel.RowLocal) value.Value {
+	st := storageType(l.Def.Tensor.DType)
+	g := f.m.M.NewGlobalDef(fmt.Sprintf("%s.row%d", f.f.Name(), i), constant.NewUndef(types.NewArray(uint64(l.BufferLen), st)))
+	g.Linkage = enum.LinkageInternal
+	g.AddrSpace = sharedSpace
+	g.Typ = nil // recomputed with the address space
+	g.Align = 8
+	return f.b.NewGetElementPtr(g.ContentType, g, i64(0), i64(0))
 }
 
 // computeRow binds the key variables to row key and computes the row
 // locals in order; reduce, when not nil, computes their top-level
-// reductions (on the GPU, over the block).
+// reductions over the block (the GPU flavour, whose threads share the
+// elements of the buffered locals), else one thread computes all.
 func (f *fn) computeRow(key value.Value, reduce func(*tir.Reduce) value.Value) {
 	rows := f.k.Rows
 	vars, shape := f.rowVars(rows.Key)
@@ -339,7 +376,13 @@ func (f *fn) computeRow(key value.Value, reduce func(*tir.Reduce) value.Value) {
 	f.rowVals = map[*tir.Def]value.Value{}
 	for _, l := range rows.Locals {
 		for i, v := range l.Def.Vars {
-			f.vars[v] = f.vars[f.k.Vars[l.At[i]]]
+			if l.At[i] >= 0 {
+				f.vars[v] = f.vars[f.k.Vars[l.At[i]]]
+			}
+		}
+		if l.BufferLen > 0 {
+			f.fillRowBuffer(l, reduce != nil)
+			continue
 		}
 		f.hoisted = map[*tir.Reduce]value.Value{}
 		if reduce != nil {
@@ -353,6 +396,50 @@ func (f *fn) computeRow(key value.Value, reduce func(*tir.Reduce) value.Value) {
 		}
 	}
 	f.hoisted = nil
+}
+
+// fillRowBuffer computes every element of buffered row local l at the
+// bound key into its buffer; shared, the block's threads share them,
+// between barriers: the previous row's readers are done before it is
+// overwritten, and all of it is written before it is read.
+func (f *fn) fillRowBuffer(l kernel.RowLocal, shared bool) {
+	vars, shape := l.Buffered()
+	buf := f.rowBufs[l.Def]
+	fill := func(t value.Value) {
+		f.unflatten(t, vars, shape)
+		f.store(buf, t, f.convert(f.expr(l.Def.Body), l.Def.Body.Type(), l.Def.Tensor.DType, true), l.Def.Tensor.DType)
+	}
+	if shared {
+		f.barrier()
+		f.loop(f.sreg("tid.x"), i64(l.BufferLen), f.sreg("ntid.x"), fill)
+		f.barrier()
+	} else {
+		f.loop(i64(0), i64(l.BufferLen), i64(1), fill)
+	}
+	for _, v := range l.Def.Vars {
+		delete(f.vars, v)
+	}
+}
+
+// rowBufferOffset is where the element at idx of buffered row local d
+// (at the row's key) lies in its buffer: row-major over the variables
+// the buffer spans.
+func (f *fn) rowBufferOffset(d *tir.Def, idx []value.Value) value.Value {
+	for _, l := range f.k.Rows.Locals {
+		if l.Def != d {
+			continue
+		}
+		_, shape := l.Buffered()
+		var at []value.Value
+		for i, p := range l.At {
+			if p < 0 {
+				at = append(at, idx[i])
+			}
+		}
+		return flatIndex(f, at, shape)
+	}
+	fail("local %s has no row buffer", d.Tensor.Name)
+	return nil
 }
 
 // rowVars are the kernel's variables at positions, and their extents.

@@ -191,9 +191,16 @@ func (b *builder) rows() *Rows {
 		if src, ok := k.source[l.Def.Tensor]; !ok || src.Local != l.Def {
 			continue
 		}
-		r.Locals = append(r.Locals, RowLocal{Def: l.Def, At: l.Key, Reductions: topLevelReductions(l.Def.Body)})
+		rl := RowLocal{Def: l.Def, At: l.Key}
+		if l.Buffered() {
+			rl.BufferLen = l.BufferLen()
+			r.BufferLen += rl.BufferLen
+		} else {
+			rl.Reductions = topLevelReductions(l.Def.Body)
+		}
+		r.Locals = append(r.Locals, rl)
 		for _, p := range l.Key {
-			if !slices.Contains(r.Key, p) {
+			if p >= 0 && !slices.Contains(r.Key, p) {
 				r.Key = append(r.Key, p)
 			}
 		}

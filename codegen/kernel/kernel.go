@@ -176,18 +176,49 @@ type Kernel struct {
 type Rows struct {
 	Key    []int // positions in Kernel.Vars, ascending
 	Locals []RowLocal
-	// Count is the number of rows, Len the elements of each.
-	Count, Len int64
+	// Count is the number of rows, Len the elements of each, BufferLen
+	// the elements of the buffered locals' row buffers together.
+	Count, Len, BufferLen int64
 }
 
-// RowLocal is a local computed once per row.
+// BufferBytes is the memory of the row buffers of the buffered locals.
+func (r *Rows) BufferBytes() int64 {
+	n := int64(0)
+	for _, l := range r.Locals {
+		n += l.BufferLen * int64(max(1, l.Def.Tensor.DType.Size()))
+	}
+	return n
+}
+
+// RowLocal is a local computed once per row: one value, or a buffer of
+// values (schedule.RowLocal.Buffered).
 type RowLocal struct {
 	Def *ir.Def
 	// At holds, for each variable of Def, the position in Kernel.Vars of
-	// the variable it is evaluated at.
+	// the variable it is evaluated at, or -1 for a variable the row's
+	// buffer spans.
 	At []int
-	// Reductions are Def's top-level reductions, in evaluation order.
+	// Reductions are the top-level reductions of a local of one value
+	// per row, in evaluation order (a buffered local's are each
+	// element's own).
 	Reductions []*ir.Reduce
+	// BufferLen is the number of elements of a buffered local's buffer
+	// (0 for a local of one value).
+	BufferLen int64
+}
+
+// Buffered are the variables of a buffered local that its buffer spans,
+// and their extents (none for a local of one value).
+func (l RowLocal) Buffered() ([]*ir.Var, []int64) {
+	var vars []*ir.Var
+	var shape []int64
+	for i, p := range l.At {
+		if p < 0 {
+			n, _ := l.Def.Vars[i].Extent.IsConst()
+			vars, shape = append(vars, l.Def.Vars[i]), append(shape, n)
+		}
+	}
+	return vars, shape
 }
 
 // RowVars are the positions in Kernel.Vars that are not in the key.
