@@ -14,6 +14,26 @@ type Device struct {
 	PeakFLOPS float64 // floating-point operations per second (f32, no tensor cores)
 	Bandwidth float64 // device-memory bytes per second
 	Launch    float64 // seconds of overhead per kernel launch
+	// HalfFLOPs and TileRows, TileCols model the rate of a contraction
+	// kernel (one that IsContraction), where positive: a contraction
+	// computes its FLOPs padded to whole micro-tiles (ContractionShape)
+	// and its half-performance size besides (Hockney's f½), all at
+	// PeakFLOPS, so that one of f padded FLOPs runs at
+	// PeakFLOPS·f/(f + HalfFLOPs) and PeakFLOPS is the rate of an
+	// unboundedly large one. Other kernels compute at PeakFLOPS. 0:
+	// every kernel at PeakFLOPS (the GPU profiles).
+	HalfFLOPs          float64
+	TileRows, TileCols int64
+}
+
+// ComputeSeconds is the compute time on d of a kernel of flops FLOPs,
+// of which contractions are contraction kernels, whose FLOPs padded to
+// whole micro-tiles are flops plus padding (ContractionShape.Padding):
+// the padded FLOPs at the peak, and each contraction's half-performance
+// size at the peak besides. A kernel of a schedule is at most one
+// contraction; an instance may launch several.
+func (d Device) ComputeSeconds(flops, padding int64, contractions int) float64 {
+	return (float64(flops) + float64(padding) + float64(contractions)*d.HalfFLOPs) / d.PeakFLOPS
 }
 
 // H100 is the default profile: an H100 SXM's f32 CUDA-core peak, its HBM3
@@ -27,6 +47,10 @@ type KernelEstimate struct {
 	FLOPs int64
 	Bytes int64 // read from and written to device memory
 	Time  float64
+	// Contraction is the shape of a contraction kernel (nil: not one),
+	// and Padding the FLOPs its micro-tiles add on the device.
+	Contraction *ContractionShape
+	Padding     int64
 }
 
 // Estimate is the roofline cost of running a graph as a sequence of
@@ -60,12 +84,13 @@ func Roofline(g *ir.Graph, d Device) (*Estimate, error) {
 // RooflineOf estimates the kernels of schedule s on d (see Roofline).
 func RooflineOf(s *schedule.Schedule, d Device) (*Estimate, error) {
 	est := &Estimate{Device: d, Views: len(s.Views)}
+	weights := weightValues(s.Graph)
 	for k, kern := range s.Kernels {
 		if kern.Precomputed {
 			est.Precomputed++
 			continue
 		}
-		ke, err := EstimateKernel(s, k, d)
+		ke, err := estimateKernel(s, k, d, weights)
 		if err != nil {
 			return nil, err
 		}
@@ -86,8 +111,14 @@ func RooflineOf(s *schedule.Schedule, d Device) (*Estimate, error) {
 // EstimateKernel prices kernel k of s: the FLOPs of the Def it computes
 // (with those of the node's recomputed locals on the node's first kernel)
 // and of the nodes fused into it, the bytes of every buffer it reads once
-// and of the buffer it writes.
+// and of the buffer it writes. A contraction's compute is
+// Device.ComputeSeconds of its shape (ContractionOf, the factor computed
+// from the weights the row side).
 func EstimateKernel(s *schedule.Schedule, k int, d Device) (KernelEstimate, error) {
+	return estimateKernel(s, k, d, weightValues(s.Graph))
+}
+
+func estimateKernel(s *schedule.Schedule, k int, d Device, weights map[*ir.Value]bool) (KernelEstimate, error) {
 	var ke KernelEstimate
 	kern := s.Kernels[k]
 	root := kern.Root()
@@ -122,7 +153,13 @@ func EstimateKernel(s *schedule.Schedule, k int, d Device) (KernelEstimate, erro
 			return ke, fmt.Errorf("node %s: %v", root.Name, err)
 		}
 	}
-	ke.Time = max(float64(ke.FLOPs)/d.PeakFLOPS, float64(ke.Bytes)/d.Bandwidth) + d.Launch
+	contractions := 0
+	if c, ok := ContractionOf(kern.Def, tensorWeight(root, weights)); ok {
+		contractions = 1
+		ke.Contraction = &c
+		ke.Padding = c.Padding(d.TileRows, d.TileCols)
+	}
+	ke.Time = max(d.ComputeSeconds(ke.FLOPs, ke.Padding, contractions), float64(ke.Bytes)/d.Bandwidth) + d.Launch
 	return ke, nil
 }
 

@@ -126,8 +126,10 @@ type sim struct {
 }
 
 // kernelTime is the roofline time of the view's kernels on d: the longer
-// of its FLOPs at the peak and its inputs' and outputs' bytes at the
-// memory bandwidth, plus a launch overhead per kernel.
+// of its FLOPs at the peak (with the padding and the half-performance
+// size of each contraction it launches, Device.ComputeSeconds) and its
+// inputs' and outputs' bytes at the memory bandwidth, plus a launch
+// overhead per kernel.
 func (v *View) kernelTime(d Device) (float64, error) {
 	v.kernelOnce.Do(func() {
 		inst := v.Inst
@@ -138,16 +140,30 @@ func (v *View) kernelTime(d Device) (float64, error) {
 		for _, o := range inst.Outputs {
 			v.kernel.bytes += tensorBytes(o.Tensor.DType, o.Tensor.Shape)
 		}
-		v.kernel.launches = len(schedule.Launches(inst))
+		launches := schedule.Launches(inst)
+		v.kernel.launches = len(launches)
+		for _, l := range launches {
+			if c, ok := ContractionOf(l, nil); ok {
+				v.kernel.contractions = append(v.kernel.contractions, c)
+			}
+		}
 	})
 	k := v.kernel
-	return max(float64(k.flops)/d.PeakFLOPS, float64(k.bytes)/d.Bandwidth) + float64(k.launches)*d.Launch, k.err
+	padding := int64(0)
+	for _, c := range k.contractions {
+		padding += c.Padding(d.TileRows, d.TileCols)
+	}
+	return max(d.ComputeSeconds(k.flops, padding, len(k.contractions)), float64(k.bytes)/d.Bandwidth) + float64(k.launches)*d.Launch, k.err
 }
 
 // kernelSize is what the roofline reads of a view.
 type kernelSize struct {
 	flops, bytes int64
 	launches     int
+	// contractions are the shapes of its launches that are
+	// contractions, each with its smaller side as the rows (a view does
+	// not say which inputs are weights).
+	contractions []ContractionShape
 	err          error
 }
 

@@ -35,6 +35,16 @@ type TopologyDevice struct {
 	// kernels. 0: not modelled.
 	IOBandwidth float64 `json:"io_bandwidth,omitempty"`
 	StepSeconds float64 `json:"step_seconds,omitempty"`
+	// ContractionHalfFLOPs and ContractionTile, when given, model the
+	// rate of its contraction kernels (Device.HalfFLOPs, TileRows and
+	// TileCols; docs/partition.md): a contraction computes its
+	// multiply-adds padded to whole tiles of ContractionTile[0] rows ×
+	// ContractionTile[1] columns (its micro-kernel's), and the
+	// half-performance size besides (Hockney's f½), at peak_flops, the
+	// rate of an unboundedly large one. Absent: every kernel computes
+	// at peak_flops.
+	ContractionHalfFLOPs float64 `json:"contraction_half_flops,omitempty"`
+	ContractionTile      []int64 `json:"contraction_tile,omitempty"`
 }
 
 // Link connects devices through one interconnect (a switch, a bus): each
@@ -109,8 +119,11 @@ func (t *Topology) Validate() error {
 		return fmt.Errorf("a topology needs at least one device")
 	}
 	for i, d := range t.Devices {
-		if !positive(d.PeakFLOPS) || !positive(d.MemoryBandwidth) || d.MemoryBytes <= 0 || d.LaunchSeconds < 0 || math.IsInf(d.LaunchSeconds, 0) || d.IOBandwidth < 0 || math.IsInf(d.IOBandwidth, 0) || d.StepSeconds < 0 || math.IsInf(d.StepSeconds, 0) {
-			return fmt.Errorf("device %d (%s): peak_flops, memory_bandwidth and memory_bytes must be positive; launch_seconds, io_bandwidth and step_seconds not negative", i, d.Name)
+		if !positive(d.PeakFLOPS) || !positive(d.MemoryBandwidth) || d.MemoryBytes <= 0 || d.LaunchSeconds < 0 || math.IsInf(d.LaunchSeconds, 0) || d.IOBandwidth < 0 || math.IsInf(d.IOBandwidth, 0) || d.StepSeconds < 0 || math.IsInf(d.StepSeconds, 0) || d.ContractionHalfFLOPs < 0 || math.IsInf(d.ContractionHalfFLOPs, 0) {
+			return fmt.Errorf("device %d (%s): peak_flops, memory_bandwidth and memory_bytes must be positive; launch_seconds, io_bandwidth, step_seconds and contraction_half_flops not negative", i, d.Name)
+		}
+		if len(d.ContractionTile) != 0 && (len(d.ContractionTile) != 2 || d.ContractionTile[0] <= 0 || d.ContractionTile[1] <= 0) {
+			return fmt.Errorf("device %d (%s): contraction_tile must be two positive sizes, rows and columns", i, d.Name)
 		}
 	}
 	for i, l := range t.Links {
@@ -129,7 +142,11 @@ func (t *Topology) Validate() error {
 // Roofline is device i as a roofline profile.
 func (t *Topology) Roofline(i int) Device {
 	d := t.Devices[i]
-	return Device{Name: d.Name, PeakFLOPS: d.PeakFLOPS, Bandwidth: d.MemoryBandwidth, Launch: d.LaunchSeconds}
+	dev := Device{Name: d.Name, PeakFLOPS: d.PeakFLOPS, Bandwidth: d.MemoryBandwidth, Launch: d.LaunchSeconds, HalfFLOPs: d.ContractionHalfFLOPs}
+	if len(d.ContractionTile) == 2 {
+		dev.TileRows, dev.TileCols = d.ContractionTile[0], d.ContractionTile[1]
+	}
+	return dev
 }
 
 // link is the fastest link between devices a and b (ok false: none).

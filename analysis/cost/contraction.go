@@ -1,0 +1,227 @@
+package cost
+
+import (
+	"tofuc/lang/ir"
+)
+
+// ContractionShape is a contraction kernel as the host runs it, a
+// packed GEMM (codegen/emit's gemm): for each of Batch indices, an
+// output of Rows × Cols elements, each a sum of Depth products. Rows is
+// the side of the weight factor where one factor is computed from the
+// weights alone (the host packs it once, with them), else the side with
+// fewer elements; the host's micro-kernel computes whole tiles of rows
+// × columns, so a side that is no multiple of the tile is padded.
+type ContractionShape struct {
+	Batch, Rows, Cols, Depth int64
+}
+
+// Padding is the FLOPs that micro-tiles of tileRows × tileCols add to
+// the shape's multiply-adds (two FLOPs each): those of the rows and
+// columns up to whole tiles (0 where a tile side is not positive).
+func (c ContractionShape) Padding(tileRows, tileCols int64) int64 {
+	if tileRows <= 0 || tileCols <= 0 {
+		return 0
+	}
+	return 2 * c.Batch * c.Depth * (ceilTo(c.Rows, tileRows)*ceilTo(c.Cols, tileCols) - c.Rows*c.Cols)
+}
+
+func ceilTo(n, q int64) int64 { return (n + q - 1) / q * q }
+
+// IsContraction says whether d is a contraction, the compiler's rule
+// (codegen/kernel's Contraction kind, which the host runs as a packed
+// GEMM): one of its sums, not nested in another, multiplies two reads
+// whose index variables differ (each operand reused across outputs), as
+// in a matmul, a linear layer or a convolution; a sum of squares or a
+// dot product of two vectors read alike is not one.
+func IsContraction(d *ir.Def) bool {
+	_, ok := ContractionOf(d, nil)
+	return ok
+}
+
+// ContractionOf is the shape of contraction d (ok false: d is not one,
+// IsContraction). weight says whether a tensor d reads holds weights
+// (nil: none does); a factor all of whose reads are weights and that
+// reads no batch variable becomes the row side.
+func ContractionOf(d *ir.Def, weight func(*ir.Tensor) bool) (c ContractionShape, ok bool) {
+	var sum *ir.Reduce
+	ir.Walk(d.Body, func(e ir.Expr) bool {
+		r, isReduce := e.(*ir.Reduce)
+		if sum != nil || !isReduce {
+			return sum == nil
+		}
+		if sumOfProducts(r) {
+			sum = r
+		}
+		return false
+	})
+	if sum == nil {
+		return c, false
+	}
+	m := factors(sum)
+	a, b := m.L, m.R
+	inA, inB := varRefs(a), varRefs(b)
+	var batch, rows, cols []*ir.Var
+	for _, v := range d.Vars {
+		switch {
+		case inA[v] == inB[v]:
+			batch = append(batch, v)
+		case inA[v]:
+			rows = append(rows, v)
+		default:
+			cols = append(cols, v)
+		}
+	}
+	if extent(rows) > extent(cols) {
+		a, b, rows, cols = b, a, cols, rows
+	}
+	onWeights := func(f ir.Expr) bool {
+		if weight == nil {
+			return false
+		}
+		refs, all, some := varRefs(f), true, false
+		for _, v := range batch {
+			if refs[v] {
+				return false
+			}
+		}
+		ir.Walk(f, func(e ir.Expr) bool {
+			if x, isAccess := e.(*ir.Access); isAccess {
+				some = true
+				all = all && weight(x.T)
+			}
+			return true
+		})
+		return some && all
+	}
+	if !onWeights(a) && onWeights(b) {
+		rows, cols = cols, rows
+	}
+	return ContractionShape{Batch: extent(batch), Rows: extent(rows), Cols: extent(cols), Depth: extent(sum.Vars)}, true
+}
+
+// factors is the product a sum of products sums, through its casts.
+func factors(r *ir.Reduce) *ir.Binary {
+	body := r.Body
+	for {
+		c, ok := body.(*ir.Cast)
+		if !ok {
+			break
+		}
+		body = c.X
+	}
+	m, _ := body.(*ir.Binary)
+	return m
+}
+
+// sumOfProducts is the test of IsContraction on one sum.
+func sumOfProducts(r *ir.Reduce) bool {
+	if r.Kind != ir.Sum {
+		return false
+	}
+	m := factors(r)
+	if m == nil || m.Op != ir.OpMul {
+		return false
+	}
+	l, rr := readVars(m.L), readVars(m.R)
+	if len(l) == 0 || len(rr) == 0 {
+		return false
+	}
+	if len(l) != len(rr) {
+		return true
+	}
+	for v := range l {
+		if !rr[v] {
+			return true
+		}
+	}
+	return false
+}
+
+// readVars is the set of index variables of the reads in e (empty when
+// e reads no tensor).
+func readVars(e ir.Expr) map[*ir.Var]bool {
+	out := map[*ir.Var]bool{}
+	ir.Walk(e, func(x ir.Expr) bool {
+		if a, ok := x.(*ir.Access); ok {
+			for _, ix := range a.Index {
+				for v := range varRefs(ix) {
+					out[v] = true
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// varRefs is the set of variables e reads.
+func varRefs(e ir.Expr) map[*ir.Var]bool {
+	out := map[*ir.Var]bool{}
+	ir.Walk(e, func(x ir.Expr) bool {
+		if r, ok := x.(*ir.VarRef); ok {
+			out[r.V] = true
+		}
+		return true
+	})
+	return out
+}
+
+// extent is the number of values of a list of variables (1 for none).
+func extent(vars []*ir.Var) int64 {
+	n := int64(1)
+	for _, v := range vars {
+		c, _ := v.Extent.IsConst()
+		n *= c
+	}
+	return n
+}
+
+// weightValues is the values of g computed from its parameters and
+// constants alone (the parameters among them), as analysis/schedule
+// finds them: the host packs a contraction's factor on them once.
+func weightValues(g *ir.Graph) map[*ir.Value]bool {
+	w := map[*ir.Value]bool{}
+	for _, p := range g.Params {
+		w[p.Value] = true
+	}
+	for _, n := range g.Nodes {
+		all := true
+		for _, v := range n.Inputs {
+			all = all && (w[v] || v.Const != nil)
+		}
+		if all {
+			for _, v := range n.Outputs {
+				w[v] = true
+			}
+		}
+	}
+	return w
+}
+
+// tensorWeight says which tensors of node n's instance hold weights:
+// inputs that are weight values (or constants), locals all of whose
+// reads do.
+func tensorWeight(n *ir.Node, weights map[*ir.Value]bool) func(*ir.Tensor) bool {
+	var weight func(t *ir.Tensor) bool
+	weight = func(t *ir.Tensor) bool {
+		for i, in := range n.Inst.Inputs {
+			if in == t {
+				return weights[n.Inputs[i]] || n.Inputs[i].Const != nil
+			}
+		}
+		for _, l := range n.Inst.Locals {
+			if l.Tensor == t {
+				all := true
+				ir.Walk(l.Body, func(e ir.Expr) bool {
+					if a, ok := e.(*ir.Access); ok && all {
+						all = weight(a.T)
+					}
+					return all
+				})
+				return all
+			}
+		}
+		return false
+	}
+	return weight
+}
