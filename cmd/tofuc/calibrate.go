@@ -14,21 +14,37 @@ import (
 
 	"tofuc/analysis/cost"
 	"tofuc/codegen/backend"
+	"tofuc/codegen/emit"
 )
 
 // The reference models of `tofuc bench --calibrate`: typical layers of
 // CNNs and MLPs, none a layer of the models the simulation is checked
 // against (docs/partition.md).
 var (
-	// Contractions of 17 to 500 MFLOP with their epilogues: a 3×3 and a
-	// 1×1 convolution and a large and a small linear layer, their
-	// weights packed once.
+	// Contractions of 0.5 to 300 MFLOP with their epilogues, of shapes
+	// as varied as the layers of CNNs and MLPs: 3×3 and 1×1
+	// convolutions over large and small images, deep and shallow;
+	// linear layers of many and of few rows, deep and shallow, wide and
+	// narrow; and the tiny matmul below. Their times fit the
+	// half-performance model (cost.FitHalfPerformance).
 	calibrateContractions = []string{`model conv3(x: f32[1, 96, 40, 40]) {
     w = param f32[96, 96, 3, 3] init he()
     y = relu(conv2d<pads = [1, 1, 1, 1]>(x, w))
     return y
 }`, `model conv1(x: f32[1, 192, 20, 20]) {
     w = param f32[384, 192, 1, 1] init he()
+    y = relu(conv2d(x, w))
+    return y
+}`, `model thin3(x: f32[1, 24, 96, 96]) {
+    w = param f32[32, 24, 3, 3] init he()
+    y = relu(conv2d<pads = [1, 1, 1, 1]>(x, w))
+    return y
+}`, `model deep3(x: f32[1, 384, 6, 6]) {
+    w = param f32[768, 384, 3, 3] init he()
+    y = relu(conv2d<pads = [1, 1, 1, 1]>(x, w))
+    return y
+}`, `model shallow1(x: f32[1, 48, 36, 36]) {
+    w = param f32[160, 48, 1, 1] init he()
     y = relu(conv2d(x, w))
     return y
 }`, `model linear(x: f32[256, 768]) {
@@ -41,6 +57,31 @@ var (
     b = param f32[256] init zeros()
     y = relu(linear(x, w, b))
     return y
+}`, `model fewrows(x: f32[16, 1024]) {
+    w = param f32[1024, 1024] init glorot()
+    b = param f32[1024] init zeros()
+    y = relu(linear(x, w, b))
+    return y
+}`, `model manyrows(x: f32[1000, 64]) {
+    w = param f32[64, 64] init glorot()
+    b = param f32[64] init zeros()
+    y = relu(linear(x, w, b))
+    return y
+}`, `model deep(x: f32[48, 2000]) {
+    w = param f32[2000, 100] init glorot()
+    b = param f32[100] init zeros()
+    y = relu(linear(x, w, b))
+    return y
+}`, `model narrow(x: f32[300, 50]) {
+    w = param f32[50, 40] init glorot()
+    b = param f32[40] init zeros()
+    y = relu(linear(x, w, b))
+    return y
+}`, `model tiny(x: f32[96, 160]) {
+    w = param f32[160, 24] init glorot()
+    b = param f32[24] init zeros()
+    y = relu(linear(x, w, b))
+    return y
 }`}
 	// An add of 64 MiB tensors: its kernel gives the memory bandwidth.
 	calibrateAdd = `model add(a: f32[4096, 4096], b: f32[4096, 4096]) {
@@ -48,15 +89,17 @@ var (
     return c
 }`
 	// Kernels too small for their work to count: their runs give a
-	// step's fixed cost beyond its kernels, their kernels the fixed
-	// cost of a kernel.
-	calibrateTiny = []string{`model tinymatmul(a: f32[64, 64], b: f32[64, 64]) {
-    c = relu(matmul(a, b))
-    return c
-}`, `model tinyadd(a: f32[256], b: f32[256]) {
+	// step's fixed cost beyond its kernels, the add's kernel the fixed
+	// cost of a kernel, and the matmul's kernel is the smallest of the
+	// reference contractions.
+	calibrateTinyAdd = `model tinyadd(a: f32[256], b: f32[256]) {
     c = a + b
     return c
-}`}
+}`
+	calibrateTinyMatmul = `model tinymatmul(a: f32[64, 64], b: f32[64, 64]) {
+    c = relu(matmul(a, b))
+    return c
+}`
 	// A sum of a 4 MiB input (a batch of images or of token vectors):
 	// the rest of its run, beyond the fixed cost, copies the input in.
 	calibrateCopy = `model copy(a: f32[1024, 1024]) {
@@ -72,13 +115,15 @@ const calibrateRounds = 3
 // threads and prints a topology of one device describing it, for
 // --topology (docs/partition.md, "Simulated step time"), each model
 // timed in calibrateRounds rounds of --runs runs:
-//   - peak_flops: the geometric mean of the reference contractions'
-//     rates (their FLOPs over their kernels' time);
 //   - memory_bandwidth: the large add's bytes over its kernel's time;
-//   - launch_seconds: the larger of what the tiny models' kernels take
-//     beyond their roofline time, per launch;
+//   - launch_seconds: what the tiny add's kernel takes beyond its
+//     roofline time (an element-wise kernel's fixed cost);
 //   - step_seconds: the smaller of the tiny models' runs beyond their
 //     kernels (the runtime's fixed cost per step);
+//   - peak_flops and contraction_half_flops: Hockney's r∞ and f½
+//     fitted to the reference contractions' kernels beyond their
+//     launch (cost.FitHalfPerformance), each reference's time and the
+//     model's written to stderr;
 //   - io_bandwidth: the copy model's input over the rest of its run
 //     beyond its kernel and the fixed cost.
 func runCalibrate(f benchFlags, stdout, stderr io.Writer) int {
@@ -139,35 +184,55 @@ func calibrate(f benchFlags, stderr io.Writer) (cost.TopologyDevice, error) {
 		m.benchResult = rounds[len(rounds)/2]
 		return m, nil
 	}
-	logRate := 0.0
-	for _, src := range calibrateContractions {
-		m, err := measure(src)
-		if err != nil {
-			return d, err
-		}
-		logRate += math.Log(float64(m.est.FLOPs) / kernelSeconds(m.benchResult))
-	}
-	d.PeakFLOPS = math.Exp(logRate / float64(len(calibrateContractions)))
 	add, err := measure(calibrateAdd)
 	if err != nil {
 		return d, err
 	}
 	d.MemoryBandwidth = float64(add.est.Bytes) / kernelSeconds(add.benchResult)
-	var launch, step []float64
-	for _, src := range calibrateTiny {
+	tinyAdd, err := measure(calibrateTinyAdd)
+	if err != nil {
+		return d, err
+	}
+	// The add's FLOPs are no more than its bytes: its roofline is its
+	// memory time.
+	d.LaunchSeconds = max(0, kernelSeconds(tinyAdd.benchResult)-float64(tinyAdd.est.Bytes)/d.MemoryBandwidth) / float64(max(1, tinyAdd.est.Launches))
+	tinyMatmul, err := measure(calibrateTinyMatmul)
+	if err != nil {
+		return d, err
+	}
+	// A step costs what the cheaper tiny run took beyond its kernels
+	// (the one with the least to copy).
+	d.StepSeconds = min(max(0, tinyAdd.Median-kernelSeconds(tinyAdd.benchResult)), max(0, tinyMatmul.Median-kernelSeconds(tinyMatmul.benchResult)))
+	refs := []*measured{tinyMatmul}
+	for _, src := range calibrateContractions {
 		m, err := measure(src)
 		if err != nil {
 			return d, err
 		}
-		roofline := max(float64(m.est.FLOPs)/d.PeakFLOPS, float64(m.est.Bytes)/d.MemoryBandwidth)
-		launch = append(launch, max(0, kernelSeconds(m.benchResult)-roofline)/float64(max(1, m.est.Launches)))
-		step = append(step, max(0, m.Median-kernelSeconds(m.benchResult)))
+		refs = append(refs, m)
 	}
-	// A launch costs what the dearer tiny kernel took beyond its
-	// roofline (contractions, the dearer to start, are most of a
-	// model's launches); a step what the cheaper tiny run took beyond
-	// its kernels (the one with the least to copy).
-	d.LaunchSeconds, d.StepSeconds = slices.Max(launch), slices.Min(step)
+	// Each reference is one contraction kernel (its epilogue fused):
+	// its compute is its kernel's time beyond the launch, for its FLOPs
+	// padded to the host micro-kernel's tiles.
+	d.ContractionTile = hostContractionTile()
+	var flops, seconds []float64
+	padding := make([]int64, len(refs))
+	for i, m := range refs {
+		if len(m.est.Kernels) != 1 || m.est.Kernels[0].Contraction == nil {
+			return d, fmt.Errorf("the reference contraction %s is not one contraction kernel", m.Model)
+		}
+		padding[i] = m.est.Kernels[0].Contraction.Padding(d.ContractionTile[0], d.ContractionTile[1])
+		flops = append(flops, float64(m.est.FLOPs+padding[i]))
+		seconds = append(seconds, computeSeconds(m, d.LaunchSeconds))
+	}
+	if d.PeakFLOPS, d.ContractionHalfFLOPs, err = cost.FitHalfPerformance(flops, seconds); err != nil {
+		return d, err
+	}
+	dev := cost.Device{PeakFLOPS: d.PeakFLOPS, HalfFLOPs: d.ContractionHalfFLOPs}
+	for i, m := range refs {
+		fmt.Fprintf(stderr, "calibrate: %-10s %8.2f MFLOP (%7.2f padded) in %8.3f ms (%6.1f GFLOP/s), model %8.3f ms\n",
+			m.Model, float64(m.est.FLOPs)/1e6, flops[i]/1e6, seconds[i]*1e3, float64(m.est.FLOPs)/seconds[i]/1e9, dev.ComputeSeconds(m.est.FLOPs, padding[i], 1)*1e3)
+	}
 	cp, err := measure(calibrateCopy)
 	if err != nil {
 		return d, err
@@ -189,6 +254,26 @@ type measured struct {
 	*benchResult
 	est        *cost.Estimate
 	inputBytes int64
+}
+
+// hostContractionTile is the rows and columns of the host GEMM's
+// micro-kernel (codegen/emit's gemm: NR = two vectors of the host's
+// widest lanes, MR = 8 rows with AVX-512's 32 registers, else 6).
+func hostContractionTile() []int64 {
+	lanes := emit.HostLanes()
+	mr := int64(6)
+	if lanes == 16 {
+		mr = 8
+	}
+	return []int64{mr, 2 * lanes}
+}
+
+// computeSeconds is a reference contraction's kernel time beyond its
+// launch, at least a hundredth of the kernel's time (a kernel lost in
+// the noise of the launch counts as that).
+func computeSeconds(m *measured, launch float64) float64 {
+	k := kernelSeconds(m.benchResult)
+	return max(k/100, k-launch*float64(max(1, m.est.Launches)))
 }
 
 // kernelSeconds is the time of a bench's median run spent in kernels.

@@ -163,8 +163,13 @@ func TestBenchCalibrate(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v:\n%s", err, out.String())
 	}
-	if d := topo.Devices[0]; len(topo.Devices) != 1 || d.IOBandwidth <= 0 || d.LaunchSeconds <= 0 || d.StepSeconds <= 0 {
+	if d := topo.Devices[0]; len(topo.Devices) != 1 || d.IOBandwidth <= 0 || d.LaunchSeconds <= 0 || d.StepSeconds <= 0 || len(d.ContractionTile) != 2 {
 		t.Errorf("a quantity was not measured:\n%s", out.String())
+	}
+	// Every reference contraction is reported with the fitted model's
+	// time for it.
+	if n := strings.Count(errb.String(), "calibrate: "); n != len(calibrateContractions)+1 {
+		t.Errorf("%d reference contractions reported, want %d:\n%s", n, len(calibrateContractions)+1, errb.String())
 	}
 	for _, args := range [][]string{
 		{"bench", "--calibrate", "../../examples/mlp.tdl"},
