@@ -152,65 +152,54 @@ func calibrate(f benchFlags, stderr io.Writer) (cost.TopologyDevice, error) {
 	if err != nil {
 		return d, err
 	}
-	n := 0
-	measure := func(src string) (*measured, error) {
-		n++
-		path := filepath.Join(dir, fmt.Sprintf("m%d.tdl", n))
+	// Every model is timed in calibrateRounds rounds, each round
+	// timing all of them in turn, and the round of its median kernel
+	// time kept: on a shared machine one round can be off by half, and
+	// the machine's speed drifts, so that each model's median is drawn
+	// from the whole calibration, not from one stretch of it.
+	srcs := append([]string{calibrateAdd, calibrateTinyAdd, calibrateTinyMatmul, calibrateCopy}, calibrateContractions...)
+	ms := make([]*measured, len(srcs))
+	for i, src := range srcs {
+		path := filepath.Join(dir, fmt.Sprintf("m%d.tdl", i))
 		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-			return nil, err
+			return d, err
 		}
 		g, _, err := benchGraph(path, benchFlags{})
 		if err != nil {
-			return nil, err
+			return d, err
 		}
-		m := &measured{}
+		m := &measured{path: path}
 		if m.est, err = cost.Roofline(g, cost.Device{PeakFLOPS: 1, Bandwidth: 1}); err != nil {
-			return nil, err
+			return d, err
 		}
 		for _, in := range g.Inputs {
 			m.inputBytes += cost.ValueBytes(in)
 		}
-		// Three rounds, the one of the median kernel time: on a shared
-		// machine one round can be off by half.
-		var rounds []*benchResult
-		for range calibrateRounds {
-			res, err := bench(path, benchFlags{runs: f.runs, threads: f.threads, seed: f.seed}, b, nil, stderr)
+		ms[i] = m
+	}
+	rounds := make([][]*benchResult, len(srcs))
+	for range calibrateRounds {
+		for i, m := range ms {
+			res, err := bench(m.path, benchFlags{runs: f.runs, threads: f.threads, seed: f.seed}, b, nil, stderr)
 			if err != nil {
-				return nil, err
+				return d, err
 			}
-			rounds = append(rounds, res)
+			rounds[i] = append(rounds[i], res)
 		}
-		slices.SortFunc(rounds, func(x, y *benchResult) int { return cmp.Compare(kernelSeconds(x), kernelSeconds(y)) })
-		m.benchResult = rounds[len(rounds)/2]
-		return m, nil
 	}
-	add, err := measure(calibrateAdd)
-	if err != nil {
-		return d, err
+	for i, m := range ms {
+		slices.SortFunc(rounds[i], func(x, y *benchResult) int { return cmp.Compare(kernelSeconds(x), kernelSeconds(y)) })
+		m.benchResult = rounds[i][len(rounds[i])/2]
 	}
+	add, tinyAdd, tinyMatmul, cp := ms[0], ms[1], ms[2], ms[3]
 	d.MemoryBandwidth = float64(add.est.Bytes) / kernelSeconds(add.benchResult)
-	tinyAdd, err := measure(calibrateTinyAdd)
-	if err != nil {
-		return d, err
-	}
 	// The add's FLOPs are no more than its bytes: its roofline is its
 	// memory time.
 	d.LaunchSeconds = max(0, kernelSeconds(tinyAdd.benchResult)-float64(tinyAdd.est.Bytes)/d.MemoryBandwidth) / float64(max(1, tinyAdd.est.Launches))
-	tinyMatmul, err := measure(calibrateTinyMatmul)
-	if err != nil {
-		return d, err
-	}
 	// A step costs what the cheaper tiny run took beyond its kernels
 	// (the one with the least to copy).
 	d.StepSeconds = min(max(0, tinyAdd.Median-kernelSeconds(tinyAdd.benchResult)), max(0, tinyMatmul.Median-kernelSeconds(tinyMatmul.benchResult)))
-	refs := []*measured{tinyMatmul}
-	for _, src := range calibrateContractions {
-		m, err := measure(src)
-		if err != nil {
-			return d, err
-		}
-		refs = append(refs, m)
-	}
+	refs := append([]*measured{tinyMatmul}, ms[4:]...)
 	// Each reference is one contraction kernel (its epilogue fused):
 	// its compute is its kernel's time beyond the launch, for its FLOPs
 	// padded to the host micro-kernel's tiles.
@@ -233,10 +222,6 @@ func calibrate(f benchFlags, stderr io.Writer) (cost.TopologyDevice, error) {
 		fmt.Fprintf(stderr, "calibrate: %-10s %8.2f MFLOP (%7.2f padded) in %8.3f ms (%6.1f GFLOP/s), model %8.3f ms\n",
 			m.Model, float64(m.est.FLOPs)/1e6, flops[i]/1e6, seconds[i]*1e3, float64(m.est.FLOPs)/seconds[i]/1e9, dev.ComputeSeconds(m.est.FLOPs, padding[i], 1)*1e3)
 	}
-	cp, err := measure(calibrateCopy)
-	if err != nil {
-		return d, err
-	}
 	if rest := cp.Median - kernelSeconds(cp.benchResult) - d.StepSeconds; rest > 0 {
 		d.IOBandwidth = float64(cp.inputBytes) / rest
 	} // else 0: not modelled (the copy lost in the noise)
@@ -249,9 +234,10 @@ func calibrate(f benchFlags, stderr io.Writer) (cost.TopologyDevice, error) {
 }
 
 // measured is a reference model's bench (its median round), its
-// roofline sizes and the bytes of its inputs.
+// file, its roofline sizes and the bytes of its inputs.
 type measured struct {
 	*benchResult
+	path       string
 	est        *cost.Estimate
 	inputBytes int64
 }
