@@ -281,7 +281,7 @@ func HostRange(k *kernel.Kernel) (items, grain int64) {
 		return GEMMTasks(k.GEMM), 1
 	}
 	if k.Rows != nil {
-		return k.Rows.Count, max(1, 4096/max(k.Rows.Len, 1))
+		return k.Rows.Count, max(1, 4096/k.Rows.Work(k))
 	}
 	return k.Elements, 4096
 }

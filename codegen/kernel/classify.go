@@ -120,7 +120,11 @@ func (b *builder) classify() {
 	k := b.k
 	if k.Rows = b.rows(); k.Rows != nil {
 		k.Kind, k.Form = Reduction, RowsForm
+		k.Reductions = topLevelReductions(k.Stages[0].Body)
 		for _, l := range k.Rows.Locals {
+			if l.BufferLen > 0 {
+				continue // each element's reductions are its own
+			}
 			for _, r := range l.Reductions {
 				k.ReduceLen = max(k.ReduceLen, rangeLen(r))
 			}
@@ -191,12 +195,10 @@ func (b *builder) rows() *Rows {
 		if src, ok := k.source[l.Def.Tensor]; !ok || src.Local != l.Def {
 			continue
 		}
-		rl := RowLocal{Def: l.Def, At: l.Key}
+		rl := RowLocal{Def: l.Def, At: l.Key, Reductions: topLevelReductions(l.Def.Body)}
 		if l.Buffered() {
 			rl.BufferLen = l.BufferLen()
 			r.BufferLen += rl.BufferLen
-		} else {
-			rl.Reductions = topLevelReductions(l.Def.Body)
 		}
 		r.Locals = append(r.Locals, rl)
 		for _, p := range l.Key {

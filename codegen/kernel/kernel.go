@@ -145,8 +145,9 @@ type Kernel struct {
 	Shape  []int64   // the output shape
 	Stages []*ir.Def // evaluated in order at each output index
 	Args   []Arg     // the last one is written
-	// Reductions are the top-level reductions of the first stage that a
-	// Blocks kernel splits over the block, in evaluation order.
+	// Reductions are the top-level reductions of the first stage, in
+	// evaluation order, of a Blocks kernel (which splits them over the
+	// block) and a Rows kernel (for the work of its rows, Rows.Work).
 	Reductions []*ir.Reduce
 	Sites      []Site
 	// Opaques are the opaque calls to compute on the host before the
@@ -181,6 +182,31 @@ type Rows struct {
 	Count, Len, BufferLen int64
 }
 
+// Work estimates the work of one row of kernel k: the terms of every
+// element's top-level reductions (one for an element with none), the
+// row's elements and its buffered locals' alike, and of its other
+// locals' reductions.
+func (r *Rows) Work(k *Kernel) int64 {
+	work := r.Len * terms(k.Reductions)
+	for _, l := range r.Locals {
+		if l.BufferLen > 0 {
+			work += l.BufferLen * terms(l.Reductions)
+		} else {
+			work += terms(l.Reductions)
+		}
+	}
+	return work
+}
+
+// terms is the number of terms of reductions rs, at least 1.
+func terms(rs []*ir.Reduce) int64 {
+	n := int64(1)
+	for _, r := range rs {
+		n += rangeLen(r)
+	}
+	return n
+}
+
 // BufferBytes is the memory of the row buffers of the buffered locals.
 func (r *Rows) BufferBytes() int64 {
 	n := int64(0)
@@ -198,9 +224,7 @@ type RowLocal struct {
 	// the variable it is evaluated at, or -1 for a variable the row's
 	// buffer spans.
 	At []int
-	// Reductions are the top-level reductions of a local of one value
-	// per row, in evaluation order (a buffered local's are each
-	// element's own).
+	// Reductions are Def's top-level reductions, in evaluation order.
 	Reductions []*ir.Reduce
 	// BufferLen is the number of elements of a buffered local's buffer
 	// (0 for a local of one value).
