@@ -17,12 +17,19 @@ type ContractionShape struct {
 
 // Padding is the FLOPs that micro-tiles of tileRows × tileCols add to
 // the shape's multiply-adds (two FLOPs each): those of the rows and
-// columns up to whole tiles (0 where a tile side is not positive).
-func (c ContractionShape) Padding(tileRows, tileCols int64) int64 {
+// columns up to whole tiles (0 where a tile side is not positive). A
+// shape of at most narrowCols columns runs a narrow kernel over exactly
+// its columns (a fully connected layer at batch 1): only its rows are
+// padded.
+func (c ContractionShape) Padding(tileRows, tileCols, narrowCols int64) int64 {
 	if tileRows <= 0 || tileCols <= 0 {
 		return 0
 	}
-	return 2 * c.Batch * c.Depth * (ceilTo(c.Rows, tileRows)*ceilTo(c.Cols, tileCols) - c.Rows*c.Cols)
+	cols := ceilTo(c.Cols, tileCols)
+	if c.Cols <= narrowCols {
+		cols = c.Cols
+	}
+	return 2 * c.Batch * c.Depth * (ceilTo(c.Rows, tileRows)*cols - c.Rows*c.Cols)
 }
 
 func ceilTo(n, q int64) int64 { return (n + q - 1) / q * q }

@@ -115,6 +115,20 @@ func TestContractionRate(t *testing.T) {
 	if want := (float64(k.FLOPs+k.Padding)+dev.HalfFLOPs)/dev.PeakFLOPS + dev.Launch; math.Abs(k.Time-want) > 1e-15 {
 		t.Errorf("time %g, want %g", k.Time, want)
 	}
+	// At batch 1 the one column is padded to a tile, unless the device
+	// has a narrow kernel for it: then only the 250 rows are, to 256.
+	one := graphOf(t, linearModel(1, 512, 250)).IR
+	for _, c := range []struct{ narrow, want int64 }{{0, 2 * 512 * (256*32 - 250)}, {4, 2 * 512 * (256 - 250)}} {
+		nd := dev
+		nd.NarrowCols = c.narrow
+		e, err := cost.Roofline(one, nd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := e.Kernels[0]; k.Padding != c.want {
+			t.Errorf("batch 1, narrow columns %d: padding %d FLOPs, want %d", c.narrow, k.Padding, c.want)
+		}
+	}
 	// An add is no contraction: the fields change nothing.
 	add := graphOf(t, "model m(a: f32[4096], b: f32[4096]) {\n    return a + b\n}\n").IR
 	plain := dev
@@ -205,11 +219,11 @@ func TestTopologyContractionFields(t *testing.T) {
 	if math.Abs(sim.Seconds-want) > 1e-15 {
 		t.Errorf("an old topology: %g s, want %g s", sim.Seconds, want)
 	}
-	fitted, err := load(`{"name": "new", "devices": [{` + device + `, "contraction_half_flops": 2e6, "contraction_tile": [8, 32]}], "links": []}`)
+	fitted, err := load(`{"name": "new", "devices": [{` + device + `, "contraction_half_flops": 2e6, "contraction_tile": [8, 32], "contraction_narrow_cols": 4}], "links": []}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := fitted.Roofline(0); d.HalfFLOPs != 2e6 || d.TileRows != 8 || d.TileCols != 32 {
+	if d := fitted.Roofline(0); d.HalfFLOPs != 2e6 || d.TileRows != 8 || d.TileCols != 32 || d.NarrowCols != 4 {
 		t.Errorf("the fields read as %+v", d)
 	}
 	slower, err := cost.SimulateOne(g, fitted)
@@ -220,14 +234,14 @@ func TestTopologyContractionFields(t *testing.T) {
 	if want := sim.Seconds + (2*512*256*24+2e6)/1e11; math.Abs(slower.Seconds-want) > 1e-12 {
 		t.Errorf("with the fields: %g s, want %g s", slower.Seconds, want)
 	}
-	for _, bad := range []string{`"contraction_half_flops": -1`, `"contraction_tile": [8]`, `"contraction_tile": [0, 32]`} {
+	for _, bad := range []string{`"contraction_half_flops": -1`, `"contraction_tile": [8]`, `"contraction_tile": [0, 32]`, `"contraction_narrow_cols": -1`} {
 		if _, err := load(`{"name": "bad", "devices": [{` + device + `, ` + bad + `}], "links": []}`); err == nil {
 			t.Errorf("%s was accepted", bad)
 		}
 	}
 	for _, name := range cost.TopologyNames() {
 		for _, d := range cost.Topologies[name].Devices {
-			if d.ContractionHalfFLOPs != 0 || d.ContractionTile != nil {
+			if d.ContractionHalfFLOPs != 0 || d.ContractionTile != nil || d.ContractionNarrowCols != 0 {
 				t.Errorf("%s: a GPU profile with the host's contraction fields", name)
 			}
 		}

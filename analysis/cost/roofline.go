@@ -24,6 +24,9 @@ type Device struct {
 	// every kernel at PeakFLOPS (the GPU profiles).
 	HalfFLOPs          float64
 	TileRows, TileCols int64
+	// NarrowCols is the most columns of a contraction that the device
+	// computes without padding them (ContractionShape.Padding).
+	NarrowCols int64
 }
 
 // ComputeSeconds is the compute time on d of a kernel of flops FLOPs,
@@ -157,7 +160,7 @@ func estimateKernel(s *schedule.Schedule, k int, d Device, weights map[*ir.Value
 	if c, ok := ContractionOf(kern.Def, tensorWeight(root, weights)); ok {
 		contractions = 1
 		ke.Contraction = &c
-		ke.Padding = c.Padding(d.TileRows, d.TileCols)
+		ke.Padding = c.Padding(d.TileRows, d.TileCols, d.NarrowCols)
 	}
 	ke.Time = max(d.ComputeSeconds(ke.FLOPs, ke.Padding, contractions), float64(ke.Bytes)/d.Bandwidth) + d.Launch
 	return ke, nil

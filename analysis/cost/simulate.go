@@ -151,7 +151,7 @@ func (v *View) kernelTime(d Device) (float64, error) {
 	k := v.kernel
 	padding := int64(0)
 	for _, c := range k.contractions {
-		padding += c.Padding(d.TileRows, d.TileCols)
+		padding += c.Padding(d.TileRows, d.TileCols, d.NarrowCols)
 	}
 	return max(d.ComputeSeconds(k.flops, padding, len(k.contractions)), float64(k.bytes)/d.Bandwidth) + float64(k.launches)*d.Launch, k.err
 }

@@ -35,16 +35,19 @@ type TopologyDevice struct {
 	// kernels. 0: not modelled.
 	IOBandwidth float64 `json:"io_bandwidth,omitempty"`
 	StepSeconds float64 `json:"step_seconds,omitempty"`
-	// ContractionHalfFLOPs and ContractionTile, when given, model the
-	// rate of its contraction kernels (Device.HalfFLOPs, TileRows and
-	// TileCols; docs/partition.md): a contraction computes its
-	// multiply-adds padded to whole tiles of ContractionTile[0] rows ×
-	// ContractionTile[1] columns (its micro-kernel's), and the
-	// half-performance size besides (Hockney's f½), at peak_flops, the
-	// rate of an unboundedly large one. Absent: every kernel computes
-	// at peak_flops.
-	ContractionHalfFLOPs float64 `json:"contraction_half_flops,omitempty"`
-	ContractionTile      []int64 `json:"contraction_tile,omitempty"`
+	// ContractionHalfFLOPs, ContractionTile and ContractionNarrowCols,
+	// when given, model the rate of its contraction kernels
+	// (Device.HalfFLOPs, TileRows, TileCols and NarrowCols;
+	// docs/partition.md): a contraction computes its multiply-adds
+	// padded to whole tiles of ContractionTile[0] rows ×
+	// ContractionTile[1] columns (its micro-kernel's), its columns
+	// unpadded where there are at most ContractionNarrowCols of them
+	// (a narrow kernel's), and the half-performance size besides
+	// (Hockney's f½), at peak_flops, the rate of an unboundedly large
+	// one. Absent: every kernel computes at peak_flops.
+	ContractionHalfFLOPs  float64 `json:"contraction_half_flops,omitempty"`
+	ContractionTile       []int64 `json:"contraction_tile,omitempty"`
+	ContractionNarrowCols int64   `json:"contraction_narrow_cols,omitempty"`
 }
 
 // Link connects devices through one interconnect (a switch, a bus): each
@@ -125,6 +128,9 @@ func (t *Topology) Validate() error {
 		if len(d.ContractionTile) != 0 && (len(d.ContractionTile) != 2 || d.ContractionTile[0] <= 0 || d.ContractionTile[1] <= 0) {
 			return fmt.Errorf("device %d (%s): contraction_tile must be two positive sizes, rows and columns", i, d.Name)
 		}
+		if d.ContractionNarrowCols < 0 {
+			return fmt.Errorf("device %d (%s): contraction_narrow_cols must not be negative", i, d.Name)
+		}
 	}
 	for i, l := range t.Links {
 		if !positive(l.Bandwidth) || l.Latency < 0 || math.IsInf(l.Latency, 0) || len(l.Devices) < 2 {
@@ -142,7 +148,7 @@ func (t *Topology) Validate() error {
 // Roofline is device i as a roofline profile.
 func (t *Topology) Roofline(i int) Device {
 	d := t.Devices[i]
-	dev := Device{Name: d.Name, PeakFLOPS: d.PeakFLOPS, Bandwidth: d.MemoryBandwidth, Launch: d.LaunchSeconds, HalfFLOPs: d.ContractionHalfFLOPs}
+	dev := Device{Name: d.Name, PeakFLOPS: d.PeakFLOPS, Bandwidth: d.MemoryBandwidth, Launch: d.LaunchSeconds, HalfFLOPs: d.ContractionHalfFLOPs, NarrowCols: d.ContractionNarrowCols}
 	if len(d.ContractionTile) == 2 {
 		dev.TileRows, dev.TileCols = d.ContractionTile[0], d.ContractionTile[1]
 	}

@@ -203,14 +203,14 @@ func calibrate(f benchFlags, stderr io.Writer) (cost.TopologyDevice, error) {
 	// Each reference is one contraction kernel (its epilogue fused):
 	// its compute is its kernel's time beyond the launch, for its FLOPs
 	// padded to the host micro-kernel's tiles.
-	d.ContractionTile = hostContractionTile()
+	d.ContractionTile, d.ContractionNarrowCols = hostContractionTile()
 	var flops, seconds []float64
 	padding := make([]int64, len(refs))
 	for i, m := range refs {
 		if len(m.est.Kernels) != 1 || m.est.Kernels[0].Contraction == nil {
 			return d, fmt.Errorf("the reference contraction %s is not one contraction kernel", m.Model)
 		}
-		padding[i] = m.est.Kernels[0].Contraction.Padding(d.ContractionTile[0], d.ContractionTile[1])
+		padding[i] = m.est.Kernels[0].Contraction.Padding(d.ContractionTile[0], d.ContractionTile[1], d.ContractionNarrowCols)
 		flops = append(flops, float64(m.est.FLOPs+padding[i]))
 		seconds = append(seconds, computeSeconds(m, d.LaunchSeconds))
 	}
@@ -243,15 +243,20 @@ type measured struct {
 }
 
 // hostContractionTile is the rows and columns of the host GEMM's
-// micro-kernel (codegen/emit's gemm: NR = two vectors of the host's
-// widest lanes, MR = 8 rows with AVX-512's 32 registers, else 6).
-func hostContractionTile() []int64 {
+// micro-kernel, and the most columns of its narrow kernel (codegen/emit's
+// gemm: NR = two vectors of the host's widest lanes, MR = 8 rows with
+// AVX-512's 32 registers, else 6; a narrow kernel for up to 4 columns
+// where a vector is two depth values of MR rows, VL = 2·MR, else none).
+func hostContractionTile() (tile []int64, narrowCols int64) {
 	lanes := emit.HostLanes()
 	mr := int64(6)
 	if lanes == 16 {
 		mr = 8
 	}
-	return []int64{mr, 2 * lanes}
+	if lanes == 2*mr {
+		narrowCols = 4
+	}
+	return []int64{mr, 2 * lanes}, narrowCols
 }
 
 // computeSeconds is a reference contraction's kernel time beyond its
