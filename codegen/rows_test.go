@@ -47,6 +47,11 @@ model m(x: f32[3, 8]) { return o(x) }`, 2, 0},
 		{"attention", `model m(q: f32[2, 3, 33, 16], k: f32[2, 3, 70, 16], b: f32[70], q2: f32[1, 2, 5, 8], k2: f32[1, 2, 700, 8], b2: f32[700]) {
     return attention_weights<causal = true, past = 20>(q, k, b), attention_weights<softcap = 3.0>(q2, k2, b2)
 }`, 2, 2},
+		// No keys: an empty buffer is none (the scores keep their
+		// launch, writing nothing).
+		{"no keys", `model m(q: f32[1, 2, 3, 4], k: f32[1, 2, 0, 4], b: f32[1]) {
+    return attention_weights(q, k, b)
+}`, 2, 1},
 		// Scores longer than the buffer keep their launch.
 		{"long scores", `model m(q: f32[1, 1, 2, 2], k: f32[1, 1, 5000, 2], b: f32[5000]) {
     return attention_weights(q, k, b)

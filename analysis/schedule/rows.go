@@ -60,7 +60,8 @@ func (r RowLocal) BufferLen() int64 {
 // it at the row's key is computed once per row into a buffer, at most
 // maxRowBuffer elements for all of them, and read from there. Its key
 // must be the key of the whole row (else it would be computed again for
-// each row that shares its key), and not empty.
+// each row that shares its key), and not empty, and its buffer not
+// empty.
 //
 // A local read anywhere else (at an index computed from data, by a
 // materialised local, or where the output reaches indices beyond the
@@ -143,8 +144,9 @@ func rowLocals(inst *ir.Instance, cand, excluded map[*ir.Def]bool) (rows []RowLo
 		if !r.Buffered() {
 			continue
 		}
-		buffered += r.BufferLen()
-		if buffered > maxRowBuffer || !keysAll(r.Key, keyed) {
+		n := r.BufferLen()
+		buffered += n
+		if n == 0 || buffered > maxRowBuffer || !keysAll(r.Key, keyed) {
 			excluded[r.Def] = true
 			return nil, true
 		}
