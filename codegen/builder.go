@@ -104,7 +104,7 @@ func (b *builder) addStep(device int, init bool, s plan.Step) int {
 // launch adds a launch of k with its argument buffers, resolved by their
 // keys, to a device's steps.
 func (b *builder) launch(device int, init bool, k *kernel.Kernel) (int, error) {
-	if k.GEMM != nil && !k.PackOnly && k.GEMM.SharedB == nil {
+	if k.GEMM != nil && !k.PackOnly && k.GEMM.SharedB == nil && k.Before == nil {
 		if n := emit.SharedBLen(k.GEMM); n > 0 {
 			// The host flavour's tasks share B, packed into a
 			// workspace that lives for the launch only.
@@ -117,11 +117,16 @@ func (b *builder) launch(device int, init bool, k *kernel.Kernel) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := b.opaqueSteps(device, init, k); err != nil {
-		return 0, err
+	for _, part := range []*kernel.Kernel{k.Before, k} {
+		if part == nil {
+			continue
+		}
+		if err := b.opaqueSteps(device, init, part); err != nil {
+			return 0, err
+		}
 	}
 	s := plan.Step{Op: plan.Launch, Kernel: idx, Label: k.Label}
-	for _, a := range k.Args {
+	for _, a := range k.LaunchArgs() {
 		id, ok := b.bufferOf[a.Key]
 		if !ok {
 			return 0, fmt.Errorf("%s: argument %v has no buffer", k.Label, a.Key)
@@ -181,6 +186,9 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	b.kernelOf[name] = idx
 	b.units = append(b.units, k)
 	pk := plan.Kernel{Name: name, Label: k.Label, Kind: k.Kind.String(), Form: k.Form.String(), Elements: k.Elements, Sync: k.Form.Sync() && !k.PackOnly}
+	if k.Before != nil {
+		pk.Form, pk.Sync = "chain", true
+	}
 	pk.Grid, pk.Block, pk.Shared = geometry(k)
 	pk.HostRange, pk.HostGrain = emit.HostRange(k)
 	if k.GEMM != nil && !k.PackOnly {
@@ -189,7 +197,7 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	if k.PackOnly {
 		pk.HostOnly, pk.Grid = true, 0
 	}
-	for _, a := range k.Args {
+	for _, a := range k.LaunchArgs() {
 		pk.Args = append(pk.Args, plan.Arg{DType: a.DType.String(), Shape: a.Shape})
 		n := int64(a.DType.Size())
 		for _, d := range a.Shape {
@@ -197,18 +205,38 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 		}
 		pk.Bytes += n
 	}
-	for _, d := range k.Stages {
-		f, err := cost.DefFLOPs(d)
-		if err != nil {
-			return 0, err
-		}
-		pk.FLOPs += f
+	if pk.FLOPs, err = kernelFLOPs(k); err != nil {
+		return 0, err
 	}
 	for _, s := range k.Sites {
 		pk.Sites = append(pk.Sites, plan.Site{Pos: s.Pos.String(), Tensor: s.Tensor, Shape: s.Shape})
 	}
 	b.p.Kernels = append(b.p.Kernels, pk)
 	return idx, nil
+}
+
+// kernelFLOPs are the FLOPs of k's stages and row locals, and of the
+// kernel chained before it.
+func kernelFLOPs(k *kernel.Kernel) (int64, error) {
+	defs := k.Stages
+	if k.Rows != nil {
+		for _, l := range k.Rows.Locals {
+			defs = append(defs[:len(defs):len(defs)], l.Def)
+		}
+	}
+	var total int64
+	for _, d := range defs {
+		f, err := cost.DefFLOPs(d)
+		if err != nil {
+			return 0, err
+		}
+		total += f
+	}
+	if k.Before != nil {
+		f, err := kernelFLOPs(k.Before)
+		return total + f, err
+	}
+	return total, nil
 }
 
 // kernelName is "k" and the start of the hash of k's GPU-flavour IR: the
@@ -221,7 +249,7 @@ func kernelName(k *kernel.Kernel) (string, error) {
 	// The IR of a 1-D read does not show its buffer's length: two workers
 	// reading 60 and 64 elements of a bias alike need two kernels.
 	text := m.String()
-	for _, a := range k.Args {
+	for _, a := range k.LaunchArgs() {
 		text += fmt.Sprintf("\n%s%v", a.DType, a.Shape)
 	}
 	h := sha256.Sum256([]byte(text))
@@ -236,7 +264,8 @@ func kernelName(k *kernel.Kernel) (string, error) {
 // covers the reduction range; Rows kernels a block per row, the threads
 // likewise covering the longest of the row, its buffers and its locals'
 // reductions, with shared memory for its buffers;
-// Tiled kernels a block per tile (kernel.GEMM.Tile). Every grid is
+// Tiled kernels a block per tile (kernel.GEMM.Tile); a chained launch a
+// block per block of rows, kernel.ThreadsPerBlock threads. Every grid is
 // capped at maxGrid blocks and every form strides over what its grid
 // does not cover, so a kernel is correct for any grid (TestAnyGrid).
 // CUDA would take 2^31 - 1 blocks, but more blocks were slower on an
@@ -248,6 +277,9 @@ func kernelName(k *kernel.Kernel) (string, error) {
 const maxGrid = 65535
 
 func geometry(k *kernel.Kernel) (grid, block, shared int64) {
+	if k.Before != nil {
+		return min(emit.ChainBlocks(k), maxGrid), kernel.ThreadsPerBlock, 0
+	}
 	if k.Form == kernel.Tiled {
 		t := k.GEMM.Tile()
 		return min(t.Tiles, maxGrid), t.Threads, t.SharedBytes()

@@ -104,7 +104,8 @@ func tools(t *testing.T) *toolchain.Tools {
 }
 
 // TestExamplesOnOneDevice compiles the examples (the MLP's and the RNN's
-// training graphs, a Wide ResNet, the Transformer) for one device and
+// training graphs, a Wide ResNet, the Transformer; the MLP also at 64
+// rows, where layers chain) for one device and
 // runs them on the cpu and simt runtimes against the interpreter.
 func TestExamplesOnOneDevice(t *testing.T) {
 	tl := tools(t)
@@ -115,6 +116,8 @@ func TestExamplesOnOneDevice(t *testing.T) {
 	}{
 		{"mlp", false, attrs("batch", 4)},
 		{"mlp", true, attrs("batch", 4, "hidden", 16)},
+		{"mlp", false, nil}, // 64 rows: two layers chained in one launch
+		{"mlp", true, attrs("batch", 64, "hidden", 16)},
 		{"wresnet", false, attrs("batch", 1, "width", 1, "image", 32, "classes", 10)},
 		{"rnn", true, attrs("batch", 2, "hidden", 32, "steps", 4)},
 		{"transformer", false, attrs("hidden", 32, "seq", 8, "batch", 2, "vocab", 50)},

@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"slices"
 
 	"tofuc/analysis/schedule"
 	"tofuc/codegen/emit"
@@ -41,6 +42,9 @@ func (b *builder) singleDevice(g *ir.Graph) error {
 		weights[p.Value] = true
 	}
 	for k, kern := range s.Kernels {
+		if kern.Chained {
+			continue // launched with the kernel that reads it
+		}
 		kn, err := b.scheduleKernel(s, k)
 		if err != nil {
 			return err
@@ -49,6 +53,17 @@ func (b *builder) singleDevice(g *ir.Graph) error {
 			weights[kn.Out().Key] = true
 		} else if err := b.prepack(kn, weights); err != nil {
 			return err
+		}
+		if kern.Before != nil {
+			before, err := b.scheduleKernel(s, slices.Index(s.Kernels, kern.Before))
+			if err != nil {
+				return err
+			}
+			if err := b.prepack(before, weights); err != nil {
+				return err
+			}
+			kn.Before, kn.ChainRows = before, kern.ChainRows
+			kn.Label = before.Label + " then " + kn.Label
 		}
 		if _, err := b.launch(0, kern.Precomputed, kn); err != nil {
 			return err

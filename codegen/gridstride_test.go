@@ -21,7 +21,7 @@ import (
 func TestAnyGrid(t *testing.T) {
 	tl := tools(t)
 	g := modelFromSource(t, `
-model strided(x: f32[70, 300], idx: i64[50], a: f32[130, 40], b: f32[40, 150], q: f32[2, 2, 20, 8], k: f32[2, 2, 45, 8], kb: f32[45]) {
+model strided(x: f32[70, 300], idx: i64[50], a: f32[130, 40], b: f32[40, 150], q: f32[2, 2, 20, 8], k: f32[2, 2, 45, 8], kb: f32[45], a2: f32[100, 8], b2: f32[8, 40], c2: f32[40, 6]) {
     e = sigmoid(x) * 2.0 - 0.5
     tr = transpose<perm = [1, 0]>(x)
     s = reduce_sum<axes = [1]>(x)
@@ -29,7 +29,8 @@ model strided(x: f32[70, 300], idx: i64[50], a: f32[130, 40], b: f32[40, 150], q
     mm = matmul(a, b)
     sm = softmax(x)
     aw = attention_weights<causal = true>(q, k, kb)
-    return e, tr, s, gt, mm, sm, aw
+    ch = matmul(relu(matmul(a2, b2)), c2)
+    return e, tr, s, gt, mm, sm, aw, ch
 }
 `)
 	dir := t.TempDir()
@@ -68,14 +69,14 @@ model strided(x: f32[70, 300], idx: i64[50], a: f32[130, 40], b: f32[40, 150], q
 		for i := range p.Kernels {
 			k := &p.Kernels[i]
 			switch k.Form {
-			case "threads", "blocks", "rows", "tiled":
+			case "threads", "blocks", "rows", "tiled", "chain":
 				if k.Grid > grid {
 					k.Grid = grid
 					shrunk[k.Form] = true
 				}
 			}
 		}
-		for _, form := range []string{"threads", "blocks", "rows", "tiled"} {
+		for _, form := range []string{"threads", "blocks", "rows", "tiled", "chain"} {
 			if !shrunk[form] {
 				t.Errorf("grid %d: no %s kernel had a larger grid", grid, form)
 			}

@@ -106,15 +106,19 @@ func RooflineOf(s *schedule.Schedule, d Device) (*Estimate, error) {
 			return nil, fmt.Errorf("the model: %v", err)
 		}
 		est.Time += ke.Time
+		if !kern.Chained {
+			est.Launches++
+		}
 	}
-	est.Launches = len(est.Kernels)
 	return est, nil
 }
 
 // EstimateKernel prices kernel k of s: the FLOPs of the Def it computes
 // (with those of the node's recomputed locals on the node's first kernel)
 // and of the nodes fused into it, the bytes of every buffer it reads once
-// and of the buffer it writes. A contraction's compute is
+// and of the buffer it writes (not the rows a chained launch passes from
+// its first kernel to its second, nor a launch overhead for the first).
+// A contraction's compute is
 // Device.ComputeSeconds of its shape (ContractionOf, the factor computed
 // from the weights the row side).
 func EstimateKernel(s *schedule.Schedule, k int, d Device) (KernelEstimate, error) {
@@ -152,6 +156,9 @@ func estimateKernel(s *schedule.Schedule, k int, d Device, weights map[*ir.Value
 		ke.Nodes = append(ke.Nodes, n.Name)
 	}
 	for _, o := range append(s.Reads(k), s.Write(k)) {
+		if kern.Before != nil && o.Value == kern.Before.Out() || kern.Chained && o == s.Write(k) {
+			continue // a chained launch's rows stay in its tasks' caches
+		}
 		if ke.Bytes, err = checkedAdd(ke.Bytes, operandBytes(o)); err != nil {
 			return ke, fmt.Errorf("node %s: %v", root.Name, err)
 		}
@@ -162,7 +169,11 @@ func estimateKernel(s *schedule.Schedule, k int, d Device, weights map[*ir.Value
 		ke.Contraction = &c
 		ke.Padding = c.Padding(d.TileRows, d.TileCols, d.NarrowCols)
 	}
-	ke.Time = max(d.ComputeSeconds(ke.FLOPs, ke.Padding, contractions), float64(ke.Bytes)/d.Bandwidth) + d.Launch
+	launch := d.Launch
+	if kern.Chained {
+		launch = 0 // in the launch of the kernel chained after it
+	}
+	ke.Time = max(d.ComputeSeconds(ke.FLOPs, ke.Padding, contractions), float64(ke.Bytes)/d.Bandwidth) + launch
 	return ke, nil
 }
 

@@ -77,3 +77,38 @@ func TestRooflineNeverWraps(t *testing.T) {
 		}
 	}
 }
+
+// TestRooflineChainedLaunch: two linear layers chained into one launch
+// (schedule's chain) are priced as one launch, and the hidden rows they
+// pass, which never leave the launch's caches, move no bytes.
+func TestRooflineChainedLaunch(t *testing.T) {
+	prog, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := prog.LoadSource("m.tdl", []byte(`model m(x: f32[64, 100], w1: f32[100, 200], w2: f32[200, 50]) {
+    return matmul(relu(matmul(x, w1)), w2)
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Model("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := cost.Roofline(g, cost.H100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bytes := int64(4 * (64*100 + 100*200 + 200*50 + 64*50)) // x, w1, w2 and the output
+	if e.Launches != 1 || e.Bytes != bytes {
+		t.Errorf("%d launches moving %d bytes; want 1 moving %d", e.Launches, e.Bytes, bytes)
+	}
+	if want := 2*64*100*200 + 64*200 + 2*64*200*50; e.FLOPs != int64(want) { // the ReLU one per element
+		t.Errorf("%d FLOPs, want %d", e.FLOPs, want)
+	}
+	if want := float64(e.FLOPs)/cost.H100.PeakFLOPS + cost.H100.Launch; e.Time > want*1.0001 || e.Time < want*0.9999 {
+		t.Errorf("%.3g s, want %.3g (one launch, compute-bound)", e.Time, want)
+	}
+}

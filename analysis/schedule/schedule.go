@@ -58,6 +58,14 @@ type Kernel struct {
 	Def *ir.Def
 	// Precomputed marks a kernel computed from the weights alone.
 	Precomputed bool
+	// Before, when not nil, is the kernel whose output this one reads
+	// and that runs in this kernel's launch (see chain): each task
+	// computes a block of rows of Before's output, its ChainRows leading
+	// variables, then the same rows of this kernel's. Chained marks
+	// that earlier kernel, which has no launch of its own.
+	Before    *Kernel
+	ChainRows int
+	Chained   bool
 }
 
 // Root is the node whose Def the kernel computes.
@@ -140,6 +148,7 @@ func Build(g *ir.Graph) *Schedule {
 			s.Kernels = append(s.Kernels, &Kernel{Nodes: []*ir.Node{n}, Def: d, Precomputed: precomputed})
 		}
 	}
+	s.chain()
 	return s
 }
 

@@ -232,3 +232,43 @@ func TestRows(t *testing.T) {
 		}
 	}
 }
+
+// TestChain: the MLP's second linear layer reads whole rows of the
+// first's output, which nothing else reads: at 64 rows the two are one
+// launch (the first kernel chained before the second), the third layer a
+// launch of its own (a kernel is in one pair at most); at 32 rows, one
+// block of rows, nothing is chained.
+func TestChain(t *testing.T) {
+	src := `model m<batch = 1>(x: f32[batch, 784]) {
+    w1 = param f32[784, 128] init glorot()
+    b1 = param f32[128] init zeros()
+    w2 = param f32[128, 128] init glorot()
+    b2 = param f32[128] init zeros()
+    w3 = param f32[128, 10] init glorot()
+    b3 = param f32[10] init zeros()
+    h = relu(linear(x, w1, b1))
+    h = relu(linear(h, w2, b2))
+    return linear(h, w3, b3)
+}
+`
+	for _, tc := range []struct {
+		batch    int64
+		launches int
+	}{{64, 2}, {32, 3}} {
+		s := schedule.Build(load(t, src, tc.batch))
+		launches := 0
+		for _, k := range s.Kernels {
+			if !k.Chained && !k.Precomputed {
+				launches++
+			}
+		}
+		if launches != tc.launches {
+			t.Errorf("batch %d: %d launches, want %d", tc.batch, launches, tc.launches)
+		}
+		if tc.batch == 64 {
+			if c := s.Kernels[1]; c.Before != s.Kernels[0] || !s.Kernels[0].Chained || c.ChainRows != 1 || s.Kernels[2].Before != nil {
+				t.Errorf("batch 64: the first two kernels are not chained as one pair")
+			}
+		}
+	}
+}

@@ -270,57 +270,64 @@ func GEMMPackItems(g *kernel.GEMM) int64 {
 func (f *fn) gemmHost(begin, end value.Value) {
 	g := f.k.GEMM
 	s := newGemmShape(g)
-	ncPad := ceilDiv(s.cols1, s.nr) * s.nr
-	rowsPad := ceilDiv(s.rows1, s.mr) * s.mr
+	t, free := f.newGemmTask(g, s, s.rows1, s.cols1)
+	f.loop(begin, end, i64(1), func(item value.Value) {
+		if !s.shared {
+			f.gemmTask(t, item)
+			return
+		}
+		f.ifElse(f.b.NewICmp(enum.IPredULT, item, i64(s.packItems)), func() {
+			f.packShared(t.shared, s, item)
+		}, func() {
+			f.gemmTask(t, f.b.NewSub(item, i64(s.packItems)))
+		})
+	})
+	free()
+}
+
+// newGemmTask allocates the buffers of tasks of at most rows × cols of
+// a contraction's output, and returns what frees them.
+func (f *fn) newGemmTask(g *kernel.GEMM, s gemmShape, rows, cols int64) (*gemmTask, func()) {
+	ncPad := ceilDiv(cols, s.nr) * s.nr
+	rowsPad := ceilDiv(rows, s.mr) * s.mr
 	malloc := f.m.declare("malloc", types.I8Ptr, types.I64)
 	free := f.m.declare("free", types.Void, types.I8Ptr)
 	floats := func(n int64) value.Value {
 		return f.b.NewBitCast(f.b.NewCall(malloc, i64(4*max(n, 1))), types.NewPointer(types.Float))
 	}
-	var packed, shared value.Value // A packed with the weights, B packed for all tasks
+	t := &gemmTask{g: g, s: s, ncPad: ncPad}
 	for i, a := range f.k.Args {
 		switch {
 		case g.PackedA != nil && a.Key == g.PackedA:
-			packed = f.bufs[i]
+			t.packed = f.bufs[i] // A packed with the weights
 		case g.SharedB != nil && a.Key == g.SharedB:
-			shared = f.bufs[i]
+			t.shared = f.bufs[i] // B packed for all tasks
 		}
 	}
-	var bp value.Value
 	if !s.shared {
-		bp = floats(gemmKC * ncPad)
+		t.bp = floats(gemmKC * ncPad)
 	}
-	ap := floats(gemmKC * (gemmMC + s.mr))
-	cs := f.b.NewBitCast(f.b.NewCall(malloc, i64(8*max(rowsPad*ncPad, 1))), types.NewPointer(types.Double))
-	micro := f.m.microKernel(s)
+	t.ap = floats(gemmKC * (gemmMC + s.mr))
+	t.cs = f.b.NewBitCast(f.b.NewCall(malloc, i64(8*max(rowsPad*ncPad, 1))), types.NewPointer(types.Double))
+	t.micro = f.m.microKernel(s)
 	if s.narrow() {
-		micro = f.m.narrowKernel(s)
+		t.micro = f.m.narrowKernel(s)
 	}
-	t := gemmTask{g: g, s: s, micro: micro, packed: packed, ap: ap, bp: bp, cs: cs, ncPad: ncPad}
 	// The block of B at depth pc of the columns from jc: where tasks
 	// share B, in the panels of its batch index (t.shared), else packed
 	// into bp here; panelLen is the distance between its panels.
 	t.blockB = func(pc, kc, jc, nc, ncPanels value.Value) (block, panelLen value.Value) {
 		if !s.shared {
-			f.packB(g, s, bp, f.b.NewMul(kc, i64(s.nr)), pc, kc, jc, nc, ncPanels)
-			return bp, f.b.NewMul(kc, i64(s.nr))
+			f.packB(g, s, t.bp, f.b.NewMul(kc, i64(s.nr)), pc, kc, jc, nc, ncPanels)
+			return t.bp, f.b.NewMul(kc, i64(s.nr))
 		}
-		return f.sharedBlock(shared, s, pc, jc), i64(s.depth * s.nr)
+		return f.sharedBlock(t.shared, s, pc, jc), i64(s.depth * s.nr)
 	}
-	f.loop(begin, end, i64(1), func(item value.Value) {
-		if !s.shared {
-			f.gemmTask(&t, item)
-			return
-		}
-		f.ifElse(f.b.NewICmp(enum.IPredULT, item, i64(s.packItems)), func() {
-			f.packShared(shared, s, item)
-		}, func() {
-			f.gemmTask(&t, f.b.NewSub(item, i64(s.packItems)))
-		})
-	})
-	for _, p := range []value.Value{cs, bp, ap} {
-		if p != nil {
-			f.b.NewCall(free, f.b.NewBitCast(p, types.I8Ptr))
+	return t, func() {
+		for _, p := range []value.Value{t.cs, t.bp, t.ap} {
+			if p != nil {
+				f.b.NewCall(free, f.b.NewBitCast(p, types.I8Ptr))
+			}
 		}
 	}
 }
@@ -329,25 +336,32 @@ func (f *fn) gemmHost(begin, end value.Value) {
 // A of the weights or nil, Ap and Bp for a task's packing, C for its
 // double sums with rows ncPad apart) and how a task finds a block of B.
 type gemmTask struct {
-	g              *kernel.GEMM
-	s              gemmShape
-	micro          *ir.Func
-	packed, ap, bp value.Value
-	cs             value.Value
-	ncPad          int64
-	blockB         func(pc, kc, jc, nc, ncPanels value.Value) (block, panelLen value.Value)
+	g                      *kernel.GEMM
+	s                      gemmShape
+	micro                  *ir.Func
+	packed, shared, ap, bp value.Value
+	cs                     value.Value
+	ncPad                  int64
+	blockB                 func(pc, kc, jc, nc, ncPanels value.Value) (block, panelLen value.Value)
 }
 
 // gemmTask lowers task number task: a batch index, a block of rows and a
-// block of columns, through the blocks of the depth, then its epilogue.
+// block of columns (gemmBlock).
 func (f *fn) gemmTask(t *gemmTask, task value.Value) {
 	g, s := t.g, t.s
 	per := s.rowChunks * s.colChunks
 	rest := f.b.NewURem(task, i64(per))
 	f.unflatten(f.b.NewUDiv(task, i64(per)), g.Batch, extents(g.Batch))
 	r0, rows := f.rowChunk(s, f.b.NewUDiv(rest, i64(s.colChunks)))
-	rowsEnd := f.b.NewAdd(r0, rows)
 	jc, nc := f.colChunk(s, f.b.NewURem(rest, i64(s.colChunks)))
+	f.gemmBlock(t, r0, rows, jc, nc)
+}
+
+// gemmBlock lowers the block of rows from r0 and columns from jc of the
+// bound batch index, through the blocks of the depth, then its epilogue.
+func (f *fn) gemmBlock(t *gemmTask, r0, rows, jc, nc value.Value) {
+	g, s := t.g, t.s
+	rowsEnd := f.b.NewAdd(r0, rows)
 	// The micro-kernel runs over the chunk's panels only, not the
 	// widest chunk's.
 	ncPanels := f.panelsOf(s, nc)

@@ -126,7 +126,7 @@ func storageType(dt lang.DType) types.Type {
 // and the status words.
 func (f *fn) gpuFunc(name string) {
 	var params []*ir.Param
-	for i, a := range f.k.Args {
+	for i, a := range f.k.LaunchArgs() {
 		params = append(params, ir.NewParam(fmt.Sprintf("a%d", i), pointer(storageType(a.DType), globalSpace)))
 	}
 	params = append(params, ir.NewParam("status", pointer(types.I64, globalSpace)))
@@ -143,6 +143,8 @@ func (f *fn) gpuFunc(name string) {
 	switch {
 	case f.k.PackOnly:
 		// Packing is for the host's micro-kernel: nothing on a GPU.
+	case f.k.Before != nil:
+		f.chainGPU()
 	case f.k.Form == kernel.Blocks:
 		f.blocksLoop()
 	case f.k.Form == kernel.Tiled:
@@ -166,13 +168,16 @@ func (f *fn) hostFunc(name string) {
 	f.f = f.m.M.NewFunc(name, types.Void, args, begin, end)
 	f.f.FuncAttrs = append(f.f.FuncAttrs, enum.FuncAttrNoUnwind)
 	f.b = f.f.NewBlock("entry")
-	for i, a := range f.k.Args {
+	launchArgs := f.k.LaunchArgs()
+	for i, a := range launchArgs {
 		f.bufs = append(f.bufs, f.argPointer(args, i, storageType(a.DType)))
 	}
-	f.status = f.argPointer(args, len(f.k.Args), types.I64)
+	f.status = f.argPointer(args, len(launchArgs), types.I64)
 	switch {
 	case f.k.PackOnly:
 		f.packStrips(begin, end)
+	case f.k.Before != nil:
+		f.chainHost(begin, end)
 	case f.k.GEMM != nil:
 		f.gemmHost(begin, end)
 	case f.k.Rows != nil:
@@ -258,11 +263,12 @@ func (m *Module) declare(name string, ret types.Type, params ...types.Type) *ir.
 func i64(n int64) *constant.Int { return constant.NewInt(types.I64, n) }
 func i32(n int64) *constant.Int { return constant.NewInt(types.I32, n) }
 
-// ArgElems lists the LLVM element type of each buffer argument of k, in
-// order (the status words, i64, come after them).
+// ArgElems lists the LLVM element type of each buffer argument of a
+// launch of k, in order (the status words, i64, come after them).
 func ArgElems(k *kernel.Kernel) []string {
-	out := make([]string, len(k.Args))
-	for i, a := range k.Args {
+	args := k.LaunchArgs()
+	out := make([]string, len(args))
+	for i, a := range args {
 		out[i] = storageType(a.DType).String()
 	}
 	return out
@@ -270,12 +276,15 @@ func ArgElems(k *kernel.Kernel) []string {
 
 // HostRange is the range a host-flavour kernel's calls split, and the
 // fewest items worth a thread of their own: output elements, or for a
-// contraction its tasks (each a block of columns), or for a Rows kernel
-// its rows.
+// contraction its tasks (each a block of columns), for a Rows kernel
+// its rows, for a chained launch its blocks of rows.
 func HostRange(k *kernel.Kernel) (items, grain int64) {
 	if k.PackOnly {
 		s := newGemmShape(k.GEMM)
 		return (s.rows + s.mr - 1) / s.mr, 1 // strips
+	}
+	if k.Before != nil {
+		return ChainBlocks(k), 1
 	}
 	if k.GEMM != nil {
 		return GEMMTasks(k.GEMM), 1

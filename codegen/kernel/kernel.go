@@ -162,6 +162,13 @@ type Kernel struct {
 	// PackOnly marks a kernel that only packs its GEMM's A factor into
 	// its output (see GEMM.PackKernel); it does nothing on a GPU.
 	PackOnly bool
+	// Before, when not nil, is the kernel whose output this one reads
+	// and that its launch computes first, a block of rows at a time
+	// (schedule's chain): both kernels' first ChainRows variables are
+	// the rows, and the launch's arguments are Before's, then this
+	// kernel's (LaunchArgs).
+	Before    *Kernel
+	ChainRows int
 	// Elements is the number of output elements; ReduceLen the longest
 	// top-level reduction range.
 	Elements, ReduceLen int64
@@ -282,6 +289,19 @@ func (k *Kernel) Checked(a *ir.Access) ([]bool, int) {
 
 // Out is the written argument.
 func (k *Kernel) Out() Arg { return k.Args[len(k.Args)-1] }
+
+// LaunchArgs are the buffers a launch of k passes: Before's arguments,
+// then k's.
+func (k *Kernel) LaunchArgs() []Arg {
+	if k.Before == nil {
+		return k.Args
+	}
+	return append(append([]Arg(nil), k.Before.Args...), k.Args...)
+}
+
+// ChainRowCount is the number of rows of a chained launch: index tuples
+// of k's first ChainRows variables.
+func (k *Kernel) ChainRowCount() int64 { return product(k.Shape[:k.ChainRows]) }
 
 // Build builds the kernel that computes the last stage's tensor into the
 // buffer out.

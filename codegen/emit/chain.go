@@ -1,0 +1,130 @@
+package emit
+
+import (
+	"github.com/llir/llvm/ir/value"
+
+	"tofuc/analysis/schedule"
+	"tofuc/codegen/kernel"
+	tir "tofuc/lang/ir"
+)
+
+// A chained launch (kernel.Kernel.Before, schedule's chain) computes,
+// block by block of schedule.ChainChunk rows, those rows of the first
+// kernel's output, then the same rows of the second kernel's, which
+// reads them. Its function takes the first kernel's buffers, then the
+// second's, then the status words; each kernel is lowered by a fn of
+// its own sharing the function.
+
+// chainParts returns the fns of the two kernels of f's chained launch,
+// over f's buffers (the first kernel's are the first of them).
+func (f *fn) chainParts() (first, then *fn) {
+	part := func(k *kernel.Kernel, bufs []value.Value) *fn {
+		return &fn{m: f.m, k: k, f: f.f, b: f.b, bufs: bufs, status: f.status, vars: map[*tir.Var]value.Value{}, unrolled: 1}
+	}
+	n := len(f.k.Before.Args)
+	return part(f.k.Before, f.bufs[:n]), part(f.k, f.bufs[n:])
+}
+
+// ChainBlocks is the number of blocks of rows of a chained launch.
+func ChainBlocks(k *kernel.Kernel) int64 {
+	return ceilDiv(k.ChainRowCount(), schedule.ChainChunk)
+}
+
+// chainHost lowers a chained launch on the host: blocks [begin, end),
+// each the first kernel's rows then the second's.
+func (f *fn) chainHost(begin, end value.Value) {
+	first, then := f.chainParts()
+	var frees []func()
+	// The tasks' buffers are allocated once per call, before the loop.
+	first.b = f.b
+	firstRows := first.chainRows(f.k.ChainRows, &frees)
+	then.b = first.b
+	thenRows := then.chainRows(f.k.ChainRows, &frees)
+	f.b = then.b
+	total := f.k.ChainRowCount()
+	f.loop(begin, end, i64(1), func(block value.Value) {
+		lo := f.b.NewMul(block, i64(schedule.ChainChunk))
+		n := f.smin(i64(schedule.ChainChunk), f.b.NewSub(i64(total), lo))
+		first.b = f.b
+		firstRows(lo, n)
+		then.b = first.b
+		thenRows(lo, n)
+		f.b = then.b
+	})
+	first.b, then.b = f.b, f.b // frees add calls, no blocks
+	for _, free := range frees {
+		free()
+	}
+}
+
+// chainRows returns what computes and stores the n rows from lo of f's
+// kernel (its first rows variables): a block of its contraction, where
+// the rows are exactly the row or the column variables of its GEMM,
+// else element by element. Buffers it allocates are freed by what it
+// adds to frees.
+func (f *fn) chainRows(rows int, frees *[]func()) func(lo, n value.Value) {
+	g := f.k.GEMM
+	inner := product(f.k.Shape[rows:])
+	elements := func(lo, n value.Value) {
+		f.loop(f.b.NewMul(lo, i64(inner)), f.b.NewMul(f.b.NewAdd(lo, n), i64(inner)), i64(1), f.element)
+	}
+	if g == nil || len(g.Batch) > 0 {
+		return elements
+	}
+	s := gemmShapeOf(g, false)
+	switch {
+	case sameVars(g.Rows, f.k.Vars[:rows]):
+		t, free := f.newGemmTask(g, s, schedule.ChainChunk, s.cols)
+		*frees = append(*frees, free)
+		return func(lo, n value.Value) { f.gemmBlock(t, lo, n, i64(0), i64(s.cols)) }
+	case sameVars(g.Cols, f.k.Vars[:rows]):
+		t, free := f.newGemmTask(g, s, s.rows, schedule.ChainChunk)
+		*frees = append(*frees, free)
+		return func(lo, n value.Value) { f.gemmBlock(t, i64(0), i64(s.rows), lo, n) }
+	}
+	return elements
+}
+
+// chainGPU lowers a chained launch on the GPU: blocks stride over the
+// blocks of rows; the threads share the first kernel's elements of the
+// rows, meet at a barrier (after which the block sees all of them), then
+// share the second's.
+func (f *fn) chainGPU() {
+	first, then := f.chainParts()
+	tid, ntid := f.sreg("tid.x"), f.sreg("ntid.x")
+	total := f.k.ChainRowCount()
+	f.loop(f.sreg("ctaid.x"), i64(ChainBlocks(f.k)), f.sreg("nctaid.x"), func(block value.Value) {
+		lo := f.b.NewMul(block, i64(schedule.ChainChunk))
+		n := f.smin(i64(schedule.ChainChunk), f.b.NewSub(i64(total), lo))
+		for i, g := range []*fn{first, then} {
+			if i > 0 {
+				f.barrier()
+			}
+			g.b = f.b
+			inner := product(g.k.Shape[f.k.ChainRows:])
+			g.loop(g.b.NewAdd(g.b.NewMul(lo, i64(inner)), tid), g.b.NewMul(g.b.NewAdd(lo, n), i64(inner)), ntid, g.element)
+			f.b = g.b
+		}
+	})
+}
+
+// sameVars reports whether a and b are the same variables in order.
+func sameVars(a, b []*tir.Var) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func product(shape []int64) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
