@@ -148,6 +148,24 @@ func TestContractionRate(t *testing.T) {
 	}
 }
 
+// TestChainedHalfPerformance: a chained pair of contractions is one
+// launch and pays the half-performance size once, as one launch of a
+// contraction does (f½ is fitted per launch).
+func TestChainedHalfPerformance(t *testing.T) {
+	g := graphOf(t, "model m(x: f32[64, 100], w1: f32[100, 200], w2: f32[200, 50]) {\n    return matmul(relu(matmul(x, w1)), w2)\n}\n").IR
+	dev := cost.Device{PeakFLOPS: 1e11, Bandwidth: 1e18, Launch: 1e-6, HalfFLOPs: 1e6}
+	e, err := cost.Roofline(g, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Launches != 1 || len(e.Kernels) != 2 {
+		t.Fatalf("%d launches of %d kernels, want the pair chained", e.Launches, len(e.Kernels))
+	}
+	if want := (float64(e.FLOPs)+dev.HalfFLOPs)/dev.PeakFLOPS + dev.Launch; math.Abs(e.Time/want-1) > 1e-12 {
+		t.Errorf("%g s, want %g (one f½, one launch)", e.Time, want)
+	}
+}
+
 // TestContractionOf: the row side is the weights' where a factor is
 // computed from them, else the smaller side; a sum of squares and a
 // plain sum are no contractions.

@@ -170,8 +170,14 @@ func estimateKernel(s *schedule.Schedule, k int, d Device, weights map[*ir.Value
 		ke.Padding = c.Padding(d.TileRows, d.TileCols, d.NarrowCols)
 	}
 	launch := d.Launch
-	if kern.Chained {
-		launch = 0 // in the launch of the kernel chained after it
+	switch {
+	case kern.Chained:
+		// In the launch of the kernel chained after it, which pays the
+		// launch and, once for the pair, a contraction's fixed cost
+		// beyond it (f½, fitted per launch).
+		launch, contractions = 0, 0
+	case kern.Before != nil && IsContraction(kern.Before.Def):
+		contractions = 1
 	}
 	ke.Time = max(d.ComputeSeconds(ke.FLOPs, ke.Padding, contractions), float64(ke.Bytes)/d.Bandwidth) + launch
 	return ke, nil
