@@ -243,20 +243,10 @@ type measured struct {
 }
 
 // hostContractionTile is the rows and columns of the host GEMM's
-// micro-kernel, and the most columns of its narrow kernel (codegen/emit's
-// gemm: NR = two vectors of the host's widest lanes, MR = 8 rows with
-// AVX-512's 32 registers, else 6; a narrow kernel for up to 4 columns
-// where a vector is two depth values of MR rows, VL = 2·MR, else none).
+// micro-kernel, and the most columns of its narrow kernel (emit.HostTile).
 func hostContractionTile() (tile []int64, narrowCols int64) {
-	lanes := emit.HostLanes()
-	mr := int64(6)
-	if lanes == 16 {
-		mr = 8
-	}
-	if lanes == 2*mr {
-		narrowCols = 4
-	}
-	return []int64{mr, 2 * lanes}, narrowCols
+	mr, nr, narrowCols := emit.HostTile()
+	return []int64{mr, nr}, narrowCols
 }
 
 // computeSeconds is a reference contraction's kernel time beyond its

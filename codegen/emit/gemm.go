@@ -81,11 +81,7 @@ func newGemmShape(g *kernel.GEMM) gemmShape { return gemmShapeOf(g, g.SharedB !=
 func gemmShapeOf(g *kernel.GEMM, share bool) gemmShape {
 	s := gemmShape{rows: kernel.Extent(g.Rows), cols: kernel.Extent(g.Cols), depth: kernel.Extent(g.K), batch: kernel.Extent(g.Batch)}
 	s.vl = HostLanes()
-	s.nr = 2 * s.vl
-	s.mr = 6
-	if s.vl == 16 {
-		s.mr = 8
-	}
+	s.mr, s.nr, _ = HostTile()
 	s.blocking = newBlocking(s.rows, s.cols, s.depth, s.batch, s.mr, s.nr, share)
 	return s
 }
@@ -999,7 +995,25 @@ const gemmNarrowCols = 4
 // read as vectors of two depth values of MR rows each (VL = 2·MR, as
 // with AVX-512) by narrowKernel, which streams A at the memory's rate.
 func (s gemmShape) narrow() bool {
-	return s.cols <= gemmNarrowCols && s.vl == 2*s.mr
+	_, _, narrowCols := HostTile()
+	return s.cols <= narrowCols
+}
+
+// HostTile is this host's micro-kernel tile, MR rows by NR columns (two
+// vectors of the widest lanes; 8 rows with AVX-512's 32 registers, else
+// 6), and the most columns a contraction may have to run the narrow
+// kernel instead (where a vector holds two depth values of MR rows, VL =
+// 2·MR; 0 elsewhere). The cost model's host topology reads it too.
+func HostTile() (mr, nr, narrowCols int64) {
+	vl := HostLanes()
+	mr = 6
+	if vl == 16 {
+		mr = 8
+	}
+	if vl == 2*mr {
+		narrowCols = gemmNarrowCols
+	}
+	return mr, 2 * vl, narrowCols
 }
 
 // narrowKernel returns the module's kernel for shape s's narrow
