@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 
 	"tofuc/analysis/cost"
 	"tofuc/codegen/emit"
@@ -150,6 +151,12 @@ func (b *builder) opaqueSteps(device int, init bool, k *kernel.Kernel) error {
 	for i, c := range k.Opaques {
 		shape := append(append([]int64{}, c.Batch...), c.Shape...)
 		to := b.buffer(c.Result, fmt.Sprintf("%s/opaque%d", k.Label, i), device, c.DType, shape, plan.RoleWorkspace)
+		if k.PackOnly && !slices.Contains(k.FactorKeys(k.GEMM.A), c.Result) {
+			// Packing the weights reads no other call's result, and the
+			// other calls may read values computed per run: their
+			// buffers are passed unread.
+			continue
+		}
 		call := &plan.OpaqueCall{Fn: c.Fn, Batch: c.Batch, Shape: c.Shape}
 		for _, a := range c.Args {
 			id, ok := b.bufferOf[a.Key]
@@ -199,6 +206,9 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	}
 	for _, a := range k.LaunchArgs() {
 		pk.Args = append(pk.Args, plan.Arg{DType: a.DType.String(), Shape: a.Shape})
+		if k.Before != nil && a.Key == k.Before.Out().Key {
+			continue // a chain's rows stay in its tasks' caches, as the roofline prices them
+		}
 		n := int64(a.DType.Size())
 		for _, d := range a.Shape {
 			n *= d

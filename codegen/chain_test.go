@@ -11,7 +11,8 @@ import "testing"
 // packed once, are the row side), with fused
 // epilogues, rows of several variables and a partial last block, and
 // through element loops where the first kernel is no GEMM. A value read
-// twice, rows too wide or too few rows keep two launches.
+// twice or through an opaque call, rows of either output too wide or too
+// few rows keep two launches.
 func TestChainedLaunches(t *testing.T) {
 	tl := tools(t)
 	for _, tc := range []struct {
@@ -58,6 +59,19 @@ func TestChainedLaunches(t *testing.T) {
 }`, 2, 0},
 		{"too wide", `model m(x: f32[64, 8], w: f32[8, 600], v: f32[600, 4]) {
     return matmul(matmul(x, w), v)
+}`, 2, 0},
+		{"wide consumer", `model m(x: f32[64, 8], w: f32[8, 16], v: f32[16, 600]) {
+    return matmul(matmul(x, w), v)
+}`, 2, 0},
+		// The opaque call runs on the host before the launch: it must
+		// not read the rows the launch computes; nor may packing the
+		// identity with the weights run it (a dominant diagonal keeps
+		// the inverse well conditioned, the identity the sum free of
+		// cancellation).
+		{"opaque reader", `op weird(x: [M, M], w: [M, M]) -> [M, M] =
+    lambda i, j: sum(lambda k: x[i, k] * w[k, j]) + opaque inverse(x[:, :])[i, j]
+model m(x: f32[64, 64], w1: f32[64, 64]) {
+    return weird(matmul(x, w1) * 0.01 + eye<n = 64>(), eye<n = 64>())
 }`, 2, 0},
 		{"too few rows", `model m(x: f32[63, 8], w: f32[8, 16], v: f32[16, 4]) {
     return matmul(matmul(x, w), v)

@@ -21,8 +21,12 @@ const maxChainCols = 512
 // between two launches, and the launch is saved. The consumer reads the
 // value only at its own leading variables and a sum's variable along the
 // value's last dimension, so a task's rows of the value are all its rows
-// need. There must be two blocks of rows at least (the chain splits rows
-// only), and a kernel is in one pair at most.
+// need, and reads it through no opaque call (which runs on the host
+// before the launch). There must be two blocks of rows at least (the
+// chain splits rows only), each row of both outputs at most maxChainCols
+// elements (a task computes whole rows: a wider consumer would pack all
+// of its other factor for every block of rows), and a kernel is in one
+// pair at most.
 func (s *Schedule) chain() {
 	for k, c := range s.Kernels {
 		if p, rows := s.chainable(k); p >= 0 {
@@ -37,7 +41,7 @@ func (s *Schedule) chain() {
 func (s *Schedule) chainable(k int) (int, int) {
 	c := s.Kernels[k]
 	root := c.Root()
-	if c.Precomputed || c.Chained || len(root.Inst.Locals) > 0 || len(root.Inst.Outputs) != 1 || c.Def != root.Inst.Outputs[0] {
+	if c.Precomputed || c.Chained || len(root.Inst.Locals) > 0 || len(root.Inst.Outputs) != 1 || c.Def != root.Inst.Outputs[0] || holdsOpaque(c.Def.Body) {
 		return -1, 0
 	}
 	for i, v := range root.Inputs {
@@ -49,7 +53,7 @@ func (s *Schedule) chainable(k int) (int, int) {
 		if pk.Precomputed || pk.Chained || pk.Before != nil || pk.Out() != v || !holdsReduction(pk.Def.Body) {
 			continue
 		}
-		if rows, ok := rowsRead(c.Def, root.Inst.Inputs[i], v); ok && leadingElements(c.Def, rows) >= 2*ChainChunk {
+		if rows, ok := rowsRead(c.Def, root.Inst.Inputs[i], v); ok && leadingElements(c.Def, rows) >= 2*ChainChunk && rowElements(c.Def, rows) <= maxChainCols {
 			return p, rows
 		}
 	}
@@ -128,4 +132,26 @@ func leadingElements(out *ir.Def, rows int) int64 {
 		n *= e
 	}
 	return n
+}
+
+// rowElements is the number of elements of out per index tuple of its
+// first rows variables.
+func rowElements(out *ir.Def, rows int) int64 {
+	n := int64(1)
+	for _, v := range out.Vars[rows:] {
+		e, _ := v.Extent.IsConst()
+		n *= e
+	}
+	return n
+}
+
+// holdsOpaque reports whether e calls an opaque function.
+func holdsOpaque(e ir.Expr) bool {
+	found := false
+	ir.Walk(e, func(x ir.Expr) bool {
+		_, op := x.(*ir.Opaque)
+		found = found || op
+		return !found
+	})
+	return found
 }

@@ -996,7 +996,7 @@ const gemmNarrowCols = 4
 // with AVX-512) by narrowKernel, which streams A at the memory's rate.
 func (s gemmShape) narrow() bool {
 	_, _, narrowCols := HostTile()
-	return s.cols <= narrowCols
+	return narrowCols > 0 && s.cols <= narrowCols
 }
 
 // HostTile is this host's micro-kernel tile, MR rows by NR columns (two

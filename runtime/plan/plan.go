@@ -72,7 +72,8 @@ type Kernel struct {
 	// GPU runtime skips its launches.
 	HostOnly bool `json:"host_only,omitempty"`
 	// Args are the dtype and shape of each buffer argument, the written
-	// one last; every launch passes buffers of these.
+	// one last (a chain: its first kernel's, their written one last, then
+	// its second's); every launch passes buffers of these.
 	Args []Arg `json:"args"`
 	// Sites are the accesses checked at run time without a default, for
 	// the message when one is out of range.
