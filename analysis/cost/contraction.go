@@ -56,7 +56,7 @@ func ContractionOf(d *ir.Def, weight func(*ir.Tensor) bool) (c ContractionShape,
 		if sum != nil || !isReduce {
 			return sum == nil
 		}
-		if sumOfProducts(r) {
+		if ir.IsContraction(r) {
 			sum = r
 		}
 		return false
@@ -64,9 +64,9 @@ func ContractionOf(d *ir.Def, weight func(*ir.Tensor) bool) (c ContractionShape,
 	if sum == nil {
 		return c, false
 	}
-	m := factors(sum)
+	m := ir.Product(sum)
 	a, b := m.L, m.R
-	inA, inB := varRefs(a), varRefs(b)
+	inA, inB := ir.VarRefs(a), ir.VarRefs(b)
 	var batch, rows, cols []*ir.Var
 	for _, v := range d.Vars {
 		switch {
@@ -85,7 +85,7 @@ func ContractionOf(d *ir.Def, weight func(*ir.Tensor) bool) (c ContractionShape,
 		if weight == nil {
 			return false
 		}
-		refs, all, some := varRefs(f), true, false
+		refs, all, some := ir.VarRefs(f), true, false
 		for _, v := range batch {
 			if refs[v] {
 				return false
@@ -104,73 +104,6 @@ func ContractionOf(d *ir.Def, weight func(*ir.Tensor) bool) (c ContractionShape,
 		rows, cols = cols, rows
 	}
 	return ContractionShape{Batch: extent(batch), Rows: extent(rows), Cols: extent(cols), Depth: extent(sum.Vars)}, true
-}
-
-// factors is the product a sum of products sums, through its casts.
-func factors(r *ir.Reduce) *ir.Binary {
-	body := r.Body
-	for {
-		c, ok := body.(*ir.Cast)
-		if !ok {
-			break
-		}
-		body = c.X
-	}
-	m, _ := body.(*ir.Binary)
-	return m
-}
-
-// sumOfProducts is the test of IsContraction on one sum.
-func sumOfProducts(r *ir.Reduce) bool {
-	if r.Kind != ir.Sum {
-		return false
-	}
-	m := factors(r)
-	if m == nil || m.Op != ir.OpMul {
-		return false
-	}
-	l, rr := readVars(m.L), readVars(m.R)
-	if len(l) == 0 || len(rr) == 0 {
-		return false
-	}
-	if len(l) != len(rr) {
-		return true
-	}
-	for v := range l {
-		if !rr[v] {
-			return true
-		}
-	}
-	return false
-}
-
-// readVars is the set of index variables of the reads in e (empty when
-// e reads no tensor).
-func readVars(e ir.Expr) map[*ir.Var]bool {
-	out := map[*ir.Var]bool{}
-	ir.Walk(e, func(x ir.Expr) bool {
-		if a, ok := x.(*ir.Access); ok {
-			for _, ix := range a.Index {
-				for v := range varRefs(ix) {
-					out[v] = true
-				}
-			}
-		}
-		return true
-	})
-	return out
-}
-
-// varRefs is the set of variables e reads.
-func varRefs(e ir.Expr) map[*ir.Var]bool {
-	out := map[*ir.Var]bool{}
-	ir.Walk(e, func(x ir.Expr) bool {
-		if r, ok := x.(*ir.VarRef); ok {
-			out[r.V] = true
-		}
-		return true
-	})
-	return out
 }
 
 // extent is the number of values of a list of variables (1 for none).

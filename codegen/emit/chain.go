@@ -1,6 +1,8 @@
 package emit
 
 import (
+	"slices"
+
 	"github.com/llir/llvm/ir/value"
 
 	"tofuc/analysis/schedule"
@@ -64,7 +66,7 @@ func (f *fn) chainHost(begin, end value.Value) {
 // adds to frees.
 func (f *fn) chainRows(rows int, frees *[]func()) func(lo, n value.Value) {
 	g := f.k.GEMM
-	inner := product(f.k.Shape[rows:])
+	inner := kernel.Product(f.k.Shape[rows:])
 	elements := func(lo, n value.Value) {
 		f.loop(f.b.NewMul(lo, i64(inner)), f.b.NewMul(f.b.NewAdd(lo, n), i64(inner)), i64(1), f.element)
 	}
@@ -73,11 +75,11 @@ func (f *fn) chainRows(rows int, frees *[]func()) func(lo, n value.Value) {
 	}
 	s := gemmShapeOf(g, false)
 	switch {
-	case sameVars(g.Rows, f.k.Vars[:rows]):
+	case slices.Equal(g.Rows, f.k.Vars[:rows]):
 		t, free := f.newGemmTask(g, s, schedule.ChainChunk, s.cols)
 		*frees = append(*frees, free)
 		return func(lo, n value.Value) { f.gemmBlock(t, lo, n, i64(0), i64(s.cols)) }
-	case sameVars(g.Cols, f.k.Vars[:rows]):
+	case slices.Equal(g.Cols, f.k.Vars[:rows]):
 		t, free := f.newGemmTask(g, s, s.rows, schedule.ChainChunk)
 		*frees = append(*frees, free)
 		return func(lo, n value.Value) { f.gemmBlock(t, i64(0), i64(s.rows), lo, n) }
@@ -101,30 +103,9 @@ func (f *fn) chainGPU() {
 				f.barrier()
 			}
 			g.b = f.b
-			inner := product(g.k.Shape[f.k.ChainRows:])
+			inner := kernel.Product(g.k.Shape[f.k.ChainRows:])
 			g.loop(g.b.NewAdd(g.b.NewMul(lo, i64(inner)), tid), g.b.NewMul(g.b.NewAdd(lo, n), i64(inner)), ntid, g.element)
 			f.b = g.b
 		}
 	})
-}
-
-// sameVars reports whether a and b are the same variables in order.
-func sameVars(a, b []*tir.Var) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func product(shape []int64) int64 {
-	n := int64(1)
-	for _, d := range shape {
-		n *= d
-	}
-	return n
 }

@@ -151,7 +151,7 @@ func (b *builder) classify() {
 func (b *builder) kind() Kind {
 	k := b.k
 	for _, r := range k.Reductions {
-		if isContraction(r) {
+		if ir.IsContraction(r) {
 			return Contraction
 		}
 	}
@@ -259,64 +259,4 @@ func rangeLen(r *ir.Reduce) int64 {
 		n *= c
 	}
 	return n
-}
-
-// isContraction reports whether a sum multiplies two reads whose index
-// variables differ (each operand is reused across outputs).
-func isContraction(r *ir.Reduce) bool {
-	if r.Kind != ir.Sum {
-		return false
-	}
-	body := r.Body
-	for {
-		c, ok := body.(*ir.Cast)
-		if !ok {
-			break
-		}
-		body = c.X
-	}
-	m, ok := body.(*ir.Binary)
-	if !ok || m.Op != ir.OpMul {
-		return false
-	}
-	l, r2 := varsRead(m.L), varsRead(m.R)
-	if len(l) == 0 || len(r2) == 0 {
-		return false
-	}
-	return !sameSet(l, r2)
-}
-
-// varsRead is the set of index variables of the reads in e (nil when e
-// reads no tensor).
-func varsRead(e ir.Expr) map[*ir.Var]bool {
-	var out map[*ir.Var]bool
-	ir.Walk(e, func(x ir.Expr) bool {
-		if a, ok := x.(*ir.Access); ok {
-			if out == nil {
-				out = map[*ir.Var]bool{}
-			}
-			for _, ix := range a.Index {
-				ir.Walk(ix, func(y ir.Expr) bool {
-					if v, ok := y.(*ir.VarRef); ok {
-						out[v.V] = true
-					}
-					return true
-				})
-			}
-		}
-		return true
-	})
-	return out
-}
-
-func sameSet(a, b map[*ir.Var]bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for v := range a {
-		if !b[v] {
-			return false
-		}
-	}
-	return true
 }

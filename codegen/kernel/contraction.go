@@ -43,7 +43,7 @@ func (g *GEMM) Swap() {
 // differs from one batch index to the next (a grouped convolution's
 // weights), so it cannot be packed once for all of them.
 func (g *GEMM) ReadsBatch(factor ir.Expr) bool {
-	refs := varRefs(factor)
+	refs := ir.VarRefs(factor)
 	for _, v := range g.Batch {
 		if refs[v] {
 			return true
@@ -138,20 +138,12 @@ func (b *builder) gemm() *GEMM {
 	if r.Kind != ir.Sum || !gemmFactorType(r.T) || !k.Stages[0].Tensor.DType.IsFloat() {
 		return nil
 	}
-	body := r.Body
-	for {
-		c, ok := body.(*ir.Cast)
-		if !ok {
-			break
-		}
-		body = c.X
-	}
-	m, ok := body.(*ir.Binary)
-	if !ok || m.Op != ir.OpMul || !gemmFactorType(m.L.Type()) || !gemmFactorType(m.R.Type()) || !plainFactor(m.L) || !plainFactor(m.R) {
+	m := ir.Product(r)
+	if m == nil || !gemmFactorType(m.L.Type()) || !gemmFactorType(m.R.Type()) || !plainFactor(m.L) || !plainFactor(m.R) {
 		return nil
 	}
 	c := &GEMM{Sum: r, A: m.L, B: m.R, K: r.Vars}
-	inL, inR := varRefs(m.L), varRefs(m.R)
+	inL, inR := ir.VarRefs(m.L), ir.VarRefs(m.R)
 	for _, v := range k.Vars {
 		switch {
 		case inL[v] == inR[v]:
@@ -181,18 +173,6 @@ func plainFactor(e ir.Expr) bool {
 		return ok
 	})
 	return ok
-}
-
-// varRefs is the set of variables e reads.
-func varRefs(e ir.Expr) map[*ir.Var]bool {
-	out := map[*ir.Var]bool{}
-	ir.Walk(e, func(x ir.Expr) bool {
-		if r, ok := x.(*ir.VarRef); ok {
-			out[r.V] = true
-		}
-		return true
-	})
-	return out
 }
 
 // Tile is how the GPU flavour tiles a contraction (the Tiled form): a

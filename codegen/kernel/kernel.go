@@ -301,7 +301,7 @@ func (k *Kernel) LaunchArgs() []Arg {
 
 // ChainRowCount is the number of rows of a chained launch: index tuples
 // of k's first ChainRows variables.
-func (k *Kernel) ChainRowCount() int64 { return product(k.Shape[:k.ChainRows]) }
+func (k *Kernel) ChainRowCount() int64 { return Product(k.Shape[:k.ChainRows]) }
 
 // Build builds the kernel that computes the last stage's tensor into the
 // buffer out.
@@ -318,7 +318,7 @@ func Build(label string, out any, stages []Stage) (*Kernel, error) {
 		return nil, fmt.Errorf("%s: %v", label, err)
 	}
 	b.k.Shape = shape
-	b.k.Elements = product(shape)
+	b.k.Elements = Product(shape)
 	for i, st := range stages {
 		if b.bound[st.Inst] {
 			st = cloneStage(st) // the checker shares an instance between like nodes
@@ -499,7 +499,8 @@ func concrete(t *ir.Tensor) ([]int64, error) {
 	return out, nil
 }
 
-func product(shape []int64) int64 {
+// Product is the number of elements of shape.
+func Product(shape []int64) int64 {
 	n := int64(1)
 	for _, d := range shape {
 		n *= d
