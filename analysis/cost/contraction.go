@@ -78,7 +78,7 @@ func ContractionOf(d *ir.Def, weight func(*ir.Tensor) bool) (c ContractionShape,
 			cols = append(cols, v)
 		}
 	}
-	if extent(rows) > extent(cols) {
+	if ir.Extent(rows) > ir.Extent(cols) {
 		a, b, rows, cols = b, a, cols, rows
 	}
 	onWeights := func(f ir.Expr) bool {
@@ -103,17 +103,7 @@ func ContractionOf(d *ir.Def, weight func(*ir.Tensor) bool) (c ContractionShape,
 	if !onWeights(a) && onWeights(b) {
 		rows, cols = cols, rows
 	}
-	return ContractionShape{Batch: extent(batch), Rows: extent(rows), Cols: extent(cols), Depth: extent(sum.Vars)}, true
-}
-
-// extent is the number of values of a list of variables (1 for none).
-func extent(vars []*ir.Var) int64 {
-	n := int64(1)
-	for _, v := range vars {
-		c, _ := v.Extent.IsConst()
-		n *= c
-	}
-	return n
+	return ContractionShape{Batch: ir.Extent(batch), Rows: ir.Extent(rows), Cols: ir.Extent(cols), Depth: ir.Extent(sum.Vars)}, true
 }
 
 // weightValues is the values of g computed from its parameters and

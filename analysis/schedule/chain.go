@@ -53,7 +53,7 @@ func (s *Schedule) chainable(k int) (int, int) {
 		if pk.Precomputed || pk.Chained || pk.Before != nil || pk.Out() != v || !holdsReduction(pk.Def.Body) {
 			continue
 		}
-		if rows, ok := rowsRead(c.Def, root.Inst.Inputs[i], v); ok && leadingElements(c.Def, rows) >= 2*ChainChunk && rowElements(c.Def, rows) <= maxChainCols {
+		if rows, ok := rowsRead(c.Def, root.Inst.Inputs[i], v); ok && ir.Extent(c.Def.Vars[:rows]) >= 2*ChainChunk && ir.Extent(c.Def.Vars[rows:]) <= maxChainCols {
 			return p, rows
 		}
 	}
@@ -121,28 +121,6 @@ func leadingRead(index []ir.Expr, vars []*ir.Var, summed map[*ir.Var]bool, cols 
 	}
 	n, known := r.V.Extent.IsConst()
 	return known && n == cols
-}
-
-// leadingElements is the number of index tuples of out's first rows
-// variables.
-func leadingElements(out *ir.Def, rows int) int64 {
-	n := int64(1)
-	for _, v := range out.Vars[:rows] {
-		e, _ := v.Extent.IsConst()
-		n *= e
-	}
-	return n
-}
-
-// rowElements is the number of elements of out per index tuple of its
-// first rows variables.
-func rowElements(out *ir.Def, rows int) int64 {
-	n := int64(1)
-	for _, v := range out.Vars[rows:] {
-		e, _ := v.Extent.IsConst()
-		n *= e
-	}
-	return n
 }
 
 // holdsOpaque reports whether e calls an opaque function.

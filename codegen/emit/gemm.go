@@ -79,7 +79,7 @@ type gemmShape struct {
 func newGemmShape(g *kernel.GEMM) gemmShape { return gemmShapeOf(g, g.SharedB != nil) }
 
 func gemmShapeOf(g *kernel.GEMM, share bool) gemmShape {
-	s := gemmShape{rows: kernel.Extent(g.Rows), cols: kernel.Extent(g.Cols), depth: kernel.Extent(g.K), batch: kernel.Extent(g.Batch)}
+	s := gemmShape{rows: tir.Extent(g.Rows), cols: tir.Extent(g.Cols), depth: tir.Extent(g.K), batch: tir.Extent(g.Batch)}
 	s.vl = HostLanes()
 	s.mr, s.nr, _ = HostTile()
 	s.blocking = newBlocking(s.rows, s.cols, s.depth, s.batch, s.mr, s.nr, share)

@@ -137,7 +137,7 @@ func (f *fn) nest(vars []*tir.Var, acc value.Value, step func(acc value.Value) v
 		return step(acc)
 	}
 	v := vars[0]
-	if n := iterations(vars); f.m.Flavour == Host && f.unrolled*n <= unrollLimit {
+	if n := tir.Extent(vars); f.m.Flavour == Host && f.unrolled*n <= unrollLimit {
 		// Unrolled, in the same order: a small window (a 3 × 3 pool, a
 		// local response normalisation's five channels) leaves the
 		// element's code straight-line, so that vectorLoop applies. The
@@ -161,15 +161,6 @@ func (f *fn) nest(vars []*tir.Var, acc value.Value, step func(acc value.Value) v
 // unrollLimit is the most copies of a reduction's body the host flavour
 // unrolls into one element's code.
 const unrollLimit = 16
-
-// iterations is the number of index tuples of vars.
-func iterations(vars []*tir.Var) int64 {
-	n := int64(1)
-	for _, v := range vars {
-		n *= extent(v)
-	}
-	return n
-}
 
 func extent(v *tir.Var) int64 {
 	n, ok := v.Extent.IsConst()

@@ -37,7 +37,7 @@ import (
 func (f *fn) tiledLoop() {
 	g := f.k.GEMM
 	t := g.Tile()
-	rows, cols, depth := kernel.Extent(g.Rows), kernel.Extent(g.Cols), kernel.Extent(g.K)
+	rows, cols, depth := tir.Extent(g.Rows), tir.Extent(g.Cols), tir.Extent(g.K)
 	shared := func(name string, n int64) *ir.Global {
 		arr := types.NewArray(uint64(n), types.Double)
 		s := f.m.M.NewGlobalDef(f.f.Name()+"."+name, constant.NewUndef(arr))
@@ -152,7 +152,7 @@ func (f *fn) stageSlot(e value.Value, n int64, alongK bool, t kernel.Tile) (s, k
 // are bound.
 func (f *fn) fetchFactor(factor tir.Expr, side []*tir.Var, n, extentSide int64, s0, k0, tid value.Value, t kernel.Tile) []value.Value {
 	g := f.k.GEMM
-	depth := kernel.Extent(g.K)
+	depth := tir.Extent(g.K)
 	alongK := f.contiguousAlong(factor, g.K)
 	out := make([]value.Value, n*t.K/t.Threads)
 	for r := range out {

@@ -126,14 +126,14 @@ func (b *builder) classify() {
 				continue // each element's reductions are its own
 			}
 			for _, r := range l.Reductions {
-				k.ReduceLen = max(k.ReduceLen, rangeLen(r))
+				k.ReduceLen = max(k.ReduceLen, ir.Extent(r.Vars))
 			}
 		}
 		return
 	}
 	k.Reductions = topLevelReductions(k.Stages[0].Body)
 	for _, r := range k.Reductions {
-		k.ReduceLen = max(k.ReduceLen, rangeLen(r))
+		k.ReduceLen = max(k.ReduceLen, ir.Extent(r.Vars))
 	}
 	k.Kind = b.kind()
 	if k.Kind == Reduction && k.ReduceLen >= BlockReduceMin {
@@ -250,13 +250,4 @@ func topLevelReductions(e ir.Expr) []*ir.Reduce {
 	}
 	walk(e)
 	return out
-}
-
-func rangeLen(r *ir.Reduce) int64 {
-	n := int64(1)
-	for _, v := range r.Vars {
-		c, _ := v.Extent.IsConst()
-		n *= c
-	}
-	return n
 }

@@ -109,16 +109,6 @@ func (k *Kernel) argBeforeOutput(a Arg) {
 	k.Args = append(append(k.Args[:len(k.Args)-1:len(k.Args)-1], a), out)
 }
 
-// Extent is the number of values of a list of variables.
-func Extent(vars []*ir.Var) int64 {
-	n := int64(1)
-	for _, v := range vars {
-		c, _ := v.Extent.IsConst()
-		n *= c
-	}
-	return n
-}
-
 // gemmFactorType says whether a factor of type t multiplies exactly
 // enough in f32.
 func gemmFactorType(t lang.DType) bool {
@@ -154,7 +144,7 @@ func (b *builder) gemm() *GEMM {
 			c.Cols = append(c.Cols, v)
 		}
 	}
-	if Extent(c.Rows) > Extent(c.Cols) {
+	if ir.Extent(c.Rows) > ir.Extent(c.Cols) {
 		c.A, c.B = c.B, c.A
 		c.Rows, c.Cols = c.Cols, c.Rows
 	}
@@ -222,7 +212,7 @@ func (g *GEMM) Tile() Tile {
 		}
 		return s
 	}
-	rows, cols := Extent(g.Rows), Extent(g.Cols)
+	rows, cols := ir.Extent(g.Rows), ir.Extent(g.Cols)
 	t := Tile{M: side(rows), N: side(cols), K: TileK, MicroM: TileMicro, MicroN: TileMicro}
 	if t.M*t.N < 32*TileMicro*TileMicro {
 		t.N *= 2
@@ -233,7 +223,7 @@ func (g *GEMM) Tile() Tile {
 		}
 		return s
 	}
-	if m, n := wide(rows, t.M), wide(cols, t.N); t.M == TileMax && t.N == TileMax && (m > t.M || n > t.N) && Extent(g.Batch)*ceilDiv(rows, m)*ceilDiv(cols, n) >= TileLargeMin {
+	if m, n := wide(rows, t.M), wide(cols, t.N); t.M == TileMax && t.N == TileMax && (m > t.M || n > t.N) && ir.Extent(g.Batch)*ceilDiv(rows, m)*ceilDiv(cols, n) >= TileLargeMin {
 		if m > t.M {
 			t.M, t.MicroM = m, TileLargeMicro
 		}
@@ -244,7 +234,7 @@ func (g *GEMM) Tile() Tile {
 	t.Threads = t.M / t.MicroM * (t.N / t.MicroN)
 	t.RowTiles = ceilDiv(rows, t.M)
 	t.ColTiles = ceilDiv(cols, t.N)
-	t.Tiles = Extent(g.Batch) * t.RowTiles * t.ColTiles
+	t.Tiles = ir.Extent(g.Batch) * t.RowTiles * t.ColTiles
 	return t
 }
 

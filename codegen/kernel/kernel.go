@@ -209,7 +209,7 @@ func (r *Rows) Work(k *Kernel) int64 {
 func terms(rs []*ir.Reduce) int64 {
 	n := int64(1)
 	for _, r := range rs {
-		n += rangeLen(r)
+		n += ir.Extent(r.Vars)
 	}
 	return n
 }

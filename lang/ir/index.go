@@ -86,3 +86,14 @@ func IndexModDim(a Expr, d lang.Dim) Expr {
 	}
 	return IndexBin(OpMod, a, IndexDim(d))
 }
+
+// Extent is the number of index tuples of vars (1 for none), their
+// extents concrete.
+func Extent(vars []*Var) int64 {
+	n := int64(1)
+	for _, v := range vars {
+		c, _ := v.Extent.IsConst()
+		n *= c
+	}
+	return n
+}
