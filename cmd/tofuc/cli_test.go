@@ -222,14 +222,7 @@ func TestTrainAdam(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("eval --train --optimizer adam: %s", stderr)
 	}
-	var losses []float64
-	for _, line := range strings.Split(out, "\n") {
-		var step int
-		var loss float64
-		if n, _ := fmt.Sscanf(line, "step %d: loss %g", &step, &loss); n == 2 {
-			losses = append(losses, loss)
-		}
-	}
+	losses := stepLosses(out)
 	if len(losses) != 20 || !(losses[19] < losses[0]) {
 		t.Errorf("losses %v: want 20, falling", losses)
 	}
@@ -244,14 +237,7 @@ func TestTrainMLP(t *testing.T) {
 	if status != 0 {
 		t.Fatalf("eval --train: %s", stderr)
 	}
-	var losses []float64
-	for _, line := range strings.Split(out, "\n") {
-		var step int
-		var loss float64
-		if n, _ := fmt.Sscanf(line, "step %d: loss %g", &step, &loss); n == 2 {
-			losses = append(losses, loss)
-		}
-	}
+	losses := stepLosses(out)
 	if len(losses) != 200 {
 		t.Fatalf("%d losses printed, want 200:\n%s", len(losses), out)
 	}
@@ -268,4 +254,17 @@ func TestCheckTrainSummary(t *testing.T) {
 			t.Errorf("%s: exit %d, %q, %q", ex, status, out, stderr)
 		}
 	}
+}
+
+// stepLosses are the losses `eval --train` prints, a line per step.
+func stepLosses(out string) []float64 {
+	var losses []float64
+	for _, line := range strings.Split(out, "\n") {
+		var step int
+		var loss float64
+		if n, _ := fmt.Sscanf(line, "step %d: loss %g", &step, &loss); n == 2 {
+			losses = append(losses, loss)
+		}
+	}
+	return losses
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"tofuc/analysis/autodiff"
-	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
 	"tofuc/analysis/partition/execution"
@@ -52,18 +51,7 @@ model bnnet<batch = 32>(x: f32[batch, 3, 8, 8]) {
 // statistics over 8 values, is too ill-conditioned for this tolerance,
 // with or without the decomposition.)
 func TestBatchNormBatchSplitEqualsWhole(t *testing.T) {
-	prog, err := check.NewProgram()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := prog.LoadSource("bnnet.tdl", []byte(bnNet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fg, err := m.Model("", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, fg := sourceModel(t, "bnnet.tdl", bnNet)
 	dg, err := partition.Decompose(fg, m)
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,25 @@ func load(t *testing.T, name string, train bool, set map[string]ir.AttrValue) *i
 	return g
 }
 
+// sourceModel checks TDL source src (named name in messages) and returns
+// its module and its only model's graph.
+func sourceModel(t *testing.T, name, src string) (*check.Module, *ir.Graph) {
+	t.Helper()
+	prog, err := check.NewProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := prog.LoadSource(name, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Model("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, g
+}
+
 func ints(kv ...any) map[string]ir.AttrValue {
 	out := map[string]ir.AttrValue{}
 	for i := 0; i < len(kv); i += 2 {

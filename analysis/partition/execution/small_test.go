@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"tofuc/analysis/autodiff"
-	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
 	"tofuc/lang"
@@ -57,19 +56,9 @@ func TestScalarTensor(t *testing.T) {
     return matmul(x, w) * s
 }
 `
-	prog, err := check.NewProgram()
+	m, g := sourceModel(t, "scaled.tdl", src)
+	g, _, err := autodiff.TrainingGraph(g, m, autodiff.TrainOptions{})
 	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := prog.LoadSource("scaled.tdl", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Model("", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g, _, err = autodiff.TrainingGraph(g, m, autodiff.TrainOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	inputs := randomInputs(g, 3)
