@@ -275,8 +275,9 @@ func kernelName(k *kernel.Kernel) (string, error) {
 // likewise covering the longest of the row, its buffers and its locals'
 // reductions, with shared memory for its buffers;
 // Tiled kernels a block per tile (kernel.GEMM.Tile); a chained launch a
-// block per block of rows, kernel.ThreadsPerBlock threads. Every grid is
-// capped at maxGrid blocks and every form strides over what its grid
+// block per block of rows, kernel.ThreadsPerBlock threads, with shared
+// memory for its tiled halves (emit.ChainShared). Every grid is capped at
+// maxGrid blocks and every form strides over what its grid
 // does not cover, so a kernel is correct for any grid (TestAnyGrid).
 // CUDA would take 2^31 - 1 blocks, but more blocks were slower on an
 // H200 (docs/decisions.md, "GPU kernel code"): an element-wise chain over
@@ -288,7 +289,7 @@ const maxGrid = 65535
 
 func geometry(k *kernel.Kernel) (grid, block, shared int64) {
 	if k.Before != nil {
-		return min(emit.ChainBlocks(k), maxGrid), kernel.ThreadsPerBlock, 0
+		return min(emit.ChainGPUBlocks(k), maxGrid), kernel.ThreadsPerBlock, emit.ChainShared(k)
 	}
 	if k.Form == kernel.Tiled {
 		t := k.GEMM.Tile()
