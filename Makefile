@@ -93,7 +93,7 @@ gpu-bundle: deps build
 	CGO_ENABLED=0 $(GO) test -c -o $(GPU_DIR)/cuda.test ./runtime/cuda
 	TOFUC_GPU_CHECKS=$(GPU_DIR)/checks $(GO) test -count=1 -timeout 60m -run TestWriteGPUChecks ./codegen
 	TOFUC_GPU_CHECKS=$(GPU_DIR)/checks $(GO) test -count=1 -timeout 30m -run TestChecks ./runtime/gpu
-	for m in chain matmul softmax layernorm; do ./$(BIN) compile tools/gpu/bench/$$m.tdl -o $(GPU_DIR)/bench/$$m --emit ptx,plan || exit 1; done
+	for m in chain matmul mlp softmax layernorm; do ./$(BIN) compile tools/gpu/bench/$$m.tdl -o $(GPU_DIR)/bench/$$m --emit ptx,plan || exit 1; done
 	./$(BIN) import $(R50) -o $(GPU_DIR)/tmp/r50-b1.tdl
 	sed 's/f32\[1, 3, 224, 224\]/f32[32, 3, 224, 224]/; s/reshape<shape = \[1, 2048\]>/reshape<shape = [32, 2048]>/' \
 		$(GPU_DIR)/tmp/r50-b1.tdl > $(GPU_DIR)/tmp/r50-b32.tdl

@@ -18,11 +18,16 @@ import (
 )
 
 // gpuCheckModels are the models a GPU machine checks, each on 1 and 4
-// devices: the MLP's and the RNN's training graphs, Wide ResNet-50-2's
-// forward pass (its training graph's outputs, the updated weights, would
-// make the check too large to carry).
+// devices: the MLP's and the RNN's training graphs, the MLP's forward
+// pass (on one device its first two layers are a chained launch), Wide
+// ResNet-50-2's and the Transformer's forward passes (the training
+// graphs' outputs, the updated weights, would make the checks too large
+// to carry; the Transformer's attention buffers its scores a row at a
+// time).
 var gpuCheckModels = []modelcase.Case{
 	{File: "mlp", Train: true, Set: map[string]any{"batch": 32, "hidden": 256}},
+	{File: "mlp", Set: map[string]any{"batch": 300, "hidden": 384}},
+	{File: "transformer", Set: map[string]any{"hidden": 64, "seq": 64, "batch": 2, "vocab": 100}},
 	{File: "wresnet", Set: map[string]any{"depth": 50, "width": 2, "batch": 2, "image": 64, "classes": 10}},
 	{File: "rnn", Train: true, Set: map[string]any{"layers": 2, "hidden": 64, "steps": 8, "batch": 8, "classes": 10}},
 }

@@ -10,9 +10,10 @@
 # output is beside it. Each step has a time limit (a GPU machine is lent
 # for minutes): CHECK_TIMEOUT seconds for the checks (default 300),
 # STEP_TIMEOUT for each benchmark (default 90); a step past its limit is
-# reported as exit 124 and the next one runs. COMPARE=0 skips PyTorch
-# and ONNX Runtime (when their figures from an earlier run on the same
-# GPU are at hand).
+# reported as exit 124 and the next one runs. BENCH names the plans of
+# bench/ to time (default: all of them). COMPARE=0 skips PyTorch and
+# ONNX Runtime (when their figures from an earlier run on the same GPU
+# are at hand).
 set -u
 cd "$(dirname "$0")"
 OUT=${1:-results}
@@ -20,6 +21,7 @@ RUNS=${RUNS:-20}
 CHECK_TIMEOUT=${CHECK_TIMEOUT:-300}
 STEP_TIMEOUT=${STEP_TIMEOUT:-90}
 COMPARE=${COMPARE:-1}
+BENCH=${BENCH:-$(ls bench)}
 PTXAS=${PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
 mkdir -p "$OUT/in"
 summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
@@ -42,7 +44,7 @@ summary "cuda.test (checks, driver binding): exit $?, $(grep -c -- '--- PASS' "$
 
 # 2. Benchmarks: tofuc-run --bench on each compiled plan, with random
 # inputs and parameters, then PyTorch and ONNX Runtime.
-for b in chain matmul softmax layernorm r50-b1 r50-b32; do
+for b in $BENCH; do
 	flags=$(python3 make_inputs.py "bench/$b" "$OUT/in/$b") || { summary "$b: no inputs"; continue; }
 	# shellcheck disable=SC2086 # flags are words
 	timeout "$STEP_TIMEOUT" ./tofuc-run "bench/$b" $flags --out "$OUT/$b" --bench --runs "$RUNS" >"$OUT/$b.txt" 2>&1
@@ -50,7 +52,7 @@ for b in chain matmul softmax layernorm r50-b1 r50-b32; do
 done
 summary "device-to-device copy (tofuc-run, chain): $(grep -m1 'device-to-device copy' "$OUT/chain.txt")"
 [ "$COMPARE" = 1 ] || exit 0
-for w in copy chain matmul softmax layernorm; do
+for w in copy chain matmul mlp softmax layernorm; do
 	summary "torch $w: $(timeout "$STEP_TIMEOUT" python3 torch_bench.py "$w" --runs "$RUNS" --json "$OUT/torch-$w.json" 2>&1 | tail -1)"
 done
 for batch in 1 32; do

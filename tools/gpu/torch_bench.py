@@ -9,6 +9,8 @@ WHAT is one of:
   chain      tools/gpu/bench/chain.tdl's element-wise chain over 2^26 floats
   matmul     float32 4096x4096 @ 4096x4096 on cuBLAS, TF32 off (tofuc's
              kernels compute in float32 and double, never TF32)
+  mlp        tools/gpu/bench/mlp.tdl: relu(linear(relu(linear(x)))), 16384
+             rows of 1024 to 512 and 512 features, TF32 off
   softmax    torch.softmax over 4096 rows of 4096 floats
   layernorm  torch.nn.functional.layer_norm over 4096 rows of 4096 floats
   resnet50   ResNet-50's forward pass (torchvision's, else the same network
@@ -99,6 +101,15 @@ def workload(what, batch):
         torch.backends.cuda.matmul.allow_tf32 = False
         a, b = torch.randn(4096, 4096, device=dev), torch.randn(4096, 4096, device=dev)
         return (lambda: a @ b), {"flops": 2 * 4096 ** 3}
+    if what == "mlp":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        x = torch.randn(16384, 1024, device=dev)
+        l1, l2 = nn.Linear(1024, 512).to(dev), nn.Linear(512, 512).to(dev)
+
+        def mlp():
+            with torch.no_grad():
+                return torch.relu(l2(torch.relu(l1(x))))
+        return mlp, {"flops": 2 * 16384 * (1024 + 512) * 512}
     if what == "softmax":
         x = torch.randn(4096, 4096, device=dev)
         return (lambda: torch.softmax(x, -1)), {"bytes": 2 * x.numel() * 4}
@@ -119,7 +130,7 @@ def workload(what, batch):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["copy", "chain", "matmul", "softmax", "layernorm", "resnet50"])
+    ap.add_argument("what", choices=["copy", "chain", "matmul", "mlp", "softmax", "layernorm", "resnet50"])
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--json")
