@@ -249,16 +249,24 @@ func kernelFLOPs(k *kernel.Kernel) (int64, error) {
 	return total, nil
 }
 
-// kernelName is "k" and the start of the hash of k's GPU-flavour IR: the
+// kernelName is "k" and the start of the hash of k's GPU-flavour IR
+// (and host-flavour IR, for a kernel whose GPU flavour does nothing): the
 // same lambda on the same shapes and dtypes gets the same name.
 func kernelName(k *kernel.Kernel) (string, error) {
-	m := emit.NewModule(emit.GPU)
-	if err := m.Add("kernel", k); err != nil {
-		return "", err
+	text := ""
+	flavours := []emit.Flavour{emit.GPU}
+	if k.PackOnly {
+		flavours = append(flavours, emit.Host)
+	}
+	for _, fl := range flavours {
+		m := emit.NewModule(fl)
+		if err := m.Add("kernel", k); err != nil {
+			return "", err
+		}
+		text += m.String()
 	}
 	// The IR of a 1-D read does not show its buffer's length: two workers
 	// reading 60 and 64 elements of a bias alike need two kernels.
-	text := m.String()
 	for _, a := range k.LaunchArgs() {
 		text += fmt.Sprintf("\n%s%v", a.DType, a.Shape)
 	}

@@ -106,3 +106,27 @@ func TestNarrowGEMM(t *testing.T) {
     return y1, y3, z
 }`, 603)
 }
+
+// TestPackKernelsDistinct: the kernels packing two square weights of
+// one shape, read along different axes (w1[k, j] for matmul, w2[j, k]
+// for mt), are two kernels. Kernels are named by their GPU flavour,
+// which is empty for a kernel only the host runs: both once got the
+// first one's name, and mt computed with the matmul's packing.
+func TestPackKernelsDistinct(t *testing.T) {
+	const src = `op mt(x: [M, K], w: [N, K]) -> [M, N] = lambda i, j: sum(lambda k: x[i, k] * w[j, k])
+model m(x: f32[64, 64]) {
+    w1 = param f32[64, 64] init glorot()
+    w2 = param f32[64, 64] init glorot()
+    return matmul(x, w1), mt(x, w2)
+}`
+	c := compileMatching(t, tools(t), "two packings", src, 64)
+	packs := 0
+	for _, k := range c.Plan.Kernels {
+		if k.HostOnly {
+			packs++
+		}
+	}
+	if packs != 2 {
+		t.Errorf("%d packing kernels, want 2", packs)
+	}
+}
