@@ -12,8 +12,11 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"unsafe"
@@ -161,11 +164,26 @@ func Load() (*Driver, error) {
 	return loaded, loadFailed
 }
 
+// missing reports whether dlopen's failure err means that there is no
+// library at path.
+func missing(path string, err error) bool {
+	if strings.Contains(err.Error(), "No such file") {
+		return true
+	}
+	_, serr := os.Stat(path)
+	return strings.Contains(path, "/") && errors.Is(serr, fs.ErrNotExist)
+}
+
 // LoadFrom loads and initialises the driver library at path.
 func LoadFrom(path string) (*Driver, error) {
+	// dlerror's message is the thread's: the goroutine must not move to
+	// another thread between dlopen and the dlerror purego reads (the
+	// message once came back empty in a busy test run).
+	runtime.LockOSThread()
 	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	runtime.UnlockOSThread()
 	if err != nil {
-		if strings.Contains(err.Error(), "No such file") {
+		if missing(path, err) {
 			return nil, fmt.Errorf("no CUDA driver: %s not found", path)
 		}
 		return nil, fmt.Errorf("no CUDA driver: cannot load %s: %v", path, err)
