@@ -105,7 +105,7 @@ func (b *builder) addStep(device int, init bool, s plan.Step) int {
 // launch adds a launch of k with its argument buffers, resolved by their
 // keys, to a device's steps.
 func (b *builder) launch(device int, init bool, k *kernel.Kernel) (int, error) {
-	if k.GEMM != nil && !k.PackOnly && k.GEMM.SharedB == nil && k.Before == nil {
+	if k.GEMM != nil && !k.PackOnly && !k.GPUOnly && k.GEMM.SharedB == nil && k.Before == nil {
 		if n := emit.SharedBLen(k.GEMM); n > 0 {
 			// The host flavour's tasks share B, packed into a
 			// workspace that lives for the launch only.
@@ -119,8 +119,8 @@ func (b *builder) launch(device int, init bool, k *kernel.Kernel) (int, error) {
 		return 0, err
 	}
 	for _, part := range []*kernel.Kernel{k.Before, k} {
-		if part == nil {
-			continue
+		if part == nil || k.GPUOnly {
+			continue // a GPU-only kernel's calls are the chained launch's
 		}
 		if err := b.opaqueSteps(device, init, part); err != nil {
 			return 0, err
@@ -192,17 +192,20 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	idx := len(b.p.Kernels)
 	b.kernelOf[name] = idx
 	b.units = append(b.units, k)
-	pk := plan.Kernel{Name: name, Label: k.Label, Kind: k.Kind.String(), Form: k.Form.String(), Elements: k.Elements, Sync: k.Form.Sync() && !k.PackOnly}
+	pk := plan.Kernel{Name: name, Label: k.Label, Kind: k.Kind.String(), Form: k.Form.String(), Elements: k.Elements, Sync: k.Form.Sync() && !k.HostOnly()}
 	if k.Before != nil {
-		pk.Form, pk.Sync = "chain", true
+		pk.Form = "chain"
 	}
 	pk.Grid, pk.Block, pk.Shared = geometry(k)
 	pk.HostRange, pk.HostGrain = emit.HostRange(k)
 	if k.GEMM != nil && !k.PackOnly {
 		pk.HostPhase = emit.GEMMPackItems(k.GEMM)
 	}
-	if k.PackOnly {
-		pk.HostOnly, pk.Grid = true, 0
+	switch {
+	case k.HostOnly():
+		pk.HostOnly, pk.Grid, pk.Block, pk.Shared = true, 0, 0, 0
+	case k.GPUOnly:
+		pk.GPUOnly, pk.HostRange, pk.HostGrain, pk.HostPhase = true, 0, 0, 0
 	}
 	for _, a := range k.LaunchArgs() {
 		pk.Args = append(pk.Args, plan.Arg{DType: a.DType.String(), Shape: a.Shape})
@@ -251,12 +254,17 @@ func kernelFLOPs(k *kernel.Kernel) (int64, error) {
 
 // kernelName is "k" and the start of the hash of k's GPU-flavour IR
 // (and host-flavour IR, for a kernel whose GPU flavour does nothing): the
-// same lambda on the same shapes and dtypes gets the same name.
+// same lambda on the same shapes and dtypes gets the same name. A
+// GPU-only kernel's name differs from that of the same kernel run by
+// both.
 func kernelName(k *kernel.Kernel) (string, error) {
 	text := ""
 	flavours := []emit.Flavour{emit.GPU}
-	if k.PackOnly {
+	if k.HostOnly() {
 		flavours = append(flavours, emit.Host)
+	}
+	if k.GPUOnly {
+		text = "gpu only\n"
 	}
 	for _, fl := range flavours {
 		m := emit.NewModule(fl)
@@ -282,10 +290,8 @@ func kernelName(k *kernel.Kernel) (string, error) {
 // covers the reduction range; Rows kernels a block per row, the threads
 // likewise covering the longest of the row, its buffers and its locals'
 // reductions, with shared memory for its buffers;
-// Tiled kernels a block per tile (kernel.GEMM.Tile); a chained launch a
-// block per block of rows, kernel.ThreadsPerBlock threads, with shared
-// memory for its tiled halves (emit.ChainShared). Every grid is capped at
-// maxGrid blocks and every form strides over what its grid
+// Tiled kernels a block per tile (kernel.GEMM.Tile). Every grid is
+// capped at maxGrid blocks and every form strides over what its grid
 // does not cover, so a kernel is correct for any grid (TestAnyGrid).
 // CUDA would take 2^31 - 1 blocks, but more blocks were slower on an
 // H200 (docs/decisions.md, "GPU kernel code"): an element-wise chain over
@@ -296,9 +302,6 @@ func kernelName(k *kernel.Kernel) (string, error) {
 const maxGrid = 65535
 
 func geometry(k *kernel.Kernel) (grid, block, shared int64) {
-	if k.Before != nil {
-		return min(emit.ChainGPUBlocks(k), maxGrid), kernel.ThreadsPerBlock, emit.ChainShared(k)
-	}
 	if k.Form == kernel.Tiled {
 		t := k.GEMM.Tile()
 		return min(t.Tiles, maxGrid), t.Threads, t.SharedBytes()

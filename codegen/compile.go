@@ -44,10 +44,11 @@ type Options struct {
 
 // Stats describe a compilation.
 type Stats struct {
-	Kernels  int           // launches in the plan
-	Distinct int           // distinct kernels compiled
-	Modules  int           // modules they were grouped into
-	Seconds  time.Duration // wall time of the whole compilation
+	Kernels     int           // launches the host runs in the plan
+	GPULaunches int           // launches a GPU runs (a chained launch is two)
+	Distinct    int           // distinct kernels compiled
+	Modules     int           // modules they were grouped into
+	Seconds     time.Duration // wall time of the whole compilation
 }
 
 // Compiled is the result of a compilation.
@@ -94,15 +95,22 @@ func (b *builder) finish(dir string, opts Options, start time.Time) (*Compiled, 
 	if err := b.p.Write(filepath.Join(dir, "plan.json")); err != nil {
 		return nil, err
 	}
-	launches := 0
+	st := Stats{Distinct: len(b.units), Modules: len(modules), Seconds: time.Since(start)}
 	for _, steps := range b.p.Steps {
 		for _, s := range steps {
-			if s.Op == plan.Launch {
-				launches++
+			if s.Op != plan.Launch {
+				continue
+			}
+			k := b.p.Kernels[s.Kernel]
+			if !k.GPUOnly {
+				st.Kernels++
+			}
+			if !k.HostOnly {
+				st.GPULaunches++
 			}
 		}
 	}
-	return &Compiled{Plan: b.p, Dir: dir, Stats: Stats{Kernels: launches, Distinct: len(b.units), Modules: len(modules), Seconds: time.Since(start)}}, nil
+	return &Compiled{Plan: b.p, Dir: dir, Stats: st}, nil
 }
 
 // maxPerModule bounds the kernels of one module, so that llc's work

@@ -68,9 +68,31 @@ func (b *builder) singleDevice(g *ir.Graph) error {
 		if _, err := b.launch(0, kern.Precomputed, kn); err != nil {
 			return err
 		}
+		if kern.Before != nil {
+			if err := b.gpuHalves(s, kern); err != nil {
+				return err
+			}
+		}
 	}
 	for _, v := range g.Outputs {
 		if err := b.output(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gpuHalves adds the launches a GPU runs instead of the chained launch
+// of kern (docs/decisions.md, "Chained launches"): its two kernels, each
+// in its own form, without the host's packed weights.
+func (b *builder) gpuHalves(s *schedule.Schedule, kern *schedule.Kernel) error {
+	for _, half := range []*schedule.Kernel{kern.Before, kern} {
+		kn, err := b.scheduleKernel(s, slices.Index(s.Kernels, half))
+		if err != nil {
+			return err
+		}
+		kn.GPUOnly = true
+		if _, err := b.launch(0, false, kn); err != nil {
 			return err
 		}
 	}

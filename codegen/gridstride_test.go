@@ -69,14 +69,14 @@ model strided(x: f32[70, 300], idx: i64[50], a: f32[130, 40], b: f32[40, 150], q
 		for i := range p.Kernels {
 			k := &p.Kernels[i]
 			switch k.Form {
-			case "threads", "blocks", "rows", "tiled", "chain":
+			case "threads", "blocks", "rows", "tiled":
 				if k.Grid > grid {
 					k.Grid = grid
 					shrunk[k.Form] = true
 				}
 			}
 		}
-		for _, form := range []string{"threads", "blocks", "rows", "tiled", "chain"} {
+		for _, form := range []string{"threads", "blocks", "rows", "tiled"} {
 			if !shrunk[form] {
 				t.Errorf("grid %d: no %s kernel had a larger grid", grid, form)
 			}

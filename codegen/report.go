@@ -32,10 +32,12 @@ type KernelsData struct {
 	Kernels  []KernelRow `json:"kernels"`
 }
 
-// KernelsSection is the compiler report's section on a plan's kernels:
-// per kernel, what it computes, its form and launch geometry, its FLOPs
-// and bytes and its time on device d's roofline (the longer of compute
-// and memory time, plus the launch overhead), longest first.
+// KernelsSection is the compiler report's section on a plan's kernels
+// as a GPU runs them (not the host-only ones: packing, chained
+// launches): per kernel, what it computes, its form and launch
+// geometry, its FLOPs and bytes and its time on device d's roofline (the
+// longer of compute and memory time, plus the launch overhead), longest
+// first.
 func KernelsSection(p *plan.Plan, d cost.Device) report.Section {
 	launches := map[int]int{}
 	for _, steps := range p.Steps {
@@ -47,6 +49,9 @@ func KernelsSection(p *plan.Plan, d cost.Device) report.Section {
 	}
 	data := KernelsData{Device: d.Name}
 	for i, k := range p.Kernels {
+		if k.HostOnly {
+			continue
+		}
 		row := KernelRow{Name: k.Name, Label: k.Label, Kind: k.Kind, Form: k.Form, Launches: launches[i],
 			Grid: k.Grid, Block: k.Block, Shared: k.Shared, FLOPs: k.FLOPs, Bytes: k.Bytes}
 		row.Seconds = max(float64(k.FLOPs)/d.PeakFLOPS, float64(k.Bytes)/d.Bandwidth) + d.Launch
@@ -57,7 +62,7 @@ func KernelsSection(p *plan.Plan, d cost.Device) report.Section {
 	sort.SliceStable(data.Kernels, func(i, j int) bool {
 		return data.Kernels[i].Seconds*float64(data.Kernels[i].Launches) > data.Kernels[j].Seconds*float64(data.Kernels[j].Launches)
 	})
-	lines := []string{fmt.Sprintf("%d kernels, %d launches a run, %.1f us estimated on the %s roofline", len(p.Kernels), data.Launches, data.Seconds*1e6, d.Name),
+	lines := []string{fmt.Sprintf("%d kernels, %d launches a run, %.1f us estimated on the %s roofline", len(data.Kernels), data.Launches, data.Seconds*1e6, d.Name),
 		fmt.Sprintf("%-18s %-12s %-7s %9s %6s %10s %10s %9s  %s", "kernel", "kind", "form", "grid", "block", "MFLOP", "MB", "us", "computes")}
 	for _, r := range data.Kernels {
 		label := r.Label

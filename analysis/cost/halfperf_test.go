@@ -148,21 +148,28 @@ func TestContractionRate(t *testing.T) {
 	}
 }
 
-// TestChainedHalfPerformance: a chained pair of contractions is one
-// launch and pays the half-performance size once, as one launch of a
-// contraction does (f½ is fitted per launch).
+// TestChainedHalfPerformance: on a device that runs chained launches, a
+// chained pair of contractions is one launch and pays the
+// half-performance size once, as one launch of a contraction does (f½
+// is fitted per launch); on one that does not, two of each.
 func TestChainedHalfPerformance(t *testing.T) {
 	g := graphOf(t, "model m(x: f32[64, 100], w1: f32[100, 200], w2: f32[200, 50]) {\n    return matmul(relu(matmul(x, w1)), w2)\n}\n").IR
-	dev := cost.Device{PeakFLOPS: 1e11, Bandwidth: 1e18, Launch: 1e-6, HalfFLOPs: 1e6}
-	e, err := cost.Roofline(g, dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e.Launches != 1 || len(e.Kernels) != 2 {
-		t.Fatalf("%d launches of %d kernels, want the pair chained", e.Launches, len(e.Kernels))
-	}
-	if want := (float64(e.FLOPs)+dev.HalfFLOPs)/dev.PeakFLOPS + dev.Launch; math.Abs(e.Time/want-1) > 1e-12 {
-		t.Errorf("%g s, want %g (one f½, one launch)", e.Time, want)
+	for _, chained := range []bool{true, false} {
+		dev := cost.Device{PeakFLOPS: 1e11, Bandwidth: 1e18, Launch: 1e-6, HalfFLOPs: 1e6, ChainedLaunches: chained}
+		e, err := cost.Roofline(g, dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 1
+		if !chained {
+			n = 2
+		}
+		if e.Launches != n || len(e.Kernels) != 2 {
+			t.Fatalf("chained launches %v: %d launches of %d kernels, want %d of 2", chained, e.Launches, len(e.Kernels), n)
+		}
+		if want := (float64(e.FLOPs)+float64(n)*dev.HalfFLOPs)/dev.PeakFLOPS + float64(n)*dev.Launch; math.Abs(e.Time/want-1) > 1e-12 {
+			t.Errorf("chained launches %v: %g s, want %g (%d f½, %d launches)", chained, e.Time, want, n, n)
+		}
 	}
 }
 

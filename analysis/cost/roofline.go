@@ -27,6 +27,11 @@ type Device struct {
 	// NarrowCols is the most columns of a contraction that the device
 	// computes without padding them (ContractionShape.Padding).
 	NarrowCols int64
+	// ChainedLaunches says that the device runs a chained pair of
+	// kernels (schedule.Kernel.Before) as one launch whose passed rows
+	// stay in cache, as the host runtime does; a GPU runs the two as
+	// launches of their own.
+	ChainedLaunches bool
 }
 
 // ComputeSeconds is the compute time on d of a kernel of flops FLOPs,
@@ -106,7 +111,7 @@ func RooflineOf(s *schedule.Schedule, d Device) (*Estimate, error) {
 			return nil, fmt.Errorf("the model: %v", err)
 		}
 		est.Time += ke.Time
-		if !kern.Chained {
+		if !kern.Chained || !d.ChainedLaunches {
 			est.Launches++
 		}
 	}
@@ -116,8 +121,9 @@ func RooflineOf(s *schedule.Schedule, d Device) (*Estimate, error) {
 // EstimateKernel prices kernel k of s: the FLOPs of the Def it computes
 // (with those of the node's recomputed locals on the node's first kernel)
 // and of the nodes fused into it, the bytes of every buffer it reads once
-// and of the buffer it writes (not the rows a chained launch passes from
-// its first kernel to its second, nor a launch overhead for the first).
+// and of the buffer it writes (on a device of ChainedLaunches, not the
+// rows a chained launch passes from its first kernel to its second, nor
+// a launch overhead for the first).
 // A contraction's compute is
 // Device.ComputeSeconds of its shape (ContractionOf, the factor computed
 // from the weights the row side).
@@ -155,8 +161,12 @@ func estimateKernel(s *schedule.Schedule, k int, d Device, weights map[*ir.Value
 		}
 		ke.Nodes = append(ke.Nodes, n.Name)
 	}
+	before, chained := kern.Before, kern.Chained
+	if !d.ChainedLaunches {
+		before, chained = nil, false
+	}
 	for _, o := range append(s.Reads(k), s.Write(k)) {
-		if kern.Before != nil && o.Value == kern.Before.Out() || kern.Chained && o == s.Write(k) {
+		if before != nil && o.Value == before.Out() || chained && o == s.Write(k) {
 			continue // a chained launch's rows stay in its tasks' caches
 		}
 		if ke.Bytes, err = checkedAdd(ke.Bytes, operandBytes(o)); err != nil {
@@ -171,12 +181,12 @@ func estimateKernel(s *schedule.Schedule, k int, d Device, weights map[*ir.Value
 	}
 	launch := d.Launch
 	switch {
-	case kern.Chained:
+	case chained:
 		// In the launch of the kernel chained after it, which pays the
 		// launch and, once for the pair, a contraction's fixed cost
 		// beyond it (f½, fitted per launch).
 		launch, contractions = 0, 0
-	case kern.Before != nil && IsContraction(kern.Before.Def):
+	case before != nil && IsContraction(before.Def):
 		contractions = 1
 	}
 	ke.Time = max(d.ComputeSeconds(ke.FLOPs, ke.Padding, contractions), float64(ke.Bytes)/d.Bandwidth) + launch

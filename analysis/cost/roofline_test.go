@@ -1,6 +1,7 @@
 package cost_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -79,8 +80,11 @@ func TestRooflineNeverWraps(t *testing.T) {
 }
 
 // TestRooflineChainedLaunch: two linear layers chained into one launch
-// (schedule's chain) are priced as one launch, and the hidden rows they
-// pass, which never leave the launch's caches, move no bytes.
+// (schedule's chain) are priced, on a device that runs chained launches
+// (the host runtime), as one launch, and the hidden rows they pass,
+// which never leave the launch's caches, move no bytes; on a GPU, which
+// runs the two kernels as launches of their own, as two launches that
+// write and read the hidden rows.
 func TestRooflineChainedLaunch(t *testing.T) {
 	prog, err := check.NewProgram()
 	if err != nil {
@@ -97,18 +101,33 @@ func TestRooflineChainedLaunch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := cost.Roofline(g, cost.H100)
-	if err != nil {
-		t.Fatal(err)
-	}
+	chaining := cost.H100
+	chaining.ChainedLaunches = true
 	bytes := int64(4 * (64*100 + 100*200 + 200*50 + 64*50)) // x, w1, w2 and the output
-	if e.Launches != 1 || e.Bytes != bytes {
-		t.Errorf("%d launches moving %d bytes; want 1 moving %d", e.Launches, e.Bytes, bytes)
-	}
-	if want := 2*64*100*200 + 64*200 + 2*64*200*50; e.FLOPs != int64(want) { // the ReLU one per element
-		t.Errorf("%d FLOPs, want %d", e.FLOPs, want)
-	}
-	if want := float64(e.FLOPs)/cost.H100.PeakFLOPS + cost.H100.Launch; e.Time > want*1.0001 || e.Time < want*0.9999 {
-		t.Errorf("%.3g s, want %.3g (one launch, compute-bound)", e.Time, want)
+	hidden := int64(4 * 64 * 200)
+	for _, tc := range []struct {
+		d        cost.Device
+		launches int
+		bytes    int64
+	}{{chaining, 1, bytes}, {cost.H100, 2, bytes + 2*hidden}} {
+		e, err := cost.Roofline(g, tc.d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Launches != tc.launches || e.Bytes != tc.bytes {
+			t.Errorf("chained launches %v: %d launches moving %d bytes; want %d moving %d", tc.d.ChainedLaunches, e.Launches, e.Bytes, tc.launches, tc.bytes)
+		}
+		if want := 2*64*100*200 + 64*200 + 2*64*200*50; e.FLOPs != int64(want) { // the ReLU one per element
+			t.Errorf("%d FLOPs, want %d", e.FLOPs, want)
+		}
+		// Each launch the longer of its compute and memory time, plus
+		// the overhead.
+		want := float64(tc.launches) * tc.d.Launch
+		for _, k := range e.Kernels {
+			want += max(float64(k.FLOPs)/tc.d.PeakFLOPS, float64(k.Bytes)/tc.d.Bandwidth)
+		}
+		if math.Abs(e.Time/want-1) > 1e-9 {
+			t.Errorf("chained launches %v: %.3g s, want %.3g", tc.d.ChainedLaunches, e.Time, want)
+		}
 	}
 }

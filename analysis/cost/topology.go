@@ -48,6 +48,10 @@ type TopologyDevice struct {
 	ContractionHalfFLOPs  float64 `json:"contraction_half_flops,omitempty"`
 	ContractionTile       []int64 `json:"contraction_tile,omitempty"`
 	ContractionNarrowCols int64   `json:"contraction_narrow_cols,omitempty"`
+	// ChainedLaunches: the device runs a chained pair of kernels as one
+	// launch (Device.ChainedLaunches), as the host runtime does, which
+	// --calibrate measures. Absent: as two, as a GPU does.
+	ChainedLaunches bool `json:"chained_launches,omitempty"`
 }
 
 // Link connects devices through one interconnect (a switch, a bus): each
@@ -148,7 +152,8 @@ func (t *Topology) Validate() error {
 // Roofline is device i as a roofline profile.
 func (t *Topology) Roofline(i int) Device {
 	d := t.Devices[i]
-	dev := Device{Name: d.Name, PeakFLOPS: d.PeakFLOPS, Bandwidth: d.MemoryBandwidth, Launch: d.LaunchSeconds, HalfFLOPs: d.ContractionHalfFLOPs, NarrowCols: d.ContractionNarrowCols}
+	dev := Device{Name: d.Name, PeakFLOPS: d.PeakFLOPS, Bandwidth: d.MemoryBandwidth, Launch: d.LaunchSeconds, HalfFLOPs: d.ContractionHalfFLOPs, NarrowCols: d.ContractionNarrowCols,
+		ChainedLaunches: d.ChainedLaunches}
 	if len(d.ContractionTile) == 2 {
 		dev.TileRows, dev.TileCols = d.ContractionTile[0], d.ContractionTile[1]
 	}

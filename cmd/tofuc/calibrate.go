@@ -142,7 +142,8 @@ func runCalibrate(f benchFlags, stdout, stderr io.Writer) int {
 }
 
 func calibrate(f benchFlags, stderr io.Writer) (cost.TopologyDevice, error) {
-	d := cost.TopologyDevice{Name: fmt.Sprintf("host cores (cpu backend, %d threads)", threadsOf(f.threads))}
+	// The host runtime runs a chained pair of kernels as one launch.
+	d := cost.TopologyDevice{Name: fmt.Sprintf("host cores (cpu backend, %d threads)", threadsOf(f.threads)), ChainedLaunches: true}
 	dir, err := os.MkdirTemp("", "tofuc-calibrate-")
 	if err != nil {
 		return d, err

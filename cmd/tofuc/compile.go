@@ -176,8 +176,12 @@ func compileModel(path string, f compileFlags, set map[string]ir.AttrValue, emit
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "%s: %d launches of %d distinct kernels in %d modules, %d devices (%.1fs)\n",
-		name, c.Stats.Kernels, c.Stats.Distinct, c.Stats.Modules, c.Plan.Devices, c.Stats.Seconds.Seconds())
+	launches := fmt.Sprintf("%d launches", c.Stats.Kernels)
+	if c.Stats.GPULaunches != c.Stats.Kernels {
+		launches += fmt.Sprintf(" (%d on a GPU)", c.Stats.GPULaunches)
+	}
+	fmt.Fprintf(stdout, "%s: %s of %d distinct kernels in %d modules, %d devices (%.1fs)\n",
+		name, launches, c.Stats.Distinct, c.Stats.Modules, c.Plan.Devices, c.Stats.Seconds.Seconds())
 	fmt.Fprintf(stdout, "plan: %s\n", filepath.Join(f.out, "plan.json"))
 	return nil
 }

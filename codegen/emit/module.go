@@ -141,10 +141,9 @@ func (f *fn) gpuFunc(name string) {
 	note := f.m.metadataDef(false, rawField(f.f.Type().String()+" "+f.f.Ident()), &metadata.String{Value: "kernel"}, rawField("i32 1"))
 	f.m.annotations = append(f.m.annotations, note)
 	switch {
-	case f.k.PackOnly:
-		// Packing is for the host's micro-kernel: nothing on a GPU.
-	case f.k.Before != nil:
-		f.chainGPU()
+	case f.k.HostOnly():
+		// Packing is for the host's micro-kernel, and a GPU runs a
+		// chained launch's kernels as launches of their own: nothing.
 	case f.k.Form == kernel.Blocks:
 		f.blocksLoop()
 	case f.k.Form == kernel.Tiled:
@@ -174,6 +173,8 @@ func (f *fn) hostFunc(name string) {
 	}
 	f.status = f.argPointer(args, len(launchArgs), types.I64)
 	switch {
+	case f.k.GPUOnly:
+		// A half of a chained launch, which the host runs as one.
 	case f.k.PackOnly:
 		f.packStrips(begin, end)
 	case f.k.Before != nil:

@@ -37,41 +37,21 @@ import (
 func (f *fn) tiledLoop() {
 	g := f.k.GEMM
 	t := g.Tile()
-	as, bs := f.tileStages(t, "")
-	perBatch := t.RowTiles * t.ColTiles
-	f.loop(f.sreg("ctaid.x"), i64(t.Tiles), f.sreg("nctaid.x"), func(tile value.Value) {
-		f.unflatten(f.b.NewUDiv(tile, i64(perBatch)), g.Batch, extents(g.Batch))
-		rest := f.b.NewURem(tile, i64(perBatch))
-		m0 := f.b.NewMul(f.b.NewUDiv(rest, i64(t.ColTiles)), i64(t.M))
-		n0 := f.b.NewMul(f.b.NewURem(rest, i64(t.ColTiles)), i64(t.N))
-		f.tiledTile(t, as, bs, m0, n0)
-	})
-}
-
-// tileStages declares the shared arrays of a stage of each factor of
-// tiles t, named with suffix. A stage's rows are padded by two doubles
-// (kernel.TilePad), so that the threads storing consecutive depth values
-// of a factor contiguous along the depth hit different banks.
-func (f *fn) tileStages(t kernel.Tile, suffix string) (as, bs *ir.Global) {
+	rows, cols, depth := tir.Extent(g.Rows), tir.Extent(g.Cols), tir.Extent(g.K)
 	shared := func(name string, n int64) *ir.Global {
 		arr := types.NewArray(uint64(n), types.Double)
-		s := f.m.M.NewGlobalDef(f.f.Name()+"."+name+suffix, constant.NewUndef(arr))
+		s := f.m.M.NewGlobalDef(f.f.Name()+"."+name, constant.NewUndef(arr))
 		s.Linkage = enum.LinkageInternal
 		s.AddrSpace = sharedSpace
 		s.Typ = nil // recomputed with the address space
 		s.Align = 16
 		return s
 	}
-	return shared("as", t.K*(t.M+kernel.TilePad)), shared("bs", t.K*(t.N+kernel.TilePad))
-}
-
-// tiledTile computes and stores the tile of rows [m0, m0+M) and columns
-// [n0, n0+N) of f's contraction (its batch variables bound), staging the
-// factors through as and bs; every thread of the block calls it alike.
-func (f *fn) tiledTile(t kernel.Tile, as, bs *ir.Global, m0, n0 value.Value) {
-	g := f.k.GEMM
-	rows, cols, depth := tir.Extent(g.Rows), tir.Extent(g.Cols), tir.Extent(g.K)
+	// A stage's rows are padded by two doubles (kernel.TilePad), so that
+	// the threads storing consecutive depth values of a factor contiguous
+	// along the depth hit different banks.
 	sm, sn := t.M+kernel.TilePad, t.N+kernel.TilePad
+	as, bs := shared("as", t.K*sm), shared("bs", t.K*sn)
 	nacc := int(t.MicroM * t.MicroN)
 	fma := f.fmaF64()
 	tid := f.sreg("tid.x")
@@ -81,69 +61,76 @@ func (f *fn) tiledTile(t kernel.Tile, as, bs *ir.Global, m0, n0 value.Value) {
 	// The thread's first position along a side of s positions, in runs of
 	// 4 (kernel.Tile): run q starts at base + q·4·threads along the side.
 	rowBase, colBase := f.b.NewMul(ty, i64(4)), f.b.NewMul(tx, i64(4))
+	perBatch := t.RowTiles * t.ColTiles
 	na := int(t.M * t.K / t.Threads)
-	fetch := func(k0 value.Value) []value.Value {
-		return append(f.fetchFactor(g.A, g.Rows, t.M, rows, m0, k0, tid, t),
-			f.fetchFactor(g.B, g.Cols, t.N, cols, n0, k0, tid, t)...)
-	}
-	init := make([]value.Value, nacc, nacc+na)
-	for e := range init {
-		init[e] = constant.NewFloat(types.Double, 0)
-	}
-	init = append(init, fetch(i64(0))...)
-	out := f.foldN(i64(0), i64(depth), i64(t.K), init, func(k0 value.Value, c []value.Value) []value.Value {
-		acc, held := c[:nacc], c[nacc:]
-		f.putFactor(g.A, held[:na], as, t.M, sm, tid, t)
-		f.putFactor(g.B, held[na:], bs, t.N, sn, tid, t)
-		f.barrier()
-		next := fetch(f.b.NewAdd(k0, i64(t.K)))
-		acc = f.foldN(i64(0), i64(t.K), i64(1), acc, func(kk value.Value, acc []value.Value) []value.Value {
-			a := f.sharedRuns(as, f.b.NewAdd(f.b.NewMul(kk, i64(sm)), rowBase), t.MicroM, tm)
-			b := f.sharedRuns(bs, f.b.NewAdd(f.b.NewMul(kk, i64(sn)), colBase), t.MicroN, tn)
-			// The product of two floats is exact in double, so the
-			// fused multiply-add rounds as the interpreter's multiply
-			// and add do.
-			next := make([]value.Value, nacc)
-			for i := range a {
-				for j := range b {
-					e := i*len(b) + j
-					next[e] = f.b.NewCall(fma, a[i], b[j], acc[e])
+	f.loop(f.sreg("ctaid.x"), i64(t.Tiles), f.sreg("nctaid.x"), func(tile value.Value) {
+		f.unflatten(f.b.NewUDiv(tile, i64(perBatch)), g.Batch, extents(g.Batch))
+		rest := f.b.NewURem(tile, i64(perBatch))
+		m0 := f.b.NewMul(f.b.NewUDiv(rest, i64(t.ColTiles)), i64(t.M))
+		n0 := f.b.NewMul(f.b.NewURem(rest, i64(t.ColTiles)), i64(t.N))
+		fetch := func(k0 value.Value) []value.Value {
+			return append(f.fetchFactor(g.A, g.Rows, t.M, rows, m0, k0, tid, t),
+				f.fetchFactor(g.B, g.Cols, t.N, cols, n0, k0, tid, t)...)
+		}
+		init := make([]value.Value, nacc, nacc+na)
+		for e := range init {
+			init[e] = constant.NewFloat(types.Double, 0)
+		}
+		init = append(init, fetch(i64(0))...)
+		out := f.foldN(i64(0), i64(depth), i64(t.K), init, func(k0 value.Value, c []value.Value) []value.Value {
+			acc, held := c[:nacc], c[nacc:]
+			f.putFactor(g.A, held[:na], as, t.M, sm, tid, t)
+			f.putFactor(g.B, held[na:], bs, t.N, sn, tid, t)
+			f.barrier()
+			next := fetch(f.b.NewAdd(k0, i64(t.K)))
+			acc = f.foldN(i64(0), i64(t.K), i64(1), acc, func(kk value.Value, acc []value.Value) []value.Value {
+				a := f.sharedRuns(as, f.b.NewAdd(f.b.NewMul(kk, i64(sm)), rowBase), t.MicroM, tm)
+				b := f.sharedRuns(bs, f.b.NewAdd(f.b.NewMul(kk, i64(sn)), colBase), t.MicroN, tn)
+				// The product of two floats is exact in double, so the
+				// fused multiply-add rounds as the interpreter's multiply
+				// and add do.
+				next := make([]value.Value, nacc)
+				for i := range a {
+					for j := range b {
+						e := i*len(b) + j
+						next[e] = f.b.NewCall(fma, a[i], b[j], acc[e])
+					}
 				}
-			}
-			return next
-		})
-		f.barrier()
-		return append(acc, next...)
-	})
-	acc := out[:nacc]
-	// Epilogue: a loop over the thread's rows (the row's results picked
-	// by selects, not by a dynamic index, which would put the
-	// accumulators in local memory), its columns unrolled, so that the
-	// stages are emitted MicroN times.
-	f.loop(i64(0), i64(t.MicroM), i64(1), func(i value.Value) {
-		gm := f.b.NewAdd(m0, f.b.NewAdd(rowBase, f.b.NewAdd(
-			f.b.NewMul(f.b.NewUDiv(i, i64(4)), i64(4*tm)), f.b.NewURem(i, i64(4)))))
-		rowInside := f.b.NewICmp(enum.IPredSLT, gm, i64(rows))
-		is := make([]value.Value, t.MicroM)
-		for r := int64(1); r < t.MicroM; r++ {
-			is[r] = f.b.NewICmp(enum.IPredEQ, i, i64(r))
-		}
-		for j := int64(0); j < t.MicroN; j++ {
-			v := acc[j]
-			for r := int64(1); r < t.MicroM; r++ {
-				v = f.b.NewSelect(is[r], acc[r*t.MicroN+j], v)
-			}
-			gn := f.b.NewAdd(n0, f.b.NewAdd(colBase, i64(j/4*4*tn+j%4)))
-			inside := f.b.NewAnd(rowInside, f.b.NewICmp(enum.IPredSLT, gn, i64(cols)))
-			f.ifThen(inside, func() {
-				f.unflatten(gm, g.Rows, extents(g.Rows))
-				f.unflatten(gn, g.Cols, extents(g.Cols))
-				f.hoisted = map[*tir.Reduce]value.Value{g.Sum: v}
-				out := flatIndex(f, f.varValues(f.k.Vars), f.k.Shape)
-				f.store(f.bufs[len(f.bufs)-1], out, f.computeStages(), f.k.Out().DType)
-				f.hoisted = nil
+				return next
 			})
-		}
+			f.barrier()
+			return append(acc, next...)
+		})
+		acc := out[:nacc]
+		// Epilogue: a loop over the thread's rows (the row's results picked
+		// by selects, not by a dynamic index, which would put the
+		// accumulators in local memory), its columns unrolled, so that
+		// the stages are emitted MicroN times.
+		f.loop(i64(0), i64(t.MicroM), i64(1), func(i value.Value) {
+			gm := f.b.NewAdd(m0, f.b.NewAdd(rowBase, f.b.NewAdd(
+				f.b.NewMul(f.b.NewUDiv(i, i64(4)), i64(4*tm)), f.b.NewURem(i, i64(4)))))
+			rowInside := f.b.NewICmp(enum.IPredSLT, gm, i64(rows))
+			is := make([]value.Value, t.MicroM)
+			for r := int64(1); r < t.MicroM; r++ {
+				is[r] = f.b.NewICmp(enum.IPredEQ, i, i64(r))
+			}
+			for j := int64(0); j < t.MicroN; j++ {
+				v := acc[j]
+				for r := int64(1); r < t.MicroM; r++ {
+					v = f.b.NewSelect(is[r], acc[r*t.MicroN+j], v)
+				}
+				gn := f.b.NewAdd(n0, f.b.NewAdd(colBase, i64(j/4*4*tn+j%4)))
+				inside := f.b.NewAnd(rowInside, f.b.NewICmp(enum.IPredSLT, gn, i64(cols)))
+				f.ifThen(inside, func() {
+					f.unflatten(gm, g.Rows, extents(g.Rows))
+					f.unflatten(gn, g.Cols, extents(g.Cols))
+					f.hoisted = map[*tir.Reduce]value.Value{g.Sum: v}
+					out := flatIndex(f, f.varValues(f.k.Vars), f.k.Shape)
+					f.store(f.bufs[len(f.bufs)-1], out, f.computeStages(), f.k.Out().DType)
+					f.hoisted = nil
+				})
+			}
+		})
 	})
 }
 

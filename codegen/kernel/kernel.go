@@ -166,9 +166,14 @@ type Kernel struct {
 	// and that its launch computes first, a block of rows at a time
 	// (schedule's chain): both kernels' first ChainRows variables are
 	// the rows, and the launch's arguments are Before's, then this
-	// kernel's (LaunchArgs).
+	// kernel's (LaunchArgs). Only the host runs such a launch: a GPU
+	// runs its two kernels as launches of their own (GPUOnly).
 	Before    *Kernel
 	ChainRows int
+	// GPUOnly marks a kernel that only a GPU runs: a half of a chained
+	// launch, which the host runs as one launch. It does nothing on the
+	// host.
+	GPUOnly bool
 	// Elements is the number of output elements; ReduceLen the longest
 	// top-level reduction range.
 	Elements, ReduceLen int64
@@ -298,6 +303,10 @@ func (k *Kernel) LaunchArgs() []Arg {
 	}
 	return append(append([]Arg(nil), k.Before.Args...), k.Args...)
 }
+
+// HostOnly reports whether only the host runs k: a packing kernel or a
+// chained launch. It does nothing on a GPU.
+func (k *Kernel) HostOnly() bool { return k.PackOnly || k.Before != nil }
 
 // ChainRowCount is the number of rows of a chained launch: index tuples
 // of k's first ChainRows variables.

@@ -38,6 +38,9 @@ func NewHost(p *plan.Plan, dir string, threads int) (*HostEngine, error) {
 	return e, nil
 }
 
+// Runs reports whether k is not GPU-only.
+func (e *HostEngine) Runs(k *plan.Kernel) bool { return !k.GPUOnly }
+
 // Launch runs a kernel's host range split over the threads: its first
 // HostPhase items, all of them, before the rest.
 func (e *HostEngine) Launch(k *plan.Kernel, argv uintptr) error {

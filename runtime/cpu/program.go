@@ -16,8 +16,12 @@ import (
 
 // Engine runs the kernels of a plan.
 type Engine interface {
-	// Launch runs kernel k; its argument vector (the addresses of its
-	// buffers, then that of its status words) is at argv.
+	// Runs reports whether the engine runs kernel k's launches (the
+	// host runs no GPU-only kernel, a GPU no host-only one).
+	Runs(k *plan.Kernel) bool
+	// Launch runs kernel k, which it Runs; its argument vector (the
+	// addresses of its buffers, then that of its status words) is at
+	// argv.
 	Launch(k *plan.Kernel, argv uintptr) error
 	Close() error
 }
@@ -256,7 +260,7 @@ func (pr *Program) runSteps(lists [][]plan.Step) error {
 					cancel()
 					return
 				}
-				if pr.times != nil {
+				if pr.times != nil && pr.runs(s) {
 					timesMu.Lock()
 					pr.times[s] = time.Since(start)
 					timesMu.Unlock()
@@ -289,9 +293,18 @@ func (pr *Program) step(s *plan.Step) error {
 	return fmt.Errorf("unknown step %q", s.Op)
 }
 
+// runs reports whether the engine runs step s (every step but launches
+// of kernels it does not run).
+func (pr *Program) runs(s *plan.Step) bool {
+	return s.Op != plan.Launch || pr.engine.Runs(&pr.Plan.Kernels[s.Kernel])
+}
+
 // launch runs a kernel and reports an out-of-range access it recorded.
 func (pr *Program) launch(s *plan.Step) error {
 	k := &pr.Plan.Kernels[s.Kernel]
+	if !pr.engine.Runs(k) {
+		return nil
+	}
 	off := pr.args[s]
 	status := pr.words(off+int64(len(s.Args)+1)*8, statusWords)
 	status[0], status[1], status[2] = 0, 0, 0

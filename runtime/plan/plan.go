@@ -68,9 +68,15 @@ type Kernel struct {
 	Shared int64 `json:"shared_bytes"`
 	Sync   bool  `json:"sync"`
 	// HostOnly marks a kernel that only the host runtime runs (packing
-	// weights for its micro-kernels); its GPU entry does nothing, and a
-	// GPU runtime skips its launches.
+	// weights for its micro-kernels, or a chained launch, form "chain":
+	// two kernels a block of rows at a time); its GPU entry does
+	// nothing, its grid is 0, and a GPU runtime skips its launches.
+	// GPUOnly marks one that only a GPU runtime runs (a chained launch's
+	// two kernels, each launched on its own after it); its host entry
+	// does nothing, its host range is 0, and the host runtime skips its
+	// launches.
 	HostOnly bool `json:"host_only,omitempty"`
+	GPUOnly  bool `json:"gpu_only,omitempty"`
 	// Args are the dtype and shape of each buffer argument, the written
 	// one last (a chain: its first kernel's, their written one last, then
 	// its second's); every launch passes buffers of these.

@@ -28,6 +28,9 @@ func (p *Plan) Validate() error {
 		if k.Elements < 0 || k.Grid < 0 || k.Block < 0 || k.Block > 1024 || k.Shared < 0 {
 			return fmt.Errorf("kernel %d (%s): bad geometry", i, k.Name)
 		}
+		if k.HostOnly && (k.GPUOnly || k.Grid != 0) || k.GPUOnly && k.HostRange != 0 {
+			return fmt.Errorf("kernel %d (%s): host_only with a grid, gpu_only with a host range, or both", i, k.Name)
+		}
 		if k.HostRange < 0 || k.HostPhase < 0 || k.HostPhase > k.HostRange {
 			return fmt.Errorf("kernel %d (%s): host_phase %d outside its host_range %d", i, k.Name, k.HostPhase, k.HostRange)
 		}

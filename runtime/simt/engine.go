@@ -65,6 +65,10 @@ func Load(p *plan.Plan, dir string, threads int) (*cpu.Program, error) {
 	return cpu.Load(p, e)
 }
 
+// Runs reports whether k is not host-only: the emulator runs the GPU
+// flavour.
+func (e *Engine) Runs(k *plan.Kernel) bool { return !k.HostOnly }
+
 // Launch runs a kernel's grid, its blocks split over the threads.
 func (e *Engine) Launch(k *plan.Kernel, argv uintptr) error {
 	entry, err := e.lib.Symbol(k.Name + ".simt")
