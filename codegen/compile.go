@@ -101,11 +101,10 @@ func (b *builder) finish(dir string, opts Options, start time.Time) (*Compiled, 
 			if s.Op != plan.Launch {
 				continue
 			}
-			k := b.p.Kernels[s.Kernel]
-			if !k.GPUOnly {
+			if k := &b.p.Kernels[s.Kernel]; k.OnHost() {
 				st.Kernels++
 			}
-			if !k.HostOnly {
+			if k := &b.p.Kernels[s.Kernel]; k.OnGPU() {
 				st.GPULaunches++
 			}
 		}

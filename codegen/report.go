@@ -33,8 +33,8 @@ type KernelsData struct {
 }
 
 // KernelsSection is the compiler report's section on a plan's kernels
-// as a GPU runs them (not the host-only ones: packing, chained
-// launches): per kernel, what it computes, its form and launch
+// as a GPU runs them (not the host-only ones, packing and chained
+// launches, nor those of empty outputs): per kernel, what it computes, its form and launch
 // geometry, its FLOPs and bytes and its time on device d's roofline (the
 // longer of compute and memory time, plus the launch overhead), longest
 // first.
@@ -49,7 +49,7 @@ func KernelsSection(p *plan.Plan, d cost.Device) report.Section {
 	}
 	data := KernelsData{Device: d.Name}
 	for i, k := range p.Kernels {
-		if k.HostOnly {
+		if !k.OnGPU() {
 			continue
 		}
 		row := KernelRow{Name: k.Name, Label: k.Label, Kind: k.Kind, Form: k.Form, Launches: launches[i],

@@ -196,7 +196,7 @@ func TestRunAndBench(t *testing.T) {
 	}
 	launches := 0 // those a GPU runs
 	for _, s := range c.plan.Steps[0] {
-		if s.Op == plan.Launch && !c.plan.Kernels[s.Kernel].HostOnly {
+		if s.Op == plan.Launch && c.plan.Kernels[s.Kernel].OnGPU() {
 			launches++
 		}
 	}

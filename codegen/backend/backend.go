@@ -47,8 +47,9 @@ func (c *Compiled) Name() string { return c.Runtime }
 // Program is a compiled graph loaded into a runtime.
 type Program struct {
 	*cpu.Program
-	Stats codegen.Stats
-	dir   string
+	Stats   codegen.Stats
+	runtime string
+	dir     string
 }
 
 // Close frees the program and deletes its compiled files.
@@ -87,11 +88,17 @@ func (c *Compiled) Prepare(g *ir.Graph, syms map[string]int64) (exec.Program, er
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	return &Program{Program: prog, Stats: res.Stats, dir: dir}, nil
+	return &Program{Program: prog, Stats: res.Stats, runtime: c.Runtime, dir: dir}, nil
 }
 
-// Kernels is the number of kernel launches of the compiled plan.
-func (p *Program) Kernels() int { return p.Stats.Kernels }
+// Kernels is the number of kernel launches of the compiled plan that
+// its runtime runs (the emulator runs a chained launch as two).
+func (p *Program) Kernels() int {
+	if p.runtime == "simt" {
+		return p.Stats.GPULaunches
+	}
+	return p.Stats.Kernels
+}
 
 // Run runs the plan.
 func (p *Program) Run(inputs, params map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {

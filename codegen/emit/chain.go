@@ -29,8 +29,8 @@ func (f *fn) chainParts() (first, then *fn) {
 	return part(f.k.Before, f.bufs[:n]), part(f.k, f.bufs[n:])
 }
 
-// ChainBlocks is the number of blocks of rows of a chained launch.
-func ChainBlocks(k *kernel.Kernel) int64 {
+// chainBlocks is the number of blocks of rows of a chained launch.
+func chainBlocks(k *kernel.Kernel) int64 {
 	return ceilDiv(k.ChainRowCount(), schedule.ChainChunk)
 }
 

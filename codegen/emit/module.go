@@ -285,7 +285,7 @@ func HostRange(k *kernel.Kernel) (items, grain int64) {
 		return (s.rows + s.mr - 1) / s.mr, 1 // strips
 	}
 	if k.Before != nil {
-		return ChainBlocks(k), 1
+		return chainBlocks(k), 1
 	}
 	if k.GEMM != nil {
 		return GEMMTasks(k.GEMM), 1

@@ -38,8 +38,8 @@ func NewHost(p *plan.Plan, dir string, threads int) (*HostEngine, error) {
 	return e, nil
 }
 
-// Runs reports whether k is not GPU-only.
-func (e *HostEngine) Runs(k *plan.Kernel) bool { return !k.GPUOnly }
+// Runs reports whether k runs on the host (plan.Kernel.OnHost).
+func (e *HostEngine) Runs(k *plan.Kernel) bool { return k.OnHost() }
 
 // Launch runs a kernel's host range split over the threads: its first
 // HostPhase items, all of them, before the rest.

@@ -120,7 +120,7 @@ func (pr *Program) newTimer() (*timer, error) {
 	t := &timer{start: map[plan.StepRef]Event{}, end: map[plan.StepRef]Event{}}
 	for _, ref := range pr.steps.order {
 		o := pr.steps.ops[ref.Device][ref.Step]
-		if o.launch == nil || pr.Plan.Kernels[o.launch.k].Grid == 0 {
+		if o.launch == nil || !pr.Plan.Kernels[o.launch.k].OnGPU() {
 			continue
 		}
 		dev := pr.devs[ref.Device]

@@ -148,7 +148,7 @@ func (pr *Program) enqueue(l *list, ref plan.StepRef, t *timer) error {
 			}
 		}
 	}
-	if o.launch != nil && pr.Plan.Kernels[o.launch.k].Grid > 0 {
+	if o.launch != nil && pr.Plan.Kernels[o.launch.k].OnGPU() {
 		if err := pr.enqueueLaunch(dev, ref, o.launch, t); err != nil {
 			return err
 		}

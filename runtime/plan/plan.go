@@ -88,6 +88,14 @@ type Kernel struct {
 	Bytes int64  `json:"bytes"`
 }
 
+// OnHost reports whether the host runtime runs k's launches: every
+// kernel but a GPU-only one.
+func (k *Kernel) OnHost() bool { return !k.GPUOnly }
+
+// OnGPU reports whether a GPU runtime (or the emulator) launches k: not a
+// host-only kernel, and a grid of blocks (an empty output has none).
+func (k *Kernel) OnGPU() bool { return !k.HostOnly && k.Grid > 0 }
+
 // Arg is the type of a kernel argument.
 type Arg struct {
 	DType string  `json:"dtype"`

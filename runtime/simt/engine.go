@@ -65,18 +65,15 @@ func Load(p *plan.Plan, dir string, threads int) (*cpu.Program, error) {
 	return cpu.Load(p, e)
 }
 
-// Runs reports whether k is not host-only: the emulator runs the GPU
-// flavour.
-func (e *Engine) Runs(k *plan.Kernel) bool { return !k.HostOnly }
+// Runs reports whether a GPU launches k (plan.Kernel.OnGPU): the
+// emulator runs the GPU flavour.
+func (e *Engine) Runs(k *plan.Kernel) bool { return k.OnGPU() }
 
 // Launch runs a kernel's grid, its blocks split over the threads.
 func (e *Engine) Launch(k *plan.Kernel, argv uintptr) error {
 	entry, err := e.lib.Symbol(k.Name + ".simt")
 	if err != nil {
 		return err
-	}
-	if k.Grid == 0 {
-		return nil
 	}
 	synced := uintptr(0)
 	if k.Sync {

@@ -37,8 +37,9 @@ ls checks/*/kernels/*.ptx | xargs -P "$(nproc)" -n 4 sh -c '
 bad=$(grep -c '^rejected: ' "$OUT/ptxas.txt")
 summary "ptxas -arch=sm_90: $n modules, $bad rejected ($PTXAS)"
 
-# 1b. Every check on the GPU: the stdlib kernels, the MLP, Wide
-# ResNet-50 and RNN on 1 and 4 logical devices, against the cpu runtime.
+# 1b. Every check on the GPU: the stdlib kernels, the MLP's and the RNN's
+# training graphs and the MLP's, Wide ResNet-50's and the Transformer's
+# forward passes on 1 and 4 logical devices, against the cpu runtime.
 TOFUC_GPU_CHECKS=checks timeout "$CHECK_TIMEOUT" ./cuda.test -test.v >"$OUT/checks.txt" 2>&1
 summary "cuda.test (checks, driver binding): exit $?, $(grep -c -- '--- PASS' "$OUT/checks.txt") passed, $(grep -c -- '--- FAIL' "$OUT/checks.txt") failed, $(grep -c -- '--- SKIP' "$OUT/checks.txt") skipped"
 
@@ -50,7 +51,7 @@ for b in $BENCH; do
 	timeout "$STEP_TIMEOUT" ./tofuc-run "bench/$b" $flags --out "$OUT/$b" --bench --runs "$RUNS" >"$OUT/$b.txt" 2>&1
 	summary "tofuc $b: exit $?, $(grep -m1 ' on .* devices: median' "$OUT/$b.txt")"
 done
-summary "device-to-device copy (tofuc-run, chain): $(grep -m1 'device-to-device copy' "$OUT/chain.txt")"
+[ -f "$OUT/chain.txt" ] && summary "device-to-device copy (tofuc-run, chain): $(grep -m1 'device-to-device copy' "$OUT/chain.txt")"
 [ "$COMPARE" = 1 ] || exit 0
 for w in copy chain matmul mlp softmax layernorm; do
 	summary "torch $w: $(timeout "$STEP_TIMEOUT" python3 torch_bench.py "$w" --runs "$RUNS" --json "$OUT/torch-$w.json" 2>&1 | tail -1)"
