@@ -748,12 +748,59 @@ func (f *fn) packRun(factor tir.Expr, inner *tir.Var, row panelRow, t, run value
 	hi = f.smax(hi, lo)
 	flat0 := flatIndex(f, idx, shape)
 	step := flatStep(steps, shape)
+	if step == 1 {
+		// Contiguous: whole vectors, the last of each piece masked (a
+		// convolution's rows are often shorter than a vector).
+		src := f.b.NewGetElementPtr(types.Float, f.bufs[arg], flat0)
+		vectors := func(lo, hi value.Value, from value.Value) {
+			f.segments(row, t, lo, hi, func(dst, u0, n value.Value) {
+				var at value.Value
+				if from != nil {
+					at = f.b.NewGetElementPtr(types.Float, from, u0)
+				}
+				f.maskedRun(dst, at, n)
+			})
+		}
+		vectors(i64(0), lo, nil)
+		vectors(lo, hi, src)
+		vectors(hi, run, nil)
+		return
+	}
 	zero := func(value.Value) value.Value { return constant.NewFloat(types.Float, 0) }
 	fill(i64(0), lo, zero)
 	fill(lo, hi, func(u value.Value) value.Value {
 		return f.b.NewLoad(types.Float, f.b.NewGetElementPtr(types.Float, f.bufs[arg], f.b.NewAdd(flat0, f.b.NewMul(u, i64(step)))))
 	})
 	fill(hi, run, zero)
+}
+
+// maskedRun copies n floats from src to dst (zeros where src is nil) a
+// vector of the host's lanes at a time, the last one masked: no element
+// past either run is read or written.
+func (f *fn) maskedRun(dst, src, n value.Value) {
+	vl := HostLanes()
+	vec := types.NewVector(uint64(vl), types.Float)
+	mask := types.NewVector(uint64(vl), types.I1)
+	name := fmt.Sprintf("v%df32.p0v%df32", vl, vl)
+	load := f.m.declare("llvm.masked.load."+name, vec, types.NewPointer(vec), types.I32, mask, vec)
+	store := f.m.declare("llvm.masked.store."+name, types.Void, vec, types.NewPointer(vec), types.I32, mask)
+	lanes := make([]constant.Constant, vl)
+	for i := range lanes {
+		lanes[i] = i64(int64(i))
+	}
+	iota := constant.NewVector(types.NewVector(uint64(vl), types.I64), lanes...)
+	zeros := constant.NewZeroInitializer(vec)
+	f.loop(i64(0), n, i64(vl), func(v value.Value) {
+		left := f.b.NewSub(n, v)
+		splat := f.b.NewShuffleVector(f.b.NewInsertElement(constant.NewUndef(iota.Typ), left, i32(0)), constant.NewUndef(iota.Typ),
+			constant.NewZeroInitializer(types.NewVector(uint64(vl), types.I32)))
+		on := f.b.NewICmp(enum.IPredSLT, iota, splat)
+		var val value.Value = zeros
+		if src != nil {
+			val = f.b.NewCall(load, f.b.NewBitCast(f.b.NewGetElementPtr(types.Float, src, v), types.NewPointer(vec)), i32(4), on, zeros)
+		}
+		f.b.NewCall(store, val, f.b.NewBitCast(f.b.NewGetElementPtr(types.Float, dst, v), types.NewPointer(vec)), i32(4), on)
+	})
 }
 
 // affineRead recognises factor as one read of an f32 argument whose
