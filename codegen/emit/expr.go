@@ -354,6 +354,15 @@ func (f *fn) reduce(r *tir.Reduce) value.Value {
 		})
 		return f.b.NewFPExt(acc, types.Double)
 	}
+	if f.m.Flavour == Host && r.Kind == tir.Sum && r.T.IsFloat() {
+		// In any order (a kernel differs from the interpreter only in
+		// the order of a reduction's additions, docs/decisions.md): the
+		// innermost loop's sum in vectors, not one addition's latency
+		// per term (attention's dot products).
+		outer := f.reassoc
+		f.reassoc = true
+		defer func() { f.reassoc = outer }()
+	}
 	acc := f.nest(r.Vars, identity(r.Kind, r.T), func(acc value.Value) value.Value {
 		return f.combine(r.Kind, r.T, acc, f.exprTo(r.Body, r.T))
 	})
@@ -424,7 +433,11 @@ func (f *fn) combine(kind tir.Reducer, t lang.DType, acc, v value.Value) value.V
 	if t.IsFloat() {
 		switch kind {
 		case tir.Sum:
-			return f.b.NewFAdd(acc, v)
+			add := f.b.NewFAdd(acc, v)
+			if f.reassoc {
+				add.FastMathFlags = []enum.FastMathFlag{enum.FastMathFlagReassoc}
+			}
+			return add
 		case tir.Prod:
 			return f.b.NewFMul(acc, v)
 		}

@@ -38,6 +38,9 @@ type fn struct {
 	// unrolled is the number of copies of the code being emitted that
 	// enclosing unrolled reductions make (1 outside any).
 	unrolled int64
+	// reassoc: the float sums being emitted may add in any order (the
+	// host flavour's sums, reduce).
+	reassoc bool
 	// unchecked are the checked reads known to be in range in the code
 	// being emitted (a run's interior, storeRuns).
 	unchecked map[*tir.Access]bool
@@ -152,10 +155,14 @@ func (f *fn) nest(vars []*tir.Var, acc value.Value, step func(acc value.Value) v
 		f.unrolled = outer
 		return acc
 	}
-	return f.fold(i64(0), i64(extent(v)), i64(1), acc, func(i, acc value.Value) value.Value {
+	acc, back := f.foldLoop(i64(0), i64(extent(v)), i64(1), acc, func(i, acc value.Value) value.Value {
 		f.vars[v] = i
 		return f.nest(vars[1:], acc, step)
 	})
+	if back != nil && f.reassoc && len(vars) == 1 {
+		back.Metadata = append(back.Metadata, &metadata.Attachment{Name: "llvm.loop", Node: f.m.vectorizeHint()})
+	}
+	return acc
 }
 
 // unrollLimit is the most copies of a reduction's body the host flavour
