@@ -63,6 +63,12 @@ func (r RowLocal) BufferLen() int64 {
 // each row that shares its key), and not empty, and its buffer not
 // empty.
 //
+// An element-wise local that calls a costly math function (costlyFuncs)
+// is a candidate too, where the instance has row locals: it is a row
+// local only if buffered and read at two places or more (softmax's and
+// attention's exponentials, read by the sum and by the output, computed
+// once instead of twice), and else recomputed where it is read.
+//
 // A local read anywhere else (at an index computed from data, by a
 // materialised local, or where the output reaches indices beyond the
 // local's extents) is not a row local, nor is any when the row is longer
@@ -79,6 +85,11 @@ func Rows(inst *ir.Instance) []RowLocal {
 	}
 	if len(cand) == 0 {
 		return nil
+	}
+	for _, d := range inst.Locals {
+		if !cand[d] && holdsCostlyCall(d.Body) {
+			cand[d] = true
+		}
 	}
 	excluded := map[*ir.Def]bool{}
 	for {
@@ -117,13 +128,29 @@ func rowLocals(inst *ir.Instance, cand, excluded map[*ir.Def]bool) (rows []RowLo
 		if !cand[d] {
 			continue
 		}
-		if key, ok := a.keyOf(d); ok && !a.bad[d] {
+		key, ok := a.keyOf(d)
+		if ok && !a.bad[d] {
 			a.key[d] = key
 			a.walk(d.Body, bindVars(d, key))
 			continue
 		}
+		if !holdsReduction(d.Body) {
+			// A costly element-wise candidate that is no row local is
+			// recomputed where it is read, as before it was one.
+			delete(cand, d)
+			return nil, true
+		}
 		a.bad[d] = true
 		a.spoil(d.Body, map[*ir.Def]bool{})
+	}
+	for _, d := range inst.Locals {
+		// A costly element-wise local pays for its buffer only where it
+		// is read at several places of the row, and has one value per
+		// row only if buffered (else each element would be a row).
+		if cand[d] && !holdsReduction(d.Body) && (!slices.Contains(a.key[d], -1) || len(a.reads[d]) < 2) {
+			delete(cand, d)
+			return nil, true
+		}
 	}
 	keyed := map[int]bool{}
 	for _, d := range inst.Locals {
@@ -147,7 +174,11 @@ func rowLocals(inst *ir.Instance, cand, excluded map[*ir.Def]bool) (rows []RowLo
 		n := r.BufferLen()
 		buffered += n
 		if n == 0 || buffered > maxRowBuffer || !keysAll(r.Key, keyed) {
-			excluded[r.Def] = true
+			if holdsReduction(r.Def.Body) {
+				excluded[r.Def] = true
+			} else {
+				delete(cand, r.Def) // recomputed instead
+			}
 			return nil, true
 		}
 	}
@@ -313,6 +344,28 @@ func hasDuplicate(pos []int) bool {
 		}
 	}
 	return false
+}
+
+// costlyFuncs are the math functions whose result a row buffer keeps
+// rather than computing them again at each read (softmax's exp).
+var costlyFuncs = map[string]bool{"exp": true, "log": true, "tanh": true, "sigmoid": true, "erf": true, "pow": true,
+	"sin": true, "cos": true, "tan": true, "asin": true, "acos": true, "atan": true, "sinh": true, "cosh": true,
+	"asinh": true, "acosh": true, "atanh": true, "atan2": true}
+
+// holdsCostlyCall reports whether e calls one of costlyFuncs and no
+// opaque function.
+func holdsCostlyCall(e ir.Expr) bool {
+	costly, opaque := false, false
+	ir.Walk(e, func(x ir.Expr) bool {
+		switch x := x.(type) {
+		case *ir.Call:
+			costly = costly || costlyFuncs[x.Fn]
+		case *ir.Opaque:
+			opaque = true
+		}
+		return !opaque
+	})
+	return costly && !opaque
 }
 
 // holdsReduction reports whether e holds a reduction and no opaque call.

@@ -211,10 +211,16 @@ func TestBatchNormScaleRunsWithTheWeights(t *testing.T) {
 // inside a reduction over an output variable with no key is none
 // (cross-entropy's log-sum); attention's product of queries and keys,
 // read by its maximum over keys and by the output at its own index, is
-// buffered along the keys (-1), keyed like its maximum and sum.
+// buffered along the keys (-1), keyed like its maximum and sum; the
+// exponentials of softmax and attention, read by the sum and by the
+// output, are buffered too, where read once (once) they are not.
 func TestRows(t *testing.T) {
-	src := `model m<batch = 1>(x: f32[batch, 3, 16], l: f32[batch, 16], y: i64[batch], q: f32[batch, 2, 5, 4], k: f32[batch, 2, 7, 4], b: f32[7]) {
-    return softmax<axis = 1>(x), softmax_cross_entropy(l, y), attention_weights(q, k, b)
+	src := `op once(x: [M, N]) -> [M, N] =
+    let m: [M] = lambda i: max(lambda k: x[i, k]) in
+    let e: [M, N] = lambda i, n: exp(x[i, n] - m[i]) in
+    lambda i, n: e[i, n] * 2.0
+model m<batch = 1>(x: f32[batch, 3, 16], l: f32[batch, 16], y: i64[batch], q: f32[batch, 2, 5, 4], k: f32[batch, 2, 7, 4], b: f32[7]) {
+    return softmax<axis = 1>(x), softmax_cross_entropy(l, y), attention_weights(q, k, b), once(l)
 }
 `
 	g := load(t, src, 2)
@@ -226,7 +232,9 @@ func TestRows(t *testing.T) {
 		}
 		got[n.Inst.Op] = strings.Join(rows, " ")
 	}
-	for op, want := range map[string]string{"softmax": "m[0 2] s[0 2]", "softmax_cross_entropy": "", "attention_weights": "qk[0 1 2 -1] m[0 1 2] l[0 1 2]"} {
+	// The exponentials read by the sum and by the output are buffered,
+	// computed once; read once, they are recomputed there.
+	for op, want := range map[string]string{"softmax": "m[0 2] e[0 -1 2] s[0 2]", "softmax_cross_entropy": "", "attention_weights": "qk[0 1 2 -1] m[0 1 2] e[0 1 2 -1] l[0 1 2]", "once": "m[0]"} {
 		if got[op] != want {
 			t.Errorf("%s: row locals %q, want %q", op, got[op], want)
 		}

@@ -412,7 +412,7 @@ func (f *fn) fillRowBuffer(l kernel.RowLocal, shared bool) {
 		f.loop(f.sreg("tid.x"), i64(l.BufferLen), f.sreg("ntid.x"), fill)
 		f.barrier()
 	} else {
-		f.loop(i64(0), i64(l.BufferLen), i64(1), fill)
+		f.vectorLoop(i64(0), i64(l.BufferLen), fill) // its elements are independent
 	}
 	for _, v := range l.Def.Vars {
 		delete(f.vars, v)
