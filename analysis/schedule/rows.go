@@ -173,6 +173,16 @@ func rowLocals(inst *ir.Instance, cand, excluded map[*ir.Def]bool) (rows []RowLo
 		}
 		n := r.BufferLen()
 		buffered += n
+		if buffered > maxRowBuffer {
+			// Over the budget: a costly local gives way first, to be
+			// recomputed, before a reduction is launched.
+			for _, c := range rows {
+				if c.Buffered() && !holdsReduction(c.Def.Body) {
+					delete(cand, c.Def)
+					return nil, true
+				}
+			}
+		}
 		if n == 0 || buffered > maxRowBuffer || !keysAll(r.Key, keyed) {
 			if holdsReduction(r.Def.Body) {
 				excluded[r.Def] = true

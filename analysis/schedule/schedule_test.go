@@ -213,14 +213,21 @@ func TestBatchNormScaleRunsWithTheWeights(t *testing.T) {
 // read by its maximum over keys and by the output at its own index, is
 // buffered along the keys (-1), keyed like its maximum and sum; the
 // exponentials of softmax and attention, read by the sum and by the
-// output, are buffered too, where read once (once) they are not.
+// output, are buffered too, where read once (once) they are not, nor
+// where their buffer would leave a reduction's out of the row (budget).
 func TestRows(t *testing.T) {
 	src := `op once(x: [M, N]) -> [M, N] =
     let m: [M] = lambda i: max(lambda k: x[i, k]) in
     let e: [M, N] = lambda i, n: exp(x[i, n] - m[i]) in
     lambda i, n: e[i, n] * 2.0
-model m<batch = 1>(x: f32[batch, 3, 16], l: f32[batch, 16], y: i64[batch], q: f32[batch, 2, 5, 4], k: f32[batch, 2, 7, 4], b: f32[7]) {
-    return softmax<axis = 1>(x), softmax_cross_entropy(l, y), attention_weights(q, k, b), once(l)
+op budget(x: [M, N], y: [N, D]) -> [M, N] =
+    let e: [M, N] = lambda i, n: exp(x[i, n]) in
+    let c: [M, N] = lambda i, n: sum(lambda d: y[n, d] * x[i, n]) * e[i, n] in
+    let m: [M] = lambda i: max(lambda k: c[i, k]) in
+    lambda i, n: c[i, n] / m[i] + e[i, n]
+model m<batch = 1>(x: f32[batch, 3, 16], l: f32[batch, 16], y: i64[batch], q: f32[batch, 2, 5, 4], k: f32[batch, 2, 7, 4], b: f32[7],
+                   bx: f32[3, 3000], by: f32[3000, 5]) {
+    return softmax<axis = 1>(x), softmax_cross_entropy(l, y), attention_weights(q, k, b), once(l), budget(bx, by)
 }
 `
 	g := load(t, src, 2)
@@ -233,8 +240,10 @@ model m<batch = 1>(x: f32[batch, 3, 16], l: f32[batch, 16], y: i64[batch], q: f3
 		got[n.Inst.Op] = strings.Join(rows, " ")
 	}
 	// The exponentials read by the sum and by the output are buffered,
-	// computed once; read once, they are recomputed there.
-	for op, want := range map[string]string{"softmax": "m[0 2] e[0 -1 2] s[0 2]", "softmax_cross_entropy": "", "attention_weights": "qk[0 1 2 -1] m[0 1 2] e[0 1 2 -1] l[0 1 2]", "once": "m[0]"} {
+	// computed once; read once, they are recomputed there, and so where
+	// their buffer and a reduction's would pass the budget of a row.
+	for op, want := range map[string]string{"softmax": "m[0 2] e[0 -1 2] s[0 2]", "softmax_cross_entropy": "", "attention_weights": "qk[0 1 2 -1] m[0 1 2] e[0 1 2 -1] l[0 1 2]",
+		"once": "m[0]", "budget": "c[0 -1] m[0]"} {
 		if got[op] != want {
 			t.Errorf("%s: row locals %q, want %q", op, got[op], want)
 		}

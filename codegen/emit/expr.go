@@ -345,6 +345,14 @@ func (f *fn) intCall(e *tir.Call, p lang.DType) value.Value {
 // reduce lowers a reduction computed by one thread: loops over its
 // variables, first outermost, combining in row-major order.
 func (f *fn) reduce(r *tir.Reduce) value.Value {
+	// On the host a float sum adds in any order (a kernel differs from
+	// the interpreter only in the order of a reduction's additions,
+	// docs/decisions.md): its innermost loop sums in vectors, not one
+	// addition's latency per term (attention's dot products). Only the
+	// sum's own loops: a product or a maximum inside it keeps its order.
+	outer := f.reassoc
+	f.reassoc = f.m.Flavour == Host && r.Kind == tir.Sum && r.T.IsFloat()
+	defer func() { f.reassoc = outer }()
 	if (r.Kind == tir.Max || r.Kind == tir.Min) && exactF32(r.Body) {
 		// The largest (smallest) of values that are all f32 is the same
 		// in f32 as in double: kept in f32, a pool's loop runs on
@@ -353,15 +361,6 @@ func (f *fn) reduce(r *tir.Reduce) value.Value {
 			return f.combine(r.Kind, lang.F32, acc, f.b.NewFPTrunc(f.expr(r.Body), types.Float))
 		})
 		return f.b.NewFPExt(acc, types.Double)
-	}
-	if f.m.Flavour == Host && r.Kind == tir.Sum && r.T.IsFloat() {
-		// In any order (a kernel differs from the interpreter only in
-		// the order of a reduction's additions, docs/decisions.md): the
-		// innermost loop's sum in vectors, not one addition's latency
-		// per term (attention's dot products).
-		outer := f.reassoc
-		f.reassoc = true
-		defer func() { f.reassoc = outer }()
 	}
 	acc := f.nest(r.Vars, identity(r.Kind, r.T), func(acc value.Value) value.Value {
 		return f.combine(r.Kind, r.T, acc, f.exprTo(r.Body, r.T))

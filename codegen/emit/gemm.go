@@ -748,9 +748,11 @@ func (f *fn) packRun(factor tir.Expr, inner *tir.Var, row panelRow, t, run value
 	hi = f.smax(hi, lo)
 	flat0 := flatIndex(f, idx, shape)
 	step := flatStep(steps, shape)
-	if step == 1 {
+	if step == 1 && HostLanes() >= 8 {
 		// Contiguous: whole vectors, the last of each piece masked (a
-		// convolution's rows are often shorter than a vector).
+		// convolution's rows are often shorter than a vector). With
+		// AVX or AVX-512, whose masked loads and stores are
+		// instructions; elsewhere LLVM would test each lane.
 		src := f.b.NewGetElementPtr(types.Float, f.bufs[arg], flat0)
 		vectors := func(lo, hi value.Value, from value.Value) {
 			f.segments(row, t, lo, hi, func(dst, u0, n value.Value) {
