@@ -48,15 +48,7 @@ func loadExample(t *testing.T, name string, train bool, set map[string]ir.AttrVa
 // graph.
 func modelFromSource(t *testing.T, src string) *ir.Graph {
 	t.Helper()
-	prog, err := check.NewProgram()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := prog.LoadSource("test.tdl", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Model("", nil)
+	_, g, err := check.LoadModel("test.tdl", []byte(src), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

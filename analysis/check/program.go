@@ -99,6 +99,22 @@ func unwrapPathError(err error) error {
 	return err
 }
 
+// LoadModel checks src, as the file at path, in a program of its own and
+// returns its module and the graph of its only model with the attributes
+// set (the tests' and tools' way to take a model from source).
+func LoadModel(path string, src []byte, set map[string]ir.AttrValue) (*Module, *ir.Graph, error) {
+	p, err := NewProgram()
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := p.LoadSource(path, src)
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := m.Model("", set)
+	return m, g, err
+}
+
 // LoadSource parses src as the file at path and resolves its imports.
 func (p *Program) LoadSource(path string, src []byte) (*Module, error) {
 	key := filepath.Clean(path)

@@ -13,15 +13,7 @@ import (
 // appendix): fetching the half of a whole-read tensor each worker lacks,
 // and a reduce-scatter of partial outputs.
 func TestMatmulBytes(t *testing.T) {
-	prog, err := check.NewProgram()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := prog.LoadSource("m.tdl", []byte("model m(x: f32[8, 16]) {\n    w = param f32[16, 4]\n    return matmul(x, w)\n}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ir, err := m.Model("", nil)
+	_, ir, err := check.LoadModel("m.tdl", []byte("model m(x: f32[8, 16]) {\n    w = param f32[16, 4]\n    return matmul(x, w)\n}\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

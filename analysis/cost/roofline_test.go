@@ -86,18 +86,10 @@ func TestRooflineNeverWraps(t *testing.T) {
 // runs the two kernels as launches of their own, as two launches that
 // write and read the hidden rows.
 func TestRooflineChainedLaunch(t *testing.T) {
-	prog, err := check.NewProgram()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := prog.LoadSource("m.tdl", []byte(`model m(x: f32[64, 100], w1: f32[100, 200], w2: f32[200, 50]) {
+	_, g, err := check.LoadModel("m.tdl", []byte(`model m(x: f32[64, 100], w1: f32[100, 200], w2: f32[200, 50]) {
     return matmul(relu(matmul(x, w1)), w2)
 }
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Model("", nil)
+`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,15 +14,7 @@ import (
 // graphOf prepares a model for pricing.
 func graphOf(t *testing.T, src string) *cost.Graph {
 	t.Helper()
-	prog, err := check.NewProgram()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := prog.LoadSource("m.tdl", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ir, err := m.Model("", nil)
+	_, ir, err := check.LoadModel("m.tdl", []byte(src), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,15 +29,7 @@ model bn(x: f32[6, 4, 5, 3]) {
 
 func loadBN(t *testing.T) (*check.Module, *ir.Graph) {
 	t.Helper()
-	prog, err := check.NewProgram()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := prog.LoadSource("bn.tdl", []byte(bnModel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Model("", nil)
+	m, g, err := check.LoadModel("bn.tdl", []byte(bnModel), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

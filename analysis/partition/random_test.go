@@ -87,15 +87,7 @@ func randomModel(r *rand.Rand, ops int, withHalo bool) string {
 
 func graphOf(tb testing.TB, src string) *cost.Graph {
 	tb.Helper()
-	prog, err := check.NewProgram()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	m, err := prog.LoadSource("random.tdl", []byte(src))
-	if err != nil {
-		tb.Fatalf("%v\n%s", err, src)
-	}
-	g, err := m.Model("", nil)
+	_, g, err := check.LoadModel("random.tdl", []byte(src), nil)
 	if err != nil {
 		tb.Fatalf("%v\n%s", err, src)
 	}

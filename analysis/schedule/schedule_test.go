@@ -13,15 +13,7 @@ import (
 
 func load(t *testing.T, src string, batch int64) *ir.Graph {
 	t.Helper()
-	prog, err := check.NewProgram()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := prog.LoadSource("m.tdl", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Model("", map[string]ir.AttrValue{"batch": {Kind: ir.AttrInt, Int: batch}})
+	_, g, err := check.LoadModel("m.tdl", []byte(src), map[string]ir.AttrValue{"batch": {Kind: ir.AttrInt, Int: batch}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,15 +24,7 @@ func graph(t *testing.T, wFirst bool) *ir.Graph {
 		params = b + w
 	}
 	src := "model mlp(x: f32[N, 4]) {\n" + params + "    return relu(matmul(x, W) + b) * 0.5\n}\n"
-	prog, err := check.NewProgram()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := prog.LoadSource("mlp.tdl", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Model("", nil)
+	_, g, err := check.LoadModel("mlp.tdl", []byte(src), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

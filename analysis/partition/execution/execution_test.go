@@ -45,15 +45,7 @@ func load(t *testing.T, name string, train bool, set map[string]ir.AttrValue) *i
 // its module and its only model's graph.
 func sourceModel(t *testing.T, name, src string) (*check.Module, *ir.Graph) {
 	t.Helper()
-	prog, err := check.NewProgram()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := prog.LoadSource(name, []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Model("", nil)
+	m, g, err := check.LoadModel(name, []byte(src), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
