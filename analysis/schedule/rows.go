@@ -365,32 +365,32 @@ var costlyFuncs = map[string]bool{"exp": true, "log": true, "tanh": true, "sigmo
 // holdsCostlyCall reports whether e calls one of costlyFuncs and no
 // opaque function.
 func holdsCostlyCall(e ir.Expr) bool {
-	costly, opaque := false, false
-	ir.Walk(e, func(x ir.Expr) bool {
-		switch x := x.(type) {
-		case *ir.Call:
-			costly = costly || costlyFuncs[x.Fn]
-		case *ir.Opaque:
-			opaque = true
-		}
-		return !opaque
+	return holds(e, func(x ir.Expr) bool {
+		c, ok := x.(*ir.Call)
+		return ok && costlyFuncs[c.Fn]
 	})
-	return costly && !opaque
 }
 
 // holdsReduction reports whether e holds a reduction and no opaque call.
 func holdsReduction(e ir.Expr) bool {
-	reduces, opaque := false, false
+	return holds(e, func(x ir.Expr) bool {
+		_, ok := x.(*ir.Reduce)
+		return ok
+	})
+}
+
+// holds reports whether e holds an expression that is is true of, and
+// no opaque call.
+func holds(e ir.Expr, is func(ir.Expr) bool) bool {
+	found, opaque := false, false
 	ir.Walk(e, func(x ir.Expr) bool {
-		switch x.(type) {
-		case *ir.Reduce:
-			reduces = true
-		case *ir.Opaque:
+		if _, ok := x.(*ir.Opaque); ok {
 			opaque = true
 		}
+		found = found || is(x)
 		return !opaque
 	})
-	return reduces && !opaque
+	return found && !opaque
 }
 
 // recomputable reports whether local d is recomputed where it is read
