@@ -330,14 +330,10 @@ func (f *fn) rowsLoop() {
 func (f *fn) rowsHost(begin, end value.Value) {
 	rows := f.k.Rows
 	vars, _ := f.rowVars(rows.RowVars(len(f.k.Vars)))
-	malloc := f.m.declare("malloc", types.I8Ptr, types.I64)
-	free := f.m.declare("free", types.Void, types.I8Ptr)
 	f.rowBufs = map[*tir.Def]value.Value{}
 	for _, l := range rows.Locals {
 		if l.BufferLen > 0 {
-			st := storageType(l.Def.Tensor.DType)
-			p := f.b.NewCall(malloc, i64(l.BufferLen*int64(max(1, l.Def.Tensor.DType.Size()))))
-			f.rowBufs[l.Def] = f.b.NewBitCast(p, types.NewPointer(st))
+			f.rowBufs[l.Def] = f.scratch(l.BufferLen*int64(max(1, l.Def.Tensor.DType.Size())), storageType(l.Def.Tensor.DType))
 		}
 	}
 	f.loop(begin, end, i64(1), func(key value.Value) {
@@ -346,7 +342,7 @@ func (f *fn) rowsHost(begin, end value.Value) {
 	})
 	for _, l := range rows.Locals {
 		if p, ok := f.rowBufs[l.Def]; ok {
-			f.b.NewCall(free, f.b.NewBitCast(p, types.I8Ptr))
+			f.freeScratch(p)
 		}
 	}
 }
@@ -543,4 +539,22 @@ func (f *fn) fromBits(x value.Value, dt lang.DType) value.Value {
 		return f.b.NewBitCast(x, types.Double)
 	}
 	return x
+}
+
+// scratchAlign is the alignment of a host kernel's scratch memory: a
+// cache line, as the plan's buffers (codegen's arena alignment). With
+// malloc's 16 bytes, every vector of a GEMM's double sums straddled two
+// lines.
+const scratchAlign = 64
+
+// scratch allocates bytes of host scratch memory (aligned_alloc, at
+// scratchAlign) as a pointer to elem; freeScratch frees it.
+func (f *fn) scratch(bytes int64, elem types.Type) value.Value {
+	alloc := f.m.declare("aligned_alloc", types.I8Ptr, types.I64, types.I64)
+	size := max(1, ceilDiv(bytes, scratchAlign)) * scratchAlign // a multiple of the alignment, as C11 asks
+	return f.b.NewBitCast(f.b.NewCall(alloc, i64(scratchAlign), i64(size)), types.NewPointer(elem))
+}
+
+func (f *fn) freeScratch(p value.Value) {
+	f.b.NewCall(f.m.declare("free", types.Void, types.I8Ptr), f.b.NewBitCast(p, types.I8Ptr))
 }

@@ -254,7 +254,7 @@ func (m *Module) declare(name string, ret types.Type, params ...types.Type) *ir.
 		d.FuncAttrs = append(d.FuncAttrs, enum.FuncAttrConvergent, enum.FuncAttrNoUnwind)
 	case strings.HasPrefix(name, "llvm."):
 		d.FuncAttrs = append(d.FuncAttrs, enum.FuncAttrNoUnwind, enum.FuncAttrReadNone)
-	default: // the C library's malloc and free (host flavour)
+	default: // the C library's aligned_alloc and free (host flavour)
 		d.FuncAttrs = append(d.FuncAttrs, enum.FuncAttrNoUnwind)
 	}
 	m.decls[name] = d
