@@ -130,3 +130,14 @@ model m(x: f32[64, 64]) {
 		t.Errorf("%d packing kernels, want 2", packs)
 	}
 }
+
+// TestEmptyDepthGEMM: a contraction over an empty depth runs no block
+// of the micro-kernel, so its tasks zero their sums (f32, as for every
+// depth of one block) before the epilogue; equal to the interpreter.
+func TestEmptyDepthGEMM(t *testing.T) {
+	tl := tools(t)
+	compileMatching(t, tl, "empty depth", `model m(a: f32[40, 0], b: f32[0, 50]) {
+    c = matmul(a, b) + 1.0
+    return c
+}`, 1)
+}

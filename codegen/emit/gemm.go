@@ -291,7 +291,8 @@ func (f *fn) newGemmTask(g *kernel.GEMM, s gemmShape, rows, cols int64) (*gemmTa
 	// C's rows are a line longer than its panels: rows a power of two
 	// apart (512 columns of doubles are 4 KiB) would put a tile's rows
 	// in the same sets of L1, evicting the panel of B.
-	t := &gemmTask{g: g, s: s, ldc: ncPad + 8}
+	sumType := s.sumType()
+	t := &gemmTask{g: g, s: s, sumType: sumType, ldc: ncPad + 64/sumSize(sumType)}
 	for i, a := range f.k.Args {
 		switch {
 		case g.PackedA != nil && a.Key == g.PackedA:
@@ -304,7 +305,7 @@ func (f *fn) newGemmTask(g *kernel.GEMM, s gemmShape, rows, cols int64) (*gemmTa
 		t.bp = floats(gemmKC * ncPad)
 	}
 	t.ap = floats(gemmKC * (gemmMC + s.mr))
-	t.cs = f.scratch(8*rowsPad*t.ldc, types.Double)
+	t.cs = f.scratch(sumSize(sumType)*rowsPad*t.ldc, sumType)
 	t.micro, t.cold = f.m.microKernel(s, false), f.m.microKernel(s, true)
 	if s.narrow() {
 		t.micro = f.m.narrowKernel(s)
@@ -331,13 +332,14 @@ func (f *fn) newGemmTask(g *kernel.GEMM, s gemmShape, rows, cols int64) (*gemmTa
 
 // gemmTask is what a contraction's tasks share: its buffers (the packed
 // A of the weights or nil, Ap and Bp for a task's packing, C for its
-// double sums with rows ldc apart) and how a task finds a block of B.
+// sums (sumType) with rows ldc apart) and how a task finds a block of B.
 type gemmTask struct {
 	g                      *kernel.GEMM
 	s                      gemmShape
 	micro, cold            *ir.Func // cold: for a strip or a panel met first (microKernel)
 	packed, shared, ap, bp value.Value
 	cs                     value.Value
+	sumType                types.Type
 	ldc                    int64
 	blockB                 func(pc, kc, jc, nc, ncPanels value.Value) (block, panelLen value.Value)
 }
@@ -364,7 +366,7 @@ func (f *fn) gemmBlock(t *gemmTask, r0, rows, jc, nc value.Value) {
 	ncPanels := f.panelsOf(s, nc)
 	if s.depth == 0 { // no block of the depth stores C
 		f.loop(i64(0), f.b.NewMul(rows, i64(t.ldc)), i64(1), func(i value.Value) {
-			f.b.NewStore(constant.NewFloat(types.Double, 0), f.b.NewGetElementPtr(types.Double, t.cs, i))
+			f.b.NewStore(constant.NewFloat(t.sumType.(*types.FloatType), 0), f.b.NewGetElementPtr(t.sumType, t.cs, i))
 		})
 	}
 	f.loop(i64(0), i64(s.depth), i64(gemmKC), func(pc value.Value) {
@@ -388,7 +390,7 @@ func (f *fn) gemmBlock(t *gemmTask, r0, rows, jc, nc value.Value) {
 				bPanel := f.b.NewGetElementPtr(types.Float, bBlock, f.b.NewMul(f.b.NewUDiv(jr, i64(s.nr)), panelLen))
 				f.loop(ic, icEnd, i64(s.mr), func(ir value.Value) {
 					row := f.b.NewMul(f.b.NewSub(ir, r0), i64(t.ldc))
-					cTile := f.b.NewGetElementPtr(types.Double, t.cs, f.b.NewAdd(row, jr))
+					cTile := f.b.NewGetElementPtr(t.sumType, t.cs, f.b.NewAdd(row, jr))
 					// A strip meets the panel first (ir = ic), or
 					// the panel meets the strip first (jr = 0).
 					cold := f.b.NewOr(f.b.NewICmp(enum.IPredEQ, ir, ic), f.b.NewICmp(enum.IPredEQ, jr, i64(0)))
@@ -398,7 +400,7 @@ func (f *fn) gemmBlock(t *gemmTask, r0, rows, jc, nc value.Value) {
 			})
 		})
 	})
-	f.gemmEpilogue(g, t.cs, r0, rows, jc, nc, t.ldc)
+	f.gemmEpilogue(t, r0, rows, jc, nc)
 }
 
 // panelsOf is nc columns rounded up to whole panels.
@@ -919,9 +921,13 @@ func (f *fn) loadF32(a *tir.Access, arg int) value.Value {
 // gemmEpilogue evaluates the stages of every element of the task's block
 // (rows from r0, columns from jc) with the sum replaced by its accumulated
 // value, and stores them.
-func (f *fn) gemmEpilogue(g *kernel.GEMM, cs, r0, rows, jc, nc value.Value, ldc int64) {
+func (f *fn) gemmEpilogue(t *gemmTask, r0, rows, jc, nc value.Value) {
+	g := t.g
 	element := func(i, j value.Value) {
-		c := f.b.NewLoad(types.Double, f.b.NewGetElementPtr(types.Double, cs, f.b.NewAdd(f.b.NewMul(i, i64(ldc)), j)))
+		var c value.Value = f.b.NewLoad(t.sumType, f.b.NewGetElementPtr(t.sumType, t.cs, f.b.NewAdd(f.b.NewMul(i, i64(t.ldc)), j)))
+		if t.sumType != types.Double {
+			c = f.b.NewFPExt(c, types.Double)
+		}
 		f.hoisted = map[*tir.Reduce]value.Value{g.Sum: c}
 		out := f.flatOffset(varRefs(f.k.Vars), f.varValues(f.k.Vars), f.k.Shape)
 		f.store(f.bufs[len(f.bufs)-1], out, f.computeStages(), f.k.Out().DType)
@@ -1077,7 +1083,7 @@ func HostTile() (mr, nr, narrowCols int64) {
 // column; the halves are added at the end. The sum is the block's in
 // another order, in f32 with fused multiply-adds, added to C in double.
 func (m *Module) narrowKernel(s gemmShape) *ir.Func {
-	fn, p, made := m.gemmKernel(fmt.Sprintf("tofuc.gemm.narrow%dx%d", s.mr, s.cols))
+	fn, p, made := m.gemmKernel(fmt.Sprintf("tofuc.gemm.narrow%dx%d", s.mr, s.cols), types.Double)
 	if !made {
 		return fn
 	}
@@ -1185,12 +1191,12 @@ type gemmParams struct {
 
 // gemmKernel returns the module's GEMM kernel called name, and made
 // true with its parameters when it is new (its body still to write).
-func (m *Module) gemmKernel(name string) (fn *ir.Func, p gemmParams, made bool) {
+func (m *Module) gemmKernel(name string, sum types.Type) (fn *ir.Func, p gemmParams, made bool) {
 	if d, ok := m.decls[name]; ok {
 		return d, p, false
 	}
 	fp := types.NewPointer(types.Float)
-	p = gemmParams{ap: ir.NewParam("ap", fp), bp: ir.NewParam("bp", fp), c: ir.NewParam("c", types.NewPointer(types.Double)),
+	p = gemmParams{ap: ir.NewParam("ap", fp), bp: ir.NewParam("bp", fp), c: ir.NewParam("c", types.NewPointer(sum)),
 		kc: ir.NewParam("kc", types.I64), ld: ir.NewParam("ld", types.I64), first: ir.NewParam("first", types.I1)}
 	fn = m.M.NewFunc(name, types.Void, p.ap, p.bp, p.c, p.kc, p.ld, p.first)
 	fn.Linkage = enum.LinkageInternal
@@ -1216,11 +1222,12 @@ func (m *Module) gemmKernel(name string) (fn *ir.Func, p gemmParams, made bool) 
 // ResNet-50 on two, 52.5 → 50.5 ms, and 51.2 → 48.4 ms with the strips
 // prefetched too.
 func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
-	name := fmt.Sprintf("tofuc.gemm.micro%dx%d", s.mr, s.nr)
+	sumType := s.sumType()
+	name := fmt.Sprintf("tofuc.gemm.micro%dx%d.%s", s.mr, s.nr, sumType.LLString())
 	if cold {
 		name += ".cold"
 	}
-	fn, p, made := m.gemmKernel(name)
+	fn, p, made := m.gemmKernel(name, sumType)
 	if !made {
 		return fn
 	}
@@ -1231,9 +1238,9 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 	fma := m.declare(fmt.Sprintf("llvm.fma.v%df32", s.vl), vec, vec, vec, vec)
 	entry, head, body, exit := fn.NewBlock("entry"), fn.NewBlock("loop"), fn.NewBlock("body"), fn.NewBlock("exit")
 	nv := s.nr / s.vl
-	cAddr := func(b *ir.Block, i, v int64) value.Value {
+	cAddr := func(b *ir.Block, i, v int64, vt *types.VectorType) value.Value {
 		off := b.NewAdd(b.NewMul(i64(i), ld), i64(v*s.vl))
-		return b.NewBitCast(b.NewGetElementPtr(types.Double, cp, off), types.NewPointer(dvec))
+		return b.NewBitCast(b.NewGetElementPtr(sumType, cp, off), types.NewPointer(vt))
 	}
 	// Each block of k starts from zero and is added to C at the end:
 	// blocked summation, whose rounding error grows with KC plus the
@@ -1244,9 +1251,10 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 	}
 	// C's tile is wanted at the end: fetching it now hides the misses.
 	prefetch := m.declare("llvm.prefetch.p0i8", types.Void, types.I8Ptr, types.I32, types.I32, types.I32)
+	perLine := 64 / sumSize(sumType)
 	for i := int64(0); i < s.mr; i++ {
-		for v := int64(0); v < 2*nv; v++ { // a line is 8 doubles
-			p := entry.NewGetElementPtr(types.Double, cp, entry.NewAdd(entry.NewMul(i64(i), ld), i64(v*8)))
+		for j := int64(0); j < s.nr; j += perLine {
+			p := entry.NewGetElementPtr(sumType, cp, entry.NewAdd(entry.NewMul(i64(i), ld), i64(j)))
 			entry.NewCall(prefetch, entry.NewBitCast(p, types.I8Ptr), i32(1), i32(3), i32(1))
 		}
 	}
@@ -1290,14 +1298,23 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 	kn := body.NewAdd(k, i64(1))
 	k.Incs = append(k.Incs, ir.NewIncoming(kn, body))
 	body.NewBr(head)
+	if sumType == types.Float { // the depth's one block: C is its sums
+		for i := int64(0); i < s.mr; i++ {
+			for v := int64(0); v < nv; v++ {
+				exit.NewStore(accs[i*nv+v], cAddr(exit, i, v, vec)).Align = 4
+			}
+		}
+		exit.NewRet(nil)
+		return fn
+	}
 	// The depth's first block stores C, the others add to it.
 	store, add := fn.NewBlock("store"), fn.NewBlock("add")
 	exit.NewCondBr(first, store, add)
 	for i := int64(0); i < s.mr; i++ {
 		for v := int64(0); v < nv; v++ {
 			sum := store.NewFPExt(accs[i*nv+v], dvec)
-			store.NewStore(sum, cAddr(store, i, v)).Align = 8
-			p := cAddr(add, i, v)
+			store.NewStore(sum, cAddr(store, i, v, dvec)).Align = 8
+			p := cAddr(add, i, v, dvec)
 			c := add.NewLoad(dvec, p)
 			c.Align = 8
 			add.NewStore(add.NewFAdd(c, add.NewFPExt(accs[i*nv+v], dvec)), p).Align = 8
@@ -1306,4 +1323,24 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 	store.NewRet(nil)
 	add.NewRet(nil)
 	return fn
+}
+
+// sumType is the type of a contraction's sums in C: double, except
+// where the depth is one block and the kernel is not narrow, where C
+// holds the block's f32 sums as they are (the epilogue widens them, so
+// every result is the same double) and its traffic through L2 halves:
+// the 1 × 1 convolutions of 64 to 256 channels.
+func (s gemmShape) sumType() types.Type {
+	if s.depth <= gemmKC && !s.narrow() {
+		return types.Float
+	}
+	return types.Double
+}
+
+// sumSize is the size in bytes of a sum of type t (sumType).
+func sumSize(t types.Type) int64 {
+	if t == types.Float {
+		return 4
+	}
+	return 8
 }
