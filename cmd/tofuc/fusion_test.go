@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"tofuc/analysis/check"
@@ -49,6 +50,24 @@ func TestFusionHalvesLaunches(t *testing.T) {
 		}
 		if most := tc.most(len(g.Nodes)); launches > most {
 			t.Errorf("%s: %d launches for %d operators, want at most %d", tc.example, launches, len(g.Nodes), most)
+		}
+	}
+}
+
+// TestCompileGPULaunches: the MLP's chained launch is two launches on a
+// GPU (docs/plan.md, host_only); `tofuc compile` says so when it emits
+// a GPU flavour (PTX or the emulator's), and not for the host alone.
+func TestCompileGPULaunches(t *testing.T) {
+	for _, tc := range []struct {
+		emit string
+		want bool
+	}{{"host", false}, {"plan", false}, {"ptx", true}} {
+		status, stdout, stderr := tofuc("compile", "../../examples/mlp.tdl", "-o", t.TempDir(), "--emit", tc.emit)
+		if status != exitOK {
+			t.Fatalf("--emit %s: exit %d: %s", tc.emit, status, stderr)
+		}
+		if got := strings.Contains(stdout, "(3 on a GPU)"); got != tc.want {
+			t.Errorf("--emit %s: %q, want the GPU's launches shown: %v", tc.emit, stdout, tc.want)
 		}
 	}
 }
