@@ -349,10 +349,11 @@ func (f *fn) newGemmTask(g *kernel.GEMM, s gemmShape, rows, cols int64) (*gemmTa
 	}
 	t.ap = floats(gemmKC * (gemmMC + s.mr))
 	t.cs = f.scratch(sumSize(sumType)*rowsPad*t.ldc, sumType)
-	t.micro, t.cold = f.m.microKernel(s, false), f.m.microKernel(s, true)
 	if s.narrow() {
 		t.micro = f.m.narrowKernel(s)
 		t.cold = t.micro
+	} else {
+		t.micro, t.cold = f.m.microKernel(s, false), f.m.microKernel(s, true)
 	}
 	// The block of B at depth pc of the columns from jc: where tasks
 	// share B, in the panels of its batch index (t.shared), else packed
@@ -1249,21 +1250,20 @@ func (m *Module) gemmKernel(name string, sum types.Type) (fn *ir.Func, p gemmPar
 }
 
 // microKernel returns the module's micro-kernel for shape s:
-// void (float* ap, float* bp, double* c, i64 kc, i64 ld, i1 first)
+// void (float* ap, float* bp, S* c, i64 kc, i64 ld, i1 first)
 // computes C[i, j] (=, where first, else +=) Σ_k Ap[k·MR + i] · Bp[k·NR + j] for i < MR, j < NR (one
 // packed panel of B), C with row stride ld, summing in f32 in MR × 2 vector registers from zero and
-// adding the block's sums to C in double.
+// adding the block's sums to C in double; S is s.sumType(), and where it
+// is float (the depth is one block) C is the block's sums as they are
+// and first is not read.
 //
 // The cold kernel is for a panel's first strip and for the strips of a
 // block's first panel, which bring the panel into L1 and the strip into
 // L2 from further out (a convolution's weights packed once, a shared B):
 // it prefetches both coldAhead values of the depth ahead of its loads,
 // beyond what the hardware's prefetchers follow. The other calls find
-// both near and have no prefetches to issue. Measured alternating with
-// the kernel without prefetches: a 3 × 3 convolution at 14 × 14 × 256,
-// whose panels serve four strips, 2.32 → 2.10 ms on one thread;
-// ResNet-50 on two, 52.5 → 50.5 ms, and 51.2 → 48.4 ms with the strips
-// prefetched too.
+// both near and have no prefetches to issue (measured in docs/codegen.md,
+// "Cold calls").
 func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 	sumType := s.sumType()
 	name := fmt.Sprintf("tofuc.gemm.micro%dx%d.%s", s.mr, s.nr, sumType.LLString())
