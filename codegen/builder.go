@@ -105,19 +105,13 @@ func (b *builder) addStep(device int, init bool, s plan.Step) int {
 // launch adds a launch of k with its argument buffers, resolved by their
 // keys, to a device's steps.
 func (b *builder) launch(device int, init bool, k *kernel.Kernel) (int, error) {
-	if k.GEMM != nil && !k.PackOnly && !k.GPUOnly && k.GEMM.SharedB == nil && k.GEMM.SharedA == nil && k.Before == nil {
-		// The host flavour's tasks share B, and then A, packed into
-		// workspaces that live for the launch only (B's decides the
-		// blocking that A's depends on).
+	if k.GEMM != nil && !k.PackOnly && !k.GPUOnly && k.GEMM.SharedB == nil && k.Before == nil {
 		if n := emit.SharedBLen(k.GEMM); n > 0 {
-			key := packedKey{k, "B"}
+			// The host flavour's tasks share B, packed into a
+			// workspace that lives for the launch only.
+			key := sharedBKey{k}
 			b.buffer(key, k.Label+" packed B", device, lang.F32, []int64{n}, plan.RoleWorkspace)
 			k.ShareB(key, n)
-		}
-		if n := emit.SharedALen(k.GEMM); n > 0 {
-			key := packedKey{k, "A"}
-			b.buffer(key, k.Label+" packed A", device, lang.F32, []int64{n}, plan.RoleWorkspace)
-			k.ShareA(key, n)
 		}
 	}
 	idx, err := b.kernel(k)
@@ -140,19 +134,16 @@ func (b *builder) launch(device int, init bool, k *kernel.Kernel) (int, error) {
 		}
 		s.Args = append(s.Args, id)
 		b.touch(id)
-		if _, scratch := a.Key.(packedKey); init && !scratch {
+		if _, scratch := a.Key.(sharedBKey); init && !scratch {
 			b.keep(id) // a workspace lives for its launch, also at init
 		}
 	}
 	return b.addStep(device, init, s), nil
 }
 
-// packedKey is the workspace into which a contraction kernel packs one
-// of its factors ("A" or "B") for all of its host tasks.
-type packedKey struct {
-	k      *kernel.Kernel
-	factor string
-}
+// sharedBKey is the buffer of the B factor a contraction kernel packs
+// for all of its host tasks.
+type sharedBKey struct{ k *kernel.Kernel }
 
 // opaqueSteps adds the host calls of the opaque functions k reads, each
 // into a workspace buffer of its own.

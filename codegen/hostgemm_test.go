@@ -141,37 +141,3 @@ func TestEmptyDepthGEMM(t *testing.T) {
     return c
 }`, 1)
 }
-
-// TestSharedFactors: a contraction whose rows are split (its sums would
-// not fit L2) and whose columns are split (more than 512) packs B once
-// for its tasks and then A once (a task of each column chunk would pack
-// the same rows again): both workspaces are in the plan, the pack items
-// come before the tasks, and the results equal the interpreter's, over
-// two blocks of the depth.
-func TestSharedFactors(t *testing.T) {
-	tl := tools(t)
-	g := modelFromSource(t, `model m(a: f32[1024, 300], b: f32[300, 1100]) {
-    c = matmul(a, b)
-    return c
-}`)
-	dir := t.TempDir()
-	c, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.Emit{Host: true}, Tools: tl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	packed := map[string]bool{}
-	for _, b := range c.Plan.Buffers {
-		for _, side := range []string{"A", "B"} {
-			if strings.HasSuffix(b.Name, "packed "+side) {
-				packed[side] = true
-			}
-		}
-	}
-	if !packed["A"] || !packed["B"] {
-		t.Errorf("packed workspaces %v, want A and B", packed)
-	}
-	if k := c.Plan.Kernels[0]; k.HostPhase < 2 || k.HostRange-k.HostPhase < 4 {
-		t.Errorf("%s: %d pack items of %d, want both factors' before at least 4 tasks", k.Label, k.HostPhase, k.HostRange)
-	}
-	matchInterp(t, "shared factors", g, c.Plan, dir, false, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 300) })
-}

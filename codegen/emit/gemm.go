@@ -75,15 +75,9 @@ type gemmShape struct {
 	vl, nr, mr int64
 }
 
-// newGemmShape is the blocking of g, sharing B and A where g has the
-// workspaces for them (SharedBLen, SharedALen).
-func newGemmShape(g *kernel.GEMM) gemmShape {
-	s := gemmShapeOf(g, g.SharedB != nil)
-	if g.SharedA != nil {
-		s.packAItems = min(s.strips, gemmAItems)
-	}
-	return s
-}
+// newGemmShape is the blocking of g, sharing B where g has the
+// workspace for it (SharedBLen).
+func newGemmShape(g *kernel.GEMM) gemmShape { return gemmShapeOf(g, g.SharedB != nil) }
 
 func gemmShapeOf(g *kernel.GEMM, share bool) gemmShape {
 	s := gemmShape{rows: tir.Extent(g.Rows), cols: tir.Extent(g.Cols), depth: tir.Extent(g.K), batch: tir.Extent(g.Batch)}
@@ -121,13 +115,11 @@ type blocking struct {
 	cols1, rows1      int64 // the widest chunk's columns and rows
 	shared            bool
 	packItems         int64 // items packing B, before the tasks, when shared
-	packAItems        int64 // items packing A, after B's, where A is shared (SharedALen)
 }
 
 const (
 	gemmColQuantum   = 32
-	gemmSharedBudget = 16 << 20 // bytes of B (or of A) packed for all tasks
-	gemmAItems       = 8        // the most items packing a shared A
+	gemmSharedBudget = 16 << 20 // bytes of B packed for all tasks
 )
 
 // newBlocking is the blocking of a contraction's shape; B is shared
@@ -228,23 +220,6 @@ func SharedBLen(g *kernel.GEMM) int64 {
 	return s.batch * s.depth * ceilDiv(s.cols, s.nr) * s.nr
 }
 
-// SharedALen is the length of the workspace into which a contraction
-// packs all of A for its tasks, 0 where its tasks pack their own strips
-// or A is packed with the weights (PackedA). Where the columns are
-// split, every column chunk would pack the same rows of A again (the
-// 1024³ matmul: two chunks of 512 columns); there the kernel's items
-// after those packing B pack A once, strip after strip as PackedLen
-// lays it out, when it fits gemmSharedBudget and has no batch index
-// (the tasks then read it as they read weights packed once).
-func SharedALen(g *kernel.GEMM) int64 {
-	s := newGemmShape(g)
-	n := PackedLen(g)
-	if g.PackedA != nil || s.batch != 1 || s.colChunks < 2 || s.rows == 0 || s.cols == 0 || 4*n > gemmSharedBudget {
-		return 0
-	}
-	return n
-}
-
 // PackedLen is the length of a GEMM's A factor packed for this host's
 // micro-kernel: its rows rounded up to whole strips, times the depth.
 func PackedLen(g *kernel.GEMM) int64 {
@@ -252,13 +227,13 @@ func PackedLen(g *kernel.GEMM) int64 {
 	return (s.rows + s.mr - 1) / s.mr * s.mr * s.depth
 }
 
-// packStrips packs strips [begin, end) of A into out (a PackOnly
-// kernel's output, or a shared A), strip after strip:
-// Apk[(strip·depth + k)·MR + i], so that a block of depth starting at pc
-// of the strip at row ir begins at ir·depth + pc·MR.
-func (f *fn) packStrips(out, begin, end value.Value) {
+// packStrips packs strips [begin, end) of A for a PackOnly kernel, strip
+// after strip: Apk[(strip·depth + k)·MR + i], so that a block of depth
+// starting at pc of the strip at row ir begins at ir·depth + pc·MR.
+func (f *fn) packStrips(begin, end value.Value) {
 	g := f.k.GEMM
 	s := newGemmShape(g)
+	out := f.bufs[len(f.bufs)-1]
 	f.unflatten(i64(0), g.Batch, extents(g.Batch))
 	f.loop(begin, end, i64(1), func(strip value.Value) {
 		ir := f.b.NewMul(strip, i64(s.mr))
@@ -268,57 +243,41 @@ func (f *fn) packStrips(out, begin, end value.Value) {
 }
 
 // GEMMTasks is the host range of a contraction kernel: the items that
-// pack a shared B and a shared A (all of them run before the rest:
-// GEMMPackItems), then its tasks, each a batch index, a block of rows
-// and a block of columns.
+// pack a shared B (all of them run before the rest: GEMMPackItems), then
+// its tasks, each a batch index, a block of rows and a block of columns.
 func GEMMTasks(g *kernel.GEMM) int64 {
 	s := newGemmShape(g)
 	if s.cols == 0 || s.rows == 0 {
 		return 0
 	}
-	return s.packItems + s.packAItems + s.batch*s.rowChunks*s.colChunks
+	return s.packItems + s.batch*s.rowChunks*s.colChunks
 }
 
 // GEMMPackItems is the number of items at the start of a contraction's
-// host range that pack its shared B and A, 0 when it has neither.
+// host range that pack its shared B, 0 when it has none.
 func GEMMPackItems(g *kernel.GEMM) int64 {
 	if GEMMTasks(g) == 0 {
 		return 0
 	}
-	s := newGemmShape(g)
-	return s.packItems + s.packAItems
+	return newGemmShape(g).packItems
 }
 
 // gemmHost lowers a contraction kernel's host flavour: items [begin,
-// end) of its host range, each packing a block of a shared B, strips of
-// a shared A, or a task.
+// end) of its host range, each packing a block of a shared B or a task.
 func (f *fn) gemmHost(begin, end value.Value) {
 	g := f.k.GEMM
 	s := newGemmShape(g)
 	t, free := f.newGemmTask(g, s, s.rows1, s.cols1)
-	phase := s.packItems + s.packAItems
 	f.loop(begin, end, i64(1), func(item value.Value) {
-		below := func(n int64) value.Value { return f.b.NewICmp(enum.IPredULT, item, i64(n)) }
-		task := func() { f.gemmTask(t, f.b.NewSub(item, i64(phase))) }
-		packB := func() { f.packShared(t.shared, s, item) }
-		packA := func() {
-			// Item i packs strips [strips·i/n, strips·(i+1)/n).
-			i := f.b.NewSub(item, i64(s.packItems))
-			first := func(i value.Value) value.Value {
-				return f.b.NewUDiv(f.b.NewMul(i, i64(s.strips)), i64(s.packAItems))
-			}
-			f.packStrips(t.packed, first(i), first(f.b.NewAdd(i, i64(1))))
+		if !s.shared {
+			f.gemmTask(t, item)
+			return
 		}
-		switch {
-		case phase == 0:
-			task()
-		case s.packAItems == 0:
-			f.ifElse(below(phase), packB, task)
-		case s.packItems == 0:
-			f.ifElse(below(phase), packA, task)
-		default:
-			f.ifElse(below(phase), func() { f.ifElse(below(s.packItems), packB, packA) }, task)
-		}
+		f.ifElse(f.b.NewICmp(enum.IPredULT, item, i64(s.packItems)), func() {
+			f.packShared(t.shared, s, item)
+		}, func() {
+			f.gemmTask(t, f.b.NewSub(item, i64(s.packItems)))
+		})
 	})
 	free()
 }
@@ -338,8 +297,6 @@ func (f *fn) newGemmTask(g *kernel.GEMM, s gemmShape, rows, cols int64) (*gemmTa
 		switch {
 		case g.PackedA != nil && a.Key == g.PackedA:
 			t.packed = f.bufs[i] // A packed with the weights
-		case g.SharedA != nil && a.Key == g.SharedA:
-			t.packed = f.bufs[i] // A packed for all tasks
 		case g.SharedB != nil && a.Key == g.SharedB:
 			t.shared = f.bufs[i] // B packed for all tasks
 		}

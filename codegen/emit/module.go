@@ -176,7 +176,7 @@ func (f *fn) hostFunc(name string) {
 	case f.k.GPUOnly:
 		// A half of a chained launch, which the host runs as one.
 	case f.k.PackOnly:
-		f.packStrips(f.bufs[len(f.bufs)-1], begin, end)
+		f.packStrips(begin, end)
 	case f.k.Before != nil:
 		f.chainHost(begin, end)
 	case f.k.GEMM != nil:

@@ -31,10 +31,6 @@ type GEMM struct {
 	// which the host flavour's first items pack all of B for its tasks
 	// (codegen/emit.SharedBLen); the GPU flavour does not read it.
 	SharedB any
-	// SharedA, when not nil, is the key of a workspace argument into
-	// which the host flavour's items after SharedB's pack all of A
-	// (codegen/emit.SharedALen); the GPU flavour does not read it.
-	SharedA any
 }
 
 // Swap makes B the row side and A the column side.
@@ -104,13 +100,6 @@ func (k *Kernel) PackKernel(key any, elements int64) *Kernel {
 func (k *Kernel) ShareB(key any, elements int64) {
 	k.argBeforeOutput(Arg{Key: key, DType: lang.F32, Shape: []int64{elements}})
 	k.GEMM.SharedB = key
-}
-
-// ShareA gives k's GEMM a workspace argument of elements floats, key,
-// into which its host flavour packs all of A for its tasks.
-func (k *Kernel) ShareA(key any, elements int64) {
-	k.argBeforeOutput(Arg{Key: key, DType: lang.F32, Shape: []int64{elements}})
-	k.GEMM.SharedA = key
 }
 
 // argBeforeOutput adds an argument before k's output (the written one,
