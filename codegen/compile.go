@@ -16,6 +16,7 @@ import (
 	"tofuc/codegen/simt"
 	"tofuc/codegen/toolchain"
 	"tofuc/lang/ir"
+	runcpu "tofuc/runtime/cpu"
 	"tofuc/runtime/plan"
 	runsimt "tofuc/runtime/simt"
 )
@@ -202,7 +203,7 @@ func (b *builder) compileModules(dir string, modules [][]int, opts Options) erro
 	}
 	ctx := context.Background()
 	if opts.Emit.Host {
-		name, err := b.link(ctx, dir, "host", hostObjs, nil, opts.Tools)
+		name, err := b.link(ctx, dir, "host", hostObjs, []string{runcpu.Source}, opts.Tools)
 		if err != nil {
 			return err
 		}

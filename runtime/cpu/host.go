@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	_ "embed"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -10,6 +11,13 @@ import (
 	"tofuc/runtime/native"
 	"tofuc/runtime/plan"
 )
+
+// Source is the cpu runtime's C part, which the code generator links
+// into the plan's host shared object (csrc/host.c: glibc keeps the
+// kernels' scratch memory between calls).
+//
+//go:embed csrc/host.c
+var Source string
 
 // HostEngine runs host-flavour kernels natively.
 type HostEngine struct {
