@@ -1,10 +1,13 @@
 package codegen
 
-import "sort"
+import (
+	"sort"
 
-// alignment of every buffer in an arena, in bytes (a cache line, and the
-// widest vector a kernel loads).
-const alignment = 64
+	"tofuc/codegen/emit"
+)
+
+// alignment of every buffer in an arena, in bytes.
+const alignment = emit.CacheLine
 
 // allocate places every buffer in its device's arena: buffers whose
 // lifetimes overlap get disjoint bytes, greedily at the lowest offset that

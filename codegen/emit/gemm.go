@@ -292,7 +292,7 @@ func (f *fn) newGemmTask(g *kernel.GEMM, s gemmShape, rows, cols int64) (*gemmTa
 	// apart (512 columns of doubles are 4 KiB) would put a tile's rows
 	// in the same sets of L1, evicting the panel of B.
 	sumType := s.sumType()
-	t := &gemmTask{g: g, s: s, sumType: sumType, ldc: ncPad + 64/sumSize(sumType)}
+	t := &gemmTask{g: g, s: s, sumType: sumType, ldc: ncPad + CacheLine/sumSize(sumType)}
 	for i, a := range f.k.Args {
 		switch {
 		case g.PackedA != nil && a.Key == g.PackedA:
@@ -1251,7 +1251,7 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 	}
 	// C's tile is wanted at the end: fetching it now hides the misses.
 	prefetch := m.declare("llvm.prefetch.p0i8", types.Void, types.I8Ptr, types.I32, types.I32, types.I32)
-	perLine := 64 / sumSize(sumType)
+	perLine := CacheLine / sumSize(sumType)
 	for i := int64(0); i < s.mr; i++ {
 		for j := int64(0); j < s.nr; j += perLine {
 			p := entry.NewGetElementPtr(sumType, cp, entry.NewAdd(entry.NewMul(i64(i), ld), i64(j)))
@@ -1273,12 +1273,14 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 		bv = append(bv, l)
 	}
 	if cold {
-		// A line of the strip every other depth value (MR = 8) or
-		// more, a line of the panel per 16 of its columns.
+		// One prefetch of the strip per depth value (a line holds
+		// the strip's values of two depths or more) and one of the
+		// panel per line of its row.
 		ahead := body.NewAdd(k, i64(coldAhead))
 		at := []value.Value{body.NewGetElementPtr(types.Float, ap, body.NewMul(ahead, i64(s.mr)))}
-		for line := int64(0); line < max(1, s.nr/16); line++ {
-			at = append(at, body.NewGetElementPtr(types.Float, bp, body.NewAdd(body.NewMul(ahead, i64(s.nr)), i64(line*16))))
+		perLine := int64(CacheLine / 4)
+		for j := int64(0); j < s.nr; j += perLine {
+			at = append(at, body.NewGetElementPtr(types.Float, bp, body.NewAdd(body.NewMul(ahead, i64(s.nr)), i64(j))))
 		}
 		for _, p := range at {
 			body.NewCall(prefetch, body.NewBitCast(p, types.I8Ptr), i32(0), i32(3), i32(1))

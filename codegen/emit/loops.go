@@ -541,18 +541,19 @@ func (f *fn) fromBits(x value.Value, dt lang.DType) value.Value {
 	return x
 }
 
-// scratchAlign is the alignment of a host kernel's scratch memory: a
-// cache line, as the plan's buffers (codegen's arena alignment). With
-// malloc's 16 bytes, every vector of a GEMM's double sums straddled two
-// lines.
-const scratchAlign = 64
+// CacheLine is the size in bytes of a cache line, and of the widest
+// vector a kernel loads: the alignment of the plan's buffers (codegen's
+// arenas) and of a host kernel's scratch memory, and the unit of the
+// host GEMM's padding and prefetches.
+const CacheLine = 64
 
-// scratch allocates bytes of host scratch memory (aligned_alloc, at
-// scratchAlign) as a pointer to elem; freeScratch frees it.
+// scratch allocates bytes of host scratch memory (aligned_alloc, at a
+// cache line: with malloc's 16 bytes, every vector of a GEMM's double
+// sums straddled two lines) as a pointer to elem; freeScratch frees it.
 func (f *fn) scratch(bytes int64, elem types.Type) value.Value {
 	alloc := f.m.declare("aligned_alloc", types.I8Ptr, types.I64, types.I64)
-	size := max(1, ceilDiv(bytes, scratchAlign)) * scratchAlign // a multiple of the alignment, as C11 asks
-	return f.b.NewBitCast(f.b.NewCall(alloc, i64(scratchAlign), i64(size)), types.NewPointer(elem))
+	size := max(1, ceilDiv(bytes, CacheLine)) * CacheLine // a multiple of the alignment, as C11 asks
+	return f.b.NewBitCast(f.b.NewCall(alloc, i64(CacheLine), i64(size)), types.NewPointer(elem))
 }
 
 func (f *fn) freeScratch(p value.Value) {
