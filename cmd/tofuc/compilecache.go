@@ -21,9 +21,9 @@ import (
 // The key hashes everything the outputs depend on:
 //   - tofuc's own executable, which holds the standard library and every pass;
 //   - the toolchain's identity (llc's version and the host CPU it targets);
-//   - the vector width and register tile the host kernels are emitted for,
-//     which follow the CPU features Go detects (GODEBUG=cpu.avx512f=off
-//     changes them on the same CPU);
+//   - the choices the emitted code makes from the CPU features Go detects
+//     (emit.HostChoices: vector width, register tile, FMA), which
+//     GODEBUG=cpu.avx512f=off or cpu.fma=off changes on the same CPU;
 //   - the flags other than -o and --jobs;
 //   - the model file, every file it imports, and the weights beside it.
 // The entry, kept in the toolchain's disk cache, is a tar of every file
@@ -80,8 +80,7 @@ func compileKey(path string, f compileFlags, tools *toolchain.Tools) (string, er
 		return "", err
 	}
 	f.out, f.jobs = "", 0
-	mr, nr, narrow := emit.HostTile()
-	fmt.Fprintf(h, "%s\n%+v\nlanes %d tile %d %d %d\n", tools.Identity(), f, emit.HostLanes(), mr, nr, narrow)
+	fmt.Fprintf(h, "%s\n%+v\n%s\n", tools.Identity(), f, emit.HostChoices())
 	if filepath.Ext(path) == ".onnx" { // weights and all
 		if err := hashFile(h, path); err != nil {
 			return "", err

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/cpu"
 
 	"tofuc/codegen/kernel"
+	"tofuc/codegen/mathir"
 	"tofuc/lang"
 	tir "tofuc/lang/ir"
 )
@@ -48,7 +49,7 @@ import (
 // (which sums in float64) within the reordered-sum tolerance.
 
 const (
-	coldAhead   = 32 // depth values a cold micro-kernel prefetches its panel ahead
+	coldAhead   = 32 // depth values a cold micro-kernel prefetches its strip and panel ahead
 	gemmKC      = 256
 	gemmBudget  = 512 << 10 // bytes of Bp a task keeps
 	gemmMaxNC   = 512
@@ -66,6 +67,16 @@ func HostLanes() int64 {
 		return 8
 	}
 	return 4
+}
+
+// HostChoices names every choice the emitted code makes from the CPU
+// features Go detects (GODEBUG=cpu.avx512f=off or cpu.fma=off changes
+// them on the same CPU): the vector width, the GEMM's register tile and
+// narrow columns, and whether llvm.fma.f64 is the CPU's instruction.
+// What caches compiled outputs keys on it.
+func HostChoices() string {
+	mr, nr, narrow := HostTile()
+	return fmt.Sprintf("lanes %d tile %d×%d narrow %d fma %v", HostLanes(), mr, nr, narrow, mathir.HostHasFMA())
 }
 
 // gemmShape is the blocking of a contraction kernel.
@@ -1278,8 +1289,8 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 		// panel per line of its row.
 		ahead := body.NewAdd(k, i64(coldAhead))
 		at := []value.Value{body.NewGetElementPtr(types.Float, ap, body.NewMul(ahead, i64(s.mr)))}
-		perLine := int64(CacheLine / 4)
-		for j := int64(0); j < s.nr; j += perLine {
+		floatsPerLine := int64(CacheLine / 4)
+		for j := int64(0); j < s.nr; j += floatsPerLine {
 			at = append(at, body.NewGetElementPtr(types.Float, bp, body.NewAdd(body.NewMul(ahead, i64(s.nr)), i64(j))))
 		}
 		for _, p := range at {
