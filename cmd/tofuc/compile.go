@@ -177,7 +177,7 @@ func compileModel(path string, f compileFlags, set map[string]ir.AttrValue, emit
 		}
 	}
 	launches := fmt.Sprintf("%d launches", c.Stats.Kernels)
-	if gpu := opts.Emit.PTX || opts.Emit.SIMT; gpu && c.Stats.GPULaunches != c.Stats.Kernels {
+	if gpu := opts.Emit.LLVM || opts.Emit.PTX || opts.Emit.SIMT; gpu && c.Stats.GPULaunches != c.Stats.Kernels {
 		launches += fmt.Sprintf(" (%d on a GPU)", c.Stats.GPULaunches)
 	}
 	fmt.Fprintf(stdout, "%s: %s of %d distinct kernels in %d modules, %d devices (%.1fs)\n",

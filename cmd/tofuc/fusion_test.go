@@ -56,12 +56,13 @@ func TestFusionHalvesLaunches(t *testing.T) {
 
 // TestCompileGPULaunches: the MLP's chained launch is two launches on a
 // GPU (docs/plan.md, host_only); `tofuc compile` says so when it emits
-// a GPU flavour (PTX or the emulator's), and not for the host alone.
+// a GPU flavour (its LLVM IR, PTX or the emulator's), and not for the
+// host alone.
 func TestCompileGPULaunches(t *testing.T) {
 	for _, tc := range []struct {
 		emit string
 		want bool
-	}{{"host", false}, {"plan", false}, {"ptx", true}} {
+	}{{"host", false}, {"plan", false}, {"llvm", true}, {"ptx", true}, {"simt", true}} {
 		status, stdout, stderr := tofuc("compile", "../../examples/mlp.tdl", "-o", t.TempDir(), "--emit", tc.emit)
 		if status != exitOK {
 			t.Fatalf("--emit %s: exit %d: %s", tc.emit, status, stderr)
