@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"tofuc/runtime/native"
 	"tofuc/runtime/plan"
@@ -23,6 +21,7 @@ var Source string
 type HostEngine struct {
 	lib     *native.Library
 	threads int
+	pool    *pool // threads-1 workers, where there are several threads
 }
 
 // NewHost loads the host shared object of a plan compiled into dir;
@@ -43,6 +42,9 @@ func NewHost(p *plan.Plan, dir string, threads int) (*HostEngine, error) {
 		return nil, err
 	}
 	e.lib = lib
+	if threads > 1 {
+		e.pool = newPool(threads - 1)
+	}
 	return e, nil
 }
 
@@ -63,11 +65,12 @@ func (e *HostEngine) Launch(k *plan.Kernel, argv uintptr) error {
 	return nil
 }
 
-// run calls fn on items [lo, hi) split over the threads. The range is
-// cut into up to four pieces per thread (whole items, at least a grain
-// each) that the threads take in turn, so that a thread slowed by
-// another process on the machine, or a piece dearer than the others,
-// does not hold the launch up while the other threads wait.
+// run calls fn on items [lo, hi) split over the threads (the caller and
+// the pool's workers). The range is cut into up to four pieces per
+// thread (whole items, at least a grain each) that the threads take in
+// turn, so that a thread slowed by another process on the machine, or a
+// piece dearer than the others, does not hold the launch up while the
+// other threads wait.
 func (e *HostEngine) run(fn uintptr, argv uintptr, lo, hi, grain int64) {
 	// Ranges smaller than a grain per thread run on fewer threads, so
 	// that scheduling does not drown them.
@@ -79,23 +82,15 @@ func (e *HostEngine) run(fn uintptr, argv uintptr, lo, hi, grain int64) {
 		return
 	}
 	pieces := min(grains, 4*parts)
-	var next atomic.Int64
-	work := func() {
-		for p := next.Add(1) - 1; p < pieces; p = next.Add(1) - 1 {
-			native.Call(fn, argv, uintptr(lo+n*p/pieces), uintptr(lo+n*(p+1)/pieces))
-		}
-	}
-	var wg sync.WaitGroup
-	for range parts - 1 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			work()
-		}()
-	}
-	work()
-	wg.Wait()
+	e.pool.run(pieces, func(p int64) {
+		native.Call(fn, argv, uintptr(lo+n*p/pieces), uintptr(lo+n*(p+1)/pieces))
+	})
 }
 
-// Close does nothing: a loaded library stays loaded.
-func (e *HostEngine) Close() error { return nil }
+// Close stops the pool's workers; a loaded library stays loaded.
+func (e *HostEngine) Close() error {
+	if e.pool != nil {
+		e.pool.close()
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package cpu
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestPoolRunsEveryPiece: every piece of every launch runs exactly once
+// and before run returns, whether the workers are polling (launches back
+// to back) or asleep (a pause longer than spinFor), with more workers
+// than pieces and fewer.
+func TestPoolRunsEveryPiece(t *testing.T) {
+	p := newPool(3)
+	defer p.close()
+	for launch := range 300 {
+		pieces := int64(1 + launch%37)
+		counts := make([]atomic.Int32, pieces)
+		p.run(pieces, func(piece int64) {
+			if launch%7 == 0 {
+				time.Sleep(50 * time.Microsecond) // pieces of unequal cost
+			}
+			counts[piece].Add(1)
+		})
+		for i := range counts {
+			if n := counts[i].Load(); n != 1 {
+				t.Fatalf("launch %d: piece %d of %d ran %d times by the time run returned", launch, i, pieces, n)
+			}
+		}
+		if launch%50 == 49 {
+			time.Sleep(5 * spinFor) // the workers go to sleep
+		}
+	}
+}
+
+// TestPoolClose: closing a pool stops its workers, asleep or polling.
+func TestPoolClose(t *testing.T) {
+	before := runtime.NumGoroutine()
+	asleep, polling := newPool(4), newPool(4)
+	asleep.run(8, func(int64) {})
+	polling.run(8, func(int64) {})
+	time.Sleep(5 * spinFor)
+	polling.run(8, func(int64) {})
+	asleep.close()
+	polling.close()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after closing the pools, %d before", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
