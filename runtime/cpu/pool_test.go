@@ -52,3 +52,33 @@ func TestPoolClose(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestPoolWorkersHelp: the workers take pieces, not only the caller:
+// each of a launch's two pieces waits until both have started, which
+// only two goroutines at once can do, after pauses that put the
+// workers to sleep and without them (launches back to back).
+func TestPoolWorkersHelp(t *testing.T) {
+	p := newPool(1)
+	defer p.close()
+	for launch := range 100 {
+		if launch%10 == 0 {
+			time.Sleep(5 * spinFor)
+		}
+		var started atomic.Int32
+		failed := atomic.Bool{}
+		p.run(2, func(int64) {
+			started.Add(1)
+			deadline := time.Now().Add(time.Second)
+			for started.Load() < 2 {
+				if time.Now().After(deadline) {
+					failed.Store(true)
+					return
+				}
+				runtime.Gosched()
+			}
+		})
+		if failed.Load() {
+			t.Fatalf("launch %d: a piece waited a second for the other to start: no worker took it", launch)
+		}
+	}
+}

@@ -74,6 +74,7 @@ func (pr *Program) StepTimes() []StepTime {
 // kernels and is closed with the program.
 func Load(p *plan.Plan, engine Engine) (*Program, error) {
 	if err := p.Validate(); err != nil {
+		engine.Close() // as the program would have
 		return nil, err
 	}
 	pr := &Program{Plan: p, engine: engine, args: map[*plan.Step]int64{}}
