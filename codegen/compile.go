@@ -102,10 +102,11 @@ func (b *builder) finish(dir string, opts Options, start time.Time) (*Compiled, 
 			if s.Op != plan.Launch {
 				continue
 			}
-			if k := &b.p.Kernels[s.Kernel]; k.OnHost() {
+			k := &b.p.Kernels[s.Kernel]
+			if k.OnHost() {
 				st.Kernels++
 			}
-			if k := &b.p.Kernels[s.Kernel]; k.OnGPU() {
+			if k.OnGPU() {
 				st.GPULaunches++
 			}
 		}

@@ -302,10 +302,10 @@ func (pr *Program) runs(s *plan.Step) bool {
 
 // launch runs a kernel and reports an out-of-range access it recorded.
 func (pr *Program) launch(s *plan.Step) error {
-	k := &pr.Plan.Kernels[s.Kernel]
-	if !pr.engine.Runs(k) {
+	if !pr.runs(s) {
 		return nil
 	}
+	k := &pr.Plan.Kernels[s.Kernel]
 	off := pr.args[s]
 	status := pr.words(off+int64(len(s.Args)+1)*8, statusWords)
 	status[0], status[1], status[2] = 0, 0, 0
