@@ -45,7 +45,8 @@ import (
 // 1 MiB of L2; and there are at least four tasks where the shape
 // allows, so that every thread has work (blocking). Products accumulate in f32 with
 // fused multiply-adds within a block of KC, and the blocks' sums are
-// added in double: a contraction's result differs from the interpreter's
+// added in f32 where there are at most 16 blocks, else in double
+// (sumType): a contraction's result differs from the interpreter's
 // (which sums in float64) within the reordered-sum tolerance.
 
 const (
@@ -55,6 +56,8 @@ const (
 	gemmMaxNC   = 512
 	gemmCBudget = 1 << 20 // bytes of a task's sums
 	gemmMC      = 240     // rows of A packed per block (a multiple of every MR)
+
+	gemmF32Blocks = 16 // blocks of the depth whose sums C may add in f32 (sumType)
 )
 
 // HostLanes is the number of f32 lanes of the host's widest vectors
@@ -1221,9 +1224,8 @@ func (m *Module) gemmKernel(name string, sum types.Type) (fn *ir.Func, p gemmPar
 // void (float* ap, float* bp, S* c, i64 kc, i64 ld, i1 first)
 // computes C[i, j] (=, where first, else +=) Σ_k Ap[k·MR + i] · Bp[k·NR + j] for i < MR, j < NR (one
 // packed panel of B), C with row stride ld, summing in f32 in MR × 2 vector registers from zero and
-// adding the block's sums to C in double; S is s.sumType(), and where it
-// is float (the depth is one block) C is the block's sums as they are
-// and first is not read.
+// adding the block's sums to C of type S = s.sumType() (widened to
+// double where S is).
 //
 // The cold kernel is for a panel's first strip and for the strips of a
 // block's first panel, which bring the panel into L1 and the strip into
@@ -1247,7 +1249,7 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 	vp := types.NewPointer(vec)
 	dvec := types.NewVector(uint64(s.vl), types.Double)
 	fma := m.declare(fmt.Sprintf("llvm.fma.v%df32", s.vl), vec, vec, vec, vec)
-	entry, head, body, exit := fn.NewBlock("entry"), fn.NewBlock("loop"), fn.NewBlock("body"), fn.NewBlock("exit")
+	entry := fn.NewBlock("entry")
 	nv := s.nr / s.vl
 	cAddr := func(b *ir.Block, i, v int64, vt *types.VectorType) value.Value {
 		off := b.NewAdd(b.NewMul(i64(i), ld), i64(v*s.vl))
@@ -1260,77 +1262,79 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 	for i := range init {
 		init[i] = constant.NewZeroInitializer(vec)
 	}
-	// C's tile is wanted at the end: fetching it now hides the misses.
 	prefetch := m.declare("llvm.prefetch.p0i8", types.Void, types.I8Ptr, types.I32, types.I32, types.I32)
-	perLine := CacheLine / sumSize(sumType)
-	for i := int64(0); i < s.mr; i++ {
-		for j := int64(0); j < s.nr; j += perLine {
-			p := entry.NewGetElementPtr(sumType, cp, entry.NewAdd(entry.NewMul(i64(i), ld), i64(j)))
-			entry.NewCall(prefetch, entry.NewBitCast(p, types.I8Ptr), i32(1), i32(3), i32(1))
-		}
-	}
-	entry.NewBr(head)
-	k := head.NewPhi(ir.NewIncoming(i64(0), entry))
-	accs := make([]*ir.InstPhi, len(init))
-	for i, x := range init {
-		accs[i] = head.NewPhi(ir.NewIncoming(x, entry))
-	}
-	head.NewCondBr(head.NewICmp(enum.IPredSLT, k, kc), body, exit)
-	var bv []value.Value
-	for v := int64(0); v < nv; v++ {
-		p := body.NewBitCast(body.NewGetElementPtr(types.Float, bp, body.NewAdd(body.NewMul(k, i64(s.nr)), i64(v*s.vl))), vp)
-		l := body.NewLoad(vec, p)
-		l.Align = 4
-		bv = append(bv, l)
-	}
-	if cold {
-		// One prefetch of the strip per depth value (a line holds
-		// the strip's values of two depths or more) and one of the
-		// panel per line of its row.
-		ahead := body.NewAdd(k, i64(coldAhead))
-		at := []value.Value{body.NewGetElementPtr(types.Float, ap, body.NewMul(ahead, i64(s.mr)))}
-		floatsPerLine := int64(CacheLine / 4)
-		for j := int64(0); j < s.nr; j += floatsPerLine {
-			at = append(at, body.NewGetElementPtr(types.Float, bp, body.NewAdd(body.NewMul(ahead, i64(s.nr)), i64(j))))
-		}
-		for _, p := range at {
-			body.NewCall(prefetch, body.NewBitCast(p, types.I8Ptr), i32(0), i32(3), i32(1))
-		}
-	}
 	zeros := constant.NewZeroInitializer(types.NewVector(uint64(s.vl), types.I32))
-	for i := int64(0); i < s.mr; i++ {
-		a := body.NewLoad(types.Float, body.NewGetElementPtr(types.Float, ap, body.NewAdd(body.NewMul(k, i64(s.mr)), i64(i))))
-		one := body.NewInsertElement(constant.NewUndef(vec), a, i32(0))
-		splat := body.NewShuffleVector(one, constant.NewUndef(vec), zeros)
+	// step is one depth value's products added to accs.
+	step := func(body *ir.Block, k value.Value, accs []value.Value) []value.Value {
+		var bv []value.Value
 		for v := int64(0); v < nv; v++ {
-			j := i*nv + v
-			next := body.NewCall(fma, splat, bv[v], accs[j])
-			accs[j].Incs = append(accs[j].Incs, ir.NewIncoming(next, body))
+			p := body.NewBitCast(body.NewGetElementPtr(types.Float, bp, body.NewAdd(body.NewMul(k, i64(s.nr)), i64(v*s.vl))), vp)
+			l := body.NewLoad(vec, p)
+			l.Align = 4
+			bv = append(bv, l)
 		}
-	}
-	kn := body.NewAdd(k, i64(1))
-	k.Incs = append(k.Incs, ir.NewIncoming(kn, body))
-	body.NewBr(head)
-	if sumType == types.Float { // the depth's one block: C is its sums
-		for i := int64(0); i < s.mr; i++ {
-			for v := int64(0); v < nv; v++ {
-				exit.NewStore(accs[i*nv+v], cAddr(exit, i, v, vec)).Align = 4
+		if cold {
+			// One prefetch of the strip per depth value (a line holds
+			// the strip's values of two depths or more) and one of the
+			// panel per line of its row.
+			ahead := body.NewAdd(k, i64(coldAhead))
+			at := []value.Value{body.NewGetElementPtr(types.Float, ap, body.NewMul(ahead, i64(s.mr)))}
+			floatsPerLine := int64(CacheLine / 4)
+			for j := int64(0); j < s.nr; j += floatsPerLine {
+				at = append(at, body.NewGetElementPtr(types.Float, bp, body.NewAdd(body.NewMul(ahead, i64(s.nr)), i64(j))))
+			}
+			for _, p := range at {
+				body.NewCall(prefetch, body.NewBitCast(p, types.I8Ptr), i32(0), i32(3), i32(1))
 			}
 		}
-		exit.NewRet(nil)
-		return fn
+		next := make([]value.Value, len(accs))
+		for i := int64(0); i < s.mr; i++ {
+			a := body.NewLoad(types.Float, body.NewGetElementPtr(types.Float, ap, body.NewAdd(body.NewMul(k, i64(s.mr)), i64(i))))
+			one := body.NewInsertElement(constant.NewUndef(vec), a, i32(0))
+			splat := body.NewShuffleVector(one, constant.NewUndef(vec), zeros)
+			for v := int64(0); v < nv; v++ {
+				j := i*nv + v
+				next[j] = body.NewCall(fma, splat, bv[v], accs[j])
+			}
+		}
+		return next
 	}
+	// The last MR depth values each fetch a row of C's tile, which the
+	// end adds to: its misses hide behind those values' products,
+	// without the fill buffers filling up at once and without the
+	// tile displacing the panel from L1 while the block runs.
+	perLine := CacheLine / sumSize(sumType)
+	tail := entry.NewSub(kc, entry.NewSelect(entry.NewICmp(enum.IPredSLT, kc, i64(s.mr)), kc, i64(s.mr)))
+	mid, accs := depthLoop(fn, entry, i64(0), tail, init, step)
+	exit, accs := depthLoop(fn, mid, tail, kc, accs, func(b *ir.Block, k value.Value, accs []value.Value) []value.Value {
+		row := b.NewMul(b.NewSub(k, tail), ld)
+		for j := int64(0); j < s.nr; j += perLine {
+			p := b.NewGetElementPtr(sumType, cp, b.NewAdd(row, i64(j)))
+			b.NewCall(prefetch, b.NewBitCast(p, types.I8Ptr), i32(1), i32(3), i32(1))
+		}
+		return step(b, k, accs)
+	})
 	// The depth's first block stores C, the others add to it.
 	store, add := fn.NewBlock("store"), fn.NewBlock("add")
 	exit.NewCondBr(first, store, add)
+	sumVec := vec
+	if sumType == types.Double {
+		sumVec = dvec
+	}
 	for i := int64(0); i < s.mr; i++ {
 		for v := int64(0); v < nv; v++ {
-			sum := store.NewFPExt(accs[i*nv+v], dvec)
-			store.NewStore(sum, cAddr(store, i, v, dvec)).Align = 8
-			p := cAddr(add, i, v, dvec)
-			c := add.NewLoad(dvec, p)
-			c.Align = 8
-			add.NewStore(add.NewFAdd(c, add.NewFPExt(accs[i*nv+v], dvec)), p).Align = 8
+			sum := func(b *ir.Block) value.Value {
+				if sumType == types.Double {
+					return b.NewFPExt(accs[i*nv+v], dvec)
+				}
+				return accs[i*nv+v]
+			}
+			align := sumSize(sumType)
+			store.NewStore(sum(store), cAddr(store, i, v, sumVec)).Align = ir.Align(align)
+			p := cAddr(add, i, v, sumVec)
+			c := add.NewLoad(sumVec, p)
+			c.Align = ir.Align(align)
+			add.NewStore(add.NewFAdd(c, sum(add)), p).Align = ir.Align(align)
 		}
 	}
 	store.NewRet(nil)
@@ -1338,13 +1342,17 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 	return fn
 }
 
-// sumType is the type of a contraction's sums in C: double, except
-// where the depth is one block and the kernel is not narrow, where C
-// holds the block's f32 sums as they are (the epilogue widens them, so
-// every result is the same double) and its traffic through L2 halves:
-// the 1 × 1 convolutions of 64 to 256 channels.
+// sumType is the type of a contraction's sums in C: f32, the blocks'
+// f32 sums added in f32, where the depth has at most gemmF32Blocks
+// blocks and the kernel is not narrow; double otherwise. The f32
+// additions of the blocks add at most gemmF32Blocks-1 roundings to the
+// bound of KC a block's own sum has (a sixteenth more), while C's
+// traffic through L2, once per block in each micro-kernel call, and the
+// epilogue's reads halve (docs/decisions.md). Where the depth is one
+// block, C is that block's sums as they are and every result is the
+// same double as with double sums.
 func (s gemmShape) sumType() types.Type {
-	if s.depth <= gemmKC && !s.narrow() {
+	if ceilDiv(s.depth, gemmKC) <= gemmF32Blocks && !s.narrow() {
 		return types.Float
 	}
 	return types.Double
@@ -1356,4 +1364,26 @@ func sumSize(t types.Type) int64 {
 		return 4
 	}
 	return 8
+}
+
+// depthLoop emits, after block pre, a loop running accs = step(body, k,
+// accs) for k in [from, to), and returns the block after it with the
+// final accs.
+func depthLoop(fn *ir.Func, pre *ir.Block, from, to value.Value, accs []value.Value, step func(body *ir.Block, k value.Value, accs []value.Value) []value.Value) (*ir.Block, []value.Value) {
+	head, body, exit := fn.NewBlock(""), fn.NewBlock(""), fn.NewBlock("")
+	pre.NewBr(head)
+	k := head.NewPhi(ir.NewIncoming(from, pre))
+	phis := make([]value.Value, len(accs))
+	for i, x := range accs {
+		phis[i] = head.NewPhi(ir.NewIncoming(x, pre))
+	}
+	head.NewCondBr(head.NewICmp(enum.IPredSLT, k, to), body, exit)
+	next := step(body, k, phis)
+	for i, x := range next {
+		p := phis[i].(*ir.InstPhi)
+		p.Incs = append(p.Incs, ir.NewIncoming(x, body))
+	}
+	k.Incs = append(k.Incs, ir.NewIncoming(body.NewAdd(k, i64(1)), body))
+	body.NewBr(head)
+	return exit, phis
 }
