@@ -45,7 +45,7 @@ import (
 // 1 MiB of L2; and there are at least four tasks where the shape
 // allows, so that every thread has work (blocking). Products accumulate in f32 with
 // fused multiply-adds within a block of KC, and the blocks' sums are
-// added in f32 where there are at most 16 blocks, else in double
+// added in f32 where there are at most 4 blocks, else in double
 // (sumType): a contraction's result differs from the interpreter's
 // (which sums in float64) within the reordered-sum tolerance.
 
@@ -57,7 +57,7 @@ const (
 	gemmCBudget = 1 << 20 // bytes of a task's sums
 	gemmMC      = 240     // rows of A packed per block (a multiple of every MR)
 
-	gemmF32Blocks = 16 // blocks of the depth whose sums C may add in f32 (sumType)
+	gemmF32Blocks = 4 // blocks of the depth whose sums C may add in f32 (sumType)
 )
 
 // HostLanes is the number of f32 lanes of the host's widest vectors
@@ -1346,8 +1346,8 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 // f32 sums added in f32, where the depth has at most gemmF32Blocks
 // blocks and the kernel is not narrow; double otherwise. The f32
 // additions of the blocks add at most gemmF32Blocks-1 roundings to the
-// bound of KC a block's own sum has (a sixteenth more), while C's
-// traffic through L2, once per block in each micro-kernel call, and the
+// bound of KC a block's own sum has (about 1% more), while C's traffic
+// through L2, once per block in each micro-kernel call, and the
 // epilogue's reads halve (docs/decisions.md). Where the depth is one
 // block, C is that block's sums as they are and every result is the
 // same double as with double sums.
