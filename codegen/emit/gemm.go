@@ -407,8 +407,12 @@ func (f *fn) gemmBlock(t *gemmTask, r0, rows, jc, nc value.Value) {
 					row := f.b.NewMul(f.b.NewSub(ir, r0), i64(t.ldc))
 					cTile := f.b.NewGetElementPtr(t.sumType, t.cs, f.b.NewAdd(row, jr))
 					// A strip meets the panel first (ir = ic), or
-					// the panel meets the strip first (jr = 0).
-					cold := f.b.NewOr(f.b.NewICmp(enum.IPredEQ, ir, ic), f.b.NewICmp(enum.IPredEQ, jr, i64(0)))
+					// the panel meets a strip of the weights first
+					// (jr = 0; a strip packed for this block is near).
+					var cold value.Value = f.b.NewICmp(enum.IPredEQ, ir, ic)
+					if t.packed != nil {
+						cold = f.b.NewOr(cold, f.b.NewICmp(enum.IPredEQ, jr, i64(0)))
+					}
 					micro := f.b.NewSelect(cold, t.cold, t.micro)
 					f.b.NewCall(micro, strip(ir), bPanel, cTile, kc, i64(t.ldc), first)
 				})
@@ -1227,9 +1231,10 @@ func (m *Module) gemmKernel(name string, sum types.Type) (fn *ir.Func, p gemmPar
 // adding the block's sums to C of type S = s.sumType() (widened to
 // double where S is).
 //
-// The cold kernel is for a panel's first strip and for the strips of a
-// block's first panel, which bring the panel into L1 and the strip into
-// L2 from further out (a convolution's weights packed once, a shared B):
+// The cold kernel is for a panel's first strip and, where A is packed
+// with the weights, for the strips of a block's first panel, which bring
+// the panel into L1 and the strip into L2 from further out (a
+// convolution's weights packed once, a shared B):
 // it prefetches both coldAhead values of the depth ahead of its loads,
 // beyond what the hardware's prefetchers follow. The other calls find
 // both near and have no prefetches to issue (measured in docs/codegen.md,
