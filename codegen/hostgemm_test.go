@@ -1,6 +1,7 @@
 package codegen_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -140,4 +141,18 @@ func TestEmptyDepthGEMM(t *testing.T) {
     c = matmul(a, b) + 1.0
     return c
 }`, 1)
+}
+
+// TestGEMMBlockSums: a depth of four blocks, whose block sums the host
+// adds in f32, and one of five, which it adds in double (the sums' type,
+// docs/codegen.md); both equal to the interpreter within the reordered
+// tolerance of their depth.
+func TestGEMMBlockSums(t *testing.T) {
+	tl := tools(t)
+	for _, depth := range []int{1024, 1100} {
+		compileMatching(t, tl, fmt.Sprintf("depth %d", depth), fmt.Sprintf(`model m(a: f32[24, %d], b: f32[%d, 80], c: f32[80]) {
+    y = matmul(a, b) + c
+    return y
+}`, depth, depth), depth)
+	}
 }
