@@ -1,7 +1,9 @@
 package codegen_test
 
 import (
+	"debug/elf"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -145,14 +147,52 @@ func TestEmptyDepthGEMM(t *testing.T) {
 
 // TestGEMMBlockSums: a depth of four blocks, whose block sums the host
 // adds in f32, and one of five, which it adds in double (the sums' type,
-// docs/codegen.md); both equal to the interpreter within the reordered
-// tolerance of their depth.
+// docs/codegen.md), each ending in a block of one value (shorter than
+// the tile's rows, which the micro-kernel's last values fetch): the
+// compiled library holds the micro-kernels of that type only, and both
+// equal the interpreter within the reordered tolerance of their depth.
 func TestGEMMBlockSums(t *testing.T) {
 	tl := tools(t)
-	for _, depth := range []int{1024, 1100} {
-		compileMatching(t, tl, fmt.Sprintf("depth %d", depth), fmt.Sprintf(`model m(a: f32[24, %d], b: f32[%d, 80], c: f32[80]) {
+	for _, tc := range []struct {
+		depth      int
+		sum, other string
+	}{{769, "float", "double"}, {1025, "double", "float"}} {
+		c := compileMatching(t, tl, fmt.Sprintf("depth %d", tc.depth), fmt.Sprintf(`model m(a: f32[24, %d], b: f32[%d, 80], c: f32[80]) {
     y = matmul(a, b) + c
     return y
-}`, depth, depth), depth)
+}`, tc.depth, tc.depth), tc.depth)
+		micro := microKernels(t, c.Dir)
+		if !micro[tc.sum] || micro[tc.other] {
+			t.Errorf("depth %d: micro-kernels by sum type %v, want %s only", tc.depth, micro, tc.sum)
+		}
 	}
+}
+
+// microKernels reports the sum types of the GEMM micro-kernels in the
+// host libraries under dir (their symbols tofuc.gemm.microMRxNR.TYPE).
+func microKernels(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	libs, err := filepath.Glob(filepath.Join(dir, "*.so"))
+	if err != nil || len(libs) == 0 {
+		t.Fatalf("no host library in %s", dir)
+	}
+	types := map[string]bool{}
+	for _, lib := range libs {
+		f, err := elf.Open(lib)
+		if err != nil {
+			t.Fatal(err)
+		}
+		syms, err := f.Symbols()
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range syms {
+			if rest, ok := strings.CutPrefix(s.Name, "tofuc.gemm.micro"); ok {
+				parts := strings.Split(rest, ".")
+				types[parts[1]] = true
+			}
+		}
+	}
+	return types
 }

@@ -41,7 +41,7 @@ import (
 // keeps a panel of Bp (KC·NR floats, contiguous) in L1 while the strips
 // of a block of MC = 240 rows of Ap (L2) pass; a task's columns nc keep
 // Bp (KC·nc floats) within 512 KiB of L2, at most 512, dealt out in
-// equal shares of 32 columns; its rows keep C (rows·nc doubles) within
+// equal shares of 32 columns; its rows keep C (rows·nc sums, counted as doubles) within
 // 1 MiB of L2; and there are at least four tasks where the shape
 // allows, so that every thread has work (blocking). Products accumulate in f32 with
 // fused multiply-adds within a block of KC, and the blocks' sums are
@@ -112,7 +112,7 @@ func gemmShapeOf(g *kernel.GEMM, share bool) gemmShape {
 // there are that many quanta (65–96 columns make three). Rows are dealt
 // out in strips of MR as evenly as the strips allow, split where batch
 // and columns give fewer than four tasks, and where a task's sums (rows
-// × columns doubles) would not stay within gemmCBudget.
+// × columns sums, counted as doubles) would not stay within gemmCBudget.
 //
 // Split rows would each pack the same columns of B, and column chunks
 // of unequal panels (196 columns: 1, 2, 2 and 2 panels of 32) leave
@@ -1305,7 +1305,7 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 		return next
 	}
 	// The last MR depth values each fetch a row of C's tile, which the
-	// end adds to: its misses hide behind those values' products,
+	// end adds to (a block shorter than MR fetches its first kc rows): its misses hide behind those values' products,
 	// without the fill buffers filling up at once and without the
 	// tile displacing the panel from L1 while the block runs.
 	perLine := CacheLine / sumSize(sumType)
