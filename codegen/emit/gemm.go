@@ -1305,9 +1305,10 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 		return next
 	}
 	// The last MR depth values each fetch a row of C's tile, which the
-	// end adds to (a block shorter than MR fetches its first kc rows): its misses hide behind those values' products,
-	// without the fill buffers filling up at once and without the
-	// tile displacing the panel from L1 while the block runs.
+	// end adds to (a block shorter than MR fetches its first kc rows):
+	// its misses hide behind those values' products, without the fill
+	// buffers filling up at once and without the tile displacing the
+	// panel from L1 while the block runs. tail = kc - min(kc, MR).
 	perLine := CacheLine / sumSize(sumType)
 	tail := entry.NewSub(kc, entry.NewSelect(entry.NewICmp(enum.IPredSLT, kc, i64(s.mr)), kc, i64(s.mr)))
 	mid, accs := depthLoop(fn, entry, i64(0), tail, init, step)
@@ -1322,7 +1323,7 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 	// The depth's first block stores C, the others add to it.
 	store, add := fn.NewBlock("store"), fn.NewBlock("add")
 	exit.NewCondBr(first, store, add)
-	sumVec := vec
+	sumVec, align := vec, ir.Align(sumSize(sumType))
 	if sumType == types.Double {
 		sumVec = dvec
 	}
@@ -1334,12 +1335,11 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 				}
 				return accs[i*nv+v]
 			}
-			align := sumSize(sumType)
-			store.NewStore(sum(store), cAddr(store, i, v, sumVec)).Align = ir.Align(align)
+			store.NewStore(sum(store), cAddr(store, i, v, sumVec)).Align = align
 			p := cAddr(add, i, v, sumVec)
 			c := add.NewLoad(sumVec, p)
-			c.Align = ir.Align(align)
-			add.NewStore(add.NewFAdd(c, sum(add)), p).Align = ir.Align(align)
+			c.Align = align
+			add.NewStore(add.NewFAdd(c, sum(add)), p).Align = align
 		}
 	}
 	store.NewRet(nil)
