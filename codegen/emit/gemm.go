@@ -1245,16 +1245,16 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 	if cold {
 		name += ".cold"
 	}
-	fn, p, made := m.gemmKernel(name, sumType)
+	kfn, p, made := m.gemmKernel(name, sumType)
 	if !made {
-		return fn
+		return kfn
 	}
 	ap, bp, cp, kc, ld, first := p.ap, p.bp, p.c, p.kc, p.ld, p.first
 	vec := types.NewVector(uint64(s.vl), types.Float)
 	vp := types.NewPointer(vec)
 	dvec := types.NewVector(uint64(s.vl), types.Double)
 	fma := m.declare(fmt.Sprintf("llvm.fma.v%df32", s.vl), vec, vec, vec, vec)
-	entry := fn.NewBlock("entry")
+	entry := kfn.NewBlock("entry")
 	nv := s.nr / s.vl
 	cAddr := func(b *ir.Block, i, v int64, vt *types.VectorType) value.Value {
 		off := b.NewAdd(b.NewMul(i64(i), ld), i64(v*s.vl))
@@ -1311,8 +1311,12 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 	// panel from L1 while the block runs. tail = kc - min(kc, MR).
 	perLine := CacheLine / sumSize(sumType)
 	tail := entry.NewSub(kc, entry.NewSelect(entry.NewICmp(enum.IPredSLT, kc, i64(s.mr)), kc, i64(s.mr)))
-	mid, accs := depthLoop(fn, entry, i64(0), tail, init, step)
-	exit, accs := depthLoop(fn, mid, tail, kc, accs, func(b *ir.Block, k value.Value, accs []value.Value) []value.Value {
+	loops := &fn{m: m, f: kfn, b: entry} // foldN's loops, outside a kernel
+	accs := loops.foldN(i64(0), tail, i64(1), init, func(k value.Value, accs []value.Value) []value.Value {
+		return step(loops.b, k, accs)
+	})
+	accs = loops.foldN(tail, kc, i64(1), accs, func(k value.Value, accs []value.Value) []value.Value {
+		b := loops.b
 		row := b.NewMul(b.NewSub(k, tail), ld)
 		for j := int64(0); j < s.nr; j += perLine {
 			p := b.NewGetElementPtr(sumType, cp, b.NewAdd(row, i64(j)))
@@ -1321,8 +1325,8 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 		return step(b, k, accs)
 	})
 	// The depth's first block stores C, the others add to it.
-	store, add := fn.NewBlock("store"), fn.NewBlock("add")
-	exit.NewCondBr(first, store, add)
+	store, add := kfn.NewBlock("store"), kfn.NewBlock("add")
+	loops.b.NewCondBr(first, store, add)
 	sumVec, align := vec, ir.Align(sumSize(sumType))
 	if sumType == types.Double {
 		sumVec = dvec
@@ -1344,7 +1348,7 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 	}
 	store.NewRet(nil)
 	add.NewRet(nil)
-	return fn
+	return kfn
 }
 
 // sumType is the type of a contraction's sums in C: f32, the blocks'
@@ -1369,26 +1373,4 @@ func sumSize(t types.Type) int64 {
 		return 4
 	}
 	return 8
-}
-
-// depthLoop emits, after block pre, a loop running accs = step(body, k,
-// accs) for k in [from, to), and returns the block after it with the
-// final accs.
-func depthLoop(fn *ir.Func, pre *ir.Block, from, to value.Value, accs []value.Value, step func(body *ir.Block, k value.Value, accs []value.Value) []value.Value) (*ir.Block, []value.Value) {
-	head, body, exit := fn.NewBlock(""), fn.NewBlock(""), fn.NewBlock("")
-	pre.NewBr(head)
-	k := head.NewPhi(ir.NewIncoming(from, pre))
-	phis := make([]value.Value, len(accs))
-	for i, x := range accs {
-		phis[i] = head.NewPhi(ir.NewIncoming(x, pre))
-	}
-	head.NewCondBr(head.NewICmp(enum.IPredSLT, k, to), body, exit)
-	next := step(body, k, phis)
-	for i, x := range next {
-		p := phis[i].(*ir.InstPhi)
-		p.Incs = append(p.Incs, ir.NewIncoming(x, body))
-	}
-	k.Incs = append(k.Incs, ir.NewIncoming(body.NewAdd(k, i64(1)), body))
-	body.NewBr(head)
-	return exit, phis
 }
