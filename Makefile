@@ -92,7 +92,7 @@ gpu-bundle: deps build
 	CGO_ENABLED=0 $(GO) build -o $(GPU_DIR)/tofuc-run ./cmd/tofuc-run
 	CGO_ENABLED=0 $(GO) test -c -o $(GPU_DIR)/cuda.test ./runtime/cuda
 	TOFUC_GPU_CHECKS=$(GPU_DIR)/checks $(GO) test -count=1 -timeout 60m -run TestWriteGPUChecks ./codegen
-	TOFUC_GPU_CHECKS=$(GPU_DIR)/checks $(GO) test -count=1 -timeout 30m -run TestChecks ./runtime/gpu
+	TOFUC_GPU_CHECKS=$(GPU_DIR)/checks $(GO) test -count=1 -timeout 30m -run TestChecks ./runtime/executor
 	for m in chain matmul mlp softmax layernorm; do ./$(BIN) compile tools/gpu/bench/$$m.tdl -o $(GPU_DIR)/bench/$$m --emit ptx,plan || exit 1; done
 	./$(BIN) import $(R50) -o $(GPU_DIR)/tmp/r50-b1.tdl
 	sed 's/f32\[1, 3, 224, 224\]/f32[32, 3, 224, 224]/; s/reshape<shape = \[1, 2048\]>/reshape<shape = [32, 2048]>/' \

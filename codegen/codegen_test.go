@@ -16,6 +16,7 @@ import (
 	"tofuc/lang/ir"
 	"tofuc/runtime/cpu"
 	"tofuc/runtime/exec"
+	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/simt"
 	"tofuc/runtime/tensor"
@@ -167,30 +168,25 @@ func matchInterp(t *testing.T, label string, g *ir.Graph, p *plan.Plan, dir stri
 // loaded is a compiled plan loaded on one runtime.
 type loaded struct {
 	name string
-	p    *cpu.Program
+	p    *executor.Program
 }
 
-// loadPlan loads plan p, compiled into dir, on the cpu runtime and, with
+// loadPlan loads plan p, compiled into dir, on the cpu backend and, with
 // emulated, on the SIMT emulator too; they are closed when the test ends.
 func loadPlan(t *testing.T, p *plan.Plan, dir string, emulated bool) []loaded {
 	t.Helper()
-	host, err := cpu.NewHost(p, dir, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hp, err := cpu.Load(p, host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hp.Close() })
-	out := []loaded{{"cpu", hp}}
+	kinds := []string{cpu.Kind.Name}
 	if emulated {
-		sp, err := simt.Load(p, dir, 0)
+		kinds = append(kinds, simt.Kind.Name)
+	}
+	var out []loaded
+	for _, kind := range kinds {
+		pr, err := executor.Open(p, dir, kind, executor.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { sp.Close() })
-		out = append(out, loaded{"simt", sp})
+		t.Cleanup(func() { pr.Close() })
+		out = append(out, loaded{kind, pr})
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -41,6 +42,10 @@ type Options struct {
 	Tools *toolchain.Tools
 	// Progress, when not nil, is called as each module is compiled.
 	Progress func(done, total int)
+	// FailedDir is where a module that fails to compile is kept, as
+	// kernels/mN.failed.ll, for the person reading the error ("": the
+	// output folder).
+	FailedDir string
 }
 
 // Stats describe a compilation.
@@ -168,8 +173,8 @@ func (b *builder) compileModules(dir string, modules [][]int, opts Options) erro
 			}
 			if errs[i] != nil && arts[i].gpu != "" {
 				// Keep the module that failed for the person reading the error.
-				path := filepath.Join(dir, "kernels", fmt.Sprintf("m%d.failed.ll", i))
-				if os.WriteFile(path, []byte(arts[i].gpu), 0o644) == nil {
+				path := filepath.Join(cmp.Or(opts.FailedDir, dir), "kernels", fmt.Sprintf("m%d.failed.ll", i))
+				if os.MkdirAll(filepath.Dir(path), 0o755) == nil && os.WriteFile(path, []byte(arts[i].gpu), 0o644) == nil {
 					errs[i] = fmt.Errorf("%v\n(the module is in %s)", errs[i], path)
 				}
 			}
@@ -182,22 +187,27 @@ func (b *builder) compileModules(dir string, modules [][]int, opts Options) erro
 		}
 	}
 	var hostObjs, simObjs [][]byte
+	b.p.Modules = map[string]plan.Module{}
+	var gpu plan.Module
 	for i, a := range arts {
 		base := filepath.Join("kernels", fmt.Sprintf("m%d", i))
 		if opts.Emit.LLVM {
 			if err := os.WriteFile(filepath.Join(dir, base+".ll"), []byte(a.gpu), 0o644); err != nil {
 				return err
 			}
-			b.p.Modules.LLVM = append(b.p.Modules.LLVM, base+".ll")
+			gpu.IR = append(gpu.IR, base+".ll")
 		}
 		if opts.Emit.PTX {
 			if err := os.WriteFile(filepath.Join(dir, base+".ptx"), []byte(a.ptx), 0o644); err != nil {
 				return err
 			}
-			b.p.Modules.PTX = append(b.p.Modules.PTX, base+".ptx")
+			gpu.Files = append(gpu.Files, base+".ptx")
 		}
 		hostObjs = append(hostObjs, a.host)
 		simObjs = append(simObjs, a.sim)
+	}
+	if len(gpu.Files)+len(gpu.IR) > 0 {
+		b.p.Modules["nvptx"] = gpu
 	}
 	if len(modules) == 0 {
 		return nil // no kernel: nothing to link (a plan of views and copies)
@@ -208,14 +218,14 @@ func (b *builder) compileModules(dir string, modules [][]int, opts Options) erro
 		if err != nil {
 			return err
 		}
-		b.p.Modules.Host = name
+		b.p.Modules["host"] = plan.Module{Files: []string{name}}
 	}
 	if opts.Emit.SIMT {
 		name, err := b.link(ctx, dir, "simt", simObjs, []string{runsimt.Source}, opts.Tools)
 		if err != nil {
 			return err
 		}
-		b.p.Modules.SIMT = name
+		b.p.Modules["simt"] = plan.Module{Files: []string{name}}
 	}
 	return nil
 }

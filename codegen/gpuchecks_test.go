@@ -7,12 +7,11 @@ import (
 	"slices"
 	"testing"
 
-	"tofuc/codegen"
 	"tofuc/internal/modelcase"
 	"tofuc/lang"
-	"tofuc/lang/ir"
+	"tofuc/pipeline"
 	"tofuc/runtime/cpu"
-	"tofuc/runtime/gpu"
+	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/tensor"
 )
@@ -34,11 +33,11 @@ var gpuCheckModels = []modelcase.Case{
 
 // TestWriteGPUChecks writes into $TOFUC_GPU_CHECKS the plans that a GPU
 // machine checks (docs/gpu.md), each folder a compiled plan (PTX, host
-// and SIMT modules) with a gpu.Check of the cpu runtime's outputs: the
+// and SIMT modules) with a executor.Check of the cpu runtime's outputs: the
 // stdlib-wide compilation of every pass of TestStdlibCompiles (its PTX
 // is what ptxas checks there) but for the operators calling opaque
 // functions (cholesky, inverse: they run on a host), and gpuCheckModels
-// on 1 and 4 devices, their inputs and weights gpu.Filled's.
+// on 1 and 4 devices, their inputs and weights executor.Filled's.
 // Without $TOFUC_GPU_CHECKS it is skipped.
 //
 // The tolerance of an output is twice the one the tests hold the
@@ -49,8 +48,8 @@ func TestWriteGPUChecks(t *testing.T) {
 	if root == "" {
 		t.Skip("$TOFUC_GPU_CHECKS names no folder to write the checks into")
 	}
-	tl := tools(t)
-	opts := codegen.Options{Emit: codegen.Emit{PTX: true, Host: true, SIMT: true}, Tools: tl}
+	tools(t) // or skip
+	emit := []string{"ptx", "host", "simt"}
 	for _, ps := range []struct {
 		dt    lang.DType
 		large bool
@@ -61,13 +60,15 @@ func TestWriteGPUChecks(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			cases, _ := lowerable(stdlibCases(t, ps.dt, ps.large))
-			cases = slices.DeleteFunc(cases, func(tc opTest) bool { return hasOpaque(tc.c.Inst) })
+			cases = slices.DeleteFunc(cases, func(tc opTest) bool { return tc.c.Inst.CallsOpaque() })
 			dir := freshDir(t, filepath.Join(root, name))
-			c, err := codegen.Compile(graphOf(cases), dir, opts)
+			// Each operator alone: the verified rewrites would change
+			// what is checked.
+			c, err := pipeline.Compile(&pipeline.Model{Graph: graphOf(cases)}, dir, pipeline.Options{NoOptimize: true, Emit: emit})
 			if err != nil {
 				t.Fatal(err)
 			}
-			check := &gpu.Check{Inputs: map[string]*tensor.Tensor{}, Params: map[string]*tensor.Tensor{}, Tolerance: map[string]tensor.Tolerance{}}
+			check := &executor.Check{Inputs: map[string]*tensor.Tensor{}, Params: map[string]*tensor.Tensor{}, Tolerance: map[string]tensor.Tolerance{}}
 			for _, tc := range cases {
 				for i, x := range tc.c.Inputs {
 					check.Inputs[fmt.Sprintf("%s.in%d", tc.name, i)] = x
@@ -84,11 +85,11 @@ func TestWriteGPUChecks(t *testing.T) {
 			m.Devices = devices
 			t.Run(m.String(), func(t *testing.T) {
 				dir := freshDir(t, filepath.Join(root, m.String()))
-				c, err := m.Compile(dir, opts)
+				c, err := m.Compile(dir, emit)
 				if err != nil {
 					t.Fatal(err)
 				}
-				check := &gpu.Check{Inputs: gpu.Filled(c.Plan.Inputs), Params: gpu.Filled(c.Plan.Params), Filled: true, Tolerance: map[string]tensor.Tolerance{}}
+				check := &executor.Check{Inputs: executor.Filled(c.Plan.Inputs), Params: executor.Filled(c.Plan.Params), Filled: true, Tolerance: map[string]tensor.Tolerance{}}
 				for _, b := range c.Plan.Outputs {
 					check.Tolerance[b.Name] = twice(tensor.Reordered(lang.ParseDType(b.DType), 1<<12))
 				}
@@ -96,22 +97,6 @@ func TestWriteGPUChecks(t *testing.T) {
 			})
 		}
 	}
-}
-
-// hasOpaque reports whether an instance calls an opaque function, which
-// needs a host: a GPU runtime refuses its plan.
-func hasOpaque(inst *ir.Instance) bool {
-	found := false
-	for _, ds := range [][]*ir.Def{inst.Locals, inst.Outputs} {
-		for _, d := range ds {
-			ir.Walk(d.Body, func(e ir.Expr) bool {
-				_, ok := e.(*ir.Opaque)
-				found = found || ok
-				return !found
-			})
-		}
-	}
-	return found
 }
 
 // freshDir empties dir of an earlier run's files.
@@ -129,13 +114,9 @@ func twice(tol tensor.Tolerance) tensor.Tolerance {
 
 // writeCheck runs the plan in dir on the cpu runtime for the check's
 // expected outputs and writes the check.
-func writeCheck(t *testing.T, p *plan.Plan, dir string, check *gpu.Check) {
+func writeCheck(t *testing.T, p *plan.Plan, dir string, check *executor.Check) {
 	t.Helper()
-	host, err := cpu.NewHost(p, dir, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := cpu.Load(p, host)
+	prog, err := executor.Open(p, dir, cpu.Kind.Name, executor.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,5 +127,5 @@ func writeCheck(t *testing.T, p *plan.Plan, dir string, check *gpu.Check) {
 	if err := check.Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s: %d kernels in %d PTX modules, %d outputs", dir, len(p.Kernels), len(p.Modules.PTX), len(check.Want))
+	t.Logf("%s: %d kernels in %d PTX modules, %d outputs", dir, len(p.Kernels), len(p.Modules["nvptx"].Files), len(check.Want))
 }

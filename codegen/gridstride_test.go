@@ -5,6 +5,7 @@ import (
 
 	"tofuc/codegen"
 	"tofuc/runtime/exec"
+	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/simt"
 	"tofuc/runtime/tensor"
@@ -45,7 +46,7 @@ model strided(x: f32[70, 300], idx: i64[50], a: f32[130, 40], b: f32[40, 150], q
 	}
 	run := func(p *plan.Plan) map[string]*tensor.Tensor {
 		t.Helper()
-		sp, err := simt.Load(p, dir, 0)
+		sp, err := executor.Open(p, dir, simt.Kind.Name, executor.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -215,7 +215,7 @@ func TestStdlibCompiles(t *testing.T) {
 			if ps.large && blocks < 20 {
 				t.Errorf("only %d kernels of the long-row pass reduce over blocks", blocks)
 			}
-			for _, ptx := range c.Plan.Modules.PTX {
+			for _, ptx := range c.Plan.Modules["nvptx"].Files {
 				b, err := os.ReadFile(filepath.Join(dir, ptx))
 				if err != nil {
 					t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	"tofuc/codegen"
 	"tofuc/runtime/exec"
+	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/simt"
 	"tofuc/runtime/tensor"
@@ -82,7 +83,7 @@ func runTiled(t *testing.T, src string, nodes []string) *plan.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := simt.Load(c.Plan, dir, 0)
+	sp, err := executor.Open(c.Plan, dir, simt.Kind.Name, executor.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

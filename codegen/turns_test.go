@@ -7,6 +7,7 @@ import (
 	"tofuc/codegen"
 	"tofuc/codegen/kernel"
 	"tofuc/runtime/exec"
+	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/simt"
 	"tofuc/runtime/tensor"
@@ -39,7 +40,7 @@ func TestTurns(t *testing.T) {
 		p := *c.Plan
 		p.Kernels = append([]plan.Kernel(nil), c.Plan.Kernels...)
 		p.Kernels[0].Grid = grid
-		sp, err := simt.Load(&p, dir, 0)
+		sp, err := executor.Open(&p, dir, simt.Kind.Name, executor.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

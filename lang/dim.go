@@ -605,3 +605,17 @@ func (f atom) nonNegative() bool {
 	}
 	return f.a.NonNegative() && f.b.NonNegative()
 }
+
+// FormatBytes writes a byte count with a binary unit ("1.50 GiB").
+func FormatBytes(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	f, u := float64(n), 0
+	for f >= 1024 && u < len(units)-1 {
+		f /= 1024
+		u++
+	}
+	if u == 0 {
+		return fmt.Sprintf("%d B", n)
+	}
+	return fmt.Sprintf("%.2f %s", f, units[u])
+}

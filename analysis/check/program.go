@@ -60,6 +60,9 @@ func NewProgram() (*Program, error) {
 	return p, errs.Err()
 }
 
+// Program is the program the module was loaded into.
+func (m *Module) Program() *Program { return m.prog }
+
 // StdOps returns the standard library's operators by name.
 func (p *Program) StdOps() map[string]*lang.OpDecl { return p.prelude }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"tofuc/lang"
 
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
@@ -258,9 +259,9 @@ func why(g *cost.Graph, p *cost.Plan, n *ir.Node) string {
 			}
 		}
 		if mine > 0 {
-			s := fmt.Sprintf("step %d: %s costs %s", i+1, v.Name(chosen), Bytes(mine))
+			s := fmt.Sprintf("step %d: %s costs %s", i+1, v.Name(chosen), lang.FormatBytes(mine))
 			if alt >= 0 {
-				s += fmt.Sprintf(" (%s would cost %s with the same tensor splits", altName, Bytes(alt))
+				s += fmt.Sprintf(" (%s would cost %s with the same tensor splits", altName, lang.FormatBytes(alt))
 				s += "; changing the splits moves the cost to neighbouring operators)"
 			} else {
 				s += " (no other strategy)"
@@ -296,18 +297,4 @@ func checked(in *Input) *Checked {
 			Why: fmt.Sprintf("yours: %s; optimum: %s", strings.Join(Words(in.Graph, in.Checked.Plan, n), " | "), strings.Join(Words(in.Graph, in.Outcome.Best.Plan, n), " | "))})
 	}
 	return c
-}
-
-// Bytes writes a byte count with a binary unit.
-func Bytes(n int64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	f, u := float64(n), 0
-	for f >= 1024 && u < len(units)-1 {
-		f /= 1024
-		u++
-	}
-	if u == 0 {
-		return fmt.Sprintf("%d B", n)
-	}
-	return fmt.Sprintf("%.2f %s", f, units[u])
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"tofuc/lang"
 )
 
 // maxPictures bounds the tiling pictures of report.html.
@@ -136,7 +137,7 @@ func device(splits, factors []int, row, col int) int {
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"bytes":   Bytes,
+	"bytes":   lang.FormatBytes,
 	"seconds": Seconds,
 	"inc":     func(i int) int { return i + 1 },
 	"join":    strings.Join,

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"tofuc/lang"
 
 	"tofuc/analysis/partition"
 )
@@ -49,16 +50,16 @@ func (r *Report) Summary(w io.Writer) {
 		kind = "training graph"
 	}
 	fmt.Fprintf(w, "%s (%s of %s) on %d devices (steps %s)\n", r.Model, kind, r.File, r.Devices, joinInts(r.Factors, " x "))
-	fmt.Fprintf(w, "  communication  %s per step\n", Bytes(r.CommBytes))
-	fmt.Fprintf(w, "  memory         %s per device (peak)\n", Bytes(r.MaxMemoryBytes))
+	fmt.Fprintf(w, "  communication  %s per step\n", lang.FormatBytes(r.CommBytes))
+	fmt.Fprintf(w, "  memory         %s per device (peak)\n", lang.FormatBytes(r.MaxMemoryBytes))
 	if r.Topology != nil {
 		fmt.Fprintf(w, "  step time      %s simulated on %s (objective: %s)\n", Seconds(r.StepSeconds), r.Topology.Name, r.Objective)
 	}
 	if r.MemoryLimit > 0 {
 		if r.OverLimitBytes > 0 {
-			fmt.Fprintf(w, "  memory limit   %s: the best plan is %s over\n", Bytes(r.MemoryLimit), Bytes(r.OverLimitBytes))
+			fmt.Fprintf(w, "  memory limit   %s: the best plan is %s over\n", lang.FormatBytes(r.MemoryLimit), lang.FormatBytes(r.OverLimitBytes))
 		} else {
-			fmt.Fprintf(w, "  memory limit   %s: fits\n", Bytes(r.MemoryLimit))
+			fmt.Fprintf(w, "  memory limit   %s: fits\n", lang.FormatBytes(r.MemoryLimit))
 		}
 	}
 	fmt.Fprintf(w, "  search         %.3f s, %s\n", r.SearchSeconds, r.Method)
@@ -73,11 +74,11 @@ func (r *Report) Summary(w io.Writer) {
 		if d.OverMemory {
 			over = " (over the limit)"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s%s\t%s\t%.3f, %.3f\t\n", name, Bytes(d.CommBytes), Bytes(d.MaxMemoryBytes), over, Seconds(d.StepSeconds), d.Ratio, d.TimeRatio)
+		fmt.Fprintf(tw, "  %s\t%s\t%s%s\t%s\t%.3f, %.3f\t\n", name, lang.FormatBytes(d.CommBytes), lang.FormatBytes(d.MaxMemoryBytes), over, Seconds(d.StepSeconds), d.Ratio, d.TimeRatio)
 	}
 	tw.Flush()
 	if c := r.Checked; c != nil {
-		fmt.Fprintf(w, "  your plan (%s): %s per step, %s per device; the optimum is %s\n", c.File, Bytes(c.CommBytes), Bytes(c.MaxMemoryBytes), Bytes(c.OptimumBytes))
+		fmt.Fprintf(w, "  your plan (%s): %s per step, %s per device; the optimum is %s\n", c.File, lang.FormatBytes(c.CommBytes), lang.FormatBytes(c.MaxMemoryBytes), lang.FormatBytes(c.OptimumBytes))
 	}
 }
 
@@ -134,32 +135,32 @@ func (r *Report) partitionText(w io.Writer) {
 		fmt.Fprintln(tw, "  memory limit\tbytes per step\tmemory per device\tstep time\tplan\t")
 		for _, t := range r.MemoryTradeOff {
 			if t.Plan == "" {
-				fmt.Fprintf(tw, "  %s\t-\t-\t-\tnone fits\t\n", Bytes(t.LimitBytes))
+				fmt.Fprintf(tw, "  %s\t-\t-\t-\tnone fits\t\n", lang.FormatBytes(t.LimitBytes))
 				continue
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t\n", Bytes(t.LimitBytes), Bytes(t.CommBytes), Bytes(t.MaxMemoryBytes), Seconds(t.StepSeconds), t.Plan)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t\n", lang.FormatBytes(t.LimitBytes), lang.FormatBytes(t.CommBytes), lang.FormatBytes(t.MaxMemoryBytes), Seconds(t.StepSeconds), t.Plan)
 		}
 		tw.Flush()
 	}
 	fmt.Fprintln(w, "\nRecursion steps")
 	for i, s := range r.Steps {
-		fmt.Fprintf(w, "  %d. %d workers: %s (%s, %d variables, largest table %d)\n", i+1, s.Workers, Bytes(s.Bytes), s.Method, s.Variables, s.LargestTable)
+		fmt.Fprintf(w, "  %d. %d workers: %s (%s, %d variables, largest table %d)\n", i+1, s.Workers, lang.FormatBytes(s.Bytes), s.Method, s.Variables, s.LargestTable)
 	}
 	if c := r.Checked; c != nil && len(c.Worse) > 0 {
 		fmt.Fprintln(w, "\nWhere your plan communicates more than the optimum")
 		for _, x := range c.Worse {
-			fmt.Fprintf(w, "  %s: +%s (%s)\n", x.Op, Bytes(x.Bytes), x.Why)
+			fmt.Fprintf(w, "  %s: +%s (%s)\n", x.Op, lang.FormatBytes(x.Bytes), x.Why)
 		}
 	}
 	fmt.Fprintln(w, "\nLargest communication")
 	for _, c := range r.Contributors {
-		fmt.Fprintf(w, "  %s: %s (%.1f%%)\n    %s\n", c.Op, Bytes(c.Bytes), 100*c.Share, c.Why)
+		fmt.Fprintf(w, "  %s: %s (%.1f%%)\n    %s\n", c.Op, lang.FormatBytes(c.Bytes), 100*c.Share, c.Why)
 	}
 	fmt.Fprintln(w, "\nOperators")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  name\top\tat\tstrategy per step\tbytes\t")
 	for _, o := range r.Ops {
-		fmt.Fprintf(tw, "  %s\t%s\t%s:%d\t%s\t%s\t\n", o.Name, o.Op, o.File, o.Line, strings.Join(o.Strategy, " | "), Bytes(o.Bytes))
+		fmt.Fprintf(tw, "  %s\t%s\t%s:%d\t%s\t%s\t\n", o.Name, o.Op, o.File, o.Line, strings.Join(o.Strategy, " | "), lang.FormatBytes(o.Bytes))
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nTensors")

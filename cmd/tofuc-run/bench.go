@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 
-	"tofuc/runtime/gpu"
+	"tofuc/runtime/executor"
 	"tofuc/runtime/tensor"
 )
 
-// benchReport is what --bench writes as JSON (docs/gpu.md).
+// benchReport is what --bench writes as JSON (docs/executor.md).
 type benchReport struct {
 	Model   string `json:"model"`
 	Devices int    `json:"devices"`
@@ -22,19 +22,19 @@ type benchReport struct {
 	// 10^9), the yardstick of memory-bound kernels.
 	CopyBytes int64   `json:"copy_bytes"`
 	CopyGBps  float64 `json:"copy_gbps"`
-	*gpu.Timing
+	*executor.Timing
 }
 
 // bench times the plan and its kernels, prints the table and writes the
 // JSON.
-func bench(prog *gpu.Program, dev gpu.Device, driver string, inputs, params map[string]*tensor.Tensor, f flags, stdout io.Writer) error {
+func bench(prog *executor.Program, dev executor.Device, driver string, inputs, params map[string]*tensor.Tensor, f flags, stdout io.Writer) error {
 	t, err := prog.Bench(inputs, params, f.runs)
 	if err != nil {
 		return err
 	}
 	r := &benchReport{Model: prog.Plan.Model, Devices: prog.Plan.Devices, GPUs: dev.Name(), Driver: driver, CopyBytes: f.copyBytes, Timing: t}
 	if f.copyBytes > 0 {
-		if r.CopyGBps, err = gpu.CopyBandwidth(dev, f.copyBytes, f.runs); err != nil {
+		if r.CopyGBps, err = executor.CopyBandwidth(dev, f.copyBytes, f.runs); err != nil {
 			return fmt.Errorf("copy bandwidth: %v", err)
 		}
 	}

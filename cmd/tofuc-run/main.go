@@ -12,17 +12,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
 
-	"tofuc/lang"
 	"tofuc/runtime/cuda"
-	"tofuc/runtime/gpu"
-	"tofuc/runtime/npy"
+	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
-	"tofuc/runtime/tensor"
+	"tofuc/runtime/planio"
 )
 
 // Exit statuses, as tofuc's (docs/cli.md).
@@ -94,17 +91,13 @@ func (f *flags) validate(nargs int) error {
 	case f.copyBytes < 0:
 		return fmt.Errorf("--copy-bytes must not be negative")
 	}
-	for _, s := range f.ins {
-		if name, path, ok := strings.Cut(s, "="); !ok || name == "" || path == "" {
-			return fmt.Errorf("--in %q: expected NAME=PATH.npy", s)
-		}
-	}
-	return nil
+	_, err := planio.Specs(f.ins)
+	return err
 }
 
 // openDevices opens the plan's logical devices on the CUDA driver and
 // describes the driver; tests replace it.
-var openDevices = func(p *plan.Plan, dir string) ([]gpu.Device, string, error) {
+var openDevices = func(p *plan.Plan, dir string) ([]executor.Device, string, error) {
 	d, err := cuda.Load()
 	if err != nil {
 		return nil, "", err
@@ -120,11 +113,15 @@ func runPlan(dir string, f flags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	inputs, err := readInputs(p, f.ins)
+	specs, err := planio.Specs(f.ins)
 	if err != nil {
 		return err
 	}
-	params, err := readParams(p, dir, f.params)
+	inputs, err := planio.Inputs(p, specs, nil)
+	if err != nil {
+		return err
+	}
+	params, err := planio.Params(p, dir, f.params)
 	if err != nil {
 		return err
 	}
@@ -132,7 +129,7 @@ func runPlan(dir string, f flags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	prog, err := gpu.Load(p, devs)
+	prog, err := executor.Load(p, devs)
 	if err != nil {
 		return err
 	}
@@ -142,7 +139,7 @@ func runPlan(dir string, f flags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := writeOutputs(f.out, outputs, stdout); err != nil {
+	if err := planio.WriteOutputs(f.out, outputs, stdout); err != nil {
 		return err
 	}
 	if !f.bench {
@@ -152,7 +149,7 @@ func runPlan(dir string, f flags, stdout io.Writer) error {
 }
 
 // gpuNames lists the distinct GPUs behind the devices.
-func gpuNames(devs []gpu.Device) string {
+func gpuNames(devs []executor.Device) string {
 	var names []string
 	seen := map[string]bool{}
 	for _, d := range devs {
@@ -162,77 +159,4 @@ func gpuNames(devs []gpu.Device) string {
 		}
 	}
 	return strings.Join(names, ", ")
-}
-
-// readInputs reads every input of the plan from its --in file.
-func readInputs(p *plan.Plan, specs []string) (map[string]*tensor.Tensor, error) {
-	paths := map[string]string{}
-	for _, s := range specs {
-		name, path, _ := strings.Cut(s, "=")
-		if _, dup := paths[name]; dup {
-			return nil, fmt.Errorf("--in %s given twice", name)
-		}
-		paths[name] = path
-	}
-	out := map[string]*tensor.Tensor{}
-	for _, b := range p.Inputs {
-		path, ok := paths[b.Name]
-		if !ok {
-			return nil, fmt.Errorf("input %s (%s%v) is missing: give it with --in %s=PATH.npy", b.Name, b.DType, b.Shape, b.Name)
-		}
-		t, err := npy.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("--in %s: %v", b.Name, err)
-		}
-		out[b.Name] = npy.AsDType(t, lang.ParseDType(b.DType))
-		delete(paths, b.Name)
-	}
-	for name := range paths {
-		return nil, fmt.Errorf("--in %s: the plan has no input %s", name, name)
-	}
-	return out, nil
-}
-
-// readParams reads the parameters: --params, else DIR/params.npz (which a
-// plan without parameters may lack).
-func readParams(p *plan.Plan, dir, given string) (map[string]*tensor.Tensor, error) {
-	path := given
-	if path == "" {
-		path = filepath.Join(dir, "params.npz")
-	}
-	params, err := npy.ReadNPZ(path)
-	if errors.Is(err, os.ErrNotExist) && given == "" && len(p.Params) == 0 {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("parameters: %v", err)
-	}
-	for _, b := range p.Params {
-		if t, ok := params[b.Name]; ok {
-			params[b.Name] = npy.AsDType(t, lang.ParseDType(b.DType))
-		}
-	}
-	return params, nil
-}
-
-// writeOutputs writes each output to DIR/NAME.npy ('/' and ':' in names
-// become '_', as tofuc run writes them).
-func writeOutputs(dir string, outputs map[string]*tensor.Tensor, stdout io.Writer) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	names := make([]string, 0, len(outputs))
-	for n := range outputs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		t := outputs[n]
-		path := filepath.Join(dir, strings.NewReplacer("/", "_", ":", "_").Replace(n)+".npy")
-		if err := npy.WriteFile(path, t); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s: %s%v -> %s\n", n, t.DType, t.Shape, path)
-	}
-	return nil
 }

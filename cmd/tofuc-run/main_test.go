@@ -9,13 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"tofuc/codegen"
 	"tofuc/codegen/toolchain"
 	"tofuc/internal/fakecuda"
 	"tofuc/internal/modelcase"
-	"tofuc/runtime/cpu"
 	"tofuc/runtime/cuda"
-	"tofuc/runtime/gpu"
+	"tofuc/runtime/executor"
 	"tofuc/runtime/npy"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/simt"
@@ -90,12 +88,11 @@ type compiled struct {
 
 func compileMLP(t *testing.T) *compiled {
 	t.Helper()
-	tools, err := toolchain.Find()
-	if err != nil {
+	if _, err := toolchain.Find(); err != nil {
 		t.Skip(err)
 	}
 	c := &compiled{dir: t.TempDir()}
-	comp, err := modelcase.Case{File: "mlp", Devices: 1}.Compile(c.dir, codegen.Options{Emit: codegen.Emit{PTX: true, SIMT: true}, Tools: tools})
+	comp, err := modelcase.Case{File: "mlp", Devices: 1}.Compile(c.dir, []string{"ptx", "simt"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,10 +144,10 @@ func TestRunAndBench(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	t.Setenv("FAKECUDA_SIMT", filepath.Join(c.dir, c.plan.Modules.SIMT))
+	t.Setenv("FAKECUDA_SIMT", filepath.Join(c.dir, c.plan.Modules["simt"].Files[0]))
 	open := openDevices
 	defer func() { openDevices = open }()
-	openDevices = func(p *plan.Plan, dir string) ([]gpu.Device, string, error) {
+	openDevices = func(p *plan.Plan, dir string) ([]executor.Device, string, error) {
 		d, err := cuda.LoadFrom(lib)
 		if err != nil {
 			return nil, "", err
@@ -164,11 +161,7 @@ func TestRunAndBench(t *testing.T) {
 	if status != exitOK {
 		t.Fatalf("status %d: %s", status, stderr)
 	}
-	engine, err := simt.New(c.plan, c.dir, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := cpu.Load(c.plan, engine)
+	ref, err := executor.Open(c.plan, c.dir, simt.Kind.Name, executor.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,17 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+	"tofuc/pipeline"
 
-	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
-	"tofuc/codegen/backend"
 	"tofuc/codegen/peak"
-	"tofuc/lang/ir"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/npy"
+	"tofuc/runtime/planio"
 	"tofuc/runtime/tensor"
 )
 
@@ -25,6 +26,10 @@ type benchFlags struct {
 	runs, threads           int
 	seed                    uint64
 	asJSON, peak, calibrate bool
+	// The compiled backends compile as tofuc compile does with these.
+	devices    int
+	memory     int64
+	noOptimize bool
 }
 
 // benchResult is what `tofuc bench --json` prints (docs/cli.md).
@@ -54,7 +59,7 @@ type benchKernel struct {
 func runBench(args []string, stdout, stderr io.Writer) int {
 	fs := flagSet("bench", stderr)
 	var f benchFlags
-	fs.StringVar(&f.backend, "backend", "cpu", "interp, cpu or simt")
+	fs.StringVar(&f.backend, "backend", "cpu", strings.Join(pipeline.BackendNames, ", "))
 	fs.IntVar(&f.runs, "runs", 10, "timed runs, after one warm-up run")
 	fs.IntVar(&f.threads, "threads", 0, "host threads (0: all cores)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
@@ -66,11 +71,14 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.peak, "peak", false, "measure the host's peak f32 FLOP rate on --threads threads instead (no MODEL)")
 	fs.BoolVar(&f.calibrate, "calibrate", false, "measure this host with the cpu backend on --threads threads and print a topology describing it, for --topology (no MODEL)")
 	fs.StringVar(&f.topology, "topology", "", "also simulate the step on device 0 of a topology ("+strings.Join(cost.TopologyNames(), ", ")+", or a FILE)")
+	fs.IntVar(&f.devices, "devices", 1, "compiled backends: compile for N devices, as tofuc compile --devices")
+	fs.Var((*byteSize)(&f.memory), "memory", "compiled backends, with --devices: the memory per device, as tofuc compile --memory")
+	fs.BoolVar(&f.noOptimize, "no-optimize", false, "compiled backends: skip the verified rewrites, as tofuc compile --no-optimize")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
 	modelFlags := false
-	for _, name := range []string{"backend", "json", "model", "set", "in", "params", "topology"} {
+	for _, name := range []string{"backend", "json", "model", "set", "in", "params", "topology", "devices", "memory", "no-optimize"} {
 		modelFlags = modelFlags || fs.Changed(name)
 	}
 	switch {
@@ -91,11 +99,14 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	case fs.NArg() != 1:
 		return usageError(stderr, "bench", "expected one MODEL file")
 	}
-	b, err := backend.ByName(f.backend, f.threads)
+	opts, err := compileOptions(f.devices, f.memory, f.noOptimize, &trainFlags{}, false)
 	if err != nil {
 		return usageError(stderr, "bench", "%v", err)
 	}
-	specs, err := inputSpecs(f.ins)
+	if !slices.Contains(pipeline.BackendNames, f.backend) {
+		return usageError(stderr, "bench", "unknown backend %q (expected %s)", f.backend, strings.Join(pipeline.BackendNames, ", "))
+	}
+	specs, err := planio.Specs(f.ins)
 	if err != nil {
 		return usageError(stderr, "bench", "%v", err)
 	}
@@ -105,7 +116,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			return usageError(stderr, "bench", "--topology: %v", err)
 		}
 	}
-	res, err := bench(fs.Arg(0), f, b, specs, stderr)
+	res, err := bench(fs.Arg(0), f, opts, specs, stderr)
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -140,10 +151,15 @@ func runPeak(f benchFlags, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// bench runs the model once to warm up (and compile), then f.runs times,
-// and keeps the kernels' times of the median run.
-func bench(path string, f benchFlags, b exec.Backend, specs map[string]string, stderr io.Writer) (*benchResult, error) {
-	g, params, err := benchGraph(path, f)
+// bench runs the model once to warm up (and compile, as opts say), then
+// f.runs times, and keeps the kernels' times of the median run.
+func bench(path string, f benchFlags, opts pipeline.Options, specs map[string]string, stderr io.Writer) (*benchResult, error) {
+	m, params, err := benchModel(path, f)
+	if err != nil {
+		return nil, err
+	}
+	g := m.Graph
+	b, err := pipeline.NewBackend(f.backend, m, opts, f.threads)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +173,7 @@ func bench(path string, f benchFlags, b exec.Backend, specs map[string]string, s
 				return nil, err
 			}
 		}
-		inputs[in.Name] = fromNPY(inputs[in.Name], in.DType)
+		inputs[in.Name] = npy.AsDType(inputs[in.Name], in.DType)
 	}
 	timer := &nodeTimer{}
 	if ib, ok := b.(exec.Interp); ok {
@@ -167,13 +183,13 @@ func bench(path string, f benchFlags, b exec.Backend, specs map[string]string, s
 	s := exec.NewSession(g, b, f.seed)
 	defer s.Close()
 	p := newProgress(stderr)
-	p.show("warming up (the compiled backends compile here)")
+	p.Show("warming up (the compiled backends compile here)")
 	warm, err := s.Run(inputs, params)
 	p.done()
 	if err != nil {
 		return nil, err
 	}
-	if prog, ok := s.Program().(*backend.Program); ok {
+	if prog, ok := s.Program().(*pipeline.Program); ok {
 		prog.Timing = true
 	}
 	res := &benchResult{Model: g.Name, Backend: f.backend, Threads: f.threads, Runs: f.runs}
@@ -183,7 +199,7 @@ func bench(path string, f benchFlags, b exec.Backend, specs map[string]string, s
 	}
 	var runs []run
 	for i := range f.runs {
-		p.count("timed runs", i, f.runs)
+		p.Count("timed runs", i, f.runs)
 		timer.reset()
 		start := time.Now()
 		if _, err := s.Run(inputs, warm.Params); err != nil {
@@ -191,7 +207,7 @@ func bench(path string, f benchFlags, b exec.Backend, specs map[string]string, s
 		}
 		r := run{seconds: time.Since(start).Seconds()}
 		timer.stop()
-		if prog, ok := s.Program().(*backend.Program); ok {
+		if prog, ok := s.Program().(*pipeline.Program); ok {
 			r.kernels = kernelTimes(prog)
 		} else {
 			r.kernels = timer.nodes
@@ -206,11 +222,11 @@ func bench(path string, f benchFlags, b exec.Backend, specs map[string]string, s
 
 // simulateBench adds the step simulated on the topology's device 0.
 func simulateBench(path string, f benchFlags, t *cost.Topology, res *benchResult) error {
-	g, _, err := benchGraph(path, f)
+	m, _, err := benchModel(path, f)
 	if err != nil {
 		return err
 	}
-	sim, err := cost.SimulateOne(g, t)
+	sim, err := cost.SimulateOne(m.Graph, t)
 	if err != nil {
 		return err
 	}
@@ -218,30 +234,23 @@ func simulateBench(path string, f benchFlags, t *cost.Topology, res *benchResult
 	return nil
 }
 
-// benchGraph loads the model with its weights and --params.
-func benchGraph(path string, f benchFlags) (*ir.Graph, map[string]*tensor.Tensor, error) {
+// benchModel loads the model with its weights and --params.
+func benchModel(path string, f benchFlags) (*pipeline.Model, map[string]*tensor.Tensor, error) {
 	set, err := parseSets(f.sets)
 	if err != nil {
 		return nil, nil, err
 	}
-	prog, err := check.NewProgram()
+	m, err := pipeline.Load(path, f.model, set)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, weights, err := loadModel(prog, path)
-	if err != nil {
+	g := m.Graph
+	if err := checkMemory(g, f.backend); err != nil {
 		return nil, nil, err
 	}
-	g, err := m.Model(f.model, set)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := checkMemory("model "+g.Name, interpPeak(g)); err != nil {
-		return nil, nil, err
-	}
-	params := map[string]*tensor.Tensor{}
-	for k, v := range weights {
-		params[k] = v
+	params := maps.Clone(m.Weights)
+	if params == nil {
+		params = map[string]*tensor.Tensor{}
 	}
 	if f.params != "" {
 		given, err := npy.ReadNPZ(f.params)
@@ -252,17 +261,14 @@ func benchGraph(path string, f benchFlags) (*ir.Graph, map[string]*tensor.Tensor
 			params[k] = v
 		}
 	}
-	return g, params, matchParams(g, params)
+	return m, params, matchParams(g, params)
 }
 
 // kernelTimes sums the launch times of each kernel of a compiled run.
-func kernelTimes(prog *backend.Program) []benchKernel {
+func kernelTimes(prog *pipeline.Program) []benchKernel {
 	byKernel := map[int]*benchKernel{}
 	var order []int
 	for _, st := range prog.StepTimes() {
-		if st.Op != "launch" {
-			continue
-		}
 		k, ok := byKernel[st.Kernel]
 		if !ok {
 			pk := prog.Plan.Kernels[st.Kernel]

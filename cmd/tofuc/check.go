@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"tofuc/pipeline"
 
 	"tofuc/analysis/check"
 	"tofuc/lang"
@@ -40,7 +41,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	var errs lang.ErrorList
 	errs.Append(err)
 	for _, path := range fs.Args() {
-		m, _, err := loadModel(prog, path)
+		m, _, err := pipeline.LoadFile(prog, path)
 		if err != nil {
 			errs.Append(err)
 			continue

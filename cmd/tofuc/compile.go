@@ -6,23 +6,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
-	"tofuc/analysis/check"
-	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
-	"tofuc/analysis/partition/execution"
-	"tofuc/analysis/report"
-	"tofuc/codegen"
-	"tofuc/lang"
 	"tofuc/lang/ir"
-	"tofuc/rewrite/search"
-	"tofuc/runtime/exec"
-	"tofuc/runtime/npy"
-	"tofuc/runtime/tensor"
+	"tofuc/pipeline"
 )
-
-// emitNames are the artefacts `compile --emit` chooses among.
-var emitNames = []string{"llvm", "ptx", "host", "simt", "plan", "report"}
 
 type compileFlags struct {
 	model, out, emit string
@@ -38,7 +27,7 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	fs := flagSet("compile", stderr)
 	var f compileFlags
 	fs.StringVarP(&f.out, "output", "o", "", "write the plan, the kernels and the report into DIR (required)")
-	fs.StringVar(&f.emit, "emit", strings.Join(emitNames, ","), "what to write: "+strings.Join(emitNames, ", ")+" (plan.json is always written)")
+	fs.StringVar(&f.emit, "emit", strings.Join(pipeline.ArtefactNames, ","), "what to write: "+strings.Join(pipeline.ArtefactNames, ", ")+" (plan.json is always written)")
 	fs.IntVar(&f.devices, "devices", 1, "compile for N devices: the model is partitioned first (tofuc partition)")
 	fs.Var((*byteSize)(&f.memory), "memory", "with --devices: the memory per device, e.g. 80GB (0: unlimited)")
 	fs.StringVar(&f.model, "model", "", "the model to compile (default: the only one)")
@@ -50,7 +39,7 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
-	emit, err := f.validate(fs.NArg(), f.train.changed(fs))
+	opts, err := f.validate(fs.NArg(), f.train.changed(fs))
 	if err != nil {
 		return usageError(stderr, "compile", "%v", err)
 	}
@@ -58,193 +47,85 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "compile", "%v", err)
 	}
-	compile := func(w io.Writer) error { return compileModel(fs.Arg(0), f, set, emit, w, stderr) }
-	if err := cachedCompile(fs.Arg(0), f, stdout, compile); err != nil {
+	if err := compileModel(fs.Arg(0), f.model, set, opts, f.out, stdout, stderr); err != nil {
 		return fail(stderr, err)
 	}
 	return exitOK
 }
 
-// validate checks the flags and returns the artefacts to write.
-func (f *compileFlags) validate(nargs int, trainChanged bool) (codegen.Emit, error) {
-	var emit codegen.Emit
+// validate checks the flags and returns the compile's options.
+func (f *compileFlags) validate(nargs int, trainChanged bool) (pipeline.Options, error) {
 	switch {
 	case nargs != 1:
-		return emit, fmt.Errorf("expected one MODEL file")
+		return pipeline.Options{}, fmt.Errorf("expected one MODEL file")
 	case f.out == "":
-		return emit, fmt.Errorf("-o DIR is required")
-	case f.devices < 1 || f.devices > partition.MaxDevices:
-		return emit, fmt.Errorf("--devices must be 1 to %d", partition.MaxDevices)
-	case f.memory < 0 || f.memory > 0 && f.devices == 1:
-		return emit, fmt.Errorf("--memory goes with --devices N > 1, and must not be negative")
+		return pipeline.Options{}, fmt.Errorf("-o DIR is required")
 	case f.jobs < 0:
-		return emit, fmt.Errorf("--jobs must not be negative")
-	case !f.train.train && trainChanged:
-		return emit, fmt.Errorf("--loss, --optimizer and --lr go with --train")
+		return pipeline.Options{}, fmt.Errorf("--jobs must not be negative")
 	}
-	if err := f.train.validate(); err != nil {
-		return emit, err
+	opts, err := compileOptions(f.devices, f.memory, f.noOptimize, &f.train, trainChanged)
+	if err != nil {
+		return opts, err
 	}
+	opts.Jobs, opts.Seed = f.jobs, f.seed
 	for _, e := range strings.Split(f.emit, ",") {
-		switch strings.TrimSpace(e) {
-		case "llvm":
-			emit.LLVM = true
-		case "ptx":
-			emit.PTX = true
-		case "host":
-			emit.Host = true
-		case "simt":
-			emit.SIMT = true
-		case "plan", "report":
-		default:
-			return emit, fmt.Errorf("--emit %q: expected a list of %s", e, strings.Join(emitNames, ", "))
+		e = strings.TrimSpace(e)
+		if !slices.Contains(pipeline.ArtefactNames, e) {
+			return opts, fmt.Errorf("--emit %q: expected a list of %s", e, strings.Join(pipeline.ArtefactNames, ", "))
 		}
+		opts.Emit = append(opts.Emit, e)
 	}
-	return emit, nil
+	return opts, nil
 }
 
-// compileModel checks, optimises (an inference graph), partitions (with
-// --devices) and lowers a model, and writes the plan, the kernels, the
-// parameters and the report.
-func compileModel(path string, f compileFlags, set map[string]ir.AttrValue, emit codegen.Emit, stdout, stderr io.Writer) error {
-	prog, err := check.NewProgram()
+// compileOptions are the pipeline's options for the flags compile shares
+// with the compiled backends of eval and bench, so that the same flags
+// build the same plan.
+func compileOptions(devices int, memory int64, noOptimize bool, train *trainFlags, trainChanged bool) (pipeline.Options, error) {
+	switch {
+	case devices < 1 || devices > partition.MaxDevices:
+		return pipeline.Options{}, fmt.Errorf("--devices must be 1 to %d", partition.MaxDevices)
+	case memory < 0 || memory > 0 && devices == 1:
+		return pipeline.Options{}, fmt.Errorf("--memory goes with --devices N > 1, and must not be negative")
+	case !train.train && trainChanged:
+		return pipeline.Options{}, fmt.Errorf("--loss, --optimizer and --lr go with --train")
+	}
+	opts := pipeline.Options{Devices: devices, Memory: memory, NoOptimize: noOptimize}
+	if train.train {
+		if err := train.validate(); err != nil {
+			return pipeline.Options{}, err
+		}
+		t := train.options()
+		opts.Train = &t
+	}
+	return opts, nil
+}
+
+// compileModel compiles a model (pipeline.Compile) into dir and says what
+// it compiled.
+func compileModel(path, name string, set map[string]ir.AttrValue, opts pipeline.Options, dir string, stdout, stderr io.Writer) error {
+	start := time.Now()
+	m, err := pipeline.Load(path, name, set)
 	if err != nil {
 		return err
 	}
-	m, weights, err := loadModel(prog, path)
-	if err != nil {
-		return err
-	}
-	g, err := m.Model(f.model, set)
-	if err != nil {
-		return err
-	}
-	if err := checkMemory("model "+g.Name, interpPeak(g)); err != nil {
-		return err
-	}
-	name := g.Name
-	// Not partitioned (Devices 0) until a partition report replaces it.
-	rep := &report.Report{Version: report.Version, Model: name, File: path, Train: f.train.train, Sections: []report.Section{}}
 	p := newProgress(stderr)
-	defer p.done()
-	if f.devices > 1 {
-		// As tofuc partition: batch_norm_train as its statistics and
-		// normalisation (partition.Decompose).
-		if g, err = partition.Decompose(g, m); err != nil {
-			return err
-		}
-	}
-	if f.train.train {
-		if g, _, err = trainingGraph(m, g, &f.train); err != nil {
-			return err
-		}
-	} else if !f.noOptimize {
-		if g, err = optimizeForCompile(prog, g, rep, p); err != nil {
-			return err
-		}
-	}
-	opts := codegen.Options{Emit: emit, Jobs: f.jobs, Progress: func(done, total int) { p.count("compiling kernel modules", done, total) }}
-	var c *codegen.Compiled
-	if f.devices == 1 {
-		p.show("lowering %d operators", len(g.Nodes))
-		c, err = codegen.Compile(g, f.out, opts)
-	} else {
-		var prep *report.Report
-		if c, prep, err = compilePartitioned(g, path, name, f, opts, p); err == nil {
-			for _, s := range rep.Sections {
-				prep.SetSection(s)
-			}
-			rep = prep
-		}
-	}
-	if err != nil {
-		return err
-	}
+	opts.Progress = p
+	res, err := pipeline.Compile(m, dir, opts)
 	p.done()
-	params, err := initialParams(g, weights, f.seed)
 	if err != nil {
 		return err
 	}
-	if len(params) > 0 {
-		if err := npy.WriteNPZ(filepath.Join(f.out, "params.npz"), params); err != nil {
-			return err
-		}
-	}
-	rep.SetSection(codegen.KernelsSection(c.Plan, cost.H100))
-	if slices.Contains(strings.Split(f.emit, ","), "report") {
-		if err := rep.Write(f.out); err != nil {
-			return err
-		}
-	}
-	launches := fmt.Sprintf("%d launches", c.Stats.Kernels)
-	if gpu := opts.Emit.LLVM || opts.Emit.PTX || opts.Emit.SIMT; gpu && c.Stats.GPULaunches != c.Stats.Kernels {
-		launches += fmt.Sprintf(" (%d on a GPU)", c.Stats.GPULaunches)
+	st := res.Stats
+	launches := fmt.Sprintf("%d launches", st.Kernels)
+	if gpu := slices.ContainsFunc(opts.Emit, func(e string) bool { return e == "llvm" || e == "ptx" || e == "simt" }) || opts.Emit == nil; gpu && st.GPULaunches != st.Kernels {
+		launches += fmt.Sprintf(" (%d on a GPU)", st.GPULaunches)
 	}
 	fmt.Fprintf(stdout, "%s: %s of %d distinct kernels in %d modules, %d devices (%.1fs)\n",
-		name, launches, c.Stats.Distinct, c.Stats.Modules, c.Plan.Devices, c.Stats.Seconds.Seconds())
-	fmt.Fprintf(stdout, "plan: %s\n", filepath.Join(f.out, "plan.json"))
+		m.Graph.Name, launches, st.Distinct, st.Modules, res.Plan.Devices, time.Since(start).Seconds())
+	fmt.Fprintf(stdout, "plan: %s\n", filepath.Join(dir, "plan.json"))
+	if res.Cached {
+		fmt.Fprintf(stdout, "(unchanged since the last compile: its outputs reused from the compile cache)\n")
+	}
 	return nil
-}
-
-// optimizeForCompile rewrites g with the verified rules and adds the
-// optimize section to the report.
-func optimizeForCompile(prog *check.Program, g *ir.Graph, rep *report.Report, p *progress) (*ir.Graph, error) {
-	rules, errs := loadRules([]string{"std/rules.tdl"})
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	show := func(part, parts int) { p.show("optimising: part %d of %d", min(part, parts), parts) }
-	out, err := search.New(prog, rules, search.Options{Progress: show}).Optimize(g)
-	if err != nil {
-		return nil, err
-	}
-	rep.SetSection(report.Section{Name: "optimize", Title: "Graph optimisation", Lines: optimizeLines(g.Name, out)})
-	return out.Graph, nil
-}
-
-// compilePartitioned searches the partition plan, reports it, and lowers
-// its execution graph.
-func compilePartitioned(g *ir.Graph, path, name string, f compileFlags, opts codegen.Options, p *progress) (*codegen.Compiled, *report.Report, error) {
-	cg, err := cost.NewGraph(g)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %v", path, err)
-	}
-	popt := partition.Options{Memory: f.memory, Progress: func(step, steps int) { p.show("partitioning: step %d of %d", step, steps) }}
-	rep, err := partitionReport(cg, path, name, partitionFlags{devices: f.devices, memory: f.memory, train: f.train}, popt)
-	if err != nil {
-		return nil, nil, err
-	}
-	chosen, err := report.FromPlan(cg, rep.Plan)
-	if err != nil {
-		return nil, nil, err
-	}
-	eg, err := execution.Build(cg, chosen)
-	if err != nil {
-		return nil, nil, err
-	}
-	p.show("lowering %d operators on %d devices", len(g.Nodes), f.devices)
-	c, err := codegen.CompilePartitioned(eg, g, f.out, opts)
-	return c, rep, err
-}
-
-// initialParams are the model's weights, and the initial values of the
-// parameters they do not give.
-func initialParams(g *ir.Graph, weights map[string]*tensor.Tensor, seed uint64) (map[string]*tensor.Tensor, error) {
-	out := map[string]*tensor.Tensor{}
-	for _, p := range g.Params {
-		if t, ok := weights[p.Value.Name]; ok {
-			out[p.Value.Name] = t
-			continue
-		}
-		shape, ok := lang.ConstShape(p.Value.Shape)
-		if !ok {
-			return nil, fmt.Errorf("parameter %s has the symbolic shape %s", p.Value.Name, lang.ShapeString(p.Value.Shape))
-		}
-		t, err := exec.InitParam(p, shape, seed)
-		if err != nil {
-			return nil, err
-		}
-		out[p.Value.Name] = t
-	}
-	return out, nil
 }

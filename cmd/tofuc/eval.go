@@ -5,22 +5,22 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"tofuc/pipeline"
 
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
-	"tofuc/codegen/backend"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/interp"
 	"tofuc/runtime/npy"
+	"tofuc/runtime/planio"
 	"tofuc/runtime/tensor"
 )
 
@@ -33,6 +33,10 @@ type evalFlags struct {
 	steps                  int
 	backend                string
 	threads                int
+	// The compiled backends compile as tofuc compile does with these.
+	devices    int
+	memory     int64
+	noOptimize bool
 }
 
 func runEval(args []string, stdout, stderr io.Writer) int {
@@ -51,6 +55,9 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.steps, "steps", 1, "with --train: the number of training steps (the loss is printed after each)")
 	fs.StringVar(&f.backend, "backend", "interp", "how to run it: interp (the reference interpreter), cpu (compiled host kernels) or simt (compiled GPU kernels, emulated)")
 	fs.IntVar(&f.threads, "threads", 0, "host threads of the cpu and simt backends (0: all cores)")
+	fs.IntVar(&f.devices, "devices", 1, "compiled backends: compile for N devices, as tofuc compile --devices")
+	fs.Var((*byteSize)(&f.memory), "memory", "compiled backends, with --devices: the memory per device, as tofuc compile --memory")
+	fs.BoolVar(&f.noOptimize, "no-optimize", false, "compiled backends: skip the verified rewrites, as tofuc compile --no-optimize")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
@@ -73,12 +80,14 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "eval", "--steps, --loss, --optimizer and --lr go with --train")
 	case f.op != "" && f.backend != "interp":
 		return usageError(stderr, "eval", "--op runs on the interpreter (compile a model to use --backend %s)", f.backend)
-	case !slices.Contains(backend.Names, f.backend):
-		return usageError(stderr, "eval", "unknown backend %q (expected %s)", f.backend, strings.Join(backend.Names, ", "))
+	case !slices.Contains(pipeline.BackendNames, f.backend):
+		return usageError(stderr, "eval", "unknown backend %q (expected %s)", f.backend, strings.Join(pipeline.BackendNames, ", "))
+	case f.backend == "interp" && (fs.Changed("devices") || fs.Changed("memory") || fs.Changed("no-optimize")):
+		return usageError(stderr, "eval", "--devices, --memory and --no-optimize go with a compiled --backend")
 	case f.train.validate() != nil:
 		return usageError(stderr, "eval", "%v", f.train.validate())
 	}
-	specs, err := inputSpecs(f.ins)
+	specs, err := planio.Specs(f.ins)
 	if err != nil {
 		return usageError(stderr, "eval", "%v", err)
 	}
@@ -89,19 +98,15 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	prog, err := check.NewProgram()
+	opts, err := compileOptions(f.devices, f.memory, f.noOptimize, &f.train, false)
 	if err != nil {
-		return fail(stderr, err)
-	}
-	m, weights, err := loadModel(prog, fs.Arg(0))
-	if err != nil {
-		return fail(stderr, err)
+		return usageError(stderr, "eval", "%v", err)
 	}
 	var outputs, params map[string]*tensor.Tensor
 	if f.op != "" {
-		outputs, err = evalOp(m, f, inputs)
+		outputs, err = evalOp(fs.Arg(0), f, inputs)
 	} else {
-		outputs, params, err = evalModel(m, f, inputs, weights, stdout, stderr)
+		outputs, params, err = evalModel(fs.Arg(0), f, opts, inputs, stdout, stderr)
 	}
 	if err != nil {
 		return fail(stderr, err)
@@ -112,11 +117,25 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// evalBackend is the backend --backend names; the interpreter shows its
-// progress node by node on a terminal.
-func evalBackend(f evalFlags, stderr io.Writer) (exec.Backend, error) {
+// checkMemory refuses a model whose tensors need more memory than the
+// machine has, before its inputs are drawn or read: the interpreter's
+// peak (exec.Interp.Peak) on the interpreter, the inputs, parameters
+// and outputs (exec.Resident) on the compiled backends (their plan's
+// arena is checked when it is loaded).
+func checkMemory(g *ir.Graph, backend string) error {
+	need := exec.Resident(g)
+	if backend == "interp" {
+		need = exec.Interp{}.Peak(g)
+	}
+	return exec.CheckMemory("model "+g.Name, need)
+}
+
+// evalBackend is the backend --backend names (a compiled one compiles m
+// as opts say); the interpreter shows its progress node by node on a
+// terminal.
+func evalBackend(f evalFlags, m *pipeline.Model, opts pipeline.Options, stderr io.Writer) (exec.Backend, error) {
 	if f.backend != "interp" {
-		return backend.ByName(f.backend, f.threads)
+		return pipeline.NewBackend(f.backend, m, opts, f.threads)
 	}
 	b := exec.Interp{}
 	if isTerminal(os.Stderr) && stderr == os.Stderr && !f.train.train {
@@ -139,22 +158,6 @@ func fail(stderr io.Writer, err error) int {
 	return exitUser
 }
 
-// inputSpecs parses repeated NAME=PATH.npy flags.
-func inputSpecs(flags []string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, s := range flags {
-		name, path, ok := strings.Cut(s, "=")
-		if !ok || name == "" || path == "" {
-			return nil, fmt.Errorf("--in %q: expected NAME=PATH.npy", s)
-		}
-		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("--in %s given twice", name)
-		}
-		out[name] = path
-	}
-	return out, nil
-}
-
 func readInputs(specs map[string]string) (map[string]*tensor.Tensor, error) {
 	out := map[string]*tensor.Tensor{}
 	for name, path := range specs {
@@ -167,15 +170,16 @@ func readInputs(specs map[string]string) (map[string]*tensor.Tensor, error) {
 	return out, nil
 }
 
-func evalModel(m *check.Module, f evalFlags, inputs, weights map[string]*tensor.Tensor, stdout, stderr io.Writer) (outs, params map[string]*tensor.Tensor, err error) {
+func evalModel(path string, f evalFlags, opts pipeline.Options, inputs map[string]*tensor.Tensor, stdout, stderr io.Writer) (outs, params map[string]*tensor.Tensor, err error) {
 	set, err := parseSets(f.sets)
 	if err != nil {
 		return nil, nil, err
 	}
-	g, err := m.Model(f.model, set)
+	pm, err := pipeline.Load(path, f.model, set)
 	if err != nil {
 		return nil, nil, err
 	}
+	m, g, weights := pm.Module, pm.Graph, pm.Weights
 	if err := checkInputs(m, g, inputs); err != nil {
 		return nil, nil, err
 	}
@@ -186,7 +190,7 @@ func evalModel(m *check.Module, f evalFlags, inputs, weights map[string]*tensor.
 			return nil, nil, err
 		}
 	}
-	if err := checkMemory("model "+g.Name, interpPeak(g)); err != nil {
+	if err := checkMemory(g, f.backend); err != nil {
 		return nil, nil, err
 	}
 	for _, in := range g.Inputs {
@@ -223,10 +227,10 @@ func evalModel(m *check.Module, f evalFlags, inputs, weights map[string]*tensor.
 	}
 	for _, in := range g.Inputs {
 		if t, ok := inputs[in.Name]; ok { // not Adam's step, which each step sets
-			inputs[in.Name] = fromNPY(t, in.DType)
+			inputs[in.Name] = npy.AsDType(t, in.DType)
 		}
 	}
-	b, err := evalBackend(f, stderr)
+	b, err := evalBackend(f, pm, opts, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -275,13 +279,13 @@ func optimizerState(model *ir.Graph, params map[string]*tensor.Tensor) (state ma
 // train runs training steps on backend b, feeding each step's updated
 // parameters to the next, and prints the loss of every step.
 func train(g *ir.Graph, next map[string]string, b exec.Backend, inputs, params map[string]*tensor.Tensor, f evalFlags, stdout io.Writer) (outs, last map[string]*tensor.Tensor, err error) {
-	loop := autodiff.NewLoop(g, next, b, f.seed)
+	loop := pipeline.NewLoop(g, next, b, f.seed)
 	defer loop.Close()
 	var loss float64
 	for step := 1; step <= f.steps; step++ {
 		var nextParams map[string]*tensor.Tensor
 		loss, nextParams, err = loop.Step(step, inputs, params)
-		if err != nil && !errors.Is(err, autodiff.ErrDiverged) {
+		if err != nil && !errors.Is(err, pipeline.ErrDiverged) {
 			return nil, nil, err
 		}
 		fmt.Fprintf(stdout, "step %d: loss %.6g\n", step, loss)
@@ -316,7 +320,7 @@ func matchParams(g *ir.Graph, given map[string]*tensor.Tensor) error {
 			unknown = append(unknown, name)
 			continue
 		}
-		given[name] = fromNPY(t, v.DType)
+		given[name] = npy.AsDType(t, v.DType)
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
@@ -330,15 +334,6 @@ func abbreviate(names []string, n int) string {
 		return strings.Join(names, ", ")
 	}
 	return strings.Join(names[:n], ", ") + ", ..."
-}
-
-// fromNPY converts an f32 array read from a .npy file to bf16, which
-// NumPy cannot store (npy writes bf16 tensors as f32).
-func fromNPY(t *tensor.Tensor, want lang.DType) *tensor.Tensor {
-	if t == nil || want != lang.BF16 || t.DType != lang.F32 {
-		return t
-	}
-	return tensor.FromFloats(lang.BF16, t.Shape, t.F)
 }
 
 func isTerminal(f *os.File) bool {
@@ -374,7 +369,15 @@ func randomInput(v *ir.Value, seed uint64, classes int64) (*tensor.Tensor, error
 	return t, nil
 }
 
-func evalOp(m *check.Module, f evalFlags, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+func evalOp(path string, f evalFlags, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+	prog, err := check.NewProgram()
+	if err != nil {
+		return nil, err
+	}
+	m, _, err := pipeline.LoadFile(prog, path)
+	if err != nil {
+		return nil, err
+	}
 	decl := m.Op(f.op)
 	if decl == nil {
 		return nil, fmt.Errorf("%s: no operator %s", m.Path, f.op)
@@ -401,7 +404,7 @@ func evalOp(m *check.Module, f evalFlags, inputs map[string]*tensor.Tensor) (map
 	if err != nil {
 		return nil, err
 	}
-	if err := checkMemory("operator "+decl.Name, instanceBytes(inst, false)); err != nil {
+	if err := exec.CheckMemory("operator "+decl.Name, interp.DefBytes(append(slices.Clone(inst.Locals), inst.Outputs...))); err != nil {
 		return nil, err
 	}
 	outs, err := interp.EvalInstance(inst, args, nil)
@@ -423,40 +426,11 @@ func constDims(shape []int) []lang.Dim {
 	return out
 }
 
-// fileName makes a value name usable as a file name ("h.2/w1" -> "h.2_w1").
-func fileName(name string) string {
-	return strings.NewReplacer("/", "_", ":", "_", string(filepath.Separator), "_").Replace(name)
-}
-
-// summary describes a tensor's values in one phrase.
-func summary(t *tensor.Tensor) string {
-	if t.Len() == 0 {
-		return "(empty)"
-	}
-	lo, hi, sum := math.Inf(1), math.Inf(-1), 0.0
-	for i := range t.Len() {
-		v := t.Flat(i)
-		lo, hi, sum = math.Min(lo, v), math.Max(hi, v), sum+v
-	}
-	return fmt.Sprintf("min %.4g max %.4g mean %.4g", lo, hi, sum/float64(t.Len()))
-}
-
+// writeOutputs writes the outputs (planio.WriteOutputs) and the
+// parameters used, to DIR/params.npz.
 func writeOutputs(dir string, outputs, params map[string]*tensor.Tensor, stdout io.Writer) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := planio.WriteOutputs(dir, outputs, stdout); err != nil {
 		return err
-	}
-	names := make([]string, 0, len(outputs))
-	for n := range outputs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		t := outputs[n]
-		path := filepath.Join(dir, fileName(n)+".npy")
-		if err := npy.WriteFile(path, t); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s: %s%v %s -> %s\n", n, t.DType, t.Shape, summary(t), path)
 	}
 	if len(params) > 0 {
 		path := filepath.Join(dir, "params.npz")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"tofuc/pipeline"
 
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
@@ -28,7 +29,7 @@ func runGrad(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	m, _, err := loadModel(prog, fs.Arg(0))
+	m, _, err := pipeline.LoadFile(prog, fs.Arg(0))
 	if err != nil {
 		return fail(stderr, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"tofuc/pipeline"
 
 	"tofuc/analysis/check"
 	"tofuc/parser/onnx"
@@ -38,7 +39,7 @@ func runImport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	res, err := importONNX(prog, path, known)
+	res, err := pipeline.ImportONNX(prog, path, known)
 	if err != nil {
 		return fail(stderr, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/npy"
+	"tofuc/runtime/planio"
 	"tofuc/runtime/tensor"
 )
 
@@ -26,7 +27,7 @@ func checkInputs(m *check.Module, g *ir.Graph, given map[string]*tensor.Tensor) 
 			continue
 		}
 		want := in.DType.String() + lang.ShapeString(in.Shape)
-		if t.DType != in.DType && fromNPY(t, in.DType).DType != in.DType {
+		if t.DType != in.DType && npy.AsDType(t, in.DType).DType != in.DType {
 			return fmt.Errorf("input %s is %s%v, want %s", in.Name, t.DType, t.Shape, want)
 		}
 		if len(t.Shape) != len(in.Shape) {
@@ -84,7 +85,7 @@ func isAttribute(md *lang.ModelDecl, name string) bool {
 // writeDrawn writes an input drawn by --random-inputs to
 // DIR/inputs/NAME.npy, where --in can read it again.
 func writeDrawn(dir, name string, t *tensor.Tensor, stdout io.Writer) error {
-	path := filepath.Join(dir, "inputs", fileName(name)+".npy")
+	path := filepath.Join(dir, "inputs", planio.FileName(name)+".npy")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}

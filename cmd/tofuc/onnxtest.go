@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"tofuc/analysis/check"
-	"tofuc/codegen/backend"
 	"tofuc/parser/onnx/conform"
+	"tofuc/pipeline"
 )
 
 func runONNXTest(args []string, stdout, stderr io.Writer) int {
@@ -25,7 +25,7 @@ func runONNXTest(args []string, stdout, stderr io.Writer) int {
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
-	b, err := backend.ByName(*backendName, 0)
+	b, err := pipeline.NewBackend(*backendName, nil, pipeline.Options{}, 0)
 	switch {
 	case err != nil:
 		return usageError(stderr, "onnx-test", "%v", err)

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"tofuc/pipeline"
 
 	"tofuc/analysis/check"
-	"tofuc/analysis/cost"
 	"tofuc/analysis/report"
 	"tofuc/lang"
 	"tofuc/lang/ir"
@@ -50,7 +50,7 @@ func runOptimize(args []string, stdout, stderr io.Writer) int {
 		return exitUser
 	}
 	path := fs.Arg(0)
-	m, weights, err := loadModel(prog, path)
+	m, weights, err := pipeline.LoadFile(prog, path)
 	if err != nil {
 		printDiagnostics(stderr, asErrorList(err))
 		return exitUser
@@ -65,7 +65,7 @@ func runOptimize(args []string, stdout, stderr io.Writer) int {
 		printDiagnostics(stderr, asErrorList(err))
 		return exitUser
 	}
-	rules, errs := loadRules([]string{"std/rules.tdl"})
+	rules, errs := pipeline.LoadRules([]string{"std/rules.tdl"})
 	if len(errs) > 0 {
 		printDiagnostics(stderr, errs)
 		return exitUser
@@ -73,9 +73,9 @@ func runOptimize(args []string, stdout, stderr io.Writer) int {
 	p := newProgress(stderr)
 	show := func(part, parts int) {
 		if part > parts {
-			p.show("searching around the cuts between %d parts", parts)
+			p.Show("searching around the cuts between %d parts", parts)
 		} else {
-			p.show("searching part %d of %d", part, parts)
+			p.Show("searching part %d of %d", part, parts)
 		}
 	}
 	out, err := search.New(prog, rules, search.Options{Alpha: *alpha, MaxGraphs: *maxGraphs, Progress: show}).Optimize(g)
@@ -84,8 +84,7 @@ func runOptimize(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tofuc optimize: %v\n", err)
 		return exitUser
 	}
-	lines := optimizeLines(names[0], out)
-	fmt.Fprintln(stdout, strings.Join(lines, "\n"))
+	fmt.Fprintln(stdout, strings.Join(out.Section(names[0]).Lines, "\n"))
 	if *outPath != "" {
 		if err := writeOptimized(*outPath, m, g, out, weights); err != nil {
 			fmt.Fprintf(stderr, "tofuc optimize: %v\n", err)
@@ -93,7 +92,7 @@ func runOptimize(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *reportDir != "" {
-		if err := writeOptimizeReport(*reportDir, names[0], path, lines, out); err != nil {
+		if err := writeOptimizeReport(*reportDir, names[0], path, out); err != nil {
 			fmt.Fprintf(stderr, "tofuc optimize: %v\n", err)
 			return exitUser
 		}
@@ -182,67 +181,9 @@ func asErrorList(err error) lang.ErrorList {
 	return lang.ErrorList{lang.Errorf(lang.Pos{}, "%v", err)}
 }
 
-func costLine(what string, e *cost.Estimate) string {
-	return fmt.Sprintf("%-7s %9.2f us  %8.3f GFLOP  %9.3f MB moved  %4d kernels  (%d precomputed, %d views)",
-		what, e.Time*1e6, float64(e.FLOPs)/1e9, float64(e.Bytes)/1e6, e.Launches, e.Precomputed, e.Views)
-}
-
-func optimizeLines(name string, out *search.Outcome) []string {
-	lines := []string{
-		fmt.Sprintf("model %s: roofline on %s", name, out.Before.Device.Name),
-		costLine("before", out.Before),
-		costLine("after", out.After),
-		fmt.Sprintf("%d rewrites; %d graphs explored in %d part(s), %s", len(out.Steps), out.Explored, out.Parts, formatDuration(out.Time)),
-	}
-	for _, s := range out.Steps {
-		lines = append(lines, fmt.Sprintf("  %s at %s", s.Rule, s.Site))
-	}
-	if len(out.Verified) > 0 {
-		lines = append(lines, fmt.Sprintf("verified before use (rules, rule instances, split lemmas): %d", len(out.Verified)))
-		for _, r := range out.Verified {
-			lines = append(lines, fmt.Sprintf("  %s: %s (%s), %s", r.Rule, r.Status, r.Level(), formatDuration(r.Time)))
-		}
-	}
-	return lines
-}
-
-// optimizeData is the data of the report's optimize section
-// (docs/report.md).
-type optimizeData struct {
-	Model    string          `json:"model"`
-	Device   string          `json:"device"`
-	Before   costSummary     `json:"before"`
-	After    costSummary     `json:"after"`
-	Rules    []search.Step   `json:"rules_applied"`
-	Verified []verifiedEntry `json:"verified"`
-	Explored int             `json:"graphs_explored"`
-	Parts    int             `json:"parts"`
-	Seconds  float64         `json:"search_seconds"`
-}
-
-// costSummary is a roofline estimate without its kernel list.
-type costSummary struct {
-	Seconds     float64 `json:"seconds"`
-	FLOPs       int64   `json:"flops"`
-	Bytes       int64   `json:"bytes"`
-	Kernels     int     `json:"kernels"`
-	Precomputed int     `json:"precomputed"`
-	Views       int     `json:"views"`
-}
-
-func summarize(e *cost.Estimate) costSummary {
-	return costSummary{Seconds: e.Time, FLOPs: e.FLOPs, Bytes: e.Bytes, Kernels: e.Launches, Precomputed: e.Precomputed, Views: e.Views}
-}
-
-type verifiedEntry struct {
-	Rule   string `json:"rule"`
-	Status string `json:"status"`
-	Level  string `json:"level"`
-}
-
 // writeOptimizeReport adds the optimize section to the report in dir (the
 // one tofuc partition writes), or starts a report with only that section.
-func writeOptimizeReport(dir, name, file string, lines []string, out *search.Outcome) error {
+func writeOptimizeReport(dir, name, file string, out *search.Outcome) error {
 	rep, err := report.Read(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -252,11 +193,6 @@ func writeOptimizeReport(dir, name, file string, lines []string, out *search.Out
 	case rep.Model != name:
 		return fmt.Errorf("%s holds the report of model %s, not %s: give --report another directory", dir, rep.Model, name)
 	}
-	data := optimizeData{Model: name, Device: out.Before.Device.Name, Before: summarize(out.Before), After: summarize(out.After),
-		Rules: out.Steps, Explored: out.Explored, Parts: out.Parts, Seconds: out.Time.Seconds()}
-	for _, r := range out.Verified {
-		data.Verified = append(data.Verified, verifiedEntry{Rule: r.Rule, Status: string(r.Status), Level: r.Level()})
-	}
-	rep.SetSection(report.Section{Name: "optimize", Title: "Graph optimisation", Lines: lines, Data: data})
+	rep.SetSection(out.Section(name))
 	return rep.Write(dir)
 }

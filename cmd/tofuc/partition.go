@@ -5,11 +5,12 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"tofuc/lang"
+	"tofuc/pipeline"
 
 	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
-	"tofuc/analysis/report"
 	"tofuc/lang/ir"
 )
 
@@ -67,8 +68,8 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	}
 	opt := partition.Options{Factors: factors, Memory: f.memory, Objective: f.objective, Topology: topo, Seed: f.seed}
 	p := newProgress(stderr)
-	opt.Progress = func(step, steps int) { p.show("searching: step %d of %d", step, steps) }
-	r, err := partitionReport(g, fs.Arg(0), name, f, opt)
+	opt.Progress = func(step, steps int) { p.Show("searching: step %d of %d", step, steps) }
+	r, err := pipeline.Partition(g, pipeline.PartitionInput{Model: name, File: fs.Arg(0), Train: f.train.train, Devices: f.devices, TradeOff: f.tradeOff, Strategy: f.strategy}, opt)
 	p.done()
 	if err != nil {
 		return fail(stderr, err)
@@ -81,7 +82,7 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "report: %s/report.{txt,json,html}\n", strings.TrimRight(f.reportDir, "/"))
 	}
 	if r.OverLimitBytes > 0 {
-		fmt.Fprintf(stderr, "tofuc partition: no plan fits in %s per device; the best is %s over\n", report.Bytes(f.memory), report.Bytes(r.OverLimitBytes))
+		fmt.Fprintf(stderr, "tofuc partition: no plan fits in %s per device; the best is %s over\n", lang.FormatBytes(f.memory), lang.FormatBytes(r.OverLimitBytes))
 		return exitUser
 	}
 	return exitOK
@@ -128,7 +129,7 @@ func partitionGraph(path string, f partitionFlags, set map[string]ir.AttrValue) 
 	if err != nil {
 		return nil, "", err
 	}
-	m, _, err := loadModel(prog, path)
+	m, _, err := pipeline.LoadFile(prog, path)
 	if err != nil {
 		return nil, "", err
 	}
@@ -152,43 +153,4 @@ func partitionGraph(path string, f partitionFlags, set map[string]ir.AttrValue) 
 		return nil, "", fmt.Errorf("%s: %v", path, err)
 	}
 	return cg, name, nil
-}
-
-// partitionReport searches, runs the baselines, simulates the plans,
-// chooses the best within the memory limit (partition.Run) and prices
-// --strategy.
-func partitionReport(g *cost.Graph, path, name string, f partitionFlags, opt partition.Options) (*report.Report, error) {
-	out, err := partition.Run(g, f.devices, opt, f.tradeOff)
-	if err != nil {
-		return nil, err
-	}
-	in := &report.Input{Model: name, File: path, Train: f.train.train, Graph: g, Coarse: partition.Coarsen(g),
-		Outcome: out, MemoryLimit: f.memory}
-	if f.strategy != "" {
-		if in.Checked, err = checkStrategy(g, f.strategy, f.devices); err != nil {
-			return nil, fmt.Errorf("--strategy %s: %v", f.strategy, err)
-		}
-		in.CheckedFile = f.strategy
-	}
-	return report.Partition(in), nil
-}
-
-// checkStrategy prices the plan in path, which must be one for devices.
-func checkStrategy(g *cost.Graph, path string, devices int) (*partition.Result, error) {
-	rp, err := report.ReadPlan(path)
-	if err != nil {
-		return nil, err
-	}
-	p, err := report.FromPlan(g, rp)
-	if err != nil {
-		return nil, err
-	}
-	if p.Devices() != devices {
-		return nil, fmt.Errorf("the plan is for %d devices (steps %v), not the %d of --devices", p.Devices(), p.Factors, devices)
-	}
-	c, err := g.Evaluate(p)
-	if err != nil {
-		return nil, err
-	}
-	return &partition.Result{Plan: p, Cost: c, Exact: true}, nil
 }

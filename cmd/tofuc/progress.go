@@ -24,14 +24,14 @@ func newProgress(stderr io.Writer) *progress {
 }
 
 // show writes the status line, with the time so far.
-func (p *progress) show(format string, args ...any) {
+func (p *progress) Show(format string, args ...any) {
 	if p != nil {
 		fmt.Fprintf(p.w, "\r\033[K%s (%s)", fmt.Sprintf(format, args...), time.Since(p.start).Round(time.Second))
 	}
 }
 
 // count shows done of total items, with the time left at the rate so far.
-func (p *progress) count(what string, done, total int) {
+func (p *progress) Count(what string, done, total int) {
 	if p == nil || total == 0 {
 		return
 	}
@@ -40,7 +40,7 @@ func (p *progress) count(what string, done, total int) {
 		rate := time.Since(p.start) / time.Duration(done)
 		left = fmt.Sprintf(", about %s left", (rate * time.Duration(total-done)).Round(time.Second))
 	}
-	p.show("%s: %d of %d%s", what, done, total, left)
+	p.Show("%s: %d of %d%s", what, done, total, left)
 }
 
 func (p *progress) done() {

@@ -87,7 +87,7 @@ func runRules(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	res, err := generate.Generate(prog, generate.Options{MaxOps: *maxOps, Worlds: ws, Seed: *seed, Verify: smt.Options{Timeout: *timeout},
-		Stage: stage, Progress: func(done, total int) { verifying.count("verifying candidates", done, total) }})
+		Stage: stage, Progress: func(done, total int) { verifying.Count("verifying candidates", done, total) }})
 	if err != nil {
 		fmt.Fprintf(stderr, "tofuc rules generate: %v\n", err)
 		return exitUser

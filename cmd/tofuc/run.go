@@ -1,17 +1,16 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/cpu"
-	"tofuc/runtime/npy"
+	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
+	"tofuc/runtime/planio"
 	"tofuc/runtime/simt"
 	"tofuc/runtime/tensor"
 )
@@ -42,12 +41,12 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "run", "expected one DIR (what tofuc compile -o wrote)")
 	case f.out == "":
 		return usageError(stderr, "run", "--out DIR is required")
-	case f.backend != "cpu" && f.backend != "simt":
-		return usageError(stderr, "run", "unknown backend %q (expected cpu or simt)", f.backend)
+	case f.backend != cpu.Kind.Name && f.backend != simt.Kind.Name:
+		return usageError(stderr, "run", "unknown backend %q (expected %s or %s)", f.backend, cpu.Kind.Name, simt.Kind.Name)
 	case f.threads < 0:
 		return usageError(stderr, "run", "--threads must not be negative")
 	}
-	specs, err := inputSpecs(f.ins)
+	specs, err := planio.Specs(f.ins)
 	if err != nil {
 		return usageError(stderr, "run", "%v", err)
 	}
@@ -55,7 +54,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	if err := writeOutputs(f.out, outputs, nil, stdout); err != nil {
+	if err := planio.WriteOutputs(f.out, outputs, stdout); err != nil {
 		return fail(stderr, err)
 	}
 	return exitOK
@@ -67,62 +66,30 @@ func runPlan(dir string, f runFlags, specs map[string]string, stdout io.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	inputs, err := readInputs(specs)
-	if err != nil {
-		return nil, err
-	}
-	for _, b := range p.Inputs {
-		if inputs[b.Name] != nil {
-			inputs[b.Name] = fromNPY(inputs[b.Name], lang.ParseDType(b.DType))
-			continue
-		}
+	draw := func(b plan.Binding) (*tensor.Tensor, error) {
 		if !f.random {
 			return nil, fmt.Errorf("input %s (%s%v) is missing: give it with --in %s=PATH.npy, or use --random-inputs", b.Name, b.DType, b.Shape, b.Name)
 		}
-		if inputs[b.Name], err = randomPlanInput(b, f.seed); err != nil {
-			return nil, err
+		t, err := randomPlanInput(b, f.seed)
+		if err == nil {
+			err = writeDrawn(f.out, b.Name, t, stdout)
 		}
-		if err := writeDrawn(f.out, b.Name, inputs[b.Name], stdout); err != nil {
-			return nil, err
-		}
+		return t, err
 	}
-	params, err := planParams(dir, f.params, p)
+	inputs, err := planio.Inputs(p, specs, draw)
 	if err != nil {
 		return nil, err
 	}
-	var prog *cpu.Program
-	if f.backend == "cpu" {
-		var host *cpu.HostEngine
-		if host, err = cpu.NewHost(p, dir, f.threads); err == nil {
-			prog, err = cpu.Load(p, host)
-		}
-	} else {
-		prog, err = simt.Load(p, dir, f.threads)
+	params, err := planio.Params(p, dir, f.params)
+	if err != nil {
+		return nil, err
 	}
+	prog, err := executor.Open(p, dir, f.backend, executor.Options{Threads: f.threads})
 	if err != nil {
 		return nil, err
 	}
 	defer prog.Close()
 	return prog.Run(inputs, params)
-}
-
-// planParams reads the parameters: --params, else DIR/params.npz.
-func planParams(dir, given string, p *plan.Plan) (map[string]*tensor.Tensor, error) {
-	path := given
-	if path == "" {
-		path = filepath.Join(dir, "params.npz")
-	}
-	params, err := npy.ReadNPZ(path)
-	if errors.Is(err, os.ErrNotExist) && given == "" && len(p.Params) == 0 {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("parameters: %v", err)
-	}
-	for _, b := range p.Params {
-		params[b.Name] = fromNPY(params[b.Name], lang.ParseDType(b.DType))
-	}
-	return params, nil
 }
 
 // randomPlanInput draws a plan input as eval's --random-inputs does.

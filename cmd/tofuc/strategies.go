@@ -9,13 +9,13 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"tofuc/pipeline"
 
 	"tofuc/analysis/check"
 	"tofuc/analysis/interval"
 	"tofuc/analysis/partition"
 	"tofuc/analysis/strategy"
 	"tofuc/lang"
-	"tofuc/lang/ir"
 )
 
 // strategiesVersion is the version of the --json document (docs/strategies.md).
@@ -128,7 +128,7 @@ func runStrategies(args []string, stdout, stderr io.Writer) int {
 	var analyses []*strategy.Analysis // beside doc.Ops, for the text output
 	found := false
 	for _, path := range paths {
-		m, _, err := loadModel(prog, path)
+		m, _, err := pipeline.LoadFile(prog, path)
 		if err != nil {
 			errs.Append(err)
 			continue
@@ -223,7 +223,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // describeAnalysis is the JSON form of an analysis.
 func describeAnalysis(a *strategy.Analysis, name, file string, line int) opStrategies {
-	out := opStrategies{Op: name, File: file, Line: line, Elementwise: a.Elementwise, Opaque: usesOpaque(a.Inst),
+	out := opStrategies{Op: name, File: file, Line: line, Elementwise: a.Elementwise, Opaque: a.Inst.CallsOpaque(),
 		FLOPs: a.FLOPs.String(), Strategies: []strategyEntry{}}
 	for _, s := range a.Strategies {
 		e := strategyEntry{Kind: s.Kind.String(), Var: s.Name(), FLOPsPerWorker: s.PerWorker().String(), Inputs: []inputEntry{}}
@@ -242,14 +242,14 @@ func describeAnalysis(a *strategy.Analysis, name, file string, line int) opStrat
 			in := inputEntry{Name: r.Tensor.Name, Region: []dimEntry{}}
 			var halos []string
 			for d, iv := range r.Dims {
-				de := dimEntry{Lo: iv.Lo.String(), Hi: iv.Hi.String(), Whole: wholeDim(r, d)}
+				de := dimEntry{Lo: iv.Lo.String(), Hi: iv.Hi.String(), Whole: r.WholeDim(d)}
 				if len(r.Bands[d]) > 1 {
 					for _, b := range r.Bands[d] {
 						de.Bands = append(de.Bands, bandEntry{Lo: b.Lo.String(), Hi: b.Hi.String()})
 					}
-				} else if h, ok := halo(a, s, r.Tensor, d, iv); ok {
-					de.Halo = h
-					halos = append(halos, h)
+				} else if h, ok := a.Halo(s, r.Tensor, d, iv); ok {
+					de.Halo = h.String()
+					halos = append(halos, de.Halo)
 				}
 				in.Region = append(in.Region, de)
 			}
@@ -317,136 +317,6 @@ func describeParts(a *strategy.Analysis, ops partition.Ops) (*decomposedEntry, e
 	}
 	out.FLOPsPerWorker = total.String()
 	return out, nil
-}
-
-// usesOpaque reports whether an instance calls an opaque function.
-func usesOpaque(inst *ir.Instance) bool {
-	found := false
-	for _, d := range append(append([]*ir.Def(nil), inst.Locals...), inst.Outputs...) {
-		ir.Walk(d.Body, func(e ir.Expr) bool {
-			if _, ok := e.(*ir.Opaque); ok {
-				found = true
-			}
-			return !found
-		})
-	}
-	return found
-}
-
-// wholeDim reports whether a worker reads dimension d of the region's
-// tensor entirely.
-func wholeDim(r strategy.Region, d int) bool {
-	if r.Whole[d] {
-		return true
-	}
-	full := interval.Range(r.Tensor.Shape[d])
-	return r.Dims[d].Lo.Equal(full.Lo) && r.Dims[d].Hi.Equal(full.Hi)
-}
-
-// unread reports whether a worker reads nothing of the region's tensor.
-func unread(r strategy.Region) bool {
-	if len(r.Dims) == 0 {
-		return false
-	}
-	for _, iv := range r.Dims {
-		if !iv.Size().Equal(lang.Const(0)) {
-			return false
-		}
-	}
-	return true
-}
-
-// halo is how much longer than the worker's part of an output split a
-// region dimension that
-// follows the split variable is, when that excess does not depend on the
-// part: a window's overlap, e.g. K - 1 for a convolution split along its
-// output width. Regions are clamped to the tensor, which only shortens the
-// first and last workers' windows; the halo is an interior worker's, taken
-// from the unclamped indices where the output bodies read the input
-// directly.
-func halo(a *strategy.Analysis, s *strategy.Strategy, t *ir.Tensor, d int, iv interval.Interval) (string, bool) {
-	if s.Kind != strategy.SplitOutput {
-		return "", false // a halo is relative to a part of the output
-	}
-	lo, hi := s.PartSymbols()
-	if !mentions(iv.Lo, lo, hi) && !mentions(iv.Hi, lo, hi) {
-		return "", false
-	}
-	if u, ok := unclamped(a, s, t, d); ok {
-		iv = u
-	}
-	part := lang.Sym(hi).Sub(lang.Sym(lo)).Add(lang.Const(1))
-	h := iv.Size().Sub(part)
-	if mentions(h, lo, hi) {
-		return "", false
-	}
-	if n, ok := h.IsConst(); ok && n <= 0 {
-		return "", false
-	}
-	return h.String(), true
-}
-
-// unclamped bounds dimension d of what the outputs read of input t under
-// strategy s, without clamping it to the tensor. It fails where t is read
-// through a local, an opaque function or a data-dependent index.
-func unclamped(a *strategy.Analysis, s *strategy.Strategy, t *ir.Tensor, d int) (interval.Interval, bool) {
-	lo, hi := s.PartSymbols()
-	part := interval.Interval{Lo: lang.Sym(lo), Hi: lang.Sym(hi)}
-	env := interval.Env{}
-	if s.Kind == strategy.SplitOutput {
-		for i, o := range a.Inst.Outputs {
-			env[o.Vars[s.Dims[i]]] = part
-		}
-	} else {
-		env[s.Var] = part
-	}
-	var out interval.Interval
-	found, ok := false, true
-	visit := func(e ir.Expr) bool {
-		switch x := e.(type) {
-		case *ir.Opaque:
-			for _, v := range x.Args {
-				ok = ok && v.T != t
-			}
-		case *ir.Access:
-			if x.T != t {
-				break
-			}
-			iv, err := interval.Of(x.Index[d], env)
-			if err != nil {
-				ok = false
-				break
-			}
-			if found {
-				iv = interval.Hull(out, iv)
-			}
-			out, found = iv, true
-		}
-		return ok
-	}
-	for _, l := range a.Inst.Locals {
-		ir.Walk(l.Body, func(e ir.Expr) bool {
-			if x, isAccess := e.(*ir.Access); isAccess && x.T == t {
-				ok = false
-			}
-			return ok
-		})
-	}
-	for _, o := range a.Inst.Outputs {
-		ir.Walk(o.Body, visit)
-	}
-	return out, ok && found
-}
-
-func mentions(d lang.Dim, syms ...string) bool {
-	for _, s := range d.Symbols() {
-		for _, t := range syms {
-			if s == t {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // printStrategies writes the text report: per operator a header and a
@@ -558,7 +428,7 @@ func regionEntryText(e inputEntry) string {
 }
 
 func regionText(r strategy.Region, e inputEntry) string {
-	if unread(r) {
+	if r.Unread() {
 		return "none"
 	}
 	var parts []string

@@ -330,7 +330,7 @@ func stdlibCoverage(t *testing.T) coverage {
 	for _, u := range doc.Unanalysed {
 		c.unanalysed = append(c.unanalysed, u.Op)
 		// An unanalysed operator may still be opaque.
-		if inst, err := check.Standalone(prog.StdOps()[u.Op]); err == nil && usesOpaque(inst) {
+		if inst, err := check.Standalone(prog.StdOps()[u.Op]); err == nil && inst.CallsOpaque() {
 			c.opaque++
 		}
 	}

@@ -6,9 +6,9 @@ import (
 	"io"
 	"sort"
 	"time"
+	"tofuc/pipeline"
 
 	"tofuc/analysis/check"
-	"tofuc/lang"
 	"tofuc/rewrite/smt"
 	"tofuc/runtime/tensor"
 )
@@ -29,7 +29,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	}
 	// The rules that check are verified even when others do not (or a
 	// file has none), so that the summary line is always printed.
-	rules, errs := loadRules(fs.Args())
+	rules, errs := pipeline.LoadRules(fs.Args())
 	printDiagnostics(stderr, errs.Sort())
 	results := smt.VerifyAll(rules, smt.Options{Timeout: *timeout, MaxShapes: *maxShapes})
 	if *asJSON {
@@ -47,33 +47,6 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return status
-}
-
-// loadRules checks every rule of every file.
-func loadRules(paths []string) ([]*check.Rule, lang.ErrorList) {
-	prog, err := check.NewProgram()
-	var errs lang.ErrorList
-	errs.Append(err)
-	var rules []*check.Rule
-	for _, path := range paths {
-		m, err := prog.Load(path)
-		if err != nil {
-			errs.Append(err)
-			continue
-		}
-		if len(m.File.Rules) == 0 {
-			errs.Add(lang.Pos{File: path}, "no rules in this file")
-		}
-		for _, d := range m.File.Rules {
-			r, err := m.Rule(d.Name)
-			if err != nil {
-				errs.Append(err)
-				continue
-			}
-			rules = append(rules, r)
-		}
-	}
-	return rules, errs
 }
 
 func summaryLine(results []smt.Result) string {

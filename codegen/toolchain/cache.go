@@ -1,20 +1,49 @@
 package toolchain
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // Cache keeps tool outputs on disk by key. A nil *Cache caches nothing.
+//
+// Every entry starts with a header holding the SHA-256 of its contents
+// (entryMagic, the hash in hex, a newline), checked whenever the entry is
+// read: an entry damaged on disk (truncated, emptied, overwritten) is
+// removed and computed again, and Warnings is told, never used. Entries
+// are written to a temporary file and renamed into place, so that
+// readers see either no entry or a whole one.
 type Cache struct {
 	Dir string
 }
 
+// entryMagic starts every entry (the format's version).
+const entryMagic = "tofuc-cache 2\n"
+
+// Warnings, when not nil, is told of each damaged entry found (one line
+// each); the command line sets it to standard error.
+var Warnings io.Writer
+
+var warnMu sync.Mutex
+
+// Warn writes one line to Warnings.
+func Warn(format string, args ...any) {
+	warnMu.Lock()
+	defer warnMu.Unlock()
+	if Warnings != nil {
+		fmt.Fprintf(Warnings, "tofuc: "+format+"\n", args...)
+	}
+}
+
 // DefaultCache is the cache under $TOFUC_CACHE, else the user's cache
-// directory (tofuc/v1 in it); caching is off when TOFUC_CACHE is "off".
+// directory (tofuc/v2 in it); caching is off when TOFUC_CACHE is "off".
 func DefaultCache() (*Cache, error) {
 	dir := os.Getenv("TOFUC_CACHE")
 	switch dir {
@@ -25,7 +54,7 @@ func DefaultCache() (*Cache, error) {
 		if err != nil {
 			return nil, nil // no home: compile without a cache
 		}
-		dir = filepath.Join(base, "tofuc", "v1")
+		dir = filepath.Join(base, "tofuc", "v2")
 	}
 	return &Cache{Dir: dir}, nil
 }
@@ -40,30 +69,97 @@ func Key(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Do returns the cached output for key, or computes it with fn and keeps
-// it. A cache that cannot be written is skipped, not an error.
-func (c *Cache) Do(key string, fn func() ([]byte, error)) ([]byte, error) {
+// Path is where the entry of key lies.
+func (c *Cache) Path(key string) string { return filepath.Join(c.Dir, key[:2], key) }
+
+// ErrDamaged is the error of an entry whose contents fail their check.
+var ErrDamaged = errors.New("damaged")
+
+// Get returns the contents of the entry of key; found is false when there
+// is none. An entry that fails its check is removed, and the error
+// (ErrDamaged) says why.
+func (c *Cache) Get(key string) (b []byte, found bool, err error) {
 	if c == nil {
-		return fn()
+		return nil, false, nil
 	}
-	path := filepath.Join(c.Dir, key[:2], key)
-	if b, err := os.ReadFile(path); err == nil {
+	path := c.Path(key)
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if b, err = unseal(raw); err != nil {
+		os.Remove(path)
+		return nil, false, fmt.Errorf("the cache entry %s is %w (%v): removed", path, ErrDamaged, err)
+	}
+	return b, true, nil
+}
+
+// unseal checks an entry's header against its contents and returns them.
+func unseal(raw []byte) ([]byte, error) {
+	rest, ok := bytes.CutPrefix(raw, []byte(entryMagic))
+	if !ok {
+		return nil, fmt.Errorf("no header")
+	}
+	sum, data, ok := bytes.Cut(rest, []byte("\n"))
+	if !ok || len(sum) != 2*sha256.Size {
+		return nil, fmt.Errorf("a header cut short")
+	}
+	got := sha256.Sum256(data)
+	if hex.EncodeToString(got[:]) != string(sum) {
+		return nil, fmt.Errorf("%d bytes whose SHA-256 is not the header's", len(data))
+	}
+	return data, nil
+}
+
+// Put keeps b as the entry of key: written to a temporary file beside
+// it and renamed into place (the temporary file is removed when that
+// fails).
+func (c *Cache) Put(key string, b []byte) error {
+	if c == nil {
+		return nil
+	}
+	path := c.Path(key)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "tmp-")
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(b)
+	_, err = f.WriteString(entryMagic + hex.EncodeToString(sum[:]) + "\n")
+	if err == nil {
+		_, err = f.Write(b)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// Do returns the cached output for key, or computes it with fn and keeps
+// it. A cache that cannot be read or written is skipped, not an error; a
+// damaged entry is computed again (Warnings is told).
+func (c *Cache) Do(key string, fn func() ([]byte, error)) ([]byte, error) {
+	b, found, err := c.Get(key)
+	if found {
 		return b, nil
 	}
-	b, err := fn()
-	if err != nil {
+	if errors.Is(err, ErrDamaged) {
+		Warn("%v; computing it again", err)
+	}
+	if b, err = fn(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-		if f, err := os.CreateTemp(filepath.Dir(path), "tmp-"); err == nil {
-			_, werr := f.Write(b)
-			cerr := f.Close()
-			if werr == nil && cerr == nil {
-				os.Rename(f.Name(), path)
-			} else {
-				os.Remove(f.Name())
-			}
-		}
-	}
+	c.Put(key, b)
 	return b, nil
 }

@@ -1,5 +1,6 @@
-// Package modelcase compiles example models into plans for tests of the
-// runtimes, with inputs and parameters to run them on.
+// Package modelcase compiles example models into plans through the
+// pipeline, for tests of the runtimes and the GPU checks, with inputs and
+// parameters to run them on.
 package modelcase
 
 import (
@@ -9,13 +10,9 @@ import (
 
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
-	"tofuc/analysis/cost"
-	"tofuc/analysis/partition"
-	"tofuc/analysis/partition/execution"
-	"tofuc/codegen"
 	"tofuc/lang"
 	"tofuc/lang/ir"
-	"tofuc/runtime/exec"
+	"tofuc/pipeline"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/tensor"
 )
@@ -47,47 +44,28 @@ type Compiled struct {
 	Inputs, Params map[string]*tensor.Tensor
 }
 
-// Compile builds the case's graph and compiles it into dir: on several
-// devices, partitioned as the partition search finds best. Parameters
-// are initialised as the model declares (seed 1).
-func (c Case) Compile(dir string, opts codegen.Options) (*Compiled, error) {
-	g, err := c.graph()
+// Compile compiles the case into dir through the pipeline (on several
+// devices, partitioned as the partition search finds best), writing the
+// artefacts emit names (pipeline.Options.Emit; nil: all). Parameters are
+// initialised as the model declares (seed 1).
+func (c Case) Compile(dir string, emit []string) (*Compiled, error) {
+	m, err := c.model()
 	if err != nil {
 		return nil, err
 	}
-	var comp *codegen.Compiled
-	if c.Devices == 1 {
-		comp, err = codegen.Compile(g, dir, opts)
-	} else {
-		comp, err = compilePartitioned(g, c.Devices, dir, opts)
+	opts := pipeline.Options{Devices: c.Devices, Emit: emit, Seed: 1}
+	if c.Train {
+		opts.Train = &autodiff.TrainOptions{}
 	}
+	res, err := pipeline.Compile(m, dir, opts)
 	if err != nil {
 		return nil, err
 	}
-	params, err := initParams(g)
-	if err != nil {
-		return nil, err
-	}
-	return &Compiled{Dir: dir, Plan: comp.Plan, Inputs: inputsFor(comp.Plan, c.Classes), Params: params}, nil
+	return &Compiled{Dir: dir, Plan: res.Plan, Inputs: inputsFor(res.Plan, c.Classes), Params: res.Params}, nil
 }
 
-// graph loads the model and, for a training case, derives its training
-// graph.
-func (c Case) graph() (*ir.Graph, error) {
-	prog, err := check.NewProgram()
-	if err != nil {
-		return nil, err
-	}
-	var m *check.Module
-	if c.Source != "" {
-		m, err = prog.LoadSource(c.File+".tdl", []byte(c.Source))
-	} else {
-		_, here, _, _ := runtime.Caller(0)
-		m, err = prog.Load(filepath.Join(filepath.Dir(here), "..", "..", "examples", c.File+".tdl"))
-	}
-	if err != nil {
-		return nil, err
-	}
+// model loads the case's model: from examples/, or from its Source.
+func (c Case) model() (*pipeline.Model, error) {
 	set := map[string]ir.AttrValue{}
 	for k, v := range c.Set {
 		switch v := v.(type) {
@@ -99,28 +77,23 @@ func (c Case) graph() (*ir.Graph, error) {
 			return nil, fmt.Errorf("attribute %s = %v: not an int or a bool", k, v)
 		}
 	}
+	if c.Source == "" {
+		_, here, _, _ := runtime.Caller(0)
+		return pipeline.Load(filepath.Join(filepath.Dir(here), "..", "..", "examples", c.File+".tdl"), "", set)
+	}
+	prog, err := check.NewProgram()
+	if err != nil {
+		return nil, err
+	}
+	m, err := prog.LoadSource(c.File+".tdl", []byte(c.Source))
+	if err != nil {
+		return nil, err
+	}
 	g, err := m.Model("", set)
-	if err != nil || !c.Train {
-		return g, err
-	}
-	g, _, err = autodiff.TrainingGraph(g, m, autodiff.TrainOptions{})
-	return g, err
-}
-
-func compilePartitioned(g *ir.Graph, devices int, dir string, opts codegen.Options) (*codegen.Compiled, error) {
-	cg, err := cost.NewGraph(g)
 	if err != nil {
 		return nil, err
 	}
-	res, err := partition.Search(cg, devices, partition.Options{})
-	if err != nil {
-		return nil, err
-	}
-	eg, err := execution.Build(cg, res.Plan)
-	if err != nil {
-		return nil, err
-	}
-	return codegen.CompilePartitioned(eg, g, dir, opts)
+	return &pipeline.Model{Module: m, Graph: g, Path: m.Path}, nil
 }
 
 // inputsFor fills every input of a plan with a spread of values: floats
@@ -145,18 +118,4 @@ func inputsFor(p *plan.Plan, classes int64) map[string]*tensor.Tensor {
 		out[b.Name] = x
 	}
 	return out
-}
-
-// initParams initialises every parameter as the model declares.
-func initParams(g *ir.Graph) (map[string]*tensor.Tensor, error) {
-	out := map[string]*tensor.Tensor{}
-	for _, p := range g.Params {
-		shape, _ := lang.ConstShape(p.Value.Shape)
-		x, err := exec.InitParam(p, shape, 1)
-		if err != nil {
-			return nil, err
-		}
-		out[p.Value.Name] = x
-	}
-	return out, nil
 }

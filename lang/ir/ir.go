@@ -337,3 +337,18 @@ type Node struct {
 	// "loss", "backward", "gradient sum" or "update" ("" in a model).
 	Role string
 }
+
+// CallsOpaque reports whether an instance's locals or outputs call an
+// opaque function.
+func (in *Instance) CallsOpaque() bool {
+	found := false
+	for _, d := range append(append([]*Def(nil), in.Locals...), in.Outputs...) {
+		Walk(d.Body, func(e Expr) bool {
+			if _, ok := e.(*Opaque); ok {
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
+}

@@ -1,8 +1,7 @@
-// Package cpu runs launch plans (runtime/plan) on the host: every device
-// of the plan is simulated by a goroutine with an arena of its own, steps
-// run in each device's order and wait for the steps they depend on,
-// copies and reductions move data between the arenas. Kernels run on an
-// Engine: the host-flavour kernels natively (NewHost, the cpu backend),
-// or the GPU-flavour kernels under the SIMT emulator (runtime/simt).
-// Nothing falls back to the interpreter: a plan is what runs.
+// Package cpu runs a plan's host-flavour kernels natively: the host
+// shared object that code generation links (the target "host") is
+// loaded, and each launch calls its kernel on ranges of its host range,
+// split over a pool of threads. Its Kind opens host devices
+// (runtime/host) with this engine: the cpu backend. Nothing falls back to
+// the interpreter: a plan is what runs.
 package cpu

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"tofuc/runtime/executor"
+	"tofuc/runtime/host"
 	"tofuc/runtime/native"
 	"tofuc/runtime/plan"
 )
@@ -24,20 +26,39 @@ type HostEngine struct {
 	pool    *pool // threads-1 workers, where there are several threads
 }
 
-// NewHost loads the host shared object of a plan compiled into dir;
-// threads <= 0 means GOMAXPROCS.
-func NewHost(p *plan.Plan, dir string, threads int) (*HostEngine, error) {
+// Kind is the devices that run a plan's host module with this
+// package's engine: `tofuc run --backend cpu`.
+var Kind = executor.Kind{Name: "cpu", Module: Module, Summary: "host kernels, natively", Open: open}
+
+// Module is the plan module (the target) of the host-flavour kernels.
+const Module = "host"
+
+func init() { executor.Register(Kind) }
+
+func open(p *plan.Plan, dir string, opts executor.Options) ([]executor.Device, error) {
+	e, err := NewHost(p, dir, Module, opts.Threads)
+	if err != nil {
+		return nil, err
+	}
+	return host.Open(p, e, host.ModeOf(p.Devices, opts.Strict)), nil
+}
+
+// NewHost loads the shared object of the plan module (target) called
+// module, compiled into dir, whose kernels are host-flavour; threads <=
+// 0 means GOMAXPROCS.
+func NewHost(p *plan.Plan, dir, module string, threads int) (*HostEngine, error) {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
 	e := &HostEngine{threads: threads}
-	switch {
-	case len(p.Kernels) == 0:
+	if len(p.Kernels) == 0 {
 		return e, nil // nothing to launch
-	case p.Modules.Host == "":
-		return nil, fmt.Errorf("the plan has no host module (compile it with --emit host)")
 	}
-	lib, err := native.Open(filepath.Join(dir, p.Modules.Host))
+	files := p.Modules[module].Files
+	if len(files) != 1 {
+		return nil, fmt.Errorf("the plan has no %s module (compile it with --emit %s)", module, module)
+	}
+	lib, err := native.Open(filepath.Join(dir, files[0]))
 	if err != nil {
 		return nil, err
 	}

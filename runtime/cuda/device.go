@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"tofuc/runtime/gpu"
+	"tofuc/runtime/executor"
 	"tofuc/runtime/native"
 	"tofuc/runtime/plan"
 )
@@ -51,7 +51,7 @@ func (c *context) do(f func() error) error {
 // compiles them for it; a failure shows the JIT's error log). Logical
 // devices on different GPUs copy between them directly where the GPUs
 // allow peer access.
-func (d *Driver) Open(p *plan.Plan, dir string) ([]gpu.Device, error) {
+func (d *Driver) Open(p *plan.Plan, dir string) ([]executor.Device, error) {
 	gpus, err := d.GPUs()
 	if err != nil {
 		return nil, err
@@ -59,18 +59,24 @@ func (d *Driver) Open(p *plan.Plan, dir string) ([]gpu.Device, error) {
 	if len(gpus) == 0 {
 		return nil, fmt.Errorf("the CUDA driver sees no GPU")
 	}
-	if len(p.Kernels) > 0 && len(p.Modules.PTX) == 0 {
+	files := p.Modules[Module].Files
+	if len(p.Kernels) > 0 && len(files) == 0 {
 		return nil, fmt.Errorf("the plan has no PTX modules (compile it with --emit ptx)")
 	}
-	ptx := make([][]byte, len(p.Modules.PTX))
-	for i, m := range p.Modules.PTX {
+	for _, k := range p.Kernels {
+		if k.Module >= len(files) {
+			return nil, fmt.Errorf("kernel %s: module %d of %d PTX modules", k.Name, k.Module, len(files))
+		}
+	}
+	ptx := make([][]byte, len(files))
+	for i, m := range files {
 		if ptx[i], err = os.ReadFile(filepath.Join(dir, m)); err != nil {
 			return nil, err
 		}
 	}
 	contexts := make([]*context, min(len(gpus), p.Devices))
-	var devs []gpu.Device
-	fail := func(err error) ([]gpu.Device, error) {
+	var devs []executor.Device
+	fail := func(err error) ([]executor.Device, error) {
 		for _, v := range devs {
 			v.(*device).destroy()
 		}
@@ -120,7 +126,7 @@ func (d *Driver) newContext(g GPU, p *plan.Plan, ptx [][]byte) (*context, error)
 		for i, text := range ptx {
 			m, err := d.loadModule(text)
 			if err != nil {
-				return fmt.Errorf("%s on GPU %d: %v", p.Modules.PTX[i], g.Ordinal, err)
+				return fmt.Errorf("%s on GPU %d: %w", p.Modules[Module].Files[i], g.Ordinal, err)
 			}
 			c.modules = append(c.modules, m)
 		}
@@ -226,30 +232,33 @@ func enablePeers(cs []*context) error {
 	return nil
 }
 
+// Runs reports whether a GPU launches k (plan.Kernel.OnGPU).
+func (v *device) Runs(k *plan.Kernel) bool { return k.OnGPU() }
+
 func (v *device) Name() string {
 	return fmt.Sprintf("GPU %d: %s", v.c.gpu.Ordinal, v.c.gpu.Name)
 }
 
-func (v *device) Alloc(n int64) (gpu.Ptr, error) {
+func (v *device) Alloc(n int64) (executor.Ptr, error) {
 	var p uint64
 	err := v.c.do(func() error { return v.c.drv.check("cuMemAlloc", v.c.drv.cuMemAlloc(&p, uint64(max(n, 1)))) })
-	return gpu.Ptr(p), err
+	return executor.Ptr(p), err
 }
 
-func (v *device) Free(p gpu.Ptr) error {
+func (v *device) Free(p executor.Ptr) error {
 	return v.c.do(func() error { return v.c.drv.check("cuMemFree", v.c.drv.cuMemFree(uint64(p))) })
 }
 
 // pitched is the 3-D copy of r, its addresses and memory types left
 // for the caller to fill in.
-func pitched(r gpu.Rows) *memcpy3D {
+func pitched(r executor.Rows) *memcpy3D {
 	return &memcpy3D{width: uint64(r.Width), height: uint64(r.Height), depth: uint64(r.Depth),
 		srcPitch: uint64(r.SrcPitch), srcHeight: uint64(r.SrcSlice / r.SrcPitch),
 		dstPitch: uint64(r.DstPitch), dstHeight: uint64(r.DstSlice / r.DstPitch)}
 }
 
 // hostCopy is the 3-D copy of r between host memory and device memory.
-func hostCopy(r gpu.Rows, host []byte, dev gpu.Ptr, toDevice bool) *memcpy3D {
+func hostCopy(r executor.Rows, host []byte, dev executor.Ptr, toDevice bool) *memcpy3D {
 	c := pitched(r)
 	addr := uintptr(unsafe.Pointer(unsafe.SliceData(host)))
 	if toDevice {
@@ -262,7 +271,7 @@ func hostCopy(r gpu.Rows, host []byte, dev gpu.Ptr, toDevice bool) *memcpy3D {
 	return c
 }
 
-func (v *device) Upload(dst gpu.Ptr, src []byte, r gpu.Rows) error {
+func (v *device) Upload(dst executor.Ptr, src []byte, r executor.Rows) error {
 	if err := hostRange(src, r.SrcOff, r.SrcPitch, r.SrcSlice, r); err != nil {
 		return err
 	}
@@ -272,7 +281,7 @@ func (v *device) Upload(dst gpu.Ptr, src []byte, r gpu.Rows) error {
 	})
 }
 
-func (v *device) Download(dst []byte, src gpu.Ptr, r gpu.Rows) error {
+func (v *device) Download(dst []byte, src executor.Ptr, r executor.Rows) error {
 	if err := hostRange(dst, r.DstOff, r.DstPitch, r.DstSlice, r); err != nil {
 		return err
 	}
@@ -283,7 +292,7 @@ func (v *device) Download(dst []byte, src gpu.Ptr, r gpu.Rows) error {
 }
 
 // hostRange checks that the rows of r on the host side lie in host.
-func hostRange(host []byte, off, pitch, slice int64, r gpu.Rows) error {
+func hostRange(host []byte, off, pitch, slice int64, r executor.Rows) error {
 	if r.Bytes() > 0 && (off < 0 || off+(r.Depth-1)*slice+(r.Height-1)*pitch+r.Width > int64(len(host))) {
 		return fmt.Errorf("a copy of rows %+v outside %d host bytes", r, len(host))
 	}
@@ -294,7 +303,7 @@ func hostRange(host []byte, off, pitch, slice int64, r gpu.Rows) error {
 // device memory at dev: one 3-D copy, or row by row (row copies src
 // offset, dst offset) when there is one row or a pitch is beyond the
 // GPU's limit for 3-D copies.
-func (v *device) hostTransfer(r gpu.Rows, host []byte, dev gpu.Ptr, toDevice bool, row func(so, do int64) error) error {
+func (v *device) hostTransfer(r executor.Rows, host []byte, dev executor.Ptr, toDevice bool, row func(so, do int64) error) error {
 	if r.Bytes() == 0 {
 		return nil
 	}
@@ -309,7 +318,7 @@ func (v *device) hostTransfer(r gpu.Rows, host []byte, dev gpu.Ptr, toDevice boo
 }
 
 // eachRow calls f with the offsets of every row of r until it fails.
-func eachRow(r gpu.Rows, f func(so, do int64) error) error {
+func eachRow(r executor.Rows, f func(so, do int64) error) error {
 	var err error
 	r.Each(func(so, do int64) {
 		if err == nil {
@@ -319,7 +328,7 @@ func eachRow(r gpu.Rows, f func(so, do int64) error) error {
 	return err
 }
 
-func (v *device) Copy(dst gpu.Ptr, from gpu.Device, src gpu.Ptr, r gpu.Rows) error {
+func (v *device) Copy(dst executor.Ptr, from executor.Device, src executor.Ptr, r executor.Rows) error {
 	f, ok := from.(*device)
 	if !ok {
 		return fmt.Errorf("a copy from %s, not a CUDA device", from.Name())
@@ -330,10 +339,10 @@ func (v *device) Copy(dst gpu.Ptr, from gpu.Device, src gpu.Ptr, r gpu.Rows) err
 	d := v.c.drv
 	return v.c.do(func() error {
 		if r.Height == 1 && r.Depth == 1 {
-			return v.copyRow(f, dst+gpu.Ptr(r.DstOff), src+gpu.Ptr(r.SrcOff), r.Width)
+			return v.copyRow(f, dst+executor.Ptr(r.DstOff), src+executor.Ptr(r.SrcOff), r.Width)
 		}
 		if max(r.SrcPitch, r.DstPitch) > min(v.c.maxPitch, f.c.maxPitch) {
-			return eachRow(r, func(so, do int64) error { return v.copyRow(f, dst+gpu.Ptr(do), src+gpu.Ptr(so), r.Width) })
+			return eachRow(r, func(so, do int64) error { return v.copyRow(f, dst+executor.Ptr(do), src+executor.Ptr(so), r.Width) })
 		}
 		c := pitched(r)
 		c.srcType, c.srcContext, c.srcDevice = memoryDevice, f.c.ctx, uint64(src)+uint64(r.SrcOff)
@@ -343,7 +352,7 @@ func (v *device) Copy(dst gpu.Ptr, from gpu.Device, src gpu.Ptr, r gpu.Rows) err
 }
 
 // copyRow enqueues a copy of n contiguous bytes from device f.
-func (v *device) copyRow(f *device, dst, src gpu.Ptr, n int64) error {
+func (v *device) copyRow(f *device, dst, src executor.Ptr, n int64) error {
 	d := v.c.drv
 	if f.c == v.c {
 		return d.check("cuMemcpyDtoDAsync", d.cuMemcpyDtoDAsync(uint64(dst), uint64(src), uint64(n), v.stream))
@@ -351,7 +360,7 @@ func (v *device) copyRow(f *device, dst, src gpu.Ptr, n int64) error {
 	return d.check("cuMemcpyPeerAsync", d.cuMemcpyPeerAsync(uint64(dst), v.c.ctx, uint64(src), f.c.ctx, uint64(n), v.stream))
 }
 
-func (v *device) Zero(p gpu.Ptr, n int64) error {
+func (v *device) Zero(p executor.Ptr, n int64) error {
 	if n == 0 {
 		return nil
 	}
@@ -359,7 +368,7 @@ func (v *device) Zero(p gpu.Ptr, n int64) error {
 	return v.c.do(func() error { return d.check("cuMemsetD8Async", d.cuMemsetD8Async(uint64(p), 0, uint64(n), v.stream)) })
 }
 
-func (v *device) Launch(k int, a *gpu.Args) error {
+func (v *device) Launch(k int, a *executor.Args) error {
 	f, kern := v.c.funcs[k], &v.c.plan.Kernels[k]
 	d := v.c.drv
 	return v.c.do(func() error {
@@ -368,7 +377,7 @@ func (v *device) Launch(k int, a *gpu.Args) error {
 	})
 }
 
-func (v *device) NewEvent(timing bool) (gpu.Event, error) {
+func (v *device) NewEvent(timing bool) (executor.Event, error) {
 	flags := uint32(eventDisableTiming)
 	if timing {
 		flags = 0
@@ -379,20 +388,20 @@ func (v *device) NewEvent(timing bool) (gpu.Event, error) {
 		return 0, err
 	}
 	v.events = append(v.events, e)
-	return gpu.Event(e), nil
+	return executor.Event(e), nil
 }
 
-func (v *device) Record(e gpu.Event) error {
+func (v *device) Record(e executor.Event) error {
 	d := v.c.drv
 	return v.c.do(func() error { return d.check("cuEventRecord", d.cuEventRecord(uintptr(e), v.stream)) })
 }
 
-func (v *device) Wait(e gpu.Event) error {
+func (v *device) Wait(e executor.Event) error {
 	d := v.c.drv
 	return v.c.do(func() error { return d.check("cuStreamWaitEvent", d.cuStreamWaitEvent(v.stream, uintptr(e), 0)) })
 }
 
-func (v *device) Elapsed(start, end gpu.Event) (float64, error) {
+func (v *device) Elapsed(start, end executor.Event) (float64, error) {
 	var ms float32
 	d := v.c.drv
 	err := v.c.do(func() error {
@@ -432,3 +441,18 @@ func (v *device) destroy() error {
 	v.events, v.stream = nil, 0
 	return errors.Join(errs...)
 }
+
+// Module is the plan module (the target) a GPU runs: the PTX modules.
+const Module = "nvptx"
+
+// Kind is the devices of NVIDIA GPUs, through the driver Load finds:
+// `tofuc-run`'s devices.
+var Kind = executor.Kind{Name: "cuda", Module: Module, Summary: "NVIDIA GPUs, through the CUDA driver", Open: func(p *plan.Plan, dir string, _ executor.Options) ([]executor.Device, error) {
+	d, err := Load()
+	if err != nil {
+		return nil, err
+	}
+	return d.Open(p, dir)
+}}
+
+func init() { executor.Register(Kind) }

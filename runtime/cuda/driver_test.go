@@ -9,7 +9,7 @@ import (
 	"unsafe"
 
 	"tofuc/internal/fakecuda"
-	"tofuc/runtime/gpu"
+	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
 )
 
@@ -93,7 +93,7 @@ func planWith(t *testing.T, devices int, text string) (*plan.Plan, string) {
 	if err := os.WriteFile(filepath.Join(dir, "kernels", "m0.ptx"), []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := &plan.Plan{Version: plan.Version, Devices: devices, Modules: plan.Modules{PTX: []string{"kernels/m0.ptx"}},
+	p := &plan.Plan{Version: plan.Version, Devices: devices, Modules: map[string]plan.Module{Module: {Files: []string{"kernels/m0.ptx"}}},
 		Kernels:    []plan.Kernel{{Name: "kfake", Grid: 1, Block: 32, Args: []plan.Arg{{DType: "f32", Shape: []int64{4}}}}},
 		ArenaBytes: make([]int64, devices), Init: make([][]plan.Step, devices), Steps: make([][]plan.Step, devices)}
 	return p, dir
@@ -114,7 +114,7 @@ func TestJITErrorLog(t *testing.T) {
 // openFake opens n logical devices of a plan without kernels on the fake
 // driver's GPUs (gpus of them), or on the real driver's when gpus is
 // "cuda".
-func openFake(t *testing.T, gpus string, n int) []gpu.Device {
+func openFake(t *testing.T, gpus string, n int) []executor.Device {
 	t.Helper()
 	var d *Driver
 	if gpus == "cuda" {
@@ -126,7 +126,7 @@ func openFake(t *testing.T, gpus string, n int) []gpu.Device {
 		d = fake(t, gpus)
 	}
 	p, dir := planWith(t, n, "")
-	p.Kernels, p.Modules.PTX = nil, nil
+	p.Kernels, p.Modules = nil, nil
 	devs, err := d.Open(p, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -158,9 +158,9 @@ func TestCopies(t *testing.T) {
 			for i := range src {
 				src[i] = byte(i)
 			}
-			rows := gpu.BoxRows(4, from, box, to, []int64{0, 0, 0})
+			rows := executor.BoxRows(4, from, box, to, []int64{0, 0, 0})
 			n := int64(len(src))
-			ptrs := make([]gpu.Ptr, 3)
+			ptrs := make([]executor.Ptr, 3)
 			for i, v := range devs {
 				var err error
 				if ptrs[i], err = v.Alloc(n); err != nil {
@@ -168,7 +168,7 @@ func TestCopies(t *testing.T) {
 				}
 				defer v.Free(ptrs[i])
 			}
-			if err := devs[0].Upload(ptrs[0], src, gpu.Whole(n)); err != nil {
+			if err := devs[0].Upload(ptrs[0], src, executor.Whole(n)); err != nil {
 				t.Fatal(err)
 			}
 			for _, r := range rows {
@@ -176,7 +176,7 @@ func TestCopies(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := devs[2].Copy(ptrs[2], devs[1], ptrs[1], gpu.Whole(2*2*4*4)); err != nil {
+			if err := devs[2].Copy(ptrs[2], devs[1], ptrs[1], executor.Whole(2*2*4*4)); err != nil {
 				t.Fatal(err)
 			}
 			got := make([]byte, 2*2*4*4)
@@ -185,7 +185,7 @@ func TestCopies(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := devs[2].Download(got, ptrs[2], gpu.Whole(int64(len(got)))); err != nil {
+			if err := devs[2].Download(got, ptrs[2], executor.Whole(int64(len(got)))); err != nil {
 				t.Fatal(err)
 			}
 			var want []byte
@@ -206,7 +206,7 @@ func TestEvents(t *testing.T) {
 	}
 }
 
-func testEvents(t *testing.T, v gpu.Device) {
+func testEvents(t *testing.T, v executor.Device) {
 	a, err := v.NewEvent(true)
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ func testEvents(t *testing.T, v gpu.Device) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range []gpu.Event{a, b, c} {
+	for _, e := range []executor.Event{a, b, c} {
 		if err := v.Record(e); err != nil {
 			t.Fatal(err)
 		}
@@ -248,13 +248,13 @@ func TestChecks(t *testing.T) {
 		t.Skip(err)
 	}
 	t.Log(Probe())
-	dirs, err := gpu.CheckDirs(root)
+	dirs, err := executor.CheckDirs(root)
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no checks under %s (%v)", root, err)
 	}
 	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			if err := gpu.RunCheck(dir, d.Open); err != nil {
+			if err := executor.RunCheck(dir, d.Open); err != nil {
 				t.Error(err)
 			}
 		})

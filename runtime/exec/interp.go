@@ -2,10 +2,12 @@ package exec
 
 import (
 	"fmt"
+	"math"
 
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/interp"
+	"tofuc/runtime/native"
 	"tofuc/runtime/tensor"
 )
 
@@ -21,9 +23,26 @@ type Interp struct {
 // Name is "interp".
 func (Interp) Name() string { return "interp" }
 
-// Prepare does nothing: the interpreter reads the graph as it runs.
+// Prepare refuses a graph whose run needs more memory than the machine
+// has available (Peak); the interpreter reads the graph as it runs.
 func (b Interp) Prepare(g *ir.Graph, syms map[string]int64) (Program, error) {
+	if err := CheckMemory("model "+g.Name, b.Peak(g)); err != nil {
+		return nil, err
+	}
 	return &interpProgram{b: b, g: g, syms: syms}, nil
+}
+
+// CheckMemory refuses work of the interpreter that needs more memory
+// than the machine has available (native.AvailableMemory), before
+// anything is allocated: the Go runtime cannot recover from running out
+// of memory.
+func CheckMemory(what string, need int64) error {
+	avail, ok := native.AvailableMemory()
+	if !ok || need <= avail {
+		return nil
+	}
+	return fmt.Errorf("%s needs about %s (counting %d bytes an element, as the reference interpreter stores them), more than the %s this machine has available; use smaller sizes (--set)",
+		what, lang.FormatBytes(need), tensor.ElementBytes, lang.FormatBytes(avail))
 }
 
 type interpProgram struct {
@@ -34,27 +53,63 @@ type interpProgram struct {
 
 func (p *interpProgram) Close() error { return nil }
 
+// liveness is when the interpreter holds a graph's values: the graph's
+// inputs, parameters and outputs throughout (kept), every other value
+// from its node to its last use (lastUse: the index of the last node
+// reading it; absent when none reads it).
+type liveness struct {
+	kept    map[*ir.Value]bool
+	lastUse map[*ir.Value]int
+}
+
+func livenessOf(g *ir.Graph) liveness {
+	l := liveness{kept: map[*ir.Value]bool{}, lastUse: map[*ir.Value]int{}}
+	for _, v := range g.Inputs {
+		l.kept[v] = true
+	}
+	for _, q := range g.Params {
+		l.kept[q.Value] = true
+	}
+	for _, v := range g.Outputs {
+		l.kept[v] = true
+	}
+	for i, n := range g.Nodes {
+		for _, v := range n.Inputs {
+			l.lastUse[v] = i
+		}
+	}
+	return l
+}
+
+// dropped lists the values the interpreter drops after node i: its
+// outputs that nothing reads and its inputs read for the last time.
+func (l liveness) dropped(i int, n *ir.Node) []*ir.Value {
+	var out []*ir.Value
+	for _, v := range n.Outputs {
+		if _, used := l.lastUse[v]; !used && !l.kept[v] {
+			out = append(out, v)
+		}
+	}
+	for _, v := range n.Inputs {
+		if l.lastUse[v] == i && !l.kept[v] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // Run evaluates the nodes in order, dropping each value after its last
 // use.
 func (p *interpProgram) Run(inputs, params map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
 	g := p.g
 	vals := map[*ir.Value]*tensor.Tensor{}
-	keep := map[*ir.Value]bool{}
 	for _, v := range g.Inputs {
-		vals[v], keep[v] = inputs[v.Name], true
+		vals[v] = inputs[v.Name]
 	}
 	for _, q := range g.Params {
-		vals[q.Value], keep[q.Value] = params[q.Value.Name], true
+		vals[q.Value] = params[q.Value.Name]
 	}
-	for _, v := range g.Outputs {
-		keep[v] = true
-	}
-	lastUse := map[*ir.Value]int{}
-	for i, n := range g.Nodes {
-		for _, v := range n.Inputs {
-			lastUse[v] = i
-		}
-	}
+	live := livenessOf(g)
 	for i, n := range g.Nodes {
 		if p.b.Progress != nil {
 			p.b.Progress(i, len(g.Nodes), n.Name)
@@ -62,15 +117,8 @@ func (p *interpProgram) Run(inputs, params map[string]*tensor.Tensor) (map[strin
 		if err := p.node(n, vals); err != nil {
 			return nil, err
 		}
-		for _, v := range n.Outputs {
-			if _, used := lastUse[v]; !used && !keep[v] {
-				delete(vals, v)
-			}
-		}
-		for _, v := range n.Inputs {
-			if lastUse[v] == i && !keep[v] {
-				delete(vals, v)
-			}
+		for _, v := range live.dropped(i, n) {
+			delete(vals, v)
 		}
 	}
 	out := map[string]*tensor.Tensor{}
@@ -82,6 +130,94 @@ func (p *interpProgram) Run(inputs, params map[string]*tensor.Tensor) (map[strin
 		out[v.Name] = x
 	}
 	return out, nil
+}
+
+// Peak is the memory the interpreter holds at its peak when it runs g,
+// as Run holds it: the kept values throughout, every other value from
+// its node to its last use, and each node's outputs and locals
+// (interp.DefBytes) while it runs; every element takes
+// tensor.ElementBytes. A value of symbolic shape counts 0 (its size is
+// bound from data already read); the sum saturates at math.MaxInt64
+// rather than wrap.
+func (Interp) Peak(g *ir.Graph) int64 {
+	live := livenessOf(g)
+	held := map[*ir.Value]bool{}
+	var now int64
+	hold := func(v *ir.Value) {
+		if !held[v] && v.Const == nil {
+			held[v] = true
+			now = addSat(now, valueBytes(v.Shape))
+		}
+	}
+	for v := range live.kept {
+		hold(v)
+	}
+	peak := now // Resident(g)
+	for i, n := range g.Nodes {
+		for _, v := range n.Outputs {
+			hold(v)
+		}
+		var locals int64
+		if n.Inst != nil {
+			locals = interp.DefBytes(n.Inst.Locals)
+		}
+		peak = max(peak, addSat(now, locals))
+		for _, v := range live.dropped(i, n) {
+			if held[v] {
+				delete(held, v)
+				now -= valueBytes(v.Shape)
+			}
+		}
+	}
+	return peak
+}
+
+// Resident is the memory a graph's inputs, parameters and outputs take as
+// tensors (tensor.ElementBytes an element): what every backend's caller
+// holds, the interpreter's peak without the values it computes on the
+// way.
+func Resident(g *ir.Graph) int64 {
+	var kept []*ir.Value
+	for v := range livenessOf(g).kept {
+		kept = append(kept, v)
+	}
+	return ValuesBytes(kept)
+}
+
+// ValuesBytes is the memory values take as tensors (tensor.ElementBytes
+// an element; constants none, a symbolic shape 0), saturating at
+// math.MaxInt64.
+func ValuesBytes(vals []*ir.Value) int64 {
+	var n int64
+	for _, v := range vals {
+		if v.Const == nil {
+			n = addSat(n, valueBytes(v.Shape))
+		}
+	}
+	return n
+}
+
+// valueBytes is the interpreter's size of a value of shape s (0 for a
+// symbolic shape, math.MaxInt64 past int64).
+func valueBytes(s []lang.Dim) int64 {
+	if _, concrete := lang.ConstShape(s); !concrete {
+		return 0
+	}
+	n, ok := lang.ShapeElements(s)
+	if ok {
+		n, ok = lang.MulInt64(n, tensor.ElementBytes)
+	}
+	if !ok {
+		return math.MaxInt64
+	}
+	return n
+}
+
+func addSat(a, b int64) int64 {
+	if s, ok := lang.AddInt64(a, b); ok {
+		return s
+	}
+	return math.MaxInt64
 }
 
 // node evaluates one node, checking its outputs.

@@ -2,6 +2,7 @@ package interp
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -349,6 +350,31 @@ func (p *defPlan) chunk(f *frame, lo, hi int) {
 
 // EvalNode evaluates a node's instance on its inputs with workers
 // goroutines per Def (0: GOMAXPROCS); shape symbols bind from the inputs
+// DefBytes is what the interpreter allocates for the tensors of defs (an
+// instance's locals while it evaluates it; its outputs):
+// tensor.ElementBytes an element, 0 for a tensor of symbolic shape,
+// math.MaxInt64 past int64.
+func DefBytes(defs []*ir.Def) int64 {
+	var n int64
+	for _, d := range defs {
+		if _, concrete := lang.ConstShape(d.Tensor.Shape); !concrete {
+			continue
+		}
+		e, ok := lang.ShapeElements(d.Tensor.Shape)
+		var b int64
+		if ok {
+			b, ok = lang.MulInt64(e, tensor.ElementBytes)
+		}
+		if ok {
+			n, ok = lang.AddInt64(n, b)
+		}
+		if !ok {
+			return math.MaxInt64
+		}
+	}
+	return n
+}
+
 // first, then from graphSyms (runtime/exec runs graphs with it).
 func EvalNode(inst *ir.Instance, inputs []*tensor.Tensor, graphSyms map[string]int64, workers int) (out []*tensor.Tensor, err error) {
 	defer recoverInternal(&err)

@@ -6,18 +6,20 @@ import (
 	"os"
 )
 
-// Version is the schema version this package reads and writes.
-const Version = 1
+// Version is the schema version this package reads and writes
+// (docs/plan.md, "Versions").
+const Version = 2
 
 // Plan is a compiled model ready to run.
 type Plan struct {
 	Version int    `json:"version"`
 	Model   string `json:"model"`
 	Devices int    `json:"devices"`
-	// Modules are the compiled files, relative to the plan's folder.
-	Modules Modules  `json:"modules"`
-	Kernels []Kernel `json:"kernels"`
-	Buffers []Buffer `json:"buffers"`
+	// Modules are the compiled files of each target, by the target's
+	// name ("nvptx", "host", "simt").
+	Modules map[string]Module `json:"modules"`
+	Kernels []Kernel          `json:"kernels"`
+	Buffers []Buffer          `json:"buffers"`
 	// ArenaBytes is each device's arena: the peak of its live buffers.
 	ArenaBytes []int64   `json:"arena_bytes"`
 	Inputs     []Binding `json:"inputs"`
@@ -29,23 +31,21 @@ type Plan struct {
 	Steps [][]Step `json:"steps"`
 }
 
-// Modules lists the compiled files of a plan.
-type Modules struct {
-	// LLVM and PTX are the GPU-flavour modules, as LLVM IR and as PTX;
-	// Kernel.Module indexes them.
-	LLVM []string `json:"llvm,omitempty"`
-	PTX  []string `json:"ptx,omitempty"`
-	// Host is the shared object of the host-flavour kernels; SIMT the
-	// shared object of the GPU-flavour kernels retargeted to the host,
-	// with the emulator's runtime.
-	Host string `json:"host,omitempty"`
-	SIMT string `json:"simt,omitempty"`
+// Module is what one target compiled, relative to the plan's folder.
+type Module struct {
+	// Files are what the target's runtime loads: one file for every
+	// kernel (a shared object), or one per group of kernels, which
+	// Kernel.Module indexes (nvptx's PTX modules).
+	Files []string `json:"files,omitempty"`
+	// IR are the same groups as LLVM IR, for people to read (nvptx's
+	// with --emit llvm).
+	IR []string `json:"ir,omitempty"`
 }
 
 // Kernel is a compiled kernel.
 type Kernel struct {
 	Name   string `json:"name"`   // the entry's symbol in every module
-	Module int    `json:"module"` // index into Modules.LLVM and Modules.PTX
+	Module int    `json:"module"` // its group: the index into a target's files when it has one per group
 	Label  string `json:"label"`  // the operators or nodes it computes
 	Kind   string `json:"kind"`   // elementwise, injective, gather, contraction, reduction
 	Form   string `json:"form"`   // threads, blocks, tiled or rows

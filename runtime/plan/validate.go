@@ -2,6 +2,8 @@ package plan
 
 import (
 	"fmt"
+	"path/filepath"
+	"slices"
 
 	"tofuc/lang"
 )
@@ -21,9 +23,19 @@ func (p *Plan) Validate() error {
 			return fmt.Errorf("buffer %d (%s): %v", i, b.Name, err)
 		}
 	}
+	for name, m := range p.Modules {
+		if err := checkModule(m); err != nil {
+			return fmt.Errorf("modules of %s: %w", name, err)
+		}
+	}
 	for i, k := range p.Kernels {
-		if k.Module < 0 || (len(p.Modules.PTX) > 0 && k.Module >= len(p.Modules.PTX)) {
+		if k.Module < 0 {
 			return fmt.Errorf("kernel %s: module %d does not exist", k.Name, k.Module)
+		}
+		for name, m := range p.Modules {
+			if len(m.Files) > 1 && k.Module >= len(m.Files) {
+				return fmt.Errorf("kernel %s: module %d of %s does not exist", k.Name, k.Module, name)
+			}
 		}
 		if k.Elements < 0 || k.Grid < 0 || k.Block < 0 || k.Block > 1024 || k.Shared < 0 {
 			return fmt.Errorf("kernel %d (%s): bad geometry", i, k.Name)
@@ -57,6 +69,16 @@ func (p *Plan) Validate() error {
 					return fmt.Errorf("device %d step %d (%s): %v", d, i, s.Op, err)
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// checkModule refuses a file outside the plan's folder.
+func checkModule(m Module) error {
+	for _, f := range append(slices.Clone(m.Files), m.IR...) {
+		if !filepath.IsLocal(f) {
+			return fmt.Errorf("file %q is not inside the plan's folder", f)
 		}
 	}
 	return nil

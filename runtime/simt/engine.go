@@ -14,7 +14,8 @@ import (
 	"runtime"
 	"sync"
 
-	"tofuc/runtime/cpu"
+	"tofuc/runtime/executor"
+	"tofuc/runtime/host"
 	"tofuc/runtime/native"
 	"tofuc/runtime/plan"
 )
@@ -39,13 +40,14 @@ func New(p *plan.Plan, dir string, threads int) (*Engine, error) {
 		threads = runtime.GOMAXPROCS(0)
 	}
 	e := &Engine{threads: threads}
-	switch {
-	case len(p.Kernels) == 0:
+	if len(p.Kernels) == 0 {
 		return e, nil // nothing to launch
-	case p.Modules.SIMT == "":
+	}
+	files := p.Modules[Module].Files
+	if len(files) != 1 {
 		return nil, fmt.Errorf("the plan has no SIMT module (compile it with --emit simt)")
 	}
-	lib, err := native.Open(filepath.Join(dir, p.Modules.SIMT))
+	lib, err := native.Open(filepath.Join(dir, files[0]))
 	if err != nil {
 		return nil, err
 	}
@@ -56,13 +58,21 @@ func New(p *plan.Plan, dir string, threads int) (*Engine, error) {
 	return e, nil
 }
 
-// Load loads a plan compiled into dir to run under the emulator.
-func Load(p *plan.Plan, dir string, threads int) (*cpu.Program, error) {
-	e, err := New(p, dir, threads)
+// Kind is the devices that run a plan's GPU-flavour kernels under the
+// emulator: `tofuc run --backend simt`.
+var Kind = executor.Kind{Name: "simt", Module: Module, Summary: "GPU kernels, emulated on the host", Open: open}
+
+// Module is the plan module (the target) of the emulated kernels.
+const Module = "simt"
+
+func init() { executor.Register(Kind) }
+
+func open(p *plan.Plan, dir string, opts executor.Options) ([]executor.Device, error) {
+	e, err := New(p, dir, opts.Threads)
 	if err != nil {
 		return nil, err
 	}
-	return cpu.Load(p, e)
+	return host.Open(p, e, host.ModeOf(p.Devices, opts.Strict)), nil
 }
 
 // Runs reports whether a GPU launches k (plan.Kernel.OnGPU): the

@@ -18,6 +18,10 @@ type Tensor struct {
 	I     []int64   // elements of an integer or bool dtype
 }
 
+// ElementBytes is what a Tensor stores per element of any dtype (a
+// float64 or an int64).
+const ElementBytes = 8
+
 // NumElements is the product of shape (1 for a scalar). It panics on a
 // negative extent.
 func NumElements(shape []int) int {

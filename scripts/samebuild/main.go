@@ -43,7 +43,7 @@ var cases = []testCase{
 	{"sru", "examples/sru.tdl", nil},
 	{"transformer", "examples/transformer.tdl", nil},
 	{"wresnet50-2", "examples/wresnet.tdl", []string{"--set", "width=2", "--set", "batch=1"}},
-	{"wresnet-2dev", "examples/wresnet.tdl", []string{"--set", "depth=18", "--set", "width=1", "--set", "batch=2", "--set", "image=64", "--devices", "2"}},
+	{"wresnet-2dev", "examples/wresnet.tdl", []string{"--set", "width=1", "--set", "batch=2", "--set", "image=64", "--devices", "2"}},
 	{"squeezenet", "shared:onnx/light-random/light_squeezenet_random.onnx", nil},
 	{"inception_v1", "shared:onnx/light-random/light_inception_v1_random.onnx", nil},
 	{"inception_v2", "shared:onnx/light-random/light_inception_v2_random.onnx", nil},

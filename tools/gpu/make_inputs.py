@@ -5,7 +5,7 @@
 
 Reads PLAN_DIR/plan.json and writes OUT_DIR/NAME.npy for every input and
 OUT_DIR/params.npz with every parameter, then prints the tofuc-run flags
-that pass them. Values follow runtime/gpu.Filled's rule (random here):
+that pass them. Values follow runtime/executor.Filled's rule (random here):
 integers 0 or 1, vectors uniform in [0.5, 1.5), matrices and kernels
 uniform with variance 1/fan-in. For timing: the values do not matter, but
 they stay finite. Needs numpy only.

@@ -1,4 +1,4 @@
-package gpu_test
+package executor_test
 
 import (
 	"fmt"
@@ -8,15 +8,13 @@ import (
 	"sync"
 	"testing"
 
-	"tofuc/codegen"
 	"tofuc/codegen/toolchain"
 	"tofuc/internal/fakecuda"
 	"tofuc/internal/modelcase"
 	"tofuc/lang"
 	"tofuc/runtime/cpu"
 	"tofuc/runtime/cuda"
-	"tofuc/runtime/gpu"
-	"tofuc/runtime/gpu/emu"
+	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/simt"
 	"tofuc/runtime/tensor"
@@ -31,11 +29,10 @@ type model struct {
 // compile compiles a case for the GPU, the emulator and the host.
 func compile(t *testing.T, c modelcase.Case) *model {
 	t.Helper()
-	tools, err := toolchain.Find()
-	if err != nil {
+	if _, err := toolchain.Find(); err != nil {
 		t.Skip(err)
 	}
-	comp, err := c.Compile(t.TempDir(), codegen.Options{Emit: codegen.Emit{Host: true, SIMT: true, PTX: true}, Tools: tools})
+	comp, err := c.Compile(t.TempDir(), []string{"host", "simt", "ptx"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,23 +54,23 @@ var fakeDriver = sync.OnceValues(func() (*cuda.Driver, error) {
 	return cuda.LoadFrom(lib)
 })
 
-// programs loads a compiled model on emulated devices and through the
-// CUDA binding on the fake driver, whose two GPUs the logical devices
-// share round-robin.
-func programs(t *testing.T, m *model) map[string]*gpu.Program {
+// programs loads a compiled model on emulated devices (Strict, and as
+// `tofuc run --backend simt` runs them) and through the CUDA binding on
+// the fake driver, whose two GPUs the logical devices share round-robin.
+func programs(t *testing.T, m *model) map[string]*executor.Program {
 	t.Helper()
-	out := map[string]*gpu.Program{"emu": emulated(t, m)}
+	out := map[string]*executor.Program{"strict": emulated(t, m), "simt": load(t, m, simt.Kind.Name, false)}
 	drv, err := fakeDriver()
 	if err != nil {
 		t.Logf("not through the CUDA binding: %v", err)
 		return out
 	}
-	t.Setenv("FAKECUDA_SIMT", filepath.Join(m.Dir, m.Plan.Modules.SIMT))
+	t.Setenv("FAKECUDA_SIMT", filepath.Join(m.Dir, m.Plan.Modules[simt.Module].Files[0]))
 	devs, err := drv.Open(m.Plan, m.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, err := gpu.Load(m.Plan, devs)
+	pr, err := executor.Load(m.Plan, devs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,14 +83,17 @@ func programs(t *testing.T, m *model) map[string]*gpu.Program {
 	return out
 }
 
-// emulated loads a compiled model on emulated devices.
-func emulated(t *testing.T, m *model) *gpu.Program {
+// emulated loads a compiled model on emulated devices in the Strict mode
+// (runtime/host), which runs the last device's queue first.
+func emulated(t *testing.T, m *model) *executor.Program {
 	t.Helper()
-	devs, err := emu.Open(m.Plan, m.Dir, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, err := gpu.Load(m.Plan, devs)
+	return load(t, m, simt.Kind.Name, true)
+}
+
+// load loads a compiled model on devices of a kind.
+func load(t *testing.T, m *model, kind string, strict bool) *executor.Program {
+	t.Helper()
+	pr, err := executor.Open(m.Plan, m.Dir, kind, executor.Options{Strict: strict})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,21 +101,11 @@ func emulated(t *testing.T, m *model) *gpu.Program {
 	return pr
 }
 
-// cpuRun runs a compiled model on the cpu runtime, with the host kernels
-// or (simt) the GPU kernels under the emulator.
-func cpuRun(t *testing.T, m *model, withSIMT bool, params map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+// hostRun runs a compiled model on host devices, with the host kernels
+// (cpu) or the GPU kernels under the emulator (simt).
+func hostRun(t *testing.T, m *model, kind string, params map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
 	t.Helper()
-	var engine cpu.Engine
-	var err error
-	if withSIMT {
-		engine, err = simt.New(m.Plan, m.Dir, 0)
-	} else {
-		engine, err = cpu.NewHost(m.Plan, m.Dir, 0)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, err := cpu.Load(m.Plan, engine)
+	pr, err := executor.Open(m.Plan, m.Dir, kind, executor.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,19 +139,20 @@ var examples = []modelcase.Case{
 	{File: "transformer", Devices: 1, Classes: 50, Set: map[string]any{"hidden": 32, "seq": 8, "batch": 2, "vocab": 50}},
 }
 
-// TestPlansMatchCPU runs compiled plans on emulated devices and through
-// the CUDA binding on the fake driver: they equal the cpu runtime running
-// the same GPU kernels (the SIMT emulator) bit for bit, and the cpu
-// runtime's host kernels within the tolerance for reordered sums.
+// TestPlansMatchCPU runs compiled plans on emulated devices (Strict, and
+// Inline or Streams as the simt backend runs them) and through the CUDA
+// binding on the fake driver: they equal the same GPU kernels run once
+// more under the emulator bit for bit, and the host kernels (the cpu
+// backend) within the tolerance for reordered sums.
 func TestPlansMatchCPU(t *testing.T) {
 	for _, e := range examples {
 		t.Run(e.String(), func(t *testing.T) {
 			m := compile(t, e)
-			same, err := cpuRun(t, m, true, m.Params)
+			same, err := hostRun(t, m, simt.Kind.Name, m.Params)
 			if err != nil {
 				t.Fatal(err)
 			}
-			host, err := cpuRun(t, m, false, m.Params)
+			host, err := hostRun(t, m, cpu.Kind.Name, m.Params)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,8 +161,8 @@ func TestPlansMatchCPU(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
-				compareAll(t, name+" against the simt runtime", got, same, exact)
-				compareAll(t, name+" against the cpu runtime", got, host, reordered)
+				compareAll(t, name+" against the simt backend", got, same, exact)
+				compareAll(t, name+" against the cpu backend", got, host, reordered)
 			}
 			t.Logf("%d devices, %d kernels", m.Plan.Devices, len(m.Plan.Kernels))
 		})
@@ -212,7 +203,7 @@ func TestDependenciesMatter(t *testing.T) {
 }
 
 // TestParamsRebound runs a model with one set of parameters, then another
-// map, then the first again: every run equals the cpu runtime's with the
+// map, then the first again: every run equals a fresh program's with the
 // same parameters (the init steps rerun when the parameters change).
 func TestParamsRebound(t *testing.T) {
 	e := modelcase.Case{File: "prep", Devices: 1, Source: `
@@ -238,7 +229,7 @@ model prep(x: f32[4, 8]) {
 	}
 	progs := programs(t, m)
 	for i, params := range []map[string]*tensor.Tensor{m.Params, other, m.Params} {
-		want, err := cpuRun(t, m, true, params)
+		want, err := hostRun(t, m, simt.Kind.Name, params)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,16 +244,17 @@ model prep(x: f32[4, 8]) {
 }
 
 // TestIndexOutOfRange feeds a token id beyond the vocabulary: the error
-// is the cpu runtime's, word for word. (One id only: with several, which
-// failing thread reports first is up to the scheduling.)
+// is the same on every device, word for word, and the host kernels' too.
+// (One id only: with several, which failing thread reports first is up
+// to the scheduling.)
 func TestIndexOutOfRange(t *testing.T) {
 	m := compile(t, examples[3])
 	for _, x := range m.Inputs {
 		x.SetFlat(x.Len()-3, 77) // vocab = 50
 	}
-	_, want := cpuRun(t, m, true, m.Params)
-	if want == nil {
-		t.Fatal("the cpu runtime accepts ids beyond the vocabulary")
+	_, want := hostRun(t, m, cpu.Kind.Name, m.Params)
+	if want == nil || !strings.Contains(want.Error(), "index 77 out of range [0, 50)") {
+		t.Fatalf("the cpu backend accepts ids beyond the vocabulary: %v", want)
 	}
 	for name, pr := range programs(t, m) {
 		_, err := pr.Run(m.Inputs, m.Params)
@@ -272,29 +264,39 @@ func TestIndexOutOfRange(t *testing.T) {
 	}
 }
 
-// TestRefusals: plans a GPU cannot run are refused when loaded, with the
-// step named.
+// TestRefusals: plans the devices cannot run are refused when loaded,
+// with the step named: an opaque step on a GPU (through the fake
+// driver), more devices than the plan's.
 func TestRefusals(t *testing.T) {
 	m := compile(t, examples[0])
 	opaque := *m.Plan
 	opaque.Steps = [][]plan.Step{append([]plan.Step{{Op: plan.Opaque, To: 0, Label: "inverse of m", Call: &plan.OpaqueCall{Fn: "inverse"}}}, m.Plan.Steps[0]...)}
+	open := func(p *plan.Plan, dir string, _ executor.Options) ([]executor.Device, error) {
+		drv, err := fakeDriver()
+		if err != nil {
+			t.Skipf("no fake driver: %v", err)
+		}
+		t.Setenv("FAKECUDA_SIMT", filepath.Join(m.Dir, m.Plan.Modules[simt.Module].Files[0]))
+		return drv.Open(p, dir)
+	}
 	for _, tc := range []struct {
 		name string
 		p    *plan.Plan
+		open func(*plan.Plan, string, executor.Options) ([]executor.Device, error)
 		devs int
 		want string
 	}{
-		{"opaque", &opaque, 1, "device 0, step 0 (inverse of m): the opaque function inverse runs on a host"},
-		{"devices", m.Plan, 2, "the plan runs on 1 devices, 2 given"},
+		{"opaque", &opaque, open, 1, "device 0, step 0 (inverse of m): the opaque function inverse runs on a host"},
+		{"devices", m.Plan, simt.Kind.Open, 2, "the plan runs on 1 devices, 2 given"},
 	} {
-		devs, err := emu.Open(m.Plan, m.Dir, 0)
+		devs, err := tc.open(m.Plan, m.Dir, executor.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for len(devs) < tc.devs {
 			devs = append(devs, devs[0])
 		}
-		_, err = gpu.Load(tc.p, devs)
+		_, err = executor.Load(tc.p, devs)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
 		}
@@ -324,11 +326,11 @@ func TestBench(t *testing.T) {
 			t.Errorf("kernel %s: times %+v", k.Label, k.Time)
 		}
 	}
-	devs, err := emu.Open(m.Plan, m.Dir, 0)
+	devs, err := simt.Kind.Open(m.Plan, m.Dir, executor.Options{Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bw, err := gpu.CopyBandwidth(devs[0], 1<<20, 3); err != nil || bw <= 0 {
+	if bw, err := executor.CopyBandwidth(devs[0], 1<<20, 3); err != nil || bw <= 0 {
 		t.Errorf("copy bandwidth %v, %v", bw, err)
 	}
 }
@@ -341,13 +343,15 @@ func TestChecks(t *testing.T) {
 	if root == "" {
 		t.Skip("$TOFUC_GPU_CHECKS names no folder of checks")
 	}
-	dirs, err := gpu.CheckDirs(root)
+	dirs, err := executor.CheckDirs(root)
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no checks under %s (%v)", root, err)
 	}
 	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			if err := gpu.RunCheck(dir, func(p *plan.Plan, dir string) ([]gpu.Device, error) { return emu.Open(p, dir, 0) }); err != nil {
+			if err := executor.RunCheck(dir, func(p *plan.Plan, dir string) ([]executor.Device, error) {
+				return simt.Kind.Open(p, dir, executor.Options{Strict: true})
+			}); err != nil {
 				t.Error(err)
 			}
 		})

@@ -1,4 +1,4 @@
-package gpu
+package executor
 
 import (
 	"cmp"
@@ -115,15 +115,65 @@ func (pr *Program) Bench(inputs, params map[string]*tensor.Tensor, runs int) (*T
 	return res, nil
 }
 
+// StepTime is how long a launch of the last Run with Timing set took.
+type StepTime struct {
+	Device, Step int
+	Kernel       int // its index in the plan
+	Label        string
+	Seconds      float64
+}
+
+// runTimed runs the steps, between timing events around every launch
+// when Timing is set, and keeps the launches' times for StepTimes.
+func (pr *Program) runTimed() error {
+	if !pr.Timing {
+		return pr.run(pr.steps, nil)
+	}
+	if pr.timer == nil {
+		var err error
+		if pr.timer, err = pr.newTimer(); err != nil {
+			return err
+		}
+	}
+	if err := pr.run(pr.steps, pr.timer); err != nil {
+		return err
+	}
+	pr.times = pr.times[:0]
+	for _, ref := range pr.steps.order {
+		start, ok := pr.timer.start[ref]
+		if !ok {
+			continue
+		}
+		ms, err := pr.devs[ref.Device].Elapsed(start, pr.timer.end[ref])
+		if err != nil {
+			return err
+		}
+		k := pr.steps.ops[ref.Device][ref.Step].launch.k
+		pr.times = append(pr.times, StepTime{Device: ref.Device, Step: ref.Step, Kernel: k, Label: pr.Plan.Kernels[k].Label, Seconds: ms / 1e3})
+	}
+	slices.SortFunc(pr.times, func(a, b StepTime) int {
+		return cmp.Or(cmp.Compare(a.Device, b.Device), cmp.Compare(a.Step, b.Step))
+	})
+	return nil
+}
+
+// StepTimes lists the launches of the last Run with Timing set and how
+// long each took, in device and step order.
+func (pr *Program) StepTimes() []StepTime {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return slices.Clone(pr.times)
+}
+
 // newTimer creates timing events around every launch of the steps.
 func (pr *Program) newTimer() (*timer, error) {
 	t := &timer{start: map[plan.StepRef]Event{}, end: map[plan.StepRef]Event{}}
 	for _, ref := range pr.steps.order {
 		o := pr.steps.ops[ref.Device][ref.Step]
-		if o.launch == nil || !pr.Plan.Kernels[o.launch.k].OnGPU() {
+		dev := pr.devs[ref.Device]
+		if o.launch == nil || !dev.Runs(&pr.Plan.Kernels[o.launch.k]) {
 			continue
 		}
-		dev := pr.devs[ref.Device]
 		var err error
 		if t.start[ref], err = dev.NewEvent(true); err != nil {
 			return nil, err

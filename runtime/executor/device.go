@@ -1,4 +1,6 @@
-package gpu
+package executor
+
+import "tofuc/runtime/plan"
 
 // Ptr is an address in a device's memory.
 type Ptr uint64
@@ -7,11 +9,15 @@ type Ptr uint64
 type Event uintptr
 
 // Device is one logical device of a plan: its memory and its stream.
-// Several logical devices may share one physical GPU, each with its own
-// allocations and stream. Methods that enqueue work return before it
+// Several logical devices may share one physical device, each with its
+// own allocations and stream. Methods that enqueue work return before it
 // runs; Sync waits for it. A Device is opened for one plan (its kernels
 // are loaded then) and used by one goroutine at a time.
 type Device interface {
+	// Runs reports whether the device runs kernel k's launches: a GPU
+	// runs no host-only kernel, the host no GPU-only one
+	// (plan.Kernel.OnHost, OnGPU).
+	Runs(k *plan.Kernel) bool
 	// Alloc returns n bytes of device memory (n may be 0).
 	Alloc(n int64) (Ptr, error)
 	// Free releases memory Alloc returned.
@@ -49,4 +55,16 @@ type Device interface {
 	// Close releases the device's stream and events (not the memory
 	// Alloc returned: Free it first).
 	Close() error
+}
+
+// HostDevice is a device whose memory the host reads and writes
+// directly, so that it can run a plan's opaque steps (functions called on
+// the host, runtime/opaque): the host and emulated devices, not a GPU.
+type HostDevice interface {
+	Device
+	// Bytes is the device memory [p, p+n), which lies in one allocation.
+	Bytes(p Ptr, n int64) ([]byte, error)
+	// Do enqueues f, run on the host in the stream's order; its error is
+	// the device's failure, reported by Sync.
+	Do(f func() error) error
 }

@@ -1,4 +1,4 @@
-package gpu
+package executor
 
 import (
 	"errors"
@@ -24,6 +24,11 @@ type Program struct {
 	args             []*Args
 	bound            map[string]*tensor.Tensor // the parameters last bound
 	mu               sync.Mutex
+	// Timing makes Run time every launch (StepTimes), with events on
+	// the devices' streams.
+	Timing bool
+	timer  *timer
+	times  []StepTime
 }
 
 // list is one list of steps (the plan's Init or Steps), prepared.
@@ -39,10 +44,11 @@ type list struct {
 
 // op is what one step enqueues: copies (a copy step, or the parts of a
 // reduction held by other devices), then a launch (a launch or reduce
-// step).
+// step) or a call on the host (an opaque step).
 type op struct {
 	copies []transfer
 	launch *launch
+	host   func() error
 }
 
 // transfer copies rows from device from's memory at src to dst.
@@ -66,9 +72,10 @@ const stagingAlign = 256
 
 // Load prepares plan p on devs, one per logical device of the plan: it
 // allocates every device's arena, status words and staging buffers and
-// lays out the argument vector of every launch. Plans with opaque steps,
-// or reduce steps without a reduction kernel, are refused. The program
-// owns the devices: Close closes them, and so does a failing Load.
+// lays out the argument vector of every launch. Plans with opaque steps
+// on devices that are no HostDevice, or reduce steps without a
+// reduction kernel, are refused. The program owns the devices: Close
+// closes them, and so does a failing Load.
 func Load(p *plan.Plan, devs []Device) (_ *Program, err error) {
 	pr := &Program{Plan: p, devs: devs}
 	defer func() {
@@ -82,7 +89,7 @@ func Load(p *plan.Plan, devs []Device) (_ *Program, err error) {
 	if len(devs) != p.Devices {
 		return nil, fmt.Errorf("the plan runs on %d devices, %d given", p.Devices, len(devs))
 	}
-	if err := supported(p); err != nil {
+	if err := supported(p, devs); err != nil {
 		return nil, err
 	}
 	if err := pr.allocate(); err != nil {
@@ -97,14 +104,15 @@ func Load(p *plan.Plan, devs []Device) (_ *Program, err error) {
 	return pr, nil
 }
 
-// supported refuses what a GPU cannot run: opaque steps (they need a
-// host) and reduce steps without a kernel.
-func supported(p *plan.Plan) error {
+// supported refuses what the devices cannot run: opaque steps on a
+// device without host memory (a GPU) and reduce steps without a kernel.
+func supported(p *plan.Plan, devs []Device) error {
 	for _, lists := range [][][]plan.Step{p.Init, p.Steps} {
 		for d, steps := range lists {
 			for i, s := range steps {
+				_, host := devs[d].(HostDevice)
 				switch {
-				case s.Op == plan.Opaque:
+				case s.Op == plan.Opaque && !host:
 					return fmt.Errorf("device %d, step %d (%s): the opaque function %s runs on a host, which a GPU runtime does not have: run this plan with tofuc run", d, i, s.Label, s.Call.Fn)
 				case s.Op == plan.Reduce && !reductionKernel(p, &s):
 					return fmt.Errorf("device %d, step %d (reduce %s): the step names no kernel taking its %d parts and its result (compile the plan again with this tofuc)", d, i, s.Label, len(s.Parts))
@@ -255,6 +263,8 @@ func (pr *Program) op(d int, s *plan.Step) (op, error) {
 		return op{launch: l}, err
 	case plan.Reduce:
 		return pr.reduce(d, s)
+	case plan.Opaque:
+		return op{host: pr.opaque(pr.devs[d].(HostDevice), s)}, nil
 	}
 	return op{}, fmt.Errorf("unknown step %q", s.Op)
 }

@@ -1,4 +1,4 @@
-package gpu
+package executor
 
 import (
 	"encoding/binary"
@@ -21,7 +21,7 @@ func (pr *Program) Run(inputs, params map[string]*tensor.Tensor) (map[string]*te
 	if err := pr.prepareRun(inputs, params); err != nil {
 		return nil, err
 	}
-	if err := pr.run(pr.steps, nil); err != nil {
+	if err := pr.runTimed(); err != nil {
 		return nil, err
 	}
 	out := map[string]*tensor.Tensor{}
@@ -148,8 +148,13 @@ func (pr *Program) enqueue(l *list, ref plan.StepRef, t *timer) error {
 			}
 		}
 	}
-	if o.launch != nil && pr.Plan.Kernels[o.launch.k].OnGPU() {
+	if o.launch != nil && dev.Runs(&pr.Plan.Kernels[o.launch.k]) {
 		if err := pr.enqueueLaunch(dev, ref, o.launch, t); err != nil {
+			return err
+		}
+	}
+	if o.host != nil {
+		if err := dev.(HostDevice).Do(o.host); err != nil {
 			return err
 		}
 	}

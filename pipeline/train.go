@@ -1,10 +1,11 @@
-package autodiff
+package pipeline
 
 import (
 	"errors"
 	"fmt"
 	"math"
 
+	"tofuc/analysis/autodiff"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/exec"
@@ -14,13 +15,13 @@ import (
 // ErrDiverged is the error of a step whose loss is NaN or infinite.
 var ErrDiverged = errors.New("training diverged")
 
-// Loop runs a training graph (TrainingGraph) step after step on a backend,
+// Loop runs a training graph (autodiff.TrainingGraph) step after step on a backend,
 // feeding each step's updated parameters to the next. A compiled backend
 // compiles the graph once, at the first step.
 type Loop struct {
 	Graph *ir.Graph
 	// Next maps each trained parameter to the output holding its update
-	// (TrainingGraph's second result).
+	// (autodiff.TrainingGraph's second result).
 	Next    map[string]string
 	session *exec.Session
 }
@@ -40,8 +41,8 @@ func (l *Loop) Close() error { return l.session.Close() }
 // infinite is an error: training diverged.
 func (l *Loop) Step(step int, inputs, params map[string]*tensor.Tensor) (loss float64, next map[string]*tensor.Tensor, err error) {
 	in := inputs
-	if hasInput(l.Graph, StepInput) {
-		in = map[string]*tensor.Tensor{StepInput: tensor.Scalar(lang.F32, float64(step))}
+	if hasInput(l.Graph, autodiff.StepInput) {
+		in = map[string]*tensor.Tensor{autodiff.StepInput: tensor.Scalar(lang.F32, float64(step))}
 		for k, v := range inputs {
 			in[k] = v
 		}
@@ -50,7 +51,7 @@ func (l *Loop) Step(step int, inputs, params map[string]*tensor.Tensor) (loss fl
 	if err != nil {
 		return 0, nil, fmt.Errorf("step %d: %v", step, err)
 	}
-	loss = res.Outputs[LossOutput].Flat(0)
+	loss = res.Outputs[autodiff.LossOutput].Flat(0)
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return loss, nil, fmt.Errorf("step %d: the loss is %g: %w (try a smaller --lr)", step, loss, ErrDiverged)
 	}

@@ -1,4 +1,4 @@
-package gpu
+package executor
 
 import (
 	"encoding/json"

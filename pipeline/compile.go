@@ -1,0 +1,368 @@
+package pipeline
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"tofuc/analysis/autodiff"
+	"tofuc/analysis/check"
+	"tofuc/analysis/cost"
+	"tofuc/analysis/partition"
+	"tofuc/analysis/partition/execution"
+	"tofuc/analysis/report"
+	"tofuc/codegen"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/rewrite/search"
+	"tofuc/runtime/exec"
+	"tofuc/runtime/npy"
+	"tofuc/runtime/plan"
+	"tofuc/runtime/tensor"
+)
+
+// Options choose what Compile does; the zero value is `tofuc compile`'s
+// defaults on one device.
+type Options struct {
+	// Devices partitions the model over that many devices (0 or 1:
+	// none); Memory is the memory per device the partition search
+	// respects (0: unlimited).
+	Devices int
+	Memory  int64
+	// Train, when not nil, compiles the model's training graph (loss,
+	// backward operators, optimizer updates).
+	Train *autodiff.TrainOptions
+	// NoOptimize skips the verified rewrites of an inference graph.
+	NoOptimize bool
+	// Emit lists the artefacts to write besides plan.json (codegen's
+	// names, ArtefactNames; "report" writes the report); nil: all.
+	Emit []string
+	// Jobs bounds the llc processes at once (0: all cores).
+	Jobs int
+	// Seed draws the initial values of the parameters the model's
+	// weights do not give.
+	Seed uint64
+	// Progress, when not nil, is told what a long compile is doing.
+	Progress Progress
+}
+
+// Progress receives what a long compile is doing.
+type Progress interface {
+	// Show says what the compile does now.
+	Show(format string, args ...any)
+	// Count says how many of the items of a stage are done.
+	Count(what string, done, total int)
+}
+
+// quiet is the Progress of a compile told nothing.
+type quiet struct{}
+
+func (quiet) Show(string, ...any)    {}
+func (quiet) Count(string, int, int) {}
+
+func (o *Options) progress() Progress {
+	if o.Progress == nil {
+		return quiet{}
+	}
+	return o.Progress
+}
+
+// ArtefactNames are the artefacts Options.Emit chooses among.
+var ArtefactNames = []string{"llvm", "ptx", "host", "simt", "plan", "report"}
+
+// emit is the codegen choice of the artefacts opts.Emit names; writeReport
+// says whether to write the report.
+func (o *Options) emit() (e codegen.Emit, writeReport bool, err error) {
+	if o.Emit == nil {
+		return codegen.EmitAll, true, nil
+	}
+	for _, name := range o.Emit {
+		switch name {
+		case "llvm":
+			e.LLVM = true
+		case "ptx":
+			e.PTX = true
+		case "host":
+			e.Host = true
+		case "simt":
+			e.SIMT = true
+		case "report":
+			writeReport = true
+		case "plan":
+		default:
+			return e, false, fmt.Errorf("unknown artefact %q (expected %v)", name, ArtefactNames)
+		}
+	}
+	return e, writeReport, nil
+}
+
+// Result is a compiled model.
+type Result struct {
+	Plan *plan.Plan
+	Dir  string
+	// Graph is the graph compiled: the training graph with Train, the
+	// optimised graph without; Next maps each trained parameter to the
+	// output holding its update (autodiff.TrainingGraph).
+	Graph *ir.Graph
+	Next  map[string]string
+	// Params are the initial parameters, written to DIR/params.npz.
+	Params map[string]*tensor.Tensor
+	Report *report.Report
+	Stats  codegen.Stats
+	// Cached says the compile reused the compile cache's outputs
+	// (Graph, Next and Report are then nil).
+	Cached bool
+}
+
+// Compile compiles m into dir (created if missing) as opts say, through
+// the compile cache when m has a Source; the files are written to a
+// staging folder and moved into dir once all are (output.go).
+func Compile(m *Model, dir string, opts Options) (*Result, error) {
+	st, err := stage(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(st)
+	res, err := cached(m, st, opts, func() (*Result, error) { return compile(m, st, dir, opts) })
+	if err != nil {
+		return nil, err
+	}
+	if err := commit(st, dir); err != nil {
+		return nil, err
+	}
+	res.Dir = dir
+	return res, nil
+}
+
+// compile runs the stages (see the package comment), writing into dir;
+// a module that fails to compile is kept in final for the person reading
+// the error.
+func compile(m *Model, dir, final string, opts Options) (*Result, error) {
+	emit, writeReport, err := opts.emit()
+	if err != nil {
+		return nil, err
+	}
+	p := opts.progress()
+	g := m.Graph
+	name := g.Name
+	// Not partitioned (Devices 0) until a partition report replaces it.
+	rep := &report.Report{Version: report.Version, Model: name, File: m.Path, Train: opts.Train != nil, Sections: []report.Section{}}
+	if opts.Devices > 1 {
+		// As tofuc partition: batch_norm_train as its statistics and
+		// normalisation (partition.Decompose).
+		if g, err = partition.Decompose(g, m.Module); err != nil {
+			return nil, err
+		}
+	}
+	var next map[string]string
+	switch {
+	case opts.Train != nil:
+		if g, next, err = autodiff.TrainingGraph(g, m.Module, *opts.Train); err != nil {
+			return nil, fmt.Errorf("%s: training graph of %s: %w", m.Path, name, err)
+		}
+	case !opts.NoOptimize:
+		if g, err = optimize(m.Module, g, rep, p); err != nil {
+			return nil, err
+		}
+	}
+	if err := exec.CheckMemory("the initial parameters of "+name, paramBytes(g)); err != nil {
+		return nil, err
+	}
+	copts := codegen.Options{Emit: emit, Jobs: opts.Jobs, FailedDir: final, Progress: func(done, total int) { p.Count("compiling kernel modules", done, total) }}
+	var c *codegen.Compiled
+	if opts.Devices <= 1 {
+		p.Show("lowering %d operators", len(g.Nodes))
+		c, err = codegen.Compile(g, dir, copts)
+	} else {
+		c, rep, err = compilePartitioned(g, m, dir, opts, copts, rep)
+	}
+	if err != nil {
+		return nil, err
+	}
+	params, err := initialParams(g, m.Weights, opts.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if len(params) > 0 {
+		if err := npy.WriteNPZ(filepath.Join(dir, "params.npz"), params); err != nil {
+			return nil, err
+		}
+	}
+	rep.SetSection(codegen.KernelsSection(c.Plan, cost.H100))
+	if writeReport {
+		if err := rep.Write(dir); err != nil {
+			return nil, err
+		}
+	}
+	return &Result{Plan: c.Plan, Dir: dir, Graph: g, Next: next, Params: params, Report: rep, Stats: c.Stats}, nil
+}
+
+// optimize rewrites g with the verified rules of the standard library
+// and adds the optimize section to the report.
+func optimize(m *check.Module, g *ir.Graph, rep *report.Report, p Progress) (*ir.Graph, error) {
+	rules, errs := LoadRules([]string{"std/rules.tdl"})
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	show := func(part, parts int) { p.Show("optimising: part %d of %d", min(part, parts), parts) }
+	prog, err := programOf(m)
+	if err != nil {
+		return nil, err
+	}
+	out, err := search.New(prog, rules, search.Options{Progress: show}).Optimize(g)
+	if err != nil {
+		return nil, err
+	}
+	rep.SetSection(out.Section(g.Name))
+	return out.Graph, nil
+}
+
+// programOf is the program of module m, or a new one (the standard
+// library's) for a graph of no module.
+func programOf(m *check.Module) (*check.Program, error) {
+	if m != nil {
+		return m.Program(), nil
+	}
+	return check.NewProgram()
+}
+
+// LoadRules loads the rewrite rules of the files at paths (each must
+// have some), in a program of their own.
+func LoadRules(paths []string) ([]*check.Rule, lang.ErrorList) {
+	prog, err := check.NewProgram()
+	var errs lang.ErrorList
+	errs.Append(err)
+	var rules []*check.Rule
+	for _, path := range paths {
+		m, err := prog.Load(path)
+		if err != nil {
+			errs.Append(err)
+			continue
+		}
+		if len(m.File.Rules) == 0 {
+			errs.Add(lang.Pos{File: path}, "no rules in this file")
+		}
+		for _, d := range m.File.Rules {
+			r, err := m.Rule(d.Name)
+			if err != nil {
+				errs.Append(err)
+				continue
+			}
+			rules = append(rules, r)
+		}
+	}
+	return rules, errs
+}
+
+// compilePartitioned searches the partition plan, reports it (its
+// report replaces rep, keeping rep's sections), and lowers its
+// execution graph.
+func compilePartitioned(g *ir.Graph, m *Model, dir string, opts Options, copts codegen.Options, rep *report.Report) (*codegen.Compiled, *report.Report, error) {
+	p := opts.progress()
+	cg, err := cost.NewGraph(g)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", m.Path, err)
+	}
+	popt := partition.Options{Memory: opts.Memory, Progress: func(step, steps int) { p.Show("partitioning: step %d of %d", step, steps) }}
+	prep, err := Partition(cg, PartitionInput{Model: m.Graph.Name, File: m.Path, Train: opts.Train != nil, Devices: opts.Devices}, popt)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, s := range rep.Sections {
+		prep.SetSection(s)
+	}
+	chosen, err := report.FromPlan(cg, prep.Plan)
+	if err != nil {
+		return nil, nil, err
+	}
+	eg, err := execution.Build(cg, chosen)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.Show("lowering %d operators on %d devices", len(g.Nodes), opts.Devices)
+	c, err := codegen.CompilePartitioned(eg, g, dir, copts)
+	return c, prep, err
+}
+
+// PartitionInput is what Partition reports on.
+type PartitionInput struct {
+	Model, File string
+	Train       bool
+	Devices     int
+	// TradeOff adds the memory trade-off table (several more searches).
+	TradeOff bool
+	// Strategy, when not empty, names a plan (a report.json, edited) to
+	// price beside the optimum.
+	Strategy string
+}
+
+// Partition searches the partition plan of g over in.Devices, runs the
+// baselines, simulates the plans, chooses the best within the memory
+// limit (partition.Run) and reports it, pricing in.Strategy too.
+func Partition(g *cost.Graph, in PartitionInput, opt partition.Options) (*report.Report, error) {
+	out, err := partition.Run(g, in.Devices, opt, in.TradeOff)
+	if err != nil {
+		return nil, err
+	}
+	ri := &report.Input{Model: in.Model, File: in.File, Train: in.Train, Graph: g, Coarse: partition.Coarsen(g),
+		Outcome: out, MemoryLimit: opt.Memory}
+	if in.Strategy != "" {
+		if ri.Checked, err = checkStrategy(g, in.Strategy, in.Devices); err != nil {
+			return nil, fmt.Errorf("--strategy %s: %w", in.Strategy, err)
+		}
+		ri.CheckedFile = in.Strategy
+	}
+	return report.Partition(ri), nil
+}
+
+// checkStrategy prices the plan in path, which must be one for devices.
+func checkStrategy(g *cost.Graph, path string, devices int) (*partition.Result, error) {
+	rp, err := report.ReadPlan(path)
+	if err != nil {
+		return nil, err
+	}
+	p, err := report.FromPlan(g, rp)
+	if err != nil {
+		return nil, err
+	}
+	if p.Devices() != devices {
+		return nil, fmt.Errorf("the plan is for %d devices (steps %v), not the %d of --devices", p.Devices(), p.Factors, devices)
+	}
+	c, err := g.Evaluate(p)
+	if err != nil {
+		return nil, err
+	}
+	return &partition.Result{Plan: p, Cost: c, Exact: true}, nil
+}
+
+// paramBytes is the memory g's parameters take as tensors
+// (tensor.ElementBytes an element), as initialParams holds them.
+func paramBytes(g *ir.Graph) int64 {
+	vals := make([]*ir.Value, len(g.Params))
+	for i, p := range g.Params {
+		vals[i] = p.Value
+	}
+	return exec.ValuesBytes(vals)
+}
+
+// initialParams are the model's weights, and the initial values of the
+// parameters they do not give.
+func initialParams(g *ir.Graph, weights map[string]*tensor.Tensor, seed uint64) (map[string]*tensor.Tensor, error) {
+	out := map[string]*tensor.Tensor{}
+	for _, p := range g.Params {
+		if t, ok := weights[p.Value.Name]; ok {
+			out[p.Value.Name] = t
+			continue
+		}
+		shape, ok := lang.ConstShape(p.Value.Shape)
+		if !ok {
+			return nil, fmt.Errorf("parameter %s has the symbolic shape %s", p.Value.Name, lang.ShapeString(p.Value.Shape))
+		}
+		t, err := exec.InitParam(p, shape, seed)
+		if err != nil {
+			return nil, err
+		}
+		out[p.Value.Name] = t
+	}
+	return out, nil
+}
