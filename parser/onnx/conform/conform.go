@@ -3,6 +3,7 @@ package conform
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -453,9 +454,10 @@ func dataSets(path string, m *onnx.Model) ([]dataSet, error) {
 	}
 	prefix := strings.TrimSuffix(path, ".onnx")
 	var set dataSet
-	if t, err := onnx.ReadTensorFile(prefix + "_input_0.pb"); err == nil {
+	in := prefix + "_input_0.pb"
+	if t, err := onnx.ReadTensorFile(in); err == nil {
 		set.inputs = []datum{{tensor: t}}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	} else if !missingFile(err, in) {
 		return nil, err
 	}
 	outs, err := readNumbered(prefix+"_output_%d.pb", nil)
@@ -513,7 +515,7 @@ func readNumbered(pattern string, seq []bool) ([]datum, error) {
 		} else {
 			d.tensor, err = onnx.ReadTensorFile(path)
 		}
-		if errors.Is(err, os.ErrNotExist) {
+		if missingFile(err, path) {
 			return out, nil
 		}
 		if err != nil {
@@ -521,4 +523,12 @@ func readNumbered(pattern string, seq []bool) ([]datum, error) {
 		}
 		out = append(out, d)
 	}
+}
+
+// missingFile reports whether err is the error of reading path, which
+// does not exist; a missing file that path refers to (a tensor's external
+// data, whose error the reader's wraps) is an error of the data set.
+func missingFile(err error, path string) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && pe.Path == path && errors.Is(pe.Err, fs.ErrNotExist)
 }
