@@ -285,7 +285,7 @@ func Evaluate(prog *check.Program, path string, res *onnx.Result, in feed) ([]*t
 func evaluateOn(b exec.Backend, prog *check.Program, path string, res *onnx.Result, in feed) ([]*tensor.Tensor, int, error) {
 	mod, err := prog.LoadSource(path, res.Source)
 	if err != nil {
-		return nil, 0, fmt.Errorf("the imported TDL does not parse: %v", err)
+		return nil, 0, fmt.Errorf("the imported TDL does not parse: %w", err)
 	}
 	inputs := map[string]*tensor.Tensor{}
 	set := map[string]ir.AttrValue{}
@@ -299,7 +299,7 @@ func evaluateOn(b exec.Backend, prog *check.Program, path string, res *onnx.Resu
 	}
 	g, err := mod.Model("", set)
 	if err != nil {
-		return nil, 0, fmt.Errorf("the imported TDL does not check: %v", err)
+		return nil, 0, fmt.Errorf("the imported TDL does not check: %w", err)
 	}
 	if b == nil {
 		b = exec.Interp{}
@@ -312,7 +312,7 @@ func evaluateOn(b exec.Backend, prog *check.Program, path string, res *onnx.Resu
 		kernels = p.Kernels()
 	}
 	if err != nil {
-		return nil, kernels, fmt.Errorf("evaluation: %v", err)
+		return nil, kernels, fmt.Errorf("evaluation: %w", err)
 	}
 	got := make([]*tensor.Tensor, len(g.Outputs))
 	for i, v := range g.Outputs {
@@ -348,7 +348,7 @@ func graphInputs(m *onnx.Model, data []datum) (feed, error) {
 		default:
 			t, err := arange(vi.GetType().GetTensorType())
 			if err != nil {
-				return feed{}, fmt.Errorf("input %q: %v", vi.GetName(), err)
+				return feed{}, fmt.Errorf("input %q: %w", vi.GetName(), err)
 			}
 			in.tensors[vi.GetName()] = t
 		}
