@@ -82,7 +82,7 @@ func Load(p *plan.Plan, engine Engine) (*Program, error) {
 		m, err := native.Alloc(p.ArenaBytes[d])
 		if err != nil {
 			pr.Close()
-			return nil, fmt.Errorf("device %d: %v", d, err)
+			return nil, fmt.Errorf("device %d: %w", d, err)
 		}
 		pr.arenas = append(pr.arenas, m)
 	}
@@ -172,7 +172,7 @@ func (pr *Program) Run(inputs, params map[string]*tensor.Tensor) (map[string]*te
 	for _, b := range pr.Plan.Outputs {
 		t, err := pr.read(b)
 		if err != nil {
-			return nil, fmt.Errorf("output %s: %v", b.Name, err)
+			return nil, fmt.Errorf("output %s: %w", b.Name, err)
 		}
 		out[b.Name] = t
 	}
@@ -257,7 +257,7 @@ func (pr *Program) runSteps(lists [][]plan.Step) error {
 				}
 				start := time.Now()
 				if err := pr.step(s); err != nil {
-					errs[d] = fmt.Errorf("device %d, step %d (%s %s): %v", d, i, s.Op, s.Label, err)
+					errs[d] = fmt.Errorf("device %d, step %d (%s %s): %w", d, i, s.Op, s.Label, err)
 					cancel()
 					return
 				}
@@ -310,7 +310,7 @@ func (pr *Program) launch(s *plan.Step) error {
 	status := pr.words(off+int64(len(s.Args)+1)*8, statusWords)
 	status[0], status[1], status[2] = 0, 0, 0
 	if err := pr.engine.Launch(k, pr.argv.Addr(off)); err != nil {
-		return fmt.Errorf("kernel %s: %v", k.Label, err)
+		return fmt.Errorf("kernel %s: %w", k.Label, err)
 	}
 	if status[0] != 0 {
 		return outOfRange(k, status)

@@ -120,7 +120,7 @@ func (d *Driver) newContext(g GPU, p *plan.Plan, ptx [][]byte) (*context, error)
 		for i, text := range ptx {
 			m, err := d.loadModule(text)
 			if err != nil {
-				return fmt.Errorf("%s on GPU %d: %v", p.Modules.PTX[i], g.Ordinal, err)
+				return fmt.Errorf("%s on GPU %d: %w", p.Modules.PTX[i], g.Ordinal, err)
 			}
 			c.modules = append(c.modules, m)
 		}
@@ -173,7 +173,7 @@ func (d *Driver) loadModule(ptx []byte) (uintptr, error) {
 	if err := d.check("cuModuleLoadDataEx", r); err != nil {
 		text, _, _ := strings.Cut(string(log.Bytes()), "\x00")
 		if text = strings.TrimSpace(text); text != "" {
-			return 0, fmt.Errorf("%v\n%s", err, text)
+			return 0, fmt.Errorf("%w\n%s", err, text)
 		}
 		return 0, err
 	}

@@ -187,7 +187,7 @@ func (d *device) Launch(k int, a *gpu.Args) error {
 	return d.enqueue(func() (bool, error) {
 		for i, arg := range kern.Args {
 			if _, err := d.sys.bytes(a.Value(i), argBytes(arg)); err != nil {
-				return true, fmt.Errorf("kernel %s, argument %d: %v", kern.Name, i, err)
+				return true, fmt.Errorf("kernel %s, argument %d: %w", kern.Name, i, err)
 			}
 		}
 		return true, d.sys.engine.Launch(kern, a.Values())
