@@ -182,7 +182,7 @@ func readInputs(p *plan.Plan, specs []string) (map[string]*tensor.Tensor, error)
 		}
 		t, err := npy.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("--in %s: %v", b.Name, err)
+			return nil, fmt.Errorf("--in %s: %w", b.Name, err)
 		}
 		out[b.Name] = npy.AsDType(t, lang.ParseDType(b.DType))
 		delete(paths, b.Name)
@@ -205,7 +205,7 @@ func readParams(p *plan.Plan, dir, given string) (map[string]*tensor.Tensor, err
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("parameters: %v", err)
+		return nil, fmt.Errorf("parameters: %w", err)
 	}
 	for _, b := range p.Params {
 		if t, ok := params[b.Name]; ok {

@@ -246,7 +246,7 @@ func benchGraph(path string, f benchFlags) (*ir.Graph, map[string]*tensor.Tensor
 	if f.params != "" {
 		given, err := npy.ReadNPZ(f.params)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--params: %v", err)
+			return nil, nil, fmt.Errorf("--params: %w", err)
 		}
 		for k, v := range given {
 			params[k] = v

@@ -207,7 +207,7 @@ func optimizeForCompile(prog *check.Program, g *ir.Graph, rep *report.Report, p 
 func compilePartitioned(g *ir.Graph, path, name string, f compileFlags, opts codegen.Options, p *progress) (*codegen.Compiled, *report.Report, error) {
 	cg, err := cost.NewGraph(g)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %v", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	popt := partition.Options{Memory: f.memory, Progress: func(step, steps int) { p.show("partitioning: step %d of %d", step, steps) }}
 	rep, err := partitionReport(cg, path, name, partitionFlags{devices: f.devices, memory: f.memory, train: f.train}, popt)

@@ -62,7 +62,7 @@ func cachedCompile(path string, f compileFlags, stdout io.Writer, compile func(i
 	}
 	printed, err := unpackDir(blob, f.out)
 	if err != nil {
-		return fmt.Errorf("the compile cache's entry %s: %v (remove it, or set TOFUC_CACHE=off)", key[:12], err)
+		return fmt.Errorf("the compile cache's entry %s: %w (remove it, or set TOFUC_CACHE=off)", key[:12], err)
 	}
 	stdout.Write(bytes.ReplaceAll(printed, []byte(dirMark), []byte(f.out)))
 	fmt.Fprintf(stdout, "(unchanged since the last compile: its outputs reused from the compile cache)\n")

@@ -149,7 +149,7 @@ func partitionGraph(path string, f partitionFlags, set map[string]ir.AttrValue) 
 	}
 	cg, err := cost.NewGraph(g)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %v", path, err)
+		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
 	return cg, name, nil
 }
@@ -166,7 +166,7 @@ func partitionReport(g *cost.Graph, path, name string, f partitionFlags, opt par
 		Outcome: out, MemoryLimit: f.memory}
 	if f.strategy != "" {
 		if in.Checked, err = checkStrategy(g, f.strategy, f.devices); err != nil {
-			return nil, fmt.Errorf("--strategy %s: %v", f.strategy, err)
+			return nil, fmt.Errorf("--strategy %s: %w", f.strategy, err)
 		}
 		in.CheckedFile = f.strategy
 	}

@@ -117,7 +117,7 @@ func planParams(dir, given string, p *plan.Plan) (map[string]*tensor.Tensor, err
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("parameters: %v", err)
+		return nil, fmt.Errorf("parameters: %w", err)
 	}
 	for _, b := range p.Params {
 		params[b.Name] = fromNPY(params[b.Name], lang.ParseDType(b.DType))
