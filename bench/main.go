@@ -147,7 +147,7 @@ func installORT() error {
 	cmd.Env = append(os.Environ(), "ONNXRUNTIME_NODE_INSTALL=skip")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("npm install onnxruntime-node: %v", err)
+		return fmt.Errorf("npm install onnxruntime-node: %w", err)
 	}
 	return nil
 }
@@ -157,13 +157,13 @@ func run(name string, args ...string) (result, error) {
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return result{}, fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, errb.String())
+		return result{}, fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, errb.String())
 	}
 	var r result
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if err := json.Unmarshal([]byte(strings.Join(lines, "\n")), &r); err != nil {
 		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
-			return result{}, fmt.Errorf("%s: no JSON result: %v", name, err)
+			return result{}, fmt.Errorf("%s: no JSON result: %w", name, err)
 		}
 	}
 	return r, nil

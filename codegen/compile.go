@@ -96,7 +96,7 @@ func (b *builder) finish(dir string, opts Options, start time.Time) (*Compiled, 
 	}
 	b.allocate()
 	if err := b.p.Validate(); err != nil {
-		return nil, fmt.Errorf("internal error: the plan is inconsistent: %v", err)
+		return nil, fmt.Errorf("internal error: the plan is inconsistent: %w", err)
 	}
 	if err := b.p.Write(filepath.Join(dir, "plan.json")); err != nil {
 		return nil, err
@@ -175,7 +175,7 @@ func (b *builder) compileModules(dir string, modules [][]int, opts Options) erro
 				// Keep the module that failed for the person reading the error.
 				path := filepath.Join(cmp.Or(opts.FailedDir, dir), "kernels", fmt.Sprintf("m%d.failed.ll", i))
 				if os.MkdirAll(filepath.Dir(path), 0o755) == nil && os.WriteFile(path, []byte(arts[i].gpu), 0o644) == nil {
-					errs[i] = fmt.Errorf("%v\n(the module is in %s)", errs[i], path)
+					errs[i] = fmt.Errorf("%w\n(the module is in %s)", errs[i], path)
 				}
 			}
 		}()
@@ -235,7 +235,7 @@ func (b *builder) compileModules(dir string, modules [][]int, opts Options) erro
 func (b *builder) link(ctx context.Context, dir, kind string, objs [][]byte, csrc []string, tools *toolchain.Tools) (string, error) {
 	so, err := tools.Link(ctx, objs, csrc)
 	if err != nil {
-		return "", fmt.Errorf("linking the %s kernels: %v", kind, err)
+		return "", fmt.Errorf("linking the %s kernels: %w", kind, err)
 	}
 	h := sha256.Sum256(so)
 	name := kind + "-" + hex.EncodeToString(h[:6]) + ".so"

@@ -244,7 +244,7 @@ func (b *builder) scheduleKernel(s *schedule.Schedule, k int) (*kernel.Kernel, e
 	label += " (" + ops + ")"
 	kn, err := kernel.Build(label, out, stages)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s: %v", root.Pos, root.Inst.Op, err)
+		return nil, fmt.Errorf("%s: %s: %w", root.Pos, root.Inst.Op, err)
 	}
 	return kn, nil
 }

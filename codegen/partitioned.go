@@ -125,13 +125,13 @@ func (p *partitioned) node(ops []*execution.Op) error {
 		}
 		last, err := p.device(op)
 		if err != nil {
-			return fmt.Errorf("%s: operator %s on device %d: %v", n.Pos, n.Name, op.Device, err)
+			return fmt.Errorf("%s: operator %s on device %d: %w", n.Pos, n.Name, op.Device, err)
 		}
 		launched[op.Device] = last
 	}
 	ready, err := p.reduce(ops, launched)
 	if err != nil {
-		return fmt.Errorf("%s: operator %s: %v", n.Pos, n.Name, err)
+		return fmt.Errorf("%s: operator %s: %w", n.Pos, n.Name, err)
 	}
 	for o := range n.Outputs {
 		p.distribute(ops, o, ready)

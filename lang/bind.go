@@ -63,7 +63,7 @@ func BindShapes(env map[string]int64, uses []ShapeUse, fallback map[string]int64
 		for i, d := range u.Declared {
 			n, err := d.Eval(env)
 			if err != nil {
-				return fmt.Errorf("%s: dimension %d (%s): %v", u.What, i, d, err)
+				return fmt.Errorf("%s: dimension %d (%s): %w", u.What, i, d, err)
 			}
 			if n != int64(u.Actual[i]) {
 				return fmt.Errorf("%s has shape %v, want %s = %d in dimension %d (with %s)", u.What, u.Actual, d, n, i, symString(env, d.Symbols()))

@@ -49,7 +49,7 @@ func (l *Loop) Step(step int, inputs, params map[string]*tensor.Tensor) (loss fl
 	}
 	res, err := l.session.Run(in, params)
 	if err != nil {
-		return 0, nil, fmt.Errorf("step %d: %v", step, err)
+		return 0, nil, fmt.Errorf("step %d: %w", step, err)
 	}
 	loss = res.Outputs[autodiff.LossOutput].Flat(0)
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {

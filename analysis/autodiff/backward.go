@@ -70,7 +70,7 @@ func backwardFor(inst *ir.Instance, j int, seeded []bool) (*ir.Instance, error) 
 		}
 		d.grad(def.Body, &ir.Access{Pos: def.Pos, T: seed, Index: ref})
 		if d.err != nil {
-			return fmt.Errorf("%s: %v", def.Pos, d.err)
+			return fmt.Errorf("%s: %w", def.Pos, d.err)
 		}
 		for _, t := range d.terms {
 			contribs[t.read.T] = append(contribs[t.read.T], scatter{term: t, def: def})

@@ -287,7 +287,7 @@ func (t *trainer) derive(n *ir.Node, seeded []bool) (*derived, error) {
 	}
 	backs, wrt, err := BackwardSeeded(n.Inst, seeded)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s: %v", n.Pos, n.Name, err)
+		return nil, fmt.Errorf("%s: %s: %w", n.Pos, n.Name, err)
 	}
 	d := &derived{backs: backs, wrt: wrt}
 	t.backs[key] = d

@@ -62,7 +62,7 @@ func (g *Graph) Evaluate(p *Plan) (*Cost, error) {
 			}
 			sub, err := v.Sub(ch, k)
 			if err != nil {
-				return nil, fmt.Errorf("operator %s: %v", n.Name, err)
+				return nil, fmt.Errorf("operator %s: %w", n.Name, err)
 			}
 			views[j] = sub
 		}

@@ -19,7 +19,7 @@ func InstanceFLOPs(inst *ir.Instance) (int64, error) {
 				total, err = checkedAdd(total, f)
 			}
 			if err != nil {
-				return 0, fmt.Errorf("%s: %v", inst.Op, err)
+				return 0, fmt.Errorf("%s: %w", inst.Op, err)
 			}
 		}
 	}

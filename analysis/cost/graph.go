@@ -48,7 +48,7 @@ func NewGraph(g *ir.Graph) (*Graph, error) {
 		}
 		s, err := concrete(v.Shape)
 		if err != nil {
-			return fmt.Errorf("tensor %s: %v", v.Name, err)
+			return fmt.Errorf("tensor %s: %w", v.Name, err)
 		}
 		cg.Shapes[v] = s
 		return nil
@@ -67,7 +67,7 @@ func NewGraph(g *ir.Graph) (*Graph, error) {
 		cg.Index[n] = i
 		for _, v := range append(append([]*ir.Value(nil), n.Inputs...), n.Outputs...) {
 			if err := add(v); err != nil {
-				return nil, fmt.Errorf("node %s: %v", n.Name, err)
+				return nil, fmt.Errorf("node %s: %w", n.Name, err)
 			}
 		}
 	}
@@ -390,7 +390,7 @@ func (v *View) Sub(c Choice, k int) (*View, error) {
 	s := v.Analysis.Strategies[c]
 	w, err := v.Analysis.Worker(s, nil, representative(s, k), k)
 	if err != nil {
-		return nil, fmt.Errorf("%s: worker of %s: %v", v.Inst.Op, v.Name(c), err)
+		return nil, fmt.Errorf("%s: worker of %s: %w", v.Inst.Op, v.Name(c), err)
 	}
 	if w.Inst == nil {
 		return nil, fmt.Errorf("%s: %s over %d workers leaves them nothing", v.Inst.Op, v.Name(c), k)

@@ -108,7 +108,7 @@ func RooflineOf(s *schedule.Schedule, d Device) (*Estimate, error) {
 			est.Bytes, err = checkedAdd(est.Bytes, ke.Bytes)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("the model: %v", err)
+			return nil, fmt.Errorf("the model: %w", err)
 		}
 		est.Time += ke.Time
 		if !kern.Chained || !d.ChainedLaunches {
@@ -147,7 +147,7 @@ func estimateKernel(s *schedule.Schedule, k int, d Device, weights map[*ir.Value
 		}
 	}
 	if err != nil {
-		return ke, fmt.Errorf("node %s: %s: %v", root.Name, root.Inst.Op, err)
+		return ke, fmt.Errorf("node %s: %s: %w", root.Name, root.Inst.Op, err)
 	}
 	ke.FLOPs = f
 	ke.Nodes = append(ke.Nodes, root.Name)
@@ -157,7 +157,7 @@ func estimateKernel(s *schedule.Schedule, k int, d Device, weights map[*ir.Value
 			ke.FLOPs, err = checkedAdd(ke.FLOPs, f)
 		}
 		if err != nil {
-			return ke, fmt.Errorf("node %s: %v", n.Name, err)
+			return ke, fmt.Errorf("node %s: %w", n.Name, err)
 		}
 		ke.Nodes = append(ke.Nodes, n.Name)
 	}
@@ -170,7 +170,7 @@ func estimateKernel(s *schedule.Schedule, k int, d Device, weights map[*ir.Value
 			continue // a chained launch's rows stay in its tasks' caches
 		}
 		if ke.Bytes, err = checkedAdd(ke.Bytes, operandBytes(o)); err != nil {
-			return ke, fmt.Errorf("node %s: %v", root.Name, err)
+			return ke, fmt.Errorf("node %s: %w", root.Name, err)
 		}
 	}
 	contractions := 0

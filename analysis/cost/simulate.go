@@ -59,7 +59,7 @@ func (g *Graph) Simulate(p *Plan, t *Topology) (*Simulation, error) {
 				steps[j]++
 			}
 			if views[j], err = views[j].Sub(ch, k); err != nil { // the last is the kernel's
-				return nil, fmt.Errorf("operator %s: %v", n.Name, err)
+				return nil, fmt.Errorf("operator %s: %w", n.Name, err)
 			}
 		}
 		groups *= int64(k)
@@ -69,7 +69,7 @@ func (g *Graph) Simulate(p *Plan, t *Topology) (*Simulation, error) {
 	for j, n := range g.IR.Nodes {
 		kernel, err := views[j].kernelTime(dev)
 		if err != nil {
-			return nil, fmt.Errorf("operator %s: %v", n.Name, err)
+			return nil, fmt.Errorf("operator %s: %w", n.Name, err)
 		}
 		var ready []int
 		for _, v := range n.Inputs {

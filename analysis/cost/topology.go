@@ -104,16 +104,16 @@ func LoadTopology(nameOrPath string) (*Topology, error) {
 	}
 	data, err := os.ReadFile(nameOrPath)
 	if err != nil {
-		return nil, fmt.Errorf("topology %s: not a built-in profile (%s) nor a readable file: %v", nameOrPath, strings.Join(TopologyNames(), ", "), err)
+		return nil, fmt.Errorf("topology %s: not a built-in profile (%s) nor a readable file: %w", nameOrPath, strings.Join(TopologyNames(), ", "), err)
 	}
 	var t Topology
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&t); err != nil {
-		return nil, fmt.Errorf("%s: %v", nameOrPath, err)
+		return nil, fmt.Errorf("%s: %w", nameOrPath, err)
 	}
 	if err := t.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %v", nameOrPath, err)
+		return nil, fmt.Errorf("%s: %w", nameOrPath, err)
 	}
 	return &t, nil
 }

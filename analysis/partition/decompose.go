@@ -129,7 +129,7 @@ func Decompose(g *ir.Graph, ops Ops) (*ir.Graph, error) {
 		}
 		insts, err := d.instances(dec, n.Inst, n.Pos)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s: decomposing %s: %v", n.Pos, n.Name, n.Inst.Op, err)
+			return nil, fmt.Errorf("%s: %s: decomposing %s: %w", n.Pos, n.Name, n.Inst.Op, err)
 		}
 		// The step outputs that are the node's outputs keep its values.
 		keep := map[Ref]*ir.Value{}
@@ -221,7 +221,7 @@ func (d *decomposer) instances(dec *Decomposition, inst *ir.Instance, site lang.
 		if !ok {
 			var err error
 			if si, err = check.Instantiate(decl, stepAttrs, ts, site); err != nil {
-				return nil, fmt.Errorf("%s: %v", step.Op, err)
+				return nil, fmt.Errorf("%s: %w", step.Op, err)
 			}
 			d.cache[key] = si
 		}

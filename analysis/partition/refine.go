@@ -43,7 +43,7 @@ func refine(g *cost.Graph, p *cost.Plan, ok allow) error {
 		r := refiner{p: p, n: n, ok: ok, memo: map[viewStep]suffix{}}
 		cur, err := r.price(g.Root(n), p.Ops[n])
 		if err != nil {
-			errs[i] = fmt.Errorf("operator %s: %v", n.Name, err)
+			errs[i] = fmt.Errorf("operator %s: %w", n.Name, err)
 			return
 		}
 		seqs[i] = p.Ops[n]

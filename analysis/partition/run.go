@@ -39,7 +39,7 @@ func Run(g *cost.Graph, devices int, opt Options, tradeOff bool) (*Outcome, erro
 	base.Progress = nil
 	for _, b := range Baselines {
 		if out.Baselines[b], err = Baseline(g, b, devices, base); err != nil {
-			return nil, fmt.Errorf("baseline %s: %v", b, err)
+			return nil, fmt.Errorf("baseline %s: %w", b, err)
 		}
 	}
 	for _, r := range append([]*Result{out.Searched}, out.baselineList()...) {

@@ -370,7 +370,7 @@ func (s *step) apply(p *cost.Plan, i int, assign []int) ([]*cost.View, error) {
 	next := make([]*cost.View, len(s.views))
 	for j, n := range s.g.IR.Nodes {
 		if err := errs[at[j]]; err != nil {
-			return nil, fmt.Errorf("operator %s: %v", n.Name, err)
+			return nil, fmt.Errorf("operator %s: %w", n.Name, err)
 		}
 		next[j] = views[at[j]]
 	}

@@ -30,14 +30,14 @@ func ReadPlan(path string) (Plan, error) {
 	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return Plan{}, fmt.Errorf("%s: %v", path, err)
+		return Plan{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if nested, ok := doc["plan"]; ok {
 		data = nested
 	}
 	var p Plan
 	if err := json.Unmarshal(data, &p); err != nil {
-		return Plan{}, fmt.Errorf("%s: plan: %v", path, err)
+		return Plan{}, fmt.Errorf("%s: plan: %w", path, err)
 	}
 	if p.Factors == nil {
 		return Plan{}, fmt.Errorf("%s: no plan (expected a report.json or an object with factors, tensors and ops)", path)
@@ -81,7 +81,7 @@ func FromPlan(g *cost.Graph, in Plan) (*cost.Plan, error) {
 			p.Ops[n] = append(p.Ops[n], c)
 			sub, err := v.Sub(c, in.Factors[i])
 			if err != nil {
-				return nil, fmt.Errorf("operator %s: %v", name, err)
+				return nil, fmt.Errorf("operator %s: %w", name, err)
 			}
 			v = sub
 		}

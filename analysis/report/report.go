@@ -182,7 +182,7 @@ func Read(dir string) (*Report, error) {
 	}
 	var r Report
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: %v", filepath.Join(dir, "report.json"), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "report.json"), err)
 	}
 	if r.Version != Version {
 		return nil, fmt.Errorf("%s: report version %d, this tofuc writes %d", filepath.Join(dir, "report.json"), r.Version, Version)

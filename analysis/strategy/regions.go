@@ -60,14 +60,14 @@ func (c *collector) collect(e ir.Expr, env interval.SetEnv, guarded bool) error 
 	case *ir.Access:
 		r, err := c.accessRegion(x.T, x.Index, env, x.Default != nil || guarded || !checked(x.Index))
 		if err != nil {
-			return fmt.Errorf("%s: reading %s: %v", x.Pos, x.T.Name, err)
+			return fmt.Errorf("%s: reading %s: %w", x.Pos, x.T.Name, err)
 		}
 		c.add(r)
 	case *ir.Opaque:
 		for _, v := range x.Args {
 			r, err := c.accessRegion(v.T, v.Index, env, true)
 			if err != nil {
-				return fmt.Errorf("%s: opaque %s of %s: %v", x.Pos, x.Fn, v.T.Name, err)
+				return fmt.Errorf("%s: opaque %s of %s: %w", x.Pos, x.Fn, v.T.Name, err)
 			}
 			c.add(r)
 		}
@@ -102,7 +102,7 @@ func (c *collector) accessRegion(t *ir.Tensor, index []ir.Expr, env interval.Set
 		}
 		set, err := interval.OfSet(idx, env, c.facts)
 		if err != nil {
-			return r, fmt.Errorf("index %d: %v", d, err)
+			return r, fmt.Errorf("index %d: %w", d, err)
 		}
 		if clamp {
 			set = set.Clamp(t.Shape[d])

@@ -35,7 +35,7 @@ func bench(prog *executor.Program, dev executor.Device, driver string, inputs, p
 	r := &benchReport{Model: prog.Plan.Model, Devices: prog.Plan.Devices, GPUs: dev.Name(), Driver: driver, CopyBytes: f.copyBytes, Timing: t}
 	if f.copyBytes > 0 {
 		if r.CopyGBps, err = executor.CopyBandwidth(dev, f.copyBytes, f.runs); err != nil {
-			return fmt.Errorf("copy bandwidth: %v", err)
+			return fmt.Errorf("copy bandwidth: %w", err)
 		}
 	}
 	printBench(stdout, r)

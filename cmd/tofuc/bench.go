@@ -255,7 +255,7 @@ func benchModel(path string, f benchFlags) (*pipeline.Model, map[string]*tensor.
 	if f.params != "" {
 		given, err := npy.ReadNPZ(f.params)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--params: %v", err)
+			return nil, nil, fmt.Errorf("--params: %w", err)
 		}
 		for k, v := range given {
 			params[k] = v

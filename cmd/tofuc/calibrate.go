@@ -39,7 +39,7 @@ func runCalibrate(f benchFlags, stdout, stderr io.Writer) int {
 	}
 	t := cost.Topology{Name: fmt.Sprintf("this host, measured by tofuc bench --calibrate (%s/%s)", runtime.GOOS, runtime.GOARCH), Devices: []cost.TopologyDevice{d}, Links: []cost.Link{}}
 	if err := t.Validate(); err != nil {
-		return fail(stderr, fmt.Errorf("the measurements give no valid topology: %v", err))
+		return fail(stderr, fmt.Errorf("the measurements give no valid topology: %w", err))
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")

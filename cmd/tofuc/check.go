@@ -127,7 +127,7 @@ func parseSets(sets []string) (map[string]ir.AttrValue, error) {
 		}
 		v, err := parseAttrValue(strings.TrimSpace(value))
 		if err != nil {
-			return nil, fmt.Errorf("--set %s: %v", name, err)
+			return nil, fmt.Errorf("--set %s: %w", name, err)
 		}
 		out[name] = v
 	}

@@ -163,7 +163,7 @@ func readInputs(specs map[string]string) (map[string]*tensor.Tensor, error) {
 	for name, path := range specs {
 		t, err := npy.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("--in %s: %v", name, err)
+			return nil, fmt.Errorf("--in %s: %w", name, err)
 		}
 		out[name] = t
 	}
@@ -216,14 +216,14 @@ func evalModel(path string, f evalFlags, opts pipeline.Options, inputs map[strin
 	if f.params != "" {
 		override, err := npy.ReadNPZ(f.params)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--params: %v", err)
+			return nil, nil, fmt.Errorf("--params: %w", err)
 		}
 		for name, t := range override {
 			given[name] = t
 		}
 	}
 	if err := matchParams(g, given); err != nil {
-		return nil, nil, fmt.Errorf("parameters: %v", err)
+		return nil, nil, fmt.Errorf("parameters: %w", err)
 	}
 	for _, in := range g.Inputs {
 		if t, ok := inputs[in.Name]; ok { // not Adam's step, which each step sets

@@ -58,7 +58,7 @@ func gradSource(decl *lang.OpDecl) (string, error) {
 		err = fmt.Errorf("it has no floating input")
 	}
 	if err != nil {
-		return "", fmt.Errorf("%s: %s is not differentiable: %v", decl.Pos, decl.Name, err)
+		return "", fmt.Errorf("%s: %s is not differentiable: %w", decl.Pos, decl.Name, err)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "// Backward operators of %s (%s), derived by tofuc grad with its default\n", decl.Name, decl.Pos)
@@ -70,7 +70,7 @@ func gradSource(decl *lang.OpDecl) (string, error) {
 	text := []byte(b.String())
 	f, err := parser.Parse(decl.Name+"_grad.tdl", text)
 	if err != nil {
-		return "", fmt.Errorf("internal error: the derived operators do not parse: %v", err)
+		return "", fmt.Errorf("internal error: the derived operators do not parse: %w", err)
 	}
 	return string(lang.Format(f, text)), nil
 }

@@ -77,7 +77,7 @@ func readKnown(specs []string) (map[string]*tensor.Tensor, error) {
 			t, err = npy.ReadFile(path)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("--known %s: %v", name, err)
+			return nil, fmt.Errorf("--known %s: %w", name, err)
 		}
 		known[name] = t
 	}

@@ -117,7 +117,7 @@ func runTests(paths []string, cfg conform.Config, jobs int, report func(conform.
 					if results[i].TimedOut {
 						// the timed-out test may still use the program
 						if cfg.Program, err = check.NewProgram(); err != nil {
-							err = fmt.Errorf("after a timeout: %v", err)
+							err = fmt.Errorf("after a timeout: %w", err)
 						}
 					}
 				}

@@ -117,7 +117,7 @@ func writeOptimized(path string, m *check.Module, g *ir.Graph, out *search.Outco
 	src := ops + search.FormatModel(out.Graph, g.Name, outputs)
 	f, err := parser.Parse(path, []byte(src))
 	if err != nil {
-		return fmt.Errorf("internal error: the optimised model does not parse: %v", err)
+		return fmt.Errorf("internal error: the optimised model does not parse: %w", err)
 	}
 	if err := os.WriteFile(path, lang.Format(f, []byte(src)), 0o644); err != nil {
 		return err

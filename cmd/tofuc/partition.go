@@ -150,7 +150,7 @@ func partitionGraph(path string, f partitionFlags, set map[string]ir.AttrValue) 
 	}
 	cg, err := cost.NewGraph(g)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %v", path, err)
+		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
 	return cg, name, nil
 }

@@ -158,7 +158,7 @@ func runStrategies(args []string, stdout, stderr io.Writer) int {
 			}
 			entry := describeAnalysis(a, op.Name, file, op.Pos.Line)
 			if entry.Decomposed, err = describeParts(a, m); err != nil {
-				errs.Append(fmt.Errorf("%s: %s: %v", file, op.Name, err))
+				errs.Append(fmt.Errorf("%s: %s: %w", file, op.Name, err))
 			}
 			doc.Ops = append(doc.Ops, entry)
 			analyses = append(analyses, a)
@@ -289,7 +289,7 @@ func describeParts(a *strategy.Analysis, ops partition.Ops) (*decomposedEntry, e
 	for p, part := range parts {
 		pa, err := strategy.Analyse(part)
 		if err != nil {
-			return nil, fmt.Errorf("part %s: %v", part.Op, err)
+			return nil, fmt.Errorf("part %s: %w", part.Op, err)
 		}
 		e := partEntry{Op: part.Op, Inputs: []string{}, Outputs: []string{}, FLOPsPerWorker: pa.FLOPs.String()}
 		for _, r := range dec.Steps[p].Inputs {

@@ -57,7 +57,7 @@ func (f *trainFlags) options() autodiff.TrainOptions {
 func trainingGraph(m *check.Module, g *ir.Graph, f *trainFlags) (*ir.Graph, map[string]string, error) {
 	tg, next, err := autodiff.TrainingGraph(g, m, f.options())
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: training graph of %s: %v", m.Path, g.Name, err)
+		return nil, nil, fmt.Errorf("%s: training graph of %s: %w", m.Path, g.Name, err)
 	}
 	return tg, next, nil
 }

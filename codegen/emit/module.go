@@ -84,7 +84,7 @@ func (m *Module) Add(name string, k *kernel.Kernel) (err error) {
 			if !ok {
 				panic(r)
 			}
-			err = fmt.Errorf("%s: %v", k.Label, le.err)
+			err = fmt.Errorf("%s: %w", k.Label, le.err)
 		}
 	}()
 	f := &fn{m: m, k: k, vars: map[*tir.Var]value.Value{}, unrolled: 1}

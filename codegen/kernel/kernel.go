@@ -324,7 +324,7 @@ func Build(label string, out any, stages []Stage) (*Kernel, error) {
 	b.k.Vars = root.Def.Vars
 	shape, err := concrete(root.Def.Tensor)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", label, err)
+		return nil, fmt.Errorf("%s: %w", label, err)
 	}
 	b.k.Shape = shape
 	b.k.Elements = Product(shape)
@@ -337,23 +337,23 @@ func Build(label string, out any, stages []Stage) (*Kernel, error) {
 		}
 		b.bound[st.Inst] = true
 		if err := b.bindStage(i, st); err != nil {
-			return nil, fmt.Errorf("%s: %v", label, err)
+			return nil, fmt.Errorf("%s: %w", label, err)
 		}
 		d, err := b.hoistOpaque(st.Def)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", label, err)
+			return nil, fmt.Errorf("%s: %w", label, err)
 		}
 		b.k.Stages = append(b.k.Stages, d)
 	}
 	for _, d := range b.k.Stages {
 		if err := b.accesses(d.Body); err != nil {
-			return nil, fmt.Errorf("%s: %v", label, err)
+			return nil, fmt.Errorf("%s: %w", label, err)
 		}
 	}
 	last := stages[len(stages)-1].Def.Tensor
 	lastShape, err := concrete(last)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", label, err)
+		return nil, fmt.Errorf("%s: %w", label, err)
 	}
 	b.k.Args = append(b.k.Args, Arg{Key: out, DType: last.DType, Shape: lastShape, Written: true})
 	b.classify()

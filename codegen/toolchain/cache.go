@@ -92,7 +92,7 @@ func (c *Cache) Get(key string) (b []byte, found bool, err error) {
 	}
 	if b, err = unseal(raw); err != nil {
 		os.Remove(path)
-		return nil, false, fmt.Errorf("the cache entry %s is %w (%v): removed", path, ErrDamaged, err)
+		return nil, false, fmt.Errorf("the cache entry %s is %w (%w): removed", path, ErrDamaged, err)
 	}
 	return b, true, nil
 }

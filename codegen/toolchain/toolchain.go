@@ -46,7 +46,7 @@ func find() (*Tools, error) {
 	}
 	id, err := exec.Command(t.LLC, "--version").Output()
 	if err != nil {
-		return nil, fmt.Errorf("%s --version: %v", t.LLC, err)
+		return nil, fmt.Errorf("%s --version: %w", t.LLC, err)
 	}
 	t.llcIdentity = string(id)
 	if t.Opt, err = findOpt(t.LLC); err != nil {
@@ -98,7 +98,7 @@ func findLLC() (string, string, error) {
 func LLVMVersion(llc string) (string, error) {
 	out, err := exec.Command(llc, "--version").Output()
 	if err != nil {
-		return "", fmt.Errorf("%s does not run: %v", llc, err)
+		return "", fmt.Errorf("%s does not run: %w", llc, err)
 	}
 	if m := llvmVersion.FindString(string(out)); m != "" {
 		return m, nil
@@ -113,7 +113,7 @@ func findOpt(llc string) (string, error) {
 	opt := filepath.Join(dir, strings.Replace(base, "llc", "opt", 1))
 	out, err := exec.Command(opt, "--version").Output()
 	if err != nil {
-		return "", fmt.Errorf("opt of LLVM 14 not found beside %s (%v): install Debian's llvm-14", llc, err)
+		return "", fmt.Errorf("opt of LLVM 14 not found beside %s (%w): install Debian's llvm-14", llc, err)
 	}
 	if m := llvmVersion.FindStringSubmatch(string(out)); m == nil || m[1] != "14" {
 		return "", fmt.Errorf("%s is not LLVM 14's opt", opt)
@@ -147,7 +147,7 @@ func run(ctx context.Context, input []byte, name string, args ...string) ([]byte
 		if len(msg) > 4000 {
 			msg = msg[:4000] + " ..."
 		}
-		return nil, fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, msg)
+		return nil, fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, msg)
 	}
 	return stdout.Bytes(), nil
 }

@@ -23,7 +23,7 @@ func Build(dir string) (string, error) {
 		cc = "cc"
 	}
 	if _, err := exec.LookPath(cc); err != nil {
-		return "", fmt.Errorf("no C compiler to build the fake CUDA driver: %v", err)
+		return "", fmt.Errorf("no C compiler to build the fake CUDA driver: %w", err)
 	}
 	src := filepath.Join(dir, "fakecuda.c")
 	if err := os.WriteFile(src, source, 0o644); err != nil {
@@ -32,7 +32,7 @@ func Build(dir string) (string, error) {
 	lib := filepath.Join(dir, "libcuda.so.1")
 	out, err := exec.Command(cc, "-std=c11", "-O1", "-Wall", "-Werror", "-shared", "-fPIC", "-o", lib, src, "-ldl").CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("building the fake CUDA driver: %v\n%s", err, out)
+		return "", fmt.Errorf("building the fake CUDA driver: %w\n%s", err, out)
 	}
 	return lib, nil
 }

@@ -189,7 +189,7 @@ func (imp *importer) bindInitializers(g *onnxpb.GraphProto) error {
 	for _, tp := range g.GetInitializer() {
 		t, err := Tensor(tp, imp.model.Dir())
 		if err != nil {
-			return fmt.Errorf("%s: initializer %q: %v", imp.model.Path, tp.GetName(), err)
+			return fmt.Errorf("%s: initializer %q: %w", imp.model.Path, tp.GetName(), err)
 		}
 		imp.values[tp.GetName()] = constValue(tp.GetName(), t, true)
 	}
@@ -216,13 +216,13 @@ func (imp *importer) bindInputs(g *onnxpb.GraphProto) error {
 		}
 		if vi.GetType().GetSequenceType() != nil {
 			if err := imp.bindSequence(name); err != nil {
-				return fmt.Errorf("%s: input %q: %v", imp.model.Path, name, err)
+				return fmt.Errorf("%s: input %q: %w", imp.model.Path, name, err)
 			}
 			continue
 		}
 		typ, err := imp.inputType(vi)
 		if err != nil {
-			return fmt.Errorf("%s: input %q: %v", imp.model.Path, name, err)
+			return fmt.Errorf("%s: input %q: %w", imp.model.Path, name, err)
 		}
 		v := &value{onnx: name, typ: typ, input: true}
 		imp.values[name] = v
@@ -406,7 +406,7 @@ func (imp *importer) result(g *onnxpb.GraphProto) (*Result, error) {
 	src, params := p.model(outs)
 	f, err := parser.Parse(imp.model.Path, src)
 	if err != nil {
-		return nil, fmt.Errorf("internal error: the imported model does not parse: %v", err)
+		return nil, fmt.Errorf("internal error: the imported model does not parse: %w", err)
 	}
 	src = lang.Format(f, src)
 	res := &Result{Source: src, Params: params, Nodes: len(g.GetNode()), Folded: imp.folded}
@@ -454,12 +454,12 @@ func (imp *importer) callStmt(op string, attrs []attr, args []*value) ([]*value,
 	}
 	inst, err := imp.prog.Instantiate(decl, am, types, lang.Pos{File: imp.model.Path})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", op, err)
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	if known {
 		for _, d := range inst.Outputs {
 			if err := imp.foldable(d.Tensor.Shape); err != nil {
-				return nil, fmt.Errorf("folding %s: %v", op, err)
+				return nil, fmt.Errorf("folding %s: %w", op, err)
 			}
 		}
 		return imp.fold(inst, args)
@@ -533,7 +533,7 @@ func (imp *importer) fold(inst *ir.Instance, args []*value) ([]*value, error) {
 	}
 	res, err := interp.EvalInstance(inst, ins, nil)
 	if err != nil {
-		return nil, fmt.Errorf("folding %s: %v", inst.Op, err)
+		return nil, fmt.Errorf("folding %s: %w", inst.Op, err)
 	}
 	outs := make([]*value, len(res))
 	for i, t := range res {

@@ -30,7 +30,7 @@ func Load(path string) (*Model, error) {
 func Decode(path string, data []byte) (*Model, error) {
 	var mp onnxpb.ModelProto
 	if err := proto.Unmarshal(data, &mp); err != nil {
-		return nil, fmt.Errorf("%s: not an ONNX model (the file is malformed or truncated): %v", path, err)
+		return nil, fmt.Errorf("%s: not an ONNX model (the file is malformed or truncated): %w", path, err)
 	}
 	if mp.Graph == nil {
 		return nil, fmt.Errorf("%s: not an ONNX model: it has no graph", path)

@@ -56,11 +56,11 @@ func ReadTensorFile(path string) (*tensor.Tensor, error) {
 	}
 	var tp onnxpb.TensorProto
 	if err := proto.Unmarshal(data, &tp); err != nil {
-		return nil, fmt.Errorf("%s: not a serialized ONNX tensor: %v", path, err)
+		return nil, fmt.Errorf("%s: not a serialized ONNX tensor: %w", path, err)
 	}
 	t, err := Tensor(&tp, filepath.Dir(path))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return t, nil
 }
@@ -74,7 +74,7 @@ func ReadSequenceFile(path string) ([]*tensor.Tensor, error) {
 	}
 	var sp onnxpb.SequenceProto
 	if err := proto.Unmarshal(data, &sp); err != nil {
-		return nil, fmt.Errorf("%s: not a serialized ONNX sequence: %v", path, err)
+		return nil, fmt.Errorf("%s: not a serialized ONNX sequence: %w", path, err)
 	}
 	if et := sp.GetElemType(); et != int32(onnxpb.SequenceProto_TENSOR) && et != int32(onnxpb.SequenceProto_UNDEFINED) {
 		return nil, fmt.Errorf("%s: a sequence of %s is not supported (only of tensors)", path, onnxpb.SequenceProto_DataType(et))
@@ -82,7 +82,7 @@ func ReadSequenceFile(path string) ([]*tensor.Tensor, error) {
 	out := make([]*tensor.Tensor, len(sp.GetTensorValues()))
 	for i, tp := range sp.GetTensorValues() {
 		if out[i], err = Tensor(tp, filepath.Dir(path)); err != nil {
-			return nil, fmt.Errorf("%s: element %d: %v", path, i, err)
+			return nil, fmt.Errorf("%s: element %d: %w", path, i, err)
 		}
 	}
 	return out, nil
@@ -166,7 +166,7 @@ func externalData(tp *onnxpb.TensorProto, dir string, size int) ([]byte, error) 
 	}
 	f, err := os.Open(filepath.Join(dir, clean))
 	if err != nil {
-		return nil, fmt.Errorf("external data of %q: %v", tp.GetName(), err)
+		return nil, fmt.Errorf("external data of %q: %w", tp.GetName(), err)
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || fi.Size() < offset+length {
@@ -174,7 +174,7 @@ func externalData(tp *onnxpb.TensorProto, dir string, size int) ([]byte, error) 
 	}
 	buf := make([]byte, length)
 	if _, err := f.ReadAt(buf, offset); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("external data of %q: %v", tp.GetName(), err)
+		return nil, fmt.Errorf("external data of %q: %w", tp.GetName(), err)
 	}
 	return buf, nil
 }

@@ -352,7 +352,7 @@ func (e *enumerator) apply(op *Op, args []*node) (*node, error) {
 		}
 		out, err := interp.EvalInstance(inst, vals, e.world.Extents)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", op.Name, err)
+			return nil, fmt.Errorf("%s: %w", op.Name, err)
 		}
 		outs = append(outs, out[0])
 	}
@@ -551,14 +551,14 @@ func verifyPairs(prog *check.Program, pairs [][2]*graph, opts Options, st *Stats
 	}
 	m, err := prog.LoadSource(fmt.Sprintf("generated_%p.tdl", &pairs), []byte(src.String()))
 	if err != nil {
-		return nil, fmt.Errorf("generated rules: %v", err)
+		return nil, fmt.Errorf("generated rules: %w", err)
 	}
 	var rules []*check.Rule
 	var kept []string
 	for i, d := range m.File.Rules {
 		r, err := m.Rule(d.Name)
 		if err != nil {
-			return nil, fmt.Errorf("generated rule %s: %v", lines[i], err)
+			return nil, fmt.Errorf("generated rule %s: %w", lines[i], err)
 		}
 		rules = append(rules, r)
 		kept = append(kept, lines[i])

@@ -179,7 +179,7 @@ func (d *Driver) loadModule(ptx []byte) (uintptr, error) {
 	if err := d.check("cuModuleLoadDataEx", r); err != nil {
 		text, _, _ := strings.Cut(string(log.Bytes()), "\x00")
 		if text = strings.TrimSpace(text); text != "" {
-			return 0, fmt.Errorf("%v\n%s", err, text)
+			return 0, fmt.Errorf("%w\n%s", err, text)
 		}
 		return 0, err
 	}

@@ -186,7 +186,7 @@ func LoadFrom(path string) (*Driver, error) {
 		if missing(path, err) {
 			return nil, fmt.Errorf("no CUDA driver: %s not found", path)
 		}
-		return nil, fmt.Errorf("no CUDA driver: cannot load %s: %v", path, err)
+		return nil, fmt.Errorf("no CUDA driver: cannot load %s: %w", path, err)
 	}
 	d := &Driver{Path: path}
 	for _, s := range d.symbols() {
@@ -197,7 +197,7 @@ func LoadFrom(path string) (*Driver, error) {
 		purego.RegisterFunc(s.fn, addr)
 	}
 	if err := d.check("cuInit", d.cuInit(0)); err != nil {
-		return nil, fmt.Errorf("the CUDA driver %s does not start: %v", path, err)
+		return nil, fmt.Errorf("the CUDA driver %s does not start: %w", path, err)
 	}
 	var v int32
 	if err := d.check("cuDriverGetVersion", d.cuDriverGetVersion(&v)); err != nil {

@@ -101,7 +101,7 @@ func (s *Session) Run(inputs, params map[string]*tensor.Tensor) (*Result, error)
 			return nil, fmt.Errorf("graph %s: output %s is never computed", g.Name, v.Name)
 		}
 		if err := CheckValue(v, x, syms); err != nil {
-			return nil, fmt.Errorf("graph %s: output %v", g.Name, err)
+			return nil, fmt.Errorf("graph %s: output %w", g.Name, err)
 		}
 		res.Outputs[v.Name] = x
 	}
@@ -118,7 +118,7 @@ func bindInputs(g *ir.Graph, inputs map[string]*tensor.Tensor) (map[string]int64
 			return nil, fmt.Errorf("graph %s: missing input %s", g.Name, v.Name)
 		}
 		if err := x.Validate(); err != nil {
-			return nil, fmt.Errorf("graph %s: input %s: %v", g.Name, v.Name, err)
+			return nil, fmt.Errorf("graph %s: input %s: %w", g.Name, v.Name, err)
 		}
 		if x.DType != v.DType {
 			return nil, fmt.Errorf("graph %s: input %s is %s, want %s", g.Name, v.Name, x.DType, v.DType)
@@ -136,7 +136,7 @@ func bindInputs(g *ir.Graph, inputs map[string]*tensor.Tensor) (map[string]int64
 	}
 	syms := map[string]int64{}
 	if err := lang.BindShapes(syms, uses, nil); err != nil {
-		return nil, fmt.Errorf("graph %s: %v", g.Name, err)
+		return nil, fmt.Errorf("graph %s: %w", g.Name, err)
 	}
 	return syms, nil
 }

@@ -82,7 +82,7 @@ func ReadCheck(dir string, p *plan.Plan) (*Check, error) {
 		return nil, err
 	}
 	if err := json.Unmarshal(b, &c.Tolerance); err != nil {
-		return nil, fmt.Errorf("%s: %v", filepath.Join(d, "tolerance.json"), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(d, "tolerance.json"), err)
 	}
 	return c, nil
 }
@@ -147,7 +147,7 @@ func (c *Check) Compare(got map[string]*tensor.Tensor) error {
 			continue
 		}
 		if err := tensor.Compare(g, c.Want[name], c.Tolerance[name]); err != nil {
-			errs = append(errs, fmt.Errorf("output %s: %v", name, err))
+			errs = append(errs, fmt.Errorf("output %s: %w", name, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -160,10 +160,10 @@ func (pr *Program) allocate() error {
 	for d, dev := range pr.devs {
 		var err error
 		if pr.arena[d], err = dev.Alloc(p.ArenaBytes[d]); err != nil {
-			return fmt.Errorf("device %d: arena of %d bytes: %v", d, p.ArenaBytes[d], err)
+			return fmt.Errorf("device %d: arena of %d bytes: %w", d, p.ArenaBytes[d], err)
 		}
 		if pr.scratch[d], err = dev.Alloc(align(pr.statusBytes[d]) + staging[d]); err != nil {
-			return fmt.Errorf("device %d: %v", d, err)
+			return fmt.Errorf("device %d: %w", d, err)
 		}
 	}
 	return nil
@@ -202,7 +202,7 @@ func (pr *Program) prepare(steps [][]plan.Step) (*list, error) {
 			s := &ss[i]
 			o, err := pr.op(d, s)
 			if err != nil {
-				return nil, fmt.Errorf("device %d, step %d (%s %s): %v", d, i, s.Op, s.Label, err)
+				return nil, fmt.Errorf("device %d, step %d (%s %s): %w", d, i, s.Op, s.Label, err)
 			}
 			l.ops[d] = append(l.ops[d], o)
 			for _, r := range s.After {

@@ -28,7 +28,7 @@ func (pr *Program) Run(inputs, params map[string]*tensor.Tensor) (map[string]*te
 	for _, b := range pr.Plan.Outputs {
 		t, err := pr.read(b)
 		if err != nil {
-			return nil, fmt.Errorf("output %s: %v", b.Name, err)
+			return nil, fmt.Errorf("output %s: %w", b.Name, err)
 		}
 		out[b.Name] = t
 	}
@@ -74,7 +74,7 @@ func (pr *Program) write(bindings []plan.Binding, values map[string]*tensor.Tens
 			rows := BoxRows(int64(t.DType.Size()), b.Shape, tile.Box, buf.Shape, make([]int64, len(buf.Shape)))
 			for _, r := range rows {
 				if err := pr.devs[buf.Device].Upload(pr.addr(tile.Buffer), host, r); err != nil {
-					return fmt.Errorf("%s %s: %v", what, b.Name, err)
+					return fmt.Errorf("%s %s: %w", what, b.Name, err)
 				}
 			}
 		}
@@ -113,13 +113,13 @@ type timer struct {
 func (pr *Program) run(l *list, t *timer) error {
 	for d, dev := range pr.devs {
 		if err := dev.Zero(pr.scratch[d], pr.statusBytes[d]); err != nil {
-			return fmt.Errorf("device %d: %v", d, err)
+			return fmt.Errorf("device %d: %w", d, err)
 		}
 	}
 	for _, ref := range l.order {
 		if err := pr.enqueue(l, ref, t); err != nil {
 			s := &l.steps[ref.Device][ref.Step]
-			return fmt.Errorf("device %d, step %d (%s %s): %v", ref.Device, ref.Step, s.Op, s.Label, err)
+			return fmt.Errorf("device %d, step %d (%s %s): %w", ref.Device, ref.Step, s.Op, s.Label, err)
 		}
 	}
 	if err := pr.sync(); err != nil {
@@ -185,7 +185,7 @@ func (pr *Program) sync() error {
 	var errs []error
 	for d, dev := range pr.devs {
 		if err := dev.Sync(); err != nil {
-			errs = append(errs, fmt.Errorf("device %d (%s): %v", d, dev.Name(), err))
+			errs = append(errs, fmt.Errorf("device %d (%s): %w", d, dev.Name(), err))
 		}
 	}
 	return errors.Join(errs...)
@@ -200,7 +200,7 @@ func (pr *Program) checkStatus(l *list) error {
 		}
 		raw := make([]byte, pr.statusBytes[d])
 		if err := dev.Download(raw, pr.scratch[d], Whole(pr.statusBytes[d])); err != nil {
-			return fmt.Errorf("device %d: reading the status words: %v", d, err)
+			return fmt.Errorf("device %d: reading the status words: %w", d, err)
 		}
 		words := make([]uint64, len(raw)/8)
 		for i := range words {
@@ -213,7 +213,7 @@ func (pr *Program) checkStatus(l *list) error {
 			k := &pr.Plan.Kernels[o.launch.k]
 			if err := k.StatusError(words[o.launch.status : o.launch.status+plan.StatusWords]); err != nil {
 				s := &l.steps[d][i]
-				return fmt.Errorf("device %d, step %d (%s %s): %v", d, i, s.Op, s.Label, err)
+				return fmt.Errorf("device %d, step %d (%s %s): %w", d, i, s.Op, s.Label, err)
 			}
 		}
 	}

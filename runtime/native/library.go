@@ -27,7 +27,7 @@ func Open(path string) (*Library, error) {
 	}
 	h, err := purego.Dlopen(abs, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
-		return nil, fmt.Errorf("loading %s: %v", path, err)
+		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
 	return &Library{Path: abs, handle: h, syms: map[string]uintptr{}}, nil
 }
@@ -67,7 +67,7 @@ func (l *Library) Symbol(name string) (uintptr, error) {
 	}
 	p, err := purego.Dlsym(l.handle, name)
 	if err != nil {
-		return 0, fmt.Errorf("%s: no function %s: %v", l.Path, name, err)
+		return 0, fmt.Errorf("%s: no function %s: %w", l.Path, name, err)
 	}
 	l.syms[name] = p
 	return p, nil
@@ -93,7 +93,7 @@ func Alloc(n int64) (*Memory, error) {
 	size := max(n, 1)
 	b, err := syscall.Mmap(-1, 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {
-		return nil, fmt.Errorf("allocating %d bytes: %v", n, err)
+		return nil, fmt.Errorf("allocating %d bytes: %w", n, err)
 	}
 	return &Memory{b: b[:n]}, nil
 }

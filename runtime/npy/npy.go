@@ -168,7 +168,7 @@ func parseHeader(s string) (*header, error) {
 	p := &pyParser{s: s}
 	v, err := p.value()
 	if err != nil {
-		return nil, fmt.Errorf("npy: malformed header: %v", err)
+		return nil, fmt.Errorf("npy: malformed header: %w", err)
 	}
 	p.skipSpace()
 	if p.i != len(p.s) {
@@ -319,7 +319,7 @@ func decode(h *header, data []byte) *tensor.Tensor {
 // Write writes t to w as a .npy array.
 func Write(w io.Writer, t *tensor.Tensor) error {
 	if err := t.Validate(); err != nil {
-		return fmt.Errorf("npy: %v", err)
+		return fmt.Errorf("npy: %w", err)
 	}
 	dt := t.DType
 	if dt == lang.BF16 {

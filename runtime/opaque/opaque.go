@@ -51,7 +51,7 @@ func Call(name string, fn Func, args []*tensor.Tensor, shape []int) (res *tensor
 	}()
 	res, err = fn(args)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if res == nil {
 		return nil, fmt.Errorf("%s returned no tensor", name)

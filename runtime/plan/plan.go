@@ -220,10 +220,10 @@ func Read(path string) (*Plan, error) {
 	}
 	var p Plan
 	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &p, nil
 }

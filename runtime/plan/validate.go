@@ -20,7 +20,7 @@ func (p *Plan) Validate() error {
 	}
 	for i, b := range p.Buffers {
 		if err := p.checkBuffer(i, b); err != nil {
-			return fmt.Errorf("buffer %d (%s): %v", i, b.Name, err)
+			return fmt.Errorf("buffer %d (%s): %w", i, b.Name, err)
 		}
 	}
 	for name, m := range p.Modules {
@@ -48,7 +48,7 @@ func (p *Plan) Validate() error {
 		}
 		for _, a := range k.Args {
 			if _, err := elements(a.DType, a.Shape); err != nil {
-				return fmt.Errorf("kernel %s: %v", k.Name, err)
+				return fmt.Errorf("kernel %s: %w", k.Name, err)
 			}
 		}
 	}
@@ -58,7 +58,7 @@ func (p *Plan) Validate() error {
 	}{{"input", p.Inputs}, {"parameter", p.Params}, {"output", p.Outputs}} {
 		for _, b := range list.b {
 			if err := p.checkBinding(b); err != nil {
-				return fmt.Errorf("%s %s: %v", list.name, b.Name, err)
+				return fmt.Errorf("%s %s: %w", list.name, b.Name, err)
 			}
 		}
 	}
@@ -66,7 +66,7 @@ func (p *Plan) Validate() error {
 		for d, list := range steps {
 			for i, s := range list {
 				if err := p.checkStep(d, s, len(list), steps); err != nil {
-					return fmt.Errorf("device %d step %d (%s): %v", d, i, s.Op, err)
+					return fmt.Errorf("device %d step %d (%s): %w", d, i, s.Op, err)
 				}
 			}
 		}

@@ -116,7 +116,7 @@ func Build(g *cost.Graph, p *cost.Plan) (*Graph, error) {
 		for d := range eg.Devices {
 			op, err := b.op(n, names, d)
 			if err != nil {
-				return nil, fmt.Errorf("operator %s on device %d: %v", n.Name, d, err)
+				return nil, fmt.Errorf("operator %s on device %d: %w", n.Name, d, err)
 			}
 			op.After = -1
 			if j > 0 {
@@ -227,7 +227,7 @@ func (b *builder) op(n *ir.Node, names []string, d int) (*Op, error) {
 		}
 		s, err := a.Find(names[i])
 		if err != nil {
-			return nil, fmt.Errorf("step %d: %v", i+1, err)
+			return nil, fmt.Errorf("step %d: %w", i+1, err)
 		}
 		w, err := a.Worker(s, nil, digit(b.p.Factors, i, d), k)
 		if err != nil {

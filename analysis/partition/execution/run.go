@@ -32,7 +32,7 @@ func (eg *Graph) Run(inputs, params map[string]*tensor.Tensor) (map[string]*tens
 	}
 	for _, ops := range eg.Ops {
 		if err := eg.runNode(ops, tiles); err != nil {
-			return nil, fmt.Errorf("operator %s: %v", ops[0].Node.Name, err)
+			return nil, fmt.Errorf("operator %s: %w", ops[0].Node.Name, err)
 		}
 	}
 	out := map[string]*tensor.Tensor{}
@@ -62,7 +62,7 @@ func (eg *Graph) runNode(ops []*Op, tiles map[*ir.Value][]*tensor.Tensor) error 
 		}
 		outs, err := interp.EvalInstance(op.Inst, ins, nil)
 		if err != nil {
-			return fmt.Errorf("device %d: %v", op.Device, err)
+			return fmt.Errorf("device %d: %w", op.Device, err)
 		}
 		results[op.Device] = outs
 	}

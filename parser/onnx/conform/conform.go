@@ -3,6 +3,7 @@ package conform
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -284,7 +285,7 @@ func Evaluate(prog *check.Program, path string, res *onnx.Result, in feed) ([]*t
 func evaluateOn(b exec.Backend, prog *check.Program, path string, res *onnx.Result, in feed) ([]*tensor.Tensor, int, error) {
 	mod, err := prog.LoadSource(path, res.Source)
 	if err != nil {
-		return nil, 0, fmt.Errorf("the imported TDL does not parse: %v", err)
+		return nil, 0, fmt.Errorf("the imported TDL does not parse: %w", err)
 	}
 	inputs := map[string]*tensor.Tensor{}
 	set := map[string]ir.AttrValue{}
@@ -298,7 +299,7 @@ func evaluateOn(b exec.Backend, prog *check.Program, path string, res *onnx.Resu
 	}
 	g, err := mod.Model("", set)
 	if err != nil {
-		return nil, 0, fmt.Errorf("the imported TDL does not check: %v", err)
+		return nil, 0, fmt.Errorf("the imported TDL does not check: %w", err)
 	}
 	if b == nil {
 		b = exec.Interp{}
@@ -311,7 +312,7 @@ func evaluateOn(b exec.Backend, prog *check.Program, path string, res *onnx.Resu
 		kernels = p.Kernels()
 	}
 	if err != nil {
-		return nil, kernels, fmt.Errorf("evaluation: %v", err)
+		return nil, kernels, fmt.Errorf("evaluation: %w", err)
 	}
 	got := make([]*tensor.Tensor, len(g.Outputs))
 	for i, v := range g.Outputs {
@@ -347,7 +348,7 @@ func graphInputs(m *onnx.Model, data []datum) (feed, error) {
 		default:
 			t, err := arange(vi.GetType().GetTensorType())
 			if err != nil {
-				return feed{}, fmt.Errorf("input %q: %v", vi.GetName(), err)
+				return feed{}, fmt.Errorf("input %q: %w", vi.GetName(), err)
 			}
 			in.tensors[vi.GetName()] = t
 		}
@@ -453,9 +454,10 @@ func dataSets(path string, m *onnx.Model) ([]dataSet, error) {
 	}
 	prefix := strings.TrimSuffix(path, ".onnx")
 	var set dataSet
-	if t, err := onnx.ReadTensorFile(prefix + "_input_0.pb"); err == nil {
+	in := prefix + "_input_0.pb"
+	if t, err := onnx.ReadTensorFile(in); err == nil {
 		set.inputs = []datum{{tensor: t}}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	} else if !missingFile(err, in) {
 		return nil, err
 	}
 	outs, err := readNumbered(prefix+"_output_%d.pb", nil)
@@ -513,7 +515,7 @@ func readNumbered(pattern string, seq []bool) ([]datum, error) {
 		} else {
 			d.tensor, err = onnx.ReadTensorFile(path)
 		}
-		if errors.Is(err, os.ErrNotExist) {
+		if missingFile(err, path) {
 			return out, nil
 		}
 		if err != nil {
@@ -521,4 +523,12 @@ func readNumbered(pattern string, seq []bool) ([]datum, error) {
 		}
 		out = append(out, d)
 	}
+}
+
+// missingFile reports whether err is the error of reading path, which
+// does not exist; a missing file that path refers to (a tensor's external
+// data, whose error the reader's wraps) is an error of the data set.
+func missingFile(err error, path string) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && pe.Path == path && errors.Is(pe.Err, fs.ErrNotExist)
 }
