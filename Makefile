@@ -78,7 +78,7 @@ bench: deps build
 fuzz: deps
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./parser
 	$(GO) test -run '^$$' -fuzz FuzzCheck -fuzztime $(FUZZTIME) ./analysis/check
-	$(GO) test -run '^$$' -fuzz FuzzImport -fuzztime $(FUZZTIME) ./parser/onnx
+	$(GO) test -run '^$$' -fuzz FuzzImport -fuzztime $(FUZZTIME) ./frontend/onnx
 
 # gpu-bundle writes into GPU_BUNDLE what a GPU machine (no Go there) needs
 # to finish issue 17: tofuc-run and runtime/cuda's tests built without

@@ -25,7 +25,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"tofuc/internal/onnxbuild"
-	"tofuc/parser/onnx/onnxpb"
+	"tofuc/frontend/onnx/onnxpb"
 )
 
 type result struct {

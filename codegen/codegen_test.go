@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
@@ -25,7 +26,7 @@ import (
 func loadExample(t *testing.T, name string, train bool, set map[string]ir.AttrValue) *ir.Graph {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func loadExample(t *testing.T, name string, train bool, set map[string]ir.AttrVa
 // graph.
 func modelFromSource(t *testing.T, src string) *ir.Graph {
 	t.Helper()
-	_, g, err := check.LoadModel("test.tdl", []byte(src), nil)
+	_, g, err := check.LoadModel(parser.Parse, "test.tdl", []byte(src), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

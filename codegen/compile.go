@@ -15,11 +15,10 @@ import (
 
 	"tofuc/codegen/emit"
 	"tofuc/codegen/simt"
+	hosttarget "tofuc/codegen/target/host"
 	"tofuc/codegen/toolchain"
 	"tofuc/lang/ir"
-	runcpu "tofuc/runtime/cpu"
 	"tofuc/runtime/plan"
-	runsimt "tofuc/runtime/simt"
 )
 
 // Emit chooses the artefacts Compile writes besides plan.json.
@@ -214,14 +213,14 @@ func (b *builder) compileModules(dir string, modules [][]int, opts Options) erro
 	}
 	ctx := context.Background()
 	if opts.Emit.Host {
-		name, err := b.link(ctx, dir, "host", hostObjs, []string{runcpu.Source}, opts.Tools)
+		name, err := b.link(ctx, dir, "host", hostObjs, []string{hosttarget.Source}, opts.Tools)
 		if err != nil {
 			return err
 		}
 		b.p.Modules["host"] = plan.Module{Files: []string{name}}
 	}
 	if opts.Emit.SIMT {
-		name, err := b.link(ctx, dir, "simt", simObjs, []string{runsimt.Source}, opts.Tools)
+		name, err := b.link(ctx, dir, "simt", simObjs, []string{simt.Source}, opts.Tools)
 		if err != nil {
 			return err
 		}

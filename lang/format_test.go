@@ -137,7 +137,7 @@ func TestFormatPreservesMeaning(t *testing.T) {
 			if len(f.Comments) != len(orig.Comments) {
 				t.Errorf("%s: %d comments before formatting, %d after", path, len(orig.Comments), len(f.Comments))
 			}
-			p, err := check.NewProgram()
+			p, err := check.NewProgram(parser.Parse)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"tofuc/parser"
 
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
@@ -223,13 +224,13 @@ func programOf(m *check.Module) (*check.Program, error) {
 	if m != nil {
 		return m.Program(), nil
 	}
-	return check.NewProgram()
+	return check.NewProgram(parser.Parse)
 }
 
 // LoadRules loads the rewrite rules of the files at paths (each must
 // have some), in a program of their own.
 func LoadRules(paths []string) ([]*check.Rule, lang.ErrorList) {
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	var errs lang.ErrorList
 	errs.Append(err)
 	var rules []*check.Rule

@@ -10,10 +10,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
+	"tofuc/frontend/onnx"
 	"tofuc/lang/ir"
-	"tofuc/parser/onnx"
 	"tofuc/runtime/npy"
 	"tofuc/runtime/tensor"
 )
@@ -73,7 +74,7 @@ func ImportONNX(prog *check.Program, path string, known map[string]*tensor.Tenso
 // Load loads the model called name (the only one when empty) of the file
 // at path, with the attributes set, and identifies its sources.
 func Load(path, name string, set map[string]ir.AttrValue) (*Model, error) {
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 	"tofuc/lang"
@@ -37,7 +38,7 @@ var prog *check.Program
 
 func program(t testing.TB) *check.Program {
 	if prog == nil {
-		p, err := check.NewProgram()
+		p, err := check.NewProgram(parser.Parse)
 		if err != nil {
 			t.Fatalf("stdlib does not load: %v", err)
 		}

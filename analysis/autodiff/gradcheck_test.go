@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
@@ -61,7 +62,7 @@ func firstLine(s string) string { return strings.SplitN(s, "\n", 2)[0] }
 // TestGradientsWithAttributes checks convolution and pooling gradients
 // with strides, asymmetric padding, dilation, groups and ceil mode.
 func TestGradientsWithAttributes(t *testing.T) {
-	p, err := check.NewProgram()
+	p, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}

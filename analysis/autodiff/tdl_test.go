@@ -2,6 +2,7 @@ package autodiff_test
 
 import (
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
@@ -21,7 +22,7 @@ func TestBackwardPrintsAsCheckedTDL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := check.NewProgram() // loads the printed files
+	p, err := check.NewProgram(parser.Parse) // loads the printed files
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestBackwardPrintsAsCheckedTDL(t *testing.T) {
 // concrete shapes and compares them with the backward derived for those
 // shapes directly.
 func TestPrintedBackwardComputesTheSame(t *testing.T) {
-	p, err := check.NewProgram()
+	p, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package autodiff_test
 import (
 	"math"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
@@ -24,7 +25,7 @@ model m(x: f64[3, 4]) {
 `
 
 func TestTrainingGraphStructure(t *testing.T) {
-	p, err := check.NewProgram()
+	p, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestTrainingGraphStructure(t *testing.T) {
 // A product's gradient at an element equal to zero is the product of the
 // others (not NaN from dividing by the element).
 func TestProdGradientAtZero(t *testing.T) {
-	p, err := check.NewProgram()
+	p, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestProdGradientAtZero(t *testing.T) {
 // The training graph's inputs have fixed names; a model tensor of the
 // same name is an error, not a silent rename.
 func TestTrainingInputNameClash(t *testing.T) {
-	p, err := check.NewProgram()
+	p, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"tofuc/parser"
 
 	"tofuc/lang"
 	"tofuc/lang/ir"
@@ -48,11 +49,11 @@ var (
 // (which takes most of the time of a small check): a new program sharing
 // the parsed standard-library modules of one made once.
 func freshProgram() (*Program, error) {
-	baseOnce.Do(func() { base, baseErr = NewProgram() })
+	baseOnce.Do(func() { base, baseErr = NewProgram(parser.Parse) })
 	if baseErr != nil {
 		return nil, baseErr
 	}
-	p := &Program{modules: map[string]*Module{}, loading: map[string]bool{}, prelude: base.prelude, cache: map[string]*ir.Instance{}}
+	p := &Program{parse: base.parse, modules: map[string]*Module{}, loading: map[string]bool{}, prelude: base.prelude, cache: map[string]*ir.Instance{}}
 	for k, m := range base.modules {
 		p.modules[k] = m
 	}

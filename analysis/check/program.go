@@ -9,13 +9,13 @@ import (
 
 	"tofuc/lang"
 	"tofuc/lang/ir"
-	"tofuc/parser"
 	"tofuc/stdlib"
 )
 
 // Program holds the modules loaded in one run: each file given on the
 // command line, the files they import, and the standard library.
 type Program struct {
+	parse   Parser
 	modules map[string]*Module // by path
 	loading map[string]bool    // import cycle detection
 	prelude map[string]*lang.OpDecl
@@ -35,12 +35,18 @@ type Module struct {
 // StdPrefix marks import paths of the embedded standard library.
 const StdPrefix = "std/"
 
-// NewProgram loads the standard library.
-func NewProgram() (*Program, error) {
-	p := &Program{modules: map[string]*Module{}, loading: map[string]bool{}, prelude: map[string]*lang.OpDecl{}, cache: map[string]*ir.Instance{}}
+// Parser turns a file's text into its syntax tree (tofuc/parser.Parse).
+// A Program is given one, as go/types is given an Importer, so that
+// checking depends on no front end.
+type Parser func(filename string, src []byte) (*lang.File, error)
+
+// NewProgram loads the standard library with parse, which the program
+// parses every file with.
+func NewProgram(parse Parser) (*Program, error) {
+	p := &Program{parse: parse, modules: map[string]*Module{}, loading: map[string]bool{}, prelude: map[string]*lang.OpDecl{}, cache: map[string]*ir.Instance{}}
 	var errs lang.ErrorList
 	for _, f := range stdlib.Files() {
-		file, err := parser.Parse(f.Name, f.Src)
+		file, err := parse(f.Name, f.Src)
 		if err != nil {
 			errs.Append(err)
 			continue
@@ -102,11 +108,12 @@ func unwrapPathError(err error) error {
 	return err
 }
 
-// LoadModel checks src, as the file at path, in a program of its own and
-// returns its module and the graph of its only model with the attributes
-// set (the tests' and tools' way to take a model from source).
-func LoadModel(path string, src []byte, set map[string]ir.AttrValue) (*Module, *ir.Graph, error) {
-	p, err := NewProgram()
+// LoadModel checks src, as the file at path, in a program of its own
+// (parsed with parse) and returns its module and the graph of its only
+// model with the attributes set (the tests' and tools' way to take a
+// model from source).
+func LoadModel(parse Parser, path string, src []byte, set map[string]ir.AttrValue) (*Module, *ir.Graph, error) {
+	p, err := NewProgram(parse)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -124,7 +131,7 @@ func (p *Program) LoadSource(path string, src []byte) (*Module, error) {
 	if m := p.modules[key]; m != nil {
 		return m, nil
 	}
-	file, err := parser.Parse(path, src)
+	file, err := p.parse(path, src)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
@@ -13,7 +14,7 @@ import (
 // appendix): fetching the half of a whole-read tensor each worker lacks,
 // and a reduce-scatter of partial outputs.
 func TestMatmulBytes(t *testing.T) {
-	_, ir, err := check.LoadModel("m.tdl", []byte("model m(x: f32[8, 16]) {\n    w = param f32[16, 4]\n    return matmul(x, w)\n}\n"), nil)
+	_, ir, err := check.LoadModel(parser.Parse, "m.tdl", []byte("model m(x: f32[8, 16]) {\n    w = param f32[16, 4]\n    return matmul(x, w)\n}\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func TestMatmulBytes(t *testing.T) {
 // TestSizesNeverWrap: a graph whose sizes add up past int64 is refused,
 // and so is pricing it over devices when the communication could wrap.
 func TestSizesNeverWrap(t *testing.T) {
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}

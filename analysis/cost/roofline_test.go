@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
@@ -14,7 +15,7 @@ import (
 // channel slices of a batch-1 tensor are views, and relu fuses into the
 // convolution it follows; a slice of a batch-2 tensor is a kernel.
 func TestRooflineViewsAndWeights(t *testing.T) {
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestRooflineViewsAndWeights(t *testing.T) {
 // TestRooflineNeverWraps: FLOPs and bytes past int64 are an error, not a
 // negative estimate.
 func TestRooflineNeverWraps(t *testing.T) {
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestRooflineNeverWraps(t *testing.T) {
 // runs the two kernels as launches of their own, as two launches that
 // write and read the hidden rows.
 func TestRooflineChainedLaunch(t *testing.T) {
-	_, g, err := check.LoadModel("m.tdl", []byte(`model m(x: f32[64, 100], w1: f32[100, 200], w2: f32[200, 50]) {
+	_, g, err := check.LoadModel(parser.Parse, "m.tdl", []byte(`model m(x: f32[64, 100], w1: f32[100, 200], w2: f32[200, 50]) {
     return matmul(relu(matmul(x, w1)), w2)
 }
 `), nil)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
@@ -14,7 +15,7 @@ import (
 // graphOf prepares a model for pricing.
 func graphOf(t *testing.T, src string) *cost.Graph {
 	t.Helper()
-	_, ir, err := check.LoadModel("m.tdl", []byte(src), nil)
+	_, ir, err := check.LoadModel(parser.Parse, "m.tdl", []byte(src), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

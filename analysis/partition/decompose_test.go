@@ -3,6 +3,7 @@ package partition_test
 import (
 	"math/rand/v2"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
@@ -29,7 +30,7 @@ model bn(x: f32[6, 4, 5, 3]) {
 
 func loadBN(t *testing.T) (*check.Module, *ir.Graph) {
 	t.Helper()
-	m, g, err := check.LoadModel("bn.tdl", []byte(bnModel), nil)
+	m, g, err := check.LoadModel(parser.Parse, "bn.tdl", []byte(bnModel), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

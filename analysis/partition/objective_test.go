@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
@@ -19,7 +20,7 @@ import (
 func lstmGates(tb testing.TB, set map[string]int64) *cost.Graph {
 	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		tb.Fatal(err)
 	}

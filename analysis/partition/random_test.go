@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
@@ -87,7 +88,7 @@ func randomModel(r *rand.Rand, ops int, withHalo bool) string {
 
 func graphOf(tb testing.TB, src string) *cost.Graph {
 	tb.Helper()
-	_, g, err := check.LoadModel("random.tdl", []byte(src), nil)
+	_, g, err := check.LoadModel(parser.Parse, "random.tdl", []byte(src), nil)
 	if err != nil {
 		tb.Fatalf("%v\n%s", err, src)
 	}

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
@@ -15,7 +16,7 @@ import (
 func rnnGraph(t *testing.T) *cost.Graph {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 	"tofuc/analysis/schedule"
@@ -13,7 +14,7 @@ import (
 
 func load(t *testing.T, src string, batch int64) *ir.Graph {
 	t.Helper()
-	_, g, err := check.LoadModel("m.tdl", []byte(src), map[string]ir.AttrValue{"batch": {Kind: ir.AttrInt, Int: batch}})
+	_, g, err := check.LoadModel(parser.Parse, "m.tdl", []byte(src), map[string]ir.AttrValue{"batch": {Kind: ir.AttrInt, Int: batch}})
 	if err != nil {
 		t.Fatal(err)
 	}

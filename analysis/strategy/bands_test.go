@@ -16,7 +16,7 @@ import (
 // own.
 func stdAnalysis(t *testing.T, name string) *strategy.Analysis {
 	t.Helper()
-	p, err := check.NewProgram()
+	p, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ type analysedCase struct {
 // concreteCase instantiates a's operator on random small shapes.
 func concreteCase(t *testing.T, a *strategy.Analysis) analysedCase {
 	t.Helper()
-	p, err := check.NewProgram()
+	p, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}

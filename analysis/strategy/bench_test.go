@@ -2,6 +2,7 @@ package strategy_test
 
 import (
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 	"tofuc/analysis/strategy"
@@ -14,7 +15,7 @@ import (
 // Instantiate variant includes building them). The budget is
 // 50 ms for the whole library.
 func BenchmarkAnalyseStdlib(b *testing.B) {
-	p, err := check.NewProgram()
+	p, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		b.Fatal(err)
 	}

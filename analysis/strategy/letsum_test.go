@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
@@ -20,7 +21,7 @@ import (
 // elsewhere (in a non-linear function, or by another local) gets no such
 // strategy, nor does a product of two sums.
 func TestReductionInLocal(t *testing.T) {
-	p, err := check.NewProgram()
+	p, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}

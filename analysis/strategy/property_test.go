@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 	"tofuc/analysis/strategy"
@@ -205,7 +206,7 @@ func round(t *tensor.Tensor) {
 // every input that accepts any dtype: integer division truncates and
 // narrow integers wrap, so a strategy that is right for floats may not be.
 func TestPartitionedEqualsWholeIntegers(t *testing.T) {
-	p, err := check.NewProgram()
+	p, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"tofuc/parser"
 	"tofuc/pipeline"
 
 	"tofuc/analysis/check"
@@ -37,7 +38,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "check", "%v", err)
 	}
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	var errs lang.ErrorList
 	errs.Append(err)
 	for _, path := range fs.Args() {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"tofuc/parser"
 	"tofuc/pipeline"
 
 	"tofuc/analysis/autodiff"
@@ -370,7 +371,7 @@ func randomInput(v *ir.Value, seed uint64, classes int64) (*tensor.Tensor, error
 }
 
 func evalOp(path string, f evalFlags, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 )
@@ -17,7 +18,7 @@ import (
 // compiled without the optimiser, whose search takes a minute there and
 // fuses nothing more.
 func TestFusionHalvesLaunches(t *testing.T) {
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}

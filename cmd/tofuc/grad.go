@@ -25,7 +25,7 @@ func runGrad(args []string, stdout, stderr io.Writer) int {
 	if *opName == "" {
 		return usageError(stderr, "grad", "--op NAME is required")
 	}
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		return fail(stderr, err)
 	}

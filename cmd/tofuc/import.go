@@ -6,10 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"tofuc/parser"
 	"tofuc/pipeline"
 
 	"tofuc/analysis/check"
-	"tofuc/parser/onnx"
+	"tofuc/frontend/onnx"
 	"tofuc/runtime/npy"
 	"tofuc/runtime/tensor"
 )
@@ -35,7 +36,7 @@ func runImport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "import", "%v", err)
 	}
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		return fail(stderr, err)
 	}

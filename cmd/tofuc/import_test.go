@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"tofuc/internal/shared"
-	"tofuc/parser/onnx"
+	"tofuc/frontend/onnx"
 	"tofuc/runtime/npy"
 	"tofuc/runtime/tensor"
 )

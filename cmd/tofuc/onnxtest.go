@@ -9,9 +9,10 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
-	"tofuc/parser/onnx/conform"
+	"tofuc/frontend/onnx/conform"
 	"tofuc/pipeline"
 )
 
@@ -106,7 +107,7 @@ func runTests(paths []string, cfg conform.Config, jobs int, report func(conform.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			prog, err := check.NewProgram()
+			prog, err := check.NewProgram(parser.Parse)
 			cfg := cfg
 			cfg.Program = prog
 			for i := range next {
@@ -116,7 +117,7 @@ func runTests(paths []string, cfg conform.Config, jobs int, report func(conform.
 					results[i] = conform.Run(paths[i], cfg)
 					if results[i].TimedOut {
 						// the timed-out test may still use the program
-						if cfg.Program, err = check.NewProgram(); err != nil {
+						if cfg.Program, err = check.NewProgram(parser.Parse); err != nil {
 							err = fmt.Errorf("after a timeout: %w", err)
 						}
 					}

@@ -44,7 +44,7 @@ func runOptimize(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "optimize", "%v", err)
 	}
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		printDiagnostics(stderr, lang.ErrorList{lang.Errorf(lang.Pos{}, "%v", err)})
 		return exitUser

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 	"tofuc/internal/shared"
@@ -29,7 +30,7 @@ func TestOptimizeONNX(t *testing.T) {
 	if !strings.Contains(stdout.String(), "conv_bias_relu_concat") {
 		t.Errorf("no fire module fused:\n%s", stdout.String())
 	}
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"tofuc/lang"
+	"tofuc/parser"
 	"tofuc/pipeline"
 
 	"tofuc/analysis/check"
@@ -125,7 +126,7 @@ func (f *partitionFlags) validate(nargs int, changed func(string) bool) ([]int, 
 // --train), its decomposed operators run decomposed
 // (partition.Decompose), prepared for pricing.
 func partitionGraph(path string, f partitionFlags, set map[string]ir.AttrValue) (*cost.Graph, string, error) {
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		return nil, "", err
 	}

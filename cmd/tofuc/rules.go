@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 	"tofuc/lang"
@@ -54,7 +55,7 @@ func runRules(args []string, stdout, stderr io.Writer) int {
 			return usageError(stderr, "rules", "generated rules are not written into stdlib/")
 		}
 	}
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		printDiagnostics(stderr, lang.ErrorList{lang.Errorf(lang.Pos{}, "%v", err)})
 		return exitUser

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"tofuc/parser"
 	"tofuc/pipeline"
 
 	"tofuc/analysis/check"
@@ -108,7 +109,7 @@ func runStrategies(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() == 0 {
 		return usageError(stderr, "strategies", "no files given")
 	}
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		return fail(stderr, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 )
@@ -255,7 +256,7 @@ func TestStrategiesStdlibOnce(t *testing.T) {
 	if status != exitOK {
 		t.Fatalf("exit %d", status)
 	}
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +324,7 @@ func stdlibCoverage(t *testing.T) coverage {
 			}
 		}
 	}
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 	"tofuc/lang"
@@ -135,7 +136,7 @@ func clip(s string) string {
 
 // intAttributes lists a file's model attributes with integer defaults.
 func intAttributes(t *testing.T, path string) []string {
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,10 +19,17 @@
 package simt
 
 import (
+	_ "embed"
 	"fmt"
 	"regexp"
 	"strings"
 )
+
+// Source is the emulator's runtime (csrc/simt.c), linked with the retargeted
+// modules into the plan's SIMT shared object, which runtime/simt loads.
+//
+//go:embed csrc/simt.c
+var Source string
 
 // Kernel is the signature of a kernel of the module: its name and the
 // element type of each pointer argument, in order (as LLVM IR types).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"tofuc/parser"
 
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
@@ -81,7 +82,7 @@ func (c Case) model() (*pipeline.Model, error) {
 		_, here, _, _ := runtime.Caller(0)
 		return pipeline.Load(filepath.Join(filepath.Dir(here), "..", "..", "examples", c.File+".tdl"), "", set)
 	}
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 
 	"tofuc/lang"
-	"tofuc/parser/onnx/onnxpb"
+	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/runtime/tensor"
 )
 

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"tofuc/lang"
-	"tofuc/parser/onnx/onnxpb"
+	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/runtime/tensor"
 )
 

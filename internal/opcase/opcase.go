@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 	"tofuc/lang"
@@ -180,7 +181,7 @@ func random(r *rand.Rand, t *ir.Tensor) *tensor.Tensor {
 
 // Stdlib returns the standard library's operators and their names, sorted.
 func Stdlib() (map[string]*lang.OpDecl, []string, error) {
-	p, err := check.NewProgram()
+	p, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,6 +3,7 @@ package generate
 import (
 	"strings"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 	"tofuc/rewrite/smt"
@@ -13,7 +14,7 @@ import (
 // associativity and relu commuting with transpose, and never emit a
 // refuted rule.
 func TestGenerateSmall(t *testing.T) {
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestGenerateSmall(t *testing.T) {
 // interpreter on random inputs at shapes beyond its bound, with seeds the
 // verifier's own probe does not use.
 func TestGeneratedRulesHoldBeyondBounds(t *testing.T) {
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"tofuc/internal/shared"
 	"tofuc/lang/ir"
-	"tofuc/parser/onnx"
+	"tofuc/frontend/onnx"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
 )

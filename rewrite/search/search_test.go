@@ -3,6 +3,7 @@ package search
 import (
 	"os"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 	"tofuc/lang/ir"
@@ -10,7 +11,7 @@ import (
 
 func setup(t *testing.T) (*check.Program, []*check.Rule) {
 	t.Helper()
-	p, err := check.NewProgram()
+	p, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}

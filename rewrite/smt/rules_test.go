@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 	"tofuc/runtime/exec"
@@ -16,7 +17,7 @@ import (
 // loadRules checks every rule of the file at path.
 func loadRules(t *testing.T, path string) []*check.Rule {
 	t.Helper()
-	p, err := check.NewProgram()
+	p, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}

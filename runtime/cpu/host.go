@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	_ "embed"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -11,13 +10,6 @@ import (
 	"tofuc/runtime/native"
 	"tofuc/runtime/plan"
 )
-
-// Source is the cpu runtime's C part, which the code generator links
-// into the plan's host shared object (csrc/host.c: glibc keeps the
-// kernels' scratch memory between calls).
-//
-//go:embed csrc/host.c
-var Source string
 
 // HostEngine runs host-flavour kernels natively.
 type HostEngine struct {

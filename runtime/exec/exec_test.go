@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 	"tofuc/lang"
@@ -24,7 +25,7 @@ func graph(t *testing.T, wFirst bool) *ir.Graph {
 		params = b + w
 	}
 	src := "model mlp(x: f32[N, 4]) {\n" + params + "    return relu(matmul(x, W) + b) * 0.5\n}\n"
-	_, g, err := check.LoadModel("mlp.tdl", []byte(src), nil)
+	_, g, err := check.LoadModel(parser.Parse, "mlp.tdl", []byte(src), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package interp_test
 import (
 	"math/rand/v2"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/check"
 	"tofuc/lang"
@@ -25,7 +26,7 @@ func BenchmarkExamples(b *testing.B) {
 		{"transformer", "../../examples/transformer.tdl", nil},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			p, err := check.NewProgram()
+			p, err := check.NewProgram(parser.Parse)
 			if err != nil {
 				b.Fatal(err)
 			}

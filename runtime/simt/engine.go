@@ -8,7 +8,6 @@
 package simt
 
 import (
-	_ "embed"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -19,12 +18,6 @@ import (
 	"tofuc/runtime/native"
 	"tofuc/runtime/plan"
 )
-
-// Source is the emulator's runtime, which the code generator links into
-// the plan's SIMT shared object.
-//
-//go:embed csrc/simt.c
-var Source string
 
 // Engine runs GPU-flavour kernels under the emulator.
 type Engine struct {

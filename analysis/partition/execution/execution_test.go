@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"tofuc/parser"
 
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
@@ -21,7 +22,7 @@ import (
 func load(t *testing.T, name string, train bool, set map[string]ir.AttrValue) *ir.Graph {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func load(t *testing.T, name string, train bool, set map[string]ir.AttrValue) *i
 // its module and its only model's graph.
 func sourceModel(t *testing.T, name, src string) (*check.Module, *ir.Graph) {
 	t.Helper()
-	m, g, err := check.LoadModel(name, []byte(src), nil)
+	m, g, err := check.LoadModel(parser.Parse, name, []byte(src), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,14 +8,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"tofuc/parser"
 
 	"google.golang.org/protobuf/proto"
 
 	"tofuc/analysis/check"
+	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/internal/onnxbuild"
 	"tofuc/lang"
 	"tofuc/lang/ir"
-	"tofuc/parser/onnx/onnxpb"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
 )
@@ -37,7 +38,7 @@ func run(t *testing.T, m *Model, opts Options, inputs map[string]*tensor.Tensor,
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +255,7 @@ func FuzzImport(f *testing.F) {
 		}
 		f.Add(data)
 	}
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		f.Fatal(err)
 	}

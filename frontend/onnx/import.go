@@ -7,10 +7,10 @@ import (
 	"strings"
 
 	"tofuc/analysis/check"
+	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/parser"
-	"tofuc/parser/onnx/onnxpb"
 	"tofuc/runtime/interp"
 	"tofuc/runtime/tensor"
 )
@@ -143,7 +143,7 @@ func Import(m *Model, opts Options) (*Result, error) {
 	prog := opts.Program
 	if prog == nil {
 		var err error
-		if prog, err = check.NewProgram(); err != nil {
+		if prog, err = check.NewProgram(parser.Parse); err != nil {
 			return nil, err
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"tofuc/internal/onnxbuild"
 	"tofuc/internal/onnxref"
 	"tofuc/lang"
-	"tofuc/parser/onnx/onnxpb"
+	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/runtime/tensor"
 )
 

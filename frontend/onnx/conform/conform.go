@@ -14,8 +14,8 @@ import (
 	"tofuc/analysis/check"
 	"tofuc/lang"
 	"tofuc/lang/ir"
-	"tofuc/parser/onnx"
-	"tofuc/parser/onnx/onnxpb"
+	"tofuc/frontend/onnx"
+	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
 )

@@ -7,7 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"tofuc/parser/onnx/onnxpb"
+	"tofuc/frontend/onnx/onnxpb"
 )
 
 // A data set's numbered files end at the first missing one, but a file

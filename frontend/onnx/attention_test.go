@@ -8,7 +8,7 @@ import (
 
 	"tofuc/internal/onnxbuild"
 	"tofuc/lang"
-	"tofuc/parser/onnx/onnxpb"
+	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/runtime/tensor"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"tofuc/lang"
 	"tofuc/lang/ir"
-	"tofuc/parser/onnx/onnxpb"
+	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/runtime/tensor"
 )
 

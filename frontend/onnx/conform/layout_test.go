@@ -6,11 +6,12 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+	"tofuc/parser"
 
 	"google.golang.org/protobuf/proto"
 
 	"tofuc/analysis/check"
-	"tofuc/parser/onnx/onnxpb"
+	"tofuc/frontend/onnx/onnxpb"
 )
 
 func writeProto(t *testing.T, path string, m proto.Message) {
@@ -55,7 +56,7 @@ func TestRunBindsSymbolicExtentsFromTheData(t *testing.T) {
 	data := filepath.Join(dir, "test_data_set_0")
 	writeProto(t, filepath.Join(data, "input_0.pb"), floats([]int64{3, 2}, -1, 2, -3, 4, 5, float32(math.NaN())))
 	writeProto(t, filepath.Join(data, "output_0.pb"), floats([]int64{3, 2}, 0, 2, 0, 4, 5, float32(math.NaN())))
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}

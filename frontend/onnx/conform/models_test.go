@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"tofuc/parser"
 
 	"google.golang.org/protobuf/proto"
 
@@ -14,12 +15,12 @@ import (
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
 	"tofuc/analysis/partition/execution"
+	"tofuc/frontend/onnx"
 	"tofuc/internal/onnxbuild"
 	"tofuc/internal/onnxref"
 	"tofuc/internal/shared"
 	"tofuc/lang"
 	"tofuc/lang/ir"
-	"tofuc/parser/onnx"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
 )
@@ -62,7 +63,7 @@ func checkModel(t *testing.T, b onnxbuild.Built, input string, x *tensor.Tensor,
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}

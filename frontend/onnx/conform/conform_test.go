@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"tofuc/analysis/check"
+	"tofuc/frontend/onnx"
 	"tofuc/internal/shared"
 	"tofuc/lang"
 	"tofuc/parser"
-	"tofuc/parser/onnx"
 	"tofuc/runtime/exec"
 )
 
@@ -38,7 +38,7 @@ func runOn(t *testing.T, paths []string, b exec.Backend) []Outcome {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			prog, err := check.NewProgram()
+			prog, err := check.NewProgram(parser.Parse)
 			if err != nil {
 				t.Error(err)
 				return
@@ -108,7 +108,7 @@ func TestLightModels(t *testing.T) {
 // to the same graph (operators, attributes, shapes) as the printer's raw
 // output before formatting.
 func TestLightModelsFormatRoundTrip(t *testing.T) {
-	prog, err := check.NewProgram()
+	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestNodeConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(old) != doc {
-		t.Errorf("%s is out of date with the node test results (go test ./parser/onnx/conform -run TestNodeConformance -update rewrites it); first difference:\n%s", path, firstDiff(string(old), doc))
+		t.Errorf("%s is out of date with the node test results (go test ./frontend/onnx/conform -run TestNodeConformance -update rewrites it); first difference:\n%s", path, firstDiff(string(old), doc))
 	}
 }
 
