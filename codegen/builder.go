@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"tofuc/analysis/cost"
+	"tofuc/codegen/blocking"
 	"tofuc/codegen/emit"
 	"tofuc/codegen/kernel"
 	"tofuc/lang"
@@ -106,7 +107,7 @@ func (b *builder) addStep(device int, init bool, s plan.Step) int {
 // keys, to a device's steps.
 func (b *builder) launch(device int, init bool, k *kernel.Kernel) (int, error) {
 	if k.GEMM != nil && !k.PackOnly && !k.GPUOnly && k.GEMM.SharedB == nil && k.Before == nil {
-		if n := emit.SharedBLen(k.GEMM); n > 0 {
+		if n := blocking.SharedBLen(k.GEMM); n > 0 {
 			// The host flavour's tasks share B, packed into a
 			// workspace that lives for the launch only.
 			key := sharedBKey{k}
@@ -199,7 +200,7 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	pk.Grid, pk.Block, pk.Shared = geometry(k)
 	pk.HostRange, pk.HostGrain = emit.HostRange(k)
 	if k.GEMM != nil && !k.PackOnly {
-		pk.HostPhase = emit.GEMMPackItems(k.GEMM)
+		pk.HostPhase = blocking.GEMMPackItems(k.GEMM)
 	}
 	switch {
 	case k.HostOnly():

@@ -14,7 +14,7 @@ import (
 
 	"tofuc/analysis/cost"
 	"tofuc/codegen/backend"
-	"tofuc/codegen/emit"
+	"tofuc/codegen/blocking"
 )
 
 // The reference models of `tofuc bench --calibrate`: typical layers of
@@ -244,9 +244,9 @@ type measured struct {
 }
 
 // hostContractionTile is the rows and columns of the host GEMM's
-// micro-kernel, and the most columns of its narrow kernel (emit.HostTile).
+// micro-kernel, and the most columns of its narrow kernel (blocking.HostTile).
 func hostContractionTile() (tile []int64, narrowCols int64) {
-	mr, nr, narrowCols := emit.HostTile()
+	mr, nr, narrowCols := blocking.HostTile()
 	return []int64{mr, nr}, narrowCols
 }
 

@@ -13,7 +13,8 @@ import (
 	"strings"
 
 	"tofuc/analysis/check"
-	"tofuc/codegen/emit"
+	"tofuc/codegen/blocking"
+	"tofuc/codegen/mathir"
 	"tofuc/codegen/toolchain"
 )
 
@@ -22,7 +23,7 @@ import (
 //   - tofuc's own executable, which holds the standard library and every pass;
 //   - the toolchain's identity (llc's version and the host CPU it targets);
 //   - the choices the emitted code makes from the CPU features Go detects
-//     (emit.HostChoices: vector width, register tile, FMA), which
+//     (hostChoices: vector width, register tile, FMA), which
 //     GODEBUG=cpu.avx512f=off or cpu.fma=off changes on the same CPU;
 //   - the flags other than -o and --jobs;
 //   - the model file, every file it imports, and the weights beside it.
@@ -69,6 +70,14 @@ func cachedCompile(path string, f compileFlags, stdout io.Writer, compile func(i
 	return nil
 }
 
+// hostChoices names every choice the emitted code makes from the CPU
+// features Go detects: the blocking's (vector width, the GEMM's
+// register tile and narrow columns) and whether llvm.fma.f64 is the
+// CPU's instruction.
+func hostChoices() string {
+	return fmt.Sprintf("%s fma %v", blocking.HostChoices(), mathir.HostHasFMA())
+}
+
 // compileKey hashes the inputs of a compile (see above).
 func compileKey(path string, f compileFlags, tools *toolchain.Tools) (string, error) {
 	h := sha256.New()
@@ -80,7 +89,7 @@ func compileKey(path string, f compileFlags, tools *toolchain.Tools) (string, er
 		return "", err
 	}
 	f.out, f.jobs = "", 0
-	fmt.Fprintf(h, "%s\n%+v\n%s\n", tools.Identity(), f, emit.HostChoices())
+	fmt.Fprintf(h, "%s\n%+v\n%s\n", tools.Identity(), f, hostChoices())
 	if filepath.Ext(path) == ".onnx" { // weights and all
 		if err := hashFile(h, path); err != nil {
 			return "", err

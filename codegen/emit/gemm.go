@@ -3,17 +3,15 @@ package emit
 import (
 	"fmt"
 	"math"
-	"runtime"
 
 	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
-	"golang.org/x/sys/cpu"
 
+	"tofuc/codegen/blocking"
 	"tofuc/codegen/kernel"
-	"tofuc/codegen/mathir"
 	"tofuc/lang"
 	tir "tofuc/lang/ir"
 )
@@ -26,7 +24,7 @@ import (
 //	  for each block of KC values of k:
 //	    pack B[k, jc:jc+nc] into Bp          (evaluating B's lambda: im2col for free;
 //	                                          or, where B is shared, the kernel's first
-//	                                          items have packed all of it, see blocking)
+//	                                          items have packed all of it, see blocking.Split)
 //	    for each block of MC rows:
 //	      pack A[rows, k] into Ap            (unless packed with the weights)
 //	      for each panel of NR columns:      (the panel of Bp stays in L1)
@@ -34,178 +32,21 @@ import (
 //	          C[strip, panel] (= in the first block, else +=) Ap[strip] · Bp[panel]
 //	  epilogue: each element's stages with the sum replaced by C, stored
 //
-// Sizes follow one rule (docs/codegen.md): the vector has the host's
-// widest lanes VL (16 floats with AVX-512, 8 with AVX, else 4); the
-// micro-kernel keeps MR × 2 vectors of C in registers (MR = 8 with
-// AVX-512's 32 registers, else 6 of 16) over NR = 2·VL columns; KC = 256
-// keeps a panel of Bp (KC·NR floats, contiguous) in L1 while the strips
-// of a block of MC = 240 rows of Ap (L2) pass; a task's columns nc keep
-// Bp (KC·nc floats) within 512 KiB of L2, at most 512, dealt out in
-// equal shares of 32 columns; its rows keep C (rows·nc sums, counted as doubles) within
-// 1 MiB of L2; and there are at least four tasks where the shape
-// allows, so that every thread has work (blocking). Products accumulate in f32 with
-// fused multiply-adds within a block of KC, and the blocks' sums are
-// added in f32 where there are at most 4 blocks, else in double
-// (sumType): a contraction's result differs from the interpreter's
-// (which sums in float64) within the reordered-sum tolerance.
+// Its sizes (the register tile MR × NR, the blocks KC and MC, how the
+// work is split into tasks, whether C's sums are f32 or double) are
+// codegen/blocking's decisions (blocking.Shape), which the builder and
+// the calibration read too.
 
-const (
-	coldAhead   = 32 // depth values a cold micro-kernel prefetches its strip and panel ahead
-	gemmKC      = 256
-	gemmBudget  = 512 << 10 // bytes of Bp a task keeps
-	gemmMaxNC   = 512
-	gemmCBudget = 1 << 20 // bytes of a task's sums
-	gemmMC      = 240     // rows of A packed per block (a multiple of every MR)
-
-	gemmF32Blocks = 4 // blocks of the depth whose sums C may add in f32 (sumType)
-)
-
-// HostLanes is the number of f32 lanes of the host's widest vectors
-// (the GEMM micro-kernel's and the peak probe's, codegen/peak).
-func HostLanes() int64 {
-	switch {
-	case runtime.GOARCH == "amd64" && cpu.X86.HasAVX512F:
-		return 16
-	case runtime.GOARCH == "amd64" && cpu.X86.HasAVX:
-		return 8
-	}
-	return 4
-}
-
-// HostChoices names every choice the emitted code makes from the CPU
-// features Go detects (GODEBUG=cpu.avx512f=off or cpu.fma=off changes
-// them on the same CPU): the vector width, the GEMM's register tile and
-// narrow columns, and whether llvm.fma.f64 is the CPU's instruction.
-// What caches compiled outputs keys on it.
-func HostChoices() string {
-	mr, nr, narrow := HostTile()
-	return fmt.Sprintf("lanes %d tile %d×%d narrow %d fma %v", HostLanes(), mr, nr, narrow, mathir.HostHasFMA())
-}
-
-// gemmShape is the blocking of a contraction kernel.
-type gemmShape struct {
-	rows, cols, depth, batch int64
-	blocking
-	vl, nr, mr int64
-}
-
-// newGemmShape is the blocking of g, sharing B where g has the
-// workspace for it (SharedBLen).
-func newGemmShape(g *kernel.GEMM) gemmShape { return gemmShapeOf(g, g.SharedB != nil) }
-
-func gemmShapeOf(g *kernel.GEMM, share bool) gemmShape {
-	s := gemmShape{rows: tir.Extent(g.Rows), cols: tir.Extent(g.Cols), depth: tir.Extent(g.K), batch: tir.Extent(g.Batch)}
-	s.vl = HostLanes()
-	s.mr, s.nr, _ = HostTile()
-	s.blocking = newBlocking(s.rows, s.cols, s.depth, s.batch, s.mr, s.nr, share)
-	return s
-}
-
-// blocking is how a contraction's work is split into tasks: batch
-// indices × chunks of rows × chunks of columns, so that tasks take
-// equal time and every thread has work.
-//
-// Columns are dealt out in quanta of gemmColQuantum (a whole number of
-// any host's NR) as evenly as the quanta allow: a task's columns keep a
-// packed block of the column factor within gemmBudget of L2, at most
-// gemmMaxNC, and several column chunks are a multiple of four where
-// there are that many quanta (65–96 columns make three). Rows are dealt
-// out in strips of MR as evenly as the strips allow, split where batch
-// and columns give fewer than four tasks, and where a task's sums (rows
-// × columns sums, counted as doubles) would not stay within gemmCBudget.
-//
-// Split rows would each pack the same columns of B, and column chunks
-// of unequal panels (196 columns: 1, 2, 2 and 2 panels of 32) leave
-// threads waiting; either way B is shared when it fits gemmSharedBudget:
-// the kernel's first items pack all of B into a workspace (every batch
-// index, every block of the depth, in parallel), and then the tasks
-// split columns only as the L2 budget asks and rows into at least
-// eight tasks where the strips allow; B is not shared where that would
-// leave fewer tasks than splitting columns gave, up to four (rows of a
-// few strips).
-type blocking struct {
-	quanta, colChunks int64
-	strips, rowChunks int64
-	cols1, rows1      int64 // the widest chunk's columns and rows
-	shared            bool
-	packItems         int64 // items packing B, before the tasks, when shared
-}
-
-const (
-	gemmColQuantum   = 32
-	gemmSharedBudget = 16 << 20 // bytes of B packed for all tasks
-)
-
-// newBlocking is the blocking of a contraction's shape; B is shared
-// only where share says the kernel has the workspace.
-func newBlocking(rows, cols, depth, batch, mr, nr int64, share bool) blocking {
-	b := blocking{quanta: max(1, ceilDiv(cols, gemmColQuantum)), strips: max(1, ceilDiv(rows, mr))}
-	nc := int64(min(gemmMaxNC, max(64, gemmBudget/(4*gemmKC)/64*64)))
-	chunks := ceilDiv(cols, nc)
-	if batch < 4 {
-		chunks = max(chunks, min(4, ceilDiv(cols, 64)))
-	}
-	if chunks > 1 {
-		chunks = ceilDiv(chunks, 4) * 4
-	}
-	b.colChunks = max(1, min(chunks, b.quanta))
-	b.rowChunks = b.rowsFor(rows, cols, batch, 4, 1)
-	if share && (b.rowChunks > 1 || !b.evenPanels(cols, nr)) && 4*batch*depth*ceilDiv(cols, nr)*nr <= gemmSharedBudget {
-		// Shared, unless that leaves fewer tasks than there were, up
-		// to four (a few strips of rows cannot make up for the
-		// column chunks).
-		sb := b
-		sb.colChunks = max(1, min(ceilDiv(cols, nc), b.quanta))
-		sb.rowChunks = sb.rowsFor(rows, cols, batch, 8, 2)
-		if sb.rowChunks*sb.colChunks < min(4, b.rowChunks*b.colChunks) {
-			sb.rowChunks = sb.rowsFor(rows, cols, batch, 8, 1)
-		}
-		if sb.rowChunks*sb.colChunks >= min(4, b.rowChunks*b.colChunks) {
-			b = sb
-			b.shared = true
-			b.packItems = batch * ceilDiv(depth, gemmKC) * b.colChunks
-		}
-	}
-	b.cols1 = b.widestCols(cols)
-	b.rows1 = ceilDiv(b.strips, b.rowChunks) * mr
-	return b
-}
-
-// widestCols is the widest column chunk's columns.
-func (b blocking) widestCols(cols int64) int64 {
-	return max(1, min(cols, ceilDiv(b.quanta, b.colChunks)*gemmColQuantum))
-}
-
-// rowsFor is the number of row chunks: enough for batch × column chunks
-// × row chunks to reach tasks where the strips allow (at least
-// minStrips each), and for a task's sums to stay within gemmCBudget.
-func (b blocking) rowsFor(rows, cols, batch, tasks, minStrips int64) int64 {
-	byC := ceilDiv(rows*b.widestCols(cols)*8, gemmCBudget)
-	n := max(byC, ceilDiv(tasks, max(1, batch*b.colChunks)))
-	return max(1, min(n, b.strips/minStrips))
-}
-
-// evenPanels says whether the column chunks have nearly equal numbers
-// of panels (of nr columns): within a quarter of the widest.
-func (b blocking) evenPanels(cols, nr int64) bool {
-	widest, narrowest := int64(0), int64(math.MaxInt64)
-	for c := range b.colChunks {
-		lo := min(cols, b.quanta*c/b.colChunks*gemmColQuantum)
-		hi := min(cols, b.quanta*(c+1)/b.colChunks*gemmColQuantum)
-		panels := ceilDiv(hi-lo, nr)
-		widest, narrowest = max(widest, panels), min(narrowest, panels)
-	}
-	return 4*(widest-narrowest) <= widest
-}
-
-func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+// coldAhead is the number of depth values a cold micro-kernel
+// prefetches its strip and panel ahead (microKernel).
+const coldAhead = 32
 
 // colChunk returns the first column and the column count of chunk c:
 // quanta [quanta·c/chunks, quanta·(c+1)/chunks), the last cut at cols.
-func (f *fn) colChunk(s gemmShape, c value.Value) (jc, nc value.Value) {
+func (f *fn) colChunk(s blocking.Shape, c value.Value) (jc, nc value.Value) {
 	quantum := func(c value.Value) value.Value {
-		q := f.b.NewUDiv(f.b.NewMul(c, i64(s.quanta)), i64(s.colChunks))
-		return f.smin(f.b.NewMul(q, i64(gemmColQuantum)), i64(s.cols))
+		q := f.b.NewUDiv(f.b.NewMul(c, i64(s.Quanta)), i64(s.ColChunks))
+		return f.smin(f.b.NewMul(q, i64(blocking.ColQuantum)), i64(s.Cols))
 	}
 	jc = quantum(c)
 	return jc, f.b.NewSub(quantum(f.b.NewAdd(c, i64(1))), jc)
@@ -213,32 +54,13 @@ func (f *fn) colChunk(s gemmShape, c value.Value) (jc, nc value.Value) {
 
 // rowChunk returns the first row and the row count of chunk r: strips
 // [strips·r/chunks, strips·(r+1)/chunks), the last cut at rows.
-func (f *fn) rowChunk(s gemmShape, r value.Value) (r0, rows value.Value) {
+func (f *fn) rowChunk(s blocking.Shape, r value.Value) (r0, rows value.Value) {
 	strip := func(r value.Value) value.Value {
-		q := f.b.NewUDiv(f.b.NewMul(r, i64(s.strips)), i64(s.rowChunks))
-		return f.smin(f.b.NewMul(q, i64(s.mr)), i64(s.rows))
+		q := f.b.NewUDiv(f.b.NewMul(r, i64(s.Strips)), i64(s.RowChunks))
+		return f.smin(f.b.NewMul(q, i64(s.MR)), i64(s.Rows))
 	}
 	r0 = strip(r)
 	return r0, f.b.NewSub(strip(f.b.NewAdd(r, i64(1))), r0)
-}
-
-// SharedBLen is the length of the workspace into which a contraction
-// packs all of B for its tasks (blocking), 0 when its tasks pack their
-// own blocks: per batch index, the columns in panels of NR, each panel
-// the whole depth (Bs[(j/NR)·depth·NR + k·NR + j%NR]).
-func SharedBLen(g *kernel.GEMM) int64 {
-	s := gemmShapeOf(g, true)
-	if !s.shared || s.rows == 0 || s.cols == 0 {
-		return 0
-	}
-	return s.batch * s.depth * ceilDiv(s.cols, s.nr) * s.nr
-}
-
-// PackedLen is the length of a GEMM's A factor packed for this host's
-// micro-kernel: its rows rounded up to whole strips, times the depth.
-func PackedLen(g *kernel.GEMM) int64 {
-	s := newGemmShape(g)
-	return (s.rows + s.mr - 1) / s.mr * s.mr * s.depth
 }
 
 // packStrips packs strips [begin, end) of A for a PackOnly kernel, strip
@@ -246,51 +68,31 @@ func PackedLen(g *kernel.GEMM) int64 {
 // starting at pc of the strip at row ir begins at ir·depth + pc·MR.
 func (f *fn) packStrips(begin, end value.Value) {
 	g := f.k.GEMM
-	s := newGemmShape(g)
+	s := blocking.NewShape(g)
 	out := f.bufs[len(f.bufs)-1]
 	f.unflatten(i64(0), g.Batch, extents(g.Batch))
 	f.loop(begin, end, i64(1), func(strip value.Value) {
-		ir := f.b.NewMul(strip, i64(s.mr))
-		ap := f.b.NewGetElementPtr(types.Float, out, f.b.NewMul(ir, i64(s.depth)))
-		f.packA(g, s, ap, i64(0), i64(s.depth), ir)
+		ir := f.b.NewMul(strip, i64(s.MR))
+		ap := f.b.NewGetElementPtr(types.Float, out, f.b.NewMul(ir, i64(s.Depth)))
+		f.packA(g, s, ap, i64(0), i64(s.Depth), ir)
 	})
-}
-
-// GEMMTasks is the host range of a contraction kernel: the items that
-// pack a shared B (all of them run before the rest: GEMMPackItems), then
-// its tasks, each a batch index, a block of rows and a block of columns.
-func GEMMTasks(g *kernel.GEMM) int64 {
-	s := newGemmShape(g)
-	if s.cols == 0 || s.rows == 0 {
-		return 0
-	}
-	return s.packItems + s.batch*s.rowChunks*s.colChunks
-}
-
-// GEMMPackItems is the number of items at the start of a contraction's
-// host range that pack its shared B, 0 when it has none.
-func GEMMPackItems(g *kernel.GEMM) int64 {
-	if GEMMTasks(g) == 0 {
-		return 0
-	}
-	return newGemmShape(g).packItems
 }
 
 // gemmHost lowers a contraction kernel's host flavour: items [begin,
 // end) of its host range, each packing a block of a shared B or a task.
 func (f *fn) gemmHost(begin, end value.Value) {
 	g := f.k.GEMM
-	s := newGemmShape(g)
-	t, free := f.newGemmTask(g, s, s.rows1, s.cols1)
+	s := blocking.NewShape(g)
+	t, free := f.newGemmTask(g, s, s.Rows1, s.Cols1)
 	f.loop(begin, end, i64(1), func(item value.Value) {
-		if !s.shared {
+		if !s.Shared {
 			f.gemmTask(t, item)
 			return
 		}
-		f.ifElse(f.b.NewICmp(enum.IPredULT, item, i64(s.packItems)), func() {
+		f.ifElse(f.b.NewICmp(enum.IPredULT, item, i64(s.PackItems)), func() {
 			f.packShared(t.shared, s, item)
 		}, func() {
-			f.gemmTask(t, f.b.NewSub(item, i64(s.packItems)))
+			f.gemmTask(t, f.b.NewSub(item, i64(s.PackItems)))
 		})
 	})
 	free()
@@ -298,14 +100,14 @@ func (f *fn) gemmHost(begin, end value.Value) {
 
 // newGemmTask allocates the buffers of tasks of at most rows × cols of
 // a contraction's output, and returns what frees them.
-func (f *fn) newGemmTask(g *kernel.GEMM, s gemmShape, rows, cols int64) (*gemmTask, func()) {
-	ncPad := ceilDiv(cols, s.nr) * s.nr
-	rowsPad := ceilDiv(rows, s.mr) * s.mr
+func (f *fn) newGemmTask(g *kernel.GEMM, s blocking.Shape, rows, cols int64) (*gemmTask, func()) {
+	ncPad := blocking.CeilDiv(cols, s.NR) * s.NR
+	rowsPad := blocking.CeilDiv(rows, s.MR) * s.MR
 	floats := func(n int64) value.Value { return f.scratch(4*n, types.Float) }
 	// C's rows are a line longer than its panels: rows a power of two
 	// apart (512 columns of doubles are 4 KiB) would put a tile's rows
 	// in the same sets of L1, evicting the panel of B.
-	sumType := s.sumType()
+	sumType := sumTypeOf(s)
 	t := &gemmTask{g: g, s: s, sumType: sumType, ldc: ncPad + CacheLine/sumSize(sumType)}
 	for i, a := range f.k.Args {
 		switch {
@@ -315,12 +117,12 @@ func (f *fn) newGemmTask(g *kernel.GEMM, s gemmShape, rows, cols int64) (*gemmTa
 			t.shared = f.bufs[i] // B packed for all tasks
 		}
 	}
-	if !s.shared {
-		t.bp = floats(gemmKC * ncPad)
+	if !s.Shared {
+		t.bp = floats(blocking.KC * ncPad)
 	}
-	t.ap = floats(gemmKC * (gemmMC + s.mr))
+	t.ap = floats(blocking.KC * (blocking.MC + s.MR))
 	t.cs = f.scratch(sumSize(sumType)*rowsPad*t.ldc, sumType)
-	if s.narrow() {
+	if s.Narrow() {
 		t.micro = f.m.narrowKernel(s)
 		t.cold = t.micro
 	} else {
@@ -330,11 +132,11 @@ func (f *fn) newGemmTask(g *kernel.GEMM, s gemmShape, rows, cols int64) (*gemmTa
 	// share B, in the panels of its batch index (t.shared), else packed
 	// into bp here; panelLen is the distance between its panels.
 	t.blockB = func(pc, kc, jc, nc, ncPanels value.Value) (block, panelLen value.Value) {
-		if !s.shared {
-			f.packB(g, s, t.bp, f.b.NewMul(kc, i64(s.nr)), pc, kc, jc, nc, ncPanels)
-			return t.bp, f.b.NewMul(kc, i64(s.nr))
+		if !s.Shared {
+			f.packB(g, s, t.bp, f.b.NewMul(kc, i64(s.NR)), pc, kc, jc, nc, ncPanels)
+			return t.bp, f.b.NewMul(kc, i64(s.NR))
 		}
-		return f.sharedBlock(t.shared, s, pc, jc), i64(s.depth * s.nr)
+		return f.sharedBlock(t.shared, s, pc, jc), i64(s.Depth * s.NR)
 	}
 	return t, func() {
 		for _, p := range []value.Value{t.cs, t.bp, t.ap} {
@@ -347,10 +149,10 @@ func (f *fn) newGemmTask(g *kernel.GEMM, s gemmShape, rows, cols int64) (*gemmTa
 
 // gemmTask is what a contraction's tasks share: its buffers (the packed
 // A of the weights or nil, Ap and Bp for a task's packing, C for its
-// sums (sumType) with rows ldc apart) and how a task finds a block of B.
+// sums (sumTypeOf) with rows ldc apart) and how a task finds a block of B.
 type gemmTask struct {
 	g                      *kernel.GEMM
-	s                      gemmShape
+	s                      blocking.Shape
 	micro, cold            *ir.Func // cold: for a strip or a panel met first (microKernel)
 	packed, shared, ap, bp value.Value
 	cs                     value.Value
@@ -363,11 +165,11 @@ type gemmTask struct {
 // block of columns (gemmBlock).
 func (f *fn) gemmTask(t *gemmTask, task value.Value) {
 	g, s := t.g, t.s
-	per := s.rowChunks * s.colChunks
+	per := s.RowChunks * s.ColChunks
 	rest := f.b.NewURem(task, i64(per))
 	f.unflatten(f.b.NewUDiv(task, i64(per)), g.Batch, extents(g.Batch))
-	r0, rows := f.rowChunk(s, f.b.NewUDiv(rest, i64(s.colChunks)))
-	jc, nc := f.colChunk(s, f.b.NewURem(rest, i64(s.colChunks)))
+	r0, rows := f.rowChunk(s, f.b.NewUDiv(rest, i64(s.ColChunks)))
+	jc, nc := f.colChunk(s, f.b.NewURem(rest, i64(s.ColChunks)))
 	f.gemmBlock(t, r0, rows, jc, nc)
 }
 
@@ -379,31 +181,31 @@ func (f *fn) gemmBlock(t *gemmTask, r0, rows, jc, nc value.Value) {
 	// The micro-kernel runs over the chunk's panels only, not the
 	// widest chunk's.
 	ncPanels := f.panelsOf(s, nc)
-	if s.depth == 0 { // no block of the depth stores C
+	if s.Depth == 0 { // no block of the depth stores C
 		f.loop(i64(0), f.b.NewMul(rows, i64(t.ldc)), i64(1), func(i value.Value) {
 			f.b.NewStore(constant.NewFloat(t.sumType.(*types.FloatType), 0), f.b.NewGetElementPtr(t.sumType, t.cs, i))
 		})
 	}
-	f.loop(i64(0), i64(s.depth), i64(gemmKC), func(pc value.Value) {
-		kc := f.smin(i64(gemmKC), f.b.NewSub(i64(s.depth), pc))
+	f.loop(i64(0), i64(s.Depth), i64(blocking.KC), func(pc value.Value) {
+		kc := f.smin(i64(blocking.KC), f.b.NewSub(i64(s.Depth), pc))
 		first := f.b.NewICmp(enum.IPredEQ, pc, i64(0))
 		bBlock, panelLen := t.blockB(pc, kc, jc, nc, ncPanels)
-		f.loop(r0, rowsEnd, i64(gemmMC), func(ic value.Value) {
-			icEnd := f.smin(f.b.NewAdd(ic, i64(gemmMC)), rowsEnd)
+		f.loop(r0, rowsEnd, i64(blocking.MC), func(ic value.Value) {
+			icEnd := f.smin(f.b.NewAdd(ic, i64(blocking.MC)), rowsEnd)
 			// The strip at row ir of the block: packed with the
 			// weights, or packed here for the block.
 			strip := func(ir value.Value) value.Value {
 				if t.packed != nil {
-					return f.b.NewGetElementPtr(types.Float, t.packed, f.b.NewAdd(f.b.NewMul(ir, i64(s.depth)), f.b.NewMul(pc, i64(s.mr))))
+					return f.b.NewGetElementPtr(types.Float, t.packed, f.b.NewAdd(f.b.NewMul(ir, i64(s.Depth)), f.b.NewMul(pc, i64(s.MR))))
 				}
 				return f.b.NewGetElementPtr(types.Float, t.ap, f.b.NewMul(f.b.NewSub(ir, ic), kc))
 			}
 			if t.packed == nil {
-				f.loop(ic, icEnd, i64(s.mr), func(ir value.Value) { f.packA(g, s, strip(ir), pc, kc, ir) })
+				f.loop(ic, icEnd, i64(s.MR), func(ir value.Value) { f.packA(g, s, strip(ir), pc, kc, ir) })
 			}
-			f.loop(i64(0), ncPanels, i64(s.nr), func(jr value.Value) {
-				bPanel := f.b.NewGetElementPtr(types.Float, bBlock, f.b.NewMul(f.b.NewUDiv(jr, i64(s.nr)), panelLen))
-				f.loop(ic, icEnd, i64(s.mr), func(ir value.Value) {
+			f.loop(i64(0), ncPanels, i64(s.NR), func(jr value.Value) {
+				bPanel := f.b.NewGetElementPtr(types.Float, bBlock, f.b.NewMul(f.b.NewUDiv(jr, i64(s.NR)), panelLen))
+				f.loop(ic, icEnd, i64(s.MR), func(ir value.Value) {
 					row := f.b.NewMul(f.b.NewSub(ir, r0), i64(t.ldc))
 					cTile := f.b.NewGetElementPtr(t.sumType, t.cs, f.b.NewAdd(row, jr))
 					// A strip meets the panel first (ir = ic), or
@@ -423,46 +225,46 @@ func (f *fn) gemmBlock(t *gemmTask, r0, rows, jc, nc value.Value) {
 }
 
 // panelsOf is nc columns rounded up to whole panels.
-func (f *fn) panelsOf(s gemmShape, nc value.Value) value.Value {
-	return f.b.NewMul(f.b.NewUDiv(f.b.NewAdd(nc, i64(s.nr-1)), i64(s.nr)), i64(s.nr))
+func (f *fn) panelsOf(s blocking.Shape, nc value.Value) value.Value {
+	return f.b.NewMul(f.b.NewUDiv(f.b.NewAdd(nc, i64(s.NR-1)), i64(s.NR)), i64(s.NR))
 }
 
 // sharedBlock is where the block at depth pc of the columns from jc (a
 // multiple of NR) begins in the shared B of the bound batch index.
-func (f *fn) sharedBlock(shared value.Value, s gemmShape, pc, jc value.Value) value.Value {
-	colsPad := ceilDiv(s.cols, s.nr) * s.nr
+func (f *fn) sharedBlock(shared value.Value, s blocking.Shape, pc, jc value.Value) value.Value {
+	colsPad := blocking.CeilDiv(s.Cols, s.NR) * s.NR
 	batch := flatIndex(f, f.varValues(f.k.GEMM.Batch), extents(f.k.GEMM.Batch))
-	var off value.Value = f.b.NewMul(batch, i64(s.depth*colsPad))
-	off = f.b.NewAdd(off, f.b.NewMul(f.b.NewUDiv(jc, i64(s.nr)), i64(s.depth*s.nr)))
-	off = f.b.NewAdd(off, f.b.NewMul(pc, i64(s.nr)))
+	var off value.Value = f.b.NewMul(batch, i64(s.Depth*colsPad))
+	off = f.b.NewAdd(off, f.b.NewMul(f.b.NewUDiv(jc, i64(s.NR)), i64(s.Depth*s.NR)))
+	off = f.b.NewAdd(off, f.b.NewMul(pc, i64(s.NR)))
 	return f.b.NewGetElementPtr(types.Float, shared, off)
 }
 
 // packShared lowers pack item item: the block of depth and the chunk of
 // columns of one batch index of B, packed into the shared B.
-func (f *fn) packShared(shared value.Value, s gemmShape, item value.Value) {
+func (f *fn) packShared(shared value.Value, s blocking.Shape, item value.Value) {
 	g := f.k.GEMM
-	blocks := ceilDiv(s.depth, gemmKC)
-	f.unflatten(f.b.NewUDiv(item, i64(blocks*s.colChunks)), g.Batch, extents(g.Batch))
-	rest := f.b.NewURem(item, i64(blocks*s.colChunks))
-	pc := f.b.NewMul(f.b.NewUDiv(rest, i64(s.colChunks)), i64(gemmKC))
-	kc := f.smin(i64(gemmKC), f.b.NewSub(i64(s.depth), pc))
-	jc, nc := f.colChunk(s, f.b.NewURem(rest, i64(s.colChunks)))
+	blocks := blocking.CeilDiv(s.Depth, blocking.KC)
+	f.unflatten(f.b.NewUDiv(item, i64(blocks*s.ColChunks)), g.Batch, extents(g.Batch))
+	rest := f.b.NewURem(item, i64(blocks*s.ColChunks))
+	pc := f.b.NewMul(f.b.NewUDiv(rest, i64(s.ColChunks)), i64(blocking.KC))
+	kc := f.smin(i64(blocking.KC), f.b.NewSub(i64(s.Depth), pc))
+	jc, nc := f.colChunk(s, f.b.NewURem(rest, i64(s.ColChunks)))
 	ncPanels := f.panelsOf(s, nc)
-	f.packB(g, s, f.sharedBlock(shared, s, pc, jc), i64(s.depth*s.nr), pc, kc, jc, nc, ncPanels)
+	f.packB(g, s, f.sharedBlock(shared, s, pc, jc), i64(s.Depth*s.NR), pc, kc, jc, nc, ncPanels)
 }
 
 // packB stores B[k, jc+j] for k in [pc, pc+kc), j in [0, ncPanels)
 // (zero past nc) as Bp[(j/NR)·panelLen + (k-pc)·NR + j%NR] (panels of NR
 // columns, panelLen apart), in f32, reading B along its contiguous
 // direction.
-func (f *fn) packB(g *kernel.GEMM, s gemmShape, bp, panelLen, pc, kc, jc, nc, ncPanels value.Value) {
+func (f *fn) packB(g *kernel.GEMM, s blocking.Shape, bp, panelLen, pc, kc, jc, nc, ncPanels value.Value) {
 	// Bp is a sequence of panels of NR columns, each kc × NR floats, so
 	// that the micro-kernel reads one contiguous panel (L1-resident)
 	// rather than NR columns of rows of C apart.
 	at := func(ks, j value.Value) value.Value {
-		panel := f.b.NewMul(f.b.NewUDiv(j, i64(s.nr)), panelLen)
-		return f.b.NewGetElementPtr(types.Float, bp, f.b.NewAdd(panel, f.b.NewAdd(f.b.NewMul(ks, i64(s.nr)), f.b.NewURem(j, i64(s.nr)))))
+		panel := f.b.NewMul(f.b.NewUDiv(j, i64(s.NR)), panelLen)
+		return f.b.NewGetElementPtr(types.Float, bp, f.b.NewAdd(panel, f.b.NewAdd(f.b.NewMul(ks, i64(s.NR)), f.b.NewURem(j, i64(s.NR)))))
 	}
 	store := func(ks, j value.Value) {
 		f.b.NewStore(f.factorF32(g.B), at(ks, j))
@@ -479,7 +281,7 @@ func (f *fn) packB(g *kernel.GEMM, s gemmShape, bp, panelLen, pc, kc, jc, nc, nc
 		// turns into vector copies where B is contiguous.
 		f.loop(i64(0), kc, i64(1), func(ks value.Value) {
 			f.unflatten(f.b.NewAdd(pc, ks), g.K, extents(g.K))
-			row := panelRow{base: f.b.NewGetElementPtr(types.Float, bp, f.b.NewMul(ks, i64(s.nr))), panelLen: panelLen, nr: s.nr}
+			row := panelRow{base: f.b.NewGetElementPtr(types.Float, bp, f.b.NewMul(ks, i64(s.NR))), panelLen: panelLen, nr: s.NR}
 			if len(g.Cols) == 0 {
 				f.segments(row, i64(0), i64(0), nc, func(dst, _, n value.Value) {
 					f.vectorLoop(i64(0), n, func(v value.Value) {
@@ -503,10 +305,10 @@ func (f *fn) packB(g *kernel.GEMM, s gemmShape, bp, panelLen, pc, kc, jc, nc, nc
 
 // packA stores A[ir+i, k] for k in [pc, pc+kc), i in [0, MR) (zero past
 // the rows) as Ap[(k-pc)·MR + i], in f32.
-func (f *fn) packA(g *kernel.GEMM, s gemmShape, ap, pc, kc, ir value.Value) {
-	rows := f.smin(i64(s.mr), f.b.NewSub(i64(s.rows), ir))
+func (f *fn) packA(g *kernel.GEMM, s blocking.Shape, ap, pc, kc, ir value.Value) {
+	rows := f.smin(i64(s.MR), f.b.NewSub(i64(s.Rows), ir))
 	store := func(ks, i value.Value) {
-		f.b.NewStore(f.factorF32(g.A), f.b.NewGetElementPtr(types.Float, ap, f.b.NewAdd(f.b.NewMul(ks, i64(s.mr)), i)))
+		f.b.NewStore(f.factorF32(g.A), f.b.NewGetElementPtr(types.Float, ap, f.b.NewAdd(f.b.NewMul(ks, i64(s.MR)), i)))
 	}
 	// The depth outermost even where A is contiguous along it: a strip's
 	// MR rows are then MR streams read side by side, whose cache misses
@@ -521,13 +323,13 @@ func (f *fn) packA(g *kernel.GEMM, s gemmShape, ap, pc, kc, ir value.Value) {
 	if len(g.Rows) != 1 || len(g.K) != 1 {
 		general()
 	} else {
-		full := f.b.NewICmp(enum.IPredEQ, rows, i64(s.mr))
+		full := f.b.NewICmp(enum.IPredEQ, rows, i64(s.MR))
 		f.ifElse(full, func() { f.packFullStrip(g, s, ap, pc, kc, ir) }, general)
 	}
 	// Rows past the last are zero.
 	f.loop(i64(0), kc, i64(1), func(ks value.Value) {
-		f.loop(rows, i64(s.mr), i64(1), func(i value.Value) {
-			f.b.NewStore(constant.NewFloat(types.Float, 0), f.b.NewGetElementPtr(types.Float, ap, f.b.NewAdd(f.b.NewMul(ks, i64(s.mr)), i)))
+		f.loop(rows, i64(s.MR), i64(1), func(i value.Value) {
+			f.b.NewStore(constant.NewFloat(types.Float, 0), f.b.NewGetElementPtr(types.Float, ap, f.b.NewAdd(f.b.NewMul(ks, i64(s.MR)), i)))
 		})
 	})
 }
@@ -539,28 +341,28 @@ func (f *fn) packA(g *kernel.GEMM, s gemmShape, ap, pc, kc, ir value.Value) {
 // per row, transposed by interleaving (transposeRows); otherwise, and
 // for the depth's last kc mod VL values, element by element with the
 // rows unrolled.
-func (f *fn) packFullStrip(g *kernel.GEMM, s gemmShape, ap, pc, kc, ir value.Value) {
+func (f *fn) packFullStrip(g *kernel.GEMM, s blocking.Shape, ap, pc, kc, ir value.Value) {
 	rowVar, kVar := g.Rows[0], g.K[0]
 	scalar := func(from value.Value) {
 		f.loop(from, kc, i64(1), func(ks value.Value) {
 			f.vars[kVar] = f.b.NewAdd(pc, ks)
-			for i := range s.mr {
+			for i := range s.MR {
 				f.vars[rowVar] = f.b.NewAdd(ir, i64(i))
-				f.b.NewStore(f.factorF32(g.A), f.b.NewGetElementPtr(types.Float, ap, f.b.NewAdd(f.b.NewMul(ks, i64(s.mr)), i64(i))))
+				f.b.NewStore(f.factorF32(g.A), f.b.NewGetElementPtr(types.Float, ap, f.b.NewAdd(f.b.NewMul(ks, i64(s.MR)), i64(i))))
 			}
 		})
 	}
 	f.vars[rowVar], f.vars[kVar] = ir, pc
 	first, rowStep, ok := f.rowsAlongDepth(g.A, rowVar, kVar)
-	if !ok || s.mr&(s.mr-1) != 0 {
+	if !ok || s.MR&(s.MR-1) != 0 {
 		scalar(i64(0))
 		return
 	}
 	arg := first.arg
-	vec := types.NewVector(uint64(s.vl), types.Float)
-	whole := f.b.NewMul(f.b.NewUDiv(kc, i64(s.vl)), i64(s.vl))
-	f.loop(i64(0), whole, i64(s.vl), func(ks value.Value) {
-		rows := make([]value.Value, s.mr)
+	vec := types.NewVector(uint64(s.VL), types.Float)
+	whole := f.b.NewMul(f.b.NewUDiv(kc, i64(s.VL)), i64(s.VL))
+	f.loop(i64(0), whole, i64(s.VL), func(ks value.Value) {
+		rows := make([]value.Value, s.MR)
 		for i := range rows {
 			at := f.b.NewAdd(first.flat, f.b.NewAdd(f.b.NewMul(i64(int64(i)), i64(rowStep)), ks))
 			l := f.b.NewLoad(vec, f.b.NewBitCast(f.b.NewGetElementPtr(types.Float, f.bufs[arg], at), types.NewPointer(vec)))
@@ -568,7 +370,7 @@ func (f *fn) packFullStrip(g *kernel.GEMM, s gemmShape, ap, pc, kc, ir value.Val
 			rows[i] = l
 		}
 		for t, v := range f.transposeRows(rows) {
-			at := f.b.NewAdd(f.b.NewMul(ks, i64(s.mr)), i64(int64(t)*s.vl))
+			at := f.b.NewAdd(f.b.NewMul(ks, i64(s.MR)), i64(int64(t)*s.VL))
 			st := f.b.NewStore(v, f.b.NewBitCast(f.b.NewGetElementPtr(types.Float, ap, at), types.NewPointer(vec)))
 			st.Align = 4
 		}
@@ -774,7 +576,7 @@ func (f *fn) packRun(factor tir.Expr, inner *tir.Var, row panelRow, t, run value
 	hi = f.smax(hi, lo)
 	flat0 := flatIndex(f, idx, shape)
 	step := flatStep(steps, shape)
-	if step == 1 && HostLanes() >= 8 {
+	if step == 1 && blocking.HostLanes() >= 8 {
 		// Contiguous: whole vectors, the last of each piece masked (a
 		// convolution's rows are often shorter than a vector). With
 		// AVX or AVX-512, whose masked loads and stores are
@@ -806,7 +608,7 @@ func (f *fn) packRun(factor tir.Expr, inner *tir.Var, row panelRow, t, run value
 // vector of the host's lanes at a time, the last one masked: no element
 // past either run is read or written.
 func (f *fn) maskedRun(dst, src, n value.Value) {
-	vl := HostLanes()
+	vl := blocking.HostLanes()
 	vec := types.NewVector(uint64(vl), types.Float)
 	mask := types.NewVector(uint64(vl), types.I1)
 	name := fmt.Sprintf("v%df32.p0v%df32", vl, vl)
@@ -1065,55 +867,25 @@ func (f *fn) ceilPos(x value.Value, s int64) value.Value {
 	return f.b.NewSelect(f.b.NewICmp(enum.IPredSGT, x, i64(0)), q, i64(0))
 }
 
-// gemmNarrowCols is the most columns a narrow kernel takes.
-const gemmNarrowCols = 4
-
-// narrow reports whether s's contraction has so few columns (a fully
-// connected layer at batch 1) that the micro-kernel, whose panel is NR
-// columns wide, would compute mostly padding: its strips of A are then
-// read as vectors of two depth values of MR rows each (VL = 2·MR, as
-// with AVX-512) by narrowKernel, which streams A at the memory's rate.
-func (s gemmShape) narrow() bool {
-	_, _, narrowCols := HostTile()
-	return narrowCols > 0 && s.cols <= narrowCols
-}
-
-// HostTile is this host's micro-kernel tile, MR rows by NR columns (two
-// vectors of the widest lanes; 8 rows with AVX-512's 32 registers, else
-// 6), and the most columns a contraction may have to run the narrow
-// kernel instead (where a vector holds two depth values of MR rows, VL =
-// 2·MR; 0 elsewhere). The cost model's host topology reads it too.
-func HostTile() (mr, nr, narrowCols int64) {
-	vl := HostLanes()
-	mr = 6
-	if vl == 16 {
-		mr = 8
-	}
-	if vl == 2*mr {
-		narrowCols = gemmNarrowCols
-	}
-	return mr, 2 * vl, narrowCols
-}
-
 // narrowKernel returns the module's kernel for shape s's narrow
 // contractions, with microKernel's signature and result: per pair of
 // depth values, one vector of the strip (Ap[k·MR + i], both values) times
 // the pair's value of B (Bp[k·NR + j]) broadcast over each half, per
 // column; the halves are added at the end. The sum is the block's in
 // another order, in f32 with fused multiply-adds, added to C in double.
-func (m *Module) narrowKernel(s gemmShape) *ir.Func {
-	fn, p, made := m.gemmKernel(fmt.Sprintf("tofuc.gemm.narrow%dx%d", s.mr, s.cols), types.Double)
+func (m *Module) narrowKernel(s blocking.Shape) *ir.Func {
+	fn, p, made := m.gemmKernel(fmt.Sprintf("tofuc.gemm.narrow%dx%d", s.MR, s.Cols), types.Double)
 	if !made {
 		return fn
 	}
 	ap, bp, cp, kc, ld, first := p.ap, p.bp, p.c, p.kc, p.ld, p.first
-	vec := types.NewVector(uint64(s.vl), types.Float)
-	half := types.NewVector(uint64(s.mr), types.Float)
-	dhalf := types.NewVector(uint64(s.mr), types.Double)
-	fma := m.declare(fmt.Sprintf("llvm.fma.v%df32", s.vl), vec, vec, vec, vec)
-	fmaHalf := m.declare(fmt.Sprintf("llvm.fma.v%df32", s.mr), half, half, half, half)
+	vec := types.NewVector(uint64(s.VL), types.Float)
+	half := types.NewVector(uint64(s.MR), types.Float)
+	dhalf := types.NewVector(uint64(s.MR), types.Double)
+	fma := m.declare(fmt.Sprintf("llvm.fma.v%df32", s.VL), vec, vec, vec, vec)
+	fmaHalf := m.declare(fmt.Sprintf("llvm.fma.v%df32", s.MR), half, half, half, half)
 	entry, head, body, tail := fn.NewBlock("entry"), fn.NewBlock("loop"), fn.NewBlock("body"), fn.NewBlock("tail")
-	cols := s.cols
+	cols := s.Cols
 	// pairs is kc rounded down to even: the loop's depth values.
 	pairs := entry.NewAnd(kc, i64(-2))
 	entry.NewBr(head)
@@ -1129,22 +901,22 @@ func (m *Module) narrowKernel(s gemmShape) *ir.Func {
 		return l
 	}
 	bAt := func(b *ir.Block, k value.Value, j int64) value.Value {
-		return b.NewLoad(types.Float, b.NewGetElementPtr(types.Float, bp, b.NewAdd(b.NewMul(k, i64(s.nr)), i64(j))))
+		return b.NewLoad(types.Float, b.NewGetElementPtr(types.Float, bp, b.NewAdd(b.NewMul(k, i64(s.NR)), i64(j))))
 	}
 	// The first half of a vector takes lane 0 of x, the second lane 0 of y.
-	halves := make([]constant.Constant, s.vl)
+	halves := make([]constant.Constant, s.VL)
 	for i := range halves {
 		halves[i] = i32(0)
-		if int64(i) >= s.mr {
-			halves[i] = i32(s.vl)
+		if int64(i) >= s.MR {
+			halves[i] = i32(s.VL)
 		}
 	}
-	halfMask := constant.NewVector(types.NewVector(uint64(s.vl), types.I32), halves...)
-	a := load(body, vec, body.NewGetElementPtr(types.Float, ap, body.NewMul(k, i64(s.mr))))
+	halfMask := constant.NewVector(types.NewVector(uint64(s.VL), types.I32), halves...)
+	a := load(body, vec, body.NewGetElementPtr(types.Float, ap, body.NewMul(k, i64(s.MR))))
 	// A streams from memory once: ask for it 2 KiB ahead (measured
 	// better than 1 or 4).
 	prefetch := m.declare("llvm.prefetch.p0i8", types.Void, types.I8Ptr, types.I32, types.I32, types.I32)
-	ahead := body.NewGetElementPtr(types.Float, ap, body.NewAdd(body.NewMul(k, i64(s.mr)), i64(512)))
+	ahead := body.NewGetElementPtr(types.Float, ap, body.NewAdd(body.NewMul(k, i64(s.MR)), i64(512)))
 	body.NewCall(prefetch, body.NewBitCast(ahead, types.I8Ptr), i32(0), i32(3), i32(1))
 	kn := body.NewAdd(k, i64(2))
 	for j := range cols {
@@ -1156,21 +928,21 @@ func (m *Module) narrowKernel(s gemmShape) *ir.Func {
 	k.Incs = append(k.Incs, ir.NewIncoming(kn, body))
 	body.NewBr(head)
 	// The halves added, then an odd last depth value.
-	lo := make([]constant.Constant, s.mr)
-	hi := make([]constant.Constant, s.mr)
+	lo := make([]constant.Constant, s.MR)
+	hi := make([]constant.Constant, s.MR)
 	for i := range lo {
-		lo[i], hi[i] = i32(int64(i)), i32(int64(i)+s.mr)
+		lo[i], hi[i] = i32(int64(i)), i32(int64(i)+s.MR)
 	}
 	sums := make([]value.Value, cols)
 	for j := range cols {
-		sums[j] = tail.NewFAdd(tail.NewShuffleVector(accs[j], constant.NewUndef(vec), constant.NewVector(types.NewVector(uint64(s.mr), types.I32), lo...)),
-			tail.NewShuffleVector(accs[j], constant.NewUndef(vec), constant.NewVector(types.NewVector(uint64(s.mr), types.I32), hi...)))
+		sums[j] = tail.NewFAdd(tail.NewShuffleVector(accs[j], constant.NewUndef(vec), constant.NewVector(types.NewVector(uint64(s.MR), types.I32), lo...)),
+			tail.NewShuffleVector(accs[j], constant.NewUndef(vec), constant.NewVector(types.NewVector(uint64(s.MR), types.I32), hi...)))
 	}
 	odd, last := fn.NewBlock("odd"), fn.NewBlock("last")
 	tail.NewCondBr(tail.NewICmp(enum.IPredSLT, pairs, kc), odd, last)
-	zeros := constant.NewZeroInitializer(types.NewVector(uint64(s.mr), types.I32))
+	zeros := constant.NewZeroInitializer(types.NewVector(uint64(s.MR), types.I32))
 	oddSums := make([]value.Value, cols)
-	aOdd := load(odd, half, odd.NewGetElementPtr(types.Float, ap, odd.NewMul(pairs, i64(s.mr))))
+	aOdd := load(odd, half, odd.NewGetElementPtr(types.Float, ap, odd.NewMul(pairs, i64(s.MR))))
 	for j := range cols {
 		b := odd.NewInsertElement(constant.NewUndef(half), bAt(odd, pairs, j), i32(0))
 		oddSums[j] = odd.NewCall(fmaHalf, aOdd, odd.NewShuffleVector(b, constant.NewUndef(half), zeros), sums[j])
@@ -1186,7 +958,7 @@ func (m *Module) narrowKernel(s gemmShape) *ir.Func {
 	for j := range cols {
 		for _, b := range []*ir.Block{store, add} {
 			wide := b.NewFPExt(final[j], dhalf)
-			for i := range s.mr {
+			for i := range s.MR {
 				p := b.NewGetElementPtr(types.Double, cp, b.NewAdd(b.NewMul(i64(i), ld), i64(j)))
 				var x value.Value = b.NewExtractElement(wide, i32(i))
 				if b == add {
@@ -1228,7 +1000,7 @@ func (m *Module) gemmKernel(name string, sum types.Type) (fn *ir.Func, p gemmPar
 // void (float* ap, float* bp, S* c, i64 kc, i64 ld, i1 first)
 // computes C[i, j] (=, where first, else +=) Σ_k Ap[k·MR + i] · Bp[k·NR + j] for i < MR, j < NR (one
 // packed panel of B), C with row stride ld, summing in f32 in MR × 2 vector registers from zero and
-// adding the block's sums to C of type S = s.sumType() (widened to
+// adding the block's sums to C of type S = sumTypeOf(s) (widened to
 // double where S is).
 //
 // The cold kernel is for a panel's first strip and, where A is packed
@@ -1239,9 +1011,9 @@ func (m *Module) gemmKernel(name string, sum types.Type) (fn *ir.Func, p gemmPar
 // beyond what the hardware's prefetchers follow. The other calls find
 // both near and have no prefetches to issue (measured in docs/codegen.md,
 // "Cold calls").
-func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
-	sumType := s.sumType()
-	name := fmt.Sprintf("tofuc.gemm.micro%dx%d.%s", s.mr, s.nr, sumType.LLString())
+func (m *Module) microKernel(s blocking.Shape, cold bool) *ir.Func {
+	sumType := sumTypeOf(s)
+	name := fmt.Sprintf("tofuc.gemm.micro%dx%d.%s", s.MR, s.NR, sumType.LLString())
 	if cold {
 		name += ".cold"
 	}
@@ -1250,30 +1022,30 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 		return kfn
 	}
 	ap, bp, cp, kc, ld, first := p.ap, p.bp, p.c, p.kc, p.ld, p.first
-	vec := types.NewVector(uint64(s.vl), types.Float)
+	vec := types.NewVector(uint64(s.VL), types.Float)
 	vp := types.NewPointer(vec)
-	dvec := types.NewVector(uint64(s.vl), types.Double)
-	fma := m.declare(fmt.Sprintf("llvm.fma.v%df32", s.vl), vec, vec, vec, vec)
+	dvec := types.NewVector(uint64(s.VL), types.Double)
+	fma := m.declare(fmt.Sprintf("llvm.fma.v%df32", s.VL), vec, vec, vec, vec)
 	entry := kfn.NewBlock("entry")
-	nv := s.nr / s.vl
+	nv := s.NR / s.VL
 	cAddr := func(b *ir.Block, i, v int64, vt *types.VectorType) value.Value {
-		off := b.NewAdd(b.NewMul(i64(i), ld), i64(v*s.vl))
+		off := b.NewAdd(b.NewMul(i64(i), ld), i64(v*s.VL))
 		return b.NewBitCast(b.NewGetElementPtr(sumType, cp, off), types.NewPointer(vt))
 	}
 	// Each block of k starts from zero and is added to C at the end:
 	// blocked summation, whose rounding error grows with KC plus the
 	// number of blocks rather than with the whole depth.
-	init := make([]value.Value, s.mr*nv)
+	init := make([]value.Value, s.MR*nv)
 	for i := range init {
 		init[i] = constant.NewZeroInitializer(vec)
 	}
 	prefetch := m.declare("llvm.prefetch.p0i8", types.Void, types.I8Ptr, types.I32, types.I32, types.I32)
-	zeros := constant.NewZeroInitializer(types.NewVector(uint64(s.vl), types.I32))
+	zeros := constant.NewZeroInitializer(types.NewVector(uint64(s.VL), types.I32))
 	// step is one depth value's products added to accs.
 	step := func(body *ir.Block, k value.Value, accs []value.Value) []value.Value {
 		var bv []value.Value
 		for v := int64(0); v < nv; v++ {
-			p := body.NewBitCast(body.NewGetElementPtr(types.Float, bp, body.NewAdd(body.NewMul(k, i64(s.nr)), i64(v*s.vl))), vp)
+			p := body.NewBitCast(body.NewGetElementPtr(types.Float, bp, body.NewAdd(body.NewMul(k, i64(s.NR)), i64(v*s.VL))), vp)
 			l := body.NewLoad(vec, p)
 			l.Align = 4
 			bv = append(bv, l)
@@ -1283,18 +1055,18 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 			// the strip's values of two depths or more) and one of the
 			// panel per line of its row.
 			ahead := body.NewAdd(k, i64(coldAhead))
-			at := []value.Value{body.NewGetElementPtr(types.Float, ap, body.NewMul(ahead, i64(s.mr)))}
+			at := []value.Value{body.NewGetElementPtr(types.Float, ap, body.NewMul(ahead, i64(s.MR)))}
 			floatsPerLine := int64(CacheLine / 4)
-			for j := int64(0); j < s.nr; j += floatsPerLine {
-				at = append(at, body.NewGetElementPtr(types.Float, bp, body.NewAdd(body.NewMul(ahead, i64(s.nr)), i64(j))))
+			for j := int64(0); j < s.NR; j += floatsPerLine {
+				at = append(at, body.NewGetElementPtr(types.Float, bp, body.NewAdd(body.NewMul(ahead, i64(s.NR)), i64(j))))
 			}
 			for _, p := range at {
 				body.NewCall(prefetch, body.NewBitCast(p, types.I8Ptr), i32(0), i32(3), i32(1))
 			}
 		}
 		next := make([]value.Value, len(accs))
-		for i := int64(0); i < s.mr; i++ {
-			a := body.NewLoad(types.Float, body.NewGetElementPtr(types.Float, ap, body.NewAdd(body.NewMul(k, i64(s.mr)), i64(i))))
+		for i := int64(0); i < s.MR; i++ {
+			a := body.NewLoad(types.Float, body.NewGetElementPtr(types.Float, ap, body.NewAdd(body.NewMul(k, i64(s.MR)), i64(i))))
 			one := body.NewInsertElement(constant.NewUndef(vec), a, i32(0))
 			splat := body.NewShuffleVector(one, constant.NewUndef(vec), zeros)
 			for v := int64(0); v < nv; v++ {
@@ -1310,7 +1082,7 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 	// buffers filling up at once and without the tile displacing the
 	// panel from L1 while the block runs. tail = kc - min(kc, MR).
 	perLine := CacheLine / sumSize(sumType)
-	tail := entry.NewSub(kc, entry.NewSelect(entry.NewICmp(enum.IPredSLT, kc, i64(s.mr)), kc, i64(s.mr)))
+	tail := entry.NewSub(kc, entry.NewSelect(entry.NewICmp(enum.IPredSLT, kc, i64(s.MR)), kc, i64(s.MR)))
 	loops := &fn{m: m, f: kfn, b: entry} // foldN's loops, outside a kernel
 	accs := loops.foldN(i64(0), tail, i64(1), init, func(k value.Value, accs []value.Value) []value.Value {
 		return step(loops.b, k, accs)
@@ -1318,7 +1090,7 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 	accs = loops.foldN(tail, kc, i64(1), accs, func(k value.Value, accs []value.Value) []value.Value {
 		b := loops.b
 		row := b.NewMul(b.NewSub(k, tail), ld)
-		for j := int64(0); j < s.nr; j += perLine {
+		for j := int64(0); j < s.NR; j += perLine {
 			p := b.NewGetElementPtr(sumType, cp, b.NewAdd(row, i64(j)))
 			b.NewCall(prefetch, b.NewBitCast(p, types.I8Ptr), i32(1), i32(3), i32(1))
 		}
@@ -1331,7 +1103,7 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 	if sumType == types.Double {
 		sumVec = dvec
 	}
-	for i := int64(0); i < s.mr; i++ {
+	for i := int64(0); i < s.MR; i++ {
 		for v := int64(0); v < nv; v++ {
 			sum := func(b *ir.Block) value.Value {
 				if sumType == types.Double {
@@ -1351,23 +1123,16 @@ func (m *Module) microKernel(s gemmShape, cold bool) *ir.Func {
 	return kfn
 }
 
-// sumType is the type of a contraction's sums in C: f32, the blocks'
-// f32 sums added in f32, where the depth has at most gemmF32Blocks
-// blocks and the kernel is not narrow; double otherwise. The f32
-// additions of the blocks add at most gemmF32Blocks-1 roundings to the
-// bound of KC a block's own sum has (about 1% more), while C's traffic
-// through L2, once per block in each micro-kernel call, and the
-// epilogue's reads halve (docs/decisions.md). Where the depth is one
-// block, C is that block's sums as they are and every result is the
-// same double as with double sums.
-func (s gemmShape) sumType() types.Type {
-	if ceilDiv(s.depth, gemmKC) <= gemmF32Blocks && !s.narrow() {
+// sumTypeOf is the type of s's sums in C: f32 where the blocking says
+// the blocks' sums add in f32 (blocking.Shape.F32Sums), else double.
+func sumTypeOf(s blocking.Shape) types.Type {
+	if s.F32Sums() {
 		return types.Float
 	}
 	return types.Double
 }
 
-// sumSize is the size in bytes of a sum of type t (sumType).
+// sumSize is the size in bytes of a sum of type t (sumTypeOf).
 func sumSize(t types.Type) int64 {
 	if t == types.Float {
 		return 4

@@ -10,6 +10,7 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
+	"tofuc/codegen/blocking"
 	"tofuc/codegen/kernel"
 	"tofuc/lang"
 	tir "tofuc/lang/ir"
@@ -552,7 +553,7 @@ const CacheLine = 64
 // sums straddled two lines) as a pointer to elem; freeScratch frees it.
 func (f *fn) scratch(bytes int64, elem types.Type) value.Value {
 	alloc := f.m.declare("aligned_alloc", types.I8Ptr, types.I64, types.I64)
-	size := max(1, ceilDiv(bytes, CacheLine)) * CacheLine // a multiple of the alignment, as C11 asks
+	size := max(1, blocking.CeilDiv(bytes, CacheLine)) * CacheLine // a multiple of the alignment, as C11 asks
 	return f.b.NewBitCast(f.b.NewCall(alloc, i64(CacheLine), i64(size)), types.NewPointer(elem))
 }
 

@@ -12,7 +12,8 @@ import (
 // variable (read by both factors, or by neither), a row variable (read by
 // A only) or a column variable (read by B only); a host code generator
 // packs A and B into panels and multiplies them with a register-blocked,
-// vectorised micro-kernel (codegen/emit's gemm).
+// vectorised micro-kernel (codegen/emit's gemm, blocked as
+// codegen/blocking decides).
 type GEMM struct {
 	Sum *ir.Reduce
 	// A and B are the factors; A is the side with fewer elements, whose
@@ -29,7 +30,7 @@ type GEMM struct {
 	PackedA any
 	// SharedB, when not nil, is the key of a workspace argument into
 	// which the host flavour's first items pack all of B for its tasks
-	// (codegen/emit.SharedBLen); the GPU flavour does not read it.
+	// (codegen/blocking.SharedBLen); the GPU flavour does not read it.
 	SharedB any
 }
 
@@ -81,7 +82,7 @@ func (k *Kernel) FactorKeys(factor ir.Expr) []any {
 // key (to run once with the weights, in the host flavour only: PackOnly),
 // and makes k read it: the packed buffer becomes k's argument before its
 // output. elements is the packed buffer's length, which the host
-// flavour's register blocking decides (codegen/emit.PackedLen).
+// flavour's register blocking decides (codegen/blocking.PackedLen).
 func (k *Kernel) PackKernel(key any, elements int64) *Kernel {
 	packed := Arg{Key: key, DType: lang.F32, Shape: []int64{elements}}
 	pk := *k
