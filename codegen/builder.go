@@ -291,7 +291,7 @@ func kernelName(k *kernel.Kernel) (string, error) {
 // covers the reduction range; Rows kernels a block per row, the threads
 // likewise covering the longest of the row, its buffers and its locals'
 // reductions, with shared memory for its buffers;
-// Tiled kernels a block per tile (kernel.GEMM.Tile). Every grid is
+// Tiled kernels a block per tile (blocking.GPUTile). Every grid is
 // capped at maxGrid blocks and every form strides over what its grid
 // does not cover, so a kernel is correct for any grid (TestAnyGrid).
 // CUDA would take 2^31 - 1 blocks, but more blocks were slower on an
@@ -304,7 +304,7 @@ const maxGrid = 65535
 
 func geometry(k *kernel.Kernel) (grid, block, shared int64) {
 	if k.Form == kernel.Tiled {
-		t := k.GEMM.Tile()
+		t := blocking.GPUTile(k.GEMM)
 		return min(t.Tiles, maxGrid), t.Threads, t.SharedBytes()
 	}
 	if k.Form == kernel.Blocks {
