@@ -28,12 +28,13 @@ import (
 // double (F32Sums): a contraction's result differs from the
 // interpreter's (which sums in float64) within the reordered-sum
 // tolerance.
-
 const (
 	KC         = 256 // values of the depth per block
 	MC         = 240 // rows of A packed per block (a multiple of every MR)
 	ColQuantum = 32  // columns are dealt out to tasks in quanta of it (Split)
+)
 
+const (
 	budgetB      = 512 << 10 // bytes of Bp a task keeps
 	maxNC        = 512       // a task's most columns
 	budgetC      = 1 << 20   // bytes of a task's sums
@@ -57,7 +58,7 @@ func HostLanes() int64 {
 // features Go detects (GODEBUG=cpu.avx512f=off changes them on the same
 // CPU): the vector width, the GEMM's register tile and narrow columns.
 // What caches compiled outputs keys on it, with the math library's
-// (codegen/mathir.HostHasFMA).
+// choice of FMA (codegen/mathir.HostHasFMA).
 func HostChoices() string {
 	mr, nr, narrow := HostTile()
 	return fmt.Sprintf("lanes %d tile %d×%d narrow %d", HostLanes(), mr, nr, narrow)
