@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"tofuc/analysis/cost"
+	"tofuc/codegen/blocking"
 	"tofuc/codegen/emit"
 	"tofuc/codegen/kernel"
 	"tofuc/lang"
@@ -106,7 +107,7 @@ func (b *builder) addStep(device int, init bool, s plan.Step) int {
 // keys, to a device's steps.
 func (b *builder) launch(device int, init bool, k *kernel.Kernel) (int, error) {
 	if k.GEMM != nil && !k.PackOnly && !k.GPUOnly && k.GEMM.SharedB == nil && k.Before == nil {
-		if n := emit.SharedBLen(k.GEMM); n > 0 {
+		if n := blocking.SharedBLen(k.GEMM); n > 0 {
 			// The host flavour's tasks share B, packed into a
 			// workspace that lives for the launch only.
 			key := sharedBKey{k}
@@ -199,7 +200,7 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	pk.Grid, pk.Block, pk.Shared = geometry(k)
 	pk.HostRange, pk.HostGrain = emit.HostRange(k)
 	if k.GEMM != nil && !k.PackOnly {
-		pk.HostPhase = emit.GEMMPackItems(k.GEMM)
+		pk.HostPhase = blocking.GEMMPackItems(k.GEMM)
 	}
 	switch {
 	case k.HostOnly():
@@ -290,7 +291,7 @@ func kernelName(k *kernel.Kernel) (string, error) {
 // covers the reduction range; Rows kernels a block per row, the threads
 // likewise covering the longest of the row, its buffers and its locals'
 // reductions, with shared memory for its buffers;
-// Tiled kernels a block per tile (kernel.GEMM.Tile). Every grid is
+// Tiled kernels a block per tile (blocking.GPUTile). Every grid is
 // capped at maxGrid blocks and every form strides over what its grid
 // does not cover, so a kernel is correct for any grid (TestAnyGrid).
 // CUDA would take 2^31 - 1 blocks, but more blocks were slower on an
@@ -303,7 +304,7 @@ const maxGrid = 65535
 
 func geometry(k *kernel.Kernel) (grid, block, shared int64) {
 	if k.Form == kernel.Tiled {
-		t := k.GEMM.Tile()
+		t := blocking.GPUTile(k.GEMM)
 		return min(t.Tiles, maxGrid), t.Threads, t.SharedBytes()
 	}
 	if k.Form == kernel.Blocks {

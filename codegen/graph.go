@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"tofuc/analysis/schedule"
-	"tofuc/codegen/emit"
+	"tofuc/codegen/blocking"
 	"tofuc/codegen/kernel"
 	"tofuc/lang"
 	"tofuc/lang/ir"
@@ -127,7 +127,7 @@ func (b *builder) prepack(k *kernel.Kernel, weights map[any]bool) error {
 		g.Swap()
 	}
 	key := packKey{k.Label}
-	n := emit.PackedLen(g)
+	n := blocking.PackedLen(g)
 	id := b.buffer(key, k.Label+" packed", 0, lang.F32, []int64{n}, plan.RoleWorkspace)
 	b.keep(id)
 	_, err := b.launch(0, true, k.PackKernel(key, n))

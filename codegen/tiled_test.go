@@ -101,7 +101,7 @@ func runTiled(t *testing.T, src string, nodes []string) *plan.Plan {
 }
 
 // TestTiledLarge has outputs with enough 128-wide tiles for the large
-// tiles (kernel.Tile): a batch matmul with a residual and a ReLU in
+// tiles (blocking.GPUTile): a batch matmul with a residual and a ReLU in
 // 128 × 128 tiles of 8 × 8 (129 × 131 outputs, so the second tile of
 // each side has one or three positions inside), and a padded
 // convolution of 70 channels in 64 × 128 tiles of 4 × 8.

@@ -15,7 +15,8 @@ import (
 	"strings"
 
 	"tofuc/codegen"
-	"tofuc/codegen/emit"
+	"tofuc/codegen/blocking"
+	"tofuc/codegen/mathir"
 	"tofuc/codegen/toolchain"
 	"tofuc/runtime/npy"
 	"tofuc/runtime/plan"
@@ -112,7 +113,7 @@ func compileKey(m *Model, opts Options, tools *toolchain.Tools) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n", tools.Identity(), emit.HostChoices(), m.Source, o)
+	fmt.Fprintf(h, "%s\n%s fma %v\n%s\n%s\n", tools.Identity(), blocking.HostChoices(), mathir.HostHasFMA(), m.Source, o)
 	return "compile-" + hex.EncodeToString(h.Sum(nil)), nil
 }
 

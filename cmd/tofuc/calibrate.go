@@ -10,7 +10,7 @@ import (
 	"syscall"
 
 	"tofuc/analysis/cost"
-	"tofuc/codegen/emit"
+	"tofuc/codegen/blocking"
 	"tofuc/pipeline"
 )
 
@@ -55,7 +55,7 @@ func calibrate(f benchFlags, stderr io.Writer) (cost.TopologyDevice, error) {
 		return d, err
 	}
 	defer os.RemoveAll(dir)
-	mr, nr, narrow := emit.HostTile()
+	mr, nr, narrow := blocking.HostTile()
 	c := cost.Calibration{Rounds: calibrateRounds, Tile: []int64{mr, nr}, NarrowCols: narrow, Log: stderr}
 	var paths []string
 	for i, src := range cost.CalibrationSources() {

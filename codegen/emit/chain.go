@@ -6,6 +6,7 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"tofuc/analysis/schedule"
+	"tofuc/codegen/blocking"
 	"tofuc/codegen/kernel"
 	tir "tofuc/lang/ir"
 )
@@ -31,7 +32,7 @@ func (f *fn) chainParts() (first, then *fn) {
 
 // chainBlocks is the number of blocks of rows of a chained launch.
 func chainBlocks(k *kernel.Kernel) int64 {
-	return ceilDiv(k.ChainRowCount(), schedule.ChainChunk)
+	return blocking.CeilDiv(k.ChainRowCount(), schedule.ChainChunk)
 }
 
 // chainHost lowers a chained launch on the host: blocks [begin, end),
@@ -75,16 +76,16 @@ func (f *fn) chainRows(rows int, frees *[]func()) func(lo, n value.Value) {
 	if g == nil || len(g.Batch) > 0 {
 		return elements
 	}
-	s := gemmShapeOf(g, false)
+	s := blocking.ShapeOf(g, false)
 	switch {
 	case slices.Equal(g.Rows, f.k.Vars[:rows]):
-		t, free := f.newGemmTask(g, s, schedule.ChainChunk, s.cols)
+		t, free := f.newGemmTask(g, s, schedule.ChainChunk, s.Cols)
 		*frees = append(*frees, free)
-		return func(lo, n value.Value) { f.gemmBlock(t, lo, n, i64(0), i64(s.cols)) }
+		return func(lo, n value.Value) { f.gemmBlock(t, lo, n, i64(0), i64(s.Cols)) }
 	case slices.Equal(g.Cols, f.k.Vars[:rows]):
-		t, free := f.newGemmTask(g, s, s.rows, schedule.ChainChunk)
+		t, free := f.newGemmTask(g, s, s.Rows, schedule.ChainChunk)
 		*frees = append(*frees, free)
-		return func(lo, n value.Value) { f.gemmBlock(t, i64(0), i64(s.rows), lo, n) }
+		return func(lo, n value.Value) { f.gemmBlock(t, i64(0), i64(s.Rows), lo, n) }
 	}
 	return elements
 }

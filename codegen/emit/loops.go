@@ -10,6 +10,7 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
+	"tofuc/codegen/blocking"
 	"tofuc/codegen/kernel"
 	"tofuc/lang"
 	tir "tofuc/lang/ir"
@@ -177,6 +178,22 @@ func extent(v *tir.Var) int64 {
 	return n
 }
 
+func extents(vars []*tir.Var) []int64 {
+	out := make([]int64, len(vars))
+	for i, v := range vars {
+		out[i] = extent(v)
+	}
+	return out
+}
+
+func (f *fn) varValues(vars []*tir.Var) []value.Value {
+	out := make([]value.Value, len(vars))
+	for i, v := range vars {
+		out[i] = f.vars[v]
+	}
+	return out
+}
+
 // ifThen emits if cond { then() }.
 func (f *fn) ifThen(cond value.Value, then func()) {
 	yes := f.f.NewBlock("")
@@ -220,6 +237,21 @@ func (f *fn) branch(cond value.Value, a, b func() value.Value) value.Value {
 	return join.NewPhi(ir.NewIncoming(va, endA), ir.NewIncoming(vb, endB))
 }
 
+func (f *fn) smin(a, b value.Value) value.Value {
+	return f.b.NewSelect(f.b.NewICmp(enum.IPredSLT, a, b), a, b)
+}
+
+func (f *fn) smax(a, b value.Value) value.Value {
+	return f.b.NewSelect(f.b.NewICmp(enum.IPredSGT, a, b), a, b)
+}
+
+// ceilPos is ⌈x/s⌉ for x > 0, else 0 (s > 0): the first u ≥ 0 with
+// s·u ≥ x.
+func (f *fn) ceilPos(x value.Value, s int64) value.Value {
+	q := f.b.NewSDiv(f.b.NewAdd(x, i64(s-1)), i64(s))
+	return f.b.NewSelect(f.b.NewICmp(enum.IPredSGT, x, i64(0)), q, i64(0))
+}
+
 // unflatten binds vars to the coordinates of flat row-major index o.
 func (f *fn) unflatten(o value.Value, vars []*tir.Var, shape []int64) {
 	for d := len(vars) - 1; d >= 0; d-- {
@@ -230,6 +262,47 @@ func (f *fn) unflatten(o value.Value, vars []*tir.Var, shape []int64) {
 		f.vars[vars[d]] = f.b.NewURem(o, i64(shape[d]))
 		o = f.b.NewUDiv(o, i64(shape[d]))
 	}
+}
+
+// forRange visits the flat indices [start, start+count) of the row-major
+// index space of vars, binding vars at each and calling body with the
+// offset from start. The innermost variable advances in a counted loop of
+// its own (one division per run of it, not per index), which the
+// vectoriser can turn into vector code.
+func (f *fn) forRange(start, count value.Value, vars []*tir.Var, body func(t value.Value)) {
+	if len(vars) == 0 {
+		f.vectorLoop(i64(0), count, body)
+		return
+	}
+	inner := vars[len(vars)-1]
+	f.forRuns(start, count, vars, func(t, run value.Value) {
+		z0 := f.vars[inner]
+		f.vectorLoop(i64(0), run, func(u value.Value) {
+			f.vars[inner] = f.b.NewAdd(z0, u)
+			body(f.b.NewAdd(t, u))
+		})
+	})
+}
+
+// forRuns visits the flat indices [start, start+count) of the row-major
+// index space of vars (at least one) in runs of the innermost variable:
+// body(t, run) with vars bound at the run's first index, t its offset
+// from start and run its length.
+func (f *fn) forRuns(start, count value.Value, vars []*tir.Var, body func(t, run value.Value)) {
+	inner := vars[len(vars)-1]
+	pre := f.b
+	head, seg, exit := f.f.NewBlock(""), f.f.NewBlock(""), f.f.NewBlock("")
+	pre.NewBr(head)
+	t := head.NewPhi(ir.NewIncoming(i64(0), pre))
+	head.NewCondBr(head.NewICmp(enum.IPredSLT, t, count), seg, exit)
+	f.b = seg
+	f.unflatten(f.b.NewAdd(start, t), vars, extents(vars))
+	run := f.smin(f.b.NewSub(i64(extent(inner)), f.vars[inner]), f.b.NewSub(count, t))
+	body(t, run)
+	next := f.b.NewAdd(t, run)
+	f.b.NewBr(head)
+	t.Incs = append(t.Incs, ir.NewIncoming(next, f.b))
+	f.b = exit
 }
 
 // threadsLoop lowers a Threads kernel on the GPU: a grid-stride loop
@@ -552,7 +625,7 @@ const CacheLine = 64
 // sums straddled two lines) as a pointer to elem; freeScratch frees it.
 func (f *fn) scratch(bytes int64, elem types.Type) value.Value {
 	alloc := f.m.declare("aligned_alloc", types.I8Ptr, types.I64, types.I64)
-	size := max(1, ceilDiv(bytes, CacheLine)) * CacheLine // a multiple of the alignment, as C11 asks
+	size := max(1, blocking.CeilDiv(bytes, CacheLine)) * CacheLine // a multiple of the alignment, as C11 asks
 	return f.b.NewBitCast(f.b.NewCall(alloc, i64(CacheLine), i64(size)), types.NewPointer(elem))
 }
 

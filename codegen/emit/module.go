@@ -11,6 +11,7 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
+	"tofuc/codegen/blocking"
 	"tofuc/codegen/kernel"
 	"tofuc/codegen/mathir"
 	"tofuc/lang"
@@ -183,7 +184,7 @@ func (f *fn) hostFunc(name string) {
 		f.gemmHost(begin, end)
 	case f.k.Rows != nil:
 		f.rowsHost(begin, end)
-	case len(f.k.Vars) == 0 || extent(f.k.Vars[len(f.k.Vars)-1]) < HostLanes():
+	case len(f.k.Vars) == 0 || extent(f.k.Vars[len(f.k.Vars)-1]) < blocking.HostLanes():
 		// Runs shorter than a vector would pay a vector loop's set-up
 		// each: one flat loop, the index divided per element.
 		f.loop(begin, end, i64(1), f.element)
@@ -211,7 +212,7 @@ func pointer(elem types.Type, space types.AddrSpace) *types.PointerType {
 func (m *Module) vectorizeHint() *metadata.Tuple {
 	if m.vectorize == nil {
 		enable := m.metadataDef(false, &metadata.String{Value: "llvm.loop.vectorize.enable"}, rawField("i1 true"))
-		width := m.metadataDef(false, &metadata.String{Value: "llvm.loop.vectorize.width"}, rawField(fmt.Sprintf("i32 %d", HostLanes())))
+		width := m.metadataDef(false, &metadata.String{Value: "llvm.loop.vectorize.width"}, rawField(fmt.Sprintf("i32 %d", blocking.HostLanes())))
 		m.vectorize = []metadata.Field{enable, width}
 	}
 	id := m.metadataDef(true)
@@ -281,14 +282,14 @@ func ArgElems(k *kernel.Kernel) []string {
 // its rows, for a chained launch its blocks of rows.
 func HostRange(k *kernel.Kernel) (items, grain int64) {
 	if k.PackOnly {
-		s := newGemmShape(k.GEMM)
-		return (s.rows + s.mr - 1) / s.mr, 1 // strips
+		s := blocking.NewShape(k.GEMM)
+		return (s.Rows + s.MR - 1) / s.MR, 1 // strips
 	}
 	if k.Before != nil {
 		return chainBlocks(k), 1
 	}
 	if k.GEMM != nil {
-		return GEMMTasks(k.GEMM), 1
+		return blocking.GEMMTasks(k.GEMM), 1
 	}
 	if k.Rows != nil {
 		return k.Rows.Count, max(1, 4096/k.Rows.Work(k))

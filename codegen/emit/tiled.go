@@ -7,7 +7,7 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
-	"tofuc/codegen/kernel"
+	"tofuc/codegen/blocking"
 	tir "tofuc/lang/ir"
 )
 
@@ -36,7 +36,7 @@ import (
 // tiledLoop lowers a Tiled kernel (GPU flavour).
 func (f *fn) tiledLoop() {
 	g := f.k.GEMM
-	t := g.Tile()
+	t := blocking.GPUTile(g)
 	rows, cols, depth := tir.Extent(g.Rows), tir.Extent(g.Cols), tir.Extent(g.K)
 	shared := func(name string, n int64) *ir.Global {
 		arr := types.NewArray(uint64(n), types.Double)
@@ -47,10 +47,10 @@ func (f *fn) tiledLoop() {
 		s.Align = 16
 		return s
 	}
-	// A stage's rows are padded by two doubles (kernel.TilePad), so that
+	// A stage's rows are padded by two doubles (blocking.TilePad), so that
 	// the threads storing consecutive depth values of a factor contiguous
 	// along the depth hit different banks.
-	sm, sn := t.M+kernel.TilePad, t.N+kernel.TilePad
+	sm, sn := t.M+blocking.TilePad, t.N+blocking.TilePad
 	as, bs := shared("as", t.K*sm), shared("bs", t.K*sn)
 	nacc := int(t.MicroM * t.MicroN)
 	fma := f.fmaF64()
@@ -59,7 +59,7 @@ func (f *fn) tiledLoop() {
 	tx := f.b.NewURem(tid, i64(tn))
 	ty := f.b.NewUDiv(tid, i64(tn))
 	// The thread's first position along a side of s positions, in runs of
-	// 4 (kernel.Tile): run q starts at base + q·4·threads along the side.
+	// 4 (blocking.Tile): run q starts at base + q·4·threads along the side.
 	rowBase, colBase := f.b.NewMul(ty, i64(4)), f.b.NewMul(tx, i64(4))
 	perBatch := t.RowTiles * t.ColTiles
 	na := int(t.M * t.K / t.Threads)
@@ -137,7 +137,7 @@ func (f *fn) tiledLoop() {
 // stageSlot is the side index s and depth index kk of the e-th value of
 // a stage of a factor along a side of n positions: consecutive values
 // run along the factor's contiguous direction.
-func (f *fn) stageSlot(e value.Value, n int64, alongK bool, t kernel.Tile) (s, kk value.Value) {
+func (f *fn) stageSlot(e value.Value, n int64, alongK bool, t blocking.Tile) (s, kk value.Value) {
 	if alongK {
 		return f.b.NewUDiv(e, i64(t.K)), f.b.NewURem(e, i64(t.K))
 	}
@@ -150,7 +150,7 @@ func (f *fn) stageSlot(e value.Value, n int64, alongK bool, t kernel.Tile) (s, k
 // the depth (the lambda not evaluated). The values are only held, not
 // used, so their loads are all in flight together. The batch variables
 // are bound.
-func (f *fn) fetchFactor(factor tir.Expr, side []*tir.Var, n, extentSide int64, s0, k0, tid value.Value, t kernel.Tile) []value.Value {
+func (f *fn) fetchFactor(factor tir.Expr, side []*tir.Var, n, extentSide int64, s0, k0, tid value.Value, t blocking.Tile) []value.Value {
 	g := f.k.GEMM
 	depth := tir.Extent(g.K)
 	alongK := f.contiguousAlong(factor, g.K)
@@ -170,7 +170,7 @@ func (f *fn) fetchFactor(factor tir.Expr, side []*tir.Var, n, extentSide int64, 
 
 // putFactor stores the values fetchFactor held into shared array sh,
 // sh[kk·stride + s] in double.
-func (f *fn) putFactor(factor tir.Expr, held []value.Value, sh *ir.Global, n, stride int64, tid value.Value, t kernel.Tile) {
+func (f *fn) putFactor(factor tir.Expr, held []value.Value, sh *ir.Global, n, stride int64, tid value.Value, t blocking.Tile) {
 	alongK := f.contiguousAlong(factor, f.k.GEMM.K)
 	for r, v := range held {
 		s, kk := f.stageSlot(f.b.NewAdd(tid, i64(int64(r)*t.Threads)), n, alongK, t)

@@ -12,7 +12,8 @@ import (
 // variable (read by both factors, or by neither), a row variable (read by
 // A only) or a column variable (read by B only); a host code generator
 // packs A and B into panels and multiplies them with a register-blocked,
-// vectorised micro-kernel (codegen/emit's gemm).
+// vectorised micro-kernel (codegen/emit's gemm, blocked as
+// codegen/blocking decides).
 type GEMM struct {
 	Sum *ir.Reduce
 	// A and B are the factors; A is the side with fewer elements, whose
@@ -29,7 +30,7 @@ type GEMM struct {
 	PackedA any
 	// SharedB, when not nil, is the key of a workspace argument into
 	// which the host flavour's first items pack all of B for its tasks
-	// (codegen/emit.SharedBLen); the GPU flavour does not read it.
+	// (codegen/blocking.SharedBLen); the GPU flavour does not read it.
 	SharedB any
 }
 
@@ -81,7 +82,7 @@ func (k *Kernel) FactorKeys(factor ir.Expr) []any {
 // key (to run once with the weights, in the host flavour only: PackOnly),
 // and makes k read it: the packed buffer becomes k's argument before its
 // output. elements is the packed buffer's length, which the host
-// flavour's register blocking decides (codegen/emit.PackedLen).
+// flavour's register blocking decides (codegen/blocking.PackedLen).
 func (k *Kernel) PackKernel(key any, elements int64) *Kernel {
 	packed := Arg{Key: key, DType: lang.F32, Shape: []int64{elements}}
 	pk := *k
@@ -164,82 +165,3 @@ func plainFactor(e ir.Expr) bool {
 	})
 	return ok
 }
-
-// Tile is how the GPU flavour tiles a contraction (the Tiled form): a
-// block of Threads threads computes M rows × N columns of the output
-// for one batch index, each thread MicroM × MicroN results, and the
-// depth is walked in stages of K values of both factors, held in shared
-// memory in double. Along a side of S positions with micro-tile μ there
-// are T = S/μ threads; thread t owns the μ/4 runs of 4 consecutive
-// positions q·4T + 4t + r (q < μ/4, r < 4), so that it reads its values
-// of a stage with 16-byte vector loads and a warp's stores are runs of
-// consecutive columns.
-type Tile struct {
-	M, N, K        int64
-	MicroM, MicroN int64 // results a thread owns along the rows and along the columns
-	Threads        int64
-	RowTiles       int64 // tiles along the rows, ⌈rows/M⌉
-	ColTiles       int64 // tiles along the columns, ⌈cols/N⌉
-	Tiles          int64 // batch · RowTiles · ColTiles
-}
-
-// Tile rule (docs/codegen.md): a side of the tile is the smallest of 16,
-// 32 and 64 covering the output's extent on that side (64 above), with 4
-// results a thread along it, and a tile has at least 32 threads (a
-// 16 × 16 tile becomes 16 × 32). When both sides are 64 and the output
-// has at least TileLargeMin tiles with every side of TileLarge or more
-// positions widened to TileLarge, those sides are TileLarge with
-// TileLargeMicro results a thread (128 × 128 tiles of 8 × 8, 128 × 64 of
-// 8 × 4, always 256 threads); fewer tiles
-// would leave multiprocessors idle (a batch-1 convolution's 7 × 7 image
-// keeps its small tiles). The depth is staged TileK at a time.
-const (
-	TileMicro      = 4
-	TileK          = 16
-	TileMax        = 64
-	TileLarge      = 128
-	TileLargeMicro = 8
-	TileLargeMin   = 128
-	TilePad        = 2 // doubles after each depth row of a stage in shared memory
-)
-
-// Tile is the tiling of g (the rule above).
-func (g *GEMM) Tile() Tile {
-	side := func(n int64) int64 {
-		s := int64(16)
-		for s < TileMax && s < n {
-			s *= 2
-		}
-		return s
-	}
-	rows, cols := ir.Extent(g.Rows), ir.Extent(g.Cols)
-	t := Tile{M: side(rows), N: side(cols), K: TileK, MicroM: TileMicro, MicroN: TileMicro}
-	if t.M*t.N < 32*TileMicro*TileMicro {
-		t.N *= 2
-	}
-	wide := func(n, s int64) int64 {
-		if n >= TileLarge {
-			return TileLarge
-		}
-		return s
-	}
-	if m, n := wide(rows, t.M), wide(cols, t.N); t.M == TileMax && t.N == TileMax && (m > t.M || n > t.N) && ir.Extent(g.Batch)*ceilDiv(rows, m)*ceilDiv(cols, n) >= TileLargeMin {
-		if m > t.M {
-			t.M, t.MicroM = m, TileLargeMicro
-		}
-		if n > t.N {
-			t.N, t.MicroN = n, TileLargeMicro
-		}
-	}
-	t.Threads = t.M / t.MicroM * (t.N / t.MicroN)
-	t.RowTiles = ceilDiv(rows, t.M)
-	t.ColTiles = ceilDiv(cols, t.N)
-	t.Tiles = ir.Extent(g.Batch) * t.RowTiles * t.ColTiles
-	return t
-}
-
-func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
-
-// SharedBytes is the static shared memory of a Tiled kernel: a stage of
-// each factor in double, K rows of M + TilePad and of N + TilePad values.
-func (t Tile) SharedBytes() int64 { return 8 * t.K * (t.M + t.N + 2*TilePad) }

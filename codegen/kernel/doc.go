@@ -24,6 +24,6 @@
 // the reduction's range and combine it with warp shuffles and shared
 // memory, or, for a contraction with a GEMM description, a block per
 // tile of the output with the depth staged through shared memory
-// (Tiled, GEMM.Tile). The host flavour runs the same loop nest over a range of output
-// elements per call.
+// (Tiled; its tile is codegen/blocking.GPUTile). The host flavour runs
+// the same loop nest over a range of output elements per call.
 package kernel

@@ -36,7 +36,7 @@ const (
 	// split over the block's threads.
 	Blocks
 	// Tiled: a contraction (GEMM not nil); a block per tile of the
-	// output (GEMM.Tile), the depth staged through shared memory.
+	// output (codegen/blocking.GPUTile), the depth staged through shared memory.
 	Tiled
 	// RowsForm: a block per row of the output (Rows not nil); the row
 	// locals' top-level reductions are split over the block's threads,

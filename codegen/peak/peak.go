@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"tofuc/codegen/emit"
+	"tofuc/codegen/blocking"
 	"tofuc/codegen/toolchain"
 	"tofuc/runtime/native"
 )
@@ -66,7 +66,7 @@ func Measure(threads int, d time.Duration) (Result, error) {
 	if threads < 1 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	lanes := emit.HostLanes()
+	lanes := blocking.HostLanes()
 	fn, err := load(lanes)
 	if err != nil {
 		return Result{}, err

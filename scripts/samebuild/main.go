@@ -133,7 +133,7 @@ func check(c testCase, model string, bins map[string]string, work string, run bo
 			return nil, err
 		}
 	}
-	return compare(dirs["old"], dirs["new"])
+	return compare(dirs["old"], dirs["new"], run)
 }
 
 // build compiles the model into DIR/plan and runs it into DIR/run-cpu and
@@ -168,12 +168,14 @@ func tofuc(bin string, args ...string) error {
 
 // compare lists how the new build differs from the old: a file only one
 // side has, different bytes, or plans that differ beyond the format.
-func compare(oldDir, newDir string) ([]string, error) {
-	oldFiles, err := files(oldDir)
+// Without run, the compiled files only: a baseline built with its runs
+// serves a check without them.
+func compare(oldDir, newDir string, run bool) ([]string, error) {
+	oldFiles, err := files(oldDir, run)
 	if err != nil {
 		return nil, err
 	}
-	newFiles, err := files(newDir)
+	newFiles, err := files(newDir, run)
 	if err != nil {
 		return nil, err
 	}
@@ -212,8 +214,8 @@ func errOrEmpty(err error) any {
 }
 
 // files lists the files compared under dir: every file but the report
-// (it holds timings) and the markers.
-func files(dir string) ([]string, error) {
+// (it holds timings) and the markers, and without run those of the runs.
+func files(dir string, run bool) ([]string, error) {
 	var out []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -224,6 +226,9 @@ func files(dir string) ([]string, error) {
 			return err
 		}
 		if base := filepath.Base(rel); base == ".done" || strings.HasPrefix(base, "report.") {
+			return nil
+		}
+		if !run && strings.HasPrefix(rel, "run-") {
 			return nil
 		}
 		out = append(out, rel)
