@@ -10,6 +10,7 @@ import (
 	"tofuc/codegen/blocking"
 	"tofuc/codegen/emit"
 	"tofuc/codegen/kernel"
+	"tofuc/codegen/target"
 	"tofuc/lang"
 	"tofuc/runtime/plan"
 )
@@ -193,12 +194,11 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	idx := len(b.p.Kernels)
 	b.kernelOf[name] = idx
 	b.units = append(b.units, k)
-	pk := plan.Kernel{Name: name, Label: k.Label, Kind: k.Kind.String(), Form: k.Form.String(), Elements: k.Elements, Sync: k.Form.Sync() && !k.HostOnly()}
-	if k.Before != nil {
-		pk.Form = "chain"
-	}
-	pk.Grid, pk.Block, pk.Shared = geometry(k)
-	pk.HostRange, pk.HostGrain = emit.HostRange(k)
+	form := emit.FormOf(k)
+	launch := form.Launch(k)
+	pk := plan.Kernel{Name: name, Label: k.Label, Kind: k.Kind.String(), Form: form.Name(), Elements: k.Elements,
+		Grid: launch.Grid, Block: launch.Block, Shared: launch.Shared, Sync: launch.Sync && !k.HostOnly()}
+	pk.HostRange, pk.HostGrain = form.HostRange(k)
 	if k.GEMM != nil && !k.PackOnly {
 		pk.HostPhase = blocking.GEMMPackItems(k.GEMM)
 	}
@@ -253,22 +253,24 @@ func kernelFLOPs(k *kernel.Kernel) (int64, error) {
 	return total, nil
 }
 
-// kernelName is "k" and the start of the hash of k's GPU-flavour IR
-// (and host-flavour IR, for a kernel whose GPU flavour does nothing): the
-// same lambda on the same shapes and dtypes gets the same name. A
-// GPU-only kernel's name differs from that of the same kernel run by
-// both.
+// kernelName is "k" and the start of the hash of k's GPU-flavour IR for
+// the naming machine (target.Naming), and its host-flavour IR for a
+// kernel whose GPU flavour does nothing (or when no target has a GPU
+// machine): the same lambda on the same shapes and dtypes gets the same
+// name, whatever the targets built. A GPU-only kernel's name differs
+// from that of the same kernel run by both.
 func kernelName(k *kernel.Kernel) (string, error) {
 	text := ""
-	flavours := []emit.Flavour{emit.GPU}
-	if k.HostOnly() {
-		flavours = append(flavours, emit.Host)
+	naming := target.Naming()
+	lowerings := []emit.Machine{naming}
+	if k.HostOnly() && naming != nil {
+		lowerings = append(lowerings, nil)
 	}
 	if k.GPUOnly {
 		text = "gpu only\n"
 	}
-	for _, fl := range flavours {
-		m := emit.NewModule(fl)
+	for _, mc := range lowerings {
+		m := newModule(mc)
 		if err := m.Add("kernel", k); err != nil {
 			return "", err
 		}
@@ -281,51 +283,4 @@ func kernelName(k *kernel.Kernel) (string, error) {
 	}
 	h := sha256.Sum256([]byte(text))
 	return "k" + hex.EncodeToString(h[:8]), nil
-}
-
-// Launch geometry of the GPU flavour: Threads kernels use blocks of
-// kernel.ThreadsPerBlock (fewer, a multiple of 32, for small outputs), a thread
-// per output element, or from kernel.TurnMin elements four a turn on
-// kernel.TurnGrid blocks (kernel.Turn); Blocks kernels a block per output element with the
-// smallest power of two of threads, from 32 to kernel.ThreadsPerBlock, that
-// covers the reduction range; Rows kernels a block per row, the threads
-// likewise covering the longest of the row, its buffers and its locals'
-// reductions, with shared memory for its buffers;
-// Tiled kernels a block per tile (blocking.GPUTile). Every grid is
-// capped at maxGrid blocks and every form strides over what its grid
-// does not cover, so a kernel is correct for any grid (TestAnyGrid).
-// CUDA would take 2^31 - 1 blocks, but more blocks were slower on an
-// H200 (docs/decisions.md, "GPU kernel code"): an element-wise chain over
-// 2^26 floats ran at 1934 GB/s with a block per 256 elements against
-// 2395 with 65535 blocks, a sum of 64 per element over 2^20 elements at
-// 427 against 1267 GB/s, a softmax of 2^18 rows of 64 at 520 against
-// 543 GB/s.
-const maxGrid = 65535
-
-func geometry(k *kernel.Kernel) (grid, block, shared int64) {
-	if k.Form == kernel.Tiled {
-		t := blocking.GPUTile(k.GEMM)
-		return min(t.Tiles, maxGrid), t.Threads, t.SharedBytes()
-	}
-	if k.Form == kernel.Blocks {
-		return min(k.Elements, maxGrid), blockCovering(k.ReduceLen), 32 * 8
-	}
-	if k.Form == kernel.RowsForm {
-		return min(k.Rows.Count, maxGrid), blockCovering(max(k.ReduceLen, k.Rows.Len, k.Rows.BufferLen)), 32*8 + k.Rows.BufferBytes()
-	}
-	block = min(kernel.ThreadsPerBlock, max(32, (k.Elements+31)/32*32))
-	if turn := k.Turn(); turn > 1 {
-		return min((k.Elements+block*turn-1)/(block*turn), kernel.TurnGrid), block, 0
-	}
-	return min((k.Elements+block-1)/block, maxGrid), block, 0
-}
-
-// blockCovering is the smallest power of two of threads, from 32 to
-// kernel.ThreadsPerBlock, covering n.
-func blockCovering(n int64) int64 {
-	block := int64(32)
-	for block < kernel.ThreadsPerBlock && block < n {
-		block *= 2
-	}
-	return block
 }

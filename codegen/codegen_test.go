@@ -118,7 +118,7 @@ func TestExamplesOnOneDevice(t *testing.T) {
 	} {
 		g := loadExample(t, tc.name, tc.train, tc.set)
 		dir := t.TempDir()
-		c, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.EmitAll, Tools: tl})
+		c, err := codegen.Compile(g, dir, codegen.Options{Tools: tl})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -134,7 +134,7 @@ func compileMatching(t *testing.T, tl *toolchain.Tools, label, src string, depth
 	t.Helper()
 	g := modelFromSource(t, src)
 	dir := t.TempDir()
-	c, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.EmitAll, Tools: tl})
+	c, err := codegen.Compile(g, dir, codegen.Options{Tools: tl})
 	if err != nil {
 		t.Fatalf("%s: %v", label, err)
 	}
@@ -199,7 +199,7 @@ func loadPlan(t *testing.T, p *plan.Plan, dir string, emulated bool) []loaded {
 func TestNegativeExtentIsAnError(t *testing.T) {
 	g := modelFromSource(t, "model neg(x: f32[1, 3, 1, 5]) {\n    w = param f32[5, 3, 7, 3]\n    return conv2d(x, w)\n}\n")
 	dir := filepath.Join(t.TempDir(), "out")
-	_, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.Emit{Host: true}, Tools: tools(t)})
+	_, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"host"}, Tools: tools(t)})
 	if err == nil || !strings.Contains(err.Error(), "negative extent") || strings.Contains(err.Error(), "internal error") {
 		t.Fatalf("compiling a tensor of negative extent: %v", err)
 	}

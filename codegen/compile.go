@@ -3,38 +3,26 @@ package codegen
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
 	"tofuc/codegen/emit"
-	"tofuc/codegen/simt"
-	hosttarget "tofuc/codegen/target/host"
+	"tofuc/codegen/target"
 	"tofuc/codegen/toolchain"
 	"tofuc/lang/ir"
 	"tofuc/runtime/plan"
 )
 
-// Emit chooses the artefacts Compile writes besides plan.json.
-type Emit struct {
-	LLVM bool // kernels/*.ll, the GPU-flavour modules as LLVM IR
-	PTX  bool // kernels/*.ptx
-	Host bool // host.so: the host-flavour kernels (the cpu runtime)
-	SIMT bool // simt.so: the GPU flavour under the emulator (the simt runtime)
-}
-
-// EmitAll writes every artefact.
-var EmitAll = Emit{LLVM: true, PTX: true, Host: true, SIMT: true}
-
 // Options tune Compile.
 type Options struct {
-	Emit Emit
+	// Emit names the artefacts to write besides plan.json
+	// (target.Artefacts: llvm, ptx, host, simt): the targets that make
+	// them are built. nil: every target's.
+	Emit []string
 	// Jobs is how many llc processes run at once (0: GOMAXPROCS).
 	Jobs int
 	// Tools are the external tools (nil: toolchain.Find()).
@@ -86,11 +74,22 @@ func (b *builder) finish(dir string, opts Options, start time.Time) (*Compiled, 
 	if opts.Jobs <= 0 {
 		opts.Jobs = runtime.GOMAXPROCS(0)
 	}
+	want := target.Set{}
+	if opts.Emit == nil {
+		opts.Emit = target.Artefacts()
+	}
+	for _, a := range opts.Emit {
+		want[a] = true
+	}
+	targets, err := target.Chosen(want)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "kernels"), 0o755); err != nil {
 		return nil, err
 	}
 	modules := b.group(opts.Jobs)
-	if err := b.compileModules(dir, modules, opts); err != nil {
+	if err := b.compileModules(dir, modules, targets, want, opts); err != nil {
 		return nil, err
 	}
 	b.allocate()
@@ -142,16 +141,11 @@ func (b *builder) group(jobs int) [][]int {
 	return out
 }
 
-// moduleArtefacts are the compiled forms of one module.
-type moduleArtefacts struct {
-	gpu, ptx  string
-	host, sim []byte
-}
-
-// compileModules emits every module in both flavours, runs llc on them in
-// parallel and links the shared objects.
-func (b *builder) compileModules(dir string, modules [][]int, opts Options) error {
-	arts := make([]moduleArtefacts, len(modules))
+// compileModules lowers every module for the targets (once per distinct
+// lowering), compiles it for each in parallel, and has each target write
+// its files.
+func (b *builder) compileModules(dir string, modules [][]int, targets []target.Target, want target.Set, opts Options) error {
+	objs := make([][]target.Object, len(modules))
 	errs := make([]error, len(modules))
 	sem := make(chan struct{}, opts.Jobs)
 	var wg sync.WaitGroup
@@ -163,17 +157,18 @@ func (b *builder) compileModules(dir string, modules [][]int, opts Options) erro
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			arts[i], errs[i] = b.compileModule(m, opts)
+			var failed string
+			objs[i], failed, errs[i] = b.compileModule(m, targets, want, opts)
 			if opts.Progress != nil {
 				mu.Lock()
 				done++
 				opts.Progress(done, len(modules))
 				mu.Unlock()
 			}
-			if errs[i] != nil && arts[i].gpu != "" {
+			if errs[i] != nil && failed != "" {
 				// Keep the module that failed for the person reading the error.
 				path := filepath.Join(cmp.Or(opts.FailedDir, dir), "kernels", fmt.Sprintf("m%d.failed.ll", i))
-				if os.MkdirAll(filepath.Dir(path), 0o755) == nil && os.WriteFile(path, []byte(arts[i].gpu), 0o644) == nil {
+				if os.MkdirAll(filepath.Dir(path), 0o755) == nil && os.WriteFile(path, []byte(failed), 0o644) == nil {
 					errs[i] = fmt.Errorf("%w\n(the module is in %s)", errs[i], path)
 				}
 			}
@@ -185,107 +180,62 @@ func (b *builder) compileModules(dir string, modules [][]int, opts Options) erro
 			return err
 		}
 	}
-	var hostObjs, simObjs [][]byte
 	b.p.Modules = map[string]plan.Module{}
-	var gpu plan.Module
-	for i, a := range arts {
-		base := filepath.Join("kernels", fmt.Sprintf("m%d", i))
-		if opts.Emit.LLVM {
-			if err := os.WriteFile(filepath.Join(dir, base+".ll"), []byte(a.gpu), 0o644); err != nil {
-				return err
-			}
-			gpu.IR = append(gpu.IR, base+".ll")
+	for t, tg := range targets {
+		per := make([]target.Object, len(modules))
+		for i := range modules {
+			per[i] = objs[i][t]
 		}
-		if opts.Emit.PTX {
-			if err := os.WriteFile(filepath.Join(dir, base+".ptx"), []byte(a.ptx), 0o644); err != nil {
-				return err
-			}
-			gpu.Files = append(gpu.Files, base+".ptx")
-		}
-		hostObjs = append(hostObjs, a.host)
-		simObjs = append(simObjs, a.sim)
-	}
-	if len(gpu.Files)+len(gpu.IR) > 0 {
-		b.p.Modules["nvptx"] = gpu
-	}
-	if len(modules) == 0 {
-		return nil // no kernel: nothing to link (a plan of views and copies)
-	}
-	ctx := context.Background()
-	if opts.Emit.Host {
-		name, err := b.link(ctx, dir, "host", hostObjs, []string{hosttarget.Source}, opts.Tools)
+		m, ok, err := tg.Finish(context.Background(), opts.Tools, dir, per, want)
 		if err != nil {
 			return err
 		}
-		b.p.Modules["host"] = plan.Module{Files: []string{name}}
-	}
-	if opts.Emit.SIMT {
-		name, err := b.link(ctx, dir, "simt", simObjs, []string{simt.Source}, opts.Tools)
-		if err != nil {
-			return err
+		if ok {
+			b.p.Modules[tg.Name()] = m
 		}
-		b.p.Modules["simt"] = plan.Module{Files: []string{name}}
 	}
 	return nil
 }
 
-// link links objects into DIR/KIND-HASH.so; the hash in the name keeps
-// libraries of different contents apart when loaded into one process.
-func (b *builder) link(ctx context.Context, dir, kind string, objs [][]byte, csrc []string, tools *toolchain.Tools) (string, error) {
-	so, err := tools.Link(ctx, objs, csrc)
-	if err != nil {
-		return "", fmt.Errorf("linking the %s kernels: %w", kind, err)
+// compileModule lowers the kernels ids as one module for each lowering
+// the targets need and compiles it for each target; failed is the text
+// of the module whose compile failed.
+func (b *builder) compileModule(ids []int, targets []target.Target, want target.Set, opts Options) (objs []target.Object, failed string, err error) {
+	texts := map[emit.Machine]string{} // by lowering: nil is the host flavour
+	var sigs []target.Kernel
+	for _, tg := range targets {
+		mc := tg.Machine()
+		if _, ok := texts[mc]; ok {
+			continue
+		}
+		m := newModule(mc)
+		for _, id := range ids {
+			if err := m.Add(b.p.Kernels[id].Name, b.units[id]); err != nil {
+				return nil, "", err
+			}
+		}
+		texts[mc] = m.String()
 	}
-	h := sha256.Sum256(so)
-	name := kind + "-" + hex.EncodeToString(h[:6]) + ".so"
-	if err := os.WriteFile(filepath.Join(dir, name), so, 0o755); err != nil {
-		return "", err
+	for _, id := range ids {
+		sigs = append(sigs, target.Kernel{Name: b.p.Kernels[id].Name, Elems: emit.ArgElems(b.units[id])})
 	}
-	return name, nil
+	ctx := context.Background()
+	for _, tg := range targets {
+		text := texts[tg.Machine()]
+		o, err := tg.Compile(ctx, opts.Tools, text, sigs, want)
+		if err != nil {
+			return nil, text, err
+		}
+		objs = append(objs, o)
+	}
+	return objs, "", nil
 }
 
-// compileModule emits the kernels ids as one module of each flavour and
-// compiles them.
-func (b *builder) compileModule(ids []int, opts Options) (moduleArtefacts, error) {
-	var a moduleArtefacts
-	gpu, host := emit.NewModule(emit.GPU), emit.NewModule(emit.Host)
-	var sigs []simt.Kernel
-	for _, id := range ids {
-		k, name := b.units[id], b.p.Kernels[id].Name
-		if err := gpu.Add(name, k); err != nil {
-			return a, err
-		}
-		if err := host.Add(name, k); err != nil {
-			return a, err
-		}
-		sigs = append(sigs, simt.Kernel{Name: name, Elems: emit.ArgElems(k)})
+// newModule starts a module in the lowering of machine mc (nil: the
+// host flavour).
+func newModule(mc emit.Machine) *emit.Module {
+	if mc == nil {
+		return emit.NewHostModule()
 	}
-	a.gpu = gpu.String()
-	ctx := context.Background()
-	var err error
-	if opts.Emit.PTX {
-		ptx, err := opts.Tools.Compile(ctx, []byte(a.gpu), toolchain.PTX)
-		if err != nil {
-			return a, err
-		}
-		a.ptx = string(ptx)
-		if strings.Contains(a.ptx, ".extern .func") {
-			return a, fmt.Errorf("internal error: PTX module calls an external function")
-		}
-	}
-	if opts.Emit.Host {
-		if a.host, err = opts.Tools.Compile(ctx, []byte(host.String()), toolchain.Host); err != nil {
-			return a, err
-		}
-	}
-	if opts.Emit.SIMT {
-		text, err := simt.Retarget(a.gpu, sigs)
-		if err != nil {
-			return a, err
-		}
-		if a.sim, err = opts.Tools.Compile(ctx, []byte(text), toolchain.Host); err != nil {
-			return a, err
-		}
-	}
-	return a, nil
+	return emit.NewGPUModule(mc)
 }

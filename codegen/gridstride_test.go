@@ -35,7 +35,7 @@ model strided(x: f32[70, 300], idx: i64[50], a: f32[130, 40], b: f32[40, 150], q
 }
 `)
 	dir := t.TempDir()
-	c, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.Emit{SIMT: true}, Tools: tl})
+	c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"simt"}, Tools: tl})
 	if err != nil {
 		t.Fatal(err)
 	}

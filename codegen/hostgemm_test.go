@@ -48,7 +48,7 @@ func TestHostGEMMChunks(t *testing.T) {
 	tl := tools(t)
 	g := modelFromSource(t, hostGEMMModel)
 	dir := t.TempDir()
-	c, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.Emit{Host: true}, Tools: tl})
+	c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"host"}, Tools: tl})
 	if err != nil {
 		t.Fatal(err)
 	}

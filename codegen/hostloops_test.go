@@ -29,7 +29,7 @@ func TestHostLoops(t *testing.T) {
 	g := modelFromSource(t, hostLoopsModel)
 	dir := t.TempDir()
 	start := time.Now()
-	c, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.Emit{Host: true}, Tools: tl})
+	c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"host"}, Tools: tl})
 	if err != nil {
 		t.Fatal(err)
 	}

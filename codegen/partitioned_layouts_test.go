@@ -41,7 +41,7 @@ func TestPartitionedLayouts(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			comp, err := codegen.CompilePartitioned(eg, g, dir, codegen.Options{Emit: codegen.Emit{Host: true}, Tools: tl})
+			comp, err := codegen.CompilePartitioned(eg, g, dir, codegen.Options{Emit: []string{"host"}, Tools: tl})
 			if err != nil {
 				t.Fatal(err)
 			}

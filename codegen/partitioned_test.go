@@ -78,7 +78,7 @@ func TestPartitionedPlans(t *testing.T) {
 					t.Fatal(err)
 				}
 				dir := t.TempDir()
-				comp, err := codegen.CompilePartitioned(eg, g, dir, codegen.Options{Emit: codegen.Emit{Host: true, SIMT: true}, Tools: tl})
+				comp, err := codegen.CompilePartitioned(eg, g, dir, codegen.Options{Emit: []string{"host", "simt"}, Tools: tl})
 				if err != nil {
 					t.Fatal(err)
 				}

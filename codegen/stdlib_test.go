@@ -16,6 +16,7 @@ import (
 	"tofuc/codegen"
 	"tofuc/codegen/emit"
 	"tofuc/codegen/kernel"
+	"tofuc/codegen/target"
 	"tofuc/internal/opcase"
 	"tofuc/lang"
 	"tofuc/lang/ir"
@@ -156,8 +157,8 @@ func lowerInstance(inst *ir.Instance) error {
 		if err != nil {
 			return err
 		}
-		for _, fl := range []emit.Flavour{emit.GPU, emit.Host} {
-			if err := emit.NewModule(fl).Add("k", k); err != nil {
+		for _, m := range []*emit.Module{emit.NewGPUModule(target.Naming()), emit.NewHostModule()} {
+			if err := m.Add("k", k); err != nil {
 				return err
 			}
 		}
@@ -194,7 +195,7 @@ func TestStdlibCompiles(t *testing.T) {
 				t.Errorf("does not lower: %s", e)
 			}
 			dir := t.TempDir()
-			c, err := codegen.Compile(graphOf(cases), dir, codegen.Options{Emit: codegen.EmitAll, Tools: tl})
+			c, err := codegen.Compile(graphOf(cases), dir, codegen.Options{Tools: tl})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,7 +20,7 @@ model m(x: f32[2, 2, 256]) {
 }`
 	g := modelFromSource(t, src)
 	dir := t.TempDir()
-	c, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.Emit{Host: true}, Tools: tools(t)})
+	c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"host"}, Tools: tools(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

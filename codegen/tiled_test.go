@@ -55,7 +55,7 @@ func runTiled(t *testing.T, src string, nodes []string) *plan.Plan {
 	tl := tools(t)
 	g := modelFromSource(t, src)
 	dir := t.TempDir()
-	c, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.Emit{PTX: true, SIMT: true}, Tools: tl})
+	c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"ptx", "simt"}, Tools: tl})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"tofuc/codegen"
-	"tofuc/codegen/kernel"
+	"tofuc/codegen/emit"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
@@ -21,22 +21,22 @@ func TestTurns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("8.6 million elements under the emulator")
 	}
-	n := kernel.TurnMin + 777
+	n := emit.TurnMin + 777
 	g := modelFromSource(t, fmt.Sprintf("model m(x: f32[%d]) {\n    return relu(x * 2.0 - 1.0) + x\n}\n", n))
 	dir := t.TempDir()
-	c, err := codegen.Compile(g, dir, codegen.Options{Emit: codegen.Emit{SIMT: true}, Tools: tools(t)})
+	c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"simt"}, Tools: tools(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Plan.Kernels) != 1 || c.Plan.Kernels[0].Grid != kernel.TurnGrid {
-		t.Fatalf("kernels %+v: want one on a grid of %d", c.Plan.Kernels, kernel.TurnGrid)
+	if len(c.Plan.Kernels) != 1 || c.Plan.Kernels[0].Grid != emit.TurnGrid {
+		t.Fatalf("kernels %+v: want one on a grid of %d", c.Plan.Kernels, emit.TurnGrid)
 	}
 	in := randomInputs(g, 10)
 	want, err := exec.Run(g, exec.Interp{}, in, nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, grid := range []int64{kernel.TurnGrid, 5} {
+	for _, grid := range []int64{emit.TurnGrid, 5} {
 		p := *c.Plan
 		p.Kernels = append([]plan.Kernel(nil), c.Plan.Kernels...)
 		p.Kernels[0].Grid = grid

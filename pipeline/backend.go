@@ -41,6 +41,9 @@ type Backend struct {
 	Model   *Model
 	Options Options
 	Threads int
+	// Keep, when not empty, is the folder the plan is compiled into and
+	// kept in (what tofuc compile -o writes); else a temporary one.
+	Keep string
 }
 
 // Name is the kind of devices.
@@ -51,13 +54,15 @@ type Program struct {
 	*executor.Program
 	Stats codegen.Stats
 	kind  string
-	dir   string
+	temp  string // the temporary folder of its files, removed at Close
 }
 
-// Close frees the program and deletes its compiled files.
+// Close frees the program and deletes its compiled files (unless kept).
 func (p *Program) Close() error {
 	err := p.Program.Close()
-	os.RemoveAll(p.dir)
+	if p.temp != "" {
+		os.RemoveAll(p.temp)
+	}
 	return err
 }
 
@@ -70,9 +75,13 @@ func (b *Backend) Prepare(g *ir.Graph, syms map[string]int64) (exec.Program, err
 	if err := concreteShapes(g); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "tofuc-"+b.Kind+"-")
-	if err != nil {
-		return nil, err
+	dir, temp := b.Keep, ""
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "tofuc-"+b.Kind+"-"); err != nil {
+			return nil, err
+		}
+		temp = dir
 	}
 	m := b.Model
 	if m == nil || m.Graph != g && b.Options.Train == nil {
@@ -90,16 +99,17 @@ func (b *Backend) Prepare(g *ir.Graph, syms map[string]int64) (exec.Program, err
 		opts.Emit = []string{k.Module}
 	}
 	res, err := Compile(m, dir, opts)
+	var prog *executor.Program
+	if err == nil {
+		prog, err = executor.Open(res.Plan, dir, b.Kind, executor.Options{Threads: b.Threads})
+	}
 	if err != nil {
-		os.RemoveAll(dir)
+		if temp != "" {
+			os.RemoveAll(temp)
+		}
 		return nil, err
 	}
-	prog, err := executor.Open(res.Plan, dir, b.Kind, executor.Options{Threads: b.Threads})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	return &Program{Program: prog, Stats: res.Stats, kind: b.Kind, dir: dir}, nil
+	return &Program{Program: prog, Stats: res.Stats, kind: b.Kind, temp: temp}, nil
 }
 
 // Kernels is the number of kernel launches of the compiled plan that

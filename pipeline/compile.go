@@ -3,6 +3,8 @@ package pipeline
 import (
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"path/filepath"
 	"tofuc/parser"
 
@@ -13,6 +15,7 @@ import (
 	"tofuc/analysis/partition/execution"
 	"tofuc/analysis/report"
 	"tofuc/codegen"
+	"tofuc/codegen/target"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/rewrite/search"
@@ -35,8 +38,9 @@ type Options struct {
 	Train *autodiff.TrainOptions
 	// NoOptimize skips the verified rewrites of an inference graph.
 	NoOptimize bool
-	// Emit lists the artefacts to write besides plan.json (codegen's
-	// names, ArtefactNames; "report" writes the report); nil: all.
+	// Emit lists the artefacts to write besides plan.json
+	// (ArtefactNames: the targets', and "report" writes the report);
+	// nil: all.
 	Emit []string
 	// Jobs bounds the llc processes at once (0: all cores).
 	Jobs int
@@ -68,33 +72,29 @@ func (o *Options) progress() Progress {
 	return o.Progress
 }
 
-// ArtefactNames are the artefacts Options.Emit chooses among.
-var ArtefactNames = []string{"llvm", "ptx", "host", "simt", "plan", "report"}
+// ArtefactNames are the artefacts Options.Emit chooses among: the
+// targets' (codegen/target), the plan (always written) and the report.
+func ArtefactNames() []string { return append(target.Artefacts(), "plan", "report") }
 
-// emit is the codegen choice of the artefacts opts.Emit names; writeReport
-// says whether to write the report.
-func (o *Options) emit() (e codegen.Emit, writeReport bool, err error) {
+// emit is the targets' artefacts opts.Emit names (nil: all of them);
+// writeReport says whether to write the report.
+func (o *Options) emit() (artefacts []string, writeReport bool, err error) {
 	if o.Emit == nil {
-		return codegen.EmitAll, true, nil
+		return nil, true, nil
 	}
+	artefacts = []string{}
 	for _, name := range o.Emit {
-		switch name {
-		case "llvm":
-			e.LLVM = true
-		case "ptx":
-			e.PTX = true
-		case "host":
-			e.Host = true
-		case "simt":
-			e.SIMT = true
-		case "report":
+		switch {
+		case name == "report":
 			writeReport = true
-		case "plan":
+		case name == "plan":
+		case slices.Contains(target.Artefacts(), name):
+			artefacts = append(artefacts, name)
 		default:
-			return e, false, fmt.Errorf("unknown artefact %q (expected %v)", name, ArtefactNames)
+			return nil, false, fmt.Errorf("unknown artefact %q (expected %s)", name, strings.Join(ArtefactNames(), ", "))
 		}
 	}
-	return e, writeReport, nil
+	return artefacts, writeReport, nil
 }
 
 // Result is a compiled model.

@@ -26,10 +26,12 @@ type benchFlags struct {
 	runs, threads           int
 	seed                    uint64
 	asJSON, peak, calibrate bool
-	// The compiled backends compile as tofuc compile does with these.
+	// The compiled backends compile as tofuc compile does with these,
+	// into keep when it is given.
 	devices    int
 	memory     int64
 	noOptimize bool
+	keep       string
 }
 
 // benchResult is what `tofuc bench --json` prints (docs/cli.md).
@@ -74,11 +76,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.devices, "devices", 1, "compiled backends: compile for N devices, as tofuc compile --devices")
 	fs.Var((*byteSize)(&f.memory), "memory", "compiled backends, with --devices: the memory per device, as tofuc compile --memory")
 	fs.BoolVar(&f.noOptimize, "no-optimize", false, "compiled backends: skip the verified rewrites, as tofuc compile --no-optimize")
+	fs.StringVar(&f.keep, "keep", "", "compiled backends: keep the plan timed in DIR (what tofuc compile -o DIR writes, for tofuc run)")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
 	modelFlags := false
-	for _, name := range []string{"backend", "json", "model", "set", "in", "params", "topology", "devices", "memory", "no-optimize"} {
+	for _, name := range []string{"backend", "json", "model", "set", "in", "params", "topology", "devices", "memory", "no-optimize", "keep"} {
 		modelFlags = modelFlags || fs.Changed(name)
 	}
 	switch {
@@ -162,6 +165,11 @@ func bench(path string, f benchFlags, opts pipeline.Options, specs map[string]st
 	b, err := pipeline.NewBackend(f.backend, m, opts, f.threads)
 	if err != nil {
 		return nil, err
+	}
+	if cb, ok := b.(*pipeline.Backend); ok {
+		cb.Keep = f.keep
+	} else if f.keep != "" {
+		return nil, fmt.Errorf("--keep goes with a compiled backend; the interpreter compiles no plan")
 	}
 	inputs, err := readInputs(specs)
 	if err != nil {

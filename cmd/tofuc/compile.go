@@ -27,7 +27,7 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	fs := flagSet("compile", stderr)
 	var f compileFlags
 	fs.StringVarP(&f.out, "output", "o", "", "write the plan, the kernels and the report into DIR (required)")
-	fs.StringVar(&f.emit, "emit", strings.Join(pipeline.ArtefactNames, ","), "what to write: "+strings.Join(pipeline.ArtefactNames, ", ")+" (plan.json is always written)")
+	fs.StringVar(&f.emit, "emit", strings.Join(pipeline.ArtefactNames(), ","), "what to write: "+strings.Join(pipeline.ArtefactNames(), ", ")+" (plan.json is always written)")
 	fs.IntVar(&f.devices, "devices", 1, "compile for N devices: the model is partitioned first (tofuc partition)")
 	fs.Var((*byteSize)(&f.memory), "memory", "with --devices: the memory per device, e.g. 80GB (0: unlimited)")
 	fs.StringVar(&f.model, "model", "", "the model to compile (default: the only one)")
@@ -70,8 +70,8 @@ func (f *compileFlags) validate(nargs int, trainChanged bool) (pipeline.Options,
 	opts.Jobs, opts.Seed = f.jobs, f.seed
 	for _, e := range strings.Split(f.emit, ",") {
 		e = strings.TrimSpace(e)
-		if !slices.Contains(pipeline.ArtefactNames, e) {
-			return opts, fmt.Errorf("--emit %q: expected a list of %s", e, strings.Join(pipeline.ArtefactNames, ", "))
+		if !slices.Contains(pipeline.ArtefactNames(), e) {
+			return opts, fmt.Errorf("--emit %q: expected a list of %s", e, strings.Join(pipeline.ArtefactNames(), ", "))
 		}
 		opts.Emit = append(opts.Emit, e)
 	}

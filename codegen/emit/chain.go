@@ -20,6 +20,24 @@ import (
 // does nothing, and a GPU runs the two kernels as launches of their own
 // (kernel.Kernel.GPUOnly).
 
+// The chain form is a chained launch: it applies to a kernel with
+// Before, and sizes the host's calls in blocks of rows.
+type chainForm struct{}
+
+func (chainForm) Name() string { return "chain" }
+
+func (chainForm) Applies(k *kernel.Kernel) bool { return k.Before != nil }
+
+// Launch is none: a GPU runs the two kernels (GPUOnly).
+func (chainForm) Launch(*kernel.Kernel) Launch { return Launch{} }
+
+func (chainForm) HostRange(k *kernel.Kernel) (items, grain int64) { return chainBlocks(k), 1 }
+
+// GPU is never called: a chained launch is host-only.
+func (chainForm) GPU(*Func) {}
+
+func (chainForm) Host(f *Func, begin, end value.Value) { f.f.chainHost(begin, end) }
+
 // chainParts returns the fns of the two kernels of f's chained launch,
 // over f's buffers (the first kernel's are the first of them).
 func (f *fn) chainParts() (first, then *fn) {

@@ -2,19 +2,20 @@
 // github.com/llir/llvm, in two flavours of one module that share every
 // line of the loop-nest and expression lowering:
 //
-//   - GPU: each kernel is a `ptx_kernel` function listed in
-//     `!nvvm.annotations`, taking one pointer per buffer in address space
-//     1 (global) and a status word; threads find their element with the
-//     special registers (llvm.nvvm.read.ptx.sreg.*), Blocks kernels
-//     combine partial reductions with warp shuffles
-//     (llvm.nvvm.shfl.sync.bfly.i32) and a shared array in address space
-//     3, Tiled kernels stage the factors of a contraction in shared
-//     arrays (tiled.go), with barriers (llvm.nvvm.barrier0) only where
-//     every thread of the block arrives. llc turns it into PTX; codegen/simt retargets the
-//     same IR to the host.
+//   - GPU: each kernel is a kernel entry of a GPU machine (Machine: a GPU
+//     target's package says how entries are marked, where buffers and
+//     shared memory live, how a thread reads its special registers, meets
+//     its block at a barrier and shuffles values within its warp), taking
+//     one pointer per buffer in the machine's global address space and a
+//     status word; its form (Form) spreads its elements over threads and
+//     blocks: one thread per element, a block per element combining
+//     partial reductions with warp shuffles and a shared array, a block
+//     per row, a block per tile of a contraction staging its factors in
+//     shared arrays (tiled.go), with barriers only where every thread of
+//     the block arrives.
 //   - Host: each kernel is `void NAME(i8** args, i64 begin, i64 end)`,
-//     computing output elements [begin, end) in one thread; the runtime
-//     splits the range over cores.
+//     computing items [begin, end) of its form's host range in one
+//     thread; the runtime splits the range over cores.
 //
 // Values follow the reference interpreter exactly (runtime/interp's
 // package comment): float expressions are computed in double and rounded

@@ -1,8 +1,6 @@
 package emit
 
 import (
-	"fmt"
-
 	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
@@ -305,34 +303,6 @@ func (f *fn) forRuns(start, count value.Value, vars []*tir.Var, body func(t, run
 	f.b = exit
 }
 
-// threadsLoop lowers a Threads kernel on the GPU: a grid-stride loop
-// from first over the output elements. A kernel taking several elements
-// a turn (kernel.Turn) computes the turn's elements, loads first, before
-// storing any, while all of them are in range; the last turn's elements
-// go one at a time.
-func (f *fn) threadsLoop(first, stride value.Value) {
-	n := i64(f.k.Elements)
-	turn := f.k.Turn()
-	if turn > 1 {
-		span := f.b.NewMul(stride, i64(turn))
-		whole := f.b.NewSub(n, f.b.NewMul(stride, i64(turn-1))) // o < whole: o's turn is in range
-		first = f.fold(first, whole, span, first, func(o, _ value.Value) value.Value {
-			at := make([]value.Value, turn)
-			vals := make([]value.Value, turn)
-			for u := range at {
-				at[u] = f.b.NewAdd(o, f.b.NewMul(stride, i64(int64(u))))
-				f.unflatten(at[u], f.k.Vars, f.k.Shape)
-				vals[u] = f.computeStages()
-			}
-			for u := range at {
-				f.store(f.bufs[len(f.bufs)-1], at[u], vals[u], f.k.Out().DType)
-			}
-			return f.b.NewAdd(o, span)
-		})
-	}
-	f.loop(first, n, stride, f.element)
-}
-
 // element computes output element o: the stages in order, then the store.
 func (f *fn) element(o value.Value) {
 	f.unflatten(o, f.k.Vars, f.k.Shape)
@@ -356,186 +326,13 @@ func (f *fn) computeStages() value.Value {
 	return v
 }
 
-// blocksLoop lowers a Blocks kernel: blocks stride over the output
-// elements, every thread of a block takes part in the block's
-// reductions, and thread 0 computes and stores the element.
-func (f *fn) blocksLoop() {
-	f.smem = f.sharedSlots()
-	tid, ntid := f.sreg("tid.x"), f.sreg("ntid.x")
-	f.loop(f.sreg("ctaid.x"), i64(f.k.Elements), f.sreg("nctaid.x"), func(o value.Value) {
-		f.unflatten(o, f.k.Vars, f.k.Shape)
-		f.hoisted = map[*tir.Reduce]value.Value{}
-		for _, r := range f.k.Reductions {
-			f.hoisted[r] = f.blockReduce(r, tid, ntid)
-		}
-		f.ifThen(f.b.NewICmp(enum.IPredEQ, tid, i64(0)), func() {
-			f.store(f.bufs[len(f.bufs)-1], o, f.computeStages(), f.k.Out().DType)
-		})
-	})
-}
-
-// rowsLoop lowers a Rows kernel on the GPU: blocks stride over the rows;
-// for each, every thread takes part in the row locals' reductions (so
-// all hold their values), then the threads share the row's elements.
-func (f *fn) rowsLoop() {
-	f.smem = f.sharedSlots()
-	tid, ntid := f.sreg("tid.x"), f.sreg("ntid.x")
-	rows := f.k.Rows
-	vars, shape := f.rowVars(rows.RowVars(len(f.k.Vars)))
-	f.rowBufs = map[*tir.Def]value.Value{}
-	for i, l := range rows.Locals {
-		if l.BufferLen > 0 {
-			f.rowBufs[l.Def] = f.sharedRowBuffer(i, l)
-		}
-	}
-	f.loop(f.sreg("ctaid.x"), i64(rows.Count), f.sreg("nctaid.x"), func(key value.Value) {
-		f.computeRow(key, func(r *tir.Reduce) value.Value { return f.blockReduce(r, tid, ntid) })
-		f.loop(tid, i64(rows.Len), ntid, func(t value.Value) {
-			f.unflatten(t, vars, shape)
-			f.storeElement()
-		})
-	})
-}
-
-// rowsHost lowers a Rows kernel on the host: rows [begin, end), each its
-// row locals then its elements, the innermost row variable in a loop
-// that can be vectorised.
-func (f *fn) rowsHost(begin, end value.Value) {
-	rows := f.k.Rows
-	vars, _ := f.rowVars(rows.RowVars(len(f.k.Vars)))
-	f.rowBufs = map[*tir.Def]value.Value{}
-	for _, l := range rows.Locals {
-		if l.BufferLen > 0 {
-			f.rowBufs[l.Def] = f.scratch(l.BufferLen*int64(max(1, l.Def.Tensor.DType.Size())), storageType(l.Def.Tensor.DType))
-		}
-	}
-	f.loop(begin, end, i64(1), func(key value.Value) {
-		f.computeRow(key, nil)
-		f.forRange(i64(0), i64(rows.Len), vars, func(value.Value) { f.storeElement() })
-	})
-	for _, l := range rows.Locals {
-		if p, ok := f.rowBufs[l.Def]; ok {
-			f.freeScratch(p)
-		}
-	}
-}
-
-// sharedRowBuffer defines the shared array holding buffered row local l
-// (the i-th) and returns a pointer to its first element.
-func (f *fn) sharedRowBuffer(i int, l kernel.RowLocal) value.Value {
-	st := storageType(l.Def.Tensor.DType)
-	g := f.m.M.NewGlobalDef(fmt.Sprintf("%s.row%d", f.f.Name(), i), constant.NewUndef(types.NewArray(uint64(l.BufferLen), st)))
-	g.Linkage = enum.LinkageInternal
-	g.AddrSpace = sharedSpace
-	g.Typ = nil // recomputed with the address space
-	g.Align = 8
-	return f.b.NewGetElementPtr(g.ContentType, g, i64(0), i64(0))
-}
-
-// computeRow binds the key variables to row key and computes the row
-// locals in order; reduce, when not nil, computes their top-level
-// reductions over the block (the GPU flavour, whose threads share the
-// elements of the buffered locals), else one thread computes all.
-func (f *fn) computeRow(key value.Value, reduce func(*tir.Reduce) value.Value) {
-	rows := f.k.Rows
-	vars, shape := f.rowVars(rows.Key)
-	f.unflatten(key, vars, shape)
-	f.rowVals = map[*tir.Def]value.Value{}
-	for _, l := range rows.Locals {
-		for i, v := range l.Def.Vars {
-			if l.At[i] >= 0 {
-				f.vars[v] = f.vars[f.k.Vars[l.At[i]]]
-			}
-		}
-		if l.BufferLen > 0 {
-			f.fillRowBuffer(l, reduce != nil)
-			continue
-		}
-		f.hoisted = map[*tir.Reduce]value.Value{}
-		if reduce != nil {
-			for _, r := range l.Reductions {
-				f.hoisted[r] = reduce(r)
-			}
-		}
-		f.rowVals[l.Def] = f.convert(f.expr(l.Def.Body), l.Def.Body.Type(), l.Def.Tensor.DType, true)
-		for _, v := range l.Def.Vars {
-			delete(f.vars, v)
-		}
-	}
-	f.hoisted = nil
-}
-
-// fillRowBuffer computes every element of buffered row local l at the
-// bound key into its buffer; shared, the block's threads share them,
-// between barriers: the previous row's readers are done before it is
-// overwritten, and all of it is written before it is read.
-func (f *fn) fillRowBuffer(l kernel.RowLocal, shared bool) {
-	vars, shape := l.Buffered()
-	buf := f.rowBufs[l.Def]
-	fill := func(t value.Value) {
-		f.unflatten(t, vars, shape)
-		f.store(buf, t, f.convert(f.expr(l.Def.Body), l.Def.Body.Type(), l.Def.Tensor.DType, true), l.Def.Tensor.DType)
-	}
-	if shared {
-		f.barrier()
-		f.loop(f.sreg("tid.x"), i64(l.BufferLen), f.sreg("ntid.x"), fill)
-		f.barrier()
-	} else {
-		f.vectorLoop(i64(0), i64(l.BufferLen), fill) // its elements are independent
-	}
-	for _, v := range l.Def.Vars {
-		delete(f.vars, v)
-	}
-}
-
-// rowBufferOffset is where the element at idx of buffered row local d
-// (at the row's key) lies in its buffer: row-major over the variables
-// the buffer spans.
-func (f *fn) rowBufferOffset(d *tir.Def, idx []value.Value) value.Value {
-	for _, l := range f.k.Rows.Locals {
-		if l.Def != d {
-			continue
-		}
-		_, shape := l.Buffered()
-		var at []value.Value
-		for i, p := range l.At {
-			if p < 0 {
-				at = append(at, idx[i])
-			}
-		}
-		return flatIndex(f, at, shape)
-	}
-	fail("local %s has no row buffer", d.Tensor.Name)
-	return nil
-}
-
-// rowVars are the kernel's variables at positions, and their extents.
-func (f *fn) rowVars(positions []int) ([]*tir.Var, []int64) {
-	vars := make([]*tir.Var, len(positions))
-	shape := make([]int64, len(positions))
-	for i, p := range positions {
-		vars[i], shape[i] = f.k.Vars[p], f.k.Shape[p]
-	}
-	return vars, shape
-}
-
-// storeElement computes and stores the output element at the bound
-// variables.
-func (f *fn) storeElement() {
-	idx := make([]value.Value, len(f.k.Vars))
-	for i, v := range f.k.Vars {
-		idx[i] = f.vars[v]
-	}
-	f.store(f.bufs[len(f.bufs)-1], flatIndex(f, idx, f.k.Shape), f.computeStages(), f.k.Out().DType)
-}
-
 // sharedSlots defines the kernel's shared array of 32 i64 slots, where
 // warps leave their partial reductions.
 func (f *fn) sharedSlots() *ir.Global {
 	arr := types.NewArray(32, types.I64)
 	g := f.m.M.NewGlobalDef(f.f.Name()+".smem", constant.NewUndef(arr))
 	g.Linkage = enum.LinkageInternal
-	g.AddrSpace = sharedSpace
+	g.AddrSpace = f.m.Machine.Shared()
 	g.Typ = nil // recomputed with the address space
 	g.Align = 8
 	return g
@@ -579,19 +376,16 @@ func (f *fn) smemSlot(i value.Value) value.Value {
 	return f.b.NewGetElementPtr(f.smem.ContentType, f.smem, i64(0), i)
 }
 
-func (f *fn) barrier() {
-	f.b.NewCall(f.m.declare("llvm.nvvm.barrier0", types.Void))
-}
+func (f *fn) barrier() { f.m.Machine.Barrier(f.m, f.b) }
 
 // shuffleXor exchanges a 64-bit value with the lane whose index differs
 // in the bits of mask, as two 32-bit shuffles.
 func (f *fn) shuffleXor(x value.Value, mask int64) value.Value {
-	shfl := f.m.declare("llvm.nvvm.shfl.sync.bfly.i32", types.I32, types.I32, types.I32, types.I32, types.I32)
 	bits := f.bits(x)
 	lo := f.b.NewTrunc(bits, types.I32)
 	hi := f.b.NewTrunc(f.b.NewLShr(bits, i64(32)), types.I32)
-	slo := f.b.NewCall(shfl, i32(-1), lo, i32(mask), i32(31))
-	shi := f.b.NewCall(shfl, i32(-1), hi, i32(mask), i32(31))
+	slo := f.m.Machine.ShuffleXor(f.m, f.b, lo, mask)
+	shi := f.m.Machine.ShuffleXor(f.m, f.b, hi, mask)
 	out := f.b.NewOr(f.b.NewShl(f.b.NewZExt(shi, types.I64), i64(32)), f.b.NewZExt(slo, types.I64))
 	if x.Type().Equal(types.Double) {
 		return f.b.NewBitCast(out, types.Double)

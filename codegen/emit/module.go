@@ -18,10 +18,11 @@ import (
 	tir "tofuc/lang/ir"
 )
 
-// Flavour is the target a module is written for.
+// Flavour is the kind of machine a module is written for.
 type Flavour uint8
 
-// Flavours.
+// Flavours: a GPU's (threads in blocks, Machine says the rest) and the
+// host's (a range of items per call).
 const (
 	GPU Flavour = iota
 	Host
@@ -29,31 +30,33 @@ const (
 
 func (f Flavour) String() string { return [...]string{"gpu", "host"}[f] }
 
-// Address spaces of the GPU flavour (NVPTX).
-const (
-	globalSpace types.AddrSpace = 1
-	sharedSpace types.AddrSpace = 3
-)
-
 // Module is an LLVM module of one flavour, holding kernels.
 type Module struct {
 	Flavour Flavour
+	// Machine is the GPU flavour's machine (nil for the host's).
+	Machine Machine
 	M       *ir.Module
 	math    *mathir.Lib
 	decls   map[string]*ir.Func
-	// annotations are the !nvvm.annotations entries (GPU flavour).
-	annotations []metadata.Node
+	// notes are the named metadata Note adds, by name, and the names
+	// in the order first added.
+	notes     map[string][]metadata.Node
+	noteOrder []string
 	// vectorize are the loop properties asking LLVM to vectorise a loop
 	// (host flavour), made once per module.
 	vectorize []metadata.Field
 }
 
-// NewModule starts an empty module.
-func NewModule(f Flavour) *Module {
-	m := &Module{Flavour: f, M: ir.NewModule(), decls: map[string]*ir.Func{}}
-	if f == GPU {
-		m.M.TargetTriple = "nvptx64-nvidia-cuda"
-		m.M.DataLayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+// NewHostModule starts an empty host-flavour module.
+func NewHostModule() *Module { return newModule(Host, nil) }
+
+// NewGPUModule starts an empty GPU-flavour module for machine mc.
+func NewGPUModule(mc Machine) *Module { return newModule(GPU, mc) }
+
+func newModule(f Flavour, mc Machine) *Module {
+	m := &Module{Flavour: f, Machine: mc, M: ir.NewModule(), decls: map[string]*ir.Func{}}
+	if mc != nil {
+		mc.Start(m.M)
 	}
 	m.math = mathir.New(m.M)
 	// One instruction where the host has it; both flavours alike, so that
@@ -64,8 +67,8 @@ func NewModule(f Flavour) *Module {
 
 // String is the module's LLVM IR text.
 func (m *Module) String() string {
-	if len(m.annotations) > 0 {
-		m.M.NamedMetadataDefs["nvvm.annotations"] = &metadata.NamedDef{Name: "nvvm.annotations", Nodes: m.annotations}
+	for _, name := range m.noteOrder {
+		m.M.NamedMetadataDefs[name] = &metadata.NamedDef{Name: name, Nodes: m.notes[name]}
 	}
 	return m.M.String()
 }
@@ -123,38 +126,27 @@ func storageType(dt lang.DType) types.Type {
 	return nil
 }
 
-// gpuFunc defines k as a ptx_kernel with one global pointer per buffer
-// and the status words.
+// gpuFunc defines k as a kernel of the module's machine with one global
+// pointer per buffer and the status words, lowered by k's form.
 func (f *fn) gpuFunc(name string) {
+	mc := f.m.Machine
 	var params []*ir.Param
 	for i, a := range f.k.LaunchArgs() {
-		params = append(params, ir.NewParam(fmt.Sprintf("a%d", i), pointer(storageType(a.DType), globalSpace)))
+		params = append(params, ir.NewParam(fmt.Sprintf("a%d", i), pointer(storageType(a.DType), mc.Global())))
 	}
-	params = append(params, ir.NewParam("status", pointer(types.I64, globalSpace)))
+	params = append(params, ir.NewParam("status", pointer(types.I64, mc.Global())))
 	f.f = f.m.M.NewFunc(name, types.Void, params...)
-	f.f.CallingConv = enum.CallingConvPTXKernel
 	f.f.FuncAttrs = append(f.f.FuncAttrs, enum.FuncAttrNoUnwind)
 	f.b = f.f.NewBlock("entry")
 	for _, p := range params[:len(params)-1] {
 		f.bufs = append(f.bufs, p)
 	}
 	f.status = params[len(params)-1]
-	note := f.m.metadataDef(false, rawField(f.f.Type().String()+" "+f.f.Ident()), &metadata.String{Value: "kernel"}, rawField("i32 1"))
-	f.m.annotations = append(f.m.annotations, note)
-	switch {
-	case f.k.HostOnly():
+	mc.Kernel(f.m, f.f)
+	if !f.k.HostOnly() {
 		// Packing is for the host's micro-kernel, and a GPU runs a
 		// chained launch's kernels as launches of their own: nothing.
-	case f.k.Form == kernel.Blocks:
-		f.blocksLoop()
-	case f.k.Form == kernel.Tiled:
-		f.tiledLoop()
-	case f.k.Form == kernel.RowsForm:
-		f.rowsLoop()
-	default:
-		tid := f.b.NewAdd(f.b.NewMul(f.sreg("ctaid.x"), f.sreg("ntid.x")), f.sreg("tid.x"))
-		stride := f.b.NewMul(f.sreg("nctaid.x"), f.sreg("ntid.x"))
-		f.threadsLoop(tid, stride)
+		FormOf(f.k).GPU(&Func{f})
 	}
 	f.b.NewRet(nil)
 }
@@ -173,23 +165,8 @@ func (f *fn) hostFunc(name string) {
 		f.bufs = append(f.bufs, f.argPointer(args, i, storageType(a.DType)))
 	}
 	f.status = f.argPointer(args, len(launchArgs), types.I64)
-	switch {
-	case f.k.GPUOnly:
-		// A half of a chained launch, which the host runs as one.
-	case f.k.PackOnly:
-		f.packStrips(begin, end)
-	case f.k.Before != nil:
-		f.chainHost(begin, end)
-	case f.k.GEMM != nil:
-		f.gemmHost(begin, end)
-	case f.k.Rows != nil:
-		f.rowsHost(begin, end)
-	case len(f.k.Vars) == 0 || extent(f.k.Vars[len(f.k.Vars)-1]) < blocking.HostLanes():
-		// Runs shorter than a vector would pay a vector loop's set-up
-		// each: one flat loop, the index divided per element.
-		f.loop(begin, end, i64(1), f.element)
-	default:
-		f.storeRuns(begin, end, f.interiorReads())
+	if !f.k.GPUOnly { // a half of a chained launch, which the host runs as one
+		FormOf(f.k).Host(&Func{f}, begin, end)
 	}
 	f.b.NewRet(nil)
 }
@@ -211,8 +188,8 @@ func pointer(elem types.Type, space types.AddrSpace) *types.PointerType {
 // f32 width.
 func (m *Module) vectorizeHint() *metadata.Tuple {
 	if m.vectorize == nil {
-		enable := m.metadataDef(false, &metadata.String{Value: "llvm.loop.vectorize.enable"}, rawField("i1 true"))
-		width := m.metadataDef(false, &metadata.String{Value: "llvm.loop.vectorize.width"}, rawField(fmt.Sprintf("i32 %d", blocking.HostLanes())))
+		enable := m.metadataDef(false, &metadata.String{Value: "llvm.loop.vectorize.enable"}, RawField("i1 true"))
+		width := m.metadataDef(false, &metadata.String{Value: "llvm.loop.vectorize.width"}, RawField(fmt.Sprintf("i32 %d", blocking.HostLanes())))
 		m.vectorize = []metadata.Field{enable, width}
 	}
 	id := m.metadataDef(true)
@@ -227,37 +204,33 @@ func (m *Module) metadataDef(distinct bool, fields ...metadata.Field) *metadata.
 	return t
 }
 
-// rawField is a metadata field printed as given (a typed value such as
-// "i32 1", which llir's metadata types do not build).
-type rawField string
-
-func (r rawField) String() string { return string(r) }
-
-// sreg reads a PTX special register (tid.x, ntid.x, ctaid.x, nctaid.x)
-// as an i64.
-func (f *fn) sreg(reg string) value.Value {
-	fn := f.m.declare("llvm.nvvm.read.ptx.sreg."+reg, types.I32)
-	return f.b.NewZExt(f.b.NewCall(fn), types.I64)
+// reg reads a special register of the module's machine as an i64.
+func (f *fn) reg(r Register) value.Value {
+	return f.b.NewZExt(f.m.Machine.Register(f.m, f.b, r), types.I64)
 }
 
-// declare returns the declaration of an external function or intrinsic.
+// declare returns the declaration of an external function or intrinsic
+// (Declare).
 func (m *Module) declare(name string, ret types.Type, params ...types.Type) *ir.Func {
 	if d, ok := m.decls[name]; ok {
 		return d
 	}
+	d := m.newDecl(name, ret, params...)
+	if strings.HasPrefix(name, "llvm.") {
+		d.FuncAttrs = append(d.FuncAttrs, enum.FuncAttrNoUnwind, enum.FuncAttrReadNone)
+	} else { // the C library's aligned_alloc and free (host flavour)
+		d.FuncAttrs = append(d.FuncAttrs, enum.FuncAttrNoUnwind)
+	}
+	return d
+}
+
+// newDecl declares a function of m, without attributes.
+func (m *Module) newDecl(name string, ret types.Type, params ...types.Type) *ir.Func {
 	var ps []*ir.Param
 	for _, p := range params {
 		ps = append(ps, ir.NewParam("", p))
 	}
 	d := m.M.NewFunc(name, ret, ps...)
-	switch {
-	case strings.HasPrefix(name, "llvm.nvvm.barrier") || strings.HasPrefix(name, "llvm.nvvm.shfl"):
-		d.FuncAttrs = append(d.FuncAttrs, enum.FuncAttrConvergent, enum.FuncAttrNoUnwind)
-	case strings.HasPrefix(name, "llvm."):
-		d.FuncAttrs = append(d.FuncAttrs, enum.FuncAttrNoUnwind, enum.FuncAttrReadNone)
-	default: // the C library's aligned_alloc and free (host flavour)
-		d.FuncAttrs = append(d.FuncAttrs, enum.FuncAttrNoUnwind)
-	}
 	m.decls[name] = d
 	return d
 }
@@ -274,25 +247,4 @@ func ArgElems(k *kernel.Kernel) []string {
 		out[i] = storageType(a.DType).String()
 	}
 	return out
-}
-
-// HostRange is the range a host-flavour kernel's calls split, and the
-// fewest items worth a thread of their own: output elements, or for a
-// contraction its tasks (each a block of columns), for a Rows kernel
-// its rows, for a chained launch its blocks of rows.
-func HostRange(k *kernel.Kernel) (items, grain int64) {
-	if k.PackOnly {
-		s := blocking.NewShape(k.GEMM)
-		return (s.Rows + s.MR - 1) / s.MR, 1 // strips
-	}
-	if k.Before != nil {
-		return chainBlocks(k), 1
-	}
-	if k.GEMM != nil {
-		return blocking.GEMMTasks(k.GEMM), 1
-	}
-	if k.Rows != nil {
-		return k.Rows.Count, max(1, 4096/k.Rows.Work(k))
-	}
-	return k.Elements, 4096
 }

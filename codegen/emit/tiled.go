@@ -8,10 +8,45 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"tofuc/codegen/blocking"
+	"tofuc/codegen/kernel"
 	tir "tofuc/lang/ir"
 )
 
-// The GPU flavour of a contraction (kernel.Tiled) is a tiled matrix
+// The tiled form: a contraction with a GEMM description (kernel.GEMM).
+// On a GPU a block per tile of the output (blocking.GPUTile), below; on
+// the host a packed GEMM (gemm.go), whose calls run its tasks, and a
+// kernel packing its A factor with the weights (kernel.Kernel.PackOnly)
+// packs strips of it.
+type tiledForm struct{}
+
+func (tiledForm) Name() string { return "tiled" }
+
+func (tiledForm) Applies(k *kernel.Kernel) bool { return k.GEMM != nil }
+
+func (tiledForm) Launch(k *kernel.Kernel) Launch {
+	t := blocking.GPUTile(k.GEMM)
+	return Launch{Grid: min(t.Tiles, maxGrid), Block: t.Threads, Shared: t.SharedBytes(), Sync: true}
+}
+
+func (tiledForm) HostRange(k *kernel.Kernel) (items, grain int64) {
+	if k.PackOnly {
+		s := blocking.NewShape(k.GEMM)
+		return (s.Rows + s.MR - 1) / s.MR, 1 // strips
+	}
+	return blocking.GEMMTasks(k.GEMM), 1
+}
+
+func (tiledForm) GPU(f *Func) { f.f.tiledLoop() }
+
+func (tiledForm) Host(f *Func, begin, end value.Value) {
+	if f.f.k.PackOnly {
+		f.f.packStrips(begin, end)
+		return
+	}
+	f.f.gemmHost(begin, end)
+}
+
+// The GPU flavour of a contraction is a tiled matrix
 // product with register blocking (docs/codegen.md, "The tiled form"):
 //
 //	for each tile (batch b, rows [m0, m0+M), columns [n0, n0+N)), blocks striding:
@@ -33,7 +68,7 @@ import (
 // past the depth are padded by predicated loads (zero) and stores, never
 // by an early exit.
 
-// tiledLoop lowers a Tiled kernel (GPU flavour).
+// tiledLoop lowers a tiled kernel (GPU flavour).
 func (f *fn) tiledLoop() {
 	g := f.k.GEMM
 	t := blocking.GPUTile(g)
@@ -42,7 +77,7 @@ func (f *fn) tiledLoop() {
 		arr := types.NewArray(uint64(n), types.Double)
 		s := f.m.M.NewGlobalDef(f.f.Name()+"."+name, constant.NewUndef(arr))
 		s.Linkage = enum.LinkageInternal
-		s.AddrSpace = sharedSpace
+		s.AddrSpace = f.m.Machine.Shared()
 		s.Typ = nil // recomputed with the address space
 		s.Align = 16
 		return s
@@ -54,7 +89,7 @@ func (f *fn) tiledLoop() {
 	as, bs := shared("as", t.K*sm), shared("bs", t.K*sn)
 	nacc := int(t.MicroM * t.MicroN)
 	fma := f.fmaF64()
-	tid := f.sreg("tid.x")
+	tid := f.reg(ThreadIndex)
 	tn, tm := t.N/t.MicroN, t.M/t.MicroM
 	tx := f.b.NewURem(tid, i64(tn))
 	ty := f.b.NewUDiv(tid, i64(tn))
@@ -63,7 +98,7 @@ func (f *fn) tiledLoop() {
 	rowBase, colBase := f.b.NewMul(ty, i64(4)), f.b.NewMul(tx, i64(4))
 	perBatch := t.RowTiles * t.ColTiles
 	na := int(t.M * t.K / t.Threads)
-	f.loop(f.sreg("ctaid.x"), i64(t.Tiles), f.sreg("nctaid.x"), func(tile value.Value) {
+	f.loop(f.reg(BlockIndex), i64(t.Tiles), f.reg(GridBlocks), func(tile value.Value) {
 		f.unflatten(f.b.NewUDiv(tile, i64(perBatch)), g.Batch, extents(g.Batch))
 		rest := f.b.NewURem(tile, i64(perBatch))
 		m0 := f.b.NewMul(f.b.NewUDiv(rest, i64(t.ColTiles)), i64(t.M))
@@ -184,7 +219,7 @@ func (f *fn) putFactor(factor tir.Expr, held []value.Value, sh *ir.Global, n, st
 func (f *fn) sharedRuns(sh *ir.Global, base value.Value, micro, threads int64) []value.Value {
 	vec := types.NewVector(2, types.Double)
 	ptr := types.NewPointer(vec)
-	ptr.AddrSpace = sharedSpace
+	ptr.AddrSpace = f.m.Machine.Shared()
 	var out []value.Value
 	for q := int64(0); q < micro/4; q++ {
 		for h := int64(0); h < 2; h++ {

@@ -115,11 +115,12 @@ func identity(idx []ir.Expr, vars []*ir.Var) bool {
 	return true
 }
 
-// classify sets the kernel's kind, form and top-level reductions.
+// classify sets the kernel's kind, its top-level reductions and the
+// descriptions a form may lower it by: its row locals (Rows) or its GEMM.
 func (b *builder) classify() {
 	k := b.k
 	if k.Rows = b.rows(); k.Rows != nil {
-		k.Kind, k.Form = Reduction, RowsForm
+		k.Kind = Reduction
 		k.Reductions = topLevelReductions(k.Stages[0].Body)
 		for _, l := range k.Rows.Locals {
 			if l.BufferLen > 0 {
@@ -136,16 +137,7 @@ func (b *builder) classify() {
 		k.ReduceLen = max(k.ReduceLen, ir.Extent(r.Vars))
 	}
 	k.Kind = b.kind()
-	if k.Kind == Reduction && k.ReduceLen >= BlockReduceMin {
-		k.Form = Blocks
-		return
-	}
-	k.Form = Threads
 	k.GEMM = b.gemm()
-	if k.GEMM != nil {
-		k.Form = Tiled
-	}
-	k.Reductions = nil
 }
 
 func (b *builder) kind() Kind {

@@ -18,12 +18,8 @@
 //     variables differ (matmul, convolution);
 //   - reduction: any other top-level reduction.
 //
-// Its form says how the GPU flavour spreads it over threads: one thread
-// per output element (grid-stride), or, for a reduction whose range is at
-// least BlockReduceMin, a block per output element whose threads split
-// the reduction's range and combine it with warp shuffles and shared
-// memory, or, for a contraction with a GEMM description, a block per
-// tile of the output with the depth staged through shared memory
-// (Tiled; its tile is codegen/blocking.GPUTile). The host flavour runs
-// the same loop nest over a range of output elements per call.
+// How a kernel is spread over GPU threads and host calls is its form's
+// choice (codegen/emit's registered forms), read off what this package
+// describes: its kind, its top-level reductions, its row locals (Rows)
+// and, for a contraction, its GEMM description.
 package kernel

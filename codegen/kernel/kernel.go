@@ -25,62 +25,6 @@ var kindNames = [...]string{"elementwise", "injective", "gather", "contraction",
 
 func (k Kind) String() string { return kindNames[k] }
 
-// Form is how the GPU flavour spreads a kernel over threads.
-type Form uint8
-
-// Forms.
-const (
-	// Threads: one thread per output element, grid-stride.
-	Threads Form = iota
-	// Blocks: a block per output element; its top-level reductions are
-	// split over the block's threads.
-	Blocks
-	// Tiled: a contraction (GEMM not nil); a block per tile of the
-	// output (codegen/blocking.GPUTile), the depth staged through shared memory.
-	Tiled
-	// RowsForm: a block per row of the output (Rows not nil); the row
-	// locals' top-level reductions are split over the block's threads,
-	// then the threads share the row's elements.
-	RowsForm
-)
-
-func (f Form) String() string { return [...]string{"threads", "blocks", "tiled", "rows"}[f] }
-
-// Sync reports whether the form's threads meet at barriers or shuffles.
-func (f Form) Sync() bool { return f != Threads }
-
-// Turn is the number of output elements each thread of a Threads kernel
-// computes per turn of its grid-stride loop on a GPU: TurnElements for
-// kernels of at least TurnMin elements, computing all of them (their
-// loads issued) before storing any, so that a thread has that many loads
-// in flight; one for smaller kernels, whose threads are enough.
-func (k *Kernel) Turn() int64 {
-	if k.Form == Threads && k.Elements >= TurnMin {
-		return TurnElements
-	}
-	return 1
-}
-
-// TurnElements and TurnMin: see Turn. TurnGrid is the grid of a kernel
-// that takes several elements a turn (docs/codegen.md: an element-wise
-// chain over 2²⁶ floats on an H200 ran at 76% of a copy's bandwidth
-// with four elements a turn on a grid of 4,224 to 16,896 blocks, 59%
-// with one on 65,535); TurnMin is the elements of that grid's threads
-// taking TurnElements each.
-const (
-	TurnElements = 4
-	TurnGrid     = 8448
-	TurnMin      = TurnElements * ThreadsPerBlock * TurnGrid
-)
-
-// ThreadsPerBlock is the most threads of a GPU block (codegen's launch
-// geometry), the block of a large Threads kernel.
-const ThreadsPerBlock = 256
-
-// BlockReduceMin is the smallest reduction range a Blocks kernel splits
-// over a block; shorter ones run in one thread.
-const BlockReduceMin = 32
-
 // Stage is one lambda of a kernel and where the tensors it reads come from.
 type Stage struct {
 	Inst *ir.Instance
@@ -140,14 +84,13 @@ type Site struct {
 type Kernel struct {
 	Label  string // the operators or nodes it computes, for messages
 	Kind   Kind
-	Form   Form
 	Vars   []*ir.Var // the output index variables, outermost first
 	Shape  []int64   // the output shape
 	Stages []*ir.Def // evaluated in order at each output index
 	Args   []Arg     // the last one is written
 	// Reductions are the top-level reductions of the first stage, in
-	// evaluation order, of a Blocks kernel (which splits them over the
-	// block) and a Rows kernel (for the work of its rows, Rows.Work).
+	// evaluation order (a form may split them over a GPU block; Rows.Work
+	// counts them).
 	Reductions []*ir.Reduce
 	Sites      []Site
 	// Opaques are the opaque calls to compute on the host before the

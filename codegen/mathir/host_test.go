@@ -78,7 +78,6 @@ type hostLib struct {
 	one2 map[string]func(float64, float64) float64
 	vec  map[string]func(x, y, out *float64, n int64)
 	obj  []byte // the host object
-	ptx  []byte
 }
 
 // hostBuild is the test module of one FMA setting, compiled once per
@@ -122,15 +121,11 @@ func buildHost(nativeFMA bool) (*hostLib, string, error) {
 	if err != nil {
 		return nil, "needs llc-14 and a C compiler: " + err.Error(), nil
 	}
-	ctx := context.Background()
 	text := []byte(testModule(nativeFMA).String())
 	h := &hostLib{
 		one1: map[string]func(float64) float64{},
 		one2: map[string]func(float64, float64) float64{},
 		vec:  map[string]func(x, y, out *float64, n int64){},
-	}
-	if h.ptx, err = tools.Compile(ctx, text, toolchain.PTX); err != nil {
-		return nil, "", err
 	}
 	handle, obj, err := openHost(tools, text)
 	if err != nil {

@@ -168,25 +168,8 @@ type Target struct {
 	Obj  bool     // an object file (else assembly, e.g. PTX)
 }
 
-// PTX compiles for NVIDIA GPUs: sm_80 PTX, which the driver
-// JIT-compiles for newer GPUs. opt -O3 runs first, for the NVPTX target
-// (the triple the GPU flavour's module already has, named again for
-// modules without one): it inlines the math library's functions (llc
-// alone left them calls, with parameter-space traffic per element) and
-// runs the middle end as the host's modules get it. Neither tool
-// contracts: opt forms no fused multiply-add from plain operations (no
-// fast-math flags are ever emitted; -fp-contract=off says so again) and
-// llc's -nvptx-fma-level=0 keeps NVPTX from fusing, so that the PTX
-// rounds every operation as the host flavour and the emulator do (the
-// emulator's module goes through the same opt -O3, for the host).
-// Loop strength reduction is off: in LLVM 14 it can rewrite the parity of
-// a grid-stride index into an i1 multiply that NVPTX cannot select.
-var PTX = Target{
-	Opt:  []string{"-O3", "-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_80", "-mattr=+ptx70", "-fp-contract=off"},
-	Args: []string{"-march=nvptx64", "-mcpu=sm_80", "-mattr=+ptx70", "-O3", "-nvptx-fma-level=0", "-disable-lsr"},
-}
-
-// Host compiles position-independent native code for this machine's CPU.
+// Host compiles position-independent native code for this machine's CPU
+// (the host target's and the emulator's recipe).
 var Host = Target{Opt: []string{"-O3", "-mcpu=native"}, Args: []string{"-O3", "-mcpu=native", "-relocation-model=pic"}, Obj: true}
 
 // Compile runs llc on module text ir for target t, through the cache.

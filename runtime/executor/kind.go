@@ -54,6 +54,13 @@ func Register(k Kind) {
 	kinds = append(kinds, k)
 }
 
+// Unregister removes the kind called name (tests).
+func Unregister(name string) {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	kinds = slices.DeleteFunc(kinds, func(k Kind) bool { return k.Name == name })
+}
+
 // Kinds lists the registered kinds in the order of registration.
 func Kinds() []Kind {
 	kindsMu.Lock()

@@ -1,0 +1,8 @@
+package mathir
+
+// For the external tests (ptx_test.go, which compiles with the nvptx
+// target, a package that imports this one).
+var (
+	TestModule = testModule
+	Tested     = tested
+)

@@ -1,0 +1,170 @@
+// Package nvptx is the NVIDIA GPU target: the GPU flavour's lowering for
+// LLVM's NVPTX back end (Machine: the triple and data layout, address
+// spaces 1 and 3, `ptx_kernel` functions listed in `!nvvm.annotations`,
+// the special registers, barriers and warp shuffles as nvvm
+// intrinsics), compiled by opt and llc to sm_80 PTX (LLC), which the
+// CUDA driver compiles for the GPU it runs on. Its files are one PTX
+// module per group of kernels (kernels/mN.ptx) and, with --emit llvm,
+// their LLVM IR (kernels/mN.ll). It is the only package of the code
+// generator that knows NVPTX; Emulated rewrites its modules for the SIMT
+// emulator (codegen/target/simt).
+package nvptx
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/metadata"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+
+	"tofuc/codegen/emit"
+	"tofuc/codegen/target"
+	"tofuc/codegen/target/simt"
+	"tofuc/codegen/toolchain"
+	"tofuc/runtime/plan"
+)
+
+// Name is the target's name: its key in plans.
+const Name = "nvptx"
+
+// The target registers itself, and the SIMT emulator's target, which
+// runs its modules on the host (Emulated), after it.
+func init() {
+	target.Register(Target{})
+	target.Register(simt.Target{Of: Machine{}})
+}
+
+// Machine is NVPTX as the GPU flavour's lowering sees it.
+type Machine struct{}
+
+// Name is the target's name.
+func (Machine) Name() string { return Name }
+
+// Start sets the module's triple and data layout.
+func (Machine) Start(m *ir.Module) {
+	m.TargetTriple = "nvptx64-nvidia-cuda"
+	m.DataLayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+}
+
+// Global is address space 1, where kernel buffers live.
+func (Machine) Global() types.AddrSpace { return 1 }
+
+// Shared is address space 3, a block's shared memory.
+func (Machine) Shared() types.AddrSpace { return 3 }
+
+// annotations is the named metadata listing kernels.
+const annotations = "nvvm.annotations"
+
+// Kernel makes f a ptx_kernel listed in !nvvm.annotations.
+func (Machine) Kernel(m *emit.Module, f *ir.Func) {
+	f.CallingConv = enum.CallingConvPTXKernel
+	note := m.MetadataDef(false, emit.RawField(f.Type().String()+" "+f.Ident()), &metadata.String{Value: "kernel"}, emit.RawField("i32 1"))
+	m.Note(annotations, note)
+}
+
+// registers are the special registers' names.
+var registers = map[emit.Register]string{
+	emit.ThreadIndex:  "tid.x",
+	emit.BlockThreads: "ntid.x",
+	emit.BlockIndex:   "ctaid.x",
+	emit.GridBlocks:   "nctaid.x",
+}
+
+// Register reads a special register (llvm.nvvm.read.ptx.sreg.*).
+func (Machine) Register(m *emit.Module, b *ir.Block, r emit.Register) value.Value {
+	return b.NewCall(m.Declare("llvm.nvvm.read.ptx.sreg."+registers[r], types.I32))
+}
+
+// Barrier is llvm.nvvm.barrier0 (bar.sync 0).
+func (Machine) Barrier(m *emit.Module, b *ir.Block) {
+	b.NewCall(m.DeclareConvergent("llvm.nvvm.barrier0", types.Void))
+}
+
+// ShuffleXor is shfl.sync.bfly over the whole warp.
+func (Machine) ShuffleXor(m *emit.Module, b *ir.Block, x value.Value, mask int64) value.Value {
+	shfl := m.DeclareConvergent("llvm.nvvm.shfl.sync.bfly.i32", types.I32, types.I32, types.I32, types.I32, types.I32)
+	return b.NewCall(shfl, i32(-1), x, i32(mask), i32(31))
+}
+
+// LLC compiles for NVIDIA GPUs: sm_80 PTX, which the driver
+// JIT-compiles for newer GPUs. opt -O3 runs first, for the NVPTX target
+// (the triple the module already has, named again for modules without
+// one): it inlines the math library's functions (llc alone left them
+// calls, with parameter-space traffic per element) and runs the middle
+// end as the host's modules get it. Neither tool contracts: opt forms no
+// fused multiply-add from plain operations (no fast-math flags are ever
+// emitted; -fp-contract=off says so again) and llc's
+// -nvptx-fma-level=0 keeps NVPTX from fusing, so that the PTX rounds
+// every operation as the host flavour and the emulator do (the
+// emulator's module goes through the same opt -O3, for the host). Loop
+// strength reduction is off: in LLVM 14 it can rewrite the parity of a
+// grid-stride index into an i1 multiply that NVPTX cannot select.
+var LLC = toolchain.Target{
+	Opt:  []string{"-O3", "-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_80", "-mattr=+ptx70", "-fp-contract=off"},
+	Args: []string{"-march=nvptx64", "-mcpu=sm_80", "-mattr=+ptx70", "-O3", "-nvptx-fma-level=0", "-disable-lsr"},
+}
+
+// Target is the NVIDIA GPU target.
+type Target struct{}
+
+// Name is "nvptx".
+func (Target) Name() string { return Name }
+
+// Artefacts: "llvm" writes the modules' LLVM IR, "ptx" their PTX.
+func (Target) Artefacts() []string { return []string{"llvm", "ptx"} }
+
+// Machine is NVPTX's.
+func (Target) Machine() emit.Machine { return Machine{} }
+
+// object is a compiled module: its IR and its PTX (each when asked).
+type object struct{ ir, ptx string }
+
+// Compile keeps the module's IR and compiles it to PTX.
+func (Target) Compile(ctx context.Context, tools *toolchain.Tools, text string, _ []target.Kernel, want target.Set) (target.Object, error) {
+	o := object{}
+	if want["llvm"] {
+		o.ir = text
+	}
+	if want["ptx"] {
+		ptx, err := tools.Compile(ctx, []byte(text), LLC)
+		if err != nil {
+			return nil, err
+		}
+		o.ptx = string(ptx)
+		if strings.Contains(o.ptx, ".extern .func") {
+			return nil, fmt.Errorf("internal error: PTX module calls an external function")
+		}
+	}
+	return o, nil
+}
+
+// Finish writes kernels/mN.ll and kernels/mN.ptx.
+func (Target) Finish(_ context.Context, _ *toolchain.Tools, dir string, objs []target.Object, want target.Set) (plan.Module, bool, error) {
+	var m plan.Module
+	for i, obj := range objs {
+		o := obj.(object)
+		base := filepath.Join("kernels", fmt.Sprintf("m%d", i))
+		if want["llvm"] {
+			if err := os.WriteFile(filepath.Join(dir, base+".ll"), []byte(o.ir), 0o644); err != nil {
+				return m, false, err
+			}
+			m.IR = append(m.IR, base+".ll")
+		}
+		if want["ptx"] {
+			if err := os.WriteFile(filepath.Join(dir, base+".ptx"), []byte(o.ptx), 0o644); err != nil {
+				return m, false, err
+			}
+			m.Files = append(m.Files, base+".ptx")
+		}
+	}
+	return m, len(m.Files)+len(m.IR) > 0, nil
+}
+
+func i32(n int64) value.Value { return constant.NewInt(types.I32, n) }
