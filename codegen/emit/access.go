@@ -170,7 +170,8 @@ func (f *fn) recompute(d *tir.Def, idx []value.Value) value.Value {
 }
 
 // reportOutOfRange records site, the first failing dimension and its
-// index in the status words, unless an earlier error is there.
+// index in the status words (plan.StatusWords: the site plus one, the
+// dimension, the index), unless an earlier error is there.
 func (f *fn) reportOutOfRange(site int, checked []bool, idx []value.Value, shape []int64) {
 	var dim, index value.Value = i64(0), i64(0)
 	for d := len(checked) - 1; d >= 0; d-- {

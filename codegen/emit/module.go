@@ -73,11 +73,6 @@ func (m *Module) String() string {
 	return m.M.String()
 }
 
-// StatusWords is the length of a kernel's status buffer (i64 words): the
-// failing access site plus one (0 when none failed), its dimension and
-// the index.
-const StatusWords = 3
-
 // Add lowers kernel k as the function name.
 func (m *Module) Add(name string, k *kernel.Kernel) (err error) {
 	defer func() {
