@@ -24,8 +24,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"tofuc/internal/onnxbuild"
 	"tofuc/frontend/onnx/onnxpb"
+	"tofuc/internal/onnxbuild"
 )
 
 type result struct {

@@ -129,6 +129,9 @@ func (b *builder) launch(device int, init bool, k *kernel.Kernel) (int, error) {
 		}
 	}
 	s := plan.Step{Op: plan.Launch, Kernel: idx, Label: k.Label}
+	if k.Call.IsValid() {
+		s.Pos = k.Call.String()
+	}
 	for _, a := range k.LaunchArgs() {
 		id, ok := b.bufferOf[a.Key]
 		if !ok {

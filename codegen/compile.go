@@ -210,9 +210,13 @@ func (b *builder) compileModule(ids []int, targets []target.Target, want target.
 		}
 		m := newModule(mc)
 		for _, id := range ids {
-			if err := m.Add(b.p.Kernels[id].Name, b.units[id]); err != nil {
+			k := &b.p.Kernels[id]
+			if err := m.Add(k.Name, b.units[id]); err != nil {
 				return nil, "", err
 			}
+			// What the kernel is compiled for, which runtimes compare
+			// the plan with (plan.Built).
+			m.Data(plan.BuiltSymbol(k.Name), plan.EncodeBuilt(k.Built()))
 		}
 		texts[mc] = m.String()
 	}

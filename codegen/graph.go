@@ -246,6 +246,7 @@ func (b *builder) scheduleKernel(s *schedule.Schedule, k int) (*kernel.Kernel, e
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", root.Pos, root.Inst.Op, err)
 	}
+	kn.Call = root.Pos
 	return kn, nil
 }
 

@@ -157,6 +157,7 @@ func (p *partitioned) device(op *execution.Op) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		k.Call = n.Pos
 		if last, err = p.launch(d, false, k); err != nil {
 			return 0, err
 		}

@@ -217,12 +217,12 @@ func TestStdlibCompiles(t *testing.T) {
 				t.Errorf("only %d kernels of the long-row pass reduce over blocks", blocks)
 			}
 			for _, ptx := range c.Plan.Modules["nvptx"].Files {
-				b, err := os.ReadFile(filepath.Join(dir, ptx))
+				b, err := os.ReadFile(filepath.Join(dir, ptx.Path))
 				if err != nil {
 					t.Fatal(err)
 				}
 				if strings.Contains(string(b), ".extern .func") || !strings.Contains(string(b), ".visible .entry") {
-					t.Errorf("%s: an external function, or no entry", ptx)
+					t.Errorf("%s: an external function, or no entry", ptx.Path)
 				}
 			}
 			inputs := map[string]*tensor.Tensor{}

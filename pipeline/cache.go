@@ -75,16 +75,16 @@ func cached(m *Model, dir string, opts Options, compile func() (*Result, error))
 	}
 	blob, found, err := tools.Cache.Get(key)
 	if found {
-		res, err := unpack(blob, dir)
-		if err == nil {
+		res, damage := unpack(blob, dir)
+		if damage == nil {
 			res.Cached = true
 			return res, nil
 		}
 		os.Remove(tools.Cache.Path(key))
-		if err = clearDir(dir); err != nil {
+		if err := clearDir(dir); err != nil {
 			return nil, err
 		}
-		toolchain.Warn("the compile cache's entry %s is damaged (%v): removed; compiling again", tools.Cache.Path(key), err)
+		toolchain.Warn("the compile cache's entry %s is damaged (%v): removed; compiling again", tools.Cache.Path(key), damage)
 	} else if err != nil {
 		toolchain.Warn("%v; compiling again", err)
 	}
@@ -256,8 +256,8 @@ func isCompiled(rel string, p *plan.Plan) bool {
 	}
 	if p != nil {
 		for _, m := range p.Modules {
-			for _, f := range append(append([]string(nil), m.Files...), m.IR...) {
-				if filepath.ToSlash(f) == rel {
+			for _, f := range append(append([]plan.File(nil), m.Files...), m.IR...) {
+				if filepath.ToSlash(f.Path) == rel {
 					return true
 				}
 			}

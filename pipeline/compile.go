@@ -3,9 +3,9 @@ package pipeline
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
-	"path/filepath"
 	"tofuc/parser"
 
 	"tofuc/analysis/autodiff"

@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"tofuc/runtime/plan"
@@ -18,9 +20,12 @@ import (
 // into one folder commit one after the other (an exclusive lock on the
 // folder); plan.json moves last, so that a run reading the folder
 // meanwhile finds the old plan or the new one, whose recorded hashes
-// refuse files of the other.
+// refuse files of the other. A compile killed before it removed its
+// staging folder leaves it; the next compile into the folder removes
+// it (staleStage).
 
-// stagePrefix starts the name of a staging folder.
+// stagePrefix starts the name of a staging folder, followed by the
+// compiling process's id.
 const stagePrefix = ".tofuc-compile-"
 
 // stage makes dir if missing and a staging folder in it.
@@ -28,7 +33,21 @@ func stage(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	return os.MkdirTemp(dir, stagePrefix+"*")
+	return os.MkdirTemp(dir, fmt.Sprintf("%s%d-*", stagePrefix, os.Getpid()))
+}
+
+// staleStage reports whether a staging folder's compile is gone: its
+// process no longer runs (it was killed before it could remove it).
+func staleStage(name string) bool {
+	rest, ok := strings.CutPrefix(name, stagePrefix)
+	if !ok {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
+	if err != nil || pid <= 0 {
+		return true
+	}
+	return syscall.Kill(pid, 0) == syscall.ESRCH
 }
 
 // commit moves the files of staging folder stage into dir, replacing
@@ -46,7 +65,10 @@ func commit(stage, dir string) error {
 		}
 		rel, _ := filepath.Rel(dir, path)
 		switch {
-		case d.IsDir() && filepath.Dir(rel) == "." && len(d.Name()) > len(stagePrefix) && d.Name()[:len(stagePrefix)] == stagePrefix:
+		case d.IsDir() && filepath.Dir(rel) == "." && strings.HasPrefix(d.Name(), stagePrefix):
+			if path != stage && staleStage(d.Name()) {
+				os.RemoveAll(path) // a killed compile's
+			}
 			return filepath.SkipDir // this compile's, or another's under way
 		case d.IsDir():
 			return nil

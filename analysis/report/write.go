@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"tofuc/lang"
+	"tofuc/runtime/safefile"
 
 	"tofuc/analysis/partition"
 )
@@ -29,7 +30,7 @@ func (r *Report) Write(dir string) error {
 		return err
 	}
 	for name, b := range map[string][]byte{"report.txt": txt.Bytes(), "report.json": js.Bytes(), "report.html": html.Bytes()} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		if err := safefile.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			return err
 		}
 	}

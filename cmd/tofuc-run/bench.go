@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
+	"tofuc/runtime/safefile"
 
 	"tofuc/runtime/executor"
 	"tofuc/runtime/tensor"
@@ -47,7 +47,7 @@ func bench(prog *executor.Program, dev executor.Device, driver string, inputs, p
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := safefile.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "timings -> %s\n", path)

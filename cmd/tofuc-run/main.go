@@ -117,11 +117,17 @@ func runPlan(dir string, f flags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	inputs, err := planio.Inputs(p, specs, nil)
-	if err != nil {
+	// The host's share of the run (the arenas are on the GPUs), before
+	// anything is read: then the inputs and parameters, checked against
+	// the plan, before a GPU is touched.
+	if err := executor.CheckHostMemory(p, nil); err != nil {
 		return err
 	}
 	params, err := planio.Params(p, dir, f.params)
+	if err != nil {
+		return err
+	}
+	inputs, err := planio.Inputs(p, specs, nil)
 	if err != nil {
 		return err
 	}

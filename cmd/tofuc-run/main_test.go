@@ -144,7 +144,7 @@ func TestRunAndBench(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	t.Setenv("FAKECUDA_SIMT", filepath.Join(c.dir, c.plan.Modules["simt"].Files[0]))
+	t.Setenv("FAKECUDA_SIMT", filepath.Join(c.dir, c.plan.Modules["simt"].Files[0].Path))
 	open := openDevices
 	defer func() { openDevices = open }()
 	openDevices = func(p *plan.Plan, dir string) ([]executor.Device, string, error) {

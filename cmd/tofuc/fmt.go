@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"tofuc/runtime/safefile"
 
 	"tofuc/lang"
 	"tofuc/parser"
@@ -44,7 +45,7 @@ func runFmt(args []string, stdout, stderr io.Writer) int {
 		switch {
 		case *write:
 			if changed {
-				if err := os.WriteFile(path, out, 0o644); err != nil {
+				if err := safefile.WriteFile(path, out, 0o644); err != nil {
 					fmt.Fprintf(stderr, "%s: %v\n", path, err)
 					status = exitUser
 				}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"tofuc/parser"
 	"tofuc/pipeline"
+	"tofuc/runtime/safefile"
 
 	"tofuc/analysis/check"
 	"tofuc/frontend/onnx"
@@ -44,7 +45,7 @@ func runImport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	if err := os.WriteFile(*out, res.Source, 0o644); err != nil {
+	if err := safefile.WriteFile(*out, res.Source, 0o644); err != nil {
 		return fail(stderr, err)
 	}
 	fmt.Fprintf(stdout, "%s: %s, %d folded at import -> %s\n", path, count(res.Nodes, "node"), res.Folded, *out)

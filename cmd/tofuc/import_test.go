@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"tofuc/internal/shared"
 	"tofuc/frontend/onnx"
+	"tofuc/internal/shared"
 	"tofuc/runtime/npy"
 	"tofuc/runtime/tensor"
 )

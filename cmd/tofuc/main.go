@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"tofuc/codegen/toolchain"
 )
 
 // Exit statuses (docs/cli.md).
@@ -60,6 +62,7 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	toolchain.Warnings = stderr // a damaged cache entry is said, in one line
 	if len(args) == 0 {
 		printUsage(stderr)
 		return exitUsage

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"tofuc/pipeline"
+	"tofuc/runtime/safefile"
 
 	"tofuc/analysis/check"
 	"tofuc/analysis/report"
@@ -119,7 +120,7 @@ func writeOptimized(path string, m *check.Module, g *ir.Graph, out *search.Outco
 	if err != nil {
 		return fmt.Errorf("internal error: the optimised model does not parse: %w", err)
 	}
-	if err := os.WriteFile(path, lang.Format(f, []byte(src)), 0o644); err != nil {
+	if err := safefile.WriteFile(path, lang.Format(f, []byte(src)), 0o644); err != nil {
 		return err
 	}
 	if len(weights) == 0 {

@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 	"tofuc/parser"
+	"tofuc/runtime/safefile"
 
 	"tofuc/analysis/check"
 	"tofuc/lang"
@@ -103,7 +103,7 @@ func runRules(args []string, stdout, stderr io.Writer) int {
 	}
 	if *outPath == "" {
 		fmt.Fprint(stdout, b.String())
-	} else if err := os.WriteFile(*outPath, []byte(b.String()), 0o644); err != nil {
+	} else if err := safefile.WriteFile(*outPath, []byte(b.String()), 0o644); err != nil {
 		fmt.Fprintf(stderr, "tofuc rules generate: %v\n", err)
 		return exitUser
 	}

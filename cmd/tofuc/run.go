@@ -50,46 +50,54 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "run", "%v", err)
 	}
-	outputs, err := runPlan(fs.Arg(0), f, specs, stdout)
-	if err != nil {
-		return fail(stderr, err)
-	}
-	if err := planio.WriteOutputs(f.out, outputs, stdout); err != nil {
+	if err := runPlan(fs.Arg(0), f, specs, stdout); err != nil {
 		return fail(stderr, err)
 	}
 	return exitOK
 }
 
-// runPlan loads a compiled plan and runs it once.
-func runPlan(dir string, f runFlags, specs map[string]string, stdout io.Writer) (map[string]*tensor.Tensor, error) {
+// runPlan loads a compiled plan and its parameters (everything checked
+// first), reads or draws its inputs, runs it once and writes the inputs
+// it drew and its outputs: nothing is written unless the run succeeds.
+func runPlan(dir string, f runFlags, specs map[string]string, stdout io.Writer) error {
 	p, err := plan.Read(filepath.Join(dir, "plan.json"))
 	if err != nil {
-		return nil, err
+		return err
 	}
+	prog, err := executor.Open(p, dir, f.backend, executor.Options{Threads: f.threads})
+	if err != nil {
+		return err
+	}
+	defer prog.Close()
+	params, err := planio.Params(p, dir, f.params)
+	if err != nil {
+		return err
+	}
+	drawn := map[string]*tensor.Tensor{}
 	draw := func(b plan.Binding) (*tensor.Tensor, error) {
 		if !f.random {
 			return nil, fmt.Errorf("input %s (%s%v) is missing: give it with --in %s=PATH.npy, or use --random-inputs", b.Name, b.DType, b.Shape, b.Name)
 		}
 		t, err := randomPlanInput(b, f.seed)
-		if err == nil {
-			err = writeDrawn(f.out, b.Name, t, stdout)
-		}
+		drawn[b.Name] = t
 		return t, err
 	}
 	inputs, err := planio.Inputs(p, specs, draw)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	params, err := planio.Params(p, dir, f.params)
+	outputs, err := prog.Run(inputs, params)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	prog, err := executor.Open(p, dir, f.backend, executor.Options{Threads: f.threads})
-	if err != nil {
-		return nil, err
+	for _, b := range p.Inputs {
+		if t, ok := drawn[b.Name]; ok {
+			if err := writeDrawn(f.out, b.Name, t, stdout); err != nil {
+				return err
+			}
+		}
 	}
-	defer prog.Close()
-	return prog.Run(inputs, params)
+	return planio.WriteOutputs(f.out, outputs, stdout)
 }
 
 // randomPlanInput draws a plan input as eval's --random-inputs does.

@@ -2,6 +2,7 @@ package emit
 
 import (
 	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/metadata"
 	"github.com/llir/llvm/ir/types"
@@ -85,6 +86,14 @@ func (m *Module) Note(name string, node metadata.Node) {
 // MetadataDef adds a numbered metadata tuple to m and returns it.
 func (m *Module) MetadataDef(distinct bool, fields ...metadata.Field) *metadata.Tuple {
 	return m.metadataDef(distinct, fields...)
+}
+
+// Data adds a constant global array of bytes called name to m, visible
+// to whoever loads the compiled module (a shared object's symbol, a PTX
+// module's global).
+func (m *Module) Data(name string, data []byte) {
+	g := m.M.NewGlobalDef(name, constant.NewCharArray(data))
+	g.Immutable = true
 }
 
 // RawField is a metadata field printed as given (a typed value such as

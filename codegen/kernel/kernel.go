@@ -82,7 +82,10 @@ type Site struct {
 
 // Kernel is one launch's loop nest.
 type Kernel struct {
-	Label  string // the operators or nodes it computes, for messages
+	Label string // the operators or nodes it computes, for messages
+	// Call is the model's call site of the node it computes (its first
+	// stage's), for messages; not part of what is compiled.
+	Call   lang.Pos
 	Kind   Kind
 	Vars   []*ir.Var // the output index variables, outermost first
 	Shape  []int64   // the output shape

@@ -21,6 +21,7 @@ import (
 
 	"tofuc/codegen/emit"
 	"tofuc/codegen/toolchain"
+	"tofuc/runtime/native"
 	"tofuc/runtime/plan"
 )
 
@@ -159,5 +160,7 @@ func Link(ctx context.Context, tools *toolchain.Tools, dir, name string, objs []
 	if err := os.WriteFile(filepath.Join(dir, file), so, 0o755); err != nil {
 		return plan.Module{}, false, err
 	}
-	return plan.Module{Files: []string{file}}, true, nil
+	// Compiled for this machine's CPU (toolchain.Host): it may use all
+	// of its extensions.
+	return plan.Module{Files: []plan.File{plan.FileOf(file, so)}, Requires: native.CPUFeatures()}, true, nil
 }

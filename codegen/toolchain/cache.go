@@ -15,8 +15,9 @@ import (
 // Cache keeps tool outputs on disk by key. A nil *Cache caches nothing.
 //
 // Every entry starts with a header holding the SHA-256 of its contents
-// (entryMagic, the hash in hex, a newline), checked whenever the entry is
-// read: an entry damaged on disk (truncated, emptied, overwritten) is
+// and its key (entryMagic, the hash in hex, a space, the key, a newline),
+// checked whenever the entry is read: an entry damaged on disk
+// (truncated, emptied, overwritten, or another key's copied over it) is
 // removed and computed again, and Warnings is told, never used. Entries
 // are written to a temporary file and renamed into place, so that
 // readers see either no entry or a whole one.
@@ -25,7 +26,7 @@ type Cache struct {
 }
 
 // entryMagic starts every entry (the format's version).
-const entryMagic = "tofuc-cache 2\n"
+const entryMagic = "tofuc-cache 3\n"
 
 // Warnings, when not nil, is told of each damaged entry found (one line
 // each); the command line sets it to standard error.
@@ -43,7 +44,7 @@ func Warn(format string, args ...any) {
 }
 
 // DefaultCache is the cache under $TOFUC_CACHE, else the user's cache
-// directory (tofuc/v2 in it); caching is off when TOFUC_CACHE is "off".
+// directory (tofuc/v3 in it); caching is off when TOFUC_CACHE is "off".
 func DefaultCache() (*Cache, error) {
 	dir := os.Getenv("TOFUC_CACHE")
 	switch dir {
@@ -54,7 +55,7 @@ func DefaultCache() (*Cache, error) {
 		if err != nil {
 			return nil, nil // no home: compile without a cache
 		}
-		dir = filepath.Join(base, "tofuc", "v2")
+		dir = filepath.Join(base, "tofuc", "v3")
 	}
 	return &Cache{Dir: dir}, nil
 }
@@ -90,22 +91,27 @@ func (c *Cache) Get(key string) (b []byte, found bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if b, err = unseal(raw); err != nil {
+	if b, err = unseal(raw, key); err != nil {
 		os.Remove(path)
 		return nil, false, fmt.Errorf("the cache entry %s is %w (%w): removed", path, ErrDamaged, err)
 	}
 	return b, true, nil
 }
 
-// unseal checks an entry's header against its contents and returns them.
-func unseal(raw []byte) ([]byte, error) {
+// unseal checks an entry's header against its key and its contents and
+// returns them.
+func unseal(raw []byte, key string) ([]byte, error) {
 	rest, ok := bytes.CutPrefix(raw, []byte(entryMagic))
 	if !ok {
 		return nil, fmt.Errorf("no header")
 	}
-	sum, data, ok := bytes.Cut(rest, []byte("\n"))
+	header, data, ok := bytes.Cut(rest, []byte("\n"))
+	sum, owner, _ := bytes.Cut(header, []byte(" "))
 	if !ok || len(sum) != 2*sha256.Size {
 		return nil, fmt.Errorf("a header cut short")
+	}
+	if string(owner) != key {
+		return nil, fmt.Errorf("the entry of another key")
 	}
 	got := sha256.Sum256(data)
 	if hex.EncodeToString(got[:]) != string(sum) {
@@ -130,7 +136,7 @@ func (c *Cache) Put(key string, b []byte) error {
 		return err
 	}
 	sum := sha256.Sum256(b)
-	_, err = f.WriteString(entryMagic + hex.EncodeToString(sum[:]) + "\n")
+	_, err = f.WriteString(entryMagic + hex.EncodeToString(sum[:]) + " " + key + "\n")
 	if err == nil {
 		_, err = f.Write(b)
 	}

@@ -6,9 +6,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/internal/onnxbuild"
 	"tofuc/lang"
-	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/runtime/tensor"
 )
 

@@ -5,9 +5,9 @@ import (
 	"math"
 	"strconv"
 
+	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/lang"
 	"tofuc/lang/ir"
-	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/runtime/tensor"
 )
 

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/internal/onnxbuild"
 	"tofuc/internal/onnxref"
 	"tofuc/lang"
-	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/runtime/tensor"
 )
 

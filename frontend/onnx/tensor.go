@@ -12,8 +12,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"tofuc/lang"
 	"tofuc/frontend/onnx/onnxpb"
+	"tofuc/lang"
 	"tofuc/runtime/tensor"
 )
 

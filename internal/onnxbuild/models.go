@@ -3,8 +3,8 @@ package onnxbuild
 import (
 	"math/rand/v2"
 
-	"tofuc/lang"
 	"tofuc/frontend/onnx/onnxpb"
+	"tofuc/lang"
 	"tofuc/runtime/tensor"
 )
 

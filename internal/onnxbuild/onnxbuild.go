@@ -7,8 +7,8 @@ package onnxbuild
 import (
 	"google.golang.org/protobuf/proto"
 
-	"tofuc/lang"
 	"tofuc/frontend/onnx/onnxpb"
+	"tofuc/lang"
 	"tofuc/runtime/tensor"
 )
 

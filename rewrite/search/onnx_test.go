@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"tofuc/frontend/onnx"
 	"tofuc/internal/shared"
 	"tofuc/lang/ir"
-	"tofuc/frontend/onnx"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
 )

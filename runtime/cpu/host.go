@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"path/filepath"
 	"runtime"
 
 	"tofuc/runtime/executor"
@@ -50,7 +49,7 @@ func NewHost(p *plan.Plan, dir, module string, threads int) (*HostEngine, error)
 	if len(files) != 1 {
 		return nil, fmt.Errorf("the plan has no %s module (compile it with --emit %s)", module, module)
 	}
-	lib, err := native.Open(filepath.Join(dir, files[0]))
+	lib, err := native.OpenModule(p, dir, p.Modules[module])
 	if err != nil {
 		return nil, err
 	}

@@ -3,9 +3,9 @@ package cuda
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -70,9 +70,12 @@ func (d *Driver) Open(p *plan.Plan, dir string) ([]executor.Device, error) {
 	}
 	ptx := make([][]byte, len(files))
 	for i, m := range files {
-		if ptx[i], err = os.ReadFile(filepath.Join(dir, m)); err != nil {
+		if ptx[i], err = m.Read(dir); err != nil {
 			return nil, err
 		}
+	}
+	if err := p.CheckKernels("the PTX modules", func(sym string) ([]byte, error) { return ptxBytes(ptx, sym) }); err != nil {
+		return nil, err
 	}
 	contexts := make([]*context, min(len(gpus), p.Devices))
 	var devs []executor.Device
@@ -126,7 +129,7 @@ func (d *Driver) newContext(g GPU, p *plan.Plan, ptx [][]byte) (*context, error)
 		for i, text := range ptx {
 			m, err := d.loadModule(text)
 			if err != nil {
-				return fmt.Errorf("%s on GPU %d: %w", p.Modules[Module].Files[i], g.Ordinal, err)
+				return fmt.Errorf("%s on GPU %d: %w", p.Modules[Module].Files[i].Path, g.Ordinal, err)
 			}
 			c.modules = append(c.modules, m)
 		}
@@ -440,6 +443,34 @@ func (v *device) destroy() error {
 	}))
 	v.events, v.stream = nil, 0
 	return errors.Join(errs...)
+}
+
+// ptxGlobal is a global array of bytes in PTX text, as llc writes one.
+var ptxGlobal = regexp.MustCompile(`\.global \.align \d+ \.b8 ([A-Za-z0-9_$]+)\[(\d+)\] = \{([0-9, ]*)\}`)
+
+// ptxBytes returns the bytes of the global called name in one of the
+// PTX modules, up to its first NUL.
+func ptxBytes(modules [][]byte, name string) ([]byte, error) {
+	for _, m := range modules {
+		for _, g := range ptxGlobal.FindAllSubmatch(m, -1) {
+			if string(g[1]) != name {
+				continue
+			}
+			var out []byte
+			for _, f := range strings.Split(string(g[3]), ",") {
+				v, err := strconv.Atoi(strings.TrimSpace(f))
+				if err != nil || v < 0 || v > 255 {
+					return nil, fmt.Errorf("the global %s is no array of bytes", name)
+				}
+				if v == 0 {
+					break
+				}
+				out = append(out, byte(v))
+			}
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("no global %s", name)
 }
 
 // Module is the plan module (the target) a GPU runs: the PTX modules.

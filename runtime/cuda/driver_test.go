@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,17 +85,26 @@ func TestFakeDriverDescribes(t *testing.T) {
 	}
 }
 
-// planWith is a plan of one kernel on n devices whose module is text.
+// planWith is a plan of one kernel on n devices whose module is text,
+// after the record of what the kernel was compiled for (as llc writes a
+// global array of bytes).
 func planWith(t *testing.T, devices int, text string) (*plan.Plan, string) {
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "kernels"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	k := plan.Kernel{Name: "kfake", Grid: 1, Block: 32, Args: []plan.Arg{{DType: "f32", Shape: []int64{4}}}}
+	rec := plan.EncodeBuilt(k.Built())
+	bytes := make([]string, len(rec))
+	for i, c := range rec {
+		bytes[i] = fmt.Sprint(c)
+	}
+	text = fmt.Sprintf(".visible .global .align 1 .b8 %s[%d] = {%s};\n%s", plan.BuiltSymbol(k.Name), len(rec), strings.Join(bytes, ", "), text)
 	if err := os.WriteFile(filepath.Join(dir, "kernels", "m0.ptx"), []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := &plan.Plan{Version: plan.Version, Devices: devices, Modules: map[string]plan.Module{Module: {Files: []string{"kernels/m0.ptx"}}},
-		Kernels:    []plan.Kernel{{Name: "kfake", Grid: 1, Block: 32, Args: []plan.Arg{{DType: "f32", Shape: []int64{4}}}}},
+	p := &plan.Plan{Version: plan.Version, Devices: devices, Modules: map[string]plan.Module{Module: {Files: []plan.File{plan.FileOf("kernels/m0.ptx", []byte(text))}}},
+		Kernels:    []plan.Kernel{k},
 		ArenaBytes: make([]int64, devices), Init: make([][]plan.Step, devices), Steps: make([][]plan.Step, devices)}
 	return p, dir
 }

@@ -233,6 +233,9 @@ func (p *interpProgram) node(n *ir.Node, vals map[*ir.Value]*tensor.Tensor) erro
 	}
 	outs, err := interp.EvalNode(n.Inst, ins, p.syms, p.b.Workers)
 	if err != nil {
+		if n.Pos.IsValid() { // the model's call site, then the operator's line
+			return fmt.Errorf("%s: node %s: %w", n.Pos, n.Name, err)
+		}
 		return fmt.Errorf("node %s: %w", n.Name, err)
 	}
 	if len(outs) != len(n.Outputs) {

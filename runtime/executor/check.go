@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"tofuc/runtime/safefile"
 
 	"tofuc/lang"
 	"tofuc/runtime/npy"
@@ -50,7 +51,7 @@ func (c *Check) Write(dir string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(d, "tolerance.json"), b, 0o644)
+	return safefile.WriteFile(filepath.Join(d, "tolerance.json"), b, 0o644)
 }
 
 // ReadCheck reads the check of plan p from its folder dir.

@@ -65,7 +65,7 @@ func programs(t *testing.T, m *model) map[string]*executor.Program {
 		t.Logf("not through the CUDA binding: %v", err)
 		return out
 	}
-	t.Setenv("FAKECUDA_SIMT", filepath.Join(m.Dir, m.Plan.Modules[simt.Module].Files[0]))
+	t.Setenv("FAKECUDA_SIMT", filepath.Join(m.Dir, m.Plan.Modules[simt.Module].Files[0].Path))
 	devs, err := drv.Open(m.Plan, m.Dir)
 	if err != nil {
 		t.Fatal(err)
@@ -276,7 +276,7 @@ func TestRefusals(t *testing.T) {
 		if err != nil {
 			t.Skipf("no fake driver: %v", err)
 		}
-		t.Setenv("FAKECUDA_SIMT", filepath.Join(m.Dir, m.Plan.Modules[simt.Module].Files[0]))
+		t.Setenv("FAKECUDA_SIMT", filepath.Join(m.Dir, m.Plan.Modules[simt.Module].Files[0].Path))
 		return drv.Open(p, dir)
 	}
 	for _, tc := range []struct {

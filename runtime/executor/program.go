@@ -92,6 +92,14 @@ func Load(p *plan.Plan, devs []Device) (_ *Program, err error) {
 	if err := supported(p, devs); err != nil {
 		return nil, err
 	}
+	// After the devices compared the plan with its kernels (which names
+	// the kernel and the field that differ).
+	if err := p.Unchanged(); err != nil {
+		return nil, err
+	}
+	if err := CheckHostMemory(p, devs); err != nil {
+		return nil, err
+	}
 	if err := pr.allocate(); err != nil {
 		return nil, err
 	}
@@ -194,7 +202,7 @@ func (pr *Program) addr(id int) Ptr {
 func (pr *Program) prepare(steps [][]plan.Step) (*list, error) {
 	l := &list{steps: steps, ops: make([][]op, len(steps)), events: map[plan.StepRef]Event{}}
 	var err error
-	if l.order, err = enqueueOrder(steps); err != nil {
+	if l.order, err = plan.Order(steps); err != nil {
 		return nil, err
 	}
 	for d, ss := range steps {
@@ -202,7 +210,7 @@ func (pr *Program) prepare(steps [][]plan.Step) (*list, error) {
 			s := &ss[i]
 			o, err := pr.op(d, s)
 			if err != nil {
-				return nil, fmt.Errorf("device %d, step %d (%s %s): %w", d, i, s.Op, s.Label, err)
+				return nil, fmt.Errorf("%s: %w", s.Where(d, i), err)
 			}
 			l.ops[d] = append(l.ops[d], o)
 			for _, r := range s.After {
@@ -216,38 +224,6 @@ func (pr *Program) prepare(steps [][]plan.Step) (*list, error) {
 		}
 	}
 	return l, nil
-}
-
-// enqueueOrder orders the steps of every device so that each comes after
-// the steps it waits for: round-robin over the devices, each as far as
-// it can go. A cycle of dependencies is an error.
-func enqueueOrder(steps [][]plan.Step) ([]plan.StepRef, error) {
-	next := make([]int, len(steps))
-	var out []plan.StepRef
-	ready := func(s *plan.Step) bool {
-		for _, r := range s.After {
-			if r.Step >= next[r.Device] {
-				return false
-			}
-		}
-		return true
-	}
-	for progress := true; progress; {
-		progress = false
-		for d := range steps {
-			for next[d] < len(steps[d]) && ready(&steps[d][next[d]]) {
-				out = append(out, plan.StepRef{Device: d, Step: next[d]})
-				next[d]++
-				progress = true
-			}
-		}
-	}
-	for d := range steps {
-		if next[d] < len(steps[d]) {
-			return nil, fmt.Errorf("device %d, step %d waits for steps that wait for it", d, next[d])
-		}
-	}
-	return out, nil
 }
 
 // op prepares step s of device d.

@@ -119,7 +119,7 @@ func (pr *Program) run(l *list, t *timer) error {
 	for _, ref := range l.order {
 		if err := pr.enqueue(l, ref, t); err != nil {
 			s := &l.steps[ref.Device][ref.Step]
-			return fmt.Errorf("device %d, step %d (%s %s): %w", ref.Device, ref.Step, s.Op, s.Label, err)
+			return fmt.Errorf("%s: %w", s.Where(ref.Device, ref.Step), err)
 		}
 	}
 	if err := pr.sync(); err != nil {
@@ -213,7 +213,7 @@ func (pr *Program) checkStatus(l *list) error {
 			k := &pr.Plan.Kernels[o.launch.k]
 			if err := k.StatusError(words[o.launch.status : o.launch.status+plan.StatusWords]); err != nil {
 				s := &l.steps[d][i]
-				return fmt.Errorf("device %d, step %d (%s %s): %w", d, i, s.Op, s.Label, err)
+				return fmt.Errorf("%s: %w", s.Where(d, i), err)
 			}
 		}
 	}

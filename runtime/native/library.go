@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
+	"tofuc/runtime/plan"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -31,6 +33,37 @@ func Open(path string) (*Library, error) {
 	}
 	return &Library{Path: abs, handle: h, syms: map[string]uintptr{}}, nil
 }
+
+// OpenModule loads the shared object of module m (a target's) of plan p
+// compiled into dir: after checking that this CPU has the extensions it
+// may use, its length and SHA-256 (a truncated or overwritten file is an
+// error naming it, never loaded); then every kernel of the plan against
+// the record of what the object was compiled for
+// (plan.Plan.CheckKernels).
+func OpenModule(p *plan.Plan, dir string, m plan.Module) (*Library, error) {
+	if len(m.Files) != 1 {
+		return nil, fmt.Errorf("%d files for a shared object", len(m.Files))
+	}
+	f := m.Files[0]
+	if missing := MissingFeatures(m.Requires); len(missing) > 0 {
+		return nil, fmt.Errorf("%s was compiled for a CPU with %s, which this one lacks: compile the plan again on this machine", f.Path, strings.Join(missing, ", "))
+	}
+	path, err := f.Check(dir)
+	if err != nil {
+		return nil, err
+	}
+	lib, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.CheckKernels(f.Path, func(sym string) ([]byte, error) { return lib.String(sym, builtMax) }); err != nil {
+		return nil, err
+	}
+	return lib, nil
+}
+
+// builtMax bounds a kernel's record (plan.Built) in an object.
+const builtMax = 1 << 20
 
 // OpenBytes writes a shared object's bytes to dir under name (unless a
 // file with that name is there) and loads it. Names must differ for
@@ -71,6 +104,24 @@ func (l *Library) Symbol(name string) (uintptr, error) {
 	}
 	l.syms[name] = p
 	return p, nil
+}
+
+// String returns the NUL-terminated bytes of the library's global
+// called name (without the NUL), at most max of them.
+func (l *Library) String(name string, max int) ([]byte, error) {
+	p, err := l.Symbol(name)
+	if err != nil {
+		return nil, err
+	}
+	// The address is the C library's, outside the Go heap: read through
+	// its bits as a pointer.
+	b := unsafe.Slice(*(**byte)(unsafe.Pointer(&p)), max)
+	for i, c := range b {
+		if c == 0 {
+			return append([]byte(nil), b[:i]...), nil
+		}
+	}
+	return nil, fmt.Errorf("%s: %s is no string of at most %d bytes", l.Path, name, max)
 }
 
 // Call calls the native function at fn with integer or pointer

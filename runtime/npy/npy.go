@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"tofuc/runtime/safefile"
 
 	"tofuc/lang"
 	"tofuc/runtime/tensor"
@@ -394,22 +395,10 @@ func WriteFile(path string, t *tensor.Tensor) error {
 	return createWith(path, func(w io.Writer) error { return Write(w, t) })
 }
 
-// createWith creates the file at path and writes it with write, buffered;
-// the first error of writing, flushing or closing is returned.
+// createWith writes the file at path with write, whole or not at all
+// (safefile).
 func createWith(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(f)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return safefile.Write(path, 0o644, write)
 }
 
 // ReadNPZ reads every array of the .npz file at path, keyed by name.

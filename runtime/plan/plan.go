@@ -1,14 +1,17 @@
 package plan
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
+	"tofuc/runtime/safefile"
 )
 
 // Version is the schema version this package reads and writes
 // (docs/plan.md, "Versions").
-const Version = 2
+const Version = 3
 
 // Plan is a compiled model ready to run.
 type Plan struct {
@@ -29,17 +32,34 @@ type Plan struct {
 	// Steps those that run on every call.
 	Init  [][]Step `json:"init"`
 	Steps [][]Step `json:"steps"`
+	// Seal is the SHA-256 of the plan's JSON without it (Write sets it):
+	// a plan changed after it was written is refused when it runs.
+	Seal string `json:"seal,omitempty"`
+	// changed is Read's finding that the file does not match its seal.
+	changed error
 }
 
-// Module is what one target compiled, relative to the plan's folder.
+// Module is what one target compiled.
 type Module struct {
 	// Files are what the target's runtime loads: one file for every
 	// kernel (a shared object), or one per group of kernels, which
 	// Kernel.Module indexes (nvptx's PTX modules).
-	Files []string `json:"files,omitempty"`
+	Files []File `json:"files,omitempty"`
 	// IR are the same groups as LLVM IR, for people to read (nvptx's
 	// with --emit llvm).
-	IR []string `json:"ir,omitempty"`
+	IR []File `json:"ir,omitempty"`
+	// Requires are the CPU's instruction-set extensions the files may use
+	// (a shared object compiled for the compiling machine's CPU): a
+	// runtime on a CPU without one refuses them.
+	Requires []string `json:"requires,omitempty"`
+}
+
+// File is a compiled file, relative to the plan's folder, with its
+// length and SHA-256, which a runtime checks before it loads it (File.Read).
+type File struct {
+	Path   string `json:"path"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
 }
 
 // Kernel is a compiled kernel.
@@ -191,6 +211,19 @@ type Step struct {
 	// starts (besides the device's earlier steps).
 	After []StepRef `json:"after,omitempty"`
 	Label string    `json:"label,omitempty"`
+	// Pos is the model's call site of what the step computes, for
+	// messages ("file:line:col").
+	Pos string `json:"pos,omitempty"`
+}
+
+// Where names step i of device d for messages: its place in the plan,
+// what it does and, first, its call site in the model.
+func (s *Step) Where(d, i int) string {
+	w := fmt.Sprintf("device %d, step %d (%s %s)", d, i, s.Op, s.Label)
+	if s.Pos != "" {
+		w = s.Pos + ": " + w
+	}
+	return w
 }
 
 // StepRef names a step of a device's Steps (or Init, within Init).
@@ -212,7 +245,10 @@ type OpaqueCall struct {
 	Shape []int64   `json:"result_shape"`
 }
 
-// Read loads a plan from a JSON file and checks it.
+// Read loads a plan from a JSON file and checks it (Validate); whether
+// the file is the one tofuc wrote (its seal) Unchanged says, after a
+// runtime has compared the plan with its kernels (which names what
+// differs).
 func Read(path string) (*Plan, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -225,14 +261,33 @@ func Read(path string) (*Plan, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if seal := p.seal(); p.Seal != seal {
+		p.changed = fmt.Errorf("%s was changed after tofuc compile wrote it (its contents do not match its seal): compile the plan again", path)
+	}
 	return &p, nil
 }
 
-// Write saves a plan as indented JSON.
+// Unchanged reports whether the plan Read read is the one tofuc wrote.
+func (p *Plan) Unchanged() error { return p.changed }
+
+// seal is the SHA-256 of the plan's JSON without its seal.
+func (p *Plan) seal() string {
+	q := *p
+	q.Seal = ""
+	b, err := json.Marshal(&q)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Write saves a plan as indented JSON, sealed.
 func (p *Plan) Write(path string) error {
+	p.Seal = p.seal()
 	b, err := json.MarshalIndent(p, "", " ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return safefile.WriteFile(path, append(b, '\n'), 0o644)
 }

@@ -37,8 +37,8 @@ func (p *Plan) Validate() error {
 				return fmt.Errorf("kernel %s: module %d of %s does not exist", k.Name, k.Module, name)
 			}
 		}
-		if k.Elements < 0 || k.Grid < 0 || k.Block < 0 || k.Block > 1024 || k.Shared < 0 {
-			return fmt.Errorf("kernel %d (%s): bad geometry", i, k.Name)
+		if k.Elements < 0 || k.Grid < 0 || k.Grid > MaxGrid || k.Block < 0 || k.Block > MaxBlock || k.Shared < 0 || k.Shared > MaxShared {
+			return fmt.Errorf("kernel %d (%s): a launch of %d blocks of %d threads with %d bytes of shared memory, beyond the %d, %d and %d a plan may ask", i, k.Name, k.Grid, k.Block, k.Shared, MaxGrid, MaxBlock, MaxShared)
 		}
 		if k.HostOnly && (k.GPUOnly || k.Grid != 0) || k.GPUOnly && k.HostRange != 0 {
 			return fmt.Errorf("kernel %d (%s): host_only with a grid, gpu_only with a host range, or both", i, k.Name)
@@ -46,10 +46,16 @@ func (p *Plan) Validate() error {
 		if k.HostRange < 0 || k.HostPhase < 0 || k.HostPhase > k.HostRange {
 			return fmt.Errorf("kernel %d (%s): host_phase %d outside its host_range %d", i, k.Name, k.HostPhase, k.HostRange)
 		}
+		var total int64
 		for _, a := range k.Args {
-			if _, err := elements(a.DType, a.Shape); err != nil {
+			n, err := elements(a.DType, a.Shape)
+			if err != nil {
 				return fmt.Errorf("kernel %s: %w", k.Name, err)
 			}
+			total += n
+		}
+		if k.HostRange > max(total, 1) {
+			return fmt.Errorf("kernel %d (%s): host_range %d, more items than the %d elements of its arguments", i, k.Name, k.HostRange, total)
 		}
 	}
 	for _, list := range []struct {
@@ -70,19 +76,31 @@ func (p *Plan) Validate() error {
 				}
 			}
 		}
+		if _, err := Order(steps); err != nil {
+			return err
+		}
 	}
-	return nil
+	return p.checkOverlap()
 }
 
 // checkModule refuses a file outside the plan's folder.
 func checkModule(m Module) error {
 	for _, f := range append(slices.Clone(m.Files), m.IR...) {
-		if !filepath.IsLocal(f) {
-			return fmt.Errorf("file %q is not inside the plan's folder", f)
+		if !filepath.IsLocal(f.Path) || f.Bytes < 0 {
+			return fmt.Errorf("file %q is not inside the plan's folder", f.Path)
 		}
 	}
 	return nil
 }
+
+// Bounds of a launch: blocks (the code generator caps its grids there,
+// and every form strides over what its grid does not cover), threads per
+// block (CUDA's), static shared memory (CUDA's without opting in).
+const (
+	MaxGrid   = 65535
+	MaxBlock  = 1024
+	MaxShared = 48 << 10
+)
 
 func elements(dtype string, shape []int64) (int64, error) {
 	if lang.ParseDType(dtype) == lang.Invalid {
@@ -117,6 +135,14 @@ func (p *Plan) checkBuffer(i int, b Buffer) error {
 	}
 	if b.ViewOf >= len(p.Buffers) || b.ViewOf < -1 {
 		return fmt.Errorf("view of buffer %d", b.ViewOf)
+	}
+	for v, n := b.ViewOf, 0; v >= 0; v, n = p.Buffers[v].ViewOf, n+1 {
+		if n >= len(p.Buffers) || p.Buffers[v].ViewOf >= len(p.Buffers) || p.Buffers[v].ViewOf < -1 {
+			return fmt.Errorf("a view of itself, or of a buffer that does not exist")
+		}
+		if p.Buffers[v].Device != b.Device {
+			return fmt.Errorf("a view of buffer %d of device %d", v, p.Buffers[v].Device)
+		}
 	}
 	return nil
 }

@@ -71,7 +71,59 @@ func Inputs(p *plan.Plan, specs map[string]string, draw func(b plan.Binding) (*t
 		sort.Strings(unknown)
 		return nil, fmt.Errorf("--in %s: the plan has no input %s", unknown[0], unknown[0])
 	}
-	return out, nil
+	return out, Match(p.Inputs, out, "input")
+}
+
+// Match checks tensors against the plan's bindings before anything
+// runs: every binding has its tensor, of its dtype and shape, and no
+// tensor is for no binding (what names them: "input", "parameter").
+func Match(bindings []plan.Binding, values map[string]*tensor.Tensor, what string) error {
+	want := map[string]bool{}
+	var missing []string
+	for _, b := range bindings {
+		want[b.Name] = true
+		t, ok := values[b.Name]
+		if !ok || t == nil {
+			missing = append(missing, b.Name)
+			continue
+		}
+		if t.DType.String() != b.DType || !sameShape(t.Shape, b.Shape) {
+			return fmt.Errorf("%s %s is %s%v, the plan wants %s%v", what, b.Name, t.DType, t.Shape, b.DType, b.Shape)
+		}
+	}
+	var extra []string
+	for name := range values {
+		if !want[name] {
+			extra = append(extra, name)
+		}
+	}
+	sort.Strings(extra)
+	switch {
+	case len(missing) > 0:
+		return fmt.Errorf("the %ss lack %s %s", what, plural(len(missing), what), strings.Join(missing, ", "))
+	case len(extra) > 0:
+		return fmt.Errorf("the plan has no %s %s", plural(len(extra), what), strings.Join(extra, ", "))
+	}
+	return nil
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
+}
+
+func sameShape(a []int, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if int64(a[i]) != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Params reads the parameters of plan p compiled into dir: from given,
@@ -92,6 +144,9 @@ func Params(p *plan.Plan, dir, given string) (map[string]*tensor.Tensor, error) 
 		if t, ok := params[b.Name]; ok {
 			params[b.Name] = npy.AsDType(t, lang.ParseDType(b.DType))
 		}
+	}
+	if err := Match(p.Params, params, "parameter"); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return params, nil
 }

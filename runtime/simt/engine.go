@@ -9,7 +9,6 @@ package simt
 
 import (
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"sync"
 
@@ -40,7 +39,7 @@ func New(p *plan.Plan, dir string, threads int) (*Engine, error) {
 	if len(files) != 1 {
 		return nil, fmt.Errorf("the plan has no SIMT module (compile it with --emit simt)")
 	}
-	lib, err := native.Open(filepath.Join(dir, files[0]))
+	lib, err := native.OpenModule(p, dir, p.Modules[Module])
 	if err != nil {
 		return nil, err
 	}

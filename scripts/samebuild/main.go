@@ -286,6 +286,24 @@ func asVersion1(p map[string]any) error {
 	if !ok {
 		return fmt.Errorf("no version")
 	}
+	if v >= 3 {
+		// Version 3 records each file's length and SHA-256 ({"path",
+		// "bytes", "sha256"} for a path) and seals the plan.
+		mods, _ := p["modules"].(map[string]any)
+		for _, m := range mods {
+			m, _ := m.(map[string]any)
+			for _, key := range []string{"files", "ir"} {
+				if list, ok := m[key].([]any); ok {
+					for i, f := range list {
+						if f, ok := f.(map[string]any); ok {
+							list[i] = f["path"]
+						}
+					}
+				}
+			}
+		}
+		delete(p, "seal")
+	}
 	if v >= 2 {
 		// Version 2 keys the modules by target: nvptx's files are the
 		// PTX modules and its ir the LLVM IR; host's and simt's one

@@ -155,13 +155,13 @@ func (Target) Finish(_ context.Context, _ *toolchain.Tools, dir string, objs []t
 			if err := os.WriteFile(filepath.Join(dir, base+".ll"), []byte(o.ir), 0o644); err != nil {
 				return m, false, err
 			}
-			m.IR = append(m.IR, base+".ll")
+			m.IR = append(m.IR, plan.FileOf(base+".ll", []byte(o.ir)))
 		}
 		if want["ptx"] {
 			if err := os.WriteFile(filepath.Join(dir, base+".ptx"), []byte(o.ptx), 0o644); err != nil {
 				return m, false, err
 			}
-			m.Files = append(m.Files, base+".ptx")
+			m.Files = append(m.Files, plan.FileOf(base+".ptx", []byte(o.ptx)))
 		}
 	}
 	return m, len(m.Files)+len(m.IR) > 0, nil

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"tofuc/analysis/check"
-	"tofuc/lang"
-	"tofuc/lang/ir"
 	"tofuc/frontend/onnx"
 	"tofuc/frontend/onnx/onnxpb"
+	"tofuc/lang"
+	"tofuc/lang/ir"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
 )

@@ -1,0 +1,662 @@
+package main
+
+// The fault-injection suite (issue 28): faults injected one at a time
+// into a compiled plan, its kernels, its parameters and inputs, the
+// compile cache, concurrent runs and killed compiles. Each fault ends in
+// one clear line and exit status 1 with no output written, or is
+// repaired (a damaged cache entry compiled again); each case fails when
+// the check that catches its fault is removed (it asserts that check's
+// message).
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"tofuc/codegen/toolchain"
+	"tofuc/lang"
+	"tofuc/runtime/npy"
+	"tofuc/runtime/tensor"
+)
+
+// faultModel is the model every fault is injected into: the MLP, small.
+var faultModel = []string{filepath.Join("..", "..", "examples", "mlp.tdl"), "--set", "batch=8", "--set", "hidden=16"}
+
+// compiledPlan compiles the fault model into a folder of its own.
+func compiledPlan(t *testing.T, extra ...string) string {
+	t.Helper()
+	if _, err := toolchain.Find(); err != nil {
+		t.Skip(err)
+	}
+	dir := filepath.Join(t.TempDir(), "plan")
+	args := append(append([]string{"compile", "-o", dir}, faultModel...), extra...)
+	if status, _, stderr := tofuc(args...); status != exitOK {
+		t.Fatalf("compile: exit %d: %s", status, stderr)
+	}
+	return dir
+}
+
+// copyDir copies the folder from into a new folder.
+func copyDir(t *testing.T, from string) string {
+	t.Helper()
+	to := filepath.Join(t.TempDir(), "copy")
+	err := filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		info, _ := d.Info()
+		return os.WriteFile(filepath.Join(to, rel), data, info.Mode().Perm())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return to
+}
+
+// editPlan rewrites DIR/plan.json through edit, as a person or a faulty
+// tool would: without sealing it again.
+func editPlan(t *testing.T, dir string, edit func(p map[string]any)) {
+	t.Helper()
+	path := filepath.Join(dir, "plan.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	edit(p)
+	if b, err = json.MarshalIndent(p, "", " "); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func kernels(p map[string]any) []map[string]any   { return jsonObjects(p["kernels"]) }
+func buffers(p map[string]any) []map[string]any   { return jsonObjects(p["buffers"]) }
+func stepsOf(p map[string]any, list string) []any { return p[list].([]any)[0].([]any) }
+
+func jsonObjects(v any) []map[string]any {
+	var out []map[string]any
+	for _, x := range v.([]any) {
+		out = append(out, x.(map[string]any))
+	}
+	return out
+}
+
+// firstKernel returns the first kernel for which ok holds.
+func firstKernel(t *testing.T, p map[string]any, ok func(k map[string]any) bool) map[string]any {
+	t.Helper()
+	for _, k := range kernels(p) {
+		if ok(k) {
+			return k
+		}
+	}
+	t.Fatal("no such kernel in the plan")
+	return nil
+}
+
+// soFile is the path of the plan's shared object of a target.
+func soFile(t *testing.T, dir, target string) string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, target+"-*.so"))
+	if err != nil || len(m) != 1 {
+		t.Fatalf("%s objects in %s: %v", target, dir, m)
+	}
+	return m[0]
+}
+
+// refused runs args, which must fail with one line holding want, exit
+// status 1, and no folder out written.
+func refused(t *testing.T, out, want string, args ...string) {
+	t.Helper()
+	status, stdout, stderr := tofuc(args...)
+	if status != exitUser || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("tofuc %s: exit %d, stderr %q; want exit 1 and one line with %q", strings.Join(args, " "), status, stderr, want)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("tofuc %s wrote %s (stdout %q)", strings.Join(args, " "), out, stdout)
+	}
+}
+
+// TestPlanFaults: plans whose launches disagree with their kernels,
+// damaged kernels and inconsistent plans are refused when loaded, naming
+// the kernel and the field, or the file, or the buffers, with nothing
+// run or written.
+func TestPlanFaults(t *testing.T) {
+	base := compiledPlan(t)
+	contraction := func(k map[string]any) bool { return k["form"] == "tiled" && k["host_only"] != true }
+	blocks := func(k map[string]any) bool { return k["block"].(float64) >= 32 }
+	for _, tc := range []struct {
+		name, backend, want string
+		damage              func(t *testing.T, dir string)
+	}{
+		{"names swapped", "cpu", "the plan does not match its kernels", func(t *testing.T, dir string) {
+			editPlan(t, dir, func(p map[string]any) {
+				ks := kernels(p)
+				ks[0]["name"], ks[1]["name"] = ks[1]["name"], ks[0]["name"]
+			})
+		}},
+		{"argument shape with its buffer", "cpu", ": args [", func(t *testing.T, dir string) {
+			editArg(t, dir, contraction, func(arg, buf map[string]any) {
+				shape := arg["shape"].([]any)
+				shape[0], shape[len(shape)-1] = shape[len(shape)-1], shape[0]
+				buf["shape"] = shape
+			})
+		}},
+		{"argument dtype with its buffer", "simt", ": args [", func(t *testing.T, dir string) {
+			editArg(t, dir, contraction, func(arg, buf map[string]any) { arg["dtype"], buf["dtype"] = "i32", "i32" })
+		}},
+		{"host range halved", "cpu", "host_range", func(t *testing.T, dir string) {
+			editPlan(t, dir, func(p map[string]any) {
+				k := firstKernel(t, p, func(k map[string]any) bool { return k["host_range"].(float64) > 1 })
+				k["host_range"] = float64(int(k["host_range"].(float64)) / 2)
+			})
+		}},
+		{"block halved", "simt", ": block ", func(t *testing.T, dir string) {
+			editPlan(t, dir, func(p map[string]any) { k := firstKernel(t, p, blocks); k["block"] = k["block"].(float64) / 2 })
+		}},
+		{"grid of 2^40", "simt", "beyond the 65535", func(t *testing.T, dir string) {
+			editPlan(t, dir, func(p map[string]any) { firstKernel(t, p, blocks)["grid"] = float64(int64(1) << 40) })
+		}},
+		{"host range of 2^40", "cpu", "more items than the", func(t *testing.T, dir string) {
+			editPlan(t, dir, func(p map[string]any) { kernels(p)[0]["host_range"] = float64(int64(1) << 40) })
+		}},
+		{"live buffers overlapping", "cpu", "share bytes", func(t *testing.T, dir string) {
+			editPlan(t, dir, func(p map[string]any) {
+				bs := buffers(p)
+				bs[len(bs)-1]["offset"] = bs[0]["offset"] // the input, live throughout
+			})
+		}},
+		{"steps reversed", "cpu", "was changed after tofuc compile wrote it", func(t *testing.T, dir string) {
+			editPlan(t, dir, func(p map[string]any) {
+				s := stepsOf(p, "steps")
+				for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+					s[i], s[j] = s[j], s[i]
+				}
+			})
+		}},
+		{"a step dropped", "cpu", "was changed after tofuc compile wrote it", func(t *testing.T, dir string) {
+			editPlan(t, dir, func(p map[string]any) { p["steps"].([]any)[0] = stepsOf(p, "steps")[1:] })
+		}},
+		{"init steps dropped", "cpu", "was changed after tofuc compile wrote it", func(t *testing.T, dir string) {
+			editPlan(t, dir, func(p map[string]any) { p["init"].([]any)[0] = []any{} })
+		}},
+		{"a step waiting for a later step", "cpu", "or for a later step of its own device", func(t *testing.T, dir string) {
+			editPlan(t, dir, func(p map[string]any) {
+				stepsOf(p, "steps")[0].(map[string]any)["after"] = []any{map[string]any{"device": 0.0, "step": 1.0}}
+			})
+		}},
+		{"a file outside the folder", "cpu", "is not inside the plan's folder", func(t *testing.T, dir string) {
+			editPlan(t, dir, func(p map[string]any) {
+				host := p["modules"].(map[string]any)["host"].(map[string]any)
+				host["files"].([]any)[0].(map[string]any)["path"] = "../elsewhere.so"
+			})
+		}},
+		{"host object truncated", "cpu", "is not the file the plan was compiled with", func(t *testing.T, dir string) {
+			so := soFile(t, dir, "host")
+			b, _ := os.ReadFile(so)
+			os.WriteFile(so, b[:len(b)/2], 0o755)
+		}},
+		{"emulator object overwritten", "simt", "is not the file the plan was compiled with", func(t *testing.T, dir string) {
+			so := soFile(t, dir, "simt")
+			b, _ := os.ReadFile(so)
+			copy(b[len(b)/3:], bytes.Repeat([]byte{0xcc}, 32))
+			os.WriteFile(so, b, 0o755)
+		}},
+		{"another compile's object", "cpu", "is not the file the plan was compiled with", func(t *testing.T, dir string) {
+			other := compiledPlan(t, "--set", "hidden=24")
+			b, _ := os.ReadFile(soFile(t, other, "host"))
+			os.WriteFile(soFile(t, dir, "host"), b, 0o755)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyDir(t, base)
+			tc.damage(t, dir)
+			out := filepath.Join(t.TempDir(), "out")
+			refused(t, out, tc.want, "run", dir, "--backend", tc.backend, "--random-inputs", "--seed", "1", "--out", out)
+		})
+	}
+}
+
+// kernelOf is the kernel a launch step names (0 is left out of the JSON).
+func kernelOf(s map[string]any) int {
+	k, _ := s["kernel"].(float64)
+	return int(k)
+}
+
+// editArg edits, consistently, the written argument of the first kernel
+// for which ok holds, the buffer its launch passes there, and every
+// kernel argument another launch passes that buffer to: a plan that
+// validates, whose kernels were compiled for other arguments.
+func editArg(t *testing.T, dir string, ok func(k map[string]any) bool, edit func(arg, buf map[string]any)) {
+	t.Helper()
+	editPlan(t, dir, func(p map[string]any) {
+		ks, steps := kernels(p), append(stepsOf(p, "init"), stepsOf(p, "steps")...)
+		for i, k := range ks {
+			if !ok(k) {
+				continue
+			}
+			for _, st := range steps {
+				s := st.(map[string]any)
+				if s["op"] != "launch" || kernelOf(s) != i {
+					continue
+				}
+				ids := s["args"].([]any)
+				buf := buffers(p)[int(ids[len(ids)-1].(float64))]
+				args := k["args"].([]any)
+				edit(args[len(args)-1].(map[string]any), buf)
+				for _, other := range steps { // the buffer's other users
+					o := other.(map[string]any)
+					if o["op"] != "launch" {
+						continue
+					}
+					for j, id := range o["args"].([]any) {
+						if buffers(p)[int(id.(float64))]["id"] == buf["id"] {
+							oargs := ks[kernelOf(o)]["args"].([]any)
+							oargs[j].(map[string]any)["dtype"], oargs[j].(map[string]any)["shape"] = buf["dtype"], buf["shape"]
+						}
+					}
+				}
+				return
+			}
+		}
+		t.Fatal("no launch of such a kernel")
+	})
+}
+
+// TestParameterAndInputFaults: parameters and inputs that do not fit the
+// plan are refused before anything runs, naming what is wrong.
+func TestParameterAndInputFaults(t *testing.T) {
+	dir := compiledPlan(t)
+	params, err := npy.ReadNPZ(filepath.Join(dir, "params.npz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scratch := t.TempDir()
+	npz := func(name string, edit func(m map[string]*tensor.Tensor)) string {
+		m := map[string]*tensor.Tensor{}
+		for k, v := range params {
+			m[k] = v
+		}
+		edit(m)
+		path := filepath.Join(scratch, name+".npz")
+		if err := npy.WriteNPZ(path, m); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	file := func(name string, data []byte) string {
+		path := filepath.Join(scratch, name)
+		os.WriteFile(path, data, 0o644)
+		return path
+	}
+	npyOf := func(name string, x *tensor.Tensor) string {
+		path := filepath.Join(scratch, name+".npy")
+		if err := npy.WriteFile(path, x); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	good, _ := os.ReadFile(filepath.Join(dir, "params.npz"))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a parameter missing", []string{"--params", npz("missing", func(m map[string]*tensor.Tensor) { delete(m, "w1") }), "--random-inputs"}, "lack parameter w1"},
+		{"a parameter too many", []string{"--params", npz("extra", func(m map[string]*tensor.Tensor) { m["w9"] = tensor.New(params["b1"].DType, params["b1"].Shape) }), "--random-inputs"}, "the plan has no parameter w9"},
+		{"a parameter of another shape", []string{"--params", npz("shape", func(m map[string]*tensor.Tensor) { m["b1"] = tensor.New(params["b1"].DType, []int{3}) }), "--random-inputs"}, "parameter b1 is f32[3], the plan wants f32[16]"},
+		{"a parameter of another dtype", []string{"--params", npz("dtype", func(m map[string]*tensor.Tensor) {
+			m["b1"] = tensor.New(lang.I32, params["b1"].Shape)
+		}), "--random-inputs"}, "parameter b1 is i32[16], the plan wants f32[16]"},
+		{"parameters truncated", []string{"--params", file("cut.npz", good[:len(good)/2]), "--random-inputs"}, "npz"},
+		{"an input of another shape", []string{"--in", "x=" + npyOf("x5", tensor.New(params["b1"].DType, []int{5, 784})), "--params", filepath.Join(dir, "params.npz")}, "input x is f32[5 784], the plan wants f32[8 784]"},
+		{"an input missing", []string{}, "input x (f32[8 784]) is missing"},
+		{"an input the plan lacks", []string{"--in", "y=" + npyOf("y", tensor.New(params["b1"].DType, []int{8, 784})), "--random-inputs"}, "the plan has no input y"},
+		{"an input malformed", []string{"--in", "x=" + file("bad.npy", []byte("\x93NUMPY\x01\x00garbage")), "--random-inputs"}, "--in x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			refused(t, out, tc.want, append([]string{"run", dir, "--out", out}, tc.args...)...)
+		})
+	}
+}
+
+// process runs the tofuc binary with env added.
+func process(t *testing.T, bin string, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), stdout.String(), stderr.String()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0, stdout.String(), stderr.String()
+}
+
+// cacheEntries lists the files of a cache folder whose names start with
+// prefix ("compile-" for compiles, "" for any).
+func cacheEntries(t *testing.T, cache, prefix string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(cache, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), prefix) && !strings.HasPrefix(d.Name(), "tmp-") {
+			out = append(out, path)
+		}
+		return nil
+	})
+	return out
+}
+
+// TestCacheFaults: a damaged compile-cache entry (emptied, cut, bytes
+// overwritten, or whole but not its manifest's) or a damaged llc entry is
+// discarded with one line and compiled again, into a folder that held
+// another compile, which then runs as a fresh compile does; a folder
+// that cannot be written is reported as such and leaves the entry good;
+// an entry holds only what the compile wrote; no temporary file is left.
+func TestCacheFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles several times with a cache of its own")
+	}
+	if _, err := toolchain.Find(); err != nil {
+		t.Skip(err)
+	}
+	bin := buildTofuc(t)
+	cache := filepath.Join(t.TempDir(), "cache")
+	env := []string{"TOFUC_CACHE=" + cache}
+	work := t.TempDir()
+	compile := func(dir string, extra ...string) (string, string) {
+		t.Helper()
+		status, stdout, stderr := process(t, bin, env, append(append([]string{"compile", "-o", dir}, faultModel...), extra...)...)
+		if status != exitOK {
+			t.Fatalf("compile into %s: exit %d: %s", dir, status, stderr)
+		}
+		return stdout, stderr
+	}
+	runOut := func(dir string) map[string][]byte {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "out")
+		if status, _, stderr := process(t, bin, env, "run", dir, "--random-inputs", "--seed", "4", "--out", out); status != exitOK {
+			t.Fatalf("run %s: exit %d: %s", dir, status, stderr)
+		}
+		return files(t, out)
+	}
+	fresh := filepath.Join(work, "fresh")
+	compile(fresh, "--seed", "1")
+	want := runOut(fresh)
+	wantParams, _ := os.ReadFile(filepath.Join(fresh, "params.npz"))
+	entries := cacheEntries(t, cache, "compile-")
+	if len(entries) != 1 {
+		t.Fatalf("compile entries %v", entries)
+	}
+	entry := entries[0]
+	pristine, err := os.ReadFile(entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := pristine[:bytes.IndexByte(pristine[len(cacheMagic):], '\n')+len(cacheMagic)+1]
+	body := pristine[len(header):]
+	for _, tc := range []struct {
+		name   string
+		damage func() []byte
+		want   string
+	}{
+		{"emptied", func() []byte { return nil }, "no header"},
+		{"cut", func() []byte { return pristine[:len(pristine)/2] }, "SHA-256 is not the header's"},
+		{"cut between two files", func() []byte { return pristine[:len(pristine)-len(body)+1024] }, "SHA-256 is not the header's"},
+		{"overwritten", func() []byte {
+			b := bytes.Clone(pristine)
+			copy(b[len(b)/2:], bytes.Repeat([]byte{0xcc}, 32))
+			return b
+		}, "SHA-256 is not the header's"},
+		{"not its manifest's", func() []byte {
+			b := bytes.Clone(body)
+			copy(b[len(b)/2:], bytes.Repeat([]byte{0xcc}, 32))
+			return sealed(b, entry) // a whole entry, checksum and all, of other contents
+		}, "manifest"},
+		{"another key's", func() []byte {
+			other := cacheEntries(t, cache, "compile-")
+			for _, o := range other {
+				if o != entry {
+					b, _ := os.ReadFile(o)
+					return b
+				}
+			}
+			t.Fatal("no other entry")
+			return nil
+		}, "the entry of another key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			compile(dir, "--seed", "2") // another compile, its entry another
+			if err := os.WriteFile(entry, tc.damage(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			stdout, stderr := compile(dir, "--seed", "1")
+			if strings.Contains(stdout, "reused") || !strings.Contains(stderr, "damaged") || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("compile after the entry was %s: stdout %q, stderr %q; want one line saying it is damaged (%s)", tc.name, stdout, stderr, tc.want)
+			}
+			if p, _ := os.ReadFile(filepath.Join(dir, "params.npz")); !bytes.Equal(p, wantParams) {
+				t.Errorf("the folder holds the other compile's parameters")
+			}
+			if got := runOut(dir); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("the recompiled plan's outputs are not a fresh compile's")
+			}
+			os.WriteFile(entry, pristine, 0o644)
+		})
+	}
+	t.Run("llc entry damaged", func(t *testing.T) {
+		os.Remove(entry) // the compile runs llc, whose entries it reads
+		objs := cacheEntries(t, cache, "")
+		for _, o := range objs {
+			if o == entry || strings.Contains(filepath.Base(o), "compile-") {
+				continue
+			}
+			b, _ := os.ReadFile(o)
+			copy(b[len(b)/2:], bytes.Repeat([]byte{0xcc}, min(32, len(b)/2)))
+			os.WriteFile(o, b, 0o644)
+		}
+		dir := filepath.Join(t.TempDir(), "out")
+		_, stderr := compile(dir, "--seed", "1")
+		if !strings.Contains(stderr, "damaged") {
+			t.Errorf("no damaged entry reported: %q", stderr)
+		}
+		if got := runOut(dir); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("a compile from damaged llc entries runs differently")
+		}
+	})
+	t.Run("folder not writable", func(t *testing.T) {
+		notDir := filepath.Join(t.TempDir(), "file")
+		os.WriteFile(notDir, nil, 0o644)
+		status, _, stderr := process(t, bin, env, append([]string{"compile", "-o", filepath.Join(notDir, "out")}, faultModel...)...)
+		if status != exitUser || strings.Contains(stderr, "cache") || !strings.Contains(stderr, "not a directory") {
+			t.Errorf("compile into a folder under a file: exit %d, %q; want an error about the folder", status, stderr)
+		}
+		stdout, _ := compile(filepath.Join(t.TempDir(), "out"), "--seed", "1")
+		if !strings.Contains(stdout, "reused") {
+			t.Errorf("the entry was not reused after the failed compile: %q", stdout)
+		}
+	})
+	t.Run("only what the compile wrote", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "out")
+		os.MkdirAll(filepath.Join(dir, "kernels"), 0o755)
+		os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644)
+		os.WriteFile(filepath.Join(dir, "kernels", "m7.ptx"), []byte("a stale module"), 0o644)
+		compile(dir, "--seed", "3")
+		if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "mine" {
+			t.Errorf("the compile changed a file of its folder that it did not write")
+		}
+		if _, err := os.Stat(filepath.Join(dir, "kernels", "m7.ptx")); err == nil {
+			t.Errorf("a stale kernel module of the folder survived the compile")
+		}
+		other := filepath.Join(t.TempDir(), "out")
+		stdout, _ := compile(other, "--seed", "3")
+		if _, err := os.Stat(filepath.Join(other, "notes.txt")); err == nil || !strings.Contains(stdout, "reused") {
+			t.Errorf("the cache entry brought back a file the compile did not write (or was not reused: %q)", stdout)
+		}
+	})
+	var tmp []string
+	filepath.WalkDir(cache, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), "tmp-") {
+			tmp = append(tmp, path)
+		}
+		return nil
+	})
+	if len(tmp) > 0 {
+		t.Errorf("temporary files left in the cache: %v", tmp)
+	}
+}
+
+// cacheMagic starts a cache entry (codegen/toolchain's format).
+const cacheMagic = "tofuc-cache 3\n"
+
+// sealed is data as the cache entry at path: the header holding its
+// SHA-256 and its key (the file's name).
+func sealed(data []byte, path string) []byte {
+	sum := sha256.Sum256(data)
+	return append([]byte(cacheMagic+hex.EncodeToString(sum[:])+" "+filepath.Base(path)+"\n"), data...)
+}
+
+// TestConcurrentRuns: two runs of one plan into the same folder, again
+// and again: every file there is wholly one run's (outputs are written
+// to a temporary file and renamed into place).
+func TestConcurrentRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary many times")
+	}
+	dir := compiledPlan(t, "--set", "batch=2048")
+	bin := buildTofuc(t)
+	runs := 10
+	if os.Getenv("TOFUC_LONG") != "" {
+		runs = 50
+	}
+	seeds := []string{"1", "2"}
+	want := make([]map[string][]byte, 2)
+	for i, seed := range seeds {
+		out := filepath.Join(t.TempDir(), "out")
+		if status, _, stderr := process(t, bin, nil, "run", dir, "--random-inputs", "--seed", seed, "--out", out); status != exitOK {
+			t.Fatalf("run: %s", stderr)
+		}
+		want[i] = files(t, out)
+	}
+	for r := range runs {
+		out := filepath.Join(t.TempDir(), "out")
+		var wg sync.WaitGroup
+		for _, seed := range seeds {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if status, _, stderr := process(t, bin, nil, "run", dir, "--random-inputs", "--seed", seed, "--out", out); status != exitOK {
+					t.Errorf("run %d: %s", r, stderr)
+				}
+			}()
+		}
+		wg.Wait()
+		for name, data := range files(t, out) {
+			if !bytes.Equal(data, want[0][name]) && !bytes.Equal(data, want[1][name]) {
+				t.Fatalf("round %d: %s is neither run's", r, name)
+			}
+		}
+	}
+}
+
+// TestKilledCompiles: a compile killed at any point leaves its output
+// folder holding the previous compile, whole (it runs), and the next
+// compile there removes what the killed one left.
+func TestKilledCompiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles several times")
+	}
+	if _, err := toolchain.Find(); err != nil {
+		t.Skip(err)
+	}
+	bin := buildTofuc(t)
+	env := []string{"TOFUC_CACHE=off"}
+	dir := filepath.Join(t.TempDir(), "out")
+	args := append([]string{"compile", "-o", dir}, faultModel...)
+	if status, _, stderr := process(t, bin, env, append(args, "--seed", "1")...); status != exitOK {
+		t.Fatal(stderr)
+	}
+	for _, after := range []time.Duration{50 * time.Millisecond, 400 * time.Millisecond, 1200 * time.Millisecond} {
+		cmd := exec.Command(bin, append(args, "--seed", "2")...)
+		cmd.Env = append(os.Environ(), env...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(after)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		out := filepath.Join(t.TempDir(), "run")
+		if status, _, stderr := process(t, bin, nil, "run", dir, "--random-inputs", "--out", out); status != exitOK {
+			t.Errorf("after a compile killed at %v: the folder does not run: %s", after, stderr)
+		}
+	}
+	if status, _, stderr := process(t, bin, env, append(args, "--seed", "3")...); status != exitOK {
+		t.Fatal(stderr)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".tofuc-compile-*")); len(left) > 0 {
+		t.Errorf("the killed compiles' staging folders are left: %v", left)
+	}
+}
+
+// TestPlanOnAnotherCPU: a plan compiled for a CPU with an extension
+// (AVX-512, AVX2, FMA) run where it is missing (GODEBUG turns it off
+// for Go's detection) is refused, naming the extension, instead of
+// dying of an illegal instruction.
+func TestPlanOnAnotherCPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	dir := compiledPlan(t)
+	b, err := os.ReadFile(filepath.Join(dir, "plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	feature := ""
+	for _, f := range []string{"avx512f", "avx2", "fma"} {
+		if bytes.Contains(b, []byte(`"`+f+`"`)) {
+			feature = f
+			break
+		}
+	}
+	if feature == "" {
+		t.Skip("this CPU has none of the extensions GODEBUG can turn off")
+	}
+	bin := buildTofuc(t)
+	out := filepath.Join(t.TempDir(), "out")
+	status, _, stderr := process(t, bin, []string{"GODEBUG=cpu." + feature + "=off"}, "run", dir, "--random-inputs", "--out", out)
+	if status != exitUser || !strings.Contains(stderr, "compiled for a CPU with "+feature) {
+		t.Errorf("run without %s: exit %d, %q", feature, status, stderr)
+	}
+}
