@@ -46,16 +46,23 @@ func (p *Plan) Validate() error {
 		if k.HostRange < 0 || k.HostPhase < 0 || k.HostPhase > k.HostRange {
 			return fmt.Errorf("kernel %d (%s): host_phase %d outside its host_range %d", i, k.Name, k.HostPhase, k.HostRange)
 		}
-		var total int64
+		// Every item of a host range computes some of the kernel's
+		// elements (a row, a block of rows, a tile), or of the rows of
+		// an empty output: items are no more than the arguments' cells,
+		// empty dimensions counted as one.
+		var cells int64
 		for _, a := range k.Args {
-			n, err := elements(a.DType, a.Shape)
-			if err != nil {
+			if _, err := elements(a.DType, a.Shape); err != nil {
 				return fmt.Errorf("kernel %s: %w", k.Name, err)
 			}
-			total += n
+			n := int64(1)
+			for _, d := range a.Shape {
+				n *= max(d, 1)
+			}
+			cells += n
 		}
-		if k.HostRange > max(total, 1) {
-			return fmt.Errorf("kernel %d (%s): host_range %d, more items than the %d elements of its arguments", i, k.Name, k.HostRange, total)
+		if k.HostRange > max(cells, 1) {
+			return fmt.Errorf("kernel %d (%s): host_range %d, more items than the %d elements of its arguments", i, k.Name, k.HostRange, cells)
 		}
 	}
 	for _, list := range []struct {
