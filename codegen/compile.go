@@ -85,9 +85,6 @@ func (b *builder) finish(dir string, opts Options, start time.Time) (*Compiled, 
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "kernels"), 0o755); err != nil {
-		return nil, err
-	}
 	modules := b.group(opts.Jobs)
 	if err := b.compileModules(dir, modules, targets, want, opts); err != nil {
 		return nil, err
@@ -167,7 +164,7 @@ func (b *builder) compileModules(dir string, modules [][]int, targets []target.T
 			}
 			if errs[i] != nil && failed != "" {
 				// Keep the module that failed for the person reading the error.
-				path := filepath.Join(cmp.Or(opts.FailedDir, dir), "kernels", fmt.Sprintf("m%d.failed.ll", i))
+				path := filepath.Join(cmp.Or(opts.FailedDir, dir), target.ModuleFile(i, "failed.ll"))
 				if os.MkdirAll(filepath.Dir(path), 0o755) == nil && os.WriteFile(path, []byte(failed), 0o644) == nil {
 					errs[i] = fmt.Errorf("%w\n(the module is in %s)", errs[i], path)
 				}

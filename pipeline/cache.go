@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"tofuc/codegen"
 	"tofuc/codegen/blocking"
@@ -242,26 +241,4 @@ func clearDir(dir string) error {
 		}
 	}
 	return nil
-}
-
-// isCompiled reports whether a file name (relative to an output folder,
-// slash-separated) is one a compile writes: what a new compile replaces.
-func isCompiled(rel string, p *plan.Plan) bool {
-	switch rel {
-	case "plan.json", "params.npz", "report.txt", "report.json", "report.html":
-		return true
-	}
-	if strings.HasPrefix(rel, "kernels/") {
-		return true
-	}
-	if p != nil {
-		for _, m := range p.Modules {
-			for _, f := range append(append([]plan.File(nil), m.Files...), m.IR...) {
-				if filepath.ToSlash(f.Path) == rel {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }

@@ -22,6 +22,7 @@ import (
 	"tofuc/runtime/exec"
 	"tofuc/runtime/npy"
 	"tofuc/runtime/plan"
+	"tofuc/runtime/safefile"
 	"tofuc/runtime/tensor"
 )
 
@@ -119,7 +120,7 @@ type Result struct {
 // the compile cache when m has a Source; the files are written to a
 // staging folder and moved into dir once all are (output.go).
 func Compile(m *Model, dir string, opts Options) (*Result, error) {
-	st, err := stage(dir)
+	st, err := safefile.Stage(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -184,10 +185,8 @@ func compile(m *Model, dir, final string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(params) > 0 {
-		if err := npy.WriteNPZ(filepath.Join(dir, "params.npz"), params); err != nil {
-			return nil, err
-		}
+	if err := writeParams(c.Plan, dir, params); err != nil {
+		return nil, err
 	}
 	rep.SetSection(codegen.KernelsSection(c.Plan, cost.H100))
 	if writeReport {
@@ -196,6 +195,23 @@ func compile(m *Model, dir, final string, opts Options) (*Result, error) {
 		}
 	}
 	return &Result{Plan: c.Plan, Dir: dir, Graph: g, Next: next, Params: params, Report: rep, Stats: c.Stats}, nil
+}
+
+// writeParams writes the initial parameters to dir/params.npz and
+// records the file in the plan (rewriting dir/plan.json).
+func writeParams(p *plan.Plan, dir string, params map[string]*tensor.Tensor) error {
+	if len(params) == 0 {
+		return nil
+	}
+	if err := npy.WriteNPZ(filepath.Join(dir, "params.npz"), params); err != nil {
+		return err
+	}
+	f, err := plan.NewFile(dir, "params.npz")
+	if err != nil {
+		return err
+	}
+	p.ParamsFile = &f
+	return p.Write(filepath.Join(dir, "plan.json"))
 }
 
 // optimize rewrites g with the verified rules of the standard library

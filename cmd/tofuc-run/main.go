@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -20,6 +19,7 @@ import (
 	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/planio"
+	"tofuc/runtime/tensor"
 )
 
 // Exit statuses, as tofuc's (docs/cli.md).
@@ -109,29 +109,29 @@ var openDevices = func(p *plan.Plan, dir string) ([]executor.Device, string, err
 // runPlan loads the plan, its inputs and parameters, runs it and writes
 // the outputs; with --bench it then times it.
 func runPlan(dir string, f flags, stdout io.Writer) error {
-	p, err := plan.Read(filepath.Join(dir, "plan.json"))
-	if err != nil {
-		return err
-	}
 	specs, err := planio.Specs(f.ins)
 	if err != nil {
 		return err
 	}
-	// The host's share of the run (the arenas are on the GPUs), before
-	// anything is read: then the inputs and parameters, checked against
-	// the plan, before a GPU is touched.
-	if err := executor.CheckHostMemory(p, nil); err != nil {
+	var params, inputs map[string]*tensor.Tensor
+	var devs []executor.Device
+	var driver string
+	p, err := planio.Read(dir, func(p *plan.Plan) (err error) {
+		// The host's share of the run (the arenas are on the GPUs),
+		// before anything is read: then the inputs and parameters,
+		// checked against the plan, before a GPU is touched.
+		if err := executor.CheckHostMemory(p, nil); err != nil {
+			return err
+		}
+		if params, err = planio.Params(p, dir, f.params); err != nil {
+			return err
+		}
+		if inputs, err = planio.Inputs(p, specs, nil); err != nil {
+			return err
+		}
+		devs, driver, err = openDevices(p, dir)
 		return err
-	}
-	params, err := planio.Params(p, dir, f.params)
-	if err != nil {
-		return err
-	}
-	inputs, err := planio.Inputs(p, specs, nil)
-	if err != nil {
-		return err
-	}
-	devs, driver, err := openDevices(p, dir)
+	})
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,13 @@ func runPlan(dir string, f flags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := planio.WriteOutputs(f.out, outputs, stdout); err != nil {
+	var out planio.Folder
+	for _, path := range specs {
+		out.Read(path)
+	}
+	out.Read(f.params)
+	out.Outputs(outputs)
+	if err := out.Write(f.out, stdout); err != nil {
 		return err
 	}
 	if !f.bench {

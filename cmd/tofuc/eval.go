@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -104,15 +103,21 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "eval", "%v", err)
 	}
 	var outputs, params map[string]*tensor.Tensor
+	var out planio.Folder
+	out.Read(readFiles(specs, f.params)...)
 	if f.op != "" {
 		outputs, err = evalOp(fs.Arg(0), f, inputs)
 	} else {
-		outputs, params, err = evalModel(fs.Arg(0), f, opts, inputs, stdout, stderr)
+		outputs, params, err = evalModel(fs.Arg(0), f, opts, inputs, &out, stdout, stderr)
 	}
 	if err != nil {
 		return fail(stderr, err)
 	}
-	if err := writeOutputs(f.out, outputs, params, stdout); err != nil {
+	out.Outputs(outputs)
+	if len(params) > 0 {
+		out.Tensors("params.npz", count(len(params), "parameter"), params)
+	}
+	if err := out.Write(f.out, stdout); err != nil {
 		return fail(stderr, err)
 	}
 	return exitOK
@@ -171,7 +176,9 @@ func readInputs(specs map[string]string) (map[string]*tensor.Tensor, error) {
 	return out, nil
 }
 
-func evalModel(path string, f evalFlags, opts pipeline.Options, inputs map[string]*tensor.Tensor, stdout, stderr io.Writer) (outs, params map[string]*tensor.Tensor, err error) {
+// evalModel runs the model of path (training it with --train) and adds
+// the inputs it drew and the optimizer's state to out.
+func evalModel(path string, f evalFlags, opts pipeline.Options, inputs map[string]*tensor.Tensor, out *planio.Folder, stdout, stderr io.Writer) (outs, params map[string]*tensor.Tensor, err error) {
 	set, err := parseSets(f.sets)
 	if err != nil {
 		return nil, nil, err
@@ -206,9 +213,7 @@ func evalModel(path string, f evalFlags, opts pipeline.Options, inputs map[strin
 			return nil, nil, err
 		}
 		inputs[in.Name] = t
-		if err := writeDrawn(f.out, in.Name, t, stdout); err != nil {
-			return nil, nil, err
-		}
+		addDrawn(out, in.Name, t)
 	}
 	given := map[string]*tensor.Tensor{}
 	for name, t := range weights {
@@ -248,14 +253,7 @@ func evalModel(path string, f evalFlags, opts pipeline.Options, inputs map[strin
 	}
 	state := optimizerState(model, params)
 	if len(state) > 0 {
-		if err := os.MkdirAll(f.out, 0o755); err != nil {
-			return nil, nil, err
-		}
-		path := filepath.Join(f.out, "optimizer.npz")
-		if err := npy.WriteNPZ(path, state); err != nil {
-			return nil, nil, err
-		}
-		fmt.Fprintf(stdout, "%s -> %s\n", count(len(state), "optimizer state tensor"), path)
+		out.Tensors("optimizer.npz", count(len(state), "optimizer state tensor"), state)
 	}
 	return outs, params, nil
 }
@@ -425,20 +423,4 @@ func constDims(shape []int) []lang.Dim {
 		out[i] = lang.Const(int64(n))
 	}
 	return out
-}
-
-// writeOutputs writes the outputs (planio.WriteOutputs) and the
-// parameters used, to DIR/params.npz.
-func writeOutputs(dir string, outputs, params map[string]*tensor.Tensor, stdout io.Writer) error {
-	if err := planio.WriteOutputs(dir, outputs, stdout); err != nil {
-		return err
-	}
-	if len(params) > 0 {
-		path := filepath.Join(dir, "params.npz")
-		if err := npy.WriteNPZ(path, params); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%s -> %s\n", count(len(params), "parameter"), path)
-	}
-	return nil
 }

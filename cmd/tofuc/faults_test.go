@@ -344,6 +344,16 @@ func TestParameterAndInputFaults(t *testing.T) {
 			refused(t, out, tc.want, append([]string{"run", dir, "--out", out}, tc.args...)...)
 		})
 	}
+	t.Run("params.npz of another compile", func(t *testing.T) {
+		other := copyDir(t, dir)
+		os.Rename(npz("same shapes", func(m map[string]*tensor.Tensor) {
+			b1 := tensor.New(params["b1"].DType, params["b1"].Shape)
+			b1.SetFlat(0, params["b1"].Flat(0)+1)
+			m["b1"] = b1
+		}), filepath.Join(other, "params.npz"))
+		out := filepath.Join(t.TempDir(), "out")
+		refused(t, out, "params.npz is not the file the plan was compiled with", "run", other, "--out", out, "--random-inputs")
+	})
 }
 
 // process runs the tofuc binary with env added.
@@ -489,11 +499,21 @@ func TestCacheFaults(t *testing.T) {
 		}
 		dir := filepath.Join(t.TempDir(), "out")
 		_, stderr := compile(dir, "--seed", "1")
-		if !strings.Contains(stderr, "damaged") {
-			t.Errorf("no damaged entry reported: %q", stderr)
+		if lines := strings.Count(stderr, "damaged"); lines == 0 || lines > 2 {
+			t.Errorf("%d lines report the %d damaged entries, want one and a count: %q", lines, len(objs)-1, stderr)
 		}
 		if got := runOut(dir); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("a compile from damaged llc entries runs differently")
+		}
+	})
+	t.Run("cache under a file", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "file")
+		os.WriteFile(file, nil, 0o644)
+		for _, at := range []string{file, filepath.Join(file, "cache")} {
+			status, _, stderr := process(t, bin, []string{"TOFUC_CACHE=" + at}, append([]string{"compile", "-o", filepath.Join(t.TempDir(), "out")}, faultModel...)...)
+			if status != exitOK || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "cannot be used") || strings.Contains(stderr, "compiling again") {
+				t.Errorf("TOFUC_CACHE=%s: exit %d, %q; want the compile, said to be without the cache in one line", at, status, stderr)
+			}
 		}
 	})
 	t.Run("folder not writable", func(t *testing.T) {
@@ -583,11 +603,62 @@ func TestConcurrentRuns(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		for name, data := range files(t, out) {
-			if !bytes.Equal(data, want[0][name]) && !bytes.Equal(data, want[1][name]) {
-				t.Fatalf("round %d: %s is neither run's", r, name)
+		got := files(t, out)
+		if !sameFiles(got, want[0]) && !sameFiles(got, want[1]) {
+			for name, data := range got {
+				if !bytes.Equal(data, want[0][name]) && !bytes.Equal(data, want[1][name]) {
+					t.Fatalf("round %d: %s is neither run's", r, name)
+				}
 			}
+			t.Fatalf("round %d: the folder mixes the two runs' files", r)
 		}
+	}
+}
+
+func sameFiles(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, data := range a {
+		if !bytes.Equal(data, b[name]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestRunOutputsWhole: a run whose outputs cannot all be written writes
+// none, and a run replaces the files the last run wrote into its folder
+// (its drawn inputs among them), leaving other files alone.
+func TestRunOutputsWhole(t *testing.T) {
+	dir := compiledPlan(t)
+	out := filepath.Join(t.TempDir(), "out")
+	os.MkdirAll(filepath.Join(out, "logits.npy"), 0o755)
+	status, _, stderr := tofuc("run", dir, "--random-inputs", "--out", out)
+	if status != exitUser || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, filepath.Join(out, "logits.npy")) {
+		t.Errorf("run into a folder in the way: exit %d, %q", status, stderr)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 1 {
+		t.Errorf("a failed run left %d entries in its folder, want only the folder in the way", len(entries))
+	}
+	os.Remove(filepath.Join(out, "logits.npy"))
+	os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine"), 0o644)
+	if status, _, stderr := tofuc("run", dir, "--random-inputs", "--out", out); status != exitOK {
+		t.Fatal(stderr)
+	}
+	drawn := filepath.Join(out, "inputs", "x.npy")
+	kept := filepath.Join(t.TempDir(), "x.npy")
+	if data, err := os.ReadFile(drawn); err != nil || os.WriteFile(kept, data, 0o644) != nil {
+		t.Fatal("cannot copy the drawn input: ", err)
+	}
+	if status, _, stderr := tofuc("run", dir, "--in", "x="+kept, "--out", out); status != exitOK {
+		t.Fatal(stderr)
+	}
+	if _, err := os.Stat(drawn); err == nil {
+		t.Errorf("the last run's drawn input survived a run that drew none")
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "notes.txt")); string(b) != "mine" {
+		t.Errorf("a run changed a file it did not write")
 	}
 }
 
@@ -605,9 +676,23 @@ func TestKilledCompiles(t *testing.T) {
 	env := []string{"TOFUC_CACHE=off"}
 	dir := filepath.Join(t.TempDir(), "out")
 	args := append([]string{"compile", "-o", dir}, faultModel...)
+	logits := func(dir string) []byte {
+		out := filepath.Join(t.TempDir(), "run")
+		if status, _, stderr := process(t, bin, nil, "run", dir, "--random-inputs", "--out", out); status != exitOK {
+			t.Fatalf("the folder does not run: %s", stderr)
+		}
+		b, _ := os.ReadFile(filepath.Join(out, "logits.npy"))
+		return b
+	}
+	other := filepath.Join(t.TempDir(), "seed2")
+	if status, _, stderr := process(t, bin, env, append([]string{"compile", "-o", other}, append(faultModel, "--seed", "2")...)...); status != exitOK {
+		t.Fatal(stderr)
+	}
+	seed2 := logits(other)
 	if status, _, stderr := process(t, bin, env, append(args, "--seed", "1")...); status != exitOK {
 		t.Fatal(stderr)
 	}
+	seed1 := logits(dir)
 	for _, after := range []time.Duration{50 * time.Millisecond, 400 * time.Millisecond, 1200 * time.Millisecond} {
 		cmd := exec.Command(bin, append(args, "--seed", "2")...)
 		cmd.Env = append(os.Environ(), env...)
@@ -617,16 +702,44 @@ func TestKilledCompiles(t *testing.T) {
 		time.Sleep(after)
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
-		out := filepath.Join(t.TempDir(), "run")
-		if status, _, stderr := process(t, bin, nil, "run", dir, "--random-inputs", "--out", out); status != exitOK {
-			t.Errorf("after a compile killed at %v: the folder does not run: %s", after, stderr)
+		if got := logits(dir); !bytes.Equal(got, seed1) && !bytes.Equal(got, seed2) {
+			t.Errorf("after a compile killed at %v the folder computes neither compile's logits", after)
 		}
 	}
 	if status, _, stderr := process(t, bin, env, append(args, "--seed", "3")...); status != exitOK {
 		t.Fatal(stderr)
 	}
-	if left, _ := filepath.Glob(filepath.Join(dir, ".tofuc-compile-*")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(dir, ".tofuc-stage-*")); len(left) > 0 {
 		t.Errorf("the killed compiles' staging folders are left: %v", left)
+	}
+}
+
+// TestFailedCommit: a compile that cannot move its files into its
+// folder (a folder has the name of one) fails naming it and leaves the
+// previous compile whole.
+func TestFailedCommit(t *testing.T) {
+	dir := compiledPlan(t, "--seed", "1")
+	out := filepath.Join(t.TempDir(), "out")
+	if status, _, stderr := tofuc("run", dir, "--random-inputs", "--out", out); status != exitOK {
+		t.Fatal(stderr)
+	}
+	before := files(t, out)
+	os.Remove(filepath.Join(dir, "report.txt"))
+	os.MkdirAll(filepath.Join(dir, "report.txt", "mine"), 0o755)
+	plan, _ := os.ReadFile(filepath.Join(dir, "plan.json"))
+	status, _, stderr := tofuc(append(append([]string{"compile", "-o", dir}, faultModel...), "--seed", "2")...)
+	if status != exitUser || !strings.Contains(stderr, "report.txt: a folder has its name") {
+		t.Errorf("compile over a folder: exit %d, %q", status, stderr)
+	}
+	if now, _ := os.ReadFile(filepath.Join(dir, "plan.json")); !bytes.Equal(now, plan) {
+		t.Errorf("the failed compile changed plan.json")
+	}
+	again := filepath.Join(t.TempDir(), "out")
+	if status, _, stderr := tofuc("run", dir, "--random-inputs", "--out", again); status != exitOK {
+		t.Fatalf("the previous compile no longer runs: %s", stderr)
+	}
+	if !sameFiles(files(t, again), before) {
+		t.Errorf("the previous compile computes other outputs after the failed compile")
 	}
 }
 

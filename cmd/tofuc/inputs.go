@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
+	"path"
 	"strings"
 
 	"tofuc/analysis/check"
@@ -82,16 +80,20 @@ func isAttribute(md *lang.ModelDecl, name string) bool {
 	return false
 }
 
-// writeDrawn writes an input drawn by --random-inputs to
-// DIR/inputs/NAME.npy, where --in can read it again.
-func writeDrawn(dir, name string, t *tensor.Tensor, stdout io.Writer) error {
-	path := filepath.Join(dir, "inputs", planio.FileName(name)+".npy")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+// readFiles lists the files --in and --params name.
+func readFiles(specs map[string]string, params string) []string {
+	var out []string
+	for _, path := range specs {
+		out = append(out, path)
 	}
-	if err := npy.WriteFile(path, t); err != nil {
-		return err
+	if params != "" {
+		out = append(out, params)
 	}
-	fmt.Fprintf(stdout, "input %s: random %s%v -> %s\n", name, t.DType, t.Shape, path)
-	return nil
+	return out
+}
+
+// addDrawn adds an input drawn by --random-inputs to out as
+// inputs/NAME.npy, where --in can read it again.
+func addDrawn(out *planio.Folder, name string, t *tensor.Tensor) {
+	out.Tensor(path.Join("inputs", planio.FileName(name)+".npy"), fmt.Sprintf("input %s: random %s%v", name, t.DType, t.Shape), t)
 }

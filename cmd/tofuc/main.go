@@ -63,6 +63,7 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	toolchain.Warnings = stderr // a damaged cache entry is said, in one line
+	defer toolchain.FlushWarnings()
 	if len(args) == 0 {
 		printUsage(stderr)
 		return exitUsage

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"tofuc/lang"
 	"tofuc/lang/ir"
@@ -60,16 +59,18 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 // first), reads or draws its inputs, runs it once and writes the inputs
 // it drew and its outputs: nothing is written unless the run succeeds.
 func runPlan(dir string, f runFlags, specs map[string]string, stdout io.Writer) error {
-	p, err := plan.Read(filepath.Join(dir, "plan.json"))
-	if err != nil {
+	var prog *executor.Program
+	var params map[string]*tensor.Tensor
+	p, err := planio.Read(dir, func(p *plan.Plan) (err error) {
+		if prog, err = executor.Open(p, dir, f.backend, executor.Options{Threads: f.threads}); err != nil {
+			return err
+		}
+		params, err = planio.Params(p, dir, f.params)
 		return err
+	})
+	if prog != nil {
+		defer prog.Close()
 	}
-	prog, err := executor.Open(p, dir, f.backend, executor.Options{Threads: f.threads})
-	if err != nil {
-		return err
-	}
-	defer prog.Close()
-	params, err := planio.Params(p, dir, f.params)
 	if err != nil {
 		return err
 	}
@@ -90,14 +91,15 @@ func runPlan(dir string, f runFlags, specs map[string]string, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
+	var out planio.Folder
+	out.Read(readFiles(specs, f.params)...)
 	for _, b := range p.Inputs {
 		if t, ok := drawn[b.Name]; ok {
-			if err := writeDrawn(f.out, b.Name, t, stdout); err != nil {
-				return err
-			}
+			addDrawn(&out, b.Name, t)
 		}
 	}
-	return planio.WriteOutputs(f.out, outputs, stdout)
+	out.Outputs(outputs)
+	return out.Write(f.out, stdout)
 }
 
 // randomPlanInput draws a plan input as eval's --random-inputs does.

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -164,3 +165,18 @@ func Link(ctx context.Context, tools *toolchain.Tools, dir, name string, objs []
 	// of its extensions.
 	return plan.Module{Files: []plan.File{plan.FileOf(file, so)}, Requires: native.CPUFeatures()}, true, nil
 }
+
+// ModuleFile is the name, in a plan's folder, of kernel module i's file
+// with extension ext ("ptx", "ll", "failed.ll"): what targets that write
+// one file per module name them, and what a new compile replaces
+// (IsModuleFile).
+func ModuleFile(i int, ext string) string {
+	return filepath.Join("kernels", fmt.Sprintf("m%d.%s", i, ext))
+}
+
+// moduleFile matches ModuleFile's names.
+var moduleFile = regexp.MustCompile(`^kernels/m[0-9]+\.[a-z.]+$`)
+
+// IsModuleFile reports whether rel (relative to a plan's folder,
+// slash-separated) is named as ModuleFile names files.
+func IsModuleFile(rel string) bool { return moduleFile.MatchString(rel) }

@@ -28,11 +28,42 @@ type Cache struct {
 // entryMagic starts every entry (the format's version).
 const entryMagic = "tofuc-cache 3\n"
 
-// Warnings, when not nil, is told of each damaged entry found (one line
-// each); the command line sets it to standard error.
+// Warnings, when not nil, is told of the first damaged entry found (one
+// line; FlushWarnings counts the others); the command line sets it to
+// standard error.
 var Warnings io.Writer
 
-var warnMu sync.Mutex
+var (
+	warnMu sync.Mutex
+	// moreDamaged counts the damaged entries found after the first.
+	damagedFound, moreDamaged int
+)
+
+// warnDamaged says the first damaged entry and counts the others.
+func warnDamaged(err error) {
+	warnMu.Lock()
+	damagedFound++
+	first := damagedFound == 1
+	if !first {
+		moreDamaged++
+	}
+	warnMu.Unlock()
+	if first {
+		Warn("%v; computing it again", err)
+	}
+}
+
+// FlushWarnings says how many more damaged entries were found since the
+// first (one line, none if none) and starts counting again.
+func FlushWarnings() {
+	warnMu.Lock()
+	n := moreDamaged
+	damagedFound, moreDamaged = 0, 0
+	warnMu.Unlock()
+	if n > 0 {
+		Warn("%d more damaged cache entries were removed and computed again", n)
+	}
+}
 
 // Warn writes one line to Warnings.
 func Warn(format string, args ...any) {
@@ -44,7 +75,8 @@ func Warn(format string, args ...any) {
 }
 
 // DefaultCache is the cache under $TOFUC_CACHE, else the user's cache
-// directory (tofuc/v3 in it); caching is off when TOFUC_CACHE is "off".
+// directory (tofuc/v3 in it); caching is off when TOFUC_CACHE is "off",
+// or (with a warning) when the folder cannot be made.
 func DefaultCache() (*Cache, error) {
 	dir := os.Getenv("TOFUC_CACHE")
 	switch dir {
@@ -56,6 +88,10 @@ func DefaultCache() (*Cache, error) {
 			return nil, nil // no home: compile without a cache
 		}
 		dir = filepath.Join(base, "tofuc", "v3")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		Warn("the compile cache %s cannot be used (%v): compiling without it", dir, err)
+		return nil, nil
 	}
 	return &Cache{Dir: dir}, nil
 }
@@ -161,7 +197,7 @@ func (c *Cache) Do(key string, fn func() ([]byte, error)) ([]byte, error) {
 		return b, nil
 	}
 	if errors.Is(err, ErrDamaged) {
-		Warn("%v; computing it again", err)
+		warnDamaged(err)
 	}
 	if b, err = fn(); err != nil {
 		return nil, err

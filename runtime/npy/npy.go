@@ -467,10 +467,12 @@ func readMember(f *zip.File) (*tensor.Tensor, error) {
 // WriteNPZ writes the tensors to the .npz file at path, as stored members
 // "name.npy" sorted by name.
 func WriteNPZ(path string, tensors map[string]*tensor.Tensor) error {
-	return createWith(path, func(w io.Writer) error { return writeNPZ(w, tensors) })
+	return createWith(path, func(w io.Writer) error { return WriteNPZTo(w, tensors) })
 }
 
-func writeNPZ(w io.Writer, tensors map[string]*tensor.Tensor) error {
+// WriteNPZTo writes tensors as an .npz archive to w, members in the
+// order of their names.
+func WriteNPZTo(w io.Writer, tensors map[string]*tensor.Tensor) error {
 	names := make([]string, 0, len(tensors))
 	for n := range tensors {
 		names = append(names, n)

@@ -27,6 +27,10 @@ type Plan struct {
 	ArenaBytes []int64   `json:"arena_bytes"`
 	Inputs     []Binding `json:"inputs"`
 	Params     []Binding `json:"params"`
+	// ParamsFile is the initial parameters compile wrote (params.npz),
+	// with its length and hash: a run reading them from the plan's
+	// folder refuses another compile's.
+	ParamsFile *File     `json:"params_file,omitempty"`
 	Outputs    []Binding `json:"outputs"`
 	// Init holds each device's steps that run when parameters are bound;
 	// Steps those that run on every call.

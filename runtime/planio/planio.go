@@ -6,11 +6,9 @@
 package planio
 
 import (
-	"errors"
+	"bytes"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -18,8 +16,26 @@ import (
 	"tofuc/lang"
 	"tofuc/runtime/npy"
 	"tofuc/runtime/plan"
+	"tofuc/runtime/safefile"
 	"tofuc/runtime/tensor"
 )
+
+// Read reads the plan compiled into dir and calls load with it, holding
+// a shared lock on dir (the lock a compile's commit takes exclusively):
+// what load reads of dir, the plan's files and parameters, is of the
+// same compile as the plan.
+func Read(dir string, load func(p *plan.Plan) error) (*plan.Plan, error) {
+	unlock, err := safefile.Lock(dir, false)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	p, err := plan.Read(filepath.Join(dir, "plan.json"))
+	if err != nil {
+		return nil, err
+	}
+	return p, load(p)
+}
 
 // Specs parses repeated NAME=PATH.npy flags (--in).
 func Specs(flags []string) (map[string]string, error) {
@@ -126,19 +142,14 @@ func sameShape(a []int, b []int64) bool {
 	return true
 }
 
-// Params reads the parameters of plan p compiled into dir: from given,
-// else from DIR/params.npz (which a plan without parameters may lack).
+// Params reads the parameters of plan p compiled into dir and checks
+// them against the plan: from given, else from the file the plan
+// records (DIR/params.npz, checked against its length and hash; a plan
+// without parameters has none).
 func Params(p *plan.Plan, dir, given string) (map[string]*tensor.Tensor, error) {
-	path := given
-	if path == "" {
-		path = filepath.Join(dir, "params.npz")
-	}
-	params, err := npy.ReadNPZ(path)
-	if errors.Is(err, os.ErrNotExist) && given == "" && len(p.Params) == 0 {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("parameters: %w", err)
+	path, params, err := readParams(p, dir, given)
+	if err != nil || params == nil {
+		return nil, err
 	}
 	for _, b := range p.Params {
 		if t, ok := params[b.Name]; ok {
@@ -149,6 +160,35 @@ func Params(p *plan.Plan, dir, given string) (map[string]*tensor.Tensor, error) 
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return params, nil
+}
+
+// readParams reads the parameters of plan p: from given, else the
+// file the plan records in dir (nil, nil: the plan has none).
+func readParams(p *plan.Plan, dir, given string) (string, map[string]*tensor.Tensor, error) {
+	if given != "" {
+		params, err := npy.ReadNPZ(given)
+		if err != nil {
+			return given, nil, fmt.Errorf("parameters: %w", err)
+		}
+		return given, params, nil
+	}
+	switch {
+	case p.ParamsFile != nil:
+	case len(p.Params) == 0:
+		return "", nil, nil
+	default:
+		return "", nil, fmt.Errorf("the plan records no parameters file: give the parameters with --params")
+	}
+	path := filepath.Join(dir, p.ParamsFile.Path)
+	data, err := p.ParamsFile.Read(dir)
+	if err != nil {
+		return path, nil, fmt.Errorf("parameters: %w", err)
+	}
+	params, err := npy.ReadNPZFrom(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return path, nil, fmt.Errorf("parameters: %s: %w", path, err)
+	}
+	return path, params, nil
 }
 
 // FileName makes a tensor's name usable as a file name ("h.2/w1" ->
@@ -168,26 +208,4 @@ func Summary(t *tensor.Tensor) string {
 		lo, hi, sum = math.Min(lo, v), math.Max(hi, v), sum+v
 	}
 	return fmt.Sprintf("min %.4g max %.4g mean %.4g", lo, hi, sum/float64(t.Len()))
-}
-
-// WriteOutputs writes each output to DIR/NAME.npy (FileName), in the
-// order of their names, and says so on w.
-func WriteOutputs(dir string, outputs map[string]*tensor.Tensor, w io.Writer) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	names := make([]string, 0, len(outputs))
-	for n := range outputs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		t := outputs[n]
-		path := filepath.Join(dir, FileName(n)+".npy")
-		if err := npy.WriteFile(path, t); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "%s: %s%v %s -> %s\n", n, t.DType, t.Shape, Summary(t), path)
-	}
-	return nil
 }

@@ -150,21 +150,32 @@ func (Target) Finish(_ context.Context, _ *toolchain.Tools, dir string, objs []t
 	var m plan.Module
 	for i, obj := range objs {
 		o := obj.(object)
-		base := filepath.Join("kernels", fmt.Sprintf("m%d", i))
 		if want["llvm"] {
-			if err := os.WriteFile(filepath.Join(dir, base+".ll"), []byte(o.ir), 0o644); err != nil {
+			ll := target.ModuleFile(i, "ll")
+			if err := writeFile(dir, ll, o.ir); err != nil {
 				return m, false, err
 			}
-			m.IR = append(m.IR, plan.FileOf(base+".ll", []byte(o.ir)))
+			m.IR = append(m.IR, plan.FileOf(ll, []byte(o.ir)))
 		}
 		if want["ptx"] {
-			if err := os.WriteFile(filepath.Join(dir, base+".ptx"), []byte(o.ptx), 0o644); err != nil {
+			ptx := target.ModuleFile(i, "ptx")
+			if err := writeFile(dir, ptx, o.ptx); err != nil {
 				return m, false, err
 			}
-			m.Files = append(m.Files, plan.FileOf(base+".ptx", []byte(o.ptx)))
+			m.Files = append(m.Files, plan.FileOf(ptx, []byte(o.ptx)))
 		}
 	}
 	return m, len(m.Files)+len(m.IR) > 0, nil
+}
+
+// writeFile writes text to the file rel of the plan's folder dir, making
+// its folder.
+func writeFile(dir, rel, text string) error {
+	path := filepath.Join(dir, rel)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(text), 0o644)
 }
 
 func i32(n int64) value.Value { return constant.NewInt(types.I32, n) }
