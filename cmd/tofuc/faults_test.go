@@ -533,9 +533,12 @@ func TestCacheFaults(t *testing.T) {
 		os.MkdirAll(filepath.Join(dir, "kernels"), 0o755)
 		os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644)
 		os.WriteFile(filepath.Join(dir, "kernels", "m7.ptx"), []byte("a stale module"), 0o644)
+		os.WriteFile(filepath.Join(dir, "kernels", "mine.cu"), []byte("mine"), 0o644)
 		compile(dir, "--seed", "3")
-		if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "mine" {
-			t.Errorf("the compile changed a file of its folder that it did not write")
+		for _, name := range []string{"notes.txt", filepath.Join("kernels", "mine.cu")} {
+			if b, _ := os.ReadFile(filepath.Join(dir, name)); string(b) != "mine" {
+				t.Errorf("the compile changed %s, a file of its folder that it did not write", name)
+			}
 		}
 		if _, err := os.Stat(filepath.Join(dir, "kernels", "m7.ptx")); err == nil {
 			t.Errorf("a stale kernel module of the folder survived the compile")
