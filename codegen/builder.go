@@ -200,7 +200,7 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	form := emit.FormOf(k)
 	launch := form.Launch(k)
 	pk := plan.Kernel{Name: name, Label: k.Label, Kind: k.Kind.String(), Form: form.Name(), Elements: k.Elements,
-		Grid: launch.Grid, Block: launch.Block, Shared: launch.Shared, Sync: launch.Sync && !k.HostOnly()}
+		Grid: launch.Grid, Block: launch.Block, Shared: launch.Shared, Sync: launch.Sync && !k.HostOnly(), Writes: k.Writes()}
 	pk.HostRange, pk.HostGrain = form.HostRange(k)
 	if k.GEMM != nil && !k.PackOnly {
 		pk.HostPhase = blocking.GEMMPackItems(k.GEMM)

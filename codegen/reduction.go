@@ -61,7 +61,12 @@ func (b *builder) reductionKernel(reducer string, dt lang.DType, shape []int64, 
 	if err != nil {
 		return 0, err
 	}
-	return b.kernel(k)
+	idx, err := b.kernel(k)
+	if err != nil {
+		return 0, err
+	}
+	b.p.Kernels[idx].Reducer = reducer // part of its record: a reduce step's reducer is checked against it
+	return idx, nil
 }
 
 // fold combines a with b as the reducer does; max and min keep a NaN.

@@ -9,6 +9,7 @@ import (
 
 	"tofuc/analysis/cost"
 	"tofuc/lang/ir"
+	"tofuc/runtime/plan"
 )
 
 // Options tune a search.
@@ -205,8 +206,8 @@ const blockShare = 64
 // MaxDevices bounds the devices of a search: its time grows with them
 // (Wide ResNet-152-10's training graph over 1024 devices takes 52 s on 2
 // cores, over 4096 devices its forward graph alone 77 s), and Tofu's
-// setting is one machine of 8 GPUs.
-const MaxDevices = 1024
+// setting is one machine of 8 GPUs. Plans are bounded alike.
+const MaxDevices = plan.MaxDevices
 
 func recursive(g *cost.Graph, c *Coarse, devices int, opt Options, sp space, solve solveStep, refineOps bool) (*Result, error) {
 	factors := opt.Factors

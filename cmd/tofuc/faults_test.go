@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +29,7 @@ import (
 	"tofuc/codegen/toolchain"
 	"tofuc/lang"
 	"tofuc/runtime/npy"
+	"tofuc/runtime/plan"
 	"tofuc/runtime/tensor"
 )
 
@@ -37,11 +39,18 @@ var faultModel = []string{filepath.Join("..", "..", "examples", "mlp.tdl"), "--s
 // compiledPlan compiles the fault model into a folder of its own.
 func compiledPlan(t *testing.T, extra ...string) string {
 	t.Helper()
+	return compiledModel(t, append(slices.Clone(faultModel), extra...)...)
+}
+
+// compiledModel compiles a model (its file, then flags) into a folder of
+// its own.
+func compiledModel(t *testing.T, model ...string) string {
+	t.Helper()
 	if _, err := toolchain.Find(); err != nil {
 		t.Skip(err)
 	}
 	dir := filepath.Join(t.TempDir(), "plan")
-	args := append(append([]string{"compile", "-o", dir}, faultModel...), extra...)
+	args := append([]string{"compile", "-o", dir}, model...)
 	if status, _, stderr := tofuc(args...); status != exitOK {
 		t.Fatalf("compile: exit %d: %s", status, stderr)
 	}
@@ -240,6 +249,160 @@ func TestPlanFaults(t *testing.T) {
 			refused(t, out, tc.want, "run", dir, "--backend", tc.backend, "--random-inputs", "--seed", "1", "--out", out)
 		})
 	}
+}
+
+// resealPlan rewrites DIR/plan.json through edit and seals it again as
+// plan.Plan.Write does: what a person who edits a plan and reseals it
+// writes, which only Validate and the compiled files' records stand
+// against.
+func resealPlan(t *testing.T, dir string, edit func(p *plan.Plan)) {
+	t.Helper()
+	path := filepath.Join(dir, "plan.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p plan.Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	edit(&p)
+	if err := p.Write(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestResealedPlanFaults: plans edited and sealed again, so that their
+// seal passes, that would crash, hang or compute wrong results are
+// refused when loaded, naming the step, kernel or buffer and the field:
+// the fault model, its training graph over 4 devices (copies between
+// devices, reductions) and a model with an opaque step.
+func TestResealedPlanFaults(t *testing.T) {
+	bases := map[string]string{
+		"mlp":         compiledPlan(t),
+		"partitioned": compiledPlan(t, "--train", "--devices", "4"),
+		"inverse":     compiledModel(t, filepath.Join("testdata", "inverse.tdl")),
+	}
+	for _, tc := range []struct {
+		name, base, want string
+		edit             func(t *testing.T, p *plan.Plan)
+	}{
+		{"an offset near 2^63", "mlp", "do not lie in the arena", func(t *testing.T, p *plan.Plan) {
+			p.Buffers[len(p.Buffers)-1].Offset = 1<<63 - 100
+		}},
+		{"a view_of letting a buffer share an input's bytes", "mlp", "which holds a tile of an input or a parameter", func(t *testing.T, p *plan.Plan) {
+			b := largest(p, func(b plan.Buffer) bool { return b.Role == plan.RoleWorkspace && b.Bytes < p.Buffers[0].Bytes })
+			p.Buffers[b].Offset, p.Buffers[b].ViewOf = p.Buffers[0].Offset, 0
+		}},
+		{"a view_of larger than its buffer", "mlp", "are not part of buffer", func(t *testing.T, p *plan.Plan) {
+			b := largest(p, func(b plan.Buffer) bool { return b.Role == plan.RoleWorkspace })
+			p.Buffers[b].Offset, p.Buffers[b].ViewOf = p.Buffers[7].Offset, 7
+		}},
+		{"requires removed", "mlp", "requires [] in the plan, but", func(t *testing.T, p *plan.Plan) {
+			m := p.Modules["host"]
+			if len(m.Requires) == 0 {
+				t.Skip("this CPU has no extension to remove")
+			}
+			m.Requires = nil
+			p.Modules["host"] = m
+		}},
+		{"an unknown extension required", "mlp", "requires avx1024, which this tofuc knows no CPU extension as", func(t *testing.T, p *plan.Plan) {
+			m := p.Modules["host"]
+			m.Requires = append(m.Requires, "avx1024")
+			p.Modules["host"] = m
+		}},
+		{"a copy's at near 2^63", "partitioned", "lies outside buffer", func(t *testing.T, p *plan.Plan) {
+			s := firstStep(t, p, func(s *plan.Step) bool { return s.Op == plan.Copy && len(s.At) > 1 })
+			s.At[1] = 1<<63 - 4
+		}},
+		{"no after between devices", "partitioned", "and no `after` orders the two", func(t *testing.T, p *plan.Plan) {
+			for _, list := range p.Steps {
+				for i := range list {
+					list[i].After = nil
+				}
+			}
+		}},
+		{"an output's tile box given twice", "partitioned", "some are in no tile", func(t *testing.T, p *plan.Plan) {
+			for _, b := range p.Outputs {
+				if len(b.Tiles) > 1 && !slices.Equal(b.Tiles[0].Box, b.Tiles[1].Box) {
+					b.Tiles[1].Box = b.Tiles[0].Box
+					return
+				}
+			}
+			t.Fatal("no output of several tiles")
+		}},
+		{"a reduction's part twice", "partitioned", "a part counted twice", func(t *testing.T, p *plan.Plan) {
+			s := firstStep(t, p, func(s *plan.Step) bool { return s.Op == plan.Reduce && len(s.Parts) > 1 })
+			s.Parts[1] = s.Parts[0]
+		}},
+		{"a reduction's reducer changed", "partitioned", `reducer "max", but its kernel`, func(t *testing.T, p *plan.Plan) {
+			firstStep(t, p, func(s *plan.Step) bool { return s.Op == plan.Reduce && s.Reducer == "sum" }).Reducer = "max"
+		}},
+		{"a reduction's reducer changed with its kernel's", "partitioned", ": reducer max in the plan, but", func(t *testing.T, p *plan.Plan) {
+			s := firstStep(t, p, func(s *plan.Step) bool { return s.Op == plan.Reduce && s.Reducer == "sum" })
+			for _, list := range p.Steps {
+				for i := range list {
+					if list[i].Op == plan.Reduce && list[i].Kernel == s.Kernel {
+						list[i].Reducer = "max"
+					}
+				}
+			}
+			p.Kernels[s.Kernel].Reducer = "max"
+		}},
+		{"a kernel's written arguments changed", "partitioned", ": writes [0 4] in the plan, but", func(t *testing.T, p *plan.Plan) {
+			k := &p.Kernels[firstStep(t, p, func(s *plan.Step) bool { return s.Op == plan.Reduce && len(s.Parts) == 4 }).Kernel]
+			k.Writes = []int{0, 4} // a reduction's: its steps read their parts
+		}},
+		{"an opaque batch beyond its result", "inverse", "call.batch [30] and result_shape [4 4]", func(t *testing.T, p *plan.Plan) {
+			opaqueStep(t, p).Call.Batch = []int64{30}
+		}},
+		{"an opaque batch of 2^63-1", "inverse", "call.batch: bad shape [9223372036854775807]", func(t *testing.T, p *plan.Plan) {
+			opaqueStep(t, p).Call.Batch = []int64{1<<63 - 1}
+		}},
+		{"an opaque batch of -1", "inverse", "call.batch: bad shape [-1]", func(t *testing.T, p *plan.Plan) {
+			opaqueStep(t, p).Call.Batch = []int64{-1}
+		}},
+		{"an opaque result into the input", "inverse", "writes buffer 0 (x), which holds a tile of an input", func(t *testing.T, p *plan.Plan) {
+			opaqueStep(t, p).To = p.Inputs[0].Tiles[0].Buffer
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyDir(t, bases[tc.base])
+			resealPlan(t, dir, func(p *plan.Plan) { tc.edit(t, p) })
+			out := filepath.Join(t.TempDir(), "out")
+			refused(t, out, tc.want, "run", dir, "--random-inputs", "--seed", "1", "--out", out)
+		})
+	}
+}
+
+// largest is the largest buffer of p for which ok holds.
+func largest(p *plan.Plan, ok func(b plan.Buffer) bool) int {
+	best := -1
+	for i, b := range p.Buffers {
+		if ok(b) && (best < 0 || b.Bytes > p.Buffers[best].Bytes) {
+			best = i
+		}
+	}
+	return best
+}
+
+// firstStep is the first step of p's Steps, device by device, for which
+// ok holds.
+func firstStep(t *testing.T, p *plan.Plan, ok func(s *plan.Step) bool) *plan.Step {
+	t.Helper()
+	for _, list := range p.Steps {
+		for i := range list {
+			if ok(&list[i]) {
+				return &list[i]
+			}
+		}
+	}
+	t.Fatal("no such step in the plan")
+	return nil
+}
+
+func opaqueStep(t *testing.T, p *plan.Plan) *plan.Step {
+	return firstStep(t, p, func(s *plan.Step) bool { return s.Op == plan.Opaque })
 }
 
 // kernelOf is the kernel a launch step names (0 is left out of the JSON).

@@ -250,6 +250,25 @@ func (k *Kernel) LaunchArgs() []Arg {
 	return append(append([]Arg(nil), k.Before.Args...), k.Args...)
 }
 
+// Writes are the indexes in LaunchArgs of the arguments a launch of k
+// writes (plan.Kernel's Writes): each kernel's output (a chain's two),
+// and the workspace a host GEMM packs B into.
+func (k *Kernel) Writes() []int {
+	var out []int
+	for i, a := range k.LaunchArgs() {
+		if a.Written || k.sharesB(a.Key) || k.Before != nil && k.Before.sharesB(a.Key) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// sharesB reports whether key is the workspace k's host GEMM packs B
+// into.
+func (k *Kernel) sharesB(key any) bool {
+	return k.GEMM != nil && k.GEMM.SharedB != nil && key == k.GEMM.SharedB
+}
+
 // HostOnly reports whether only the host runs k: a packing kernel or a
 // chained launch. It does nothing on a GPU.
 func (k *Kernel) HostOnly() bool { return k.PackOnly || k.Before != nil }

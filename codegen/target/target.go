@@ -152,7 +152,10 @@ func Link(ctx context.Context, tools *toolchain.Tools, dir, name string, objs []
 	for i, o := range objs {
 		bins[i] = o.([]byte)
 	}
-	so, err := tools.Link(ctx, bins, []string{csrc})
+	// Compiled for this machine's CPU (toolchain.Host): it may use all
+	// of its extensions, which it records.
+	features := native.CPUFeatures()
+	so, err := tools.Link(ctx, bins, []string{csrc, native.RequiresSource(features)})
 	if err != nil {
 		return plan.Module{}, false, fmt.Errorf("linking the %s kernels: %w", name, err)
 	}
@@ -161,9 +164,7 @@ func Link(ctx context.Context, tools *toolchain.Tools, dir, name string, objs []
 	if err := os.WriteFile(filepath.Join(dir, file), so, 0o755); err != nil {
 		return plan.Module{}, false, err
 	}
-	// Compiled for this machine's CPU (toolchain.Host): it may use all
-	// of its extensions.
-	return plan.Module{Files: []plan.File{plan.FileOf(file, so)}, Requires: native.CPUFeatures()}, true, nil
+	return plan.Module{Files: []plan.File{plan.FileOf(file, so)}, Requires: features}, true, nil
 }
 
 // ModuleFile is the name, in a plan's folder, of kernel module i's file

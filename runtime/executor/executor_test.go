@@ -170,16 +170,17 @@ func TestPlansMatchCPU(t *testing.T) {
 }
 
 // TestDependenciesMatter removes the cross-device dependencies of a
-// partitioned plan: the emulated devices, which run the last device's
-// queue first, then read tiles before they are computed, and the result
-// differs. (Without this, TestPlansMatchCPU could pass with waits that do
-// nothing.)
+// partitioned plan: Validate refuses it; removed after the plan was
+// loaded, the emulated devices, which run the last device's queue first,
+// read tiles before they are computed, and the result differs. (Without
+// this, TestPlansMatchCPU could pass with waits that do nothing.)
 func TestDependenciesMatter(t *testing.T) {
 	m := compile(t, examples[1])
 	want, err := emulated(t, m).Run(m.Inputs, m.Params)
 	if err != nil {
 		t.Fatal(err)
 	}
+	pr := emulated(t, m)
 	removed := 0
 	for d := range m.Plan.Steps {
 		for i := range m.Plan.Steps[d] {
@@ -190,7 +191,10 @@ func TestDependenciesMatter(t *testing.T) {
 	if removed == 0 {
 		t.Fatal("the partitioned plan has no dependencies between devices")
 	}
-	got, err := emulated(t, m).Run(m.Inputs, m.Params)
+	if err := m.Plan.Validate(); err == nil || !strings.Contains(err.Error(), "no `after` orders the two") {
+		t.Errorf("the plan without its dependencies: %v", err)
+	}
+	got, err := pr.Run(m.Inputs, m.Params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +274,9 @@ func TestIndexOutOfRange(t *testing.T) {
 func TestRefusals(t *testing.T) {
 	m := compile(t, examples[0])
 	opaque := *m.Plan
-	opaque.Steps = [][]plan.Step{append([]plan.Step{{Op: plan.Opaque, To: 0, Label: "inverse of m", Call: &plan.OpaqueCall{Fn: "inverse"}}}, m.Plan.Steps[0]...)}
+	out := m.Plan.Outputs[0].Tiles[0].Buffer // a step may write it
+	call := &plan.OpaqueCall{Fn: "inverse", Shape: m.Plan.Buffers[out].Shape}
+	opaque.Steps = [][]plan.Step{append([]plan.Step{{Op: plan.Opaque, To: out, Label: "inverse of m", Call: call}}, m.Plan.Steps[0]...)}
 	open := func(p *plan.Plan, dir string, _ executor.Options) ([]executor.Device, error) {
 		drv, err := fakeDriver()
 		if err != nil {

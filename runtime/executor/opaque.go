@@ -13,52 +13,66 @@ import (
 // opaque returns the call of an opaque step on device dev, run on the
 // host in the device's order: for every batch index (plan.OpaqueCall) the
 // function on the views of its arguments, written into the step's
-// buffer.
-func (pr *Program) opaque(dev HostDevice, s *plan.Step) func() error {
-	return func() error {
-		c := s.Call
-		fn := opaque.Lookup(c.Fn)
-		if fn == nil {
-			return fmt.Errorf("no implementation of the opaque function %s", c.Fn)
+// buffer. Its errors, and a panic of its host code (which a validated
+// plan does not cause), name the step, where.
+func (pr *Program) opaque(dev HostDevice, s *plan.Step, where string) func() error {
+	return func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("%s: the host code of the step failed: %v", where, r)
+			}
+		}()
+		if err := pr.callOpaque(dev, s); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
 		}
-		args := make([]*tensor.Tensor, len(c.Args))
-		for i, id := range c.Args {
-			t, err := pr.decode(dev, id)
-			if err != nil {
-				return err
-			}
-			args[i] = t
-		}
-		to := pr.Plan.Buffers[s.To]
-		out := tensor.New(lang.ParseDType(to.DType), ints(to.Shape))
-		shape := ints(c.Shape)
-		per := tensor.NumElements(shape)
-		var err error
-		forBox(ints(c.Batch), func(b int, idx []int) {
-			if err != nil {
-				return
-			}
-			views := make([]*tensor.Tensor, len(args))
-			for i, a := range args {
-				views[i] = view(a, c.Fixed[i], idx)
-			}
-			var res *tensor.Tensor
-			if res, err = opaque.Call(c.Fn, fn, views, shape); err != nil {
-				return
-			}
-			for j := range per {
-				out.SetFlat(b*per+j, res.Flat(j))
-			}
-		})
-		if err != nil {
-			return fmt.Errorf("%s: %w", s.Label, err)
-		}
-		mem, err := dev.Bytes(pr.addr(s.To), to.Bytes)
+		return nil
+	}
+}
+
+// callOpaque runs opaque step s on device dev.
+func (pr *Program) callOpaque(dev HostDevice, s *plan.Step) error {
+	c := s.Call
+	fn := opaque.Lookup(c.Fn)
+	if fn == nil {
+		return fmt.Errorf("no implementation of the opaque function %s", c.Fn)
+	}
+	args := make([]*tensor.Tensor, len(c.Args))
+	for i, id := range c.Args {
+		t, err := pr.decode(dev, id)
 		if err != nil {
 			return err
 		}
-		return native.Encode(out, mem)
+		args[i] = t
 	}
+	to := pr.Plan.Buffers[s.To]
+	out := tensor.New(lang.ParseDType(to.DType), ints(to.Shape))
+	shape := ints(c.Shape)
+	per := tensor.NumElements(shape)
+	var err error
+	forBox(ints(c.Batch), func(b int, idx []int) {
+		if err != nil {
+			return
+		}
+		views := make([]*tensor.Tensor, len(args))
+		for i, a := range args {
+			views[i] = view(a, c.Fixed[i], idx)
+		}
+		var res *tensor.Tensor
+		if res, err = opaque.Call(c.Fn, fn, views, shape); err != nil {
+			return
+		}
+		for j := range per {
+			out.SetFlat(b*per+j, res.Flat(j))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	mem, err := dev.Bytes(pr.addr(s.To), to.Bytes)
+	if err != nil {
+		return err
+	}
+	return native.Encode(out, mem)
 }
 
 // decode is buffer id of a host device as a tensor.

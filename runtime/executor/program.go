@@ -73,9 +73,8 @@ const stagingAlign = 256
 // Load prepares plan p on devs, one per logical device of the plan: it
 // allocates every device's arena, status words and staging buffers and
 // lays out the argument vector of every launch. Plans with opaque steps
-// on devices that are no HostDevice, or reduce steps without a
-// reduction kernel, are refused. The program owns the devices: Close
-// closes them, and so does a failing Load.
+// on devices that are no HostDevice are refused. The program owns the
+// devices: Close closes them, and so does a failing Load.
 func Load(p *plan.Plan, devs []Device) (_ *Program, err error) {
 	pr := &Program{Plan: p, devs: devs}
 	defer func() {
@@ -113,37 +112,18 @@ func Load(p *plan.Plan, devs []Device) (_ *Program, err error) {
 }
 
 // supported refuses what the devices cannot run: opaque steps on a
-// device without host memory (a GPU) and reduce steps without a kernel.
+// device without host memory (a GPU).
 func supported(p *plan.Plan, devs []Device) error {
 	for _, lists := range [][][]plan.Step{p.Init, p.Steps} {
 		for d, steps := range lists {
 			for i, s := range steps {
-				_, host := devs[d].(HostDevice)
-				switch {
-				case s.Op == plan.Opaque && !host:
+				if _, host := devs[d].(HostDevice); s.Op == plan.Opaque && !host {
 					return fmt.Errorf("device %d, step %d (%s): the opaque function %s runs on a host, which a GPU runtime does not have: run this plan with tofuc run", d, i, s.Label, s.Call.Fn)
-				case s.Op == plan.Reduce && !reductionKernel(p, &s):
-					return fmt.Errorf("device %d, step %d (reduce %s): the step names no kernel taking its %d parts and its result (compile the plan again with this tofuc)", d, i, s.Label, len(s.Parts))
 				}
 			}
 		}
 	}
 	return nil
-}
-
-// reductionKernel reports whether reduce step s names a kernel taking its
-// parts and then its result, all of the result's dtype and shape.
-func reductionKernel(p *plan.Plan, s *plan.Step) bool {
-	if s.Kernel < 0 || s.Kernel >= len(p.Kernels) || len(p.Kernels[s.Kernel].Args) != len(s.Parts)+1 {
-		return false
-	}
-	to := p.Buffers[s.To]
-	for _, a := range p.Kernels[s.Kernel].Args {
-		if a.DType != to.DType || fmt.Sprint(a.Shape) != fmt.Sprint(to.Shape) {
-			return false
-		}
-	}
-	return true
 }
 
 // allocate sizes and allocates every device's arena and scratch memory.
@@ -208,7 +188,7 @@ func (pr *Program) prepare(steps [][]plan.Step) (*list, error) {
 	for d, ss := range steps {
 		for i := range ss {
 			s := &ss[i]
-			o, err := pr.op(d, s)
+			o, err := pr.op(d, i, s)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", s.Where(d, i), err)
 			}
@@ -226,8 +206,8 @@ func (pr *Program) prepare(steps [][]plan.Step) (*list, error) {
 	return l, nil
 }
 
-// op prepares step s of device d.
-func (pr *Program) op(d int, s *plan.Step) (op, error) {
+// op prepares step s, step i of device d.
+func (pr *Program) op(d, i int, s *plan.Step) (op, error) {
 	p := pr.Plan
 	switch s.Op {
 	case plan.Copy:
@@ -240,7 +220,7 @@ func (pr *Program) op(d int, s *plan.Step) (op, error) {
 	case plan.Reduce:
 		return pr.reduce(d, s)
 	case plan.Opaque:
-		return op{host: pr.opaque(pr.devs[d].(HostDevice), s)}, nil
+		return op{host: pr.opaque(pr.devs[d].(HostDevice), s, s.Where(d, i))}, nil
 	}
 	return op{}, fmt.Errorf("unknown step %q", s.Op)
 }

@@ -40,33 +40,12 @@ type axis struct{ n, src, dst int64 }
 // into one, and every index of the dimensions beyond the three innermost
 // left is a copy of its own. An empty box is no copy.
 func BoxRows(size int64, from []int64, box []plan.Dim, to, at []int64) []Rows {
-	axes := []axis{{n: size, src: 1, dst: 1}} // the bytes of an element
-	src, dst := size, size                    // the strides of dimension d
-	var srcOff, dstOff int64
-	for d := len(box) - 1; d >= 0; d-- {
-		n := box[d].Hi - box[d].Lo
-		if n <= 0 {
-			return nil
-		}
-		srcOff += box[d].Lo * src
-		dstOff += at[d] * dst
-		if n > 1 {
-			axes = mergeAxis(axes, axis{n, src, dst})
-		}
-		src *= from[d]
-		dst *= to[d]
-	}
-	base := Rows{Width: axes[0].n, Height: 1, Depth: 1, SrcOff: srcOff, DstOff: dstOff}
-	base.SrcPitch, base.DstPitch = base.Width, base.Width
-	if len(axes) > 1 {
-		base.Height, base.SrcPitch, base.DstPitch = axes[1].n, axes[1].src, axes[1].dst
-	}
-	base.SrcSlice, base.DstSlice = base.SrcPitch*base.Height, base.DstPitch*base.Height
-	if len(axes) > 2 {
-		base.Depth, base.SrcSlice, base.DstSlice = axes[2].n, axes[2].src, axes[2].dst
+	base, outer, ok := boxAxes(size, from, box, to, at)
+	if !ok {
+		return nil
 	}
 	out := []Rows{base}
-	for _, a := range axes[min(len(axes), 3):] {
+	for _, a := range outer {
 		var next []Rows
 		for i := range a.n {
 			for _, r := range out {
@@ -78,6 +57,51 @@ func BoxRows(size int64, from []int64, box []plan.Dim, to, at []int64) []Rows {
 		out = next
 	}
 	return out
+}
+
+// boxRows is how many strided copies BoxRows describes a copy by
+// (saturating), without describing them.
+func boxRows(size int64, from []int64, box []plan.Dim, to, at []int64) int64 {
+	_, outer, ok := boxAxes(size, from, box, to, at)
+	if !ok {
+		return 0
+	}
+	n := int64(1)
+	for _, a := range outer {
+		n = satMul(n, a.n)
+	}
+	return n
+}
+
+// boxAxes is BoxRows' first copy and the dimensions beyond it, each
+// index of which is a copy of its own; not ok for an empty box.
+func boxAxes(size int64, from []int64, box []plan.Dim, to, at []int64) (base Rows, outer []axis, ok bool) {
+	axes := []axis{{n: size, src: 1, dst: 1}} // the bytes of an element
+	src, dst := size, size                    // the strides of dimension d
+	var srcOff, dstOff int64
+	for d := len(box) - 1; d >= 0; d-- {
+		n := box[d].Hi - box[d].Lo
+		if n <= 0 {
+			return Rows{}, nil, false
+		}
+		srcOff += box[d].Lo * src
+		dstOff += at[d] * dst
+		if n > 1 {
+			axes = mergeAxis(axes, axis{n, src, dst})
+		}
+		src *= from[d]
+		dst *= to[d]
+	}
+	base = Rows{Width: axes[0].n, Height: 1, Depth: 1, SrcOff: srcOff, DstOff: dstOff}
+	base.SrcPitch, base.DstPitch = base.Width, base.Width
+	if len(axes) > 1 {
+		base.Height, base.SrcPitch, base.DstPitch = axes[1].n, axes[1].src, axes[1].dst
+	}
+	base.SrcSlice, base.DstSlice = base.SrcPitch*base.Height, base.DstPitch*base.Height
+	if len(axes) > 2 {
+		base.Depth, base.SrcSlice, base.DstSlice = axes[2].n, axes[2].src, axes[2].dst
+	}
+	return base, axes[min(len(axes), 3):], true
 }
 
 // mergeAxis appends a, the next outer axis, merging it into the last one

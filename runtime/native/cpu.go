@@ -1,22 +1,15 @@
 package native
 
-import (
-	"runtime"
-
-	"golang.org/x/sys/cpu"
-)
+import "golang.org/x/sys/cpu"
 
 // cpuFeatures are the instruction-set extensions a shared object
 // compiled for this machine's CPU (llc -mcpu=native) may use, and
 // whether this CPU has each, as Go detects them (GODEBUG=cpu.NAME=off
-// turns one off).
+// turns one off; another architecture has none).
 func cpuFeatures() []struct {
 	name string
 	has  bool
 } {
-	if runtime.GOARCH != "amd64" {
-		return nil
-	}
 	x := cpu.X86
 	return []struct {
 		name string
@@ -36,6 +29,22 @@ func CPUFeatures() []string {
 	for _, f := range cpuFeatures() {
 		if f.has {
 			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// UnknownFeatures lists the extensions of required that cpuFeatures
+// does not know.
+func UnknownFeatures(required []string) []string {
+	known := map[string]bool{}
+	for _, f := range cpuFeatures() {
+		known[f.name] = true
+	}
+	var out []string
+	for _, r := range required {
+		if !known[r] {
+			out = append(out, r)
 		}
 	}
 	return out

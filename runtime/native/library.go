@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"tofuc/runtime/plan"
@@ -35,21 +34,21 @@ func Open(path string) (*Library, error) {
 }
 
 // OpenModule loads the shared object of module m (a target's) of plan p
-// compiled into dir: after checking that this CPU has the extensions it
-// may use, its length and SHA-256 (a truncated or overwritten file is an
-// error naming it, never loaded); then every kernel of the plan against
-// the record of what the object was compiled for
+// compiled into dir: after checking its length and SHA-256 (a truncated
+// or overwritten file is an error naming it, never loaded) and the CPU
+// extensions it was compiled for (checkRequires); then every kernel of
+// the plan against the record of what the object was compiled for
 // (plan.Plan.CheckKernels).
 func OpenModule(p *plan.Plan, dir string, m plan.Module) (*Library, error) {
 	if len(m.Files) != 1 {
 		return nil, fmt.Errorf("%d files for a shared object", len(m.Files))
 	}
 	f := m.Files[0]
-	if missing := MissingFeatures(m.Requires); len(missing) > 0 {
-		return nil, fmt.Errorf("%s was compiled for a CPU with %s, which this one lacks: compile the plan again on this machine", f.Path, strings.Join(missing, ", "))
-	}
 	path, err := f.Check(dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkRequires(m, path); err != nil {
 		return nil, err
 	}
 	lib, err := Open(path)

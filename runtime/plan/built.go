@@ -7,7 +7,8 @@ import (
 )
 
 // Built is what a kernel's objects were compiled for: its argument
-// types, its host range and its GPU launch. A plan's kernel must agree
+// types, the arguments it writes, its reducer, its host range and its
+// GPU launch. A plan's kernel must agree
 // with it in everything but its grid: every form strides over the
 // blocks its grid does not cover (codegen's TestAnyGrid), so that a grid
 // changed within the bounds of Validate changes no result. Code
@@ -30,17 +31,25 @@ type Built struct {
 	Block     int64  `json:"block"`
 	Shared    int64  `json:"shared_bytes"`
 	Sync      bool   `json:"sync"`
+	Writes    []int  `json:"writes"`
+	Reducer   string `json:"reducer"`
 }
 
 // BuiltSymbol is the name of the global holding a kernel's record in its
 // compiled files.
 func BuiltSymbol(kernel string) string { return kernel + "_built" }
 
+// RequiresSymbol is the global of a shared object holding the CPU
+// extensions it was compiled for, a NUL-terminated list separated by
+// commas: what its module's Requires must say, which a runtime reads
+// from the file before loading it.
+const RequiresSymbol = "tofuc_requires"
+
 // Built is the record of what k's objects must have been compiled for.
 func (k *Kernel) Built() Built {
 	return Built{Name: k.Name, Form: k.Form, Elements: k.Elements, Args: k.Args,
 		HostRange: k.HostRange, HostGrain: k.HostGrain, HostPhase: k.HostPhase, HostOnly: k.HostOnly, GPUOnly: k.GPUOnly,
-		Grid: k.Grid, Block: k.Block, Shared: k.Shared, Sync: k.Sync}
+		Grid: k.Grid, Block: k.Block, Shared: k.Shared, Sync: k.Sync, Writes: k.Writes, Reducer: k.Reducer}
 }
 
 // EncodeBuilt is the bytes of a record as embedded: JSON, then a NUL.
@@ -80,6 +89,8 @@ func (k *Kernel) CheckBuilt(data []byte, file string) error {
 		{"block", want.Block, got.Block},
 		{"shared_bytes", want.Shared, got.Shared},
 		{"sync", want.Sync, got.Sync},
+		{"writes", want.Writes, got.Writes},
+		{"reducer", want.Reducer, got.Reducer},
 	} {
 		if !same(f.plan, f.file) {
 			return fmt.Errorf("kernel %s (%s): %s %v in the plan, but %s was compiled for %v: the plan does not match its kernels (compile it again)", k.Name, k.Label, f.name, f.plan, file, f.file)
@@ -93,6 +104,8 @@ func same(a, b any) bool {
 	switch a := a.(type) {
 	case []Arg:
 		return slices.EqualFunc(a, b.([]Arg), func(x, y Arg) bool { return x.DType == y.DType && slices.Equal(x.Shape, y.Shape) })
+	case []int:
+		return slices.Equal(a, b.([]int))
 	}
 	return a == b
 }

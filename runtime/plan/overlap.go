@@ -1,37 +1,77 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"math"
+	"slices"
+)
+
+// span is when a buffer is live: from the step first to the step last
+// of its device, counted through Init then Steps.
+type span struct{ first, last int }
+
+const (
+	unused = math.MinInt // first of a buffer no step uses
+	always = -1          // first of a buffer live throughout
 )
 
 // checkOverlap refuses two buffers of a device that share bytes while
 // both are live. A buffer is live from the first step of its device that
 // uses it (or a view of it) to the last, Init's steps before Steps'; the
 // buffers of the inputs, parameters and outputs, and those a step of
-// another device uses, live throughout. A buffer and the buffers it is a
-// view of may share bytes. The code generator places buffers by
-// lifetimes at least as long (docs/plan.md, "Buffer"), so that every
-// plan it writes passes.
-func (p *Plan) checkOverlap() error {
-	const always = -1
-	type span struct{ first, last int }
+// another device uses, live throughout. A buffer and its views share
+// bytes (a view lies within the buffer it is a view of: checkView), so
+// only the buffers that are no view are compared, each live while any
+// of its views is. The code generator places buffers by lifetimes at
+// least as long (docs/plan.md, "Buffer"), so that every plan it writes
+// passes. A sweep over time with a count of live buffers per byte range
+// (rangeCount) costs the buffers times the logarithm of their number.
+func (p *Plan) checkOverlap(roots []int) error {
+	live := p.liveSpans(roots)
+	var ids []int // the roots used, with bytes
+	for id, l := range live {
+		if roots[id] == id && l.first != unused && p.Buffers[id].Bytes > 0 {
+			ids = append(ids, id)
+		}
+	}
+	edges := p.byteEdges(ids)
+	starts := slices.Clone(ids)
+	slices.SortFunc(starts, func(a, b int) int { return cmp.Compare(live[a].first, live[b].first) })
+	ends := slices.Clone(ids)
+	slices.SortFunc(ends, func(a, b int) int { return cmp.Compare(live[a].last, live[b].last) })
+	count := newRangeCount(len(edges))
+	started, ended := 0, 0
+	for _, id := range starts {
+		for ; ended < started && live[ends[ended]].last < live[id].first; ended++ {
+			lo, hi := p.edgeRange(edges, ends[ended])
+			count.add(lo, hi, -1)
+		}
+		lo, hi := p.edgeRange(edges, id)
+		if count.sum(lo, hi) > 0 {
+			return p.overlapError(id, starts[:started], live)
+		}
+		count.add(lo, hi, 1)
+		started++
+	}
+	return nil
+}
+
+// liveSpans is when each buffer is live, a view's steps counted for the
+// buffer it is a view of.
+func (p *Plan) liveSpans(roots []int) []span {
 	live := make([]span, len(p.Buffers))
 	for i := range live {
-		live[i] = span{first: -2}
+		live[i] = span{first: unused}
 	}
-	var touch func(id, at int)
-	touch = func(id, at int) {
-		l := &live[id]
+	touch := func(id, at int) {
+		l := &live[roots[id]]
 		switch {
 		case l.first == always:
-		case at == always || l.first == -2:
+		case at == always || l.first == unused:
 			l.first, l.last = at, at
 		default:
 			l.last = at
-		}
-		if v := p.Buffers[id].ViewOf; v >= 0 {
-			touch(v, at)
 		}
 	}
 	for _, bs := range [][]Binding{p.Inputs, p.Params, p.Outputs} {
@@ -42,83 +82,109 @@ func (p *Plan) checkOverlap() error {
 		}
 	}
 	for d := range p.Devices {
-		at := 0
-		for _, list := range [][]Step{p.Init[d], p.Steps[d]} {
-			for _, s := range list {
-				for _, id := range s.buffers() {
-					if p.Buffers[id].Device != d {
-						touch(id, always) // another device's: read throughout
-					} else {
-						touch(id, at)
-					}
+		p.touchSteps(d, touch)
+	}
+	for i := range live {
+		if live[i].first == always {
+			live[i].last = math.MaxInt
+		}
+	}
+	return live
+}
+
+// touchSteps calls touch with every buffer device d's steps use and the
+// step's time (always for another device's buffer: read throughout).
+func (p *Plan) touchSteps(d int, touch func(id, at int)) {
+	at := 0
+	for _, list := range [][]Step{p.Init[d], p.Steps[d]} {
+		for i := range list {
+			reads, writes := p.access(&list[i])
+			for _, id := range append(slices.Clone(reads), writes...) {
+				if p.Buffers[id].Device != d {
+					touch(id, always)
+				} else {
+					touch(id, at)
 				}
-				at++
 			}
+			at++
 		}
 	}
-	// Per device, by offset: each buffer against those before it whose
-	// bytes reach past its start.
-	order := make([]int, len(p.Buffers))
-	for i := range order {
-		order[i] = i
-	}
-	sort.Slice(order, func(i, j int) bool {
-		a, b := p.Buffers[order[i]], p.Buffers[order[j]]
-		if a.Device != b.Device {
-			return a.Device < b.Device
-		}
-		return a.Offset < b.Offset
-	})
-	var open []int
-	for _, id := range order {
+}
+
+// byteEdge is a byte of a device's arena where a buffer starts or ends.
+type byteEdge struct {
+	device int
+	at     int64
+}
+
+// byteEdges are the distinct edges of buffers ids, in order.
+func (p *Plan) byteEdges(ids []int) []byteEdge {
+	edges := make([]byteEdge, 0, 2*len(ids))
+	for _, id := range ids {
 		b := p.Buffers[id]
-		kept := open[:0]
-		for _, o := range open {
-			ob := p.Buffers[o]
-			if ob.Device == b.Device && ob.Offset+ob.Bytes > b.Offset {
-				kept = append(kept, o)
-			}
-		}
-		open = kept
-		if b.Bytes == 0 {
-			continue
-		}
-		for _, o := range open {
-			lb, lo := live[id], live[o]
-			unused := lb.first == -2 || lo.first == -2
-			overlap := lb.first == always || lo.first == always || lb.first <= lo.last && lo.first <= lb.last
-			if !unused && overlap && !p.related(id, o) {
-				return fmt.Errorf("buffers %d (%s) and %d (%s) of device %d share bytes [%d, %d) while both are live", o, p.Buffers[o].Name, id, b.Name, b.Device, b.Offset, min(b.Offset+b.Bytes, p.Buffers[o].Offset+p.Buffers[o].Bytes))
-			}
-		}
-		open = append(open, id)
+		edges = append(edges, byteEdge{b.Device, b.Offset}, byteEdge{b.Device, b.Offset + b.Bytes})
 	}
-	return nil
+	slices.SortFunc(edges, compareEdges)
+	return slices.Compact(edges)
 }
 
-// related reports whether one of two buffers is a view of the other, or
-// both of one buffer.
-func (p *Plan) related(a, b int) bool {
-	root := func(id int) int {
-		for n := 0; p.Buffers[id].ViewOf >= 0 && n <= len(p.Buffers); n++ {
-			id = p.Buffers[id].ViewOf
-		}
-		return id
-	}
-	return root(a) == root(b)
+func compareEdges(a, b byteEdge) int {
+	return cmp.Or(cmp.Compare(a.device, b.device), cmp.Compare(a.at, b.at))
 }
 
-// buffers lists the buffers a step uses.
-func (s *Step) buffers() []int {
-	switch s.Op {
-	case Launch:
-		return s.Args
-	case Copy:
-		return []int{s.From, s.To}
-	case Reduce:
-		return append(append([]int(nil), s.Parts...), s.To)
-	case Opaque:
-		return append(append([]int(nil), s.Call.Args...), s.To)
-	}
-	return nil
+// edgeRange is the range of edges [lo, hi) buffer id's bytes span: the
+// pieces between consecutive edges that it covers.
+func (p *Plan) edgeRange(edges []byteEdge, id int) (lo, hi int) {
+	b := p.Buffers[id]
+	lo, _ = slices.BinarySearchFunc(edges, byteEdge{b.Device, b.Offset}, compareEdges)
+	hi, _ = slices.BinarySearchFunc(edges, byteEdge{b.Device, b.Offset + b.Bytes}, compareEdges)
+	return lo, hi
 }
+
+// overlapError names buffer id and one of the buffers started before it
+// that shares its bytes and its time (a search of them all, once).
+func (p *Plan) overlapError(id int, started []int, live []span) error {
+	b := p.Buffers[id]
+	for _, o := range started {
+		ob := p.Buffers[o]
+		if ob.Device == b.Device && ob.Offset < b.Offset+b.Bytes && b.Offset < ob.Offset+ob.Bytes && live[o].last >= live[id].first {
+			lo, hi := max(b.Offset, ob.Offset), min(b.Offset+b.Bytes, ob.Offset+ob.Bytes)
+			return fmt.Errorf("buffers %d (%s) and %d (%s) of device %d share bytes [%d, %d) while both are live", o, ob.Name, id, b.Name, b.Device, lo, hi)
+		}
+	}
+	return fmt.Errorf("buffer %d (%s) of device %d shares bytes with a live buffer", id, b.Name, b.Device)
+}
+
+// rangeCount adds to ranges of positions and sums them (two Fenwick
+// trees: a range update is two point updates of each).
+type rangeCount struct{ b1, b2 []int64 }
+
+func newRangeCount(n int) *rangeCount {
+	return &rangeCount{make([]int64, n+1), make([]int64, n+1)}
+}
+
+// add adds v to the positions [lo, hi).
+func (c *rangeCount) add(lo, hi int, v int64) {
+	c.point(lo, v)
+	c.point(hi, -v)
+}
+
+func (c *rangeCount) point(i int, v int64) {
+	for j := i + 1; j < len(c.b1); j += j & -j {
+		c.b1[j] += v
+		c.b2[j] += v * int64(i)
+	}
+}
+
+// prefix is the sum of positions [0, i).
+func (c *rangeCount) prefix(i int) int64 {
+	var s1, s2 int64
+	for j := i; j > 0; j -= j & -j {
+		s1 += c.b1[j]
+		s2 += c.b2[j]
+	}
+	return s1*int64(i) - s2
+}
+
+// sum is the sum of positions [lo, hi).
+func (c *rangeCount) sum(lo, hi int) int64 { return c.prefix(hi) - c.prefix(lo) }

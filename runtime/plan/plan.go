@@ -11,7 +11,12 @@ import (
 
 // Version is the schema version this package reads and writes
 // (docs/plan.md, "Versions").
-const Version = 3
+const Version = 4
+
+// MaxDevices bounds the devices of a plan (and of a partition search,
+// analysis/partition's MaxDevices): Validate's ordering check costs up
+// to its steps times its devices.
+const MaxDevices = 1024
 
 // Plan is a compiled model ready to run.
 type Plan struct {
@@ -105,6 +110,12 @@ type Kernel struct {
 	// one last (a chain: its first kernel's, their written one last, then
 	// its second's); every launch passes buffers of these.
 	Args []Arg `json:"args"`
+	// Writes are the indexes of the arguments a launch writes: the last,
+	// a chain's first kernel's output, a contraction's packed B; it
+	// reads the others. Reducer is a reduction kernel's (a reduce step's
+	// kernel: sum, prod, max or min), empty for every other.
+	Writes  []int  `json:"writes"`
+	Reducer string `json:"reducer,omitempty"`
 	// Sites are the accesses checked at run time without a default, for
 	// the message when one is out of range.
 	Sites []Site `json:"sites,omitempty"`

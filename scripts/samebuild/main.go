@@ -286,6 +286,17 @@ func asVersion1(p map[string]any) error {
 	if !ok {
 		return fmt.Errorf("no version")
 	}
+	if v >= 4 {
+		// Version 4 records the arguments each kernel writes and a
+		// reduction kernel's reducer.
+		ks, _ := p["kernels"].([]any)
+		for _, k := range ks {
+			if k, ok := k.(map[string]any); ok {
+				delete(k, "writes")
+				delete(k, "reducer")
+			}
+		}
+	}
 	if v >= 3 {
 		// Version 3 records each file's length and SHA-256 ({"path",
 		// "bytes", "sha256"} for a path) and seals the plan.

@@ -1,0 +1,120 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// checkBindings checks the inputs, parameters and outputs.
+func (p *Plan) checkBindings() error {
+	for _, list := range []struct {
+		name string
+		b    []Binding
+	}{{"input", p.Inputs}, {"parameter", p.Params}, {"output", p.Outputs}} {
+		for _, b := range list.b {
+			if err := p.checkBinding(b); err != nil {
+				return fmt.Errorf("%s %s: %w", list.name, b.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkBinding checks that every tile is a box of the tensor of its
+// buffer's dtype and shape, at most one on each device, and that the
+// tiles cover the tensor.
+func (p *Plan) checkBinding(b Binding) error {
+	if _, err := elements(b.DType, b.Shape); err != nil {
+		return err
+	}
+	if len(b.Tiles) == 0 {
+		return fmt.Errorf("no tiles")
+	}
+	devices := make(map[int]bool, len(b.Tiles))
+	for _, t := range b.Tiles {
+		buf, err := p.buffer(t.Buffer)
+		if err != nil {
+			return err
+		}
+		if devices[buf.Device] {
+			return fmt.Errorf("two tiles on device %d", buf.Device)
+		}
+		devices[buf.Device] = true
+		if buf.DType != b.DType || len(t.Box) != len(b.Shape) || len(buf.Shape) != len(b.Shape) {
+			return fmt.Errorf("tile in buffer %d (%s%v) does not match %s%v", t.Buffer, buf.DType, buf.Shape, b.DType, b.Shape)
+		}
+		for d, r := range t.Box {
+			if r.Lo < 0 || r.Hi < r.Lo || r.Hi > b.Shape[d] || r.Hi-r.Lo != buf.Shape[d] {
+				return fmt.Errorf("tile box %v does not fit buffer %d of shape %v", t.Box, t.Buffer, buf.Shape)
+			}
+		}
+	}
+	return checkCover(b)
+}
+
+// checkCover checks that the distinct boxes of a binding's tiles do not
+// overlap and hold as many elements as the tensor: each element is in
+// one of them (replicated tiles have the same box). Boxes are at most
+// one a device (checkBinding), so comparing each pair costs at most the
+// tiles times the devices.
+func checkCover(b Binding) error {
+	boxes := make([][]Dim, len(b.Tiles))
+	for i, t := range b.Tiles {
+		boxes[i] = t.Box
+	}
+	slices.SortFunc(boxes, compareBoxes)
+	boxes = slices.CompactFunc(boxes, func(x, y []Dim) bool { return compareBoxes(x, y) == 0 })
+	var held int64
+	for i, x := range boxes {
+		for _, y := range boxes[:i] {
+			if intersect(x, y) {
+				return fmt.Errorf("tile boxes %v and %v overlap", y, x)
+			}
+		}
+		held += volume(x) // at most maxCells times MaxDevices
+	}
+	if n, _ := elements(b.DType, b.Shape); held != n {
+		return fmt.Errorf("its tiles hold %d of its %d elements: some are in no tile", held, n)
+	}
+	return nil
+}
+
+func compareBoxes(x, y []Dim) int {
+	return slices.CompareFunc(x, y, func(a, b Dim) int {
+		return cmp.Or(cmp.Compare(a.Lo, b.Lo), cmp.Compare(a.Hi, b.Hi))
+	})
+}
+
+// intersect reports whether two boxes of one tensor share an element.
+func intersect(x, y []Dim) bool {
+	for d := range x {
+		if max(x[d].Lo, y[d].Lo) >= min(x[d].Hi, y[d].Hi) {
+			return false
+		}
+	}
+	return true
+}
+
+func volume(box []Dim) int64 {
+	n := int64(1)
+	for _, r := range box {
+		n *= r.Hi - r.Lo
+	}
+	return n
+}
+
+// heldRoots marks the buffers holding, or whose views hold, a tile of an
+// input or a parameter: the runtime writes them before the steps, which
+// only read them.
+func (p *Plan) heldRoots(roots []int) []bool {
+	held := make([]bool, len(p.Buffers))
+	for _, bs := range [][]Binding{p.Inputs, p.Params} {
+		for _, b := range bs {
+			for _, t := range b.Tiles {
+				held[roots[t.Buffer]] = true
+			}
+		}
+	}
+	return held
+}
