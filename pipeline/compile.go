@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -124,12 +123,12 @@ func Compile(m *Model, dir string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(st)
-	res, err := cached(m, st, opts, func() (*Result, error) { return compile(m, st, dir, opts) })
+	defer st.Close()
+	res, err := cached(m, st.Path, opts, func() (*Result, error) { return compile(m, st.Path, dir, opts) })
 	if err != nil {
 		return nil, err
 	}
-	if err := commit(st, dir); err != nil {
+	if err := commit(st); err != nil {
 		return nil, err
 	}
 	res.Dir = dir
@@ -167,6 +166,9 @@ func compile(m *Model, dir, final string, opts Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	if err := checkCells(g); err != nil {
+		return nil, err
+	}
 	if err := exec.CheckMemory("the initial parameters of "+name, paramBytes(g)); err != nil {
 		return nil, err
 	}
@@ -195,6 +197,33 @@ func compile(m *Model, dir, final string, opts Options) (*Result, error) {
 		}
 	}
 	return &Result{Plan: c.Plan, Dir: dir, Graph: g, Next: next, Params: params, Report: rep, Stats: c.Stats}, nil
+}
+
+// checkCells refuses a graph holding a tensor of more cells than a
+// plan's buffer may (plan.MaxCells): the model's sizes (a --set value,
+// say), not the compiler, are at fault.
+func checkCells(g *ir.Graph) error {
+	values := append([]*ir.Value(nil), g.Inputs...)
+	for _, p := range g.Params {
+		values = append(values, p.Value)
+	}
+	for _, n := range g.Nodes {
+		values = append(values, n.Outputs...)
+	}
+	for _, v := range values {
+		shape, ok := lang.ConstShape(v.Shape)
+		if !ok {
+			continue // refused by the lowering, naming the symbol
+		}
+		extents := make([]int64, len(shape))
+		for i, n := range shape {
+			extents[i] = int64(n)
+		}
+		if _, err := plan.Cells(extents); err != nil {
+			return fmt.Errorf("%s of %s%s is too large: a tensor of a plan holds at most %d elements", v.Name, v.DType, lang.ShapeString(v.Shape), plan.MaxCells)
+		}
+	}
+	return nil
 }
 
 // writeParams writes the initial parameters to dir/params.npz and

@@ -17,10 +17,10 @@ import (
 // lengths and hashes refuse files of the other. Other files of the
 // folder are left alone.
 
-// commit moves the files of staging folder stage into dir, replacing
-// the previous compile's.
-func commit(stage, dir string) error {
-	return safefile.Commit(stage, dir, "plan.json", func() []string { return previousCompile(dir) })
+// commit moves the files of staging folder st into its folder,
+// replacing the previous compile's.
+func commit(st *safefile.Staging) error {
+	return st.Commit("plan.json", func() []string { return previousCompile(st.Dir) })
 }
 
 // previousCompile lists the files of dir that a compile wrote: those

@@ -939,3 +939,23 @@ func TestPlanOnAnotherCPU(t *testing.T) {
 		t.Errorf("run without %s: exit %d, %q", feature, status, stderr)
 	}
 }
+
+// TestSizes: a model beyond what a plan's buffer holds is refused at
+// compile, naming the tensor; one that compiles but needs more memory
+// than this machine has states its memory per device when compiled and
+// is refused by run, with the sizes, before anything is allocated.
+func TestSizes(t *testing.T) {
+	if _, err := toolchain.Find(); err != nil {
+		t.Skip(err)
+	}
+	mlp := filepath.Join("..", "..", "examples", "mlp.tdl")
+	huge := filepath.Join(t.TempDir(), "huge")
+	refused(t, huge, "x of f32[3000000000000, 784] is too large", "compile", "-o", huge, mlp, "--set", "batch=3000000000000")
+	big := filepath.Join(t.TempDir(), "big")
+	status, stdout, stderr := tofuc("compile", "-o", big, mlp, "--set", "batch=400000000")
+	if status != exitOK || !strings.Contains(stdout, "TiB per device") {
+		t.Fatalf("compile of 400,000,000 rows: exit %d, %q, %q", status, stdout, stderr)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	refused(t, out, "running this plan needs about 4.99 TiB of this machine's memory", "run", big, "--random-inputs", "--out", out)
+}

@@ -72,7 +72,7 @@ func checkCover(b Binding) error {
 				return fmt.Errorf("tile boxes %v and %v overlap", y, x)
 			}
 		}
-		held += volume(x) // at most maxCells times MaxDevices
+		held += volume(x) // at most MaxCells times MaxDevices
 	}
 	if n, _ := elements(b.DType, b.Shape); held != n {
 		return fmt.Errorf("its tiles hold %d of its %d elements: some are in no tile", held, n)

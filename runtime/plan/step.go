@@ -83,7 +83,7 @@ func (p *Plan) checkCopy(d int, s *Step) error {
 		return fmt.Errorf("copy from buffer %d (%s%v) to buffer %d (%s%v of device %d) does not match", s.From, from.DType, from.Shape, s.To, to.DType, to.Shape, to.Device)
 	}
 	for i, r := range s.Src {
-		// No sum overflows: every extent is at most maxCells.
+		// No sum overflows: every extent is at most MaxCells.
 		if r.Lo < 0 || r.Hi < r.Lo || r.Hi > from.Shape[i] || s.At[i] < 0 || s.At[i] > to.Shape[i]-(r.Hi-r.Lo) {
 			return fmt.Errorf("src %v at %v: dimension %d lies outside buffer %d (shape %v) or buffer %d (shape %v)", s.Src, s.At, i, s.From, from.Shape, s.To, to.Shape)
 		}
@@ -138,10 +138,10 @@ func (p *Plan) checkOpaque(d int, s *Step) error {
 	if err != nil {
 		return err
 	}
-	if _, err := cells(c.Batch); err != nil {
+	if _, err := Cells(c.Batch); err != nil {
 		return fmt.Errorf("call.batch: %w", err)
 	}
-	if _, err := cells(c.Shape); err != nil {
+	if _, err := Cells(c.Shape); err != nil {
 		return fmt.Errorf("call.result_shape: %w", err)
 	}
 	if to.Device != d || !slices.Equal(to.Shape, append(slices.Clone(c.Batch), c.Shape...)) {

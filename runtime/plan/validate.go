@@ -234,8 +234,8 @@ func (k *Kernel) checkHostRange() error {
 		if _, err := elements(a.DType, a.Shape); err != nil {
 			return err
 		}
-		n, _ := cells(a.Shape)
-		total = min(total+n, math.MaxInt64-maxCells) // no overflow: n is at most maxCells
+		n, _ := Cells(a.Shape)
+		total = min(total+n, math.MaxInt64-MaxCells) // no overflow: n is at most MaxCells
 	}
 	if k.HostRange > max(total, 1) {
 		return fmt.Errorf("host_range %d, more items than the %d elements of its arguments", k.HostRange, total)
@@ -243,18 +243,18 @@ func (k *Kernel) checkHostRange() error {
 	return nil
 }
 
-// maxCells bounds the cells of a shape (its elements, empty dimensions
+// MaxCells bounds the cells of a shape (its elements, empty dimensions
 // counted as one), so that every size derived from it (in bytes, summed
 // over a kernel's arguments) fits in 64 bits.
-const maxCells = 1 << 50
+const MaxCells = 1 << 50
 
 // elements is the number of elements of a shape of a known dtype whose
-// cells are at most maxCells.
+// cells are at most MaxCells.
 func elements(dtype string, shape []int64) (int64, error) {
 	if lang.ParseDType(dtype) == lang.Invalid {
 		return 0, fmt.Errorf("unknown dtype %q", dtype)
 	}
-	if _, err := cells(shape); err != nil {
+	if _, err := Cells(shape); err != nil {
 		return 0, err
 	}
 	n := int64(1)
@@ -264,12 +264,13 @@ func elements(dtype string, shape []int64) (int64, error) {
 	return n, nil
 }
 
-// cells is the product of a shape's extents, empty ones counted as one:
-// an error when an extent is negative or the product beyond maxCells.
-func cells(shape []int64) (int64, error) {
+// Cells is the product of a shape's extents, empty ones counted as one:
+// an error when an extent is negative or the product beyond MaxCells
+// (a compile checks its tensors with it before it lowers them).
+func Cells(shape []int64) (int64, error) {
 	n := int64(1)
 	for _, d := range shape {
-		if d < 0 || max(d, 1) > maxCells/n {
+		if d < 0 || max(d, 1) > MaxCells/n {
 			return 0, fmt.Errorf("bad shape %v", shape)
 		}
 		n *= max(d, 1)

@@ -71,14 +71,14 @@ func (f *Folder) Outputs(outputs map[string]*tensor.Tensor) {
 // Write writes the files into dir (created if missing) as one change
 // (safefile.Commit) and says each on w.
 func (f *Folder) Write(dir string, w io.Writer) error {
-	stage, err := safefile.Stage(dir)
+	st, err := safefile.Stage(dir)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(stage)
+	defer st.Close()
 	var list strings.Builder
 	for _, file := range f.files {
-		if err := writeFile(filepath.Join(stage, file.rel), file.write); err != nil {
+		if err := writeFile(filepath.Join(st.Path, file.rel), file.write); err != nil {
 			return err
 		}
 		fmt.Fprintln(&list, file.rel)
@@ -87,10 +87,10 @@ func (f *Folder) Write(dir string, w io.Writer) error {
 		_, err := io.WriteString(w, list.String())
 		return err
 	}
-	if err := writeFile(filepath.Join(stage, Manifest), manifest); err != nil {
+	if err := writeFile(filepath.Join(st.Path, Manifest), manifest); err != nil {
 		return err
 	}
-	if err := safefile.Commit(stage, dir, Manifest, func() []string { return f.unread(lastRun(dir), dir) }); err != nil {
+	if err := st.Commit(Manifest, func() []string { return f.unread(lastRun(dir), dir) }); err != nil {
 		return err
 	}
 	for _, file := range f.files {

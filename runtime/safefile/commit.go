@@ -34,14 +34,40 @@ const StagePrefix = ".tofuc-stage-"
 // the files a commit replaces.
 const previous = ".previous"
 
+// A Staging is a staging folder, Path, inside its destination folder,
+// Dir.
+type Staging struct {
+	Dir, Path string
+	// made says Stage made Dir.
+	made bool
+}
+
 // Stage makes dir if missing, removes the staging folders of processes
 // that are gone, and makes a staging folder in it.
-func Stage(dir string) (string, error) {
+func Stage(dir string) (*Staging, error) {
+	_, err := os.Stat(dir)
+	st := &Staging{Dir: dir, made: errors.Is(err, fs.ErrNotExist)}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", folderError(dir, err)
+		return nil, folderError(dir, err)
 	}
 	removeStale(dir)
-	return os.MkdirTemp(dir, fmt.Sprintf("%s%d-*", StagePrefix, os.Getpid()))
+	if st.Path, err = os.MkdirTemp(dir, fmt.Sprintf("%s%d-*", StagePrefix, os.Getpid())); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// Close removes the staging folder, and the destination folder too if
+// Stage made it and nothing was committed into it: a write that failed
+// leaves no folder behind.
+func (st *Staging) Close() {
+	if st.Path != "" {
+		os.RemoveAll(st.Path)
+	}
+	if st.made {
+		os.Remove(st.Dir) // only if empty
+	}
 }
 
 // folderError explains why the folder dir cannot be made: a symbolic
@@ -101,13 +127,14 @@ func Lock(dir string, exclusive bool) (unlock func(), err error) {
 	}, nil
 }
 
-// Commit moves every file of the staging folder stage into dir, at the
-// same relative path, last (a relative path; "": none) after all
+// Commit moves every file of the staging folder into its destination
+// folder, at the same relative path, last (a relative path; "": none) after all
 // others, and then removes the files obsolete lists (relative paths;
 // called under the lock, before anything moves) that the stage did not
 // replace. Either all files are moved in, or none and dir is as it was
 // (the error says which file failed).
-func Commit(stage, dir, last string, obsolete func() []string) error {
+func (st *Staging) Commit(last string, obsolete func() []string) error {
+	stage, dir := st.Path, st.Dir
 	unlock, err := Lock(dir, true)
 	if err != nil {
 		return err

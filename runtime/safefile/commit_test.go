@@ -48,15 +48,16 @@ func write(t *testing.T, dir string, fs map[string]string) {
 }
 
 // staged makes dir holding old and a stage in it holding new.
-func staged(t *testing.T, old, new map[string]string) (dir, stage string) {
+func staged(t *testing.T, old, new map[string]string) (dir string, st *Staging) {
 	dir = filepath.Join(t.TempDir(), "out")
 	write(t, dir, old)
-	stage, err := Stage(dir)
+	st, err := Stage(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, stage, new)
-	return dir, stage
+	write(t, st.Path, new)
+	t.Cleanup(st.Close)
+	return dir, st
 }
 
 func obsolete(rels ...string) func() []string { return func() []string { return rels } }
@@ -64,7 +65,7 @@ func obsolete(rels ...string) func() []string { return func() []string { return 
 func TestCommit(t *testing.T) {
 	old := map[string]string{"plan": "old plan", "sub/a": "old a", "gone": "old gone", "mine": "the user's"}
 	dir, stage := staged(t, old, map[string]string{"plan": "new plan", "sub/a": "new a", "sub/deep/b": "new b"})
-	if err := Commit(stage, dir, "plan", obsolete("plan", "sub/a", "gone", "missing")); err != nil {
+	if err := stage.Commit("plan", obsolete("plan", "sub/a", "gone", "missing")); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"plan": "new plan", "sub/a": "new a", "sub/deep/b": "new b", "mine": "the user's"}
@@ -76,7 +77,7 @@ func TestCommit(t *testing.T) {
 func TestCommitRefusesAFolderInTheWay(t *testing.T) {
 	old := map[string]string{"plan": "old plan", "report/keep": "a folder named as a file"}
 	dir, stage := staged(t, old, map[string]string{"plan": "new plan", "new/x": "x", "report": "new report"})
-	err := Commit(stage, dir, "plan", obsolete("plan"))
+	err := stage.Commit("plan", obsolete("plan"))
 	if err == nil || !strings.Contains(err.Error(), "a folder has its name") {
 		t.Fatalf("Commit over a folder: %v, want an error naming the folder", err)
 	}
@@ -99,7 +100,7 @@ func TestCommitUndoesAFailedMove(t *testing.T) {
 		return os.Rename(from, to)
 	}
 	defer func() { rename = os.Rename }()
-	err := Commit(stage, dir, "", obsolete("a", "b", "c"))
+	err := stage.Commit("", obsolete("a", "b", "c"))
 	if err == nil || !strings.Contains(err.Error(), "injected") || !strings.Contains(err.Error(), "as it was") {
 		t.Fatalf("Commit with a failing move: %v", err)
 	}
@@ -141,7 +142,7 @@ func TestCommitWaitsForReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error)
-	go func() { done <- Commit(stage, dir, "plan", obsolete()) }()
+	go func() { done <- stage.Commit("plan", obsolete()) }()
 	select {
 	case <-done:
 		t.Fatal("the commit did not wait for the reader")
@@ -165,7 +166,7 @@ func TestSignalsWaitForTheMoves(t *testing.T) {
 	seen := make(chan os.Signal, 2)
 	signal.Notify(seen, syscall.SIGTERM)
 	defer signal.Stop(seen)
-	dir, stage := staged(t, nil, map[string]string{"a": "a", "b": "b"})
+	_, stage := staged(t, nil, map[string]string{"a": "a", "b": "b"})
 	rename = func(from, to string) error {
 		if filepath.Base(to) == "a" {
 			syscall.Kill(os.Getpid(), syscall.SIGTERM)
@@ -174,7 +175,7 @@ func TestSignalsWaitForTheMoves(t *testing.T) {
 		return os.Rename(from, to)
 	}
 	defer func() { rename = os.Rename }()
-	if err := Commit(stage, dir, "", obsolete()); err != nil {
+	if err := stage.Commit("", obsolete()); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 { // once during the moves, once more when released
