@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +29,7 @@ import (
 	"tofuc/codegen/toolchain"
 	"tofuc/lang"
 	"tofuc/runtime/npy"
+	"tofuc/runtime/plan"
 	"tofuc/runtime/tensor"
 )
 
@@ -95,6 +97,47 @@ func editPlan(t *testing.T, dir string, edit func(p map[string]any)) {
 	}
 }
 
+// sealAgain seals DIR/plan.json again after an edit, as a tool that
+// rewrites plans through runtime/plan would: the plan's own checks, not
+// its seal, must then catch the edit.
+func sealAgain(t *testing.T, dir string) {
+	t.Helper()
+	path := filepath.Join(dir, "plan.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p plan.Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Write(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cutObject cuts the target's object of the plan in dir to n bytes and
+// records its new length and SHA-256 in the plan, which it seals again
+// when reseal is set.
+func cutObject(n int, target string, reseal bool) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		so := soFile(t, dir, target)
+		b, _ := os.ReadFile(so)
+		if n >= len(b) {
+			t.Fatalf("%s has %d bytes, no more than %d", so, len(b), n)
+		}
+		os.WriteFile(so, b[:n], 0o755)
+		editPlan(t, dir, func(p map[string]any) {
+			f := p["modules"].(map[string]any)[target].(map[string]any)["files"].([]any)[0].(map[string]any)
+			sum := sha256.Sum256(b[:n])
+			f["bytes"], f["sha256"] = float64(n), hex.EncodeToString(sum[:])
+		})
+		if reseal {
+			sealAgain(t, dir)
+		}
+	}
+}
+
 func kernels(p map[string]any) []map[string]any   { return jsonObjects(p["kernels"]) }
 func buffers(p map[string]any) []map[string]any   { return jsonObjects(p["buffers"]) }
 func stepsOf(p map[string]any, list string) []any { return p[list].([]any)[0].([]any) }
@@ -129,17 +172,49 @@ func soFile(t *testing.T, dir, target string) string {
 	return m[0]
 }
 
-// refused runs args, which must fail with one line holding want, exit
-// status 1, and no folder out written.
-func refused(t *testing.T, out, want string, args ...string) {
+// refused runs args twice, with --out a folder that does not exist and
+// with --out a previous run's folder: each run must end (within a
+// minute: no hang) in exit status 1 and one line holding want, and leave
+// its folder as it was (absent, or holding what it held).
+func refused(t *testing.T, want string, args ...string) {
 	t.Helper()
-	status, stdout, stderr := tofuc(args...)
-	if status != exitUser || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
-		t.Errorf("tofuc %s: exit %d, stderr %q; want exit 1 and one line with %q", strings.Join(args, " "), status, stderr, want)
+	previous := filepath.Join(t.TempDir(), "previous")
+	os.MkdirAll(previous, 0o755)
+	os.WriteFile(filepath.Join(previous, "logits.npy"), []byte("a previous run's output"), 0o644)
+	for _, out := range []string{filepath.Join(t.TempDir(), "out"), previous} {
+		before := folder(t, out)
+		args := append(args, "--out", out)
+		type result struct {
+			status         int
+			stdout, stderr string
+		}
+		done := make(chan result, 1)
+		go func() {
+			status, stdout, stderr := tofuc(args...)
+			done <- result{status, stdout, stderr}
+		}()
+		var r result
+		select {
+		case r = <-done:
+		case <-time.After(time.Minute):
+			t.Fatalf("tofuc %s: still running after a minute", strings.Join(args, " "))
+		}
+		if r.status != exitUser || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, want) {
+			t.Errorf("tofuc %s: exit %d, stderr %q; want exit 1 and one line with %q", strings.Join(args, " "), r.status, r.stderr, want)
+		}
+		if after := folder(t, out); (before == nil) != (after == nil) || !maps.EqualFunc(before, after, bytes.Equal) {
+			t.Errorf("tofuc %s changed %s (stdout %q)", strings.Join(args, " "), out, r.stdout)
+		}
 	}
-	if _, err := os.Stat(out); err == nil {
-		t.Errorf("tofuc %s wrote %s (stdout %q)", strings.Join(args, " "), out, stdout)
+}
+
+// folder is what the folder dir holds, by path; nil when there is none.
+func folder(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	if _, err := os.Stat(dir); err != nil {
+		return nil
 	}
+	return files(t, dir)
 }
 
 // TestPlanFaults: plans whose launches disagree with their kernels,
@@ -150,34 +225,46 @@ func TestPlanFaults(t *testing.T) {
 	base := compiledPlan(t)
 	contraction := func(k map[string]any) bool { return k["form"] == "tiled" && k["host_only"] != true }
 	blocks := func(k map[string]any) bool { return k["block"].(float64) >= 32 }
-	for _, tc := range []struct {
+	swapNames := func(t *testing.T, dir string) {
+		editPlan(t, dir, func(p map[string]any) {
+			ks := kernels(p)
+			ks[0]["name"], ks[1]["name"] = ks[1]["name"], ks[0]["name"]
+		})
+	}
+	type fault struct {
+		// want is a part of the error's line, where DIR is the plan's
+		// folder and HOST.so and SIMT.so its objects.
 		name, backend, want string
 		damage              func(t *testing.T, dir string)
-	}{
+	}
+	faults := []fault{
 		{"names swapped", "cpu", "the plan does not match its kernels", func(t *testing.T, dir string) {
-			editPlan(t, dir, func(p map[string]any) {
-				ks := kernels(p)
-				ks[0]["name"], ks[1]["name"] = ks[1]["name"], ks[0]["name"]
-			})
+			swapNames(t, dir)
+			sealAgain(t, dir)
 		}},
+		{"names swapped, the plan not sealed again", "cpu", "DIR/plan.json was changed after tofuc compile wrote it", swapNames},
 		{"argument shape with its buffer", "cpu", ": args [", func(t *testing.T, dir string) {
 			editArg(t, dir, contraction, func(arg, buf map[string]any) {
 				shape := arg["shape"].([]any)
 				shape[0], shape[len(shape)-1] = shape[len(shape)-1], shape[0]
 				buf["shape"] = shape
 			})
+			sealAgain(t, dir)
 		}},
 		{"argument dtype with its buffer", "simt", ": args [", func(t *testing.T, dir string) {
 			editArg(t, dir, contraction, func(arg, buf map[string]any) { arg["dtype"], buf["dtype"] = "i32", "i32" })
+			sealAgain(t, dir)
 		}},
 		{"host range halved", "cpu", "host_range", func(t *testing.T, dir string) {
 			editPlan(t, dir, func(p map[string]any) {
 				k := firstKernel(t, p, func(k map[string]any) bool { return k["host_range"].(float64) > 1 })
 				k["host_range"] = float64(int(k["host_range"].(float64)) / 2)
 			})
+			sealAgain(t, dir)
 		}},
 		{"block halved", "simt", ": block ", func(t *testing.T, dir string) {
 			editPlan(t, dir, func(p map[string]any) { k := firstKernel(t, p, blocks); k["block"] = k["block"].(float64) / 2 })
+			sealAgain(t, dir)
 		}},
 		{"grid of 2^40", "simt", "beyond the 65535", func(t *testing.T, dir string) {
 			editPlan(t, dir, func(p map[string]any) { firstKernel(t, p, blocks)["grid"] = float64(int64(1) << 40) })
@@ -232,13 +319,45 @@ func TestPlanFaults(t *testing.T) {
 			b, _ := os.ReadFile(soFile(t, other, "host"))
 			os.WriteFile(soFile(t, dir, "host"), b, 0o755)
 		}},
-	} {
+		{"host object a sparse file of 4 TiB", "cpu", "HOST.so is not the file the plan was compiled with (4398046511104 bytes,", func(t *testing.T, dir string) {
+			sparse(t, soFile(t, dir, "host"), 4<<40)
+		}},
+		{"plan a sparse file of 4 TiB", "cpu", "DIR/plan.json is 4.00 TiB, more than the 256.00 MiB it may have", func(t *testing.T, dir string) {
+			sparse(t, filepath.Join(dir, "plan.json"), 4<<40)
+		}},
+		{"plan a named pipe", "cpu", "DIR/plan.json is a named pipe, not a regular file", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "plan.json"))
+			if err := syscall.Mkfifo(filepath.Join(dir, "plan.json"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	// Objects cut to sizes at which loading them died of SIGBUS, their
+	// length and SHA-256 recorded: the seal refuses the plan, and sealed
+	// again, the object's own check.
+	for _, n := range []int{1000, 4096, 16000} {
+		faults = append(faults,
+			fault{fmt.Sprintf("host object cut to %d bytes, recorded", n), "cpu", "DIR/plan.json was changed after tofuc compile wrote it", cutObject(n, "host", false)},
+			fault{fmt.Sprintf("emulator object cut to %d bytes, recorded", n), "simt", "DIR/plan.json was changed after tofuc compile wrote it", cutObject(n, "simt", false)},
+			fault{fmt.Sprintf("host object cut to %d bytes, recorded and sealed", n), "cpu", "HOST.so is not a whole shared object", cutObject(n, "host", true)},
+			fault{fmt.Sprintf("emulator object cut to %d bytes, recorded and sealed", n), "simt", "SIMT.so is not a whole shared object", cutObject(n, "simt", true)})
+	}
+	for _, tc := range faults {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyDir(t, base)
+			want := strings.NewReplacer("DIR", dir, "HOST.so", soFile(t, dir, "host"), "SIMT.so", soFile(t, dir, "simt")).Replace(tc.want)
 			tc.damage(t, dir)
-			out := filepath.Join(t.TempDir(), "out")
-			refused(t, out, tc.want, "run", dir, "--backend", tc.backend, "--random-inputs", "--seed", "1", "--out", out)
+			refused(t, want, "run", dir, "--backend", tc.backend, "--random-inputs", "--seed", "1")
 		})
+	}
+}
+
+// sparse makes the file at path a sparse file of size bytes (reading it
+// would take them all; storing it takes nothing).
+func sparse(t *testing.T, path string, size int64) {
+	t.Helper()
+	if err := os.Truncate(path, size); err != nil {
+		t.Skip(err)
 	}
 }
 
@@ -340,8 +459,7 @@ func TestParameterAndInputFaults(t *testing.T) {
 		{"an input malformed", []string{"--in", "x=" + file("bad.npy", []byte("\x93NUMPY\x01\x00garbage")), "--random-inputs"}, "--in x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "out")
-			refused(t, out, tc.want, append([]string{"run", dir, "--out", out}, tc.args...)...)
+			refused(t, tc.want, append([]string{"run", dir}, tc.args...)...)
 		})
 	}
 }
