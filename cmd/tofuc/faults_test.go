@@ -9,7 +9,9 @@ package main
 // message).
 
 import (
+	"archive/zip"
 	"bytes"
+	"compress/flate"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -457,11 +459,94 @@ func TestParameterAndInputFaults(t *testing.T) {
 		{"an input missing", []string{}, "input x (f32[8 784]) is missing"},
 		{"an input the plan lacks", []string{"--in", "y=" + npyOf("y", tensor.New(params["b1"].DType, []int{8, 784})), "--random-inputs"}, "the plan has no input y"},
 		{"an input malformed", []string{"--in", "x=" + file("bad.npy", []byte("\x93NUMPY\x01\x00garbage")), "--random-inputs"}, "--in x"},
+		{"an input of 10^12 elements over a sparse file of 4 TB", []string{"--in", "x=" + hugeInput(t, filepath.Join(scratch, "huge.npy")), "--random-inputs"}, "--in x: " + filepath.Join(scratch, "huge.npy") + ": input x is f32[1000000 1000000], the plan wants f32[8 784]"},
+		{"an input longer than its header says", []string{"--in", "x=" + file("long.npy", append(raw(t, tensor.New(lang.F32, []int{8, 784})), make([]byte, 8*784*4)...)), "--random-inputs"}, filepath.Join(scratch, "long.npy") + ": npy: shape [8 784] of f32 is 25088 bytes of data, but 50176 follow the header"},
+		{"a parameter longer than its header says", []string{"--params", zipped(t, filepath.Join(scratch, "long.npz"), good, "b1.npy", append(raw(t, params["b1"]), 1, 2, 3)), "--random-inputs"}, filepath.Join(scratch, "long.npz") + `: npz member "b1.npy": npy: shape [16] of f32 is 64 bytes of data, but 67 follow the header`},
+		{"a parameter the plan lacks, declaring 2 GiB", []string{"--params", zipped(t, filepath.Join(scratch, "big.npz"), good, "big.npy", nil), "--random-inputs"}, filepath.Join(scratch, "big.npz") + `: npz member "big.npy": the plan has no parameter big`},
+		{"a parameter declaring 2 GiB", []string{"--params", zipped(t, filepath.Join(scratch, "b1.npz"), good, "b1.npy", nil), "--random-inputs"}, filepath.Join(scratch, "b1.npz") + `: npz member "b1.npy": parameter b1 is f32[536870912], the plan wants f32[16]`},
+		{"an input a folder", []string{"--in", "x=" + scratch, "--random-inputs"}, "--in x: " + scratch + " is a directory, not a regular file"},
+		{"an input a named pipe", []string{"--in", "x=" + fifo(t, filepath.Join(scratch, "x.fifo")), "--random-inputs"}, filepath.Join(scratch, "x.fifo") + " is a named pipe, not a regular file"},
+		{"parameters a named pipe", []string{"--params", fifo(t, filepath.Join(scratch, "p.fifo")), "--random-inputs"}, filepath.Join(scratch, "p.fifo") + " is a named pipe, not a regular file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			refused(t, tc.want, append([]string{"run", dir}, tc.args...)...)
 		})
 	}
+}
+
+// raw is x as a .npy file.
+func raw(t *testing.T, x *tensor.Tensor) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := npy.Write(&b, x); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// npyHeader is the header of a .npy file of f32 of the given shape (a
+// Python tuple).
+func npyHeader(shape string) []byte {
+	dict := "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }"
+	dict += strings.Repeat(" ", 63-(10+len(dict))%64) + "\n"
+	return append([]byte{0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, byte(len(dict)), byte(len(dict) >> 8)}, dict...)
+}
+
+// hugeInput writes, at path, a .npy file whose header declares f32 of
+// shape (1000000, 1000000), its 4 TB of data sparse: reading it would
+// take all memory.
+func hugeInput(t *testing.T, path string) string {
+	t.Helper()
+	hdr := npyHeader("(1000000, 1000000)")
+	os.WriteFile(path, hdr, 0o644)
+	sparse(t, path, int64(len(hdr))+4e12)
+	return path
+}
+
+// zipped writes, at path, the .npz archive good with its member name
+// (added or replaced) holding data, or, when data is nil, a deflated
+// member declaring the header of 2^29 f32 (2 GiB) and their data, but
+// holding only the header and 1 MiB of zeros.
+func zipped(t *testing.T, path string, good []byte, name string, data []byte) string {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(good), int64(len(good)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	for _, f := range zr.File {
+		if f.Name != name {
+			zw.Copy(f)
+		}
+	}
+	if data != nil {
+		w, _ := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store})
+		w.Write(data)
+	} else {
+		hdr := npyHeader("(536870912,)")
+		var comp bytes.Buffer
+		fw, _ := flate.NewWriter(&comp, flate.BestSpeed)
+		fw.Write(hdr)
+		fw.Write(make([]byte, 1<<20))
+		fw.Close()
+		w, _ := zw.CreateRaw(&zip.FileHeader{Name: name, Method: zip.Deflate, CompressedSize64: uint64(comp.Len()), UncompressedSize64: uint64(len(hdr)) + 1<<31})
+		w.Write(comp.Bytes())
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, b.Bytes(), 0o644)
+	return path
+}
+
+// fifo makes a named pipe at path, which nothing writes.
+func fifo(t *testing.T, path string) string {
+	t.Helper()
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // process runs the tofuc binary with env added.
