@@ -474,6 +474,28 @@ func TestParameterAndInputFaults(t *testing.T) {
 	}
 }
 
+// TestThreadsBounded: --threads beyond 1024 (10^8 started as many
+// goroutines, and the run died of it) is a usage error of run, eval and
+// bench, before anything runs or is written.
+func TestThreadsBounded(t *testing.T) {
+	dir := compiledPlan(t)
+	out := filepath.Join(t.TempDir(), "out")
+	for _, args := range [][]string{
+		{"run", dir, "--random-inputs", "--out", out},
+		append([]string{"eval", "--random-inputs", "--backend", "cpu", "--out", out}, faultModel...),
+		append([]string{"bench", "--backend", "cpu"}, faultModel...),
+	} {
+		args = append(args, "--threads", "100000000")
+		status, _, stderr := tofuc(args...)
+		if status != exitUsage || !strings.Contains(stderr, "--threads 100000000 is more than 1024") {
+			t.Errorf("tofuc %s: exit %d, %q; want a usage error bounding --threads", strings.Join(args, " "), status, stderr)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("tofuc %s wrote %s", strings.Join(args, " "), out)
+		}
+	}
+}
+
 // raw is x as a .npy file.
 func raw(t *testing.T, x *tensor.Tensor) []byte {
 	t.Helper()
