@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -185,27 +186,27 @@ func refused(t *testing.T, want string, args ...string) {
 	os.WriteFile(filepath.Join(previous, "logits.npy"), []byte("a previous run's output"), 0o644)
 	for _, out := range []string{filepath.Join(t.TempDir(), "out"), previous} {
 		before := folder(t, out)
-		args := append(args, "--out", out)
+		run := append(slices.Clip(args), "--out", out)
 		type result struct {
 			status         int
 			stdout, stderr string
 		}
 		done := make(chan result, 1)
 		go func() {
-			status, stdout, stderr := tofuc(args...)
+			status, stdout, stderr := tofuc(run...)
 			done <- result{status, stdout, stderr}
 		}()
 		var r result
 		select {
 		case r = <-done:
 		case <-time.After(time.Minute):
-			t.Fatalf("tofuc %s: still running after a minute", strings.Join(args, " "))
+			t.Fatalf("tofuc %s: still running after a minute", strings.Join(run, " "))
 		}
 		if r.status != exitUser || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, want) {
-			t.Errorf("tofuc %s: exit %d, stderr %q; want exit 1 and one line with %q", strings.Join(args, " "), r.status, r.stderr, want)
+			t.Errorf("tofuc %s: exit %d, stderr %q; want exit 1 and one line with %q", strings.Join(run, " "), r.status, r.stderr, want)
 		}
 		if after := folder(t, out); (before == nil) != (after == nil) || !maps.EqualFunc(before, after, bytes.Equal) {
-			t.Errorf("tofuc %s changed %s (stdout %q)", strings.Join(args, " "), out, r.stdout)
+			t.Errorf("tofuc %s changed %s (stdout %q)", strings.Join(run, " "), out, r.stdout)
 		}
 	}
 }
@@ -476,12 +477,11 @@ func TestParameterAndInputFaults(t *testing.T) {
 
 // TestThreadsBounded: --threads beyond 1024 (10^8 started as many
 // goroutines, and the run died of it) is a usage error of run, eval and
-// bench, before anything runs or is written.
+// bench, found with the flags, before anything is read, run or written.
 func TestThreadsBounded(t *testing.T) {
-	dir := compiledPlan(t)
 	out := filepath.Join(t.TempDir(), "out")
 	for _, args := range [][]string{
-		{"run", dir, "--random-inputs", "--out", out},
+		{"run", t.TempDir(), "--random-inputs", "--out", out},
 		append([]string{"eval", "--random-inputs", "--backend", "cpu", "--out", out}, faultModel...),
 		append([]string{"bench", "--backend", "cpu"}, faultModel...),
 	} {
