@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"path/filepath"
 
 	"tofuc/codegen/target"
@@ -23,12 +24,26 @@ func commit(st *safefile.Staging) error {
 	return st.Commit("plan.json", func() []string { return previousCompile(st.Dir) })
 }
 
+// oldModules are the modules of the plan in dir, read without checking
+// the plan (whose files a new compile replaces even if it was edited).
+func oldModules(dir string) (map[string]plan.Module, error) {
+	b, err := safefile.ReadFile(filepath.Join(dir, "plan.json"), plan.MaxPlanBytes)
+	if err != nil {
+		return nil, err
+	}
+	var old struct {
+		Modules map[string]plan.Module `json:"modules"`
+	}
+	err = json.Unmarshal(b, &old)
+	return old.Modules, err
+}
+
 // previousCompile lists the files of dir that a compile wrote: those
 // its plan names, the kernel modules by their names, and the report.
 func previousCompile(dir string) []string {
 	out := []string{"plan.json", "params.npz", "report.txt", "report.json", "report.html"}
-	if old, err := plan.Read(filepath.Join(dir, "plan.json")); err == nil {
-		for _, m := range old.Modules {
+	if old, err := oldModules(dir); err == nil {
+		for _, m := range old {
 			for _, f := range append(append([]plan.File(nil), m.Files...), m.IR...) {
 				out = append(out, f.Path)
 			}

@@ -87,8 +87,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case f.runs < 1:
 		return usageError(stderr, "bench", "--runs must be at least 1")
-	case f.threads < 0:
-		return usageError(stderr, "bench", "--threads must not be negative")
+	case checkThreads(f.threads) != nil:
+		return usageError(stderr, "bench", "%v", checkThreads(f.threads))
 	case f.peak && f.calibrate:
 		return usageError(stderr, "bench", "--peak and --calibrate are two different measurements: give one")
 	case f.peak && fs.NArg() > 0:

@@ -76,6 +76,8 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "eval", "--random-inputs works on models: an operator's shapes are symbolic, so give each input with --in NAME=PATH.npy (eval of a model with --random-inputs writes the inputs it draws under DIR/inputs)")
 	case f.steps < 1:
 		return usageError(stderr, "eval", "--steps must be at least 1")
+	case checkThreads(f.threads) != nil:
+		return usageError(stderr, "eval", "%v", checkThreads(f.threads))
 	case !f.train.train && f.train.changed(fs):
 		return usageError(stderr, "eval", "--steps, --loss, --optimizer and --lr go with --train")
 	case f.op != "" && f.backend != "interp":

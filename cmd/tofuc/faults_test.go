@@ -9,13 +9,16 @@ package main
 // message).
 
 import (
+	"archive/zip"
 	"bytes"
+	"compress/flate"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,6 +107,47 @@ func editPlan(t *testing.T, dir string, edit func(p map[string]any)) {
 	}
 }
 
+// sealAgain seals DIR/plan.json again after an edit, as a tool that
+// rewrites plans through runtime/plan would: the plan's own checks, not
+// its seal, must then catch the edit.
+func sealAgain(t *testing.T, dir string) {
+	t.Helper()
+	path := filepath.Join(dir, "plan.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p plan.Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Write(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cutObject cuts the target's object of the plan in dir to n bytes and
+// records its new length and SHA-256 in the plan, which it seals again
+// when reseal is set.
+func cutObject(n int, target string, reseal bool) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		so := soFile(t, dir, target)
+		b, _ := os.ReadFile(so)
+		if n >= len(b) {
+			t.Fatalf("%s has %d bytes, no more than %d", so, len(b), n)
+		}
+		os.WriteFile(so, b[:n], 0o755)
+		editPlan(t, dir, func(p map[string]any) {
+			f := p["modules"].(map[string]any)[target].(map[string]any)["files"].([]any)[0].(map[string]any)
+			sum := sha256.Sum256(b[:n])
+			f["bytes"], f["sha256"] = float64(n), hex.EncodeToString(sum[:])
+		})
+		if reseal {
+			sealAgain(t, dir)
+		}
+	}
+}
+
 func kernels(p map[string]any) []map[string]any   { return jsonObjects(p["kernels"]) }
 func buffers(p map[string]any) []map[string]any   { return jsonObjects(p["buffers"]) }
 func stepsOf(p map[string]any, list string) []any { return p[list].([]any)[0].([]any) }
@@ -138,17 +182,49 @@ func soFile(t *testing.T, dir, target string) string {
 	return m[0]
 }
 
-// refused runs args, which must fail with one line holding want, exit
-// status 1, and no folder out written.
-func refused(t *testing.T, out, want string, args ...string) {
+// refused runs args twice, with --out a folder that does not exist and
+// with --out a previous run's folder: each run must end (within a
+// minute: no hang) in exit status 1 and one line holding want, and leave
+// its folder as it was (absent, or holding what it held).
+func refused(t *testing.T, want string, args ...string) {
 	t.Helper()
-	status, stdout, stderr := tofuc(args...)
-	if status != exitUser || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
-		t.Errorf("tofuc %s: exit %d, stderr %q; want exit 1 and one line with %q", strings.Join(args, " "), status, stderr, want)
+	previous := filepath.Join(t.TempDir(), "previous")
+	os.MkdirAll(previous, 0o755)
+	os.WriteFile(filepath.Join(previous, "logits.npy"), []byte("a previous run's output"), 0o644)
+	for _, out := range []string{filepath.Join(t.TempDir(), "out"), previous} {
+		before := folder(t, out)
+		run := append(slices.Clip(args), "--out", out)
+		type result struct {
+			status         int
+			stdout, stderr string
+		}
+		done := make(chan result, 1)
+		go func() {
+			status, stdout, stderr := tofuc(run...)
+			done <- result{status, stdout, stderr}
+		}()
+		var r result
+		select {
+		case r = <-done:
+		case <-time.After(time.Minute):
+			t.Fatalf("tofuc %s: still running after a minute", strings.Join(run, " "))
+		}
+		if r.status != exitUser || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, want) {
+			t.Errorf("tofuc %s: exit %d, stderr %q; want exit 1 and one line with %q", strings.Join(run, " "), r.status, r.stderr, want)
+		}
+		if after := folder(t, out); (before == nil) != (after == nil) || !maps.EqualFunc(before, after, bytes.Equal) {
+			t.Errorf("tofuc %s changed %s (stdout %q)", strings.Join(run, " "), out, r.stdout)
+		}
 	}
-	if _, err := os.Stat(out); err == nil {
-		t.Errorf("tofuc %s wrote %s (stdout %q)", strings.Join(args, " "), out, stdout)
+}
+
+// folder is what the folder dir holds, by path; nil when there is none.
+func folder(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	if _, err := os.Stat(dir); err != nil {
+		return nil
 	}
+	return files(t, dir)
 }
 
 // TestPlanFaults: plans whose launches disagree with their kernels,
@@ -159,34 +235,46 @@ func TestPlanFaults(t *testing.T) {
 	base := compiledPlan(t)
 	contraction := func(k map[string]any) bool { return k["form"] == "tiled" && k["host_only"] != true }
 	blocks := func(k map[string]any) bool { return k["block"].(float64) >= 32 }
-	for _, tc := range []struct {
+	swapNames := func(t *testing.T, dir string) {
+		editPlan(t, dir, func(p map[string]any) {
+			ks := kernels(p)
+			ks[0]["name"], ks[1]["name"] = ks[1]["name"], ks[0]["name"]
+		})
+	}
+	type fault struct {
+		// want is a part of the error's line, where DIR is the plan's
+		// folder and HOST.so and SIMT.so its objects.
 		name, backend, want string
 		damage              func(t *testing.T, dir string)
-	}{
+	}
+	faults := []fault{
 		{"names swapped", "cpu", "the plan does not match its kernels", func(t *testing.T, dir string) {
-			editPlan(t, dir, func(p map[string]any) {
-				ks := kernels(p)
-				ks[0]["name"], ks[1]["name"] = ks[1]["name"], ks[0]["name"]
-			})
+			swapNames(t, dir)
+			sealAgain(t, dir)
 		}},
+		{"names swapped, the plan not sealed again", "cpu", "DIR/plan.json was changed after tofuc compile wrote it", swapNames},
 		{"argument shape with its buffer", "cpu", ": args [", func(t *testing.T, dir string) {
 			editArg(t, dir, contraction, func(arg, buf map[string]any) {
 				shape := arg["shape"].([]any)
 				shape[0], shape[len(shape)-1] = shape[len(shape)-1], shape[0]
 				buf["shape"] = shape
 			})
+			sealAgain(t, dir)
 		}},
 		{"argument dtype with its buffer", "simt", ": args [", func(t *testing.T, dir string) {
 			editArg(t, dir, contraction, func(arg, buf map[string]any) { arg["dtype"], buf["dtype"] = "i32", "i32" })
+			sealAgain(t, dir)
 		}},
 		{"host range halved", "cpu", "host_range", func(t *testing.T, dir string) {
 			editPlan(t, dir, func(p map[string]any) {
 				k := firstKernel(t, p, func(k map[string]any) bool { return k["host_range"].(float64) > 1 })
 				k["host_range"] = float64(int(k["host_range"].(float64)) / 2)
 			})
+			sealAgain(t, dir)
 		}},
 		{"block halved", "simt", ": block ", func(t *testing.T, dir string) {
 			editPlan(t, dir, func(p map[string]any) { k := firstKernel(t, p, blocks); k["block"] = k["block"].(float64) / 2 })
+			sealAgain(t, dir)
 		}},
 		{"grid of 2^40", "simt", "beyond the 65535", func(t *testing.T, dir string) {
 			editPlan(t, dir, func(p map[string]any) { firstKernel(t, p, blocks)["grid"] = float64(int64(1) << 40) })
@@ -241,12 +329,35 @@ func TestPlanFaults(t *testing.T) {
 			b, _ := os.ReadFile(soFile(t, other, "host"))
 			os.WriteFile(soFile(t, dir, "host"), b, 0o755)
 		}},
-	} {
+		{"host object a sparse file of 4 TiB", "cpu", "HOST.so is not the file the plan was compiled with (4398046511104 bytes,", func(t *testing.T, dir string) {
+			sparse(t, soFile(t, dir, "host"), 4<<40)
+		}},
+		{"plan a sparse file of 4 TiB", "cpu", "DIR/plan.json is 4.00 TiB, more than the 256.00 MiB it may have", func(t *testing.T, dir string) {
+			sparse(t, filepath.Join(dir, "plan.json"), 4<<40)
+		}},
+		{"plan a named pipe", "cpu", "DIR/plan.json is a named pipe, not a regular file", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "plan.json"))
+			if err := syscall.Mkfifo(filepath.Join(dir, "plan.json"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	// Objects cut to sizes at which loading them died of SIGBUS, their
+	// length and SHA-256 recorded: the seal refuses the plan, and sealed
+	// again, the object's own check.
+	for _, n := range []int{1000, 4096, 16000} {
+		faults = append(faults,
+			fault{fmt.Sprintf("host object cut to %d bytes, recorded", n), "cpu", "DIR/plan.json was changed after tofuc compile wrote it", cutObject(n, "host", false)},
+			fault{fmt.Sprintf("emulator object cut to %d bytes, recorded", n), "simt", "DIR/plan.json was changed after tofuc compile wrote it", cutObject(n, "simt", false)},
+			fault{fmt.Sprintf("host object cut to %d bytes, recorded and sealed", n), "cpu", "HOST.so is not a whole shared object", cutObject(n, "host", true)},
+			fault{fmt.Sprintf("emulator object cut to %d bytes, recorded and sealed", n), "simt", "SIMT.so is not a whole shared object", cutObject(n, "simt", true)})
+	}
+	for _, tc := range faults {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyDir(t, base)
+			want := strings.NewReplacer("DIR", dir, "HOST.so", soFile(t, dir, "host"), "SIMT.so", soFile(t, dir, "simt")).Replace(tc.want)
 			tc.damage(t, dir)
-			out := filepath.Join(t.TempDir(), "out")
-			refused(t, out, tc.want, "run", dir, "--backend", tc.backend, "--random-inputs", "--seed", "1", "--out", out)
+			refused(t, want, "run", dir, "--backend", tc.backend, "--random-inputs", "--seed", "1")
 		})
 	}
 }
@@ -369,8 +480,7 @@ func TestResealedPlanFaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyDir(t, bases[tc.base])
 			resealPlan(t, dir, func(p *plan.Plan) { tc.edit(t, p) })
-			out := filepath.Join(t.TempDir(), "out")
-			refused(t, out, tc.want, "run", dir, "--random-inputs", "--seed", "1", "--out", out)
+			refused(t, tc.want, "run", dir, "--random-inputs", "--seed", "1")
 		})
 	}
 }
@@ -403,6 +513,15 @@ func firstStep(t *testing.T, p *plan.Plan, ok func(s *plan.Step) bool) *plan.Ste
 
 func opaqueStep(t *testing.T, p *plan.Plan) *plan.Step {
 	return firstStep(t, p, func(s *plan.Step) bool { return s.Op == plan.Opaque })
+}
+
+// sparse makes the file at path a sparse file of size bytes (reading it
+// would take them all; storing it takes nothing).
+func sparse(t *testing.T, path string, size int64) {
+	t.Helper()
+	if err := os.Truncate(path, size); err != nil {
+		t.Skip(err)
+	}
 }
 
 // kernelOf is the kernel a launch step names (0 is left out of the JSON).
@@ -501,10 +620,17 @@ func TestParameterAndInputFaults(t *testing.T) {
 		{"an input missing", []string{}, "input x (f32[8 784]) is missing"},
 		{"an input the plan lacks", []string{"--in", "y=" + npyOf("y", tensor.New(params["b1"].DType, []int{8, 784})), "--random-inputs"}, "the plan has no input y"},
 		{"an input malformed", []string{"--in", "x=" + file("bad.npy", []byte("\x93NUMPY\x01\x00garbage")), "--random-inputs"}, "--in x"},
+		{"an input of 10^12 elements over a sparse file of 4 TB", []string{"--in", "x=" + hugeInput(t, filepath.Join(scratch, "huge.npy")), "--random-inputs"}, "--in x: " + filepath.Join(scratch, "huge.npy") + ": input x is f32[1000000 1000000], the plan wants f32[8 784]"},
+		{"an input longer than its header says", []string{"--in", "x=" + file("long.npy", append(raw(t, tensor.New(lang.F32, []int{8, 784})), make([]byte, 8*784*4)...)), "--random-inputs"}, filepath.Join(scratch, "long.npy") + ": npy: shape [8 784] of f32 is 25088 bytes of data, but 50176 follow the header"},
+		{"a parameter longer than its header says", []string{"--params", zipped(t, filepath.Join(scratch, "long.npz"), good, "b1.npy", append(raw(t, params["b1"]), 1, 2, 3)), "--random-inputs"}, filepath.Join(scratch, "long.npz") + `: npz member "b1.npy": npy: shape [16] of f32 is 64 bytes of data, but 67 follow the header`},
+		{"a parameter the plan lacks, declaring 2 GiB", []string{"--params", zipped(t, filepath.Join(scratch, "big.npz"), good, "big.npy", nil), "--random-inputs"}, filepath.Join(scratch, "big.npz") + `: npz member "big.npy": the plan has no parameter big`},
+		{"a parameter declaring 2 GiB", []string{"--params", zipped(t, filepath.Join(scratch, "b1.npz"), good, "b1.npy", nil), "--random-inputs"}, filepath.Join(scratch, "b1.npz") + `: npz member "b1.npy": parameter b1 is f32[536870912], the plan wants f32[16]`},
+		{"an input a folder", []string{"--in", "x=" + scratch, "--random-inputs"}, "--in x: " + scratch + " is a directory, not a regular file"},
+		{"an input a named pipe", []string{"--in", "x=" + fifo(t, filepath.Join(scratch, "x.fifo")), "--random-inputs"}, filepath.Join(scratch, "x.fifo") + " is a named pipe, not a regular file"},
+		{"parameters a named pipe", []string{"--params", fifo(t, filepath.Join(scratch, "p.fifo")), "--random-inputs"}, filepath.Join(scratch, "p.fifo") + " is a named pipe, not a regular file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "out")
-			refused(t, out, tc.want, append([]string{"run", dir, "--out", out}, tc.args...)...)
+			refused(t, tc.want, append([]string{"run", dir}, tc.args...)...)
 		})
 	}
 	t.Run("params.npz of another compile", func(t *testing.T) {
@@ -514,9 +640,104 @@ func TestParameterAndInputFaults(t *testing.T) {
 			b1.SetFlat(0, params["b1"].Flat(0)+1)
 			m["b1"] = b1
 		}), filepath.Join(other, "params.npz"))
-		out := filepath.Join(t.TempDir(), "out")
-		refused(t, out, "params.npz is not the file the plan was compiled with", "run", other, "--out", out, "--random-inputs")
+		refused(t, "params.npz is not the file the plan was compiled with", "run", other, "--random-inputs")
 	})
+}
+
+// TestThreadsBounded: --threads beyond 1024 (10^8 started as many
+// goroutines, and the run died of it) is a usage error of run, eval and
+// bench, found with the flags, before anything is read, run or written.
+func TestThreadsBounded(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	for _, args := range [][]string{
+		{"run", t.TempDir(), "--random-inputs", "--out", out},
+		append([]string{"eval", "--random-inputs", "--backend", "cpu", "--out", out}, faultModel...),
+		append([]string{"bench", "--backend", "cpu"}, faultModel...),
+	} {
+		args = append(args, "--threads", "100000000")
+		status, _, stderr := tofuc(args...)
+		if status != exitUsage || !strings.Contains(stderr, "--threads 100000000 is more than 1024") {
+			t.Errorf("tofuc %s: exit %d, %q; want a usage error bounding --threads", strings.Join(args, " "), status, stderr)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("tofuc %s wrote %s", strings.Join(args, " "), out)
+		}
+	}
+}
+
+// raw is x as a .npy file.
+func raw(t *testing.T, x *tensor.Tensor) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := npy.Write(&b, x); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// npyHeader is the header of a .npy file of f32 of the given shape (a
+// Python tuple).
+func npyHeader(shape string) []byte {
+	dict := "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }"
+	dict += strings.Repeat(" ", 63-(10+len(dict))%64) + "\n"
+	return append([]byte{0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, byte(len(dict)), byte(len(dict) >> 8)}, dict...)
+}
+
+// hugeInput writes, at path, a .npy file whose header declares f32 of
+// shape (1000000, 1000000), its 4 TB of data sparse: reading it would
+// take all memory.
+func hugeInput(t *testing.T, path string) string {
+	t.Helper()
+	hdr := npyHeader("(1000000, 1000000)")
+	os.WriteFile(path, hdr, 0o644)
+	sparse(t, path, int64(len(hdr))+4e12)
+	return path
+}
+
+// zipped writes, at path, the .npz archive good with its member name
+// (added or replaced) holding data, or, when data is nil, a deflated
+// member declaring the header of 2^29 f32 (2 GiB) and their data, but
+// holding only the header and 1 MiB of zeros.
+func zipped(t *testing.T, path string, good []byte, name string, data []byte) string {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(good), int64(len(good)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	for _, f := range zr.File {
+		if f.Name != name {
+			zw.Copy(f)
+		}
+	}
+	if data != nil {
+		w, _ := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store})
+		w.Write(data)
+	} else {
+		hdr := npyHeader("(536870912,)")
+		var comp bytes.Buffer
+		fw, _ := flate.NewWriter(&comp, flate.BestSpeed)
+		fw.Write(hdr)
+		fw.Write(make([]byte, 1<<20))
+		fw.Close()
+		w, _ := zw.CreateRaw(&zip.FileHeader{Name: name, Method: zip.Deflate, CompressedSize64: uint64(comp.Len()), UncompressedSize64: uint64(len(hdr)) + 1<<31})
+		w.Write(comp.Bytes())
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, b.Bytes(), 0o644)
+	return path
+}
+
+// fifo makes a named pipe at path, which nothing writes.
+func fifo(t *testing.T, path string) string {
+	t.Helper()
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // process runs the tofuc binary with env added.
@@ -950,12 +1171,18 @@ func TestSizes(t *testing.T) {
 	}
 	mlp := filepath.Join("..", "..", "examples", "mlp.tdl")
 	huge := filepath.Join(t.TempDir(), "huge")
-	refused(t, huge, "x of f32[3000000000000, 784] is too large", "compile", "-o", huge, mlp, "--set", "batch=3000000000000")
+	status, _, stderr := tofuc("compile", "-o", huge, mlp, "--set", "batch=3000000000000")
+	if status != exitUser || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "x of f32[3000000000000, 784] is too large") {
+		t.Errorf("compile of 3e12 rows: exit %d, %q", status, stderr)
+	}
+	if _, err := os.Stat(huge); err == nil {
+		t.Errorf("the refused compile made its folder")
+	}
 	big := filepath.Join(t.TempDir(), "big")
-	status, stdout, stderr := tofuc("compile", "-o", big, mlp, "--set", "batch=400000000")
+	var stdout string
+	status, stdout, stderr = tofuc("compile", "-o", big, mlp, "--set", "batch=400000000")
 	if status != exitOK || !strings.Contains(stdout, "TiB per device") {
 		t.Fatalf("compile of 400,000,000 rows: exit %d, %q, %q", status, stdout, stderr)
 	}
-	out := filepath.Join(t.TempDir(), "out")
-	refused(t, out, "running this plan needs about 4.99 TiB of this machine's memory", "run", big, "--random-inputs", "--out", out)
+	refused(t, "running this plan needs about 4.99 TiB of this machine's memory", "run", big, "--random-inputs")
 }

@@ -42,8 +42,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "run", "--out DIR is required")
 	case f.backend != cpu.Kind.Name && f.backend != simt.Kind.Name:
 		return usageError(stderr, "run", "unknown backend %q (expected %s or %s)", f.backend, cpu.Kind.Name, simt.Kind.Name)
-	case f.threads < 0:
-		return usageError(stderr, "run", "--threads must not be negative")
+	case checkThreads(f.threads) != nil:
+		return usageError(stderr, "run", "%v", checkThreads(f.threads))
 	}
 	specs, err := planio.Specs(f.ins)
 	if err != nil {

@@ -91,11 +91,6 @@ func Load(p *plan.Plan, devs []Device) (_ *Program, err error) {
 	if err := supported(p, devs); err != nil {
 		return nil, err
 	}
-	// After the devices compared the plan with its kernels (which names
-	// the kernel and the field that differ).
-	if err := p.Unchanged(); err != nil {
-		return nil, err
-	}
 	if err := CheckHostMemory(p, devs); err != nil {
 		return nil, err
 	}

@@ -1,57 +1,51 @@
 package native
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
-	"tofuc/runtime/plan"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"golang.org/x/sys/unix"
+
+	"tofuc/runtime/plan"
 )
 
 // Library is a loaded shared object.
 type Library struct {
-	Path   string
+	Path   string // what messages call it
 	handle uintptr
 	mu     sync.Mutex
 	syms   map[string]uintptr
 }
 
-// Open loads the shared object at path.
-func Open(path string) (*Library, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, err
-	}
-	h, err := purego.Dlopen(abs, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	if err != nil {
-		return nil, fmt.Errorf("loading %s: %w", path, err)
-	}
-	return &Library{Path: abs, handle: h, syms: map[string]uintptr{}}, nil
-}
-
 // OpenModule loads the shared object of module m (a target's) of plan p
 // compiled into dir: after checking its length and SHA-256 (a truncated
-// or overwritten file is an error naming it, never loaded) and the CPU
-// extensions it was compiled for (checkRequires); then every kernel of
-// the plan against the record of what the object was compiled for
-// (plan.Plan.CheckKernels).
+// or overwritten file is an error naming it, never loaded), that it is a
+// whole shared object, and the CPU extensions it was compiled for
+// (checkRequires); it is loaded from the bytes checked (OpenBytes); then
+// every kernel of the plan is checked against the record of what the
+// object was compiled for (plan.Plan.CheckKernels).
 func OpenModule(p *plan.Plan, dir string, m plan.Module) (*Library, error) {
 	if len(m.Files) != 1 {
 		return nil, fmt.Errorf("%d files for a shared object", len(m.Files))
 	}
 	f := m.Files[0]
-	path, err := f.Check(dir)
+	data, err := f.Read(dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRequires(m, path); err != nil {
+	path := filepath.Join(dir, f.Path)
+	if err := checkELF(path, data); err != nil {
 		return nil, err
 	}
-	lib, err := Open(path)
+	if err := checkRequires(m, path, data); err != nil {
+		return nil, err
+	}
+	lib, err := OpenBytes(path, data)
 	if err != nil {
 		return nil, err
 	}
@@ -64,30 +58,58 @@ func OpenModule(p *plan.Plan, dir string, m plan.Module) (*Library, error) {
 // builtMax bounds a kernel's record (plan.Built) in an object.
 const builtMax = 1 << 20
 
-// OpenBytes writes a shared object's bytes to dir under name (unless a
-// file with that name is there) and loads it. Names must differ for
-// different contents: dlopen returns the library already loaded from a
-// path.
-func OpenBytes(dir, name string, so []byte) (*Library, error) {
-	path := filepath.Join(dir, name)
-	if _, err := os.Stat(path); err != nil {
-		tmp, err := os.CreateTemp(dir, "tmp-*.so")
-		if err != nil {
-			return nil, err
-		}
-		_, werr := tmp.Write(so)
-		if cerr := tmp.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr == nil {
-			werr = os.Rename(tmp.Name(), path)
-		}
-		if werr != nil {
-			os.Remove(tmp.Name())
-			return nil, werr
-		}
+// OpenBytes loads the shared object so (called name in messages) from a
+// private copy of its bytes: a file in memory (memfd) sealed against
+// every change, so that nothing can truncate or rewrite what the loader
+// maps, as another process could the file the bytes were read from
+// (the loader's mappings of a file cut short die of SIGBUS). The object
+// is checked first (checkELF). The copy stays open while the process
+// lives, as the library stays loaded: the loader knows a library by
+// its path, /proc/self/fd/N, which no other copy may take.
+func OpenBytes(name string, so []byte) (*Library, error) {
+	if err := checkELF(name, so); err != nil {
+		return nil, err
 	}
-	return Open(path)
+	fd, err := sealedCopy(name, so)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: a sealed copy in memory: %w", name, err)
+	}
+	h, err := purego.Dlopen(fmt.Sprintf("/proc/self/fd/%d", fd), purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("loading %s: %w", name, err)
+	}
+	return &Library{Path: name, handle: h, syms: map[string]uintptr{}}, nil
+}
+
+// mfdExec is Linux 6.3's MFD_EXEC (a memfd that may be executed where
+// vm.memfd_noexec makes them not by default), which this x/sys predates.
+const mfdExec = 0x10
+
+// sealedCopy is a file in memory holding data, sealed: it can no longer
+// be written, grown or shrunk.
+func sealedCopy(name string, data []byte) (int, error) {
+	flags := unix.MFD_CLOEXEC | unix.MFD_ALLOW_SEALING
+	fd, err := unix.MemfdCreate(name, flags|mfdExec)
+	if errors.Is(err, unix.EINVAL) { // a kernel before 6.3
+		fd, err = unix.MemfdCreate(name, flags)
+	}
+	if err != nil {
+		return -1, err
+	}
+	for rest := data; len(rest) > 0 && err == nil; {
+		var n int
+		n, err = unix.Write(fd, rest)
+		rest = rest[max(n, 0):]
+	}
+	if err == nil {
+		_, err = unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }
 
 // Symbol returns the address of a function of the library.

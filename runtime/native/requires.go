@@ -1,6 +1,7 @@
 package native
 
 import (
+	"bytes"
 	"debug/elf"
 	"fmt"
 	"slices"
@@ -15,11 +16,11 @@ import (
 // (plan.RequiresSymbol, read from the file), and each one this
 // CPU has. A plan edited to require less cannot skip the check, and a
 // plan naming an unknown extension is said to be at fault, not the CPU.
-func checkRequires(m plan.Module, path string) error {
+func checkRequires(m plan.Module, path string, data []byte) error {
 	if unknown := UnknownFeatures(m.Requires); len(unknown) > 0 {
 		return fmt.Errorf("the plan says %s requires %s, which this tofuc knows no CPU extension as: the plan was edited or written by another tofuc (compile it again)", path, strings.Join(unknown, ", "))
 	}
-	built, err := objectRequires(path)
+	built, err := objectRequires(data)
 	if err != nil {
 		return fmt.Errorf("%s holds no record of the CPU extensions it was compiled for (%w): compile the plan again", path, err)
 	}
@@ -33,13 +34,12 @@ func checkRequires(m plan.Module, path string) error {
 }
 
 // objectRequires reads a shared object's record of the CPU extensions it
-// was compiled for from its file, without loading it.
-func objectRequires(path string) ([]string, error) {
-	f, err := elf.Open(path)
+// was compiled for from its bytes, without loading it.
+func objectRequires(data []byte) ([]string, error) {
+	f, err := elf.NewFile(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	syms, err := f.DynamicSymbols()
 	if err != nil {
 		return nil, err

@@ -21,6 +21,14 @@
 // elements, the reader checks that the declared shape fits in the bytes that
 // are actually available (the file's size, the npz member's uncompressed
 // size, or, for a plain io.Reader, the bytes it really delivers), so an
-// absurd shape in a small file cannot cause a huge allocation. Headers are
-// limited to 1 MiB.
+// absurd shape in a small file cannot cause a huge allocation. A file's
+// data, and an npz member's, must be exactly what the header declares: a
+// longer one is refused, not read in part. Files are read only when they
+// are regular (a directory, or a named pipe that would block the reader,
+// is refused at once), and an array that would take more memory than the
+// machine has available (native.AvailableMemory; what the file's earlier
+// arrays took counted) is refused before its data is read. The Vetted
+// readers first give each header to a Vet (a runtime compares it with a
+// plan's binding), so that an array nobody wants is never read. Headers
+// are limited to 1 MiB.
 package npy

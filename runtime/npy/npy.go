@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
-	"tofuc/runtime/safefile"
 
 	"tofuc/lang"
+	"tofuc/runtime/native"
+	"tofuc/runtime/safefile"
 	"tofuc/runtime/tensor"
 )
 
@@ -36,23 +36,43 @@ type header struct {
 	size  int // bytes per element
 }
 
+// Vet checks an array's header before its data is read or any of it
+// allocated: its name (an .npz member's, without ".npy"; "" for a .npy
+// file), dtype and shape. An error refuses the array, and its file.
+type Vet func(name string, dt lang.DType, shape []int) error
+
+// source is where an array is read from: r, which holds size bytes (-1:
+// unknown). whole says the array is all of them (a file, an .npz
+// member), trusted that size is known to be right (a file's, not one
+// the input itself declares).
+type source struct {
+	r              io.Reader
+	size           int64
+	whole, trusted bool
+}
+
 // Read reads one .npy array from r, consuming exactly its bytes.
 func Read(r io.Reader) (*tensor.Tensor, error) {
-	avail := int64(-1)
+	src := source{r: r, size: -1}
 	switch b := r.(type) {
 	case *bytes.Reader:
-		avail = int64(b.Len())
+		src.size, src.trusted = int64(b.Len()), true
 	case *bytes.Buffer:
-		avail = int64(b.Len())
+		src.size, src.trusted = int64(b.Len()), true
 	case *strings.Reader:
-		avail = int64(b.Len())
+		src.size, src.trusted = int64(b.Len()), true
 	}
-	return read(r, avail, avail >= 0)
+	return read(src, "", nil, &budget{}) // unbounded: the data is what r delivers
 }
 
 // ReadFile reads the .npy file at path.
-func ReadFile(path string) (*tensor.Tensor, error) {
-	f, err := os.Open(path)
+func ReadFile(path string) (*tensor.Tensor, error) { return ReadFileVetted(path, nil) }
+
+// ReadFileVetted reads the .npy file at path, which must be a regular
+// file whose data is exactly what its header declares, after vet (nil:
+// none) has accepted its header.
+func ReadFileVetted(path string, vet Vet) (*tensor.Tensor, error) {
+	f, err := safefile.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -61,37 +81,80 @@ func ReadFile(path string) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := read(bufio.NewReader(f), st.Size(), true)
+	t, err := read(source{r: bufio.NewReader(f), size: st.Size(), whole: true, trusted: true}, "", vet, newBudget())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return t, nil
 }
 
-// read reads an array; avail is the number of bytes r can deliver, or -1
-// when unknown; exact says that avail is known to be right (not a size
-// declared by the input itself).
-func read(r io.Reader, avail int64, exact bool) (*tensor.Tensor, error) {
-	h, hlen, err := readHeader(r)
+// read reads an array named name (for vet) from src, within the memory
+// budget b.
+func read(src source, name string, vet Vet, b *budget) (*tensor.Tensor, error) {
+	h, hlen, err := readHeader(src.r)
 	if err != nil {
 		return nil, err
 	}
-	nbytes := int64(h.count) * int64(h.size) // readHeader bounds count*size
-	if avail >= 0 && nbytes > avail-int64(hlen) {
-		return nil, fmt.Errorf("npy: shape %v of %s needs %d bytes of data but only %d are present", h.shape, h.dtype, nbytes, max(avail-int64(hlen), 0))
+	if vet != nil {
+		if err := vet(name, h.dtype, h.shape); err != nil {
+			return nil, err
+		}
 	}
-	data, err := readData(r, nbytes, exact)
+	nbytes := int64(h.count) * int64(h.size) // readHeader bounds count*size
+	if src.size >= 0 {
+		rest := max(src.size-int64(hlen), 0)
+		switch {
+		case nbytes > rest:
+			return nil, fmt.Errorf("npy: shape %v of %s needs %d bytes of data but only %d are present", h.shape, h.dtype, nbytes, rest)
+		case src.whole && nbytes < rest:
+			return nil, fmt.Errorf("npy: shape %v of %s is %d bytes of data, but %d follow the header", h.shape, h.dtype, nbytes, rest)
+		}
+	}
+	if err := b.take(h); err != nil {
+		return nil, err
+	}
+	data, err := readData(src.r, nbytes, src.trusted)
 	if err != nil {
 		return nil, err
 	}
 	return decode(h, data), nil
 }
 
-// readData reads exactly n bytes. When exact is set the caller has checked
-// that n bytes are available and the buffer is allocated at once; otherwise
-// it grows only as bytes arrive.
-func readData(r io.Reader, n int64, exact bool) ([]byte, error) {
-	if exact {
+// budget is the memory the arrays of one file may still take: what this
+// machine has available (native.AvailableMemory), less what the arrays
+// read before took; unbounded where that cannot be known.
+type budget struct {
+	left  int64
+	known bool
+}
+
+func newBudget() *budget {
+	left, known := native.AvailableMemory()
+	return &budget{left: left, known: known}
+}
+
+// take counts an array against the budget, refusing one that does not
+// fit: its data as read, and the tensor it becomes.
+func (b *budget) take(h *header) error {
+	if !b.known {
+		return nil
+	}
+	need, ok := lang.MulInt64(int64(h.count), int64(h.size)+tensor.ElementBytes)
+	if !ok {
+		need = math.MaxInt64
+	}
+	if need > b.left {
+		return fmt.Errorf("npy: shape %v of %s needs about %s of memory, more than the %s available", h.shape, h.dtype, lang.FormatBytes(need), lang.FormatBytes(b.left))
+	}
+	b.left -= need
+	return nil
+}
+
+// readData reads exactly n bytes. When trusted is set the caller has
+// checked that n bytes are available and the buffer is allocated at once;
+// otherwise it grows only as bytes arrive.
+func readData(r io.Reader, n int64, trusted bool) ([]byte, error) {
+	if trusted {
 		buf := make([]byte, n)
 		if m, err := io.ReadFull(r, buf); err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -322,10 +385,7 @@ func Write(w io.Writer, t *tensor.Tensor) error {
 	if err := t.Validate(); err != nil {
 		return fmt.Errorf("npy: %w", err)
 	}
-	dt := t.DType
-	if dt == lang.BF16 {
-		dt = lang.F32 // NumPy has no bfloat16
-	}
+	dt := Stored(t.DType)
 	descr := descrOf(dt)
 	var sb strings.Builder
 	sb.WriteString("{'descr': '" + descr + "', 'fortran_order': False, 'shape': (")
@@ -402,8 +462,13 @@ func createWith(path string, write func(io.Writer) error) error {
 }
 
 // ReadNPZ reads every array of the .npz file at path, keyed by name.
-func ReadNPZ(path string) (map[string]*tensor.Tensor, error) {
-	f, err := os.Open(path)
+func ReadNPZ(path string) (map[string]*tensor.Tensor, error) { return ReadNPZVetted(path, nil) }
+
+// ReadNPZVetted reads every array of the .npz file at path, which must
+// be a regular file, keyed by name, after vet (nil: none) has accepted
+// its header: an array it refuses is not read.
+func ReadNPZVetted(path string, vet Vet) (map[string]*tensor.Tensor, error) {
+	f, err := safefile.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -412,20 +477,29 @@ func ReadNPZ(path string) (map[string]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := ReadNPZFrom(f, st.Size())
+	m, err := readNPZ(f, st.Size(), vet)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, nil
 }
 
-// ReadNPZFrom reads every array of an .npz archive of the given size.
-func ReadNPZFrom(r io.ReaderAt, size int64) (map[string]*tensor.Tensor, error) {
+// ReadNPZFrom reads every array of an .npz archive of the given size,
+// after vet (nil: none) has accepted its header.
+func ReadNPZFrom(r io.ReaderAt, size int64, vet Vet) (map[string]*tensor.Tensor, error) {
+	return readNPZ(r, size, vet)
+}
+
+// readNPZ reads every array of an .npz archive, each after vet accepted
+// it and within this machine's available memory; a member is all of its
+// array, as its header declares.
+func readNPZ(r io.ReaderAt, size int64, vet Vet) (map[string]*tensor.Tensor, error) {
 	zr, err := zip.NewReader(r, size)
 	if err != nil {
 		return nil, fmt.Errorf("npz: %w", err)
 	}
 	out := map[string]*tensor.Tensor{}
+	b := newBudget()
 	for _, f := range zr.File {
 		if strings.HasSuffix(f.Name, "/") {
 			continue // a directory entry
@@ -434,7 +508,7 @@ func ReadNPZFrom(r io.ReaderAt, size int64) (map[string]*tensor.Tensor, error) {
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("npz: duplicate member %q", f.Name)
 		}
-		t, err := readMember(f)
+		t, err := readMember(f, name, vet, b)
 		if err != nil {
 			return nil, fmt.Errorf("npz member %q: %w", f.Name, err)
 		}
@@ -443,22 +517,24 @@ func ReadNPZFrom(r io.ReaderAt, size int64) (map[string]*tensor.Tensor, error) {
 	return out, nil
 }
 
-func readMember(f *zip.File) (*tensor.Tensor, error) {
+// readMember reads the array of member f, called name.
+func readMember(f *zip.File, name string, vet Vet, b *budget) (*tensor.Tensor, error) {
 	rc, err := f.Open()
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	avail := int64(f.UncompressedSize64)
+	size := int64(f.UncompressedSize64)
 	if f.UncompressedSize64 > math.MaxInt64 {
-		avail = math.MaxInt64
+		size = math.MaxInt64
 	}
-	t, err := read(rc, avail, false)
+	t, err := read(source{r: rc, size: size, whole: true}, name, vet, b)
 	if err != nil {
 		return nil, err
 	}
-	// Read to the end so that the zip reader verifies the checksum.
-	if _, err := io.Copy(io.Discard, io.LimitReader(rc, 1<<20)); err != nil {
+	// Read to the end, so that the zip reader checks the member's
+	// length and checksum (it refuses bytes beyond its declared size).
+	if _, err := io.Copy(io.Discard, rc); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -494,11 +570,20 @@ func WriteNPZTo(w io.Writer, tensors map[string]*tensor.Tensor) error {
 	return zw.Close()
 }
 
-// AsDType is t, read from a .npy file, as a tensor of dtype dt: NumPy
-// has no bfloat16, so Write stores bf16 as f32, which AsDType converts
-// back; any other tensor is returned as it is.
+// Stored is the dtype a tensor of dtype dt is written as: itself, but
+// for bf16, which NumPy lacks, written as f32.
+func Stored(dt lang.DType) lang.DType {
+	if dt == lang.BF16 {
+		return lang.F32
+	}
+	return dt
+}
+
+// AsDType is t, read from a .npy file, as a tensor of dtype dt: a bf16
+// tensor is written as f32 (Stored), which AsDType converts back; any
+// other tensor is returned as it is.
 func AsDType(t *tensor.Tensor, dt lang.DType) *tensor.Tensor {
-	if dt != lang.BF16 || t.DType != lang.F32 {
+	if dt != lang.BF16 || t.DType != Stored(dt) {
 		return t
 	}
 	return tensor.FromFloats(lang.BF16, t.Shape, t.F)

@@ -5,7 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
+
 	"tofuc/runtime/safefile"
 )
 
@@ -44,8 +44,6 @@ type Plan struct {
 	// Seal is the SHA-256 of the plan's JSON without it (Write sets it):
 	// a plan changed after it was written is refused when it runs.
 	Seal string `json:"seal,omitempty"`
-	// changed is Read's finding that the file does not match its seal.
-	changed error
 }
 
 // Module is what one target compiled.
@@ -260,12 +258,16 @@ type OpaqueCall struct {
 	Shape []int64   `json:"result_shape"`
 }
 
-// Read loads a plan from a JSON file and checks it (Validate); whether
-// the file is the one tofuc wrote (its seal) Unchanged says, after a
-// runtime has compared the plan with its kernels (which names what
-// differs).
+// MaxPlanBytes bounds a plan's file: Read refuses a larger one before
+// reading it (a plan of a large model is a few MiB; decoding one takes
+// several times its size).
+const MaxPlanBytes = 256 << 20
+
+// Read loads a plan from a JSON file and checks it (Validate) and its
+// seal, before any of its files is opened: a plan changed after it was
+// written is refused.
 func Read(path string) (*Plan, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, MaxPlanBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -276,14 +278,11 @@ func Read(path string) (*Plan, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if seal := p.seal(); p.Seal != seal {
-		p.changed = fmt.Errorf("%s was changed after tofuc compile wrote it (its contents do not match its seal): compile the plan again", path)
+	if p.Seal != p.seal() {
+		return nil, fmt.Errorf("%s was changed after tofuc compile wrote it (its contents do not match its seal): compile the plan again", path)
 	}
 	return &p, nil
 }
-
-// Unchanged reports whether the plan Read read is the one tofuc wrote.
-func (p *Plan) Unchanged() error { return p.changed }
 
 // seal is the SHA-256 of the plan's JSON without its seal.
 func (p *Plan) seal() string {

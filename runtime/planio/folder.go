@@ -99,8 +99,8 @@ func (f *Folder) Write(dir string, w io.Writer) error {
 	return nil
 }
 
-// lastRun lists the files the last run wrote into dir (its Manifest):
-// paths inside dir only.
+// lastRun lists the files the last run wrote into dir (its Manifest;
+// Commit removes none outside dir).
 func lastRun(dir string) []string {
 	b, err := os.ReadFile(filepath.Join(dir, Manifest))
 	if err != nil {
@@ -108,7 +108,7 @@ func lastRun(dir string) []string {
 	}
 	var out []string
 	for _, rel := range strings.Split(string(b), "\n") {
-		if rel != "" && filepath.IsLocal(rel) && !strings.HasPrefix(rel, safefile.StagePrefix) {
+		if rel != "" && !strings.HasPrefix(rel, safefile.StagePrefix) {
 			out = append(out, rel)
 		}
 	}

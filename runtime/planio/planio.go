@@ -6,7 +6,6 @@
 package planio
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -53,9 +52,10 @@ func Specs(flags []string) (map[string]string, error) {
 	return out, nil
 }
 
-// Inputs reads every input of plan p from the file specs names for it;
-// an input without one is draw's (nil: an error naming the flag to give).
-// A file for no input of the plan is an error.
+// Inputs reads every input of plan p from the file specs names for it,
+// its header checked against the input's binding before its data is
+// read; an input without one is draw's (nil: an error naming the flag to
+// give). A file for no input of the plan is an error.
 func Inputs(p *plan.Plan, specs map[string]string, draw func(b plan.Binding) (*tensor.Tensor, error)) (map[string]*tensor.Tensor, error) {
 	out := map[string]*tensor.Tensor{}
 	for _, b := range p.Inputs {
@@ -71,7 +71,7 @@ func Inputs(p *plan.Plan, specs map[string]string, draw func(b plan.Binding) (*t
 			out[b.Name] = t
 			continue
 		}
-		t, err := npy.ReadFile(path)
+		t, err := npy.ReadFileVetted(path, func(_ string, dt lang.DType, shape []int) error { return fits(b, dt, shape, "input") })
 		if err != nil {
 			return nil, fmt.Errorf("--in %s: %w", b.Name, err)
 		}
@@ -103,8 +103,8 @@ func Match(bindings []plan.Binding, values map[string]*tensor.Tensor, what strin
 			missing = append(missing, b.Name)
 			continue
 		}
-		if t.DType.String() != b.DType || !sameShape(t.Shape, b.Shape) {
-			return fmt.Errorf("%s %s is %s%v, the plan wants %s%v", what, b.Name, t.DType, t.Shape, b.DType, b.Shape)
+		if err := fits(b, t.DType, t.Shape, what); err != nil {
+			return err
 		}
 	}
 	var extra []string
@@ -119,6 +119,19 @@ func Match(bindings []plan.Binding, values map[string]*tensor.Tensor, what strin
 		return fmt.Errorf("the %ss lack %s %s", what, plural(len(missing), what), strings.Join(missing, ", "))
 	case len(extra) > 0:
 		return fmt.Errorf("the plan has no %s %s", plural(len(extra), what), strings.Join(extra, ", "))
+	}
+	return nil
+}
+
+// fits checks a tensor of dtype dt and shape against its binding: one
+// of the dtype its binding's is stored as (npy.Stored: f32 for bf16) is
+// of its binding's, as npy.AsDType reads it.
+func fits(b plan.Binding, dt lang.DType, shape []int, what string) error {
+	if want := lang.ParseDType(b.DType); dt == npy.Stored(want) {
+		dt = want
+	}
+	if dt.String() != b.DType || !sameShape(shape, b.Shape) {
+		return fmt.Errorf("%s %s is %s%v, the plan wants %s%v", what, b.Name, dt, shape, b.DType, b.Shape)
 	}
 	return nil
 }
@@ -144,8 +157,10 @@ func sameShape(a []int, b []int64) bool {
 
 // Params reads the parameters of plan p compiled into dir and checks
 // them against the plan: from given, else from the file the plan
-// records (DIR/params.npz, checked against its length and hash; a plan
-// without parameters has none).
+// records (DIR/params.npz, checked against its length and SHA-256; a
+// plan without parameters has none). Each array's header is checked
+// against its binding before its data is read: an array for no
+// parameter, or of another dtype or shape, is refused unread.
 func Params(p *plan.Plan, dir, given string) (map[string]*tensor.Tensor, error) {
 	path, params, err := readParams(p, dir, given)
 	if err != nil || params == nil {
@@ -165,8 +180,19 @@ func Params(p *plan.Plan, dir, given string) (map[string]*tensor.Tensor, error) 
 // readParams reads the parameters of plan p: from given, else the
 // file the plan records in dir (nil, nil: the plan has none).
 func readParams(p *plan.Plan, dir, given string) (string, map[string]*tensor.Tensor, error) {
+	bindings := map[string]plan.Binding{}
+	for _, b := range p.Params {
+		bindings[b.Name] = b
+	}
+	vet := func(name string, dt lang.DType, shape []int) error {
+		b, ok := bindings[name]
+		if !ok {
+			return fmt.Errorf("the plan has no parameter %s", name)
+		}
+		return fits(b, dt, shape, "parameter")
+	}
 	if given != "" {
-		params, err := npy.ReadNPZ(given)
+		params, err := npy.ReadNPZVetted(given, vet)
 		if err != nil {
 			return given, nil, fmt.Errorf("parameters: %w", err)
 		}
@@ -180,11 +206,12 @@ func readParams(p *plan.Plan, dir, given string) (string, map[string]*tensor.Ten
 		return "", nil, fmt.Errorf("the plan records no parameters file: give the parameters with --params")
 	}
 	path := filepath.Join(dir, p.ParamsFile.Path)
-	data, err := p.ParamsFile.Read(dir)
+	f, err := p.ParamsFile.Open(dir)
 	if err != nil {
 		return path, nil, fmt.Errorf("parameters: %w", err)
 	}
-	params, err := npy.ReadNPZFrom(bytes.NewReader(data), int64(len(data)))
+	defer f.Close()
+	params, err := npy.ReadNPZFrom(f, p.ParamsFile.Bytes, vet)
 	if err != nil {
 		return path, nil, fmt.Errorf("parameters: %s: %w", path, err)
 	}

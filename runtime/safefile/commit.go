@@ -129,9 +129,9 @@ func Lock(dir string, exclusive bool) (unlock func(), err error) {
 
 // Commit moves every file of the staging folder into its destination
 // folder, at the same relative path, last (a relative path; "": none) after all
-// others, and then removes the files obsolete lists (relative paths;
-// called under the lock, before anything moves) that the stage did not
-// replace. Either all files are moved in, or none and dir is as it was
+// others, and then removes the files obsolete lists (paths inside dir,
+// relative to it; called under the lock, before anything moves) that
+// the stage did not replace. Either all files are moved in, or none and dir is as it was
 // (the error says which file failed).
 func (st *Staging) Commit(last string, obsolete func() []string) error {
 	stage, dir := st.Path, st.Dir
@@ -163,7 +163,7 @@ func (st *Staging) Commit(last string, obsolete func() []string) error {
 		written[rel] = true
 	}
 	for _, rel := range stale {
-		if !written[filepath.ToSlash(rel)] {
+		if filepath.IsLocal(rel) && !written[filepath.ToSlash(rel)] { // never a file outside dir
 			os.Remove(filepath.Join(dir, rel)) // gone already, or left: no plan names it
 		}
 	}

@@ -65,12 +65,17 @@ func obsolete(rels ...string) func() []string { return func() []string { return 
 func TestCommit(t *testing.T) {
 	old := map[string]string{"plan": "old plan", "sub/a": "old a", "gone": "old gone", "mine": "the user's"}
 	dir, stage := staged(t, old, map[string]string{"plan": "new plan", "sub/a": "new a", "sub/deep/b": "new b"})
-	if err := stage.Commit("plan", obsolete("plan", "sub/a", "gone", "missing")); err != nil {
+	outside := filepath.Join(filepath.Dir(dir), "outside")
+	write(t, filepath.Dir(dir), map[string]string{"outside": "not dir's"})
+	if err := stage.Commit("plan", obsolete("plan", "sub/a", "gone", "missing", "../outside", outside)); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"plan": "new plan", "sub/a": "new a", "sub/deep/b": "new b", "mine": "the user's"}
 	if got := files(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("after the commit the folder holds %v, want %v", got, want)
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Errorf("the commit removed a file outside its folder: %v", err)
 	}
 }
 
