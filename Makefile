@@ -54,9 +54,12 @@ run: deps build
 	@echo "outputs and parameters written under out/"
 
 test: EXTRA_PKGS = $(TEST_PKGS)
+# The largest package (cmd/tofuc) takes 5-8 minutes on two loaded
+# cores: past go test's default 10-minute limit for one package only on
+# a machine much slower than that, which the longer limit tolerates.
 test: deps
 	$(GO) vet ./...
-	$(GO) test ./...
+	$(GO) test -timeout 20m ./...
 
 # bench also times rule generation (TASO §2.3.2), optimises the ONNX light
 # models and checks every optimised light-random model against the original

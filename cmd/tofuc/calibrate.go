@@ -70,8 +70,10 @@ func calibrate(f benchFlags, stderr io.Writer) (cost.TopologyDevice, error) {
 		paths = append(paths, path)
 		c.Graphs = append(c.Graphs, m.Graph)
 	}
+	// Unoptimised: the kernels timed are those of the reference
+	// contractions as written, which a rewrite could turn into others.
 	c.Time = func(i int) (cost.Timing, error) {
-		res, err := bench(paths[i], benchFlags{backend: "cpu", runs: f.runs, threads: f.threads, seed: f.seed}, pipeline.Options{}, nil, stderr)
+		res, err := bench(paths[i], benchFlags{backend: "cpu", runs: f.runs, threads: f.threads, seed: f.seed}, pipeline.Options{NoOptimize: true}, nil, stderr)
 		if err != nil {
 			return cost.Timing{}, err
 		}

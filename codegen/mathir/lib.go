@@ -15,7 +15,7 @@ import (
 )
 
 // Prefix starts the name of every function and global the library
-// defines (NVPTX writes the dots as `_$_`).
+// defines (a GPU target's assembler may write the dots as `_$_`).
 const Prefix = "tofuc.math."
 
 // Lib adds TDL's math functions to an llir module on demand.

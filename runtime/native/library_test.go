@@ -28,7 +28,7 @@ func sharedObject(t *testing.T) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	so, err := tools.Link(context.Background(), [][]byte{obj}, nil)
+	so, err := tools.Link(context.Background(), [][]byte{obj}, []string{native.RequiresSource(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
