@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"tofuc/lang"
 	"tofuc/runtime/native"
@@ -65,6 +66,12 @@ func (pr *Program) write(bindings []plan.Binding, values map[string]*tensor.Tens
 		if t.DType.String() != b.DType || fmt.Sprint(ints64(t.Shape)) != fmt.Sprint(b.Shape) {
 			return fmt.Errorf("%s %s is %s%v, the plan wants %s%v", what, b.Name, t.DType, t.Shape, b.DType, b.Shape)
 		}
+		if mem, ok := pr.wholeOnHost(b); ok {
+			if err := native.Encode(t, mem); err != nil {
+				return err
+			}
+			continue
+		}
 		host := make([]byte, int64(t.Len())*int64(t.DType.Size()))
 		if err := native.Encode(t, host); err != nil {
 			return err
@@ -86,6 +93,9 @@ func (pr *Program) write(bindings []plan.Binding, values map[string]*tensor.Tens
 func (pr *Program) read(b plan.Binding) (*tensor.Tensor, error) {
 	dt := lang.ParseDType(b.DType)
 	shape := ints(b.Shape)
+	if mem, ok := pr.wholeOnHost(b); ok {
+		return native.Decode(dt, shape, mem)
+	}
 	host := make([]byte, int64(tensor.NumElements(shape))*int64(dt.Size()))
 	for _, tile := range b.Tiles {
 		buf := pr.Plan.Buffers[tile.Buffer]
@@ -100,6 +110,24 @@ func (pr *Program) read(b plan.Binding) (*tensor.Tensor, error) {
 		}
 	}
 	return native.Decode(dt, shape, host)
+}
+
+// wholeOnHost returns the memory of b's tile when it is b's only one,
+// holds the whole tensor and lies on a host device (the inputs and
+// outputs of a plan of one host device): Run encodes and decodes those in
+// place, without a copy through a buffer of its own (1.6 ms of a 1024²
+// matmul's 15 ms run).
+func (pr *Program) wholeOnHost(b plan.Binding) ([]byte, bool) {
+	if len(b.Tiles) != 1 {
+		return nil, false
+	}
+	buf := pr.Plan.Buffers[b.Tiles[0].Buffer]
+	dev, ok := pr.devs[buf.Device].(HostDevice)
+	if !ok || buf.DType != b.DType || !slices.Equal(buf.Shape, b.Shape) {
+		return nil, false
+	}
+	mem, err := dev.Bytes(pr.addr(b.Tiles[0].Buffer), buf.Bytes)
+	return mem, err == nil
 }
 
 // timer holds the events recorded around every launch of a list, for
