@@ -12,6 +12,7 @@ import (
 	"tofuc/codegen/kernel"
 	"tofuc/codegen/target"
 	"tofuc/lang"
+	"tofuc/lang/precision"
 	"tofuc/runtime/plan"
 )
 
@@ -44,9 +45,11 @@ type view struct {
 	offset int64
 }
 
-func newBuilder(model string, devices int) *builder {
+// newBuilder starts the plan of a model over devices, its kernels
+// computing in mode prec.
+func newBuilder(model string, devices int, prec precision.Mode) *builder {
 	return &builder{
-		p: &plan.Plan{Version: plan.Version, Model: model, Devices: devices,
+		p: &plan.Plan{Version: plan.Version, Model: model, Devices: devices, Precision: prec,
 			ArenaBytes: make([]int64, devices), Init: make([][]plan.Step, devices), Steps: make([][]plan.Step, devices)},
 		bufferOf: map[any]int{},
 		kernelOf: map[string]int{},
@@ -187,7 +190,7 @@ func (b *builder) opaqueSteps(device int, init bool, k *kernel.Kernel) error {
 
 // kernel returns the plan index of k, compiled once per distinct IR.
 func (b *builder) kernel(k *kernel.Kernel) (int, error) {
-	name, err := kernelName(k)
+	name, err := kernelName(k, b.p.Precision)
 	if err != nil {
 		return 0, err
 	}
@@ -262,7 +265,7 @@ func kernelFLOPs(k *kernel.Kernel) (int64, error) {
 // machine): the same lambda on the same shapes and dtypes gets the same
 // name, whatever the targets built. A GPU-only kernel's name differs
 // from that of the same kernel run by both.
-func kernelName(k *kernel.Kernel) (string, error) {
+func kernelName(k *kernel.Kernel, prec precision.Mode) (string, error) {
 	text := ""
 	naming := target.Naming()
 	lowerings := []emit.Machine{naming}
@@ -273,7 +276,7 @@ func kernelName(k *kernel.Kernel) (string, error) {
 		text = "gpu only\n"
 	}
 	for _, mc := range lowerings {
-		m := newModule(mc)
+		m := newModule(mc, prec)
 		if err := m.Add("kernel", k); err != nil {
 			return "", err
 		}

@@ -14,6 +14,7 @@ import (
 	"tofuc/codegen/target"
 	"tofuc/codegen/toolchain"
 	"tofuc/lang/ir"
+	"tofuc/lang/precision"
 	"tofuc/runtime/plan"
 )
 
@@ -29,6 +30,8 @@ type Options struct {
 	Tools *toolchain.Tools
 	// Progress, when not nil, is called as each module is compiled.
 	Progress func(done, total int)
+	// Precision is the arithmetic of the kernels (lang/precision).
+	Precision precision.Mode
 	// FailedDir is where a module that fails to compile is kept, as
 	// kernels/mN.failed.ll, for the person reading the error ("": the
 	// output folder).
@@ -55,7 +58,7 @@ type Compiled struct {
 // plan.json and the artefacts opts.Emit asks for.
 func Compile(g *ir.Graph, dir string, opts Options) (*Compiled, error) {
 	start := time.Now()
-	b := newBuilder(g.Name, 1)
+	b := newBuilder(g.Name, 1, opts.Precision)
 	if err := b.singleDevice(g); err != nil {
 		return nil, err
 	}
@@ -205,7 +208,7 @@ func (b *builder) compileModule(ids []int, targets []target.Target, want target.
 		if _, ok := texts[mc]; ok {
 			continue
 		}
-		m := newModule(mc)
+		m := newModule(mc, b.p.Precision)
 		for _, id := range ids {
 			k := &b.p.Kernels[id]
 			if err := m.Add(k.Name, b.units[id]); err != nil {
@@ -233,10 +236,10 @@ func (b *builder) compileModule(ids []int, targets []target.Target, want target.
 }
 
 // newModule starts a module in the lowering of machine mc (nil: the
-// host flavour).
-func newModule(mc emit.Machine) *emit.Module {
+// host flavour) computing in mode p.
+func newModule(mc emit.Machine, p precision.Mode) *emit.Module {
 	if mc == nil {
-		return emit.NewHostModule()
+		return emit.NewHostModule(p)
 	}
-	return emit.NewGPUModule(mc)
+	return emit.NewGPUModule(mc, p)
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"tofuc/analysis/rounding"
 
 	"tofuc/internal/modelcase"
 	"tofuc/lang"
@@ -74,7 +75,7 @@ func TestWriteGPUChecks(t *testing.T) {
 					check.Inputs[fmt.Sprintf("%s.in%d", tc.name, i)] = x
 				}
 				for i, w := range tc.c.Want {
-					check.Tolerance[fmt.Sprintf("%s.out%d", tc.name, i)] = twice(tolerance(tc.c.Inst, w.DType))
+					check.Tolerance[fmt.Sprintf("%s.out%d", tc.name, i)] = twice(tensor.Reordered(w.DType, rounding.ReductionLength(tc.c.Inst)))
 				}
 			}
 			writeCheck(t, c.Plan, dir, check)

@@ -49,7 +49,7 @@ type (
 // Kernels of different nodes are not fused across devices.
 func CompilePartitioned(eg *execution.Graph, g *ir.Graph, dir string, opts Options) (*Compiled, error) {
 	start := time.Now()
-	b := newBuilder(g.Name, eg.Devices)
+	b := newBuilder(g.Name, eg.Devices, opts.Precision)
 	pb := &partitioned{builder: b, eg: eg, lastWrite: map[tileKey]int{}}
 	if err := pb.build(g); err != nil {
 		return nil, err

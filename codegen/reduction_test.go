@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"tofuc/lang"
+	"tofuc/lang/precision"
 )
 
 // TestReductionKernelArguments: a reduce step's kernel takes the parts in
@@ -13,7 +14,7 @@ import (
 // +0 and -0, or which NaN, a max keeps).
 func TestReductionKernelArguments(t *testing.T) {
 	for _, reducer := range []string{"sum", "prod", "max", "min"} {
-		b := newBuilder("m", 2)
+		b := newBuilder("m", 2, precision.Exact)
 		idx, err := b.reductionKernel(reducer, lang.F32, []int64{4, 3}, 3)
 		if err != nil {
 			t.Fatal(reducer, err)

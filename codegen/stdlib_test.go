@@ -12,6 +12,7 @@ import (
 
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
+	"tofuc/analysis/rounding"
 	"tofuc/analysis/schedule"
 	"tofuc/codegen"
 	"tofuc/codegen/emit"
@@ -20,6 +21,7 @@ import (
 	"tofuc/internal/opcase"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/lang/precision"
 	"tofuc/runtime/interp"
 	"tofuc/runtime/tensor"
 )
@@ -157,9 +159,11 @@ func lowerInstance(inst *ir.Instance) error {
 		if err != nil {
 			return err
 		}
-		for _, m := range []*emit.Module{emit.NewGPUModule(target.Naming()), emit.NewHostModule()} {
-			if err := m.Add("k", k); err != nil {
-				return err
+		for _, p := range []precision.Mode{precision.Exact, precision.F32} {
+			for _, m := range []*emit.Module{emit.NewGPUModule(target.Naming(), p), emit.NewHostModule(p)} {
+				if err := m.Add("k", k); err != nil {
+					return fmt.Errorf("%s: %w", p, err)
+				}
 			}
 		}
 	}
@@ -176,11 +180,15 @@ func TestStdlibCompiles(t *testing.T) {
 	type pass struct {
 		dt    lang.DType
 		large bool
+		prec  precision.Mode
 	}
-	passes := []pass{{lang.F32, false}, {lang.F32, true}}
+	passes := []pass{{lang.F32, false, precision.Exact}, {lang.F32, true, precision.Exact}, {lang.F32, false, precision.F32}, {lang.F32, true, precision.F32}}
 	if !testing.Short() {
 		for _, dt := range []lang.DType{lang.F64, lang.F16, lang.BF16, lang.I32, lang.I8, lang.U8, lang.I64, lang.Bool} {
-			passes = append(passes, pass{dt, false})
+			passes = append(passes, pass{dt, false, precision.Exact})
+		}
+		for _, dt := range []lang.DType{lang.F64, lang.F16, lang.BF16} {
+			passes = append(passes, pass{dt, false, precision.F32})
 		}
 	}
 	for _, ps := range passes {
@@ -189,13 +197,16 @@ func TestStdlibCompiles(t *testing.T) {
 		if ps.large {
 			name += "-large"
 		}
+		if ps.prec != precision.Exact {
+			name += "-" + ps.prec.String()
+		}
 		t.Run(name, func(t *testing.T) {
 			cases, unsupported := lowerable(stdlibCases(t, dt, ps.large))
 			for _, e := range unsupported {
 				t.Errorf("does not lower: %s", e)
 			}
 			dir := t.TempDir()
-			c, err := codegen.Compile(graphOf(cases), dir, codegen.Options{Tools: tl})
+			c, err := codegen.Compile(graphOf(cases), dir, codegen.Options{Tools: tl, Precision: ps.prec})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -231,20 +242,31 @@ func TestStdlibCompiles(t *testing.T) {
 					inputs[fmt.Sprintf("%s.in%d", tc.name, i)] = x
 				}
 			}
+			expected := make([]*rounding.Expected, len(cases))
+			for i, tc := range cases {
+				if expected[i], err = rounding.Expect(tc.c.Inst, tc.c.Inputs, ps.prec); err != nil {
+					t.Fatalf("%s: %v", tc.name, err)
+				}
+			}
 			for _, run := range loadPlan(t, c.Plan, dir, true) {
 				got, err := run.p.Run(inputs, nil)
 				if err != nil {
 					t.Fatalf("%s: %v", run.name, err)
 				}
 				var bad []string
-				for _, tc := range cases {
-					for i, w := range tc.c.Want {
+				used, closest := 0.0, ""
+				for k, tc := range cases {
+					for i := range tc.c.Want {
 						name := fmt.Sprintf("%s.out%d", tc.name, i)
-						if err := tensor.Compare(got[name], w, tolerance(tc.c.Inst, w.DType)); err != nil {
+						if err := expected[k].Compare(i, got[name]); err != nil {
 							bad = append(bad, fmt.Sprintf("%s: %s: %v", run.name, name, err))
+						}
+						if u := expected[k].Used(i, got[name]); u > used {
+							used, closest = u, name
 						}
 					}
 				}
+				t.Logf("%s: the closest output to its tolerance, %s, uses %.2g of it", run.name, closest, used)
 				sort.Strings(bad)
 				for _, b := range bad {
 					t.Error(b)
@@ -252,26 +274,4 @@ func TestStdlibCompiles(t *testing.T) {
 			}
 		})
 	}
-}
-
-// tolerance is the policy's tolerance for reordered sums, for the longest
-// reduction of inst.
-func tolerance(inst *ir.Instance, dt lang.DType) tensor.Tolerance {
-	n := int64(1)
-	for _, ds := range [][]*ir.Def{inst.Locals, inst.Outputs} {
-		for _, d := range ds {
-			ir.Walk(d.Body, func(e ir.Expr) bool {
-				if r, ok := e.(*ir.Reduce); ok {
-					m := int64(1)
-					for _, v := range r.Vars {
-						c, _ := v.Extent.IsConst()
-						m *= c
-					}
-					n = max(n, m)
-				}
-				return true
-			})
-		}
-	}
-	return tensor.Reordered(dt, int(n))
 }

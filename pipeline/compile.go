@@ -17,6 +17,7 @@ import (
 	"tofuc/codegen/target"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/lang/precision"
 	"tofuc/rewrite/search"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/npy"
@@ -38,6 +39,9 @@ type Options struct {
 	Train *autodiff.TrainOptions
 	// NoOptimize skips the verified rewrites of an inference graph.
 	NoOptimize bool
+	// Precision is the arithmetic of the compiled kernels
+	// (lang/precision; part of the compile cache's key, as every option).
+	Precision precision.Mode
 	// Emit lists the artefacts to write besides plan.json
 	// (ArtefactNames: the targets', and "report" writes the report);
 	// nil: all.
@@ -172,7 +176,7 @@ func compile(m *Model, dir, final string, opts Options) (*Result, error) {
 	if err := exec.CheckMemory("the initial parameters of "+name, paramBytes(g)); err != nil {
 		return nil, err
 	}
-	copts := codegen.Options{Emit: emit, Jobs: opts.Jobs, FailedDir: final, Progress: func(done, total int) { p.Count("compiling kernel modules", done, total) }}
+	copts := codegen.Options{Emit: emit, Jobs: opts.Jobs, Precision: opts.Precision, FailedDir: final, Progress: func(done, total int) { p.Count("compiling kernel modules", done, total) }}
 	var c *codegen.Compiled
 	if opts.Devices <= 1 {
 		p.Show("lowering %d operators", len(g.Nodes))

@@ -13,6 +13,7 @@ import (
 
 	"tofuc/analysis/cost"
 	"tofuc/codegen/peak"
+	"tofuc/lang/precision"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/npy"
 	"tofuc/runtime/planio"
@@ -31,6 +32,7 @@ type benchFlags struct {
 	devices    int
 	memory     int64
 	noOptimize bool
+	precision  precision.Mode
 	keep       string
 }
 
@@ -76,12 +78,13 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.devices, "devices", 1, "compiled backends: compile for N devices, as tofuc compile --devices")
 	fs.Var((*byteSize)(&f.memory), "memory", "compiled backends, with --devices: the memory per device, as tofuc compile --memory")
 	fs.BoolVar(&f.noOptimize, "no-optimize", false, "compiled backends: skip the verified rewrites, as tofuc compile --no-optimize")
+	registerPrecision(fs, &f.precision, "compiled backends: ")
 	fs.StringVar(&f.keep, "keep", "", "compiled backends: keep the plan timed in DIR (what tofuc compile -o DIR writes, for tofuc run)")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
 	modelFlags := false
-	for _, name := range []string{"backend", "json", "model", "set", "in", "params", "topology", "devices", "memory", "no-optimize", "keep"} {
+	for _, name := range []string{"backend", "json", "model", "set", "in", "params", "topology", "devices", "memory", "no-optimize", "precision", "keep"} {
 		modelFlags = modelFlags || fs.Changed(name)
 	}
 	switch {
@@ -102,7 +105,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	case fs.NArg() != 1:
 		return usageError(stderr, "bench", "expected one MODEL file")
 	}
-	opts, err := compileOptions(f.devices, f.memory, f.noOptimize, &trainFlags{}, false)
+	opts, err := compileOptions(f.devices, f.memory, f.noOptimize, f.precision, &trainFlags{}, false)
 	if err != nil {
 		return usageError(stderr, "bench", "%v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"tofuc/analysis/partition"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/lang/precision"
 	"tofuc/pipeline"
 )
 
@@ -21,6 +22,7 @@ type compileFlags struct {
 	memory           int64
 	seed             uint64
 	noOptimize       bool
+	precision        precision.Mode
 	train            trainFlags
 }
 
@@ -34,6 +36,7 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.model, "model", "", "the model to compile (default: the only one)")
 	fs.StringArrayVar(&f.sets, "set", nil, "override a model attribute, NAME=VALUE (repeatable)")
 	fs.BoolVar(&f.noOptimize, "no-optimize", false, "skip the verified rewrites (tofuc optimize) of an inference graph")
+	registerPrecision(fs, &f.precision, "")
 	fs.IntVar(&f.jobs, "jobs", 0, "llc processes at once (0: all cores)")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of the parameters the model's weights do not give (written to DIR/params.npz)")
 	f.train.register(fs)
@@ -64,7 +67,7 @@ func (f *compileFlags) validate(nargs int, trainChanged bool) (pipeline.Options,
 	case f.jobs < 0:
 		return pipeline.Options{}, fmt.Errorf("--jobs must not be negative")
 	}
-	opts, err := compileOptions(f.devices, f.memory, f.noOptimize, &f.train, trainChanged)
+	opts, err := compileOptions(f.devices, f.memory, f.noOptimize, f.precision, &f.train, trainChanged)
 	if err != nil {
 		return opts, err
 	}
@@ -82,7 +85,7 @@ func (f *compileFlags) validate(nargs int, trainChanged bool) (pipeline.Options,
 // compileOptions are the pipeline's options for the flags compile shares
 // with the compiled backends of eval and bench, so that the same flags
 // build the same plan.
-func compileOptions(devices int, memory int64, noOptimize bool, train *trainFlags, trainChanged bool) (pipeline.Options, error) {
+func compileOptions(devices int, memory int64, noOptimize bool, prec precision.Mode, train *trainFlags, trainChanged bool) (pipeline.Options, error) {
 	switch {
 	case devices < 1 || devices > partition.MaxDevices:
 		return pipeline.Options{}, fmt.Errorf("--devices must be 1 to %d", partition.MaxDevices)
@@ -91,7 +94,7 @@ func compileOptions(devices int, memory int64, noOptimize bool, train *trainFlag
 	case !train.train && trainChanged:
 		return pipeline.Options{}, fmt.Errorf("--loss, --optimizer and --lr go with --train")
 	}
-	opts := pipeline.Options{Devices: devices, Memory: memory, NoOptimize: noOptimize}
+	opts := pipeline.Options{Devices: devices, Memory: memory, NoOptimize: noOptimize, Precision: prec}
 	if train.train {
 		if err := train.validate(); err != nil {
 			return pipeline.Options{}, err

@@ -17,6 +17,7 @@ import (
 	"tofuc/analysis/check"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/lang/precision"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/interp"
 	"tofuc/runtime/npy"
@@ -37,6 +38,7 @@ type evalFlags struct {
 	devices    int
 	memory     int64
 	noOptimize bool
+	precision  precision.Mode
 }
 
 func runEval(args []string, stdout, stderr io.Writer) int {
@@ -58,6 +60,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.devices, "devices", 1, "compiled backends: compile for N devices, as tofuc compile --devices")
 	fs.Var((*byteSize)(&f.memory), "memory", "compiled backends, with --devices: the memory per device, as tofuc compile --memory")
 	fs.BoolVar(&f.noOptimize, "no-optimize", false, "compiled backends: skip the verified rewrites, as tofuc compile --no-optimize")
+	registerPrecision(fs, &f.precision, "compiled backends: ")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
@@ -84,8 +87,8 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "eval", "--op runs on the interpreter (compile a model to use --backend %s)", f.backend)
 	case !slices.Contains(pipeline.BackendNames, f.backend):
 		return usageError(stderr, "eval", "unknown backend %q (expected %s)", f.backend, strings.Join(pipeline.BackendNames, ", "))
-	case f.backend == "interp" && (fs.Changed("devices") || fs.Changed("memory") || fs.Changed("no-optimize")):
-		return usageError(stderr, "eval", "--devices, --memory and --no-optimize go with a compiled --backend")
+	case f.backend == "interp" && (fs.Changed("devices") || fs.Changed("memory") || fs.Changed("no-optimize") || fs.Changed("precision")):
+		return usageError(stderr, "eval", "--devices, --memory, --no-optimize and --precision go with a compiled --backend")
 	case f.train.validate() != nil:
 		return usageError(stderr, "eval", "%v", f.train.validate())
 	}
@@ -100,7 +103,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	opts, err := compileOptions(f.devices, f.memory, f.noOptimize, &f.train, false)
+	opts, err := compileOptions(f.devices, f.memory, f.noOptimize, f.precision, &f.train, false)
 	if err != nil {
 		return usageError(stderr, "eval", "%v", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"tofuc/analysis/check"
 	"tofuc/frontend/onnx/conform"
+	"tofuc/lang/precision"
 	"tofuc/pipeline"
 )
 
@@ -22,12 +23,16 @@ func runONNXTest(args []string, stdout, stderr io.Writer) int {
 	backendName := fs.String("backend", "interp", "how to run the models: interp (the reference interpreter), cpu (compiled host kernels) or simt (compiled GPU kernels, emulated)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up on a test after this long (it fails)")
 	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "tests run at once")
+	var prec precision.Mode
+	registerPrecision(fs, &prec, "with --backend cpu or simt: ")
 	explain := fs.Bool("explain", false, "when float outputs fail, evaluate in float64 and say how far each side is from it")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
-	b, err := pipeline.NewBackend(*backendName, nil, pipeline.Options{}, 0)
+	b, err := pipeline.NewBackend(*backendName, nil, pipeline.Options{Precision: prec}, 0)
 	switch {
+	case err == nil && *backendName == "interp" && fs.Changed("precision"):
+		return usageError(stderr, "onnx-test", "--precision goes with a compiled --backend")
 	case err != nil:
 		return usageError(stderr, "onnx-test", "%v", err)
 	case fs.NArg() == 0:

@@ -9,6 +9,7 @@ import (
 
 	"tofuc/codegen/kernel"
 	"tofuc/lang/ir"
+	"tofuc/lang/precision"
 )
 
 // The host flavour of a contraction is a packed, cache-blocked matrix
@@ -24,10 +25,10 @@ import (
 // 1 MiB of L2; and there are at least four tasks where the shape
 // allows, so that every thread has work (Split). Products accumulate in
 // f32 with fused multiply-adds within a block of KC, and the blocks'
-// sums are added in f32 where there are at most 4 blocks, else in
-// double (F32Sums): a contraction's result differs from the
-// interpreter's (which sums in float64) within the reordered-sum
-// tolerance.
+// sums are added in f32 where there are at most 4 blocks or the
+// precision mode computes in f32, else in double (F32Sums): in the exact
+// mode a contraction's result differs from the interpreter's (which sums
+// in float64) within the reordered-sum tolerance.
 const (
 	KC         = 256 // values of the depth per block
 	MC         = 240 // rows of A packed per block (a multiple of every MR)
@@ -259,7 +260,8 @@ func HostTile() (mr, nr, narrowCols int64) {
 // through L2, once per block in each micro-kernel call, and the
 // epilogue's reads halve (docs/decisions.md). Where the depth is one
 // block, C is that block's sums as they are and every result is the
-// same double as with double sums.
-func (s Shape) F32Sums() bool {
-	return CeilDiv(s.Depth, KC) <= f32Blocks && !s.Narrow()
+// same double as with double sums. In a mode that computes in f32
+// (precision.Mode.InF32), every depth's sums add in f32, as a BLAS's do.
+func (s Shape) F32Sums(p precision.Mode) bool {
+	return !s.Narrow() && (p.InF32() || CeilDiv(s.Depth, KC) <= f32Blocks)
 }

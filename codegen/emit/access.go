@@ -70,7 +70,7 @@ func (f *fn) access(a *tir.Access) value.Value {
 			return f.exprTo(a.Default, a.T.DType)
 		}
 		f.reportOutOfRange(site, checked, idx, shape)
-		return zero(a.T.DType)
+		return f.zero(a.T.DType)
 	})
 }
 
@@ -190,9 +190,10 @@ func (f *fn) reportOutOfRange(site int, checked []bool, idx []value.Value, shape
 	})
 }
 
-func zero(dt lang.DType) value.Value {
+// zero is 0 in the domain of dt.
+func (f *fn) zero(dt lang.DType) value.Value {
 	if dt.IsFloat() {
-		return f64(0)
+		return f.float(0, dt)
 	}
 	return i64(0)
 }

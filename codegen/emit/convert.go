@@ -3,6 +3,7 @@ package emit
 import (
 	"math"
 
+	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
@@ -13,9 +14,11 @@ import (
 // convert converts x, a domain value of dtype from, to dtype to as the
 // interpreter's Cast does; floats are rounded to a float target only when
 // round is set (an explicit cast or a store).
+// In f32 (Module.domain) a value is rounded to f32 where it enters it.
 func (f *fn) convert(x value.Value, from, to lang.DType, round bool) value.Value {
 	switch {
 	case to.IsFloat() && from.IsFloat():
+		x = f.toDomain(x, to)
 		if !round || to == lang.F64 {
 			return x
 		}
@@ -23,16 +26,16 @@ func (f *fn) convert(x value.Value, from, to lang.DType, round bool) value.Value
 	case to.IsFloat():
 		var v value.Value
 		if from == lang.U64 {
-			v = f.b.NewUIToFP(x, types.Double)
+			v = f.b.NewUIToFP(x, f.m.domain(to))
 		} else {
-			v = f.b.NewSIToFP(x, types.Double)
+			v = f.b.NewSIToFP(x, f.m.domain(to))
 		}
 		if round && to != lang.F64 {
 			v = f.roundFloat(v, to)
 		}
 		return v
 	case from.IsFloat():
-		return f.floatToInt(x, to)
+		return f.floatToInt(f.widen(x), to)
 	}
 	if to == from || to == lang.I64 || to == lang.U64 || from == lang.Bool || intFits(from, to) {
 		return x
@@ -91,20 +94,60 @@ func (f *fn) floatToInt(x value.Value, to lang.DType) value.Value {
 	return f.wrap(v, to)
 }
 
-// roundFloat rounds a double to the precision of float dtype t, as
-// DType.RoundFloat does (f16 and bf16 through f32).
+// toDomain converts a float value to the domain of float dtype t
+// (Module.domain), rounding a double to f32.
+func (f *fn) toDomain(x value.Value, t lang.DType) value.Value {
+	want := f.m.domain(t)
+	switch {
+	case x.Type().Equal(want):
+		return x
+	case want.Equal(types.Float):
+		return f.b.NewFPTrunc(x, types.Float)
+	}
+	return f.widen(x)
+}
+
+// widen is a float value as a double (a constant stays a constant).
+func (f *fn) widen(x value.Value) value.Value {
+	if !x.Type().Equal(types.Float) {
+		return x
+	}
+	if c, ok := x.(*constant.Float); ok {
+		if c.NaN {
+			return f64(math.NaN())
+		}
+		v, _ := c.X.Float64()
+		return f64(v)
+	}
+	return f.b.NewFPExt(x, types.Double)
+}
+
+// roundFloat rounds a value in the domain of t to the precision of float
+// dtype t, as DType.RoundFloat does (f16 and bf16 through f32).
 func (f *fn) roundFloat(x value.Value, t lang.DType) value.Value {
-	single := f.b.NewFPTrunc(x, types.Float)
+	inF32 := x.Type().Equal(types.Float)
+	single := x
+	if !inF32 {
+		single = f.b.NewFPTrunc(x, types.Float)
+	}
+	var wide value.Value
 	switch t {
 	case lang.F32:
+		if inF32 {
+			return x
+		}
 		return f.b.NewFPExt(single, types.Double)
 	case lang.F16:
-		return f.b.NewCall(f.m.helper(f16ToDouble), f.b.NewCall(f.m.helper(floatToF16), single))
+		wide = f.b.NewCall(f.m.helper(f16ToDouble), f.b.NewCall(f.m.helper(floatToF16), single))
 	case lang.BF16:
-		return f.b.NewCall(f.m.helper(bf16ToDouble), f.b.NewCall(f.m.helper(floatToBF16), single))
+		wide = f.b.NewCall(f.m.helper(bf16ToDouble), f.b.NewCall(f.m.helper(floatToBF16), single))
+	default:
+		fail("cannot round to %s", t)
 	}
-	fail("cannot round to %s", t)
-	return nil
+	if inF32 {
+		return f.b.NewFPTrunc(wide, types.Float) // exact: a 16-bit float is an f32
+	}
+	return wide
 }
 
 // load reads element off of buffer p (stored as dtype dt) into the domain.
@@ -113,13 +156,13 @@ func (f *fn) load(p value.Value, off value.Value, dt lang.DType) value.Value {
 	x := f.b.NewLoad(st, f.b.NewGetElementPtr(st, p, off))
 	switch dt {
 	case lang.F32:
-		return f.b.NewFPExt(x, types.Double)
+		return f.toDomain(x, dt)
 	case lang.F64, lang.I64, lang.U64:
 		return x
 	case lang.F16:
-		return f.b.NewCall(f.m.helper(f16ToDouble), x)
+		return f.toDomain(f.b.NewCall(f.m.helper(f16ToDouble), x), dt)
 	case lang.BF16:
-		return f.b.NewCall(f.m.helper(bf16ToDouble), x)
+		return f.toDomain(f.b.NewCall(f.m.helper(bf16ToDouble), x), dt)
 	case lang.I8, lang.I16, lang.I32:
 		return f.b.NewSExt(x, types.I64)
 	}
@@ -133,15 +176,23 @@ func (f *fn) store(p value.Value, off value.Value, x value.Value, dt lang.DType)
 	var v value.Value
 	switch dt {
 	case lang.F32:
-		v = f.b.NewFPTrunc(x, types.Float)
+		v = f.single(x)
 	case lang.F64, lang.I64, lang.U64:
 		v = x
 	case lang.F16:
-		v = f.b.NewCall(f.m.helper(floatToF16), f.b.NewFPTrunc(x, types.Float))
+		v = f.b.NewCall(f.m.helper(floatToF16), f.single(x))
 	case lang.BF16:
-		v = f.b.NewCall(f.m.helper(floatToBF16), f.b.NewFPTrunc(x, types.Float))
+		v = f.b.NewCall(f.m.helper(floatToBF16), f.single(x))
 	default:
 		v = f.b.NewTrunc(x, st)
 	}
 	f.b.NewStore(v, f.b.NewGetElementPtr(st, p, off))
+}
+
+// single is a float value as an f32, rounding a double.
+func (f *fn) single(x value.Value) value.Value {
+	if x.Type().Equal(types.Float) {
+		return x
+	}
+	return f.b.NewFPTrunc(x, types.Float)
 }

@@ -12,13 +12,14 @@ import (
 	tir "tofuc/lang/ir"
 )
 
-// expr lowers e to its value in the domain of its dtype: a double for a
-// float dtype, an i64 (wrapped to the dtype) otherwise.
+// expr lowers e to its value in the domain of its dtype (Module.domain):
+// a double or a float for a float dtype, an i64 (wrapped to the dtype)
+// otherwise.
 func (f *fn) expr(e tir.Expr) value.Value {
 	switch e := e.(type) {
 	case *tir.Const:
 		if e.T.IsFloat() {
-			return f64(e.Float)
+			return f.float(e.Float, e.T)
 		}
 		return i64(e.T.WrapInt(e.Int))
 	case *tir.Size:
@@ -42,6 +43,9 @@ func (f *fn) expr(e tir.Expr) value.Value {
 	case *tir.Select:
 		return f.selectExpr(e)
 	case *tir.Cast:
+		if v, ok := constValue(e.X); ok && e.T.IsFloat() {
+			return f.float(e.T.RoundFloat(v), e.T)
+		}
 		return f.convert(f.expr(e.X), e.X.Type(), e.T, true)
 	case *tir.Call:
 		return f.call(e)
@@ -57,9 +61,95 @@ func (f *fn) expr(e tir.Expr) value.Value {
 	return nil
 }
 
-// exprTo lowers e converted implicitly (no float rounding) to dtype t.
+// exprTo lowers e converted implicitly (no float rounding) to dtype t. A
+// float constant is made in t's domain from its value, as the
+// interpreter, which holds it in double, uses it (a constant of an f32
+// attribute in an f64 expression is not rounded to f32 first).
 func (f *fn) exprTo(e tir.Expr, t lang.DType) value.Value {
+	if v, ok := constValue(e); ok && t.IsFloat() {
+		return f.float(v, t)
+	}
 	return f.convert(f.expr(e), e.Type(), t, false)
+}
+
+// constCall is the value of a float function of constants, computed by
+// TDL's definition of the function (codegen/mathir computes the same
+// bits at run time).
+func constCall(e *tir.Call) (float64, bool) {
+	if !e.T.IsFloat() || e.Fn == "isnan" || e.Fn == "isinf" {
+		return 0, false
+	}
+	args := make([]float64, len(e.Args))
+	p := e.Args[0].Type()
+	for i, a := range e.Args {
+		v, ok := constValue(a)
+		if !ok {
+			return 0, false
+		}
+		args[i] = v
+		p = lang.Promote(p, a.Type())
+	}
+	if !p.IsFloat() {
+		switch e.Fn {
+		case "abs", "max", "min", "sign":
+			return 0, false // of integers, an integer
+		}
+	}
+	switch unary, binary := tir.FloatFunc(e.Fn); {
+	case unary != nil && len(args) == 1:
+		return unary(args[0]), true
+	case binary != nil && len(args) == 2:
+		return binary(args[0], args[1]), true
+	}
+	return 0, false
+}
+
+// constValue is the value of a float expression of constants only (the
+// arithmetic of literals and attributes: 1 - momentum), computed in
+// double as the interpreter computes it; ok is false for any other
+// expression. A kernel in f32 then rounds the value once, where it meets
+// a value computed in f32, not each literal.
+func constValue(e tir.Expr) (v float64, ok bool) {
+	switch e := e.(type) {
+	case *tir.Const:
+		if e.T.IsFloat() {
+			return e.Float, true
+		}
+		return float64(e.Int), e.T.IsSigned() || e.T.Bits() < 64
+	case *tir.Size:
+		n, ok := e.D.IsConst()
+		return float64(n), ok
+	case *tir.Cast:
+		if x, ok := constValue(e.X); ok && e.T.IsFloat() {
+			return e.T.RoundFloat(x), true
+		}
+	case *tir.Call:
+		return constCall(e)
+	case *tir.Unary:
+		if x, ok := constValue(e.X); ok && e.Op == "-" && e.T.IsFloat() {
+			return -x, true
+		}
+	case *tir.Binary:
+		if !e.T.IsFloat() || !lang.Promote(e.L.Type(), e.R.Type()).IsFloat() {
+			return 0, false
+		}
+		a, okA := constValue(e.L)
+		b, okB := constValue(e.R)
+		if !okA || !okB {
+			return 0, false
+		}
+		switch e.Op {
+		case tir.OpAdd:
+			return a + b, true
+		case tir.OpSub:
+			return a - b, true
+		case tir.OpMul:
+			return a * b, true
+		case tir.OpDiv:
+			return a / b, true
+		}
+	}
+	return 0, false
 }
 
 func f64(x float64) value.Value {
@@ -69,7 +159,22 @@ func f64(x float64) value.Value {
 	return constant.NewFloat(types.Double, x)
 }
 
+// float is x in the domain of float dtype t: rounded to f32 where t
+// computes in f32.
+func (f *fn) float(x float64, t lang.DType) value.Value {
+	if f.m.domain(t) != types.Float {
+		return f64(x)
+	}
+	if math.IsNaN(x) {
+		return constant.NewFloat(types.Float, math.NaN())
+	}
+	return constant.NewFloat(types.Float, float64(float32(x)))
+}
+
 func (f *fn) binary(e *tir.Binary) value.Value {
+	if v, ok := constValue(e); ok {
+		return f.float(v, e.T)
+	}
 	if a, ok := tir.AffineOf(e, nil); ok {
 		if v, ok := f.affine(a); ok {
 			return v
@@ -90,7 +195,7 @@ func (f *fn) binary(e *tir.Binary) value.Value {
 	}
 	p := lang.Promote(lt, rt)
 	if p.IsFloat() {
-		a, b := f.exprTo(e.L, lang.F64), f.exprTo(e.R, lang.F64)
+		a, b := f.exprTo(e.L, p), f.exprTo(e.R, p)
 		if e.Op.IsComparison() {
 			return f.convert(f.b.NewZExt(f.b.NewFCmp(floatPred[e.Op], a, b), types.I64), lang.Bool, e.T, false)
 		}
@@ -109,7 +214,7 @@ func (f *fn) binary(e *tir.Binary) value.Value {
 		default:
 			fail("unknown binary operator %v", e.Op)
 		}
-		return f.convert(v, lang.F64, e.T, false)
+		return f.convert(v, p, e.T, false)
 	}
 	a, b := f.exprTo(e.L, p), f.exprTo(e.R, p)
 	unsigned := p == lang.U64
@@ -269,6 +374,9 @@ func (f *fn) speculatable(e tir.Expr) bool {
 }
 
 func (f *fn) call(e *tir.Call) value.Value {
+	if v, ok := constCall(e); ok {
+		return f.float(v, e.T)
+	}
 	p := e.Args[0].Type()
 	for _, a := range e.Args {
 		p = lang.Promote(p, a.Type())
@@ -281,21 +389,34 @@ func (f *fn) call(e *tir.Call) value.Value {
 			return f.convert(i64(0), lang.Bool, e.T, false)
 		}
 	}
+	if !p.IsFloat() {
+		p = lang.F64 // a float function of integers
+	}
 	args := make([]value.Value, len(e.Args))
 	for i, a := range e.Args {
-		args[i] = f.exprTo(a, lang.F64)
+		args[i] = f.exprTo(a, p)
 	}
 	switch e.Fn {
 	case "isnan":
 		return f.convert(f.b.NewZExt(f.b.NewFCmp(enum.FPredUNO, args[0], args[0]), types.I64), lang.Bool, e.T, false)
 	case "isinf":
 		abs := f.mathCall("abs", args[0])
-		return f.convert(f.b.NewZExt(f.b.NewFCmp(enum.FPredOEQ, abs, f64(math.Inf(1))), types.I64), lang.Bool, e.T, false)
+		return f.convert(f.b.NewZExt(f.b.NewFCmp(enum.FPredOEQ, abs, f.float(math.Inf(1), p)), types.I64), lang.Bool, e.T, false)
 	}
-	return f.convert(f.mathCall(e.Fn, args...), lang.F64, e.T, false)
+	return f.convert(f.mathCall(e.Fn, args...), p, e.T, false)
 }
 
+// mathCall calls the math library's function name (codegen/mathir, in
+// double) on args, all of one type: floats are widened to double and
+// the result rounded back to float.
 func (f *fn) mathCall(name string, args ...value.Value) value.Value {
+	if args[0].Type().Equal(types.Float) {
+		wide := make([]value.Value, len(args))
+		for i, a := range args {
+			wide[i] = f.widen(a)
+		}
+		return f.b.NewFPTrunc(f.mathCall(name, wide...), types.Float)
+	}
 	// A constant exponent gets a function of its own, without branches
 	// (mathir.FuncConstY).
 	if y, ok := args[len(args)-1].(*constant.Float); ok && name == "pow" && !y.NaN {
@@ -353,7 +474,7 @@ func (f *fn) reduce(r *tir.Reduce) value.Value {
 	outer := f.reassoc
 	f.reassoc = f.m.Flavour == Host && r.Kind == tir.Sum && r.T.IsFloat()
 	defer func() { f.reassoc = outer }()
-	if (r.Kind == tir.Max || r.Kind == tir.Min) && exactF32(r.Body) {
+	if (r.Kind == tir.Max || r.Kind == tir.Min) && exactF32(r.Body) && f.m.domain(lang.F32) == types.Double {
 		// The largest (smallest) of values that are all f32 is the same
 		// in f32 as in double: kept in f32, a pool's loop runs on
 		// twice the lanes.
@@ -362,7 +483,7 @@ func (f *fn) reduce(r *tir.Reduce) value.Value {
 		})
 		return f.b.NewFPExt(acc, types.Double)
 	}
-	acc := f.nest(r.Vars, identity(r.Kind, r.T), func(acc value.Value) value.Value {
+	acc := f.nest(r.Vars, f.identity(r.Kind, r.T), func(acc value.Value) value.Value {
 		return f.combine(r.Kind, r.T, acc, f.exprTo(r.Body, r.T))
 	})
 	return f.finishReduce(r.Kind, r.T, acc)
@@ -396,9 +517,9 @@ func identityFloat(kind tir.Reducer) float64 {
 }
 
 // identity is a reducer's identity in the domain of dtype t.
-func identity(kind tir.Reducer, t lang.DType) value.Value {
+func (f *fn) identity(kind tir.Reducer, t lang.DType) value.Value {
 	if t.IsFloat() {
-		return f64(identityFloat(kind))
+		return f.float(identityFloat(kind), t)
 	}
 	lo, hi := intRange(t)
 	switch kind {

@@ -9,6 +9,7 @@ import (
 
 	"tofuc/codegen/blocking"
 	"tofuc/codegen/kernel"
+	"tofuc/lang/precision"
 )
 
 // The host flavour of a contraction (kernel.GEMM) is a packed,
@@ -87,7 +88,7 @@ func (f *fn) newGemmTask(g *kernel.GEMM, s blocking.Shape, rows, cols int64) (*g
 	// C's rows are a line longer than its panels: rows a power of two
 	// apart (512 columns of doubles are 4 KiB) would put a tile's rows
 	// in the same sets of L1, evicting the panel of B.
-	sumType := sumTypeOf(s)
+	sumType := sumTypeOf(s, f.m.Precision)
 	t := &gemmTask{g: g, s: s, sumType: sumType, ldc: ncPad + CacheLine/sumSize(sumType)}
 	for i, a := range f.k.Args {
 		switch {
@@ -220,10 +221,11 @@ func (f *fn) sharedBlock(shared value.Value, s blocking.Shape, pc, jc value.Valu
 	return f.b.NewGetElementPtr(types.Float, shared, off)
 }
 
-// sumTypeOf is the type of s's sums in C: f32 where the blocking says
-// the blocks' sums add in f32 (blocking.Shape.F32Sums), else double.
-func sumTypeOf(s blocking.Shape) types.Type {
-	if s.F32Sums() {
+// sumTypeOf is the type of s's sums in C in precision mode p: f32 where
+// the blocking says the blocks' sums add in f32 (blocking.Shape.F32Sums),
+// else double.
+func sumTypeOf(s blocking.Shape, p precision.Mode) types.Type {
+	if s.F32Sums(p) {
 		return types.Float
 	}
 	return types.Double

@@ -1,7 +1,6 @@
 package emit
 
 import (
-	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
 	"tofuc/lang"
@@ -20,10 +19,7 @@ func (f *fn) gemmEpilogue(t *gemmTask, r0, rows, jc, nc value.Value) {
 	g := t.g
 	element := func(i, j value.Value) {
 		var c value.Value = f.b.NewLoad(t.sumType, f.b.NewGetElementPtr(t.sumType, t.cs, f.b.NewAdd(f.b.NewMul(i, i64(t.ldc)), j)))
-		if t.sumType != types.Double {
-			c = f.b.NewFPExt(c, types.Double)
-		}
-		f.hoisted = map[*tir.Reduce]value.Value{g.Sum: c}
+		f.hoisted = map[*tir.Reduce]value.Value{g.Sum: f.toDomain(c, g.Sum.T)}
 		out := f.flatOffset(varRefs(f.k.Vars), f.varValues(f.k.Vars), f.k.Shape)
 		f.store(f.bufs[len(f.bufs)-1], out, f.computeStages(), f.k.Out().DType)
 	}

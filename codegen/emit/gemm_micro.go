@@ -156,7 +156,7 @@ func (m *Module) gemmKernel(name string, sum types.Type) (fn *ir.Func, p gemmPar
 // void (float* ap, float* bp, S* c, i64 kc, i64 ld, i1 first)
 // computes C[i, j] (=, where first, else +=) Σ_k Ap[k·MR + i] · Bp[k·NR + j] for i < MR, j < NR (one
 // packed panel of B), C with row stride ld, summing in f32 in MR × 2 vector registers from zero and
-// adding the block's sums to C of type S = sumTypeOf(s) (widened to
+// adding the block's sums to C of type S = sumTypeOf(s, m.Precision) (widened to
 // double where S is).
 //
 // The cold kernel is for a panel's first strip and, where A is packed
@@ -168,7 +168,7 @@ func (m *Module) gemmKernel(name string, sum types.Type) (fn *ir.Func, p gemmPar
 // both near and have no prefetches to issue (measured in docs/codegen.md,
 // "Cold calls").
 func (m *Module) microKernel(s blocking.Shape, cold bool) *ir.Func {
-	sumType := sumTypeOf(s)
+	sumType := sumTypeOf(s, m.Precision)
 	name := fmt.Sprintf("tofuc.gemm.micro%dx%d.%s", s.MR, s.NR, sumType.LLString())
 	if cold {
 		name += ".cold"

@@ -455,7 +455,7 @@ func (f *fn) contiguousAlong(factor tir.Expr, k []*tir.Var) bool {
 }
 
 // factorF32 is a factor's value as an f32: a read of an f32 buffer is
-// loaded as it is stored; anything else is computed in double and
+// loaded as it is stored; anything else is computed in its domain and
 // rounded.
 func (f *fn) factorF32(e tir.Expr) value.Value {
 	if a, ok := e.(*tir.Access); ok && a.T.DType == lang.F32 {
@@ -463,7 +463,7 @@ func (f *fn) factorF32(e tir.Expr) value.Value {
 			return f.loadF32(a, src.Arg)
 		}
 	}
-	return f.b.NewFPTrunc(f.exprTo(e, lang.F64), types.Float)
+	return f.single(f.exprTo(e, lang.F32))
 }
 
 func zeroDefault(d tir.Expr) bool {

@@ -351,7 +351,7 @@ func (f *fn) blockReduce(r *tir.Reduce, tid, ntid value.Value) value.Value {
 	for i, v := range r.Vars {
 		shape[i] = extent(v)
 	}
-	acc := f.fold(tid, i64(n), ntid, identity(r.Kind, r.T), func(j, acc value.Value) value.Value {
+	acc := f.fold(tid, i64(n), ntid, f.identity(r.Kind, r.T), func(j, acc value.Value) value.Value {
 		f.unflatten(j, r.Vars, shape)
 		return f.combine(r.Kind, r.T, acc, f.convert(f.expr(r.Body), r.Body.Type(), r.T, false))
 	})
@@ -365,7 +365,7 @@ func (f *fn) blockReduce(r *tir.Reduce, tid, ntid value.Value) value.Value {
 	})
 	f.barrier()
 	warps := f.b.NewLShr(f.b.NewAdd(ntid, i64(31)), i64(5))
-	res := f.fold(i64(0), warps, i64(1), identity(r.Kind, r.T), func(w, a value.Value) value.Value {
+	res := f.fold(i64(0), warps, i64(1), f.identity(r.Kind, r.T), func(w, a value.Value) value.Value {
 		return f.combine(r.Kind, r.T, a, f.fromBits(f.b.NewLoad(types.I64, f.smemSlot(w)), r.T))
 	})
 	f.barrier()
@@ -378,9 +378,14 @@ func (f *fn) smemSlot(i value.Value) value.Value {
 
 func (f *fn) barrier() { f.m.Machine.Barrier(f.m, f.b) }
 
-// shuffleXor exchanges a 64-bit value with the lane whose index differs
-// in the bits of mask, as two 32-bit shuffles.
+// shuffleXor exchanges a domain value with the lane whose index differs
+// in the bits of mask: a float as one 32-bit shuffle, a double or an i64
+// as two.
 func (f *fn) shuffleXor(x value.Value, mask int64) value.Value {
+	if x.Type().Equal(types.Float) {
+		s := f.m.Machine.ShuffleXor(f.m, f.b, f.b.NewBitCast(x, types.I32), mask)
+		return f.b.NewBitCast(s, types.Float)
+	}
 	bits := f.bits(x)
 	lo := f.b.NewTrunc(bits, types.I32)
 	hi := f.b.NewTrunc(f.b.NewLShr(bits, i64(32)), types.I32)
@@ -393,17 +398,24 @@ func (f *fn) shuffleXor(x value.Value, mask int64) value.Value {
 	return out
 }
 
-// bits is a domain value (double or i64) as an i64.
+// bits is a domain value (double, float or i64) as an i64.
 func (f *fn) bits(x value.Value) value.Value {
-	if x.Type().Equal(types.Double) {
+	switch {
+	case x.Type().Equal(types.Double):
 		return f.b.NewBitCast(x, types.I64)
+	case x.Type().Equal(types.Float):
+		return f.b.NewZExt(f.b.NewBitCast(x, types.I32), types.I64)
 	}
 	return x
 }
 
+// fromBits is the domain value of dtype dt whose bits (bits) are x.
 func (f *fn) fromBits(x value.Value, dt lang.DType) value.Value {
-	if dt.IsFloat() {
+	switch f.m.domain(dt) {
+	case types.Double:
 		return f.b.NewBitCast(x, types.Double)
+	case types.Float:
+		return f.b.NewBitCast(f.b.NewTrunc(x, types.I32), types.Float)
 	}
 	return x
 }

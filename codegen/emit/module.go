@@ -16,6 +16,7 @@ import (
 	"tofuc/codegen/mathir"
 	"tofuc/lang"
 	tir "tofuc/lang/ir"
+	"tofuc/lang/precision"
 )
 
 // Flavour is the kind of machine a module is written for.
@@ -33,6 +34,9 @@ func (f Flavour) String() string { return [...]string{"gpu", "host"}[f] }
 // Module is an LLVM module of one flavour, holding kernels.
 type Module struct {
 	Flavour Flavour
+	// Precision is the arithmetic of the module's kernels
+	// (lang/precision): which float dtypes compute in f32 (domain).
+	Precision precision.Mode
 	// Machine is the GPU flavour's machine (nil for the host's).
 	Machine Machine
 	M       *ir.Module
@@ -47,14 +51,15 @@ type Module struct {
 	vectorize []metadata.Field
 }
 
-// NewHostModule starts an empty host-flavour module.
-func NewHostModule() *Module { return newModule(Host, nil) }
+// NewHostModule starts an empty host-flavour module computing in mode p.
+func NewHostModule(p precision.Mode) *Module { return newModule(Host, nil, p) }
 
-// NewGPUModule starts an empty GPU-flavour module for machine mc.
-func NewGPUModule(mc Machine) *Module { return newModule(GPU, mc) }
+// NewGPUModule starts an empty GPU-flavour module for machine mc
+// computing in mode p.
+func NewGPUModule(mc Machine, p precision.Mode) *Module { return newModule(GPU, mc, p) }
 
-func newModule(f Flavour, mc Machine) *Module {
-	m := &Module{Flavour: f, Machine: mc, M: ir.NewModule(), decls: map[string]*ir.Func{}}
+func newModule(f Flavour, mc Machine, p precision.Mode) *Module {
+	m := &Module{Flavour: f, Machine: mc, Precision: p, M: ir.NewModule(), decls: map[string]*ir.Func{}}
 	if mc != nil {
 		mc.Start(m.M)
 	}
@@ -98,6 +103,20 @@ func (m *Module) Add(name string, k *kernel.Kernel) (err error) {
 type loweringError struct{ err error }
 
 func fail(format string, args ...any) { panic(loweringError{fmt.Errorf(format, args...)}) }
+
+// domain is the type in which the module's kernels compute values of
+// dtype t: i64 for integers and bools (wrapped to t after each
+// operation); for floats, double, except f32, f16 and bf16 where the
+// precision mode computes them in f32 (precision.Mode.InF32).
+func (m *Module) domain(t lang.DType) types.Type {
+	switch {
+	case !t.IsFloat():
+		return types.I64
+	case t != lang.F64 && m.Precision.InF32():
+		return types.Float
+	}
+	return types.Double
+}
 
 // storageType is how a dtype is laid out in memory.
 func storageType(dt lang.DType) types.Type {

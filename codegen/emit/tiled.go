@@ -159,7 +159,7 @@ func (f *fn) tiledLoop() {
 				f.ifThen(inside, func() {
 					f.unflatten(gm, g.Rows, extents(g.Rows))
 					f.unflatten(gn, g.Cols, extents(g.Cols))
-					f.hoisted = map[*tir.Reduce]value.Value{g.Sum: v}
+					f.hoisted = map[*tir.Reduce]value.Value{g.Sum: f.toDomain(v, g.Sum.T)}
 					out := flatIndex(f, f.varValues(f.k.Vars), f.k.Shape)
 					f.store(f.bufs[len(f.bufs)-1], out, f.computeStages(), f.k.Out().DType)
 					f.hoisted = nil

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/cpu"
 
-	"tofuc/runtime/interp"
+	"tofuc/lang/ir"
 )
 
 // ref returns what the function means: what the reference interpreter
@@ -26,7 +26,7 @@ func ref(name string) (unary func(float64) float64, binary func(float64, float64
 	case "log1p":
 		return math.Log1p, nil
 	}
-	return interp.FloatFunc(name)
+	return ir.FloatFunc(name)
 }
 
 // bounds are the largest errors in ulps allowed per function: every

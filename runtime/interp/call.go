@@ -2,65 +2,10 @@ package interp
 
 import (
 	"fmt"
-	"math"
 
 	"tofuc/lang"
 	"tofuc/lang/ir"
 )
-
-var unaryMath = map[string]func(float64) float64{
-	"exp":        math.Exp,
-	"log":        math.Log,
-	"sqrt":       math.Sqrt,
-	"rsqrt":      func(x float64) float64 { return 1 / math.Sqrt(x) },
-	"tanh":       math.Tanh,
-	"sigmoid":    func(x float64) float64 { return 1 / (1 + math.Exp(-x)) },
-	"erf":        math.Erf,
-	"abs":        math.Abs,
-	"sin":        math.Sin,
-	"cos":        math.Cos,
-	"tan":        math.Tan,
-	"asin":       math.Asin,
-	"acos":       math.Acos,
-	"atan":       math.Atan,
-	"sinh":       math.Sinh,
-	"cosh":       math.Cosh,
-	"asinh":      math.Asinh,
-	"acosh":      math.Acosh,
-	"atanh":      math.Atanh,
-	"floor":      math.Floor,
-	"ceil":       math.Ceil,
-	"round":      math.RoundToEven,
-	"sign":       fsign,
-	"reciprocal": func(x float64) float64 { return 1 / x },
-	"isnan":      func(x float64) float64 { return float64(b2i(math.IsNaN(x))) },
-	"isinf":      func(x float64) float64 { return float64(b2i(math.IsInf(x, 0))) },
-}
-
-var binaryMath = map[string]func(float64, float64) float64{
-	"pow":   math.Pow,
-	"max":   math.Max,
-	"min":   math.Min,
-	"atan2": math.Atan2,
-}
-
-// FloatFunc returns the float64 function the interpreter computes for
-// the element-wise math function name on floats: unary or binary, the
-// other nil, both nil for an unknown name. Compiled code is tested
-// against it.
-func FloatFunc(name string) (unary func(float64) float64, binary func(float64, float64) float64) {
-	return unaryMath[name], binaryMath[name]
-}
-
-func fsign(x float64) float64 {
-	switch {
-	case x > 0:
-		return 1
-	case x < 0:
-		return -1
-	}
-	return x // 0, -0 or NaN
-}
 
 func (c *compiler) call(e *ir.Call) (code, error) {
 	arity, ok := ir.MathFuncs[e.Fn]
@@ -89,7 +34,7 @@ func (c *compiler) call(e *ir.Call) (code, error) {
 		}
 	}
 	if arity == 1 {
-		fn := unaryMath[e.Fn]
+		fn, _ := ir.FloatFunc(e.Fn)
 		x := asFloat(args[0], e.Args[0].Type())
 		out := func(f *frame) float64 { return fn(x(f)) }
 		if e.Fn == "isnan" || e.Fn == "isinf" {
@@ -97,7 +42,7 @@ func (c *compiler) call(e *ir.Call) (code, error) {
 		}
 		return convert(code{f: out}, lang.F64, e.T, false), nil
 	}
-	fn := binaryMath[e.Fn]
+	_, fn := ir.FloatFunc(e.Fn)
 	x, y := asFloat(args[0], e.Args[0].Type()), asFloat(args[1], e.Args[1].Type())
 	return convert(code{f: func(f *frame) float64 { return fn(x(f), y(f)) }}, lang.F64, e.T, false), nil
 }

@@ -143,7 +143,7 @@ func (c *compiler) vcompile(e ir.Expr) (vcode, error) {
 			return c.vmap(e.X, t.RoundFloat)
 		}
 	case *ir.Call:
-		if fn, ok := unaryMath[e.Fn]; ok && e.Fn != "isnan" && e.Fn != "isinf" && e.Args[0].Type().IsFloat() {
+		if fn, _ := ir.FloatFunc(e.Fn); fn != nil && e.Fn != "isnan" && e.Fn != "isinf" && e.Args[0].Type().IsFloat() {
 			return c.vmap(e.Args[0], fn)
 		}
 	case *ir.Reduce:

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"tofuc/lang/precision"
 	"tofuc/runtime/safefile"
 )
 
@@ -23,6 +24,9 @@ type Plan struct {
 	Version int    `json:"version"`
 	Model   string `json:"model"`
 	Devices int    `json:"devices"`
+	// Precision is the arithmetic the kernels were compiled for
+	// (docs/precision.md); absent in a plan of the exact mode.
+	Precision precision.Mode `json:"precision,omitempty"`
 	// Modules are the compiled files of each target, by the target's
 	// name ("nvptx", "host", "simt").
 	Modules map[string]Module `json:"modules"`

@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -48,6 +49,21 @@ func Reordered(dt lang.DType, n int) Tolerance {
 // Compare reports the first difference between got and want beyond tol in
 // dtype, shape or values; for values it names the largest error and where.
 func Compare(got, want *Tensor, tol Tolerance) error {
+	return compare(got, want, func(int) Tolerance { return tol }, "")
+}
+
+// CompareBounded is Compare where element i of got may differ from want's
+// by unit·bound[i] (analysis/rounding's bounds, bound of want's shape).
+func CompareBounded(got, want, bound *Tensor, unit float64) error {
+	if fmt.Sprint(bound.Shape) != fmt.Sprint(want.Shape) {
+		return fmt.Errorf("bounds of shape %v for a tensor of shape %v", bound.Shape, want.Shape)
+	}
+	return compare(got, want, func(i int) Tolerance { return Tolerance{Abs: unit * bound.Flat(i)} }, "bound")
+}
+
+// compare is Compare with element i's tolerance tol(i); a message names
+// the element's tolerance when what names it.
+func compare(got, want *Tensor, tol func(i int) Tolerance, what string) error {
 	if got.DType != want.DType {
 		return fmt.Errorf("dtype %s, want %s", got.DType, want.DType)
 	}
@@ -57,7 +73,7 @@ func Compare(got, want *Tensor, tol Tolerance) error {
 	worst, worstErr := -1, 0.0
 	for i := range want.Len() {
 		g, w := got.Flat(i), want.Flat(i)
-		if matches(g, w, tol, want.DType.IsFloat()) {
+		if matches(g, w, tol(i), want.DType.IsFloat()) {
 			continue
 		}
 		e := math.Abs(g - w)
@@ -77,7 +93,11 @@ func Compare(got, want *Tensor, tol Tolerance) error {
 		idx[d] = rest % want.Shape[d]
 		rest /= want.Shape[d]
 	}
-	return fmt.Errorf("largest error %.3g at %v: got %v, want %v", worstErr, idx, got.Flat(worst), want.Flat(worst))
+	msg := fmt.Sprintf("largest error %.3g at %v: got %v, want %v", worstErr, idx, got.Flat(worst), want.Flat(worst))
+	if what != "" {
+		msg += fmt.Sprintf(" (its %s %.3g)", what, tol(worst).Abs)
+	}
+	return errors.New(msg)
 }
 
 func matches(g, w float64, tol Tolerance, isFloat bool) bool {

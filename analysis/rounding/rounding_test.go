@@ -1,0 +1,159 @@
+package rounding
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/lang/precision"
+	"tofuc/runtime/tensor"
+)
+
+// dot is y[i] = f(Σ_k a[i,k]·b[k]) over m rows of depth k, built by
+// hand: the contraction whose bound is the arithmetic's γ_K·M.
+func dot(m, k int64, fn string) *ir.Instance {
+	a := &ir.Tensor{Name: "a", DType: lang.F32, Shape: []lang.Dim{lang.Const(m), lang.Const(k)}}
+	b := &ir.Tensor{Name: "b", DType: lang.F32, Shape: []lang.Dim{lang.Const(k)}}
+	i := &ir.Var{Name: "i", Extent: lang.Const(m)}
+	j := &ir.Var{Name: "j", Extent: lang.Const(k)}
+	prod := &ir.Binary{Op: ir.OpMul, T: lang.F32,
+		L: &ir.Access{T: a, Index: []ir.Expr{&ir.VarRef{V: i}, &ir.VarRef{V: j}}},
+		R: &ir.Access{T: b, Index: []ir.Expr{&ir.VarRef{V: j}}}}
+	var body ir.Expr = &ir.Reduce{Kind: ir.Sum, Vars: []*ir.Var{j}, Body: prod, T: lang.F32}
+	if fn != "" {
+		body = &ir.Call{Fn: fn, Args: []ir.Expr{body}, T: lang.F32}
+	}
+	y := &ir.Tensor{Name: "y", DType: lang.F32, Shape: []lang.Dim{lang.Const(m)}}
+	return &ir.Instance{Op: "dot", Inputs: []*ir.Tensor{a, b}, Outputs: []*ir.Def{{Tensor: y, Vars: []*ir.Var{i}, Body: body}}}
+}
+
+func randomF32(shape []int, r *rand.Rand) *tensor.Tensor {
+	t := tensor.New(lang.F32, shape)
+	for i := range t.Len() {
+		t.SetFlat(i, float64(float32(r.Float64()*2-1)))
+	}
+	return t
+}
+
+// kernel computes dot as a kernel would: products and sums rounded by
+// round after every operation, the terms dropped where drop says, then
+// fn in double rounded to f32.
+func kernel(a, b *tensor.Tensor, fn func(float64) float64, round func(float64) float64, drop func(i, k int) bool) *tensor.Tensor {
+	m, k := a.Shape[0], a.Shape[1]
+	y := tensor.New(lang.F32, []int{m})
+	for i := range m {
+		acc := 0.0
+		for j := range k {
+			if drop(i, j) {
+				continue
+			}
+			acc = round(acc + round(a.Flat(i*k+j)*b.Flat(j)))
+		}
+		y.SetFlat(i, float64(float32(fn(acc))))
+	}
+	return y
+}
+
+// tileSum is the sum of the 16 terms of row i from depth j.
+func tileSum(a, b *tensor.Tensor, i, j int) float64 {
+	k, s := a.Shape[1], 0.0
+	for d := j; d < j+16; d++ {
+		s += a.Flat(i*k+d) * b.Flat(d)
+	}
+	return s
+}
+
+func f32(x float64) float64 { return float64(float32(x)) }
+
+func f16(x float64) float64 { return lang.F16.RoundFloat(x) }
+
+// TestBoundCatchesWrongArithmetic: a contraction summed in f32 is
+// within its bound; summed in f16, or with a tile of 16 of its 2048
+// terms dropped, it is not. The same for exp and tanh of the sum.
+func TestBoundCatchesWrongArithmetic(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const m, k = 64, 2048
+	for _, fn := range []string{"", "exp", "tanh"} {
+		a, b := randomF32([]int{m, k}, r), randomF32([]int{k}, r)
+		e, err := Expect(dot(m, k, fn), []*tensor.Tensor{a, b}, precision.F32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := func(x float64) float64 { return x }
+		if fn != "" {
+			f, _ = ir.FloatFunc(fn)
+		}
+		never := func(int, int) bool { return false }
+		if err := e.Compare(0, kernel(a, b, f, f32, never)); err != nil {
+			t.Errorf("%q summed in f32: %v", fn, err)
+		}
+		if used := e.Used(0, kernel(a, b, f, f32, never)); used < 0.001 {
+			t.Errorf("%q summed in f32 uses %.2g of its bound: a bound that loose would let wrong arithmetic through", fn, used)
+		}
+		if err := e.Compare(0, kernel(a, b, f, f16, never)); err == nil {
+			t.Errorf("%q summed in f16 passes", fn)
+		}
+		// In the row of the smallest sum (where tanh does not saturate),
+		// the first tile of 16 terms whose terms do not cancel out: a
+		// tile summing to a rounding error is not a wrong result.
+		row := 0
+		for i := range m {
+			if math.Abs(e.Want[0].Flat(i)) < math.Abs(e.Want[0].Flat(row)) {
+				row = i
+			}
+		}
+		tile := 0
+		for ; math.Abs(tileSum(a, b, row, tile)) < 0.5; tile += 16 {
+		}
+		dropTile := func(i, j int) bool { return i == row && j >= tile && j < tile+16 }
+		if err := e.Compare(0, kernel(a, b, f, f32, dropTile)); err == nil {
+			t.Errorf("%q with a tile of 16 terms dropped (their sum %.3g) passes", fn, tileSum(a, b, row, tile))
+		}
+	}
+}
+
+// TestBoundOfCancellation: 1 - x·x near x = 1 loses digits that an
+// f32 evaluation cannot keep; the bound grows with the cancellation
+// (its derivative term), so that the f32 result passes where a
+// tolerance relative to the result would not.
+func TestBoundOfCancellation(t *testing.T) {
+	x := &ir.Tensor{Name: "x", DType: lang.F32, Shape: []lang.Dim{lang.Const(1)}}
+	i := &ir.Var{Name: "i", Extent: lang.Const(1)}
+	xi := &ir.Access{T: x, Index: []ir.Expr{&ir.VarRef{V: i}}}
+	body := &ir.Call{Fn: "sqrt", T: lang.F32, Args: []ir.Expr{&ir.Binary{Op: ir.OpSub, T: lang.F32,
+		L: &ir.Const{T: lang.F32, Float: 1}, R: &ir.Binary{Op: ir.OpMul, L: xi, R: xi, T: lang.F32}}}}
+	y := &ir.Tensor{Name: "y", DType: lang.F32, Shape: []lang.Dim{lang.Const(1)}}
+	inst := &ir.Instance{Op: "c", Inputs: []*ir.Tensor{x}, Outputs: []*ir.Def{{Tensor: y, Vars: []*ir.Var{i}, Body: body}}}
+	in := tensor.New(lang.F32, []int{1})
+	in.SetFlat(0, f32(0.99977))
+	e, err := Expect(inst, []*tensor.Tensor{in}, precision.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := float32(in.Flat(0))
+	got := tensor.New(lang.F32, []int{1})
+	got.SetFlat(0, f32(math.Sqrt(float64(1-v*v))))
+	if err := e.Compare(0, got); err != nil {
+		t.Errorf("sqrt(1 - x²) in f32: %v", err)
+	}
+	w := e.Want[0].Flat(0)
+	if rel := math.Abs(got.Flat(0)-w) / w; rel < 8*U {
+		t.Errorf("relative error %.3g: the case does not exercise cancellation", rel)
+	}
+}
+
+// TestExactModeIsReordered: the exact mode keeps the reordered-sum
+// tolerance, with no bounds.
+func TestExactModeIsReordered(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	a, b := randomF32([]int{4, 300}, r), randomF32([]int{300}, r)
+	e, err := Expect(dot(4, 300, ""), []*tensor.Tensor{a, b}, precision.Exact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Bounds != nil || e.Longest != 300 {
+		t.Fatalf("bounds %v, longest %d; want none and 300", e.Bounds, e.Longest)
+	}
+}
