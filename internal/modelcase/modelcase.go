@@ -13,6 +13,7 @@ import (
 	"tofuc/analysis/check"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/lang/precision"
 	"tofuc/pipeline"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/tensor"
@@ -28,6 +29,8 @@ type Case struct {
 	Devices int
 	Classes int64          // integer inputs are in [0, Classes)
 	Set     map[string]any // attribute values: int or bool
+	// Precision is the arithmetic of the kernels (lang/precision).
+	Precision precision.Mode
 }
 
 func (c Case) String() string {
@@ -35,7 +38,11 @@ func (c Case) String() string {
 	if c.Train {
 		name += "-train"
 	}
-	return fmt.Sprintf("%s-%ddev", name, c.Devices)
+	name = fmt.Sprintf("%s-%ddev", name, c.Devices)
+	if c.Precision != precision.Exact {
+		name += "-" + c.Precision.String()
+	}
+	return name
 }
 
 // Compiled is a case compiled into a folder.
@@ -54,7 +61,7 @@ func (c Case) Compile(dir string, emit []string) (*Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := pipeline.Options{Devices: c.Devices, Emit: emit, Seed: 1}
+	opts := pipeline.Options{Devices: c.Devices, Emit: emit, Seed: 1, Precision: c.Precision}
 	if c.Train {
 		opts.Train = &autodiff.TrainOptions{}
 	}

@@ -8,10 +8,12 @@ import (
 	"sync"
 	"testing"
 
+	"tofuc/analysis/rounding"
 	"tofuc/codegen/toolchain"
 	"tofuc/internal/fakecuda"
 	"tofuc/internal/modelcase"
 	"tofuc/lang"
+	"tofuc/lang/precision"
 	"tofuc/runtime/cpu"
 	"tofuc/runtime/cuda"
 	"tofuc/runtime/executor"
@@ -165,6 +167,46 @@ func TestPlansMatchCPU(t *testing.T) {
 				compareAll(t, name+" against the cpu backend", got, host, reordered)
 			}
 			t.Logf("%d devices, %d kernels", m.Plan.Devices, len(m.Plan.Kernels))
+		})
+	}
+}
+
+// TestModesMatchExact compiles the examples (inference and training
+// steps) in the modes that compute in f32 and runs them on the host
+// kernels (cpu) and the emulated GPU kernels (simt): every output matches
+// the exact mode's plan on the host, which matches the interpreter, under
+// the policy's whole-model tolerance and arg-max (analysis/rounding).
+func TestModesMatchExact(t *testing.T) {
+	modes := []precision.Mode{precision.F32, precision.BF16}
+	if testing.Short() {
+		modes = modes[:1]
+	}
+	for _, e := range examples {
+		t.Run(e.String(), func(t *testing.T) {
+			ref := compile(t, e)
+			want, err := hostRun(t, ref, cpu.Kind.Name, ref.Params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range modes {
+				c := e
+				c.Precision = p
+				m := compile(t, c)
+				if m.Plan.Precision != p {
+					t.Fatalf("the plan records precision %v, compiled in %v", m.Plan.Precision, p)
+				}
+				for _, kind := range []string{cpu.Kind.Name, simt.Kind.Name} {
+					got, err := hostRun(t, m, kind, ref.Params)
+					if err != nil {
+						t.Fatalf("%s on %s: %v", p, kind, err)
+					}
+					for name, w := range want {
+						if err := rounding.CompareModel(p, got[name], w); err != nil {
+							t.Errorf("%s on %s: output %s: %v", p, kind, name, err)
+						}
+					}
+				}
+			}
 		})
 	}
 }

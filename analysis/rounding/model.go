@@ -1,0 +1,85 @@
+package rounding
+
+import (
+	"fmt"
+	"math"
+
+	"tofuc/lang/precision"
+	"tofuc/runtime/tensor"
+)
+
+// ModelTolerance is the policy's tolerance for an output of a whole
+// model compiled in mode p against the interpreter (or the exact mode's
+// plan, which matches it): per element, relative and absolute. The exact
+// mode's is the reordered-sum tolerance of a long reduction (2¹²
+// terms, at most 2⁻¹⁵ for f32); the f32 modes allow 8 units of their
+// factors' format, at least 2⁻¹⁰ (PyTorch's own tests compare f32 at
+// 1.3·10⁻⁶ per operator and much looser across models): f32 2⁻¹⁰, tf32
+// and f16 2⁻⁸, bf16 2⁻⁵. A model's error is no bound away from its
+// operators' (each of which the per-instance bound checks): it grows with
+// depth and with the conditioning of what it computes, so a model is
+// also checked by its arg-max (SameArgMax).
+func ModelTolerance(p precision.Mode) tensor.Tolerance {
+	var tol float64
+	switch p {
+	case precision.Exact:
+		return tensor.Tolerance{Rel: 0x1p-15, Abs: 0x1p-15}
+	case precision.TF32, precision.F16:
+		tol = 8 * 0x1p-11
+	case precision.BF16:
+		tol = 8 * 0x1p-8
+	default:
+		tol = 0x1p-10
+	}
+	return tensor.Tolerance{Rel: tol, Abs: tol}
+}
+
+// CompareModel compares an output of a model compiled in mode p with the
+// reference: within ModelTolerance, and, for float outputs of two or
+// more dimensions (logits), with the same arg-max in every row of the
+// last dimension where the reference's top two differ by more than the
+// tolerance.
+func CompareModel(p precision.Mode, got, want *tensor.Tensor) error {
+	tol := ModelTolerance(p)
+	if err := tensor.Compare(got, want, tol); err != nil {
+		return err
+	}
+	if len(want.Shape) < 2 || !want.DType.IsFloat() {
+		return nil
+	}
+	return SameArgMax(got, want, tol)
+}
+
+// SameArgMax reports the first row (of the last dimension) whose arg-max
+// differs between got and want, among the rows where want's largest
+// value exceeds its second by more than tol allows.
+func SameArgMax(got, want *tensor.Tensor, tol tensor.Tolerance) error {
+	n := want.Shape[len(want.Shape)-1]
+	if n == 0 {
+		return nil
+	}
+	for row := 0; row < want.Len()/n; row++ {
+		g, w := argMax(got, row, n), argMax(want, row, n)
+		if g == w {
+			continue
+		}
+		top, other := want.Flat(row*n+w), want.Flat(row*n+g)
+		if top-other > tol.Abs+tol.Rel*math.Abs(top) {
+			return fmt.Errorf("row %d: arg-max %d, want %d (%v against %v)", row, g, w, got.Flat(row*n+g), top)
+		}
+	}
+	return nil
+}
+
+// argMax is the index of the largest element of row of t's last
+// dimension of n (the first of equals; NaN counts as largest).
+func argMax(t *tensor.Tensor, row, n int) int {
+	best := 0
+	for i := 1; i < n; i++ {
+		v, b := t.Flat(row*n+i), t.Flat(row*n+best)
+		if v > b || math.IsNaN(v) && !math.IsNaN(b) {
+			best = i
+		}
+	}
+	return best
+}
