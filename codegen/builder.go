@@ -201,7 +201,7 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	b.kernelOf[name] = idx
 	b.units = append(b.units, k)
 	form := emit.FormOf(k)
-	launch := form.Launch(k)
+	launch := form.Launch(k, b.p.Precision)
 	pk := plan.Kernel{Name: name, Label: k.Label, Kind: k.Kind.String(), Form: form.Name(), Elements: k.Elements,
 		Grid: launch.Grid, Block: launch.Block, Shared: launch.Shared, Sync: launch.Sync && !k.HostOnly(), Writes: k.Writes()}
 	pk.HostRange, pk.HostGrain = form.HostRange(k)

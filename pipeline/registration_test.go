@@ -17,6 +17,7 @@ import (
 	"tofuc/codegen/kernel"
 	"tofuc/codegen/target"
 	"tofuc/codegen/toolchain"
+	"tofuc/lang/precision"
 	"tofuc/pipeline"
 	"tofuc/runtime/cpu"
 	"tofuc/runtime/exec"
@@ -36,7 +37,7 @@ func (reversedForm) Name() string { return "reversed" }
 
 func (reversedForm) Applies(k *kernel.Kernel) bool { return k.Kind == kernel.Elementwise }
 
-func (reversedForm) Launch(k *kernel.Kernel) emit.Launch {
+func (reversedForm) Launch(k *kernel.Kernel, _ precision.Mode) emit.Launch {
 	return emit.Launch{Grid: min((k.Elements+127)/128, 1000), Block: 128}
 }
 

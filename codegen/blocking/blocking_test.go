@@ -29,8 +29,8 @@ func TestGPUTile(t *testing.T) {
 		{"128 × 64 of 8 × 4", 8, 4096, 64, 128, 64, 8, 4, 256, 8 * 16 * (128 + 64 + 4)},
 	} {
 		got := GPUTile(gemm(tc.batch, tc.rows, tc.cols, 64))
-		if got.M != tc.m || got.N != tc.n || got.MicroM != tc.microM || got.MicroN != tc.microN || got.Threads != tc.threads || got.SharedBytes() != tc.sharedBytes {
-			t.Errorf("%s: %+v, %d shared bytes", tc.name, got, got.SharedBytes())
+		if got.M != tc.m || got.N != tc.n || got.MicroM != tc.microM || got.MicroN != tc.microN || got.Threads != tc.threads || got.SharedBytes(8) != tc.sharedBytes {
+			t.Errorf("%s: %+v, %d shared bytes", tc.name, got, got.SharedBytes(8))
 		}
 		if got.Tiles != tc.batch*CeilDiv(tc.rows, got.M)*CeilDiv(tc.cols, got.N) {
 			t.Errorf("%s: %d tiles", tc.name, got.Tiles)

@@ -40,7 +40,7 @@ const (
 	TileLarge      = 128
 	TileLargeMicro = 8
 	TileLargeMin   = 128
-	TilePad        = 2 // doubles after each depth row of a stage in shared memory
+	TilePadBytes   = 16 // bytes after each depth row of a stage in shared memory
 )
 
 // GPUTile is the tiling of g's GPU flavour (the rule above).
@@ -78,6 +78,11 @@ func GPUTile(g *kernel.GEMM) Tile {
 	return t
 }
 
-// SharedBytes is the static shared memory of a Tiled kernel: a stage of
-// each factor in double, K rows of M + TilePad and of N + TilePad values.
-func (t Tile) SharedBytes() int64 { return 8 * t.K * (t.M + t.N + 2*TilePad) }
+// SharedBytes is the static shared memory of a Tiled kernel whose stages
+// hold values of elem bytes (8, doubles, in the exact mode; 4, floats,
+// in the others): a stage of each factor, K rows of M and of N values,
+// each row followed by TilePadBytes.
+func (t Tile) SharedBytes(elem int64) int64 { return t.K * (elem*(t.M+t.N) + 2*TilePadBytes) }
+
+// Pad is TilePadBytes in values of elem bytes.
+func Pad(elem int64) int64 { return TilePadBytes / elem }

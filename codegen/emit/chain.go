@@ -9,6 +9,7 @@ import (
 	"tofuc/codegen/blocking"
 	"tofuc/codegen/kernel"
 	tir "tofuc/lang/ir"
+	"tofuc/lang/precision"
 )
 
 // A chained launch (kernel.Kernel.Before, schedule's chain) computes,
@@ -29,7 +30,7 @@ func (chainForm) Name() string { return "chain" }
 func (chainForm) Applies(k *kernel.Kernel) bool { return k.Before != nil }
 
 // Launch is none: a GPU runs the two kernels (GPUOnly).
-func (chainForm) Launch(*kernel.Kernel) Launch { return Launch{} }
+func (chainForm) Launch(*kernel.Kernel, precision.Mode) Launch { return Launch{} }
 
 func (chainForm) HostRange(k *kernel.Kernel) (items, grain int64) { return chainBlocks(k), 1 }
 

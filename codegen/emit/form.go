@@ -9,6 +9,7 @@ import (
 
 	"tofuc/codegen/blocking"
 	"tofuc/codegen/kernel"
+	"tofuc/lang/precision"
 )
 
 // Form is one way of lowering a kernel, declared in one place: its name
@@ -27,8 +28,8 @@ type Form interface {
 	Name() string
 	// Applies reports whether the form lowers k.
 	Applies(k *kernel.Kernel) bool
-	// Launch is k's GPU launch.
-	Launch(k *kernel.Kernel) Launch
+	// Launch is k's GPU launch in precision mode p.
+	Launch(k *kernel.Kernel, p precision.Mode) Launch
 	// HostRange is the range the host flavour's calls split, [0, items),
 	// and the fewest items worth a thread of their own.
 	HostRange(k *kernel.Kernel) (items, grain int64)

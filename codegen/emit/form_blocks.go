@@ -6,6 +6,7 @@ import (
 
 	"tofuc/codegen/kernel"
 	tir "tofuc/lang/ir"
+	"tofuc/lang/precision"
 )
 
 // The blocks form: a reduction whose range is at least BlockReduceMin
@@ -27,7 +28,7 @@ func (blocksForm) Applies(k *kernel.Kernel) bool {
 	return k.Kind == kernel.Reduction && k.ReduceLen >= BlockReduceMin
 }
 
-func (blocksForm) Launch(k *kernel.Kernel) Launch {
+func (blocksForm) Launch(k *kernel.Kernel, _ precision.Mode) Launch {
 	return Launch{Grid: min(k.Elements, maxGrid), Block: blockCovering(k.ReduceLen), Shared: 32 * 8, Sync: true}
 }
 

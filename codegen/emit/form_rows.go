@@ -10,6 +10,7 @@ import (
 
 	"tofuc/codegen/kernel"
 	tir "tofuc/lang/ir"
+	"tofuc/lang/precision"
 )
 
 // The rows form (docs/codegen.md): a kernel whose output reads row
@@ -25,7 +26,7 @@ func (rowsForm) Name() string { return "rows" }
 
 func (rowsForm) Applies(k *kernel.Kernel) bool { return k.Rows != nil }
 
-func (rowsForm) Launch(k *kernel.Kernel) Launch {
+func (rowsForm) Launch(k *kernel.Kernel, _ precision.Mode) Launch {
 	return Launch{Grid: min(k.Rows.Count, maxGrid), Block: blockCovering(max(k.ReduceLen, k.Rows.Len, k.Rows.BufferLen)), Shared: 32*8 + k.Rows.BufferBytes(), Sync: true}
 }
 

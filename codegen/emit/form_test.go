@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"tofuc/codegen/kernel"
+	"tofuc/lang/precision"
 )
 
 // TestLaunch: grids cover the elements up to 65535 blocks (more blocks
@@ -25,7 +26,7 @@ func TestLaunch(t *testing.T) {
 		{kernel.Kernel{Kind: kernel.Reduction, Elements: 50000, ReduceLen: BlockReduceMin - 1}, "threads", 196, 256, 0},
 	} {
 		f := FormOf(&tc.k)
-		l := f.Launch(&tc.k)
+		l := f.Launch(&tc.k, precision.Exact)
 		if f.Name() != tc.form || l.Grid != tc.grid || l.Block != tc.block || l.Shared != tc.shared {
 			t.Errorf("%+v: %s, grid %d, block %d, shared %d; want %s, %d, %d, %d",
 				tc.k, f.Name(), l.Grid, l.Block, l.Shared, tc.form, tc.grid, tc.block, tc.shared)

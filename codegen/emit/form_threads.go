@@ -4,6 +4,7 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"tofuc/codegen/kernel"
+	"tofuc/lang/precision"
 )
 
 // The threads form: one GPU thread per output element, grid-stride,
@@ -18,7 +19,7 @@ func (threadsForm) Name() string { return "threads" }
 
 func (threadsForm) Applies(*kernel.Kernel) bool { return true }
 
-func (threadsForm) Launch(k *kernel.Kernel) Launch {
+func (threadsForm) Launch(k *kernel.Kernel, _ precision.Mode) Launch {
 	block := min(ThreadsPerBlock, max(32, (k.Elements+31)/32*32))
 	if t := turn(k); t > 1 {
 		return Launch{Grid: min((k.Elements+block*t-1)/(block*t), TurnGrid), Block: block}

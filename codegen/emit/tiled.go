@@ -10,6 +10,7 @@ import (
 	"tofuc/codegen/blocking"
 	"tofuc/codegen/kernel"
 	tir "tofuc/lang/ir"
+	"tofuc/lang/precision"
 )
 
 // The tiled form: a contraction with a GEMM description (kernel.GEMM).
@@ -23,9 +24,29 @@ func (tiledForm) Name() string { return "tiled" }
 
 func (tiledForm) Applies(k *kernel.Kernel) bool { return k.GEMM != nil }
 
-func (tiledForm) Launch(k *kernel.Kernel) Launch {
+func (tiledForm) Launch(k *kernel.Kernel, p precision.Mode) Launch {
 	t := blocking.GPUTile(k.GEMM)
-	return Launch{Grid: min(t.Tiles, maxGrid), Block: t.Threads, Shared: t.SharedBytes(), Sync: true}
+	return Launch{Grid: min(t.Tiles, maxGrid), Block: t.Threads, Shared: t.SharedBytes(stageSize(p)), Sync: true}
+}
+
+// stageType is the type of the values of a tiled kernel's stages and
+// sums in mode p: double in the exact mode (a product of two floats is
+// exact in double, so that every step rounds as the interpreter's
+// multiply and add do), float in the modes that compute in f32 (twice
+// the FMA rate, half the shared memory and registers).
+func stageType(p precision.Mode) *types.FloatType {
+	if p.InF32() {
+		return types.Float
+	}
+	return types.Double
+}
+
+// stageSize is the size in bytes of a stage's values (stageType).
+func stageSize(p precision.Mode) int64 {
+	if p.InF32() {
+		return 4
+	}
+	return 8
 }
 
 func (tiledForm) HostRange(k *kernel.Kernel) (items, grain int64) {
@@ -50,10 +71,10 @@ func (tiledForm) Host(f *Func, begin, end value.Value) {
 // product with register blocking (docs/codegen.md, "The tiled form"):
 //
 //	for each tile (batch b, rows [m0, m0+M), columns [n0, n0+N)), blocks striding:
-//	  C = 0                                    MicroM·MicroN doubles a thread
+//	  C = 0                                    MicroM·MicroN sums a thread (stageType)
 //	  held = the block's share of stage 0      f32 registers, lambdas evaluated, 0 outside
 //	  for each stage of K values of the depth, from k0:
-//	    As[kk·(M+2) + m], Bs[kk·(N+2) + n] = held    in double, rows padded
+//	    As[kk·(M+p) + m], Bs[kk·(N+p) + n] = held    in stageType, rows padded by 16 bytes
 //	    barrier
 //	    held = the share of stage k0 + K       loads in flight during the products
 //	    for kk < K: a = As[kk·(M+2) + rows of the thread], b = Bs[kk·(N+2) + its columns]
@@ -73,8 +94,9 @@ func (f *fn) tiledLoop() {
 	g := f.k.GEMM
 	t := blocking.GPUTile(g)
 	rows, cols, depth := tir.Extent(g.Rows), tir.Extent(g.Cols), tir.Extent(g.K)
+	st, size := stageType(f.m.Precision), stageSize(f.m.Precision)
 	shared := func(name string, n int64) *ir.Global {
-		arr := types.NewArray(uint64(n), types.Double)
+		arr := types.NewArray(uint64(n), st)
 		s := f.m.M.NewGlobalDef(f.f.Name()+"."+name, constant.NewUndef(arr))
 		s.Linkage = enum.LinkageInternal
 		s.AddrSpace = f.m.Machine.Shared()
@@ -82,13 +104,13 @@ func (f *fn) tiledLoop() {
 		s.Align = 16
 		return s
 	}
-	// A stage's rows are padded by two doubles (blocking.TilePad), so that
-	// the threads storing consecutive depth values of a factor contiguous
-	// along the depth hit different banks.
-	sm, sn := t.M+blocking.TilePad, t.N+blocking.TilePad
+	// A stage's rows are padded by 16 bytes (blocking.TilePadBytes), so
+	// that the threads storing consecutive depth values of a factor
+	// contiguous along the depth hit different banks.
+	sm, sn := t.M+blocking.Pad(size), t.N+blocking.Pad(size)
 	as, bs := shared("as", t.K*sm), shared("bs", t.K*sn)
 	nacc := int(t.MicroM * t.MicroN)
-	fma := f.fmaF64()
+	fma := f.fma(st)
 	tid := f.reg(ThreadIndex)
 	tn, tm := t.N/t.MicroN, t.M/t.MicroM
 	tx := f.b.NewURem(tid, i64(tn))
@@ -109,7 +131,7 @@ func (f *fn) tiledLoop() {
 		}
 		init := make([]value.Value, nacc, nacc+na)
 		for e := range init {
-			init[e] = constant.NewFloat(types.Double, 0)
+			init[e] = constant.NewFloat(st, 0)
 		}
 		init = append(init, fetch(i64(0))...)
 		out := f.foldN(i64(0), i64(depth), i64(t.K), init, func(k0 value.Value, c []value.Value) []value.Value {
@@ -121,9 +143,6 @@ func (f *fn) tiledLoop() {
 			acc = f.foldN(i64(0), i64(t.K), i64(1), acc, func(kk value.Value, acc []value.Value) []value.Value {
 				a := f.sharedRuns(as, f.b.NewAdd(f.b.NewMul(kk, i64(sm)), rowBase), t.MicroM, tm)
 				b := f.sharedRuns(bs, f.b.NewAdd(f.b.NewMul(kk, i64(sn)), colBase), t.MicroN, tn)
-				// The product of two floats is exact in double, so the
-				// fused multiply-add rounds as the interpreter's multiply
-				// and add do.
 				next := make([]value.Value, nacc)
 				for i := range a {
 					for j := range b {
@@ -204,41 +223,56 @@ func (f *fn) fetchFactor(factor tir.Expr, side []*tir.Var, n, extentSide int64, 
 }
 
 // putFactor stores the values fetchFactor held into shared array sh,
-// sh[kk·stride + s] in double.
+// sh[kk·stride + s] in its values' type (stageType).
 func (f *fn) putFactor(factor tir.Expr, held []value.Value, sh *ir.Global, n, stride int64, tid value.Value, t blocking.Tile) {
 	alongK := f.contiguousAlong(factor, f.k.GEMM.K)
 	for r, v := range held {
 		s, kk := f.stageSlot(f.b.NewAdd(tid, i64(int64(r)*t.Threads)), n, alongK, t)
-		f.b.NewStore(f.b.NewFPExt(v, types.Double), f.b.NewGetElementPtr(sh.ContentType, sh, i64(0), f.b.NewAdd(f.b.NewMul(kk, i64(stride)), s)))
+		if elem := sh.ContentType.(*types.ArrayType).ElemType; !elem.Equal(v.Type()) {
+			v = f.b.NewFPExt(v, elem)
+		}
+		f.b.NewStore(v, f.b.NewGetElementPtr(sh.ContentType, sh, i64(0), f.b.NewAdd(f.b.NewMul(kk, i64(stride)), s)))
 	}
 }
 
 // sharedRuns loads a thread's micro values of a stage from shared array
-// sh: the micro/4 runs of 4 doubles at base + q·4·threads, each as two
-// 16-byte vector loads (base is a multiple of 4).
+// sh: the micro/4 runs of 4 values at base + q·4·threads, in 16-byte
+// vector loads (two of two doubles, or one of four floats; base is a
+// multiple of 4).
 func (f *fn) sharedRuns(sh *ir.Global, base value.Value, micro, threads int64) []value.Value {
-	vec := types.NewVector(2, types.Double)
+	elem := sh.ContentType.(*types.ArrayType).ElemType
+	lanes := int64(2)
+	if elem.Equal(types.Float) {
+		lanes = 4
+	}
+	vec := types.NewVector(uint64(lanes), elem)
 	ptr := types.NewPointer(vec)
 	ptr.AddrSpace = f.m.Machine.Shared()
 	var out []value.Value
 	for q := int64(0); q < micro/4; q++ {
-		for h := int64(0); h < 2; h++ {
-			at := f.b.NewGetElementPtr(sh.ContentType, sh, i64(0), f.b.NewAdd(base, i64(q*4*threads+2*h)))
+		for h := int64(0); h < 4/lanes; h++ {
+			at := f.b.NewGetElementPtr(sh.ContentType, sh, i64(0), f.b.NewAdd(base, i64(q*4*threads+lanes*h)))
 			ld := f.b.NewLoad(vec, f.b.NewBitCast(at, ptr))
 			ld.Align = 16
-			out = append(out, f.b.NewExtractElement(ld, i32(0)), f.b.NewExtractElement(ld, i32(1)))
+			for l := int64(0); l < lanes; l++ {
+				out = append(out, f.b.NewExtractElement(ld, i32(l)))
+			}
 		}
 	}
 	return out
 }
 
-// fmaF64 is llvm.fma.f64, declared once per module: codegen/mathir may
-// have declared it already.
-func (f *fn) fmaF64() *ir.Func {
+// fma is llvm.fma of type t (double or float), declared once per module:
+// codegen/mathir may have declared it already.
+func (f *fn) fma(t *types.FloatType) *ir.Func {
+	name := "llvm.fma.f64"
+	if t.Equal(types.Float) {
+		name = "llvm.fma.f32"
+	}
 	for _, d := range f.m.M.Funcs {
-		if d.Name() == "llvm.fma.f64" {
+		if d.Name() == name {
 			return d
 		}
 	}
-	return f.m.declare("llvm.fma.f64", types.Double, types.Double, types.Double, types.Double)
+	return f.m.declare(name, t, t, t, t)
 }

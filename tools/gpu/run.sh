@@ -53,10 +53,15 @@ for b in $BENCH; do
 done
 [ -f "$OUT/chain.txt" ] && summary "device-to-device copy (tofuc-run, chain): $(grep -m1 'device-to-device copy' "$OUT/chain.txt")"
 [ "$COMPARE" = 1 ] || exit 0
-for w in copy chain matmul mlp softmax layernorm; do
-	summary "torch $w: $(timeout "$STEP_TIMEOUT" python3 torch_bench.py "$w" --runs "$RUNS" --json "$OUT/torch-$w.json" 2>&1 | tail -1)"
-done
-for batch in 1 32; do
-	summary "torch resnet50 batch $batch: $(timeout "$STEP_TIMEOUT" python3 torch_bench.py resnet50 --batch $batch --runs "$RUNS" --json "$OUT/torch-resnet50-b$batch.json" 2>&1 | tail -1)"
+# PyTorch in each precision tofuc's plans were compiled in or will be
+# (docs/precision.md): f32 with TF32 off in cuBLAS and cuDNN, tf32 on in
+# both, bf16 under autocast.
+for p in f32 tf32 bf16; do
+	for w in copy chain matmul mlp softmax layernorm; do
+		summary "torch $w $p: $(timeout "$STEP_TIMEOUT" python3 torch_bench.py "$w" --precision $p --runs "$RUNS" --json "$OUT/torch-$w-$p.json" 2>&1 | tail -1)"
+	done
+	for batch in 1 32; do
+		summary "torch resnet50 batch $batch $p: $(timeout "$STEP_TIMEOUT" python3 torch_bench.py resnet50 --precision $p --batch $batch --runs "$RUNS" --json "$OUT/torch-resnet50-b$batch-$p.json" 2>&1 | tail -1)"
+	done
 done
 summary "onnxruntime resnet50 batch 1: $(timeout "$STEP_TIMEOUT" python3 ort_bench.py light_resnet50_random.onnx --runs "$RUNS" --json "$OUT/ort-resnet50-b1.json" 2>&1 | tail -1)"

@@ -98,11 +98,9 @@ def workload(what, batch):
             return -y + 2.0
         return chain, {"bytes": 2 * x.numel() * 4}
     if what == "matmul":
-        torch.backends.cuda.matmul.allow_tf32 = False
         a, b = torch.randn(4096, 4096, device=dev), torch.randn(4096, 4096, device=dev)
         return (lambda: a @ b), {"flops": 2 * 4096 ** 3}
     if what == "mlp":
-        torch.backends.cuda.matmul.allow_tf32 = False
         x = torch.randn(16384, 1024, device=dev)
         l1, l2 = nn.Linear(1024, 512).to(dev), nn.Linear(512, 512).to(dev)
 
@@ -134,10 +132,24 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--json")
+    ap.add_argument("--precision", choices=["f32", "tf32", "bf16", "f16"], default="f32",
+                    help="as tofuc's --precision: f32 with TF32 off in both cuBLAS and cuDNN, "
+                    "tf32 with it on in both, bf16 and f16 under autocast")
     args = ap.parse_args()
+    # cuDNN's convolutions use TF32 unless told not to (PyTorch's default);
+    # both flags are set so that every precision is stated.
+    torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = args.precision == "tf32"
     fn, size = workload(args.what, args.batch)
+    if args.precision in ("bf16", "f16"):
+        dtype = torch.bfloat16 if args.precision == "bf16" else torch.float16
+        plain = fn
+
+        def fn():
+            with torch.autocast("cuda", dtype=dtype):
+                return plain()
     median, best = timed(fn, args.runs)
-    result = {"what": args.what, "runs": args.runs, "median_seconds": median, "min_seconds": best,
+    result = {"what": args.what, "precision": args.precision, "runs": args.runs, "median_seconds": median, "min_seconds": best,
               "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda, **size}
     if "bytes" in size:
         result["gbps"] = size["bytes"] / median / 1e9
