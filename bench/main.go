@@ -2,13 +2,15 @@
 // CPU provider on the light-random CNNs, side by side in one run, and
 // prints the table of docs/benchmarks.md. `make bench` runs it:
 //
-//	go run ./bench [-runs 5] [-rounds 3] [-threads 2] [-models resnet50,vgg19,inception_v1] [-interp]
+//	go run ./bench [-runs 5] [-rounds 3] [-threads 2] [-models resnet50,vgg19,inception_v1] [-precision exact,f32] [-interp]
 //	go run ./bench -matmul 1024 [-runs 5] [-rounds 3] [-threads 2]
 //
 // Each round runs `tofuc bench --json` and ONNX Runtime (bench/ort, npm's
 // onnxruntime-node, installed here on first use) one after the other on
 // each model; a tool's time is the median of its rounds' medians, so that
-// both see the same load. With -interp the interpreter is timed once.
+// both see the same load; with several -precision modes, tofuc runs in
+// each, in turn, within every round. With -interp the interpreter is
+// timed once.
 package main
 
 import (
@@ -44,6 +46,7 @@ func main() {
 	withInterp := flag.Bool("interp", false, "also time the interpreter (once; VGG-19 takes a minute)")
 	matmul := flag.Int("matmul", 0, "time an f32 matmul N×N×N instead, beside ORT's MatMul and the host's peak")
 	tofuc := flag.String("tofuc", "bin/tofuc", "the tofuc binary")
+	modes := flag.String("precision", "exact", "tofuc's --precision modes, comma-separated (docs/precision.md)")
 	flag.Parse()
 	shared := os.Getenv("TOFUC_SHARED")
 	if shared == "" {
@@ -57,21 +60,47 @@ func main() {
 		benchMatmul(*tofuc, *matmul, *runs, *rounds, *threads)
 		return
 	}
-	fmt.Printf("| model | tofuc cpu (s) | ONNX Runtime (s) | tofuc / ORT |%s\n", map[bool]string{true: " interpreter (s) |", false: ""}[*withInterp])
-	fmt.Printf("|---|---|---|---|%s\n", map[bool]string{true: "---|", false: ""}[*withInterp])
+	precisions := strings.Split(*modes, ",")
+	header, rule := "| model |", "|---|"
+	for _, p := range precisions {
+		header += fmt.Sprintf(" tofuc cpu, %s (s) |", p)
+		rule += "---|"
+	}
+	header += " ONNX Runtime (s) |"
+	rule += "---|"
+	for _, p := range precisions {
+		header += fmt.Sprintf(" %s / ORT |", p)
+		rule += "---|"
+	}
+	if *withInterp {
+		header += " interpreter (s) |"
+		rule += "---|"
+	}
+	fmt.Println(header)
+	fmt.Println(rule)
 	for _, m := range strings.Split(*models, ",") {
 		path := filepath.Join(shared, "onnx", "light-random", "light_"+m+"_random.onnx")
-		var ours, theirs []float64
+		ours := make([][]float64, len(precisions))
+		var theirs []float64
 		for range *rounds {
-			t, err := run(*tofuc, "bench", path, "--backend", "cpu", "--runs", fmt.Sprint(*runs), "--threads", fmt.Sprint(*threads), "--json")
-			check(err)
-			ours = append(ours, t.Median)
+			for i, p := range precisions {
+				t, err := run(*tofuc, "bench", path, "--backend", "cpu", "--precision", p, "--runs", fmt.Sprint(*runs), "--threads", fmt.Sprint(*threads), "--json")
+				check(err)
+				ours[i] = append(ours[i], t.Median)
+			}
 			o, err := run("node", "bench/ort/bench.js", path, fmt.Sprint(*runs), fmt.Sprint(*threads))
 			check(err)
 			theirs = append(theirs, o.Median)
 		}
-		a, b := median(ours), median(theirs)
-		line := fmt.Sprintf("| %s | %.4f | %.4f | %.2f |", m, a, b, a/b)
+		b := median(theirs)
+		line := fmt.Sprintf("| %s |", m)
+		for i := range precisions {
+			line += fmt.Sprintf(" %.4f |", median(ours[i]))
+		}
+		line += fmt.Sprintf(" %.4f |", b)
+		for i := range precisions {
+			line += fmt.Sprintf(" %.2f |", median(ours[i])/b)
+		}
 		if *withInterp {
 			t, err := run(*tofuc, "bench", path, "--backend", "interp", "--runs", "1", "--threads", fmt.Sprint(*threads), "--json")
 			check(err)

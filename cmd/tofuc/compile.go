@@ -128,6 +128,9 @@ func compileModel(path, name string, set map[string]ir.AttrValue, opts pipeline.
 	fmt.Fprintf(stdout, "%s: %s of %d distinct kernels in %d modules, %d devices (%.1fs)\n",
 		m.Graph.Name, launches, st.Distinct, st.Modules, res.Plan.Devices, time.Since(start).Seconds())
 	fmt.Fprintf(stdout, "memory: %s per device (the largest arena of its buffers)\n", lang.FormatBytes(slices.Max(res.Plan.ArenaBytes)))
+	if res.Plan.Precision != precision.Exact {
+		fmt.Fprintf(stdout, "precision: %s (docs/precision.md)\n", res.Plan.Precision)
+	}
 	fmt.Fprintf(stdout, "plan: %s\n", filepath.Join(dir, "plan.json"))
 	if res.Cached {
 		fmt.Fprintf(stdout, "(unchanged since the last compile: its outputs reused from the compile cache)\n")

@@ -26,6 +26,7 @@ func TestBenchCompilesAsCompile(t *testing.T) {
 		{"../../examples/mlp.tdl", "--set", "batch=8"},
 		{"../../examples/mlp.tdl", "--set", "batch=16", "--set", "hidden=48", "--no-optimize"},
 		{"../../examples/mlp.tdl", "--set", "batch=16", "--devices", "2"},
+		{"../../examples/mlp.tdl", "--set", "batch=8", "--precision", "f32"},
 		{"../../examples/transformer.tdl", "--set", "hidden=32", "--set", "seq=8", "--set", "batch=2", "--set", "vocab=50"},
 	} {
 		compiled := filepath.Join(dir, "compile", string(rune('a'+i)))
@@ -84,4 +85,44 @@ func keysOf[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestPrecisionRecorded: --precision is recorded in the plan (absent for
+// exact), printed by compile, part of the compile cache's key (a compile
+// in another mode is not reused from it), and builds other kernels.
+func TestPrecisionRecorded(t *testing.T) {
+	if _, err := toolchain.Find(); err != nil {
+		t.Skip(err)
+	}
+	t.Setenv("TOFUC_CACHE", t.TempDir())
+	dir := t.TempDir()
+	kernels := map[string][]any{}
+	for _, mode := range []string{"exact", "f32", "exact"} {
+		out := filepath.Join(dir, mode)
+		status, stdout, stderr := tofuc("compile", "../../examples/mlp.tdl", "--precision", mode, "-o", out)
+		if status != exitOK {
+			t.Fatalf("compile --precision %s: exit %d: %s", mode, status, stderr)
+		}
+		p := readPlanJSON(t, out)
+		got, ok := p["precision"]
+		switch {
+		case mode == "exact" && ok:
+			t.Errorf("an exact plan records precision %v", got)
+		case mode != "exact" && got != mode:
+			t.Errorf("--precision %s: the plan records %v", mode, got)
+		case mode != "exact" && !bytes.Contains([]byte(stdout), []byte("precision: "+mode)):
+			t.Errorf("--precision %s: compile printed %q", mode, stdout)
+		}
+		reused := bytes.Contains([]byte(stdout), []byte("reused from the compile cache"))
+		if _, seen := kernels[mode]; reused != seen {
+			t.Errorf("--precision %s: reused from the cache %v, compiled before in that mode %v", mode, reused, seen)
+		}
+		kernels[mode] = p["kernels"].([]any)
+	}
+	if reflect.DeepEqual(kernels["exact"], kernels["f32"]) {
+		t.Error("the same kernels in exact and f32")
+	}
+	if status, _, stderr := tofuc("compile", "../../examples/mlp.tdl", "--precision", "f64", "-o", filepath.Join(dir, "bad")); status != exitUsage || !bytes.Contains([]byte(stderr), []byte("exact, f32, tf32, bf16, f16")) {
+		t.Errorf("--precision f64: exit %d: %s", status, stderr)
+	}
 }
