@@ -41,7 +41,7 @@ func runONNXTest(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "onnx-test", "--jobs must be at least 1")
 	}
 	paths := expandTestPaths(fs.Args())
-	results := runTests(paths, conform.Config{Timeout: *timeout, Explain: *explain, Backend: b}, *jobs, func(o conform.Outcome) {
+	results := runTests(paths, conform.Config{Timeout: *timeout, Explain: *explain, Backend: b, Precision: prec}, *jobs, func(o conform.Outcome) {
 		if !*asJSON {
 			fmt.Fprintln(stdout, o.Line())
 		}

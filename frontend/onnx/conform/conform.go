@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"tofuc/analysis/check"
+	"tofuc/analysis/rounding"
 	"tofuc/frontend/onnx"
 	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/lang/precision"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
 )
@@ -89,6 +91,11 @@ type Config struct {
 	Explain bool
 	// Backend runs the models (nil: the interpreter).
 	Backend exec.Backend
+	// Precision is the arithmetic a compiled Backend computes in: in the
+	// modes that compute in f32, outputs are compared under the policy's
+	// whole-model tolerance where it is looser than External, and by
+	// their arg-max (analysis/rounding.CompareModel; docs/precision.md).
+	Precision precision.Mode
 }
 
 // Run runs the test at path. A panic or a timeout is a failure.
@@ -195,7 +202,7 @@ func runSet(m *onnx.Model, set dataSet, cfg Config, tdlPath string) (Status, str
 		return Fail, fmt.Sprintf("%d outputs, %d expected (sequence elements counted apart)", len(got), len(want)), kernels
 	}
 	for i := range want {
-		if err := tensor.Compare(got[i], want[i], tensor.External); err != nil {
+		if err := compareOutput(cfg.Precision, got[i], want[i]); err != nil {
 			detail := fmt.Sprintf("output %d (%s): %v", i, portName(res.Outputs[i]), err)
 			if cfg.Explain && want[i].DType.IsFloat() && got[i].DType == want[i].DType {
 				detail += explain(cfg.Program, tdlPath, res, in, i, got[i], want[i])
@@ -204,6 +211,24 @@ func runSet(m *onnx.Model, set dataSet, cfg Config, tdlPath string) (Status, str
 		}
 	}
 	return Pass, "", kernels
+}
+
+// compareOutput compares an output with ONNX's expected one: within
+// External, or in a mode that computes in f32 within the looser of
+// External and the mode's whole-model tolerance, with the same arg-max.
+func compareOutput(p precision.Mode, got, want *tensor.Tensor) error {
+	if !p.InF32() {
+		return tensor.Compare(got, want, tensor.External)
+	}
+	tol := rounding.ModelTolerance(p)
+	tol.Rel, tol.Abs = max(tol.Rel, tensor.External.Rel), max(tol.Abs, tensor.External.Abs)
+	if err := tensor.Compare(got, want, tol); err != nil {
+		return err
+	}
+	if len(want.Shape) < 2 || !want.DType.IsFloat() {
+		return nil
+	}
+	return rounding.SameArgMax(got, want, tol)
 }
 
 // flatten lists the tensors of data, a sequence's elements in order.
