@@ -103,7 +103,7 @@ func (b *bounder) def(d *ir.Def) *ir.Def {
 	b.errs[d.Tensor] = t
 	body := b.bound(d.Body)
 	if u := formatUnit(d.Tensor.DType); u > 0 {
-		body = add(body, mul(num(u), abs(d.Body)))
+		body = add(body, charge(2*u, d.Body))
 	}
 	return &ir.Def{Pos: d.Pos, Tensor: t, Vars: d.Vars, Body: body}
 }
@@ -126,7 +126,8 @@ func (b *bounder) unit(t lang.DType) float64 {
 // f64 and integers. Where a value is stored or cast to t, the
 // interpreter rounds it, and the kernel's value, computed in t's
 // arithmetic or wider, rounds to it too: the two may round to
-// neighbours, a unit apart.
+// neighbours, an ulp (two units) apart, which is what a store or cast
+// adds.
 func formatUnit(t lang.DType) float64 {
 	switch t {
 	case lang.F32:
@@ -161,10 +162,10 @@ func (b *bounder) bound(e ir.Expr) ir.Expr {
 	case *ir.Cast:
 		own := b.bound(e.X)
 		if !e.X.Type().IsFloat() {
-			return mul(num(b.unit(e.T)), abs(e)) // an integer rounded to a float
+			return charge(b.unit(e.T), e) // an integer rounded to a float
 		}
 		if u := formatUnit(e.T); u > 0 {
-			return add(own, mul(num(u), abs(e)))
+			return add(own, charge(2*u, e))
 		}
 		return own
 	case *ir.Call:
@@ -185,6 +186,9 @@ func (b *bounder) bound(e ir.Expr) ir.Expr {
 
 func (b *bounder) access(a *ir.Access) ir.Expr {
 	if b.inputs[a.T] {
+		if a.Default != nil {
+			return b.bound(a.Default) // a default the kernel rounded to f32
+		}
 		return num(0)
 	}
 	t, ok := b.errs[a.T]
@@ -201,28 +205,28 @@ func (b *bounder) access(a *ir.Access) ir.Expr {
 func (b *bounder) binary(e *ir.Binary) ir.Expr {
 	p := lang.Promote(e.L.Type(), e.R.Type())
 	if !p.IsFloat() || e.Op.IsComparison() || e.Op == ir.OpAnd || e.Op == ir.OpOr {
-		return mul(num(b.unit(e.T)), abs(e)) // an integer result converted to a float
+		return charge(b.unit(e.T), e) // an integer result converted to a float
 	}
 	el, er := b.bound(e.L), b.bound(e.R)
-	own := mul(num(b.unit(p)), abs(e))
+	own := charge(b.unit(p), e)
 	switch e.Op {
 	case ir.OpAdd, ir.OpSub:
 		return add(add(el, er), own)
 	case ir.OpMul:
-		return add(add(mul(abs(e.R), el), mul(abs(e.L), er)), own)
+		return add(add(scaled(e.R, el), scaled(e.L, er)), own)
 	case ir.OpDiv:
 		// E(a)/|b| + |a/b|·E(b)/|b|
-		return add(div(add(el, mul(abs(e), er)), abs(e.R)), own)
+		return add(div(add(el, scaled(e, er)), abs(e.R)), own)
 	}
-	// The remainder: as large as the divisor where it wraps.
-	return add(add(el, abs(e.R)), own)
+	fail("no bound for the float operator %s", e.Op) // % of floats: the checker refuses it
+	return nil
 }
 
 // call propagates the argument's bound through the function's
 // derivative and adds the rounding of its result (codegen/mathir computes
 // in double, rounded once to the kernel's arithmetic).
 func (b *bounder) call(e *ir.Call) ir.Expr {
-	own := mul(num(b.unit(e.T)), abs(e))
+	own := charge(b.unit(e.T), e)
 	if len(e.Args) == 2 {
 		return add(b.call2(e), own)
 	}
@@ -231,7 +235,13 @@ func (b *bounder) call(e *ir.Call) ir.Expr {
 	if d == nil {
 		return own // piecewise constant: floor, ceil, round, sign
 	}
-	return add(propagate(d, b.bound(a)), own)
+	ea := b.bound(a)
+	if e.Fn == "sqrt" {
+		// Near 0 the derivative grows without bound, but a change of δ
+		// moves sqrt by at most √δ: √(U·E)/U.
+		return add(call("min", propagate(d, ea), call("sqrt", div(ea, num(U)))), own)
+	}
+	return add(propagate(d, ea), own)
 }
 
 // call2 is the propagated bound of a function of two arguments.
@@ -242,9 +252,9 @@ func (b *bounder) call2(e *ir.Call) ir.Expr {
 	case "max", "min":
 		return call("max", ex, ey)
 	case "pow":
-		// ∂x = y·x^(y-1) = y·pow/x, ∂y = pow·log|x|
-		dx := div(mul(y, e), x)
-		dy := mul(e, call("log", abs(x)))
+		// ∂x = y·x^(y-1), ∂y = pow·log|x| (0 where pow is: 0·log 0)
+		dx := mul(y, call("pow", x, sub(y, num(1))))
+		dy := &ir.Select{C: &ir.Binary{Op: ir.OpEq, L: e, R: num(0), T: lang.Bool}, A: num(0), B: mul(e, call("log", abs(x))), T: lang.F64}
 		return add(propagate(dx, ex), propagate(dy, ey))
 	case "atan2": // atan2(x, y) = atan(x/y): ∂x = y/(x²+y²), ∂y = -x/(x²+y²)
 		r := add(mul(x, x), mul(y, y))
@@ -254,10 +264,28 @@ func (b *bounder) call2(e *ir.Call) ir.Expr {
 	return nil
 }
 
-// propagate is |d|·E, 0 where E is (so that an infinite derivative at an
-// exact value adds nothing).
+// charge is the rounding of a result v in units of w: w·|v|, 0 where v
+// is infinite (an infinite result is compared exactly, and its bound
+// would turn its neighbours' into NaN: ∞·0).
+func charge(w float64, v ir.Expr) ir.Expr {
+	inf := &ir.Binary{Op: ir.OpEq, L: abs(v), R: num(math.Inf(1)), T: lang.Bool}
+	return &ir.Select{C: inf, A: num(0), B: mul(num(w), abs(v)), T: lang.F64}
+}
+
+// scaled is |m|·E, 0 where E is (an exact operand times an infinite
+// one adds nothing).
+func scaled(m, bound ir.Expr) ir.Expr {
+	return &ir.Select{C: &ir.Binary{Op: ir.OpEq, L: bound, R: num(0), T: lang.Bool}, A: num(0), B: mul(abs(m), bound), T: lang.F64}
+}
+
+// propagate is |d|·E, 0 where either is (an infinite derivative at an
+// exact value, or an infinite bound through a flat function: exp of a
+// mask's -inf adds nothing).
 func propagate(d, bound ir.Expr) ir.Expr {
-	return &ir.Select{C: &ir.Binary{Op: ir.OpEq, L: bound, R: num(0), T: lang.Bool}, A: num(0), B: mul(abs(d), bound), T: lang.F64}
+	zero := &ir.Binary{Op: ir.OpOr, T: lang.Bool,
+		L: &ir.Binary{Op: ir.OpEq, L: bound, R: num(0), T: lang.Bool},
+		R: &ir.Binary{Op: ir.OpEq, L: d, R: num(0), T: lang.Bool}}
+	return &ir.Select{C: zero, A: num(0), B: mul(abs(d), bound), T: lang.F64}
 }
 
 // derivative is f'(a) for the unary function fn whose value at a is fa,
@@ -328,7 +356,7 @@ func (b *bounder) reduce(r *ir.Reduce) ir.Expr {
 	}
 	switch r.Kind {
 	case ir.Sum:
-		return over(ir.Sum, add(et, mul(num(additions(n-1)*w), abs(t))))
+		return over(ir.Sum, add(et, charge(additions(n-1)*w, t)))
 	case ir.Max, ir.Min:
 		return over(ir.Max, et)
 	}

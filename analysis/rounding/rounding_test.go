@@ -157,3 +157,79 @@ func TestExactModeIsReordered(t *testing.T) {
 		t.Fatalf("bounds %v, longest %d; want none and 300", e.Bounds, e.Longest)
 	}
 }
+
+// elementwise is y[i] = body(x[i]) over n elements of dtype dt.
+func elementwise(n int64, dt lang.DType, body func(x ir.Expr) ir.Expr) *ir.Instance {
+	x := &ir.Tensor{Name: "x", DType: dt, Shape: []lang.Dim{lang.Const(n)}}
+	i := &ir.Var{Name: "i", Extent: lang.Const(n)}
+	xi := &ir.Access{T: x, Index: []ir.Expr{&ir.VarRef{V: i}}}
+	y := &ir.Tensor{Name: "y", DType: dt, Shape: []lang.Dim{lang.Const(n)}}
+	return &ir.Instance{Op: "e", Inputs: []*ir.Tensor{x}, Outputs: []*ir.Def{{Tensor: y, Vars: []*ir.Var{i}, Body: body(xi)}}}
+}
+
+func values(dt lang.DType, xs ...float64) *tensor.Tensor {
+	t := tensor.New(dt, []int{len(xs)})
+	for i, v := range xs {
+		t.SetFlat(i, v)
+	}
+	return t
+}
+
+// TestBoundsAreFinite: -inf through exp (a mask), pow and sqrt at 0
+// give finite bounds where the values are finite, not NaN (which would
+// fail a correct kernel) or +inf (which would pass any).
+func TestBoundsAreFinite(t *testing.T) {
+	f32c := func(v float64) ir.Expr { return &ir.Const{T: lang.F32, Float: v} }
+	for name, body := range map[string]func(x ir.Expr) ir.Expr{
+		"exp(x)": func(x ir.Expr) ir.Expr { return &ir.Call{Fn: "exp", Args: []ir.Expr{x}, T: lang.F32} },
+		"pow(max(x·3, 0), 2)": func(x ir.Expr) ir.Expr {
+			m := &ir.Call{Fn: "max", T: lang.F32, Args: []ir.Expr{&ir.Binary{Op: ir.OpMul, L: x, R: f32c(3), T: lang.F32}, f32c(0)}}
+			return &ir.Call{Fn: "pow", Args: []ir.Expr{m, f32c(2)}, T: lang.F32}
+		},
+		"sqrt(max(x·3, 0))": func(x ir.Expr) ir.Expr {
+			m := &ir.Call{Fn: "max", T: lang.F32, Args: []ir.Expr{&ir.Binary{Op: ir.OpMul, L: x, R: f32c(3), T: lang.F32}, f32c(0)}}
+			return &ir.Call{Fn: "sqrt", Args: []ir.Expr{m}, T: lang.F32}
+		},
+	} {
+		in := values(lang.F32, math.Inf(-1), 0, -0.5, 0.25, 2)
+		e, err := Expect(elementwise(5, lang.F32, body), []*tensor.Tensor{in}, precision.F32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			w, b := e.Want[0].Flat(i), e.Bounds[0].Flat(i)
+			if !math.IsInf(w, 0) && (math.IsNaN(b) || math.IsInf(b, 0)) {
+				t.Errorf("%s at %v: bound %v", name, in.Flat(i), b)
+			}
+		}
+	}
+}
+
+// TestStoreRoundsToNeighbours: an f16 sum the kernel computes in f32 and
+// the interpreter in double round to neighbouring f16 values (1 and
+// 1 + 2⁻¹⁰); a store's bound is an ulp, so the kernel passes.
+func TestStoreRoundsToNeighbours(t *testing.T) {
+	n := int64(4)
+	x := &ir.Tensor{Name: "x", DType: lang.F16, Shape: []lang.Dim{lang.Const(n)}}
+	j := &ir.Var{Name: "j", Extent: lang.Const(n)}
+	i := &ir.Var{Name: "i", Extent: lang.Const(1)}
+	sum := &ir.Reduce{Kind: ir.Sum, Vars: []*ir.Var{j}, T: lang.F16, Body: &ir.Access{T: x, Index: []ir.Expr{&ir.VarRef{V: j}}}}
+	y := &ir.Tensor{Name: "y", DType: lang.F16, Shape: []lang.Dim{lang.Const(1)}}
+	inst := &ir.Instance{Op: "s", Inputs: []*ir.Tensor{x}, Outputs: []*ir.Def{{Tensor: y, Vars: []*ir.Var{i}, Body: sum}}}
+	in := values(lang.F16, 1, 0x1p-11, 0x1p-24, 0x1p-24)
+	e, err := Expect(inst, []*tensor.Tensor{in}, precision.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := float32(0)
+	for k := range 4 {
+		acc += float32(in.Flat(k))
+	}
+	got := values(lang.F16, lang.F16.RoundFloat(float64(acc)))
+	if got.Flat(0) == e.Want[0].Flat(0) {
+		t.Fatalf("the kernel's sum %v equals the interpreter's: the case does not round to neighbours", got.Flat(0))
+	}
+	if err := e.Compare(0, got); err != nil {
+		t.Error(err)
+	}
+}

@@ -43,7 +43,7 @@ func (f *fn) expr(e tir.Expr) value.Value {
 	case *tir.Select:
 		return f.selectExpr(e)
 	case *tir.Cast:
-		if v, ok := constValue(e.X); ok && e.T.IsFloat() {
+		if v, ok := f.constValue(e.X); ok && e.T.IsFloat() {
 			return f.float(e.T.RoundFloat(v), e.T)
 		}
 		return f.convert(f.expr(e.X), e.X.Type(), e.T, true)
@@ -66,23 +66,24 @@ func (f *fn) expr(e tir.Expr) value.Value {
 // interpreter, which holds it in double, uses it (a constant of an f32
 // attribute in an f64 expression is not rounded to f32 first).
 func (f *fn) exprTo(e tir.Expr, t lang.DType) value.Value {
-	if v, ok := constValue(e); ok && t.IsFloat() {
+	if v, ok := f.constValue(e); ok && t.IsFloat() {
 		return f.float(v, t)
 	}
 	return f.convert(f.expr(e), e.Type(), t, false)
 }
 
 // constCall is the value of a float function of constants, computed by
-// TDL's definition of the function (codegen/mathir computes the same
-// bits at run time).
-func constCall(e *tir.Call) (float64, bool) {
+// TDL's definition of the function (the interpreter's; codegen/mathir's
+// equals it on hosts with FMA, and is within 2 ulps of double elsewhere,
+// which the f32 rounding that follows hides).
+func (f *fn) constCall(e *tir.Call) (float64, bool) {
 	if !e.T.IsFloat() || e.Fn == "isnan" || e.Fn == "isinf" {
 		return 0, false
 	}
 	args := make([]float64, len(e.Args))
 	p := e.Args[0].Type()
 	for i, a := range e.Args {
-		v, ok := constValue(a)
+		v, ok := f.constValue(a)
 		if !ok {
 			return 0, false
 		}
@@ -106,10 +107,14 @@ func constCall(e *tir.Call) (float64, bool) {
 
 // constValue is the value of a float expression of constants only (the
 // arithmetic of literals and attributes: 1 - momentum), computed in
-// double as the interpreter computes it; ok is false for any other
-// expression. A kernel in f32 then rounds the value once, where it meets
-// a value computed in f32, not each literal.
-func constValue(e tir.Expr) (v float64, ok bool) {
+// double as the interpreter computes it, in the modes that compute in
+// f32; ok is false for any other expression, and in the exact mode. A
+// kernel in f32 then rounds the value once, where it meets a value
+// computed in f32, not each literal.
+func (f *fn) constValue(e tir.Expr) (v float64, ok bool) {
+	if !f.m.Precision.InF32() {
+		return 0, false // double arithmetic at run time gives the same bits
+	}
 	switch e := e.(type) {
 	case *tir.Const:
 		if e.T.IsFloat() {
@@ -120,21 +125,21 @@ func constValue(e tir.Expr) (v float64, ok bool) {
 		n, ok := e.D.IsConst()
 		return float64(n), ok
 	case *tir.Cast:
-		if x, ok := constValue(e.X); ok && e.T.IsFloat() {
+		if x, ok := f.constValue(e.X); ok && e.T.IsFloat() {
 			return e.T.RoundFloat(x), true
 		}
 	case *tir.Call:
-		return constCall(e)
+		return f.constCall(e)
 	case *tir.Unary:
-		if x, ok := constValue(e.X); ok && e.Op == "-" && e.T.IsFloat() {
+		if x, ok := f.constValue(e.X); ok && e.Op == "-" && e.T.IsFloat() {
 			return -x, true
 		}
 	case *tir.Binary:
 		if !e.T.IsFloat() || !lang.Promote(e.L.Type(), e.R.Type()).IsFloat() {
 			return 0, false
 		}
-		a, okA := constValue(e.L)
-		b, okB := constValue(e.R)
+		a, okA := f.constValue(e.L)
+		b, okB := f.constValue(e.R)
 		if !okA || !okB {
 			return 0, false
 		}
@@ -172,7 +177,7 @@ func (f *fn) float(x float64, t lang.DType) value.Value {
 }
 
 func (f *fn) binary(e *tir.Binary) value.Value {
-	if v, ok := constValue(e); ok {
+	if v, ok := f.constValue(e); ok {
 		return f.float(v, e.T)
 	}
 	if a, ok := tir.AffineOf(e, nil); ok {
@@ -374,7 +379,7 @@ func (f *fn) speculatable(e tir.Expr) bool {
 }
 
 func (f *fn) call(e *tir.Call) value.Value {
-	if v, ok := constCall(e); ok {
+	if v, ok := f.constValue(e); ok {
 		return f.float(v, e.T)
 	}
 	p := e.Args[0].Type()

@@ -172,15 +172,13 @@ func TestPlansMatchCPU(t *testing.T) {
 }
 
 // TestModesMatchExact compiles the examples (inference and training
-// steps) in the modes that compute in f32 and runs them on the host
-// kernels (cpu) and the emulated GPU kernels (simt): every output matches
-// the exact mode's plan on the host, which matches the interpreter, under
-// the policy's whole-model tolerance and arg-max (analysis/rounding).
+// steps) in f32 and runs them on the host kernels (cpu) and the emulated
+// GPU kernels (simt): every output matches the exact mode's plan on the
+// host, which matches the interpreter, under the policy's whole-model
+// tolerance and arg-max (analysis/rounding). Without tensor-core forms,
+// the tf32, bf16 and f16 modes compile the f32 mode's kernels, which the
+// test checks for bf16 (docs/precision.md).
 func TestModesMatchExact(t *testing.T) {
-	modes := []precision.Mode{precision.F32, precision.BF16}
-	if testing.Short() {
-		modes = modes[:1]
-	}
 	for _, e := range examples {
 		t.Run(e.String(), func(t *testing.T) {
 			ref := compile(t, e)
@@ -188,27 +186,43 @@ func TestModesMatchExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, p := range modes {
-				c := e
-				c.Precision = p
-				m := compile(t, c)
-				if m.Plan.Precision != p {
-					t.Fatalf("the plan records precision %v, compiled in %v", m.Plan.Precision, p)
+			c := e
+			c.Precision = precision.F32
+			m := compile(t, c)
+			if m.Plan.Precision != precision.F32 {
+				t.Fatalf("the plan records precision %v, compiled in f32", m.Plan.Precision)
+			}
+			for _, kind := range []string{cpu.Kind.Name, simt.Kind.Name} {
+				got, err := hostRun(t, m, kind, ref.Params)
+				if err != nil {
+					t.Fatalf("f32 on %s: %v", kind, err)
 				}
-				for _, kind := range []string{cpu.Kind.Name, simt.Kind.Name} {
-					got, err := hostRun(t, m, kind, ref.Params)
-					if err != nil {
-						t.Fatalf("%s on %s: %v", p, kind, err)
-					}
-					for name, w := range want {
-						if err := rounding.CompareModel(p, got[name], w); err != nil {
-							t.Errorf("%s on %s: output %s: %v", p, kind, name, err)
-						}
+				for name, w := range want {
+					if err := rounding.CompareModel(precision.F32, got[name], w); err != nil {
+						t.Errorf("f32 on %s: output %s: %v", kind, name, err)
 					}
 				}
 			}
+			c.Precision = precision.BF16
+			if b := compile(t, c); !sameKernels(b.Plan, m.Plan) {
+				t.Error("bf16 compiles other kernels than f32 without a tensor-core form")
+			}
 		})
 	}
+}
+
+// sameKernels reports whether two plans have the same kernels (names,
+// which hash their IR, in order).
+func sameKernels(a, b *plan.Plan) bool {
+	if len(a.Kernels) != len(b.Kernels) {
+		return false
+	}
+	for i := range a.Kernels {
+		if a.Kernels[i].Name != b.Kernels[i].Name {
+			return false
+		}
+	}
+	return true
 }
 
 // TestDependenciesMatter removes the cross-device dependencies of a
