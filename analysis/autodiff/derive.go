@@ -144,55 +144,11 @@ func (d *diff) binary(x *ir.Binary, seed ir.Expr) {
 func (d *diff) call(x *ir.Call, seed ir.Expr, t lang.DType) {
 	a := x.Args[0]
 	one := fconst(t, 1)
-	var da ir.Expr
 	switch x.Fn {
-	case "exp":
-		da = x
-	case "log":
-		da = bin(ir.OpDiv, one, a)
-	case "sqrt":
-		da = bin(ir.OpDiv, fconst(t, 0.5), x)
-	case "rsqrt":
-		da = bin(ir.OpMul, fconst(t, -0.5), bin(ir.OpDiv, x, a))
-	case "tanh":
-		da = bin(ir.OpSub, one, bin(ir.OpMul, x, x))
-	case "sigmoid":
-		da = bin(ir.OpMul, x, bin(ir.OpSub, one, x))
-	case "erf":
-		da = bin(ir.OpMul, fconst(t, 2/math.Sqrt(math.Pi)), call("exp", t, neg(bin(ir.OpMul, a, a))))
-	case "abs":
-		da = call("sign", t, a)
-	case "sin":
-		da = call("cos", t, a)
-	case "cos":
-		da = neg(call("sin", t, a))
-	case "tan":
-		da = bin(ir.OpAdd, one, bin(ir.OpMul, x, x))
-	case "asin":
-		da = call("rsqrt", t, bin(ir.OpSub, one, bin(ir.OpMul, a, a)))
-	case "acos":
-		da = neg(call("rsqrt", t, bin(ir.OpSub, one, bin(ir.OpMul, a, a))))
-	case "atan":
-		da = bin(ir.OpDiv, one, bin(ir.OpAdd, one, bin(ir.OpMul, a, a)))
-	case "sinh":
-		da = call("cosh", t, a)
-	case "cosh":
-		da = call("sinh", t, a)
-	case "asinh":
-		da = call("rsqrt", t, bin(ir.OpAdd, bin(ir.OpMul, a, a), one))
-	case "acosh":
-		da = call("rsqrt", t, bin(ir.OpSub, bin(ir.OpMul, a, a), one))
-	case "atanh":
-		da = bin(ir.OpDiv, one, bin(ir.OpSub, one, bin(ir.OpMul, a, a)))
-	case "reciprocal":
-		da = neg(bin(ir.OpMul, x, x))
-	case "floor", "ceil", "round", "sign", "isnan", "isinf":
-		return // piecewise constant
 	case "pow":
 		b := x.Args[1]
 		d.grad(a, bin(ir.OpMul, seed, bin(ir.OpMul, b, call("pow", t, a, bin(ir.OpSub, b, one)))))
 		d.grad(b, bin(ir.OpMul, seed, bin(ir.OpMul, x, call("log", t, a))))
-		return
 	case "max", "min":
 		op := ir.OpGe
 		if x.Fn == "min" {
@@ -202,18 +158,75 @@ func (d *diff) call(x *ir.Call, seed ir.Expr, t lang.DType) {
 		zero := fconst(t, 0)
 		d.grad(a, sel(first, seed, zero))
 		d.grad(x.Args[1], sel(first, zero, seed))
-		return
 	case "atan2":
 		b := x.Args[1]
 		den := bin(ir.OpAdd, bin(ir.OpMul, a, a), bin(ir.OpMul, b, b))
 		d.grad(a, bin(ir.OpMul, seed, bin(ir.OpDiv, b, den)))
 		d.grad(b, bin(ir.OpMul, seed, neg(bin(ir.OpDiv, a, den))))
-		return
 	default:
-		d.fail("no derivative for %s", x.Fn)
-		return
+		da, ok := Derivative(x, t)
+		switch {
+		case !ok:
+			d.fail("no derivative for %s", x.Fn)
+		case da != nil: // nil: piecewise constant
+			d.grad(a, bin(ir.OpMul, seed, da))
+		}
 	}
-	d.grad(a, bin(ir.OpMul, seed, da))
+}
+
+// Derivative is f'(a) for a call x = f(a) of a math function of one
+// argument, in dtype t: an expression of a and x; nil for a piecewise
+// constant function (floor, ceil, round, sign, isnan, isinf); ok is false
+// for a function of two arguments or one without a derivative.
+// Differentiation and analysis/rounding's error bounds read it.
+func Derivative(x *ir.Call, t lang.DType) (da ir.Expr, ok bool) {
+	a := x.Args[0]
+	one := fconst(t, 1)
+	switch x.Fn {
+	case "exp":
+		return x, true
+	case "log":
+		return bin(ir.OpDiv, one, a), true
+	case "sqrt":
+		return bin(ir.OpDiv, fconst(t, 0.5), x), true
+	case "rsqrt":
+		return bin(ir.OpMul, fconst(t, -0.5), bin(ir.OpDiv, x, a)), true
+	case "tanh":
+		return bin(ir.OpSub, one, bin(ir.OpMul, x, x)), true
+	case "sigmoid":
+		return bin(ir.OpMul, x, bin(ir.OpSub, one, x)), true
+	case "erf":
+		return bin(ir.OpMul, fconst(t, 2/math.Sqrt(math.Pi)), call("exp", t, neg(bin(ir.OpMul, a, a)))), true
+	case "abs":
+		return call("sign", t, a), true
+	case "sin":
+		return call("cos", t, a), true
+	case "cos":
+		return neg(call("sin", t, a)), true
+	case "tan":
+		return bin(ir.OpAdd, one, bin(ir.OpMul, x, x)), true
+	case "asin":
+		return call("rsqrt", t, bin(ir.OpSub, one, bin(ir.OpMul, a, a))), true
+	case "acos":
+		return neg(call("rsqrt", t, bin(ir.OpSub, one, bin(ir.OpMul, a, a)))), true
+	case "atan":
+		return bin(ir.OpDiv, one, bin(ir.OpAdd, one, bin(ir.OpMul, a, a))), true
+	case "sinh":
+		return call("cosh", t, a), true
+	case "cosh":
+		return call("sinh", t, a), true
+	case "asinh":
+		return call("rsqrt", t, bin(ir.OpAdd, bin(ir.OpMul, a, a), one)), true
+	case "acosh":
+		return call("rsqrt", t, bin(ir.OpSub, bin(ir.OpMul, a, a), one)), true
+	case "atanh":
+		return bin(ir.OpDiv, one, bin(ir.OpSub, one, bin(ir.OpMul, a, a))), true
+	case "reciprocal":
+		return neg(bin(ir.OpMul, x, x)), true
+	case "floor", "ceil", "round", "sign", "isnan", "isinf":
+		return nil, true
+	}
+	return nil, false
 }
 
 // reduce differentiates a reduction: a sum passes the seed to every

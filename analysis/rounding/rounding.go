@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"math"
 
+	"tofuc/analysis/autodiff"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/lang/precision"
@@ -231,8 +232,13 @@ func (b *bounder) call(e *ir.Call) ir.Expr {
 		return add(b.call2(e), own)
 	}
 	a := e.Args[0]
-	d := derivative(e.Fn, a, e)
-	if d == nil {
+	d, ok := autodiff.Derivative(e, lang.F64)
+	switch {
+	case !ok:
+		fail("no derivative for %s", e.Fn)
+	case e.Fn == "abs":
+		d = num(1) // Lipschitz 1, also at 0, where sign is 0
+	case d == nil:
 		return own // piecewise constant: floor, ceil, round, sign
 	}
 	ea := b.bound(a)
@@ -288,56 +294,6 @@ func propagate(d, bound ir.Expr) ir.Expr {
 	return &ir.Select{C: zero, A: num(0), B: mul(abs(d), bound), T: lang.F64}
 }
 
-// derivative is f'(a) for the unary function fn whose value at a is fa,
-// nil where it is 0 (a piecewise constant function).
-func derivative(fn string, a, fa ir.Expr) ir.Expr {
-	one := num(1)
-	switch fn {
-	case "exp":
-		return fa
-	case "sinh":
-		return call("cosh", a)
-	case "cosh":
-		return call("sinh", a)
-	case "log":
-		return div(one, a)
-	case "sqrt":
-		return div(num(0.5), fa)
-	case "rsqrt":
-		return mul(num(-0.5), div(fa, a))
-	case "tanh":
-		return sub(one, mul(fa, fa))
-	case "sigmoid":
-		return mul(fa, sub(one, fa))
-	case "erf":
-		return mul(num(2/math.Sqrt(math.Pi)), call("exp", neg(mul(a, a))))
-	case "abs":
-		return one
-	case "sin":
-		return call("cos", a)
-	case "cos":
-		return call("sin", a)
-	case "tan":
-		return add(one, mul(fa, fa))
-	case "asin", "acos":
-		return call("rsqrt", sub(one, mul(a, a)))
-	case "atan":
-		return div(one, add(one, mul(a, a)))
-	case "asinh":
-		return call("rsqrt", add(mul(a, a), one))
-	case "acosh":
-		return call("rsqrt", sub(mul(a, a), one))
-	case "atanh":
-		return div(one, sub(one, mul(a, a)))
-	case "reciprocal":
-		return div(one, mul(a, a))
-	case "floor", "ceil", "round", "sign":
-		return nil
-	}
-	fail("no derivative for %s", fn)
-	return nil
-}
-
 // reduce bounds a reduction of n terms in any order.
 func (b *bounder) reduce(r *ir.Reduce) ir.Expr {
 	n := int64(1)
@@ -372,7 +328,6 @@ func num(x float64) ir.Expr { return &ir.Const{T: lang.F64, Float: x} }
 
 func abs(e ir.Expr) ir.Expr { return call("abs", e) }
 
-func neg(e ir.Expr) ir.Expr { return &ir.Unary{Op: "-", X: e, T: lang.F64} }
 
 func call(fn string, args ...ir.Expr) ir.Expr { return &ir.Call{Fn: fn, Args: args, T: lang.F64} }
 
