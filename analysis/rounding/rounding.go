@@ -328,7 +328,6 @@ func num(x float64) ir.Expr { return &ir.Const{T: lang.F64, Float: x} }
 
 func abs(e ir.Expr) ir.Expr { return call("abs", e) }
 
-
 func call(fn string, args ...ir.Expr) ir.Expr { return &ir.Call{Fn: fn, Args: args, T: lang.F64} }
 
 func add(a, b ir.Expr) ir.Expr { return &ir.Binary{Op: ir.OpAdd, L: a, R: b, T: lang.F64} }
