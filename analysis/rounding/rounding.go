@@ -22,9 +22,9 @@
 // exact ones. A sum's additions count g(a) = min(a, λ√a) roundings:
 // the worst case a (any order) up to a = λ², then Higham and Mary's
 // probabilistic bound ("A new approach to probabilistic rounding error
-// analysis", 2019), which holds with probability at least
-// 1 − 2·exp(−λ²/2) per sum when rounding errors are independent; with
-// λ = 8, 1 − 2.5·10⁻¹⁴. The worst case grows with the depth K of a
+// analysis", 2019), which holds for a sum of n terms with probability
+// at least 1 − n·2·exp(−λ²/2) when rounding errors are independent;
+// with λ = 8, 1 − n·2.5·10⁻¹⁴. The worst case grows with the depth K of a
 // contraction as K·U, far beyond the errors of any order of summation
 // (√K·U in practice), so loose that whole wrong terms would pass. Reads of inputs are exact; a store or cast to a narrower
 // float adds that format's unit. For a contraction this is the bound
