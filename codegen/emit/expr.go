@@ -411,10 +411,14 @@ func (f *fn) call(e *tir.Call) value.Value {
 	return f.convert(f.mathCall(e.Fn, args...), p, e.T, false)
 }
 
-// mathCall calls the math library's function name (codegen/mathir, in
-// double) on args, all of one type: floats are widened to double and
-// the result rounded back to float.
+// mathCall calls the math library's function name (codegen/mathir) on
+// args, all of one type: floats call the f32 library's form where it has
+// one (Lib.Func32), else are widened to double and the result rounded
+// back to float.
 func (f *fn) mathCall(name string, args ...value.Value) value.Value {
+	if fn, ok := f.m.math.Func32(name); ok && len(args) == 1 && args[0].Type().Equal(types.Float) {
+		return f.b.NewCall(fn, args[0])
+	}
 	if args[0].Type().Equal(types.Float) {
 		wide := make([]value.Value, len(args))
 		for i, a := range args {

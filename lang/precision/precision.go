@@ -85,3 +85,15 @@ func (m *Mode) UnmarshalText(b []byte) error {
 	*m = v
 	return nil
 }
+
+// F32ULPs states, for each math function of the f32 library
+// (codegen/mathir's Func32, used in the modes that compute in f32), how
+// many units in the last place of f32 its result may lie from the
+// correctly rounded value; its tests check it over a sweep of every
+// binade. A function not listed computes in double and rounds once (at
+// most half an ulp, and a hair). The rounding bounds of the tolerance
+// policy (analysis/rounding) read it.
+var F32ULPs = map[string]float64{
+	"exp":     2,
+	"sigmoid": 3,
+}

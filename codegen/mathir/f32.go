@@ -1,0 +1,155 @@
+package mathir
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+
+	"tofuc/lang/precision"
+)
+
+// The f32 library: functions of float for the precision modes that
+// compute in f32 (docs/precision.md), each within the ulps of the
+// correctly rounded result that lang/precision.F32ULPs states for it
+// (accuracy_test.go checks). A function without an f32 form computes in
+// double, its argument widened and its result rounded once.
+
+// f32defs are the functions the f32 library has, by name (filled in
+// init: bodies call other functions through it).
+var f32defs map[string]func(g *fnb, x value.Value) value.Value
+
+func init() {
+	f32defs = map[string]func(g *fnb, x value.Value) value.Value{
+		"exp":     expf,
+		"sigmoid": sigmoidf,
+	}
+}
+
+// Func32 returns the module's internal function `float
+// @tofuc.math.NAME.f32(float)`, defined on first use, and false where
+// the f32 library has no form of name.
+func (l *Lib) Func32(name string) (*ir.Func, bool) {
+	body, ok := f32defs[name]
+	if !ok {
+		return nil, false
+	}
+	if _, stated := precision.F32ULPs[name]; !stated {
+		panic(fmt.Sprintf("mathir: the f32 %s states no accuracy", name))
+	}
+	full := Prefix + name + ".f32"
+	if f := l.lookup(full); f != nil {
+		return f, true
+	}
+	x := ir.NewParam("a0", types.Float)
+	f := l.m.NewFunc(full, types.Float, x)
+	f.Linkage = enum.LinkageInternal
+	f.FuncAttrs = append([]ir.FuncAttribute(nil), attrs...)
+	l.funcs[full] = f
+	g := &fnb{l: l, f: f}
+	g.b = f.NewBlock("")
+	g.b.NewRet(body(g, x))
+	return f, true
+}
+
+// kf is the float constant v, which must be an f32.
+func kf(v float64) value.Value {
+	if float64(float32(v)) != v {
+		panic(fmt.Sprintf("mathir: %v is not an f32", v))
+	}
+	return constant.NewFloat(types.Float, v)
+}
+
+// intrinsicf calls llvm.NAME.f32.
+func (g *fnb) intrinsicf(name string, args ...value.Value) value.Value {
+	full := "llvm." + name + ".f32"
+	f := g.l.lookup(full)
+	if f == nil {
+		var params []*ir.Param
+		for range args {
+			params = append(params, ir.NewParam("", types.Float))
+		}
+		f = g.l.m.NewFunc(full, types.Float, params...)
+		f.FuncAttrs = []ir.FuncAttribute{enum.FuncAttrNoUnwind, enum.FuncAttrReadNone}
+		g.l.funcs[full] = f
+	}
+	return g.b.NewCall(f, args...)
+}
+
+// pow2f is 2**n as a float for an i32 n in [-126, 127].
+func (g *fnb) pow2f(n value.Value) value.Value {
+	return g.b.NewBitCast(g.b.NewShl(g.b.NewAdd(n, constant.NewInt(types.I32, 127)), constant.NewInt(types.I32, 23)), types.Float)
+}
+
+// expf is e**x in f32 (Moshier's Cephes expf): x = k·ln2 + r with k =
+// floor(x·log2(e) + 1/2) and ln2 in two parts (the first 10 bits, so
+// that k times it is exact), e**r = 1 + r + r²·P(r) with P of degree 5
+// on |r| ≤ ln2/2, scaled by 2**k in two multiplications (so that a
+// subnormal result is reached without 2**k leaving the exponents).
+// +Inf above 88.72, 0 below -103.97, NaN for NaN.
+func expf(g *fnb, x value.Value) value.Value {
+	const (
+		log2e  = 1.44269504088896341
+		ln2Hi  = 0.693359375
+		ln2Lo  = -2.12194440e-4
+		maxLog = 88.72283905206835
+		minLog = -103.278929903431851103
+	)
+	b := g.b
+	// Clamped so that k's conversion to an integer is defined; the
+	// results out of range are chosen below.
+	xc := b.NewCall(g.l.intrinsicOf("maxnum", types.Float), b.NewCall(g.l.intrinsicOf("minnum", types.Float), x, kf(float64(float32(maxLog)))), kf(float64(float32(minLog))))
+	k := g.intrinsicf("floor", b.NewFAdd(b.NewFMul(xc, kf(float64(float32(log2e)))), kf(0.5)))
+	r := b.NewFSub(xc, b.NewFMul(k, kf(ln2Hi)))
+	r = b.NewFSub(r, b.NewFMul(k, kf(float64(float32(ln2Lo)))))
+	z := b.NewFMul(r, r)
+	p := kf(float64(float32(1.9875691500e-4)))
+	for _, c := range []float64{1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1} {
+		p = b.NewFAdd(b.NewFMul(p, r), kf(float64(float32(c))))
+	}
+	e := b.NewFAdd(b.NewFAdd(b.NewFMul(p, z), r), kf(1))
+	n := b.NewFPToSI(k, types.I32)
+	half := b.NewAShr(n, constant.NewInt(types.I32, 1))
+	scaled := b.NewFMul(b.NewFMul(e, g.pow2f(half)), g.pow2f(b.NewSub(n, half)))
+	inf := constant.NewFloat(types.Float, math.Inf(1))
+	out := b.NewSelect(b.NewFCmp(enum.FPredOGT, x, kf(float64(float32(maxLog)))), inf, scaled)
+	out = b.NewSelect(b.NewFCmp(enum.FPredOLT, x, kf(float64(float32(minLog)))), kf(0), out)
+	return b.NewSelect(b.NewFCmp(enum.FPredUNO, x, x), x, out)
+}
+
+// sigmoidf is 1/(1 + e**-x) in f32, as e**x/(1 + e**x) for negative x:
+// e**-|x| never overflows, so that a large negative x gives its
+// subnormal result, not 0.
+func sigmoidf(g *fnb, x value.Value) value.Value {
+	b := g.b
+	e := b.NewCall(g.l.mustFunc32("exp"), b.NewFNeg(g.intrinsicf("fabs", x)))
+	num := b.NewSelect(b.NewFCmp(enum.FPredOLT, x, kf(0)), e, kf(1))
+	return b.NewFDiv(num, b.NewFAdd(kf(1), e))
+}
+
+// mustFunc32 is Func32 for a function the library has.
+func (l *Lib) mustFunc32(name string) *ir.Func {
+	f, _ := l.Func32(name)
+	return f
+}
+
+// intrinsicOf returns the declaration of llvm.NAME.T (f32 or f64) of two
+// arguments of type t.
+func (l *Lib) intrinsicOf(name string, t types.Type) *ir.Func {
+	suffix := ".f64"
+	if t.Equal(types.Float) {
+		suffix = ".f32"
+	}
+	full := "llvm." + name + suffix
+	if f := l.lookup(full); f != nil {
+		return f
+	}
+	f := l.m.NewFunc(full, t, ir.NewParam("", t), ir.NewParam("", t))
+	f.FuncAttrs = []ir.FuncAttribute{enum.FuncAttrNoUnwind, enum.FuncAttrReadNone}
+	l.funcs[full] = f
+	return f
+}
