@@ -10,6 +10,7 @@ import (
 
 	"tofuc/internal/modelcase"
 	"tofuc/lang"
+	"tofuc/lang/precision"
 	"tofuc/pipeline"
 	"tofuc/runtime/cpu"
 	"tofuc/runtime/executor"
@@ -54,10 +55,16 @@ func TestWriteGPUChecks(t *testing.T) {
 	for _, ps := range []struct {
 		dt    lang.DType
 		large bool
-	}{{lang.F32, false}, {lang.F32, true}, {lang.F64, false}, {lang.F16, false}, {lang.BF16, false}, {lang.I32, false}, {lang.I8, false}, {lang.U8, false}, {lang.I64, false}, {lang.Bool, false}} {
+		prec  precision.Mode
+	}{{lang.F32, false, precision.Exact}, {lang.F32, true, precision.Exact}, {lang.F64, false, precision.Exact}, {lang.F16, false, precision.Exact},
+		{lang.BF16, false, precision.Exact}, {lang.I32, false, precision.Exact}, {lang.I8, false, precision.Exact}, {lang.U8, false, precision.Exact},
+		{lang.I64, false, precision.Exact}, {lang.Bool, false, precision.Exact}, {lang.F32, false, precision.F32}, {lang.F32, true, precision.F32}} {
 		name := "stdlib-" + ps.dt.String()
 		if ps.large {
 			name += "-large"
+		}
+		if ps.prec != precision.Exact {
+			name += "-" + ps.prec.String()
 		}
 		t.Run(name, func(t *testing.T) {
 			cases, _ := lowerable(stdlibCases(t, ps.dt, ps.large))
@@ -65,14 +72,18 @@ func TestWriteGPUChecks(t *testing.T) {
 			dir := freshDir(t, filepath.Join(root, name))
 			// Each operator alone: the verified rewrites would change
 			// what is checked.
-			c, err := pipeline.Compile(&pipeline.Model{Graph: graphOf(cases)}, dir, pipeline.Options{NoOptimize: true, Emit: emit})
+			c, err := pipeline.Compile(&pipeline.Model{Graph: graphOf(cases)}, dir, pipeline.Options{NoOptimize: true, Emit: emit, Precision: ps.prec})
 			if err != nil {
 				t.Fatal(err)
 			}
-			check := &executor.Check{Inputs: map[string]*tensor.Tensor{}, Params: map[string]*tensor.Tensor{}, Tolerance: map[string]tensor.Tolerance{}}
+			check := &executor.Check{Inputs: map[string]*tensor.Tensor{}, Params: map[string]*tensor.Tensor{}, Tolerance: map[string]tensor.Tolerance{}, Bounds: map[string]*tensor.Tensor{}}
 			for _, tc := range cases {
 				for i, x := range tc.c.Inputs {
 					check.Inputs[fmt.Sprintf("%s.in%d", tc.name, i)] = x
+				}
+				if ps.prec.InF32() {
+					addBounds(t, check, tc)
+					continue
 				}
 				for i, w := range tc.c.Want {
 					check.Tolerance[fmt.Sprintf("%s.out%d", tc.name, i)] = twice(tensor.Reordered(w.DType, rounding.ReductionLength(tc.c.Inst)))
@@ -82,8 +93,11 @@ func TestWriteGPUChecks(t *testing.T) {
 		})
 	}
 	for _, m := range gpuCheckModels {
-		for _, devices := range []int{1, 4} {
-			m.Devices = devices
+		for _, run := range []struct {
+			devices int
+			prec    precision.Mode
+		}{{1, precision.Exact}, {4, precision.Exact}, {1, precision.F32}} {
+			m.Devices, m.Precision = run.devices, run.prec
 			t.Run(m.String(), func(t *testing.T) {
 				dir := freshDir(t, filepath.Join(root, m.String()))
 				c, err := m.Compile(dir, emit)
@@ -92,11 +106,33 @@ func TestWriteGPUChecks(t *testing.T) {
 				}
 				check := &executor.Check{Inputs: executor.Filled(c.Plan.Inputs), Params: executor.Filled(c.Plan.Params), Filled: true, Tolerance: map[string]tensor.Tolerance{}}
 				for _, b := range c.Plan.Outputs {
-					check.Tolerance[b.Name] = twice(tensor.Reordered(lang.ParseDType(b.DType), 1<<12))
+					tol := tensor.Reordered(lang.ParseDType(b.DType), 1<<12)
+					if run.prec.InF32() {
+						tol = rounding.ModelTolerance(run.prec)
+					}
+					check.Tolerance[b.Name] = twice(tol)
 				}
 				writeCheck(t, c.Plan, dir, check)
 			})
 		}
+	}
+}
+
+// addBounds gives the outputs of a case compiled in f32 their elements'
+// rounding bounds, twice over (the cpu runtime and the GPU each within
+// them of the interpreter, in directions of their own).
+func addBounds(t *testing.T, check *executor.Check, tc opTest) {
+	t.Helper()
+	e, err := rounding.Expect(tc.c.Inst, tc.c.Inputs, precision.F32)
+	if err != nil {
+		t.Fatalf("%s: %v", tc.name, err)
+	}
+	for i, b := range e.Bounds {
+		twice := tensor.New(lang.F64, b.Shape)
+		for k := range b.Len() {
+			twice.SetFlat(k, 2*rounding.U*b.Flat(k))
+		}
+		check.Bounds[fmt.Sprintf("%s.out%d", tc.name, i)] = twice
 	}
 }
 

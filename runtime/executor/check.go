@@ -26,7 +26,13 @@ import (
 type Check struct {
 	Inputs, Params, Want map[string]*tensor.Tensor
 	Tolerance            map[string]tensor.Tolerance
-	Filled               bool // Inputs and Params are Filled's
+	// Bounds, for the outputs that have one, is each element's own
+	// tolerance (absolute, of the output's shape): a plan compiled in a
+	// precision mode that computes in f32 is checked against the
+	// rounding bounds of its arithmetic (analysis/rounding), not one
+	// tolerance per output.
+	Bounds map[string]*tensor.Tensor
+	Filled bool // Inputs and Params are Filled's
 }
 
 // CheckDir is the folder of a plan's Check, inside the plan's folder.
@@ -41,6 +47,9 @@ func (c *Check) Write(dir string) error {
 	files := map[string]map[string]*tensor.Tensor{"want": c.Want}
 	if !c.Filled {
 		files["inputs"], files["params"] = c.Inputs, c.Params
+	}
+	if len(c.Bounds) > 0 {
+		files["bounds"] = c.Bounds
 	}
 	for name, ts := range files {
 		if err := npy.WriteNPZ(filepath.Join(d, name+".npz"), ts); err != nil {
@@ -77,6 +86,13 @@ func ReadCheck(dir string, p *plan.Plan) (*Check, error) {
 			}
 		}
 		*f.to = ts
+	}
+	bounds, err := npy.ReadNPZ(filepath.Join(d, "bounds.npz"))
+	switch {
+	case err == nil:
+		c.Bounds = bounds
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
 	}
 	b, err := os.ReadFile(filepath.Join(d, "tolerance.json"))
 	if err != nil {
@@ -133,7 +149,8 @@ func splitmix(x uint64) uint64 {
 }
 
 // Compare reports every output of got that differs from the check's
-// beyond its tolerance (exact where none is given), or is missing.
+// beyond its tolerance or its elements' bounds (exact where neither is
+// given), or is missing.
 func (c *Check) Compare(got map[string]*tensor.Tensor) error {
 	names := make([]string, 0, len(c.Want))
 	for name := range c.Want {
@@ -147,7 +164,13 @@ func (c *Check) Compare(got map[string]*tensor.Tensor) error {
 			errs = append(errs, fmt.Errorf("output %s: missing", name))
 			continue
 		}
-		if err := tensor.Compare(g, c.Want[name], c.Tolerance[name]); err != nil {
+		var err error
+		if bound, ok := c.Bounds[name]; ok {
+			err = tensor.CompareBounded(g, c.Want[name], bound, 1)
+		} else {
+			err = tensor.Compare(g, c.Want[name], c.Tolerance[name])
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("output %s: %w", name, err))
 		}
 	}

@@ -97,3 +97,34 @@ func TestFilled(t *testing.T) {
 		t.Errorf("weights' variance %v, want about 1/75", v)
 	}
 }
+
+// TestCheckBounds: a check with per-element bounds keeps them through
+// Write and ReadCheck, and Compare holds each element to its own bound
+// (an element within another's bound but beyond its own fails).
+func TestCheckBounds(t *testing.T) {
+	p := &plan.Plan{Outputs: []plan.Binding{{Name: "y", DType: "f32", Shape: []int64{3}}}}
+	want := map[string]*tensor.Tensor{"y": tensor.FromFloats(lang.F32, []int{3}, []float64{1, 2, 3})}
+	bounds := map[string]*tensor.Tensor{"y": tensor.FromFloats(lang.F64, []int{3}, []float64{0.5, 0.01, 0})}
+	dir := t.TempDir()
+	c := &Check{Want: want, Tolerance: map[string]tensor.Tolerance{}, Bounds: bounds, Filled: true}
+	if err := c.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadCheck(dir, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		got []float64
+		ok  bool
+	}{
+		{[]float64{1.4, 2.005, 3}, true},
+		{[]float64{1, 2.1, 3}, false},    // beyond its own bound, within the first's
+		{[]float64{1, 2, 3.0001}, false}, // a bound of 0 is exact
+	} {
+		err := back.Compare(map[string]*tensor.Tensor{"y": tensor.FromFloats(lang.F32, []int{3}, tc.got)})
+		if (err == nil) != tc.ok {
+			t.Errorf("%v: %v, want ok %v", tc.got, err, tc.ok)
+		}
+	}
+}
