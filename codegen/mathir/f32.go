@@ -27,6 +27,8 @@ func init() {
 	f32defs = map[string]func(g *fnb, x value.Value) value.Value{
 		"exp":     expf,
 		"sigmoid": sigmoidf,
+		"tanh":    tanhf,
+		"log":     logf,
 	}
 }
 
@@ -152,4 +154,56 @@ func (l *Lib) intrinsicOf(name string, t types.Type) *ir.Func {
 	f.FuncAttrs = []ir.FuncAttribute{enum.FuncAttrNoUnwind, enum.FuncAttrReadNone}
 	l.funcs[full] = f
 	return f
+}
+
+// hornerf evaluates ((c[0]·z + c[1])·z + c[2])... in f32.
+func (g *fnb) hornerf(z value.Value, c ...float64) value.Value {
+	p := kf(float64(float32(c[0])))
+	for _, ci := range c[1:] {
+		p = g.b.NewFAdd(g.b.NewFMul(p, z), kf(float64(float32(ci))))
+	}
+	return p
+}
+
+// tanhf is tanh in f32 (Cephes' tanhf): x + x³·P(x²) below |x| = 0.625,
+// else 1 - 2/(e**2|x| + 1) with x's sign (1 once e**2|x| overflows).
+func tanhf(g *fnb, x value.Value) value.Value {
+	b := g.b
+	ax := g.intrinsicf("fabs", x)
+	s := b.NewCall(g.l.mustFunc32("exp"), b.NewFMul(ax, kf(2)))
+	large := g.intrinsicf("copysign", b.NewFSub(kf(1), b.NewFDiv(kf(2), b.NewFAdd(s, kf(1)))), x)
+	z := b.NewFMul(x, x)
+	p := g.hornerf(z, -5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1)
+	small := b.NewFAdd(b.NewFMul(b.NewFMul(p, z), x), x)
+	return b.NewSelect(b.NewFCmp(enum.FPredOLT, ax, kf(0.625)), small, large)
+}
+
+// logf is the natural logarithm in f32 (Cephes' logf): x = m·2**e with m
+// in [√½, √2), log(1 + (m-1)) by a polynomial of degree 9, and e·ln2 in
+// two parts. -Inf at ±0, NaN below 0 and for NaN, +Inf at +Inf; a
+// subnormal x is scaled by 2**23 first.
+func logf(g *fnb, x value.Value) value.Value {
+	b := g.b
+	i32 := func(v int64) value.Value { return constant.NewInt(types.I32, v) }
+	sub := b.NewFCmp(enum.FPredOLT, g.intrinsicf("fabs", x), kf(0x1p-126))
+	xs := b.NewSelect(sub, b.NewFMul(x, kf(0x1p23)), x)
+	bits := b.NewBitCast(xs, types.I32)
+	var e value.Value = b.NewSub(b.NewAnd(b.NewLShr(bits, i32(23)), i32(0xff)), i32(126))
+	e = b.NewSelect(sub, b.NewSub(e, i32(23)), e)
+	m := b.NewBitCast(b.NewOr(b.NewAnd(bits, i32(0x807fffff)), i32(0x3f000000)), types.Float) // in [0.5, 1)
+	low := b.NewFCmp(enum.FPredOLT, m, kf(float64(float32(0.707106781186547524))))
+	e = b.NewSelect(low, b.NewSub(e, i32(1)), e)
+	f := b.NewSelect(low, b.NewFSub(b.NewFAdd(m, m), kf(1)), b.NewFSub(m, kf(1)))
+	fe := b.NewSIToFP(e, types.Float)
+	z := b.NewFMul(f, f)
+	p := g.hornerf(f, 7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
+		-1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1)
+	var y value.Value = b.NewFMul(b.NewFMul(p, f), z)
+	y = b.NewFAdd(y, b.NewFMul(fe, kf(float64(float32(-2.12194440e-4)))))
+	y = b.NewFSub(y, b.NewFMul(z, kf(0.5)))
+	var out value.Value = b.NewFAdd(b.NewFAdd(f, y), b.NewFMul(fe, kf(0.693359375)))
+	out = b.NewSelect(b.NewFCmp(enum.FPredOEQ, x, constant.NewFloat(types.Float, math.Inf(1))), x, out)
+	out = b.NewSelect(b.NewFCmp(enum.FPredOEQ, x, kf(0)), constant.NewFloat(types.Float, math.Inf(-1)), out)
+	nan := b.NewFCmp(enum.FPredULT, x, kf(0)) // below 0, or NaN
+	return b.NewSelect(nan, constant.NewFloat(types.Float, math.NaN()), out)
 }

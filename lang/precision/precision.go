@@ -96,4 +96,6 @@ func (m *Mode) UnmarshalText(b []byte) error {
 var F32ULPs = map[string]float64{
 	"exp":     2,
 	"sigmoid": 3,
+	"tanh":    3,
+	"log":     2,
 }
