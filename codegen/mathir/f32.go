@@ -29,6 +29,7 @@ func init() {
 		"sigmoid": sigmoidf,
 		"tanh":    tanhf,
 		"log":     logf,
+		"erf":     erff,
 	}
 }
 
@@ -206,4 +207,26 @@ func logf(g *fnb, x value.Value) value.Value {
 	out = b.NewSelect(b.NewFCmp(enum.FPredOEQ, x, kf(0)), constant.NewFloat(types.Float, math.Inf(-1)), out)
 	nan := b.NewFCmp(enum.FPredULT, x, kf(0)) // below 0, or NaN
 	return b.NewSelect(nan, constant.NewFloat(types.Float, math.NaN()), out)
+}
+
+// erff is erf in f32 (Cephes' erff): x·T(x²) below |x| = 1, else
+// 1 - erfc(|x|) with x's sign, erfc(x) = e**-x²/x · P(1/x²) below 2 and
+// R(1/x²) above (1 once e**-x² underflows).
+func erff(g *fnb, x value.Value) value.Value {
+	b := g.b
+	ax := g.intrinsicf("fabs", x)
+	z := b.NewFMul(x, x)
+	small := b.NewFMul(x, g.hornerf(z, 7.853861353153693e-5, -8.010193625184903e-4, 5.188327685732524e-3,
+		-2.685381193529856e-2, 1.128358514861418e-1, -3.761262582423300e-1, 1.128379165726710e+0))
+	e := b.NewCall(g.l.mustFunc32("exp"), b.NewFNeg(z))
+	q := b.NewFDiv(kf(1), ax)
+	y := b.NewFMul(q, q)
+	p := g.hornerf(y, 2.326819970068386e-2, -1.387039388740657e-1, 3.687424674597105e-1, -5.824733027278666e-1,
+		6.210004621745983e-1, -4.944515323274145e-1, 3.404879937665872e-1, -2.741127028184656e-1, 5.638259427386472e-1)
+	r := g.hornerf(y, -1.047766399936249e+1, 1.297719955372516e+1, -7.495518717768503e+0, 2.921019019210786e+0,
+		-1.015265279202700e+0, 4.218463358204948e-1, -2.820767439740514e-1, 5.641895067754075e-1)
+	poly := b.NewSelect(b.NewFCmp(enum.FPredOLT, ax, kf(2)), p, r)
+	erfc := b.NewFMul(b.NewFMul(e, q), poly)
+	large := g.intrinsicf("copysign", b.NewFSub(kf(1), erfc), x)
+	return b.NewSelect(b.NewFCmp(enum.FPredOLT, ax, kf(1)), small, large)
 }

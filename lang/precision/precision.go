@@ -98,4 +98,5 @@ var F32ULPs = map[string]float64{
 	"sigmoid": 3,
 	"tanh":    3,
 	"log":     2,
+	"erf":     3,
 }
