@@ -226,12 +226,13 @@ func (b *bounder) binary(e *ir.Binary) ir.Expr {
 // call propagates the argument's bound through the function's
 // derivative and adds the rounding of its result: codegen/mathir computes
 // in double, rounded once to the kernel's arithmetic, or, in f32, with
-// the f32 library's form where it has one, within the ulps (two units
-// each) lang/precision.F32ULPs states.
+// the f32 library's form where it has one, within the ulps
+// lang/precision.F32ULPs states of the correctly rounded result: two
+// units each, and the unit of that rounding.
 func (b *bounder) call(e *ir.Call) ir.Expr {
 	w := b.unit(e.T)
 	if ulps, ok := precision.F32ULPs[e.Fn]; ok && w == 1 {
-		w = 2 * ulps
+		w = 2*ulps + 1
 	}
 	own := charge(w, e)
 	if len(e.Args) == 2 {

@@ -416,8 +416,8 @@ func (f *fn) call(e *tir.Call) value.Value {
 // one (Lib.Func32), else are widened to double and the result rounded
 // back to float.
 func (f *fn) mathCall(name string, args ...value.Value) value.Value {
-	if fn, ok := f.m.math.Func32(name); ok && len(args) == 1 && args[0].Type().Equal(types.Float) {
-		return f.b.NewCall(fn, args[0])
+	if fn, ok := f.m.math.Func32(name); ok && args[0].Type().Equal(types.Float) {
+		return f.b.NewCall(fn, args...)
 	}
 	if args[0].Type().Equal(types.Float) {
 		wide := make([]value.Value, len(args))

@@ -52,8 +52,8 @@ const (
 )
 
 // Declare returns the declaration of an external function or
-// intrinsic of m, made on first use: an LLVM intrinsic (llvm.*) is
-// nounwind and readnone, anything else nounwind.
+// intrinsic of m, made on first use, nounwind (an intrinsic's memory
+// effects are LLVM's own: declare).
 func (m *Module) Declare(name string, ret types.Type, params ...types.Type) *ir.Func {
 	return m.declare(name, ret, params...)
 }

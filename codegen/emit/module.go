@@ -2,7 +2,6 @@ package emit
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/constant"
@@ -160,7 +159,7 @@ func (f *fn) gpuFunc(name string) {
 	if !f.k.HostOnly() {
 		// Packing is for the host's micro-kernel, and a GPU runs a
 		// chained launch's kernels as launches of their own: nothing.
-		FormOf(f.k).GPU(&Func{f})
+		FormOf(f.k, f.m.Precision).GPU(&Func{f})
 	}
 	f.b.NewRet(nil)
 }
@@ -180,7 +179,7 @@ func (f *fn) hostFunc(name string) {
 	}
 	f.status = f.argPointer(args, len(launchArgs), types.I64)
 	if !f.k.GPUOnly { // a half of a chained launch, which the host runs as one
-		FormOf(f.k).Host(&Func{f}, begin, end)
+		FormOf(f.k, f.m.Precision).Host(&Func{f}, begin, end)
 	}
 	f.b.NewRet(nil)
 }
@@ -223,18 +222,18 @@ func (f *fn) reg(r Register) value.Value {
 	return f.b.NewZExt(f.m.Machine.Register(f.m, f.b, r), types.I64)
 }
 
-// declare returns the declaration of an external function or intrinsic
-// (Declare).
+// declare returns the declaration of an external function (the C
+// library's aligned_alloc and free, host flavour) or intrinsic
+// (Declare), nounwind. It declares no memory effects: LLVM gives an
+// intrinsic its own attributes whatever its declaration says (a masked
+// store writes through its pointer; ldmatrix and cp.async read and write
+// memory), so that readnone here was wrong for some and only misled.
 func (m *Module) declare(name string, ret types.Type, params ...types.Type) *ir.Func {
 	if d, ok := m.decls[name]; ok {
 		return d
 	}
 	d := m.newDecl(name, ret, params...)
-	if strings.HasPrefix(name, "llvm.") {
-		d.FuncAttrs = append(d.FuncAttrs, enum.FuncAttrNoUnwind, enum.FuncAttrReadNone)
-	} else { // the C library's aligned_alloc and free (host flavour)
-		d.FuncAttrs = append(d.FuncAttrs, enum.FuncAttrNoUnwind)
-	}
+	d.FuncAttrs = append(d.FuncAttrs, enum.FuncAttrNoUnwind)
 	return d
 }
 

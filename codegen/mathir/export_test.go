@@ -5,4 +5,6 @@ package mathir
 var (
 	TestModule = testModule
 	Tested     = tested
+	F32Module  = f32Module
+	F32Names   = f32Names
 )

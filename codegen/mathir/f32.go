@@ -19,25 +19,49 @@ import (
 // (accuracy_test.go checks). A function without an f32 form computes in
 // double, its argument widened and its result rounded once.
 
+// unary32 and binary32 are the defs of f32 functions of one and two
+// arguments.
+func unary32(body func(g *fnb, x value.Value) value.Value) def {
+	return def{params: []types.Type{types.Float}, ret: types.Float, body: func(g *fnb, a []value.Value) value.Value { return body(g, a[0]) }}
+}
+
+func binary32(body func(g *fnb, x, y value.Value) value.Value) def {
+	return def{params: []types.Type{types.Float, types.Float}, ret: types.Float, body: func(g *fnb, a []value.Value) value.Value { return body(g, a[0], a[1]) }}
+}
+
 // f32defs are the functions the f32 library has, by name (filled in
 // init: bodies call other functions through it).
-var f32defs map[string]func(g *fnb, x value.Value) value.Value
+var f32defs map[string]def
 
 func init() {
-	f32defs = map[string]func(g *fnb, x value.Value) value.Value{
-		"exp":     expf,
-		"sigmoid": sigmoidf,
-		"tanh":    tanhf,
-		"log":     logf,
-		"erf":     erff,
+	f32defs = map[string]def{
+		"exp":     unary32(expf),
+		"sigmoid": unary32(sigmoidf),
+		"tanh":    unary32(tanhf),
+		"log":     unary32(logf),
+		"erf":     unary32(erff),
+		// Correctly rounded, as the double form rounded to float is
+		// (for sqrt and the division, double rounding is innocuous:
+		// 53 ≥ 2·24 + 2), bit for bit: the f32 forms only spare the
+		// conversions.
+		"abs":        unary32(func(g *fnb, x value.Value) value.Value { return g.intrinsicf("fabs", x) }),
+		"sqrt":       unary32(func(g *fnb, x value.Value) value.Value { return g.intrinsicf("sqrt", x) }),
+		"floor":      unary32(func(g *fnb, x value.Value) value.Value { return g.intrinsicf("floor", x) }),
+		"ceil":       unary32(func(g *fnb, x value.Value) value.Value { return g.intrinsicf("ceil", x) }),
+		"round":      unary32(func(g *fnb, x value.Value) value.Value { return g.intrinsicf("rint", x) }),
+		"reciprocal": unary32(func(g *fnb, x value.Value) value.Value { return g.b.NewFDiv(kf(1), x) }),
+		"sign":       unary32(signf),
+		"max":        binary32(maxf),
+		"min":        binary32(minf),
+		"rsqrt":      unary32(rsqrtf),
 	}
 }
 
 // Func32 returns the module's internal function `float
-// @tofuc.math.NAME.f32(float)`, defined on first use, and false where
-// the f32 library has no form of name.
+// @tofuc.math.NAME.f32(float[, float])`, defined on first use, and
+// false where the f32 library has no form of name.
 func (l *Lib) Func32(name string) (*ir.Func, bool) {
-	body, ok := f32defs[name]
+	def, ok := f32defs[name]
 	if !ok {
 		return nil, false
 	}
@@ -48,14 +72,19 @@ func (l *Lib) Func32(name string) (*ir.Func, bool) {
 	if f := l.lookup(full); f != nil {
 		return f, true
 	}
-	x := ir.NewParam("a0", types.Float)
-	f := l.m.NewFunc(full, types.Float, x)
+	params := make([]*ir.Param, len(def.params))
+	args := make([]value.Value, len(def.params))
+	for i, t := range def.params {
+		params[i] = ir.NewParam(fmt.Sprintf("a%d", i), t)
+		args[i] = params[i]
+	}
+	f := l.m.NewFunc(full, def.ret, params...)
 	f.Linkage = enum.LinkageInternal
 	f.FuncAttrs = append([]ir.FuncAttribute(nil), attrs...)
 	l.funcs[full] = f
 	g := &fnb{l: l, f: f}
 	g.b = f.NewBlock("")
-	g.b.NewRet(body(g, x))
+	g.b.NewRet(def.body(g, args))
 	return f, true
 }
 
@@ -229,4 +258,44 @@ func erff(g *fnb, x value.Value) value.Value {
 	erfc := b.NewFMul(b.NewFMul(e, q), poly)
 	large := g.intrinsicf("copysign", b.NewFSub(kf(1), erfc), x)
 	return b.NewSelect(b.NewFCmp(enum.FPredOLT, ax, kf(1)), small, large)
+}
+
+// signf is the interpreter's fsign in f32: ±1 by the sign of x, x
+// itself for ±0 and NaN.
+func signf(g *fnb, x value.Value) value.Value {
+	b := g.b
+	neg := b.NewSelect(b.NewFCmp(enum.FPredOLT, x, kf(0)), kf(-1), x)
+	return b.NewSelect(b.NewFCmp(enum.FPredOGT, x, kf(0)), kf(1), neg)
+}
+
+// maxf is math.Max in f32: +Inf wins over NaN, NaN over numbers, +0
+// over -0 (of two equal values, the AND of their bits).
+func maxf(g *fnb, x, y value.Value) value.Value {
+	return g.extremum(x, y, enum.FPredOGT, math.Inf(1), func(a, b value.Value) value.Value { return g.b.NewAnd(a, b) })
+}
+
+// minf is math.Min in f32: -Inf wins over NaN, NaN over numbers, -0
+// over +0 (the OR of their bits).
+func minf(g *fnb, x, y value.Value) value.Value {
+	return g.extremum(x, y, enum.FPredOLT, math.Inf(-1), func(a, b value.Value) value.Value { return g.b.NewOr(a, b) })
+}
+
+// extremum is x where x is before y in the order of pred, else y; the
+// infinity inf wherever either is it, NaN where either is NaN, and the
+// bits of two equal values (±0) combined by same. Selects only, so that
+// its loops vectorise.
+func (g *fnb) extremum(x, y value.Value, pred enum.FPred, inf float64, same func(a, b value.Value) value.Value) value.Value {
+	b := g.b
+	r := b.NewSelect(b.NewFCmp(pred, x, y), x, y)
+	bits := same(b.NewBitCast(x, types.I32), b.NewBitCast(y, types.I32))
+	r = b.NewSelect(b.NewFCmp(enum.FPredOEQ, x, y), b.NewBitCast(bits, types.Float), r)
+	r = b.NewSelect(b.NewFCmp(enum.FPredUNO, x, y), constant.NewFloat(types.Float, math.NaN()), r)
+	infinity := constant.NewFloat(types.Float, inf)
+	either := b.NewOr(b.NewFCmp(enum.FPredOEQ, x, infinity), b.NewFCmp(enum.FPredOEQ, y, infinity))
+	return b.NewSelect(either, infinity, r)
+}
+
+// rsqrtf is 1/sqrt(x) in f32: two correctly rounded operations.
+func rsqrtf(g *fnb, x value.Value) value.Value {
+	return g.b.NewFDiv(kf(1), g.intrinsicf("sqrt", x))
 }

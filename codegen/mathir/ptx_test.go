@@ -42,6 +42,32 @@ func TestPTX(t *testing.T) {
 	}
 }
 
+// TestPTXF32: the f32 library compiles for sm_80 too, calls nothing
+// outside and approximates nothing (no .approx, no flushed subnormals:
+// its stated ulps are the library's, not the hardware's).
+func TestPTXF32(t *testing.T) {
+	tools, err := toolchain.Find()
+	if err != nil {
+		t.Skipf("needs llc-14: %v", err)
+	}
+	out, err := tools.Compile(context.Background(), []byte(mathir.F32Module().String()), nvptx.LLC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptx := string(out)
+	if strings.Contains(ptx, ".extern") {
+		t.Errorf("PTX has an .extern declaration:\n%s", grepLines(ptx, ".extern"))
+	}
+	for _, name := range mathir.F32Names() {
+		if !strings.Contains(ptx, ".entry vec_"+name+"(") && !regexp.MustCompile(`\.func\s+vec_`+name+`\(`).MatchString(ptx) {
+			t.Errorf("PTX does not define vec_%s", name)
+		}
+	}
+	if bad := regexp.MustCompile(`\b[a-z]+\.approx.*|[a-z.]+\.ftz.*`).FindAllString(ptx, 3); bad != nil {
+		t.Errorf("PTX has approximate operations: %q", bad)
+	}
+}
+
 func grepLines(s, sub string) string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {

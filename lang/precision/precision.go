@@ -99,4 +99,8 @@ var F32ULPs = map[string]float64{
 	"tanh":    3,
 	"log":     2,
 	"erf":     3,
+	"rsqrt":   1,
+	// Correctly rounded.
+	"abs": 0, "sqrt": 0, "floor": 0, "ceil": 0, "round": 0,
+	"reciprocal": 0, "sign": 0, "max": 0, "min": 0,
 }
