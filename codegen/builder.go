@@ -200,7 +200,7 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	idx := len(b.p.Kernels)
 	b.kernelOf[name] = idx
 	b.units = append(b.units, k)
-	form := emit.FormOf(k)
+	form := emit.FormOf(k, b.p.Precision)
 	launch := form.Launch(k, b.p.Precision)
 	pk := plan.Kernel{Name: name, Label: k.Label, Kind: k.Kind.String(), Form: form.Name(), Elements: k.Elements,
 		Grid: launch.Grid, Block: launch.Block, Shared: launch.Shared, Sync: launch.Sync && !k.HostOnly(), Writes: k.Writes()}

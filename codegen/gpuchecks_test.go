@@ -58,7 +58,8 @@ func TestWriteGPUChecks(t *testing.T) {
 		prec  precision.Mode
 	}{{lang.F32, false, precision.Exact}, {lang.F32, true, precision.Exact}, {lang.F64, false, precision.Exact}, {lang.F16, false, precision.Exact},
 		{lang.BF16, false, precision.Exact}, {lang.I32, false, precision.Exact}, {lang.I8, false, precision.Exact}, {lang.U8, false, precision.Exact},
-		{lang.I64, false, precision.Exact}, {lang.Bool, false, precision.Exact}, {lang.F32, false, precision.F32}, {lang.F32, true, precision.F32}} {
+		{lang.I64, false, precision.Exact}, {lang.Bool, false, precision.Exact}, {lang.F32, false, precision.F32}, {lang.F32, true, precision.F32},
+		{lang.F32, false, precision.TF32}} {
 		name := "stdlib-" + ps.dt.String()
 		if ps.large {
 			name += "-large"
@@ -69,6 +70,9 @@ func TestWriteGPUChecks(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cases, _ := lowerable(stdlibCases(t, ps.dt, ps.large))
 			cases = slices.DeleteFunc(cases, func(tc opTest) bool { return tc.c.Inst.CallsOpaque() })
+			if ps.prec == precision.TF32 { // what differs from f32: the contractions
+				cases = contractions(t, cases)
+			}
 			dir := freshDir(t, filepath.Join(root, name))
 			// Each operator alone: the verified rewrites would change
 			// what is checked.
@@ -82,7 +86,7 @@ func TestWriteGPUChecks(t *testing.T) {
 					check.Inputs[fmt.Sprintf("%s.in%d", tc.name, i)] = x
 				}
 				if ps.prec.InF32() {
-					addBounds(t, check, tc)
+					addBounds(t, check, tc, ps.prec)
 					continue
 				}
 				for i, w := range tc.c.Want {
@@ -96,7 +100,7 @@ func TestWriteGPUChecks(t *testing.T) {
 		for _, run := range []struct {
 			devices int
 			prec    precision.Mode
-		}{{1, precision.Exact}, {4, precision.Exact}, {1, precision.F32}} {
+		}{{1, precision.Exact}, {4, precision.Exact}, {1, precision.F32}, {1, precision.TF32}} {
 			m.Devices, m.Precision = run.devices, run.prec
 			t.Run(m.String(), func(t *testing.T) {
 				dir := freshDir(t, filepath.Join(root, m.String()))
@@ -118,12 +122,13 @@ func TestWriteGPUChecks(t *testing.T) {
 	}
 }
 
-// addBounds gives the outputs of a case compiled in f32 their elements'
-// rounding bounds, twice over (the cpu runtime and the GPU each within
-// them of the interpreter, in directions of their own).
-func addBounds(t *testing.T, check *executor.Check, tc opTest) {
+// addBounds gives the outputs of a case compiled in mode p (one that
+// computes in f32) their elements' rounding bounds, twice over (the cpu
+// runtime and the GPU each within them of the interpreter, in directions
+// of their own).
+func addBounds(t *testing.T, check *executor.Check, tc opTest, p precision.Mode) {
 	t.Helper()
-	e, err := rounding.Expect(tc.c.Inst, tc.c.Inputs, precision.F32)
+	e, err := rounding.Expect(tc.c.Inst, tc.c.Inputs, p)
 	if err != nil {
 		t.Fatalf("%s: %v", tc.name, err)
 	}

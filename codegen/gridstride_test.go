@@ -1,9 +1,12 @@
 package codegen_test
 
 import (
+	"slices"
 	"testing"
 
+	"tofuc/analysis/rounding"
 	"tofuc/codegen"
+	"tofuc/lang/precision"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
@@ -18,7 +21,8 @@ import (
 // plan's kernels run under the SIMT emulator with grids of 1 and 3
 // blocks and must equal the planned grids' run bit for bit (a block's
 // order of additions does not depend on the grid), which must match the
-// interpreter.
+// interpreter; in the tf32 mode too, whose contractions run on tensor
+// cores.
 func TestAnyGrid(t *testing.T) {
 	tl := tools(t)
 	g := modelFromSource(t, `
@@ -34,58 +38,64 @@ model strided(x: f32[70, 300], idx: i64[50], a: f32[130, 40], b: f32[40, 150], q
     return e, tr, s, gt, mm, sm, aw, ch
 }
 `)
-	dir := t.TempDir()
-	c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"simt"}, Tools: tl})
-	if err != nil {
-		t.Fatal(err)
-	}
 	in := randomInputs(g, 10)
 	want, err := exec.Run(g, exec.Interp{}, in, nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(p *plan.Plan) map[string]*tensor.Tensor {
-		t.Helper()
-		sp, err := executor.Open(p, dir, simt.Kind.Name, executor.Options{})
+	for _, mode := range []struct {
+		p     precision.Mode
+		forms []string
+	}{{precision.Exact, []string{"threads", "blocks", "rows", "tiled"}}, {precision.TF32, []string{"tiled-tf32"}}} {
+		dir := t.TempDir()
+		c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"simt"}, Tools: tl, Precision: mode.p})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer sp.Close()
-		out, err := sp.Run(in, want.Params)
-		if err != nil {
-			t.Fatal(err)
+		run := func(p *plan.Plan) map[string]*tensor.Tensor {
+			t.Helper()
+			sp, err := executor.Open(p, dir, simt.Kind.Name, executor.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sp.Close()
+			out, err := sp.Run(in, want.Params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
 		}
-		return out
-	}
-	planned := run(c.Plan)
-	for k, w := range want.Outputs {
-		if err := tensor.Compare(planned[k], w, tensor.Reordered(w.DType, 300)); err != nil {
-			t.Errorf("planned grids, output %s: %v", k, err)
+		planned := run(c.Plan)
+		for k, w := range want.Outputs {
+			tol := tensor.Reordered(w.DType, 300)
+			if mode.p != precision.Exact {
+				tol = rounding.ModelTolerance(mode.p)
+			}
+			if err := tensor.Compare(planned[k], w, tol); err != nil {
+				t.Errorf("%s, planned grids, output %s: %v", mode.p, k, err)
+			}
 		}
-	}
-	for _, grid := range []int64{1, 3} {
-		p := *c.Plan
-		p.Kernels = append([]plan.Kernel(nil), c.Plan.Kernels...)
-		shrunk := map[string]bool{}
-		for i := range p.Kernels {
-			k := &p.Kernels[i]
-			switch k.Form {
-			case "threads", "blocks", "rows", "tiled":
-				if k.Grid > grid {
+		for _, grid := range []int64{1, 3} {
+			p := *c.Plan
+			p.Kernels = append([]plan.Kernel(nil), c.Plan.Kernels...)
+			shrunk := map[string]bool{}
+			for i := range p.Kernels {
+				k := &p.Kernels[i]
+				if k.Grid > grid && slices.Contains(mode.forms, k.Form) {
 					k.Grid = grid
 					shrunk[k.Form] = true
 				}
 			}
-		}
-		for _, form := range []string{"threads", "blocks", "rows", "tiled"} {
-			if !shrunk[form] {
-				t.Errorf("grid %d: no %s kernel had a larger grid", grid, form)
+			for _, form := range mode.forms {
+				if !shrunk[form] {
+					t.Errorf("%s, grid %d: no %s kernel had a larger grid", mode.p, grid, form)
+				}
 			}
-		}
-		got := run(&p)
-		for k, w := range planned {
-			if err := tensor.Compare(got[k], w, tensor.Exact); err != nil {
-				t.Errorf("grid %d, output %s: %v", grid, k, err)
+			got := run(&p)
+			for k, w := range planned {
+				if err := tensor.Compare(got[k], w, tensor.Exact); err != nil {
+					t.Errorf("%s, grid %d, output %s: %v", mode.p, grid, k, err)
+				}
 			}
 		}
 	}

@@ -151,6 +151,27 @@ func lowerable(cases []opTest) (ok []opTest, errs []string) {
 	return ok, errs
 }
 
+// contractions are the cases one of whose kernels is a contraction
+// (kernel.GEMM).
+func contractions(t *testing.T, cases []opTest) []opTest {
+	var out []opTest
+	for _, tc := range cases {
+		for _, d := range schedule.Launches(tc.c.Inst) {
+			k, err := kernel.Build(tc.c.Inst.Op, d, []kernel.Stage{{Inst: tc.c.Inst, Def: d, Bind: func(t *ir.Tensor) (kernel.Binding, error) {
+				return kernel.Binding{Buffer: t}, nil
+			}}})
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if k.GEMM != nil {
+				out = append(out, tc)
+				break
+			}
+		}
+	}
+	return out
+}
+
 func lowerInstance(inst *ir.Instance) error {
 	for _, d := range schedule.Launches(inst) {
 		k, err := kernel.Build(inst.Op, d, []kernel.Stage{{Inst: inst, Def: d, Bind: func(t *ir.Tensor) (kernel.Binding, error) {
@@ -182,7 +203,8 @@ func TestStdlibCompiles(t *testing.T) {
 		large bool
 		prec  precision.Mode
 	}
-	passes := []pass{{lang.F32, false, precision.Exact}, {lang.F32, true, precision.Exact}, {lang.F32, false, precision.F32}, {lang.F32, true, precision.F32}}
+	passes := []pass{{lang.F32, false, precision.Exact}, {lang.F32, true, precision.Exact}, {lang.F32, false, precision.F32}, {lang.F32, true, precision.F32},
+		{lang.F32, false, precision.TF32}, {lang.F32, true, precision.TF32}}
 	if !testing.Short() {
 		for _, dt := range []lang.DType{lang.F64, lang.F16, lang.BF16, lang.I32, lang.I8, lang.U8, lang.I64, lang.Bool} {
 			passes = append(passes, pass{dt, false, precision.Exact})
@@ -205,26 +227,35 @@ func TestStdlibCompiles(t *testing.T) {
 			for _, e := range unsupported {
 				t.Errorf("does not lower: %s", e)
 			}
+			if ps.prec == precision.TF32 { // what differs from f32: the contractions
+				cases = contractions(t, cases)
+			}
 			dir := t.TempDir()
 			c, err := codegen.Compile(graphOf(cases), dir, codegen.Options{Tools: tl, Precision: ps.prec})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("%d cases, %d launches, %d distinct kernels in %d modules", len(cases), c.Stats.Kernels, c.Stats.Distinct, c.Stats.Modules)
-			blocks, tiled := 0, 0
+			blocks, tiled, tensorCores := 0, 0, 0
 			for _, k := range c.Plan.Kernels {
 				switch k.Form {
 				case "blocks", "rows":
 					blocks++
 				case "tiled":
 					tiled++
+				case "tiled-tf32":
+					tiled++
+					tensorCores++
 				}
 			}
-			t.Logf("%d kernels split reductions over blocks, %d contractions are tiled", blocks, tiled)
+			t.Logf("%d kernels split reductions over blocks, %d contractions are tiled, %d on tensor cores", blocks, tiled, tensorCores)
 			if dt == lang.F32 && tiled < 10 {
 				t.Errorf("only %d kernels are tiled contractions", tiled)
 			}
-			if ps.large && blocks < 20 {
+			if ps.prec == precision.TF32 && tensorCores < tiled*3/4 {
+				t.Errorf("only %d of %d tiled contractions are on tensor cores", tensorCores, tiled)
+			}
+			if ps.large && blocks < 20 && ps.prec != precision.TF32 {
 				t.Errorf("only %d kernels of the long-row pass reduce over blocks", blocks)
 			}
 			for _, ptx := range c.Plan.Modules["nvptx"].Files {

@@ -319,7 +319,7 @@ func (b *bounder) reduce(r *ir.Reduce) ir.Expr {
 	}
 	switch r.Kind {
 	case ir.Sum:
-		return over(ir.Sum, add(et, charge(additions(n-1)*w, t)))
+		return over(ir.Sum, add(et, charge(additions(n-1)*w+b.factorUnits(t), t)))
 	case ir.Max, ir.Min:
 		return over(ir.Max, et)
 	}
@@ -329,6 +329,17 @@ func (b *bounder) reduce(r *ir.Reduce) ir.Expr {
 	prod := over(ir.Prod, abs(t))
 	spread := div(sub(over(ir.Prod, add(abs(t), mul(num(U), et))), prod), num(U))
 	return add(spread, mul(num(additions(n-1)*w), prod))
+}
+
+// factorUnits is what rounding a term's two factors costs where the
+// term is a product summed by a contraction that a tensor-core form may
+// run (lang/precision.Mode.FactorRounding): each factor off by that
+// unit, the product by twice it, in units of U.
+func (b *bounder) factorUnits(term ir.Expr) float64 {
+	if p, ok := term.(*ir.Binary); !ok || p.Op != ir.OpMul || !p.T.IsFloat() {
+		return 0
+	}
+	return 2 * b.mode.FactorRounding() / U
 }
 
 func num(x float64) ir.Expr { return &ir.Const{T: lang.F64, Float: x} }

@@ -27,7 +27,7 @@ type chainForm struct{}
 
 func (chainForm) Name() string { return "chain" }
 
-func (chainForm) Applies(k *kernel.Kernel) bool { return k.Before != nil }
+func (chainForm) Applies(k *kernel.Kernel, _ precision.Mode) bool { return k.Before != nil }
 
 // Launch is none: a GPU runs the two kernels (GPUOnly).
 func (chainForm) Launch(*kernel.Kernel, precision.Mode) Launch { return Launch{} }

@@ -16,8 +16,8 @@ import (
 // (the plan's `form`), which kernels it applies to, how it sizes a GPU
 // launch and the host's calls, and how it lowers the kernel's body in
 // each flavour. This package's forms are declared in form_threads.go,
-// form_blocks.go, form_rows.go, tiled.go and chain.go and registered
-// below; RegisterForm adds one from elsewhere.
+// form_blocks.go, form_rows.go, tiled.go, tensorcore.go and chain.go
+// and registered below; RegisterForm adds one from elsewhere.
 //
 // A kernel that only the host runs (kernel.Kernel.HostOnly) is not
 // lowered for a GPU and launches no grid, one that only a GPU runs
@@ -26,8 +26,8 @@ import (
 type Form interface {
 	// Name is the form's name in plans.
 	Name() string
-	// Applies reports whether the form lowers k.
-	Applies(k *kernel.Kernel) bool
+	// Applies reports whether the form lowers k in precision mode p.
+	Applies(k *kernel.Kernel, p precision.Mode) bool
 	// Launch is k's GPU launch in precision mode p.
 	Launch(k *kernel.Kernel, p precision.Mode) Launch
 	// HostRange is the range the host flavour's calls split, [0, items),
@@ -55,9 +55,10 @@ var (
 
 // The forms of this package, the most general first (forms are tried
 // newest first): a chained launch, then a kernel computing row locals,
-// then a contraction, a long reduction, and any kernel.
+// then a contraction on tensor cores (in the tf32 mode), any
+// contraction, a long reduction, and any kernel.
 func init() {
-	for _, f := range []Form{threadsForm{}, blocksForm{}, tiledForm{}, rowsForm{}, chainForm{}} {
+	for _, f := range []Form{threadsForm{}, blocksForm{}, tiledForm{}, tensorCoreForm{}, rowsForm{}, chainForm{}} {
 		RegisterForm(f)
 	}
 }
@@ -78,12 +79,13 @@ func UnregisterForm(f Form) {
 	forms = slices.DeleteFunc(forms, func(g Form) bool { return g == f })
 }
 
-// FormOf is the form that lowers k: the newest that applies.
-func FormOf(k *kernel.Kernel) Form {
+// FormOf is the form that lowers k in precision mode p: the newest that
+// applies.
+func FormOf(k *kernel.Kernel, p precision.Mode) Form {
 	formsMu.Lock()
 	defer formsMu.Unlock()
 	for _, f := range forms {
-		if f.Applies(k) {
+		if f.Applies(k, p) {
 			return f
 		}
 	}

@@ -24,7 +24,7 @@ const BlockReduceMin = 32
 
 func (blocksForm) Name() string { return "blocks" }
 
-func (blocksForm) Applies(k *kernel.Kernel) bool {
+func (blocksForm) Applies(k *kernel.Kernel, _ precision.Mode) bool {
 	return k.Kind == kernel.Reduction && k.ReduceLen >= BlockReduceMin
 }
 

@@ -24,7 +24,7 @@ type rowsForm struct{}
 
 func (rowsForm) Name() string { return "rows" }
 
-func (rowsForm) Applies(k *kernel.Kernel) bool { return k.Rows != nil }
+func (rowsForm) Applies(k *kernel.Kernel, _ precision.Mode) bool { return k.Rows != nil }
 
 func (rowsForm) Launch(k *kernel.Kernel, _ precision.Mode) Launch {
 	return Launch{Grid: min(k.Rows.Count, maxGrid), Block: blockCovering(max(k.ReduceLen, k.Rows.Len, k.Rows.BufferLen)), Shared: 32*8 + k.Rows.BufferBytes(), Sync: true}

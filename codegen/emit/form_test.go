@@ -25,7 +25,7 @@ func TestLaunch(t *testing.T) {
 		{kernel.Kernel{Kind: kernel.Reduction, Elements: 1 << 20, ReduceLen: 4096}, "blocks", 65535, 256, 256},
 		{kernel.Kernel{Kind: kernel.Reduction, Elements: 50000, ReduceLen: BlockReduceMin - 1}, "threads", 196, 256, 0},
 	} {
-		f := FormOf(&tc.k)
+		f := FormOf(&tc.k, precision.Exact)
 		l := f.Launch(&tc.k, precision.Exact)
 		if f.Name() != tc.form || l.Grid != tc.grid || l.Block != tc.block || l.Shared != tc.shared {
 			t.Errorf("%+v: %s, grid %d, block %d, shared %d; want %s, %d, %d, %d",

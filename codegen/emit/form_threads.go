@@ -17,7 +17,7 @@ type threadsForm struct{}
 
 func (threadsForm) Name() string { return "threads" }
 
-func (threadsForm) Applies(*kernel.Kernel) bool { return true }
+func (threadsForm) Applies(*kernel.Kernel, precision.Mode) bool { return true }
 
 func (threadsForm) Launch(k *kernel.Kernel, _ precision.Mode) Launch {
 	block := min(ThreadsPerBlock, max(32, (k.Elements+31)/32*32))

@@ -22,7 +22,7 @@ type tiledForm struct{}
 
 func (tiledForm) Name() string { return "tiled" }
 
-func (tiledForm) Applies(k *kernel.Kernel) bool { return k.GEMM != nil }
+func (tiledForm) Applies(k *kernel.Kernel, _ precision.Mode) bool { return k.GEMM != nil }
 
 func (tiledForm) Launch(k *kernel.Kernel, p precision.Mode) Launch {
 	t := blocking.GPUTile(k.GEMM)
@@ -67,18 +67,52 @@ func (tiledForm) Host(f *Func, begin, end value.Value) {
 	f.f.gemmHost(begin, end)
 }
 
-// The GPU flavour of a contraction is a tiled matrix
-// product with register blocking (docs/codegen.md, "The tiled form"):
+// The GPU flavour of a contraction is a tiled matrix product with
+// register blocking (docs/codegen.md, "The tiled form"): tiledStages.
+
+// tiledLoop lowers a tiled kernel (GPU flavour), its products by
+// fmaWork.
+func (f *fn) tiledLoop() {
+	t := blocking.GPUTile(f.k.GEMM)
+	f.tiledStages(t, func(tid value.Value, sm, sn int64) tileWork {
+		tn := t.N / t.MicroN
+		// The thread's first position along a side of s positions, in runs
+		// of 4 (blocking.Tile): run q starts at base + q·4·threads along
+		// the side.
+		tx := f.b.NewURem(tid, i64(tn))
+		ty := f.b.NewUDiv(tid, i64(tn))
+		rowBase, colBase := f.b.NewMul(ty, i64(4)), f.b.NewMul(tx, i64(4))
+		return &fmaWork{t: t, sm: sm, sn: sn, rowBase: rowBase, colBase: colBase}
+	})
+}
+
+// tileWork is how the threads of a tiled kernel's block share a tile's
+// products and results.
+type tileWork interface {
+	// micro is the thread's results: rows × cols of them, its sums held
+	// row-major.
+	micro() (rows, cols int64)
+	// products adds a stage's products (shared arrays as and bs, stage
+	// rows sm and sn values apart) to the thread's sums.
+	products(f *fn, as, bs *ir.Global, acc []value.Value) []value.Value
+	// row is the tile row of the thread's i-th row of results, col the
+	// tile column of its j-th column.
+	row(f *fn, i value.Value) value.Value
+	col(f *fn, j int64) value.Value
+}
+
+// tiledStages lowers a tiled kernel's GPU flavour, the stages loaded and
+// the results stored as below, the products by the tileWork that work
+// returns for the thread tid:
 //
 //	for each tile (batch b, rows [m0, m0+M), columns [n0, n0+N)), blocks striding:
-//	  C = 0                                    MicroM·MicroN sums a thread (stageType)
+//	  C = 0                                    the thread's sums (stageType)
 //	  held = the block's share of stage 0      f32 registers, lambdas evaluated, 0 outside
 //	  for each stage of K values of the depth, from k0:
 //	    As[kk·(M+p) + m], Bs[kk·(N+p) + n] = held    in stageType, rows padded by 16 bytes
 //	    barrier
 //	    held = the share of stage k0 + K       loads in flight during the products
-//	    for kk < K: a = As[kk·(M+2) + rows of the thread], b = Bs[kk·(N+2) + its columns]
-//	                C[i,j] = fma(a[i], b[j], C[i,j])      16-byte shared loads
+//	    C += the stage's products (tileWork)
 //	    barrier
 //	  epilogue, a loop over the thread's rows, its columns unrolled: each
 //	  result inside the output: its stages with the sum replaced by C[i,j],
@@ -88,11 +122,8 @@ func (tiledForm) Host(f *Func, begin, end value.Value) {
 // of the epilogue), so the barriers are uniform: edge tiles and the stage
 // past the depth are padded by predicated loads (zero) and stores, never
 // by an early exit.
-
-// tiledLoop lowers a tiled kernel (GPU flavour).
-func (f *fn) tiledLoop() {
+func (f *fn) tiledStages(t blocking.Tile, work func(tid value.Value, sm, sn int64) tileWork) {
 	g := f.k.GEMM
-	t := blocking.GPUTile(g)
 	rows, cols, depth := tir.Extent(g.Rows), tir.Extent(g.Cols), tir.Extent(g.K)
 	st, size := stageType(f.m.Precision), stageSize(f.m.Precision)
 	shared := func(name string, n int64) *ir.Global {
@@ -109,15 +140,10 @@ func (f *fn) tiledLoop() {
 	// contiguous along the depth hit different banks.
 	sm, sn := t.M+blocking.Pad(size), t.N+blocking.Pad(size)
 	as, bs := shared("as", t.K*sm), shared("bs", t.K*sn)
-	nacc := int(t.MicroM * t.MicroN)
-	fma := f.fma(st)
 	tid := f.reg(ThreadIndex)
-	tn, tm := t.N/t.MicroN, t.M/t.MicroM
-	tx := f.b.NewURem(tid, i64(tn))
-	ty := f.b.NewUDiv(tid, i64(tn))
-	// The thread's first position along a side of s positions, in runs of
-	// 4 (blocking.Tile): run q starts at base + q·4·threads along the side.
-	rowBase, colBase := f.b.NewMul(ty, i64(4)), f.b.NewMul(tx, i64(4))
+	w := work(tid, sm, sn)
+	microM, microN := w.micro()
+	nacc := int(microM * microN)
 	perBatch := t.RowTiles * t.ColTiles
 	na := int(t.M * t.K / t.Threads)
 	f.loop(f.reg(BlockIndex), i64(t.Tiles), f.reg(GridBlocks), func(tile value.Value) {
@@ -140,18 +166,7 @@ func (f *fn) tiledLoop() {
 			f.putFactor(g.B, held[na:], bs, t.N, sn, tid, t)
 			f.barrier()
 			next := fetch(f.b.NewAdd(k0, i64(t.K)))
-			acc = f.foldN(i64(0), i64(t.K), i64(1), acc, func(kk value.Value, acc []value.Value) []value.Value {
-				a := f.sharedRuns(as, f.b.NewAdd(f.b.NewMul(kk, i64(sm)), rowBase), t.MicroM, tm)
-				b := f.sharedRuns(bs, f.b.NewAdd(f.b.NewMul(kk, i64(sn)), colBase), t.MicroN, tn)
-				next := make([]value.Value, nacc)
-				for i := range a {
-					for j := range b {
-						e := i*len(b) + j
-						next[e] = f.b.NewCall(fma, a[i], b[j], acc[e])
-					}
-				}
-				return next
-			})
+			acc = w.products(f, as, bs, acc)
 			f.barrier()
 			return append(acc, next...)
 		})
@@ -159,21 +174,20 @@ func (f *fn) tiledLoop() {
 		// Epilogue: a loop over the thread's rows (the row's results picked
 		// by selects, not by a dynamic index, which would put the
 		// accumulators in local memory), its columns unrolled, so that
-		// the stages are emitted MicroN times.
-		f.loop(i64(0), i64(t.MicroM), i64(1), func(i value.Value) {
-			gm := f.b.NewAdd(m0, f.b.NewAdd(rowBase, f.b.NewAdd(
-				f.b.NewMul(f.b.NewUDiv(i, i64(4)), i64(4*tm)), f.b.NewURem(i, i64(4)))))
+		// the stages are emitted microN times.
+		f.loop(i64(0), i64(microM), i64(1), func(i value.Value) {
+			gm := f.b.NewAdd(m0, w.row(f, i))
 			rowInside := f.b.NewICmp(enum.IPredSLT, gm, i64(rows))
-			is := make([]value.Value, t.MicroM)
-			for r := int64(1); r < t.MicroM; r++ {
+			is := make([]value.Value, microM)
+			for r := int64(1); r < microM; r++ {
 				is[r] = f.b.NewICmp(enum.IPredEQ, i, i64(r))
 			}
-			for j := int64(0); j < t.MicroN; j++ {
+			for j := int64(0); j < microN; j++ {
 				v := acc[j]
-				for r := int64(1); r < t.MicroM; r++ {
-					v = f.b.NewSelect(is[r], acc[r*t.MicroN+j], v)
+				for r := int64(1); r < microM; r++ {
+					v = f.b.NewSelect(is[r], acc[r*microN+j], v)
 				}
-				gn := f.b.NewAdd(n0, f.b.NewAdd(colBase, i64(j/4*4*tn+j%4)))
+				gn := f.b.NewAdd(n0, w.col(f, j))
 				inside := f.b.NewAnd(rowInside, f.b.NewICmp(enum.IPredSLT, gn, i64(cols)))
 				f.ifThen(inside, func() {
 					f.unflatten(gm, g.Rows, extents(g.Rows))
@@ -186,6 +200,48 @@ func (f *fn) tiledLoop() {
 			}
 		})
 	})
+}
+
+// fmaWork is the tiled form's products on the threads' own FMAs: a
+// thread owns MicroM × MicroN results, in runs of 4 along each side
+// from rowBase and colBase, 4·threads apart:
+//
+//	for kk < K: a = As[kk·(M+p) + rows of the thread], b = Bs[kk·(N+p) + its columns]
+//	            C[i,j] = fma(a[i], b[j], C[i,j])      16-byte shared loads
+type fmaWork struct {
+	t                blocking.Tile
+	sm, sn           int64
+	rowBase, colBase value.Value
+}
+
+func (w *fmaWork) micro() (rows, cols int64) { return w.t.MicroM, w.t.MicroN }
+
+func (w *fmaWork) products(f *fn, as, bs *ir.Global, acc []value.Value) []value.Value {
+	t := w.t
+	tn, tm := t.N/t.MicroN, t.M/t.MicroM
+	fma := f.fma(stageType(f.m.Precision))
+	return f.foldN(i64(0), i64(t.K), i64(1), acc, func(kk value.Value, acc []value.Value) []value.Value {
+		a := f.sharedRuns(as, f.b.NewAdd(f.b.NewMul(kk, i64(w.sm)), w.rowBase), t.MicroM, tm)
+		b := f.sharedRuns(bs, f.b.NewAdd(f.b.NewMul(kk, i64(w.sn)), w.colBase), t.MicroN, tn)
+		next := make([]value.Value, len(acc))
+		for i := range a {
+			for j := range b {
+				e := i*len(b) + j
+				next[e] = f.b.NewCall(fma, a[i], b[j], acc[e])
+			}
+		}
+		return next
+	})
+}
+
+func (w *fmaWork) row(f *fn, i value.Value) value.Value {
+	tm := w.t.M / w.t.MicroM
+	return f.b.NewAdd(w.rowBase, f.b.NewAdd(f.b.NewMul(f.b.NewUDiv(i, i64(4)), i64(4*tm)), f.b.NewURem(i, i64(4))))
+}
+
+func (w *fmaWork) col(f *fn, j int64) value.Value {
+	tn := w.t.N / w.t.MicroN
+	return f.b.NewAdd(w.colBase, i64(j/4*4*tn+j%4))
 }
 
 // stageSlot is the side index s and depth index kk of the e-th value of

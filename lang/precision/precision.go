@@ -68,6 +68,18 @@ func Parse(s string) (Mode, error) {
 // (every mode but Exact).
 func (m Mode) InF32() bool { return m != Exact }
 
+// FactorRounding is the unit roundoff of a contraction's factors where
+// a tensor-core form computes it in mode m: 2⁻¹¹ for TF32 (10 bits of
+// fraction, rounded to nearest), 0 where the factors are used as they
+// are (exact, f32, and bf16 and f16 until their tensor-core forms
+// exist).
+func (m Mode) FactorRounding() float64 {
+	if m == TF32 {
+		return 0x1p-11
+	}
+	return 0
+}
+
 // MarshalText and UnmarshalText write and read the mode by name (plans,
 // the compile cache's key).
 func (m Mode) MarshalText() ([]byte, error) {

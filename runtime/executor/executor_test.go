@@ -175,9 +175,10 @@ func TestPlansMatchCPU(t *testing.T) {
 // steps) in f32 and runs them on the host kernels (cpu) and the emulated
 // GPU kernels (simt): every output matches the exact mode's plan on the
 // host, which matches the interpreter, under the policy's whole-model
-// tolerance and arg-max (analysis/rounding). Without tensor-core forms,
-// the tf32, bf16 and f16 modes compile the f32 mode's kernels, which the
-// test checks for bf16 (docs/precision.md).
+// tolerance and arg-max (analysis/rounding); so do they in tf32 on the
+// emulated GPU, whose contractions run on tensor cores. Without their
+// tensor-core forms, the bf16 and f16 modes compile the f32 mode's
+// kernels, which the test checks for bf16 (docs/precision.md).
 func TestModesMatchExact(t *testing.T) {
 	for _, e := range examples {
 		t.Run(e.String(), func(t *testing.T) {
@@ -201,6 +202,17 @@ func TestModesMatchExact(t *testing.T) {
 					if err := rounding.CompareModel(precision.F32, got[name], w); err != nil {
 						t.Errorf("f32 on %s: output %s: %v", kind, name, err)
 					}
+				}
+			}
+			c.Precision = precision.TF32
+			tf := compile(t, c)
+			got, err := hostRun(t, tf, simt.Kind.Name, ref.Params)
+			if err != nil {
+				t.Fatalf("tf32 on simt: %v", err)
+			}
+			for name, w := range want {
+				if err := rounding.CompareModel(precision.TF32, got[name], w); err != nil {
+					t.Errorf("tf32 on simt: output %s: %v", name, err)
 				}
 			}
 			c.Precision = precision.BF16

@@ -93,6 +93,35 @@ func (Machine) ShuffleXor(m *emit.Module, b *ir.Block, x value.Value, mask int64
 	return b.NewCall(shfl, i32(-1), x, i32(mask), i32(31))
 }
 
+// ToTF32 is cvt.rna.tf32.f32 (llvm.nvvm.f2tf32.rna).
+func (Machine) ToTF32(m *emit.Module, b *ir.Block, x value.Value) value.Value {
+	return b.NewCall(m.Declare(tf32Intrinsic, types.I32, types.Float), x)
+}
+
+// MMATF32 is mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+// (llvm.nvvm.mma.m16n8k8.row.col.tf32).
+func (Machine) MMATF32(m *emit.Module, b *ir.Block, a [4]value.Value, bv [2]value.Value, c [4]value.Value) [4]value.Value {
+	f32, i := types.Float, types.I32
+	mma := m.DeclareConvergent(mmaTF32Intrinsic, mmaResult, i, i, i, i, i, i, f32, f32, f32, f32)
+	args := append(append(a[:], bv[:]...), c[:]...)
+	call := b.NewCall(mma, args...)
+	var d [4]value.Value
+	for r := range d {
+		d[r] = b.NewExtractValue(call, uint64(r))
+	}
+	return d
+}
+
+var _ emit.TensorCores = Machine{}
+
+// The tensor-core intrinsics (sm_80, PTX 7.0) and the mma's result.
+const (
+	tf32Intrinsic    = "llvm.nvvm.f2tf32.rna"
+	mmaTF32Intrinsic = "llvm.nvvm.mma.m16n8k8.row.col.tf32"
+)
+
+var mmaResult = types.NewStruct(types.Float, types.Float, types.Float, types.Float)
+
 // LLC compiles for NVIDIA GPUs: sm_80 PTX, which the driver
 // JIT-compiles for newer GPUs. opt -O3 runs first, for the NVPTX target
 // (the triple the module already has, named again for modules without

@@ -139,6 +139,64 @@ int32_t tofuc_simt_shfl_bfly_i32(int32_t mask, int32_t value, int32_t lane_mask,
 	return out;
 }
 
+// tofuc_simt_f2tf32_rna is cvt.rna.tf32.f32: x rounded to 10 bits of
+// fraction, to nearest, ties away from zero (an infinity stays one, a
+// NaN stays NaN), as the bits of an f32 whose low 13 bits are 0.
+int32_t tofuc_simt_f2tf32_rna(float x) {
+	uint32_t u;
+	memcpy(&u, &x, sizeof u);
+	if ((u & 0x7f800000u) == 0x7f800000u) // infinite or NaN
+		return (int32_t)((u & 0x007fffffu) ? 0x7fffffffu : u);
+	return (int32_t)((u + 0x1000u) & 0xffffe000u);
+}
+
+static __thread int32_t mma_slot[2][MAX_THREADS][6];
+
+// tf32_of is the value of an mma operand register: its upper 19 bits,
+// as a tensor core reads them (the low 13 bits of an operand not
+// rounded to TF32 first are ignored).
+static double tf32_of(int32_t r) {
+	uint32_t u = (uint32_t)r & 0xffffe000u;
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+// tofuc_simt_mma_tf32 is mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+// for this lane (codegen/emit.TensorCores.MMATF32 gives the fragments'
+// places): every lane of the warp publishes its A and B registers, then
+// each computes its four results, writing them to d. The model of the
+// tensor core's arithmetic: the eight products exact, their sum and C
+// added in double and rounded once to f32 (docs/precision.md).
+void tofuc_simt_mma_tf32(float *d, int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t b0, int32_t b1,
+                         float c0, float c1, float c2, float c3) {
+	float c[4] = {c0, c1, c2, c3};
+	int t = cur_tid;
+	if (!fibers_on || (t - (t & 31)) + 32 > cur_ntid) { // a whole warp takes part
+		misuse = 1;
+		memcpy(d, c, sizeof c);
+		return;
+	}
+	int row = fibers[t].parity;
+	int32_t *mine = mma_slot[row][t];
+	mine[0] = a0, mine[1] = a1, mine[2] = a2, mine[3] = a3, mine[4] = b0, mine[5] = b1;
+	yield(AT_SHUFFLE);
+	int lane = t & 31, warp = t - lane, g = lane >> 2, q = lane & 3;
+	for (int r = 0; r < 4; r++) {
+		int i = g + 8 * (r >> 1), j = 2 * q + (r & 1);
+		double sum = 0;
+		for (int k = 0; k < 8; k++) {
+			// A[i][k] is register (i >= 8) + 2 (k >= 4) of lane 4 (i % 8) + k % 4,
+			// B[k][j] register 4 + (k >= 4) of lane 4 j + k % 4.
+			double a = tf32_of(mma_slot[row][warp + 4 * (i % 8) + k % 4][(i >= 8) + 2 * (k >= 4)]);
+			double b = tf32_of(mma_slot[row][warp + 4 * j + k % 4][4 + (k >= 4)]);
+			sum += a * b;
+		}
+		d[r] = (float)(sum + c[r]);
+	}
+	fibers[t].parity = 1 - row;
+}
+
 // release lets waiting threads go on: a warp's lanes once all its live
 // lanes wait at a shuffle, the block's threads once all its live threads
 // wait at a barrier. It returns the number of threads released.
