@@ -35,7 +35,9 @@ type reversedForm struct{}
 
 func (reversedForm) Name() string { return "reversed" }
 
-func (reversedForm) Applies(k *kernel.Kernel, _ precision.Mode) bool { return k.Kind == kernel.Elementwise }
+func (reversedForm) Applies(k *kernel.Kernel, _ precision.Mode) bool {
+	return k.Kind == kernel.Elementwise
+}
 
 func (reversedForm) Launch(k *kernel.Kernel, _ precision.Mode) emit.Launch {
 	return emit.Launch{Grid: min((k.Elements+127)/128, 1000), Block: 128}
