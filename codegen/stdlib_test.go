@@ -204,7 +204,7 @@ func TestStdlibCompiles(t *testing.T) {
 		prec  precision.Mode
 	}
 	passes := []pass{{lang.F32, false, precision.Exact}, {lang.F32, true, precision.Exact}, {lang.F32, false, precision.F32}, {lang.F32, true, precision.F32},
-		{lang.F32, false, precision.TF32}, {lang.F32, true, precision.TF32}}
+		{lang.F32, false, precision.TF32}, {lang.F32, true, precision.TF32}, {lang.F32, false, precision.BF16}}
 	if !testing.Short() {
 		for _, dt := range []lang.DType{lang.F64, lang.F16, lang.BF16, lang.I32, lang.I8, lang.U8, lang.I64, lang.Bool} {
 			passes = append(passes, pass{dt, false, precision.Exact})
@@ -227,7 +227,7 @@ func TestStdlibCompiles(t *testing.T) {
 			for _, e := range unsupported {
 				t.Errorf("does not lower: %s", e)
 			}
-			if ps.prec == precision.TF32 { // what differs from f32: the contractions
+			if ps.prec.FactorRounding() > 0 { // what differs from f32: the contractions
 				cases = contractions(t, cases)
 			}
 			dir := t.TempDir()
@@ -243,7 +243,7 @@ func TestStdlibCompiles(t *testing.T) {
 					blocks++
 				case "tiled":
 					tiled++
-				case "tiled-tf32":
+				case "tiled-tf32", "tiled-bf16":
 					tiled++
 					tensorCores++
 				}
@@ -252,10 +252,10 @@ func TestStdlibCompiles(t *testing.T) {
 			if dt == lang.F32 && tiled < 10 {
 				t.Errorf("only %d kernels are tiled contractions", tiled)
 			}
-			if ps.prec == precision.TF32 && tensorCores < tiled*3/4 {
+			if ps.prec.FactorRounding() > 0 && tensorCores < tiled*3/4 {
 				t.Errorf("only %d of %d tiled contractions are on tensor cores", tensorCores, tiled)
 			}
-			if ps.large && blocks < 20 && ps.prec != precision.TF32 {
+			if ps.large && blocks < 20 && ps.prec.FactorRounding() == 0 {
 				t.Errorf("only %d kernels of the long-row pass reduce over blocks", blocks)
 			}
 			for _, ptx := range c.Plan.Modules["nvptx"].Files {

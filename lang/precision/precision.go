@@ -70,12 +70,15 @@ func (m Mode) InF32() bool { return m != Exact }
 
 // FactorRounding is the unit roundoff of a contraction's factors where
 // a tensor-core form computes it in mode m: 2⁻¹¹ for TF32 (10 bits of
-// fraction, rounded to nearest), 0 where the factors are used as they
-// are (exact, f32, and bf16 and f16 until their tensor-core forms
-// exist).
+// fraction, rounded to nearest), 2⁻⁸ for BF16 (7 bits), 0 where the
+// factors are used as they are (exact, f32, and f16 until its
+// tensor-core form exists).
 func (m Mode) FactorRounding() float64 {
-	if m == TF32 {
+	switch m {
+	case TF32:
 		return 0x1p-11
+	case BF16:
+		return 0x1p-8
 	}
 	return 0
 }

@@ -175,10 +175,10 @@ func TestPlansMatchCPU(t *testing.T) {
 // steps) in f32 and runs them on the host kernels (cpu) and the emulated
 // GPU kernels (simt): every output matches the exact mode's plan on the
 // host, which matches the interpreter, under the policy's whole-model
-// tolerance and arg-max (analysis/rounding); so do they in tf32 on the
-// emulated GPU, whose contractions run on tensor cores. Without their
-// tensor-core forms, the bf16 and f16 modes compile the f32 mode's
-// kernels, which the test checks for bf16 (docs/precision.md).
+// tolerance and arg-max (analysis/rounding); so do they in tf32 and bf16
+// on the emulated GPU, whose contractions run on tensor cores. Without
+// its tensor-core form, the f16 mode compiles the f32 mode's kernels,
+// which the test checks (docs/precision.md).
 func TestModesMatchExact(t *testing.T) {
 	for _, e := range examples {
 		t.Run(e.String(), func(t *testing.T) {
@@ -204,20 +204,21 @@ func TestModesMatchExact(t *testing.T) {
 					}
 				}
 			}
-			c.Precision = precision.TF32
-			tf := compile(t, c)
-			got, err := hostRun(t, tf, simt.Kind.Name, ref.Params)
-			if err != nil {
-				t.Fatalf("tf32 on simt: %v", err)
-			}
-			for name, w := range want {
-				if err := rounding.CompareModel(precision.TF32, got[name], w); err != nil {
-					t.Errorf("tf32 on simt: output %s: %v", name, err)
+			for _, p := range []precision.Mode{precision.TF32, precision.BF16} {
+				c.Precision = p
+				got, err := hostRun(t, compile(t, c), simt.Kind.Name, ref.Params)
+				if err != nil {
+					t.Fatalf("%s on simt: %v", p, err)
+				}
+				for name, w := range want {
+					if err := rounding.CompareModel(p, got[name], w); err != nil {
+						t.Errorf("%s on simt: output %s: %v", p, name, err)
+					}
 				}
 			}
-			c.Precision = precision.BF16
-			if b := compile(t, c); !sameKernels(b.Plan, m.Plan) {
-				t.Error("bf16 compiles other kernels than f32 without a tensor-core form")
+			c.Precision = precision.F16
+			if h := compile(t, c); !sameKernels(h.Plan, m.Plan) {
+				t.Error("f16 compiles other kernels than f32 without a tensor-core form")
 			}
 		})
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"tofuc/lang/precision"
 )
 
 // Emulated rewrites a module of this target for the host, so that the
@@ -19,10 +21,10 @@ import (
 //  3. every other address space qualifier (1, global) is dropped: host
 //     memory is one space;
 //  4. the ptx_kernel calling convention is dropped;
-//  5. the special registers, the barrier, the shuffle and the TF32
-//     conversion intrinsics become calls of the emulator's functions
-//     (Renamed);
-//  6. the mma intrinsic becomes a call of a function the text gains
+//  5. the special registers, the barrier, the shuffle and the
+//     tensor-core factor conversions become calls of the emulator's
+//     functions (Renamed);
+//  6. an mma intrinsic becomes a call of a function the text gains
 //     (mmaShim), which passes its four results through memory to the
 //     emulator's function, as C returns no struct the way LLVM returns
 //     one, and the intrinsic's declaration is dropped;
@@ -33,9 +35,17 @@ func (Machine) Emulated(text string) (string, error) {
 	s = addrSpace.ReplaceAllString(s, "")
 	s = strings.ReplaceAll(s, "ptx_kernel ", "")
 	s = annotationsLine.ReplaceAllString(s, "")
-	if strings.Contains(s, "@"+mmaTF32Intrinsic+"(") {
-		s = mmaDeclaration.ReplaceAllString(s, "")
-		s = strings.ReplaceAll(s, "@"+mmaTF32Intrinsic+"(", "@tofuc_simt_mma_shim(") + mmaShim
+	shims := ""
+	for _, p := range []precision.Mode{precision.TF32, precision.BF16} {
+		name := mmaIntrinsic[p]
+		if strings.Contains(s, "@"+name+"(") {
+			s = regexp.MustCompile(`(?m)^declare .*@`+regexp.QuoteMeta(name)+`\(.*\n`).ReplaceAllString(s, "")
+			s = strings.ReplaceAll(s, "@"+name+"(", "@"+mmaShimName(p)+"(")
+			shims += mmaShim(p)
+		}
+	}
+	if shims != "" {
+		s += shims + mmaDeclare
 	}
 	var unknown []string
 	s = intrinsic.ReplaceAllStringFunc(s, func(m string) string {
@@ -51,29 +61,39 @@ func (Machine) Emulated(text string) (string, error) {
 	return s, nil
 }
 
-// mmaShim is the emulator's mma: tofuc_simt_mma_tf32 (csrc/simt.c)
-// writes D to memory.
-const mmaShim = `
-define internal { float, float, float, float } @tofuc_simt_mma_shim(i32 %a0, i32 %a1, i32 %a2, i32 %a3, i32 %b0, i32 %b1, float %c0, float %c1, float %c2, float %c3) {
-	%d = alloca [4 x float], align 16
-	%p0 = getelementptr [4 x float], [4 x float]* %d, i64 0, i64 0
-	%p1 = getelementptr [4 x float], [4 x float]* %d, i64 0, i64 1
-	%p2 = getelementptr [4 x float], [4 x float]* %d, i64 0, i64 2
-	%p3 = getelementptr [4 x float], [4 x float]* %d, i64 0, i64 3
-	call void @tofuc_simt_mma_tf32(float* %p0, i32 %a0, i32 %a1, i32 %a2, i32 %a3, i32 %b0, i32 %b1, float %c0, float %c1, float %c2, float %c3)
-	%d0 = load float, float* %p0
-	%d1 = load float, float* %p1
-	%d2 = load float, float* %p2
-	%d3 = load float, float* %p3
-	%r0 = insertvalue { float, float, float, float } undef, float %d0, 0
-	%r1 = insertvalue { float, float, float, float } %r0, float %d1, 1
-	%r2 = insertvalue { float, float, float, float } %r1, float %d2, 2
-	%r3 = insertvalue { float, float, float, float } %r2, float %d3, 3
-	ret { float, float, float, float } %r3
+// mmaShimName is the function that stands for mode p's mma in the
+// emulator's text, and mmaShim its definition: it calls
+// tofuc_simt_mma (csrc/simt.c), which writes D to memory, with the
+// mode's number there.
+func mmaShimName(p precision.Mode) string { return "tofuc_simt_mma_" + p.String() }
+
+func mmaShim(p precision.Mode) string {
+	return fmt.Sprintf(`
+define internal { float, float, float, float } @%s(i32 %%a0, i32 %%a1, i32 %%a2, i32 %%a3, i32 %%b0, i32 %%b1, float %%c0, float %%c1, float %%c2, float %%c3) {
+	%%d = alloca [4 x float], align 16
+	%%p0 = getelementptr [4 x float], [4 x float]* %%d, i64 0, i64 0
+	%%p1 = getelementptr [4 x float], [4 x float]* %%d, i64 0, i64 1
+	%%p2 = getelementptr [4 x float], [4 x float]* %%d, i64 0, i64 2
+	%%p3 = getelementptr [4 x float], [4 x float]* %%d, i64 0, i64 3
+	call void @tofuc_simt_mma(float* %%p0, i32 %d, i32 %%a0, i32 %%a1, i32 %%a2, i32 %%a3, i32 %%b0, i32 %%b1, float %%c0, float %%c1, float %%c2, float %%c3)
+	%%d0 = load float, float* %%p0
+	%%d1 = load float, float* %%p1
+	%%d2 = load float, float* %%p2
+	%%d3 = load float, float* %%p3
+	%%r0 = insertvalue { float, float, float, float } undef, float %%d0, 0
+	%%r1 = insertvalue { float, float, float, float } %%r0, float %%d1, 1
+	%%r2 = insertvalue { float, float, float, float } %%r1, float %%d2, 2
+	%%r3 = insertvalue { float, float, float, float } %%r2, float %%d3, 3
+	ret { float, float, float, float } %%r3
+}
+`, mmaShimName(p), mmaKind[p])
 }
 
-declare void @tofuc_simt_mma_tf32(float*, i32, i32, i32, i32, i32, i32, float, float, float, float)
-`
+// mmaKind numbers the modes for tofuc_simt_mma, which mmaDeclare
+// declares once after the shims.
+var mmaKind = map[precision.Mode]int{precision.TF32: 0, precision.BF16: 1}
+
+const mmaDeclare = "\ndeclare void @tofuc_simt_mma(float*, i32, i32, i32, i32, i32, i32, i32, float, float, float, float)\n"
 
 // Renamed maps the intrinsics the lowering uses to the emulator's
 // functions.
@@ -85,6 +105,7 @@ var Renamed = map[string]string{
 	"llvm.nvvm.barrier0":               "tofuc_simt_barrier",
 	"llvm.nvvm.shfl.sync.bfly.i32":     "tofuc_simt_shfl_bfly_i32",
 	tf32Intrinsic:                      "tofuc_simt_f2tf32_rna",
+	bf16x2Intrinsic:                    "tofuc_simt_ff2bf16x2_rn",
 }
 
 var (
@@ -93,5 +114,4 @@ var (
 	addrSpace       = regexp.MustCompile(` addrspace\([13]\)`)
 	annotationsLine = regexp.MustCompile(`(?m)^!nvvm\.annotations = .*\n`)
 	intrinsic       = regexp.MustCompile(`@(llvm\.nvvm\.[a-z0-9._]+)\b`)
-	mmaDeclaration  = regexp.MustCompile(`(?m)^declare .*@` + regexp.QuoteMeta(mmaTF32Intrinsic) + `\(.*\n`)
 )

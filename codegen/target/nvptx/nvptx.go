@@ -28,6 +28,7 @@ import (
 	"tofuc/codegen/target"
 	"tofuc/codegen/target/simt"
 	"tofuc/codegen/toolchain"
+	"tofuc/lang/precision"
 	"tofuc/runtime/plan"
 )
 
@@ -93,16 +94,22 @@ func (Machine) ShuffleXor(m *emit.Module, b *ir.Block, x value.Value, mask int64
 	return b.NewCall(shfl, i32(-1), x, i32(mask), i32(31))
 }
 
-// ToTF32 is cvt.rna.tf32.f32 (llvm.nvvm.f2tf32.rna).
-func (Machine) ToTF32(m *emit.Module, b *ir.Block, x value.Value) value.Value {
-	return b.NewCall(m.Declare(tf32Intrinsic, types.I32, types.Float), x)
+// Factor is cvt.rna.tf32.f32 (llvm.nvvm.f2tf32.rna) in TF32 and
+// cvt.rn.bf16x2.f32 (llvm.nvvm.ff2bf16x2.rn, whose first operand goes
+// to the upper half) in BF16.
+func (Machine) Factor(m *emit.Module, b *ir.Block, p precision.Mode, x []value.Value) value.Value {
+	if p == precision.TF32 {
+		return b.NewCall(m.Declare(tf32Intrinsic, types.I32, types.Float), x[0])
+	}
+	return b.NewCall(m.Declare(bf16x2Intrinsic, types.I32, types.Float, types.Float), x[1], x[0])
 }
 
-// MMATF32 is mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
-// (llvm.nvvm.mma.m16n8k8.row.col.tf32).
-func (Machine) MMATF32(m *emit.Module, b *ir.Block, a [4]value.Value, bv [2]value.Value, c [4]value.Value) [4]value.Value {
+// MMA is mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 in TF32
+// and m16n8k16.row.col.f32.bf16.bf16.f32 in BF16
+// (llvm.nvvm.mma.m16n8k8.row.col.tf32, m16n8k16.row.col.bf16).
+func (Machine) MMA(m *emit.Module, b *ir.Block, p precision.Mode, a [4]value.Value, bv [2]value.Value, c [4]value.Value) [4]value.Value {
 	f32, i := types.Float, types.I32
-	mma := m.DeclareConvergent(mmaTF32Intrinsic, mmaResult, i, i, i, i, i, i, f32, f32, f32, f32)
+	mma := m.DeclareConvergent(mmaIntrinsic[p], mmaResult, i, i, i, i, i, i, f32, f32, f32, f32)
 	args := append(append(a[:], bv[:]...), c[:]...)
 	call := b.NewCall(mma, args...)
 	var d [4]value.Value
@@ -114,11 +121,17 @@ func (Machine) MMATF32(m *emit.Module, b *ir.Block, a [4]value.Value, bv [2]valu
 
 var _ emit.TensorCores = Machine{}
 
-// The tensor-core intrinsics (sm_80, PTX 7.0) and the mma's result.
+// The tensor-core intrinsics (sm_80, PTX 7.0): the factors' rounding,
+// the products by mode, and their result.
 const (
-	tf32Intrinsic    = "llvm.nvvm.f2tf32.rna"
-	mmaTF32Intrinsic = "llvm.nvvm.mma.m16n8k8.row.col.tf32"
+	tf32Intrinsic   = "llvm.nvvm.f2tf32.rna"
+	bf16x2Intrinsic = "llvm.nvvm.ff2bf16x2.rn"
 )
+
+var mmaIntrinsic = map[precision.Mode]string{
+	precision.TF32: "llvm.nvvm.mma.m16n8k8.row.col.tf32",
+	precision.BF16: "llvm.nvvm.mma.m16n8k16.row.col.bf16",
+}
 
 var mmaResult = types.NewStruct(types.Float, types.Float, types.Float, types.Float)
 

@@ -150,29 +150,45 @@ int32_t tofuc_simt_f2tf32_rna(float x) {
 	return (int32_t)((u + 0x1000u) & 0xffffe000u);
 }
 
+// tofuc_simt_ff2bf16x2_rn is cvt.rn.bf16x2.f32: hi and lo rounded to
+// bf16 (to nearest even; a NaN stays a quiet NaN), hi in the upper half.
+int32_t tofuc_simt_ff2bf16x2_rn(float hi, float lo) {
+	float x[2] = {lo, hi};
+	uint32_t out = 0;
+	for (int e = 0; e < 2; e++) {
+		uint32_t u;
+		memcpy(&u, &x[e], sizeof u);
+		uint32_t h = (u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+		out |= (h & 0xffffu) << (16 * e);
+	}
+	return (int32_t)out;
+}
+
 static __thread int32_t mma_slot[2][MAX_THREADS][6];
 
-// tf32_of is the value of an mma operand register: its upper 19 bits,
-// as a tensor core reads them (the low 13 bits of an operand not
-// rounded to TF32 first are ignored).
-static double tf32_of(int32_t r) {
-	uint32_t u = (uint32_t)r & 0xffffe000u;
+// mma_value is element e of an mma operand register in the format of
+// kind (0 TF32, 1 BF16): TF32 its upper 19 bits, as a tensor core reads
+// them (the low 13 bits of an operand not rounded to TF32 first are
+// ignored); BF16 the half e (0 low, 1 high) of the register.
+static double mma_value(int kind, int32_t r, int e) {
+	uint32_t u = kind == 0 ? (uint32_t)r & 0xffffe000u : ((uint32_t)r >> (16 * e)) << 16;
 	float f;
 	memcpy(&f, &u, sizeof f);
 	return f;
 }
 
-// tofuc_simt_mma_tf32 is mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
-// for this lane (codegen/emit.TensorCores.MMATF32 gives the fragments'
-// places): every lane of the warp publishes its A and B registers, then
-// each computes its four results, writing them to d. The model of the
-// tensor core's arithmetic: the eight products exact, their sum and C
-// added in double and rounded once to f32 (docs/precision.md).
-void tofuc_simt_mma_tf32(float *d, int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t b0, int32_t b1,
-                         float c0, float c1, float c2, float c3) {
+// tofuc_simt_mma is mma.sync.aligned for this lane: m16n8k8 with TF32
+// factors (kind 0) or m16n8k16 with BF16 ones (kind 1), f32 C and D
+// (codegen/emit.TensorCores.MMA gives the fragments' places): every lane
+// of the warp publishes its A and B registers, then each computes its
+// four results, writing them to d. The model of the tensor core's
+// arithmetic: the products exact, their sum and C added in double and
+// rounded once to f32 (docs/precision.md).
+void tofuc_simt_mma(float *d, int32_t kind, int32_t a0, int32_t a1, int32_t a2, int32_t a3, int32_t b0, int32_t b1,
+                    float c0, float c1, float c2, float c3) {
 	float c[4] = {c0, c1, c2, c3};
 	int t = cur_tid;
-	if (!fibers_on || (t - (t & 31)) + 32 > cur_ntid) { // a whole warp takes part
+	if (!fibers_on || (t - (t & 31)) + 32 > cur_ntid || kind < 0 || kind > 1) { // a whole warp takes part
 		misuse = 1;
 		memcpy(d, c, sizeof c);
 		return;
@@ -181,15 +197,20 @@ void tofuc_simt_mma_tf32(float *d, int32_t a0, int32_t a1, int32_t a2, int32_t a
 	int32_t *mine = mma_slot[row][t];
 	mine[0] = a0, mine[1] = a1, mine[2] = a2, mine[3] = a3, mine[4] = b0, mine[5] = b1;
 	yield(AT_SHUFFLE);
+	// A register holds per values; a product is 2 half deep, depth k at
+	// register part k / half, lane column (k % half) / per, element
+	// (k % half) % per.
+	int per = kind == 0 ? 1 : 2, half = 4 * per;
 	int lane = t & 31, warp = t - lane, g = lane >> 2, q = lane & 3;
 	for (int r = 0; r < 4; r++) {
 		int i = g + 8 * (r >> 1), j = 2 * q + (r & 1);
 		double sum = 0;
-		for (int k = 0; k < 8; k++) {
-			// A[i][k] is register (i >= 8) + 2 (k >= 4) of lane 4 (i % 8) + k % 4,
-			// B[k][j] register 4 + (k >= 4) of lane 4 j + k % 4.
-			double a = tf32_of(mma_slot[row][warp + 4 * (i % 8) + k % 4][(i >= 8) + 2 * (k >= 4)]);
-			double b = tf32_of(mma_slot[row][warp + 4 * j + k % 4][4 + (k >= 4)]);
+		for (int k = 0; k < 2 * half; k++) {
+			int part = k / half, col = (k % half) / per, e = (k % half) % per;
+			// A[i][k] is register (i >= 8) + 2·part of lane 4 (i % 8) + col,
+			// B[k][j] register 4 + part of lane 4 j + col.
+			double a = mma_value(kind, mma_slot[row][warp + 4 * (i % 8) + col][(i >= 8) + 2 * part], e);
+			double b = mma_value(kind, mma_slot[row][warp + 4 * j + col][4 + part], e);
 			sum += a * b;
 		}
 		d[r] = (float)(sum + c[r]);
