@@ -318,7 +318,9 @@ func (t *nodeTimer) stop() {
 }
 
 func printBench(w io.Writer, r *benchResult) {
-	fmt.Fprintf(w, "%s on %s: median %.4f s, min %.4f s over %d runs\n", r.Model, r.Backend, r.Median, r.Min, r.Runs)
+	// In milliseconds, as tofuc-run prints them: a small model's run
+	// took "0.0000 s" in seconds.
+	fmt.Fprintf(w, "%s on %s: median %.3f ms, min %.3f ms over %d runs\n", r.Model, r.Backend, r.Median*1e3, r.Min*1e3, r.Runs)
 	if r.Simulated != nil {
 		fmt.Fprintf(w, "simulated on %s: %.4g s (%+.1f%% of the median)\n", r.Topology, *r.Simulated, 100*(*r.Simulated/r.Median-1))
 	}

@@ -145,6 +145,16 @@ func TestBenchTopology(t *testing.T) {
 	}
 }
 
+// TestBenchPrintsMilliseconds: a run of 18.4 µs reads as such, not as
+// "0.0000 s".
+func TestBenchPrintsMilliseconds(t *testing.T) {
+	var out bytes.Buffer
+	printBench(&out, &benchResult{Model: "m", Backend: "cpu", Median: 18.4e-6, Min: 17.5e-6, Runs: 3})
+	if want := "m on cpu: median 0.018 ms, min 0.017 ms over 3 runs"; !strings.HasPrefix(out.String(), want) {
+		t.Errorf("printed %q, want it to start %q", out.String(), want)
+	}
+}
+
 // TestBenchCalibrate: bench --calibrate prints a topology of this host
 // that --topology loads, with every quantity it measures set.
 func TestBenchCalibrate(t *testing.T) {
