@@ -319,7 +319,7 @@ func (b *bounder) reduce(r *ir.Reduce) ir.Expr {
 	}
 	switch r.Kind {
 	case ir.Sum:
-		return over(ir.Sum, add(et, charge(additions(n-1)*w+b.factorUnits(t), t)))
+		return over(ir.Sum, add(add(et, charge(additions(n-1)*w, t)), b.factorRounding(r)))
 	case ir.Max, ir.Min:
 		return over(ir.Max, et)
 	}
@@ -331,15 +331,17 @@ func (b *bounder) reduce(r *ir.Reduce) ir.Expr {
 	return add(spread, mul(num(additions(n-1)*w), prod))
 }
 
-// factorUnits is what rounding a term's two factors costs where the
-// term is a product summed by a contraction that a tensor-core form may
-// run (lang/precision.Mode.FactorRounding): each factor off by that
-// unit, the product by twice it, in units of U.
-func (b *bounder) factorUnits(term ir.Expr) float64 {
-	if p, ok := term.(*ir.Binary); !ok || p.Op != ir.OpMul || !p.T.IsFloat() {
-		return 0
+// factorRounding is what rounding a contraction's factors costs where a
+// tensor-core form may run it (lang/precision.Mode.FactorRounding):
+// each factor off by that unit, their product (ir.Product, through the
+// casts around it, as the GEMM description reads it) by twice it. Zero
+// for other sums and in modes that use the factors as they are.
+func (b *bounder) factorRounding(r *ir.Reduce) ir.Expr {
+	fu := b.mode.FactorRounding()
+	if fu == 0 || !ir.IsContraction(r) {
+		return num(0)
 	}
-	return 2 * b.mode.FactorRounding() / U
+	return charge(2*fu/U, ir.Product(r))
 }
 
 func num(x float64) ir.Expr { return &ir.Const{T: lang.F64, Float: x} }

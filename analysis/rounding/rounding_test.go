@@ -114,6 +114,57 @@ func TestBoundCatchesWrongArithmetic(t *testing.T) {
 	}
 }
 
+// TestFactorRoundingThroughCasts: in bf16, a contraction whose product
+// is cast, Σ f32(a·b) of f16 factors (which the GEMM description reads
+// through the cast and a tensor-core form runs), is charged its factors'
+// rounding: a kernel that rounds them to bf16, multiplies exactly and
+// sums in double is within the bound, and a plain sum of squares (no
+// contraction) is not charged.
+func TestFactorRoundingThroughCasts(t *testing.T) {
+	const m, k = 16, 256
+	r := rand.New(rand.NewPCG(3, 4))
+	inst := dot(m, k, "")
+	a16 := &ir.Tensor{Name: "a", DType: lang.F16, Shape: inst.Inputs[0].Shape}
+	b16 := &ir.Tensor{Name: "b", DType: lang.F16, Shape: inst.Inputs[1].Shape}
+	sum := inst.Outputs[0].Body.(*ir.Reduce)
+	prod := sum.Body.(*ir.Binary)
+	prod.T = lang.F16
+	prod.L.(*ir.Access).T, prod.R.(*ir.Access).T = a16, b16
+	sum.Body = &ir.Cast{X: prod, T: lang.F32}
+	inst.Inputs = []*ir.Tensor{a16, b16}
+	a, b := randomF32([]int{m, k}, r), randomF32([]int{k}, r)
+	for _, x := range []*tensor.Tensor{a, b} {
+		for i := range x.Len() {
+			x.SetFlat(i, f16(x.Flat(i)))
+		}
+	}
+	a.DType, b.DType = lang.F16, lang.F16
+	e, err := Expect(inst, []*tensor.Tensor{a, b}, precision.BF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf16 := func(x float64) float64 { return lang.BF16.RoundFloat(x) }
+	got := tensor.New(lang.F32, []int{m})
+	for i := range m {
+		acc := 0.0
+		for j := range k {
+			acc += bf16(a.Flat(i*k+j)) * bf16(b.Flat(j))
+		}
+		got.SetFlat(i, f32(acc))
+	}
+	if err := e.Compare(0, got); err != nil {
+		t.Errorf("bf16 factors of a cast product: %v", err)
+	}
+	if u := (&bounder{mode: precision.BF16}).factorRounding(&ir.Reduce{Kind: ir.Sum, Vars: sum.Vars, Body: &ir.Binary{Op: ir.OpMul, L: prod.R, R: prod.R, T: lang.F16}, T: lang.F32}); !isZero(u) {
+		t.Errorf("a sum of squares is charged factor rounding: %v", u)
+	}
+}
+
+func isZero(e ir.Expr) bool {
+	c, ok := e.(*ir.Const)
+	return ok && c.Float == 0
+}
+
 // TestBoundOfCancellation: 1 - x·x near x = 1 loses digits that an
 // f32 evaluation cannot keep; the bound grows with the cancellation
 // (its derivative term), so that the f32 result passes where a

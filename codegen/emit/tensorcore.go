@@ -87,7 +87,9 @@ func mmaLayout(t blocking.Tile, depth int64) (wm, wn int64, ok bool) {
 		if per%m != 0 || tilesM%m != 0 || tilesN%n != 0 {
 			continue
 		}
-		if !ok || 4*m+2*n < 4*wm+2*wn {
+		// Ties go to the larger m: 4 × 4 blocks of a 128 × 128 tile,
+		// 2 × 2 of a 64 × 64, the tiled form's shapes of a thread's results.
+		if !ok || 4*m+2*n <= 4*wm+2*wn {
 			wm, wn, ok = m, n, true
 		}
 	}

@@ -100,6 +100,8 @@ func (e *Engine) Launch(k *plan.Kernel, argv uintptr) error {
 			return fmt.Errorf("the threads of a block wait at a barrier that some of them never reach")
 		case -2:
 			return fmt.Errorf("a barrier or warp shuffle in a kernel launched without synchronisation")
+		case -4:
+			return fmt.Errorf("a warp of fewer than 32 threads at a tensor-core product")
 		default:
 			return fmt.Errorf("the emulator cannot run a block of %d threads", k.Block)
 		}

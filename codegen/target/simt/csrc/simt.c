@@ -140,14 +140,16 @@ int32_t tofuc_simt_shfl_bfly_i32(int32_t mask, int32_t value, int32_t lane_mask,
 }
 
 // tofuc_simt_f2tf32_rna is cvt.rna.tf32.f32: x rounded to 10 bits of
-// fraction, to nearest, ties away from zero (an infinity stays one, a
-// NaN stays NaN), as the bits of an f32 whose low 13 bits are 0.
+// fraction, to nearest, ties away from zero, as the bits of an f32 whose
+// low 13 bits are 0. An infinity or NaN is truncated, as Ampere's code
+// for the instruction is reported to do (PTX leaves it unsaid): a NaN
+// whose payload lies in the low 13 bits only becomes an infinity.
 int32_t tofuc_simt_f2tf32_rna(float x) {
 	uint32_t u;
 	memcpy(&u, &x, sizeof u);
-	if ((u & 0x7f800000u) == 0x7f800000u) // infinite or NaN
-		return (int32_t)((u & 0x007fffffu) ? 0x7fffffffu : u);
-	return (int32_t)((u + 0x1000u) & 0xffffe000u);
+	if ((u & 0x7fffffffu) < 0x7f800000u) // finite
+		u += 0x1000u;
+	return (int32_t)(u & 0xffffe000u);
 }
 
 // tofuc_simt_ff2bf16x2_rn is cvt.rn.bf16x2.f32: hi and lo rounded to
@@ -288,7 +290,8 @@ static int run_fibers(int n) {
 // ntid threads. sync says the kernel meets at barriers or shuffles.
 // It returns 0; -1 when a block's threads deadlock at a barrier; -2 when
 // a kernel run without sync used a barrier or a shuffle; -3 when the
-// block is too large or memory runs out.
+// block is too large or memory runs out; -4 when a warp of fewer than 32
+// threads met at an mma.
 int tofuc_simt_run(tofuc_entry entry, void **args, int64_t nctaid, int64_t ntid, int64_t first, int64_t last, int64_t sync) {
 	if (ntid < 1 || ntid > MAX_THREADS)
 		return -3;
@@ -313,6 +316,8 @@ int tofuc_simt_run(tofuc_entry entry, void **args, int64_t nctaid, int64_t ntid,
 		if (sync) {
 			if (run_fibers((int)ntid) != 0)
 				return -1;
+			if (misuse) // an mma in a warp of fewer than 32 threads
+				return -4;
 			continue;
 		}
 		for (int32_t t = 0; t < ntid; t++) {
