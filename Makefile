@@ -98,7 +98,7 @@ gpu-bundle: deps build
 	TOFUC_GPU_CHECKS=$(GPU_DIR)/checks $(GO) test -count=1 -timeout 30m -run TestChecks ./runtime/executor
 	for m in chain matmul mlp softmax layernorm; do \
 		./$(BIN) compile tools/gpu/bench/$$m.tdl -o $(GPU_DIR)/bench/$$m --emit ptx,plan || exit 1; \
-		for p in f32 tf32 bf16; do \
+		for p in f32 tf32 bf16 f16; do \
 			./$(BIN) compile tools/gpu/bench/$$m.tdl -o $(GPU_DIR)/bench/$$m-$$p --precision $$p --emit ptx,plan || exit 1; \
 		done; \
 	done
@@ -106,7 +106,7 @@ gpu-bundle: deps build
 	sed 's/f32\[1, 3, 224, 224\]/f32[32, 3, 224, 224]/; s/reshape<shape = \[1, 2048\]>/reshape<shape = [32, 2048]>/' \
 		$(GPU_DIR)/tmp/r50-b1.tdl > $(GPU_DIR)/tmp/r50-b32.tdl
 	cp $(GPU_DIR)/tmp/r50-b1.npz $(GPU_DIR)/tmp/r50-b32.npz
-	for b in 1 32; do for p in exact f32 tf32 bf16; do \
+	for b in 1 32; do for p in exact f32 tf32 bf16 f16; do \
 		./$(BIN) compile $(GPU_DIR)/tmp/r50-b$$b.tdl -o $(GPU_DIR)/bench/r50-b$$b-$$p --precision $$p --emit ptx,plan || exit 1; \
 	done; done
 	# Weights are drawn on the GPU machine (make_inputs.py); the emulator's

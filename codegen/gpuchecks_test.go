@@ -59,7 +59,7 @@ func TestWriteGPUChecks(t *testing.T) {
 	}{{lang.F32, false, precision.Exact}, {lang.F32, true, precision.Exact}, {lang.F64, false, precision.Exact}, {lang.F16, false, precision.Exact},
 		{lang.BF16, false, precision.Exact}, {lang.I32, false, precision.Exact}, {lang.I8, false, precision.Exact}, {lang.U8, false, precision.Exact},
 		{lang.I64, false, precision.Exact}, {lang.Bool, false, precision.Exact}, {lang.F32, false, precision.F32}, {lang.F32, true, precision.F32},
-		{lang.F32, false, precision.TF32}, {lang.F32, false, precision.BF16}} {
+		{lang.F32, false, precision.TF32}, {lang.F32, false, precision.BF16}, {lang.F32, false, precision.F16}} {
 		name := "stdlib-" + ps.dt.String()
 		if ps.large {
 			name += "-large"
@@ -100,7 +100,7 @@ func TestWriteGPUChecks(t *testing.T) {
 		for _, run := range []struct {
 			devices int
 			prec    precision.Mode
-		}{{1, precision.Exact}, {4, precision.Exact}, {1, precision.F32}, {1, precision.TF32}, {1, precision.BF16}} {
+		}{{1, precision.Exact}, {4, precision.Exact}, {1, precision.F32}, {1, precision.TF32}, {1, precision.BF16}, {1, precision.F16}} {
 			m.Devices, m.Precision = run.devices, run.prec
 			t.Run(m.String(), func(t *testing.T) {
 				dir := freshDir(t, filepath.Join(root, m.String()))

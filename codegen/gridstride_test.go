@@ -21,8 +21,8 @@ import (
 // plan's kernels run under the SIMT emulator with grids of 1 and 3
 // blocks and must equal the planned grids' run bit for bit (a block's
 // order of additions does not depend on the grid), which must match the
-// interpreter; in the tf32 and bf16 modes too, whose contractions run
-// on tensor cores.
+// interpreter; in the tf32, bf16 and f16 modes too, whose contractions
+// run on tensor cores.
 func TestAnyGrid(t *testing.T) {
 	tl := tools(t)
 	g := modelFromSource(t, `
@@ -46,7 +46,7 @@ model strided(x: f32[70, 300], idx: i64[50], a: f32[130, 40], b: f32[40, 150], q
 	for _, mode := range []struct {
 		p     precision.Mode
 		forms []string
-	}{{precision.Exact, []string{"threads", "blocks", "rows", "tiled"}}, {precision.TF32, []string{"tiled-tf32"}}, {precision.BF16, []string{"tiled-bf16"}}} {
+	}{{precision.Exact, []string{"threads", "blocks", "rows", "tiled"}}, {precision.TF32, []string{"tiled-tf32"}}, {precision.BF16, []string{"tiled-bf16"}}, {precision.F16, []string{"tiled-f16"}}} {
 		dir := t.TempDir()
 		c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"simt"}, Tools: tl, Precision: mode.p})
 		if err != nil {

@@ -204,7 +204,7 @@ func TestStdlibCompiles(t *testing.T) {
 		prec  precision.Mode
 	}
 	passes := []pass{{lang.F32, false, precision.Exact}, {lang.F32, true, precision.Exact}, {lang.F32, false, precision.F32}, {lang.F32, true, precision.F32},
-		{lang.F32, false, precision.TF32}, {lang.F32, true, precision.TF32}, {lang.F32, false, precision.BF16}}
+		{lang.F32, false, precision.TF32}, {lang.F32, true, precision.TF32}, {lang.F32, false, precision.BF16}, {lang.F32, false, precision.F16}}
 	if !testing.Short() {
 		for _, dt := range []lang.DType{lang.F64, lang.F16, lang.BF16, lang.I32, lang.I8, lang.U8, lang.I64, lang.Bool} {
 			passes = append(passes, pass{dt, false, precision.Exact})
@@ -243,7 +243,7 @@ func TestStdlibCompiles(t *testing.T) {
 					blocks++
 				case "tiled":
 					tiled++
-				case "tiled-tf32", "tiled-bf16":
+				case "tiled-tf32", "tiled-bf16", "tiled-f16":
 					tiled++
 					tensorCores++
 				}

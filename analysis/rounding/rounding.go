@@ -332,16 +332,23 @@ func (b *bounder) reduce(r *ir.Reduce) ir.Expr {
 }
 
 // factorRounding is what rounding a contraction's factors costs where a
-// tensor-core form may run it (lang/precision.Mode.FactorRounding):
-// each factor off by that unit, their product (ir.Product, through the
-// casts around it, as the GEMM description reads it) by twice it. Zero
-// for other sums and in modes that use the factors as they are.
+// tensor-core form may run it (lang/precision.Mode.FactorRounding and
+// FactorUnderflow): each factor off by that unit, their product
+// (ir.Product, through the casts around it, as the GEMM description
+// reads it) by twice it, and each factor by the absolute underflow,
+// which the other factor scales. Zero for other sums and in modes that
+// use the factors as they are.
 func (b *bounder) factorRounding(r *ir.Reduce) ir.Expr {
-	fu := b.mode.FactorRounding()
+	fu, uf := b.mode.FactorRounding(), b.mode.FactorUnderflow()
 	if fu == 0 || !ir.IsContraction(r) {
 		return num(0)
 	}
-	return charge(2*fu/U, ir.Product(r))
+	m := ir.Product(r)
+	e := charge(2*fu/U, m)
+	if uf > 0 {
+		e = add(e, add(charge(uf/U, m.L), charge(uf/U, m.R)))
+	}
+	return e
 }
 
 func num(x float64) ir.Expr { return &ir.Const{T: lang.F64, Float: x} }

@@ -160,6 +160,34 @@ func TestFactorRoundingThroughCasts(t *testing.T) {
 	}
 }
 
+// TestF16FactorUnderflow: in f16, factors below f16's normal range
+// (2⁻¹⁴) lose more than their relative unit when rounded; the bound
+// charges the absolute error of their subnormals, so a kernel that
+// rounds them to f16 is within it.
+func TestF16FactorUnderflow(t *testing.T) {
+	const m, k = 16, 64
+	r := rand.New(rand.NewPCG(5, 6))
+	a, b := randomF32([]int{m, k}, r), randomF32([]int{k}, r)
+	for i := range a.Len() {
+		a.SetFlat(i, f32(a.Flat(i)*1e-6)) // subnormal in f16
+	}
+	e, err := Expect(dot(m, k, ""), []*tensor.Tensor{a, b}, precision.F16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tensor.New(lang.F32, []int{m})
+	for i := range m {
+		acc := 0.0
+		for j := range k {
+			acc += f16(a.Flat(i*k+j)) * f16(b.Flat(j))
+		}
+		got.SetFlat(i, f32(acc))
+	}
+	if err := e.Compare(0, got); err != nil {
+		t.Errorf("f16 factors below the normal range: %v", err)
+	}
+}
+
 func isZero(e ir.Expr) bool {
 	c, ok := e.(*ir.Const)
 	return ok && c.Float == 0

@@ -56,6 +56,13 @@ func (m *Module) helper(h helperKind) *ir.Func {
 	return fn
 }
 
+// F16Bits rounds the float x to f16 (to nearest even, as
+// lang.FloatToF16), as the i16 of its bits, in integer arithmetic that
+// every target and the emulator compute alike.
+func (m *Module) F16Bits(b *ir.Block, x value.Value) value.Value {
+	return b.NewCall(m.helper(floatToF16), x)
+}
+
 func c32(n int64) *constant.Int { return constant.NewInt(types.I32, n) }
 
 func f16FromFloat(b *ir.Block, x value.Value) value.Value {

@@ -16,15 +16,15 @@ type TensorCores interface {
 	// Factor rounds the floats of one register of a product's factor
 	// to the format of precision mode p, packed as the instructions take
 	// them: in TF32 (10 bits of fraction, to nearest, ties away from
-	// zero) one float x[0]; in BF16 (to nearest even) two, x[0] in the
-	// low half.
+	// zero) one float x[0]; in BF16 and F16 (to nearest even) two, x[0]
+	// in the low half.
 	Factor(m *Module, b *ir.Block, p precision.Mode, x []value.Value) value.Value
 	// MMA is D = A·B + C for one 16 × 8 × K product of a warp in mode
-	// p (K = 8 in TF32, 16 in BF16), A and B in the mode's format, C and
+	// p (K = 8 in TF32, 16 in BF16 and F16), A and B in the mode's format, C and
 	// D in f32. Every lane of the warp takes part; with g = lane/4 and
 	// q = lane%4, a lane holds (PTX's mma.m16n8k8 and m16n8k16, A
 	// row-major, B column-major), where k(e) is depth q in TF32 and 2q+e
-	// in BF16 (element e of a register) and H = K/2:
+	// in BF16 and F16 (element e of a register) and H = K/2:
 	//
 	//	a: A[g][k], A[g+8][k], A[g][H+k], A[g+8][H+k]
 	//	b: B[k][g], B[H+k][g]
@@ -32,14 +32,14 @@ type TensorCores interface {
 	MMA(m *Module, b *ir.Block, p precision.Mode, a [4]value.Value, bv [2]value.Value, c [4]value.Value) [4]value.Value
 }
 
-// The tensor-core forms: in the tf32 and bf16 modes, a contraction's GPU
+// The tensor-core forms: in the tf32, bf16 and f16 modes, a contraction's GPU
 // flavour is the tiled form's (the same tiles, stages and epilogue:
 // tiledStages) with each stage's products on tensor cores (mmaWork);
 // its host flavour is the tiled form's. A form applies where the tile's
 // warps can share its 16 × 8 products evenly (mmaLayout).
 type tensorCoreForm struct {
 	tiledForm
-	mode precision.Mode // TF32 or BF16
+	mode precision.Mode // TF32, BF16 or F16
 }
 
 func (f tensorCoreForm) Name() string { return "tiled-" + f.mode.String() }

@@ -69,16 +69,28 @@ func Parse(s string) (Mode, error) {
 func (m Mode) InF32() bool { return m != Exact }
 
 // FactorRounding is the unit roundoff of a contraction's factors where
-// a tensor-core form computes it in mode m: 2⁻¹¹ for TF32 (10 bits of
-// fraction, rounded to nearest), 2⁻⁸ for BF16 (7 bits), 0 where the
-// factors are used as they are (exact, f32, and f16 until its
-// tensor-core form exists).
+// a tensor-core form computes it in mode m: 2⁻¹¹ for TF32 and F16 (10
+// bits of fraction, rounded to nearest), 2⁻⁸ for BF16 (7 bits), 0 where
+// the factors are used as they are (exact, f32).
 func (m Mode) FactorRounding() float64 {
 	switch m {
-	case TF32:
+	case TF32, F16:
 		return 0x1p-11
 	case BF16:
 		return 0x1p-8
+	}
+	return 0
+}
+
+// FactorUnderflow is the absolute error of rounding a contraction's
+// factor below the normal range of mode m's format: 2⁻²⁵ for F16 (half
+// its subnormals' spacing; its normals end at 2⁻¹⁴), 0 for the formats
+// with f32's exponent range. Above the range (65504 in F16) a factor
+// becomes infinite, which no bound covers: f16 asks for factors within
+// it, as autocast does.
+func (m Mode) FactorUnderflow() float64 {
+	if m == F16 {
+		return 0x1p-25
 	}
 	return 0
 }

@@ -36,7 +36,7 @@ func (Machine) Emulated(text string) (string, error) {
 	s = strings.ReplaceAll(s, "ptx_kernel ", "")
 	s = annotationsLine.ReplaceAllString(s, "")
 	shims := ""
-	for _, p := range []precision.Mode{precision.TF32, precision.BF16} {
+	for _, p := range []precision.Mode{precision.TF32, precision.BF16, precision.F16} {
 		name := mmaIntrinsic[p]
 		if strings.Contains(s, "@"+name+"(") {
 			s = regexp.MustCompile(`(?m)^declare .*@`+regexp.QuoteMeta(name)+`\(.*\n`).ReplaceAllString(s, "")
@@ -68,14 +68,30 @@ func (Machine) Emulated(text string) (string, error) {
 func mmaShimName(p precision.Mode) string { return "tofuc_simt_mma_" + p.String() }
 
 func mmaShim(p precision.Mode) string {
+	// An F16 register is a <2 x half>, passed to C as the i32 of its
+	// bits; the shim is always inlined, so that the bitcasts cancel and
+	// no half value crosses a call (the host has no half arithmetic).
+	reg, toBits := "i32", ""
+	if p == precision.F16 {
+		reg = "<2 x half>"
+		for _, r := range []string{"a0", "a1", "a2", "a3", "b0", "b1"} {
+			toBits += fmt.Sprintf("\t%%%s.i = bitcast <2 x half> %%%s to i32\n", r, r)
+		}
+	}
+	arg := func(r string) string {
+		if p == precision.F16 {
+			return "%" + r + ".i"
+		}
+		return "%" + r
+	}
 	return fmt.Sprintf(`
-define internal { float, float, float, float } @%s(i32 %%a0, i32 %%a1, i32 %%a2, i32 %%a3, i32 %%b0, i32 %%b1, float %%c0, float %%c1, float %%c2, float %%c3) {
-	%%d = alloca [4 x float], align 16
+define internal { float, float, float, float } @%s(%[3]s %%a0, %[3]s %%a1, %[3]s %%a2, %[3]s %%a3, %[3]s %%b0, %[3]s %%b1, float %%c0, float %%c1, float %%c2, float %%c3) alwaysinline {
+%[4]s	%%d = alloca [4 x float], align 16
 	%%p0 = getelementptr [4 x float], [4 x float]* %%d, i64 0, i64 0
 	%%p1 = getelementptr [4 x float], [4 x float]* %%d, i64 0, i64 1
 	%%p2 = getelementptr [4 x float], [4 x float]* %%d, i64 0, i64 2
 	%%p3 = getelementptr [4 x float], [4 x float]* %%d, i64 0, i64 3
-	call void @tofuc_simt_mma(float* %%p0, i32 %d, i32 %%a0, i32 %%a1, i32 %%a2, i32 %%a3, i32 %%b0, i32 %%b1, float %%c0, float %%c1, float %%c2, float %%c3)
+	call void @tofuc_simt_mma(float* %%p0, i32 %[2]d, i32 %[5]s, i32 %[6]s, i32 %[7]s, i32 %[8]s, i32 %[9]s, i32 %[10]s, float %%c0, float %%c1, float %%c2, float %%c3)
 	%%d0 = load float, float* %%p0
 	%%d1 = load float, float* %%p1
 	%%d2 = load float, float* %%p2
@@ -86,12 +102,12 @@ define internal { float, float, float, float } @%s(i32 %%a0, i32 %%a1, i32 %%a2,
 	%%r3 = insertvalue { float, float, float, float } %%r2, float %%d3, 3
 	ret { float, float, float, float } %%r3
 }
-`, mmaShimName(p), mmaKind[p])
+`, mmaShimName(p), mmaKind[p], reg, toBits, arg("a0"), arg("a1"), arg("a2"), arg("a3"), arg("b0"), arg("b1"))
 }
 
 // mmaKind numbers the modes for tofuc_simt_mma, which mmaDeclare
 // declares once after the shims.
-var mmaKind = map[precision.Mode]int{precision.TF32: 0, precision.BF16: 1}
+var mmaKind = map[precision.Mode]int{precision.TF32: 0, precision.BF16: 1, precision.F16: 2}
 
 const mmaDeclare = "\ndeclare void @tofuc_simt_mma(float*, i32, i32, i32, i32, i32, i32, i32, float, float, float, float)\n"
 

@@ -94,30 +94,42 @@ func (Machine) ShuffleXor(m *emit.Module, b *ir.Block, x value.Value, mask int64
 	return b.NewCall(shfl, i32(-1), x, i32(mask), i32(31))
 }
 
-// Factor is cvt.rna.tf32.f32 (llvm.nvvm.f2tf32.rna) in TF32 and
+// Factor is cvt.rna.tf32.f32 (llvm.nvvm.f2tf32.rna) in TF32,
 // cvt.rn.bf16x2.f32 (llvm.nvvm.ff2bf16x2.rn, whose first operand goes
-// to the upper half) in BF16.
+// to the upper half) in BF16, and in F16 the two values rounded by
+// emit's integer conversion (as every target computes it), as the
+// <2 x half> the instruction takes.
 func (Machine) Factor(m *emit.Module, b *ir.Block, p precision.Mode, x []value.Value) value.Value {
-	if p == precision.TF32 {
+	switch p {
+	case precision.TF32:
 		return b.NewCall(m.Declare(tf32Intrinsic, types.I32, types.Float), x[0])
+	case precision.F16:
+		lo := b.NewZExt(m.F16Bits(b, x[0]), types.I32)
+		hi := b.NewShl(b.NewZExt(m.F16Bits(b, x[1]), types.I32), i32(16))
+		return b.NewBitCast(b.NewOr(lo, hi), halves)
 	}
 	return b.NewCall(m.Declare(bf16x2Intrinsic, types.I32, types.Float, types.Float), x[1], x[0])
 }
 
-// MMA is mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 in TF32
-// and m16n8k16.row.col.f32.bf16.bf16.f32 in BF16
-// (llvm.nvvm.mma.m16n8k8.row.col.tf32, m16n8k16.row.col.bf16).
+// MMA is mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 in TF32,
+// m16n8k16.row.col.f32.bf16.bf16.f32 in BF16 and
+// m16n8k16.row.col.f32.f16.f16.f32 in F16
+// (llvm.nvvm.mma.m16n8k8.row.col.tf32, m16n8k16.row.col.bf16,
+// m16n8k16.row.col.f32.f32).
 func (Machine) MMA(m *emit.Module, b *ir.Block, p precision.Mode, a [4]value.Value, bv [2]value.Value, c [4]value.Value) [4]value.Value {
-	f32, i := types.Float, types.I32
-	mma := m.DeclareConvergent(mmaIntrinsic[p], mmaResult, i, i, i, i, i, i, f32, f32, f32, f32)
+	f32, r := types.Float, a[0].Type()
+	mma := m.DeclareConvergent(mmaIntrinsic[p], mmaResult, r, r, r, r, r, r, f32, f32, f32, f32)
 	args := append(append(a[:], bv[:]...), c[:]...)
 	call := b.NewCall(mma, args...)
 	var d [4]value.Value
-	for r := range d {
-		d[r] = b.NewExtractValue(call, uint64(r))
+	for k := range d {
+		d[k] = b.NewExtractValue(call, uint64(k))
 	}
 	return d
 }
+
+// halves is an F16 register of a factor.
+var halves = types.NewVector(2, types.Half)
 
 var _ emit.TensorCores = Machine{}
 
@@ -131,6 +143,7 @@ const (
 var mmaIntrinsic = map[precision.Mode]string{
 	precision.TF32: "llvm.nvvm.mma.m16n8k8.row.col.tf32",
 	precision.BF16: "llvm.nvvm.mma.m16n8k16.row.col.bf16",
+	precision.F16:  "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
 }
 
 var mmaResult = types.NewStruct(types.Float, types.Float, types.Float, types.Float)

@@ -7,6 +7,7 @@
 // its block arrives, and at a warp shuffle until every live lane of its
 // warp has published its value, so that barriers and shuffles behave as
 // on a GPU.
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,19 +169,36 @@ int32_t tofuc_simt_ff2bf16x2_rn(float hi, float lo) {
 
 static __thread int32_t mma_slot[2][MAX_THREADS][6];
 
+// half_value is the value of the f16 whose bits are h.
+static double half_value(uint32_t h) {
+	int exp = (h >> 10) & 0x1f;
+	uint64_t scale_bits = (uint64_t)(exp - 25 + 1023) << 52; // 2^(exp-25), exp ≥ 1
+	double scale;
+	memcpy(&scale, &scale_bits, sizeof scale);
+	double mag = exp == 0 ? (h & 0x3ff) * 0x1p-24 : (1024 + (h & 0x3ff)) * scale;
+	if (exp == 0x1f)
+		mag = (h & 0x3ff) ? NAN : INFINITY;
+	return (h & 0x8000) ? -mag : mag;
+}
+
 // mma_value is element e of an mma operand register in the format of
-// kind (0 TF32, 1 BF16): TF32 its upper 19 bits, as a tensor core reads
-// them (the low 13 bits of an operand not rounded to TF32 first are
-// ignored); BF16 the half e (0 low, 1 high) of the register.
+// kind (0 TF32, 1 BF16, 2 F16): TF32 its upper 19 bits, as a tensor core
+// is assumed to read them (the low 13 bits of an operand not rounded to
+// TF32 first are ignored); BF16 and F16 the half e (0 low, 1 high) of
+// the register.
 static double mma_value(int kind, int32_t r, int e) {
-	uint32_t u = kind == 0 ? (uint32_t)r & 0xffffe000u : ((uint32_t)r >> (16 * e)) << 16;
+	uint32_t h = ((uint32_t)r >> (16 * e)) & 0xffffu;
+	if (kind == 2)
+		return half_value(h);
+	uint32_t u = kind == 0 ? (uint32_t)r & 0xffffe000u : h << 16;
 	float f;
 	memcpy(&f, &u, sizeof f);
 	return f;
 }
 
 // tofuc_simt_mma is mma.sync.aligned for this lane: m16n8k8 with TF32
-// factors (kind 0) or m16n8k16 with BF16 ones (kind 1), f32 C and D
+// factors (kind 0) or m16n8k16 with BF16 (kind 1) or F16 (kind 2) ones,
+// f32 C and D
 // (codegen/emit.TensorCores.MMA gives the fragments' places): every lane
 // of the warp publishes its A and B registers, then each computes its
 // four results, writing them to d. The model of the tensor core's
@@ -190,7 +208,7 @@ void tofuc_simt_mma(float *d, int32_t kind, int32_t a0, int32_t a1, int32_t a2, 
                     float c0, float c1, float c2, float c3) {
 	float c[4] = {c0, c1, c2, c3};
 	int t = cur_tid;
-	if (!fibers_on || (t - (t & 31)) + 32 > cur_ntid || kind < 0 || kind > 1) { // a whole warp takes part
+	if (!fibers_on || (t - (t & 31)) + 32 > cur_ntid || kind < 0 || kind > 2) { // a whole warp takes part
 		misuse = 1;
 		memcpy(d, c, sizeof c);
 		return;
