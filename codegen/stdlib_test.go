@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -156,30 +157,38 @@ func lowerable(cases []opTest) (ok []opTest, errs []string) {
 func contractions(t *testing.T, cases []opTest) []opTest {
 	var out []opTest
 	for _, tc := range cases {
-		for _, d := range schedule.Launches(tc.c.Inst) {
-			k, err := kernel.Build(tc.c.Inst.Op, d, []kernel.Stage{{Inst: tc.c.Inst, Def: d, Bind: func(t *ir.Tensor) (kernel.Binding, error) {
-				return kernel.Binding{Buffer: t}, nil
-			}}})
-			if err != nil {
-				t.Fatalf("%s: %v", tc.name, err)
-			}
-			if k.GEMM != nil {
-				out = append(out, tc)
-				break
-			}
+		ks, err := kernelsOf(tc.c.Inst)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if slices.ContainsFunc(ks, func(k *kernel.Kernel) bool { return k.GEMM != nil }) {
+			out = append(out, tc)
 		}
 	}
 	return out
 }
 
-func lowerInstance(inst *ir.Instance) error {
+// kernelsOf builds the kernels of an instance's schedule, alone.
+func kernelsOf(inst *ir.Instance) ([]*kernel.Kernel, error) {
+	var ks []*kernel.Kernel
 	for _, d := range schedule.Launches(inst) {
 		k, err := kernel.Build(inst.Op, d, []kernel.Stage{{Inst: inst, Def: d, Bind: func(t *ir.Tensor) (kernel.Binding, error) {
 			return kernel.Binding{Buffer: t}, nil
 		}}})
 		if err != nil {
-			return err
+			return nil, err
 		}
+		ks = append(ks, k)
+	}
+	return ks, nil
+}
+
+func lowerInstance(inst *ir.Instance) error {
+	ks, err := kernelsOf(inst)
+	if err != nil {
+		return err
+	}
+	for _, k := range ks {
 		for _, p := range []precision.Mode{precision.Exact, precision.F32} {
 			for _, m := range []*emit.Module{emit.NewGPUModule(target.Naming(), p), emit.NewHostModule(p)} {
 				if err := m.Add("k", k); err != nil {

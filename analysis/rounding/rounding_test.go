@@ -144,15 +144,7 @@ func TestFactorRoundingThroughCasts(t *testing.T) {
 		t.Fatal(err)
 	}
 	bf16 := func(x float64) float64 { return lang.BF16.RoundFloat(x) }
-	got := tensor.New(lang.F32, []int{m})
-	for i := range m {
-		acc := 0.0
-		for j := range k {
-			acc += bf16(a.Flat(i*k+j)) * bf16(b.Flat(j))
-		}
-		got.SetFlat(i, f32(acc))
-	}
-	if err := e.Compare(0, got); err != nil {
+	if err := e.Compare(0, tensorCoreDot(a, b, bf16)); err != nil {
 		t.Errorf("bf16 factors of a cast product: %v", err)
 	}
 	if u := (&bounder{mode: precision.BF16}).factorRounding(&ir.Reduce{Kind: ir.Sum, Vars: sum.Vars, Body: &ir.Binary{Op: ir.OpMul, L: prod.R, R: prod.R, T: lang.F16}, T: lang.F32}); !isZero(u) {
@@ -175,17 +167,25 @@ func TestF16FactorUnderflow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := tensor.New(lang.F32, []int{m})
+	if err := e.Compare(0, tensorCoreDot(a, b, f16)); err != nil {
+		t.Errorf("f16 factors below the normal range: %v", err)
+	}
+}
+
+// tensorCoreDot computes dot as a tensor core would: the factors
+// rounded by round, the products exact and summed in double, the sum
+// rounded to f32.
+func tensorCoreDot(a, b *tensor.Tensor, round func(float64) float64) *tensor.Tensor {
+	m, k := a.Shape[0], a.Shape[1]
+	y := tensor.New(lang.F32, []int{m})
 	for i := range m {
 		acc := 0.0
 		for j := range k {
-			acc += f16(a.Flat(i*k+j)) * f16(b.Flat(j))
+			acc += round(a.Flat(i*k+j)) * round(b.Flat(j))
 		}
-		got.SetFlat(i, f32(acc))
+		y.SetFlat(i, f32(acc))
 	}
-	if err := e.Compare(0, got); err != nil {
-		t.Errorf("f16 factors below the normal range: %v", err)
-	}
+	return y
 }
 
 func isZero(e ir.Expr) bool {
