@@ -112,18 +112,7 @@ func editPlan(t *testing.T, dir string, edit func(p map[string]any)) {
 // its seal, must then catch the edit.
 func sealAgain(t *testing.T, dir string) {
 	t.Helper()
-	path := filepath.Join(dir, "plan.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p plan.Plan
-	if err := json.Unmarshal(b, &p); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Write(path); err != nil {
-		t.Fatal(err)
-	}
+	resealPlan(t, dir, func(*plan.Plan) {})
 }
 
 // cutObject cuts the target's object of the plan in dir to n bytes and
