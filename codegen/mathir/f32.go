@@ -155,7 +155,8 @@ func expf(g *fnb, x value.Value) value.Value {
 
 // sigmoidf is 1/(1 + e**-x) in f32, as e**x/(1 + e**x) for negative x:
 // e**-|x| never overflows, so that a large negative x gives its
-// subnormal result, not 0.
+// subnormal result, not 0 (down to -103.28, where expf gives 0: an ulp
+// from the smallest subnormal).
 func sigmoidf(g *fnb, x value.Value) value.Value {
 	b := g.b
 	e := b.NewCall(g.l.mustFunc32("exp"), b.NewFNeg(g.intrinsicf("fabs", x)))
@@ -204,7 +205,9 @@ func tanhf(g *fnb, x value.Value) value.Value {
 	large := g.intrinsicf("copysign", b.NewFSub(kf(1), b.NewFDiv(kf(2), b.NewFAdd(s, kf(1)))), x)
 	z := b.NewFMul(x, x)
 	p := g.hornerf(z, -5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1)
-	small := b.NewFAdd(b.NewFMul(b.NewFMul(p, z), x), x)
+	// tanh is odd: copysign keeps tanh(-0) = -0, which x + x³·P(x²)
+	// rounds to +0.
+	small := g.intrinsicf("copysign", b.NewFAdd(b.NewFMul(b.NewFMul(p, z), x), x), x)
 	return b.NewSelect(b.NewFCmp(enum.FPredOLT, ax, kf(0.625)), small, large)
 }
 
