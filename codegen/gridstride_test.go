@@ -46,7 +46,7 @@ model strided(x: f32[70, 300], idx: i64[50], a: f32[130, 40], b: f32[40, 150], q
 	for _, mode := range []struct {
 		p     precision.Mode
 		forms []string
-	}{{precision.Exact, []string{"threads", "blocks", "rows", "tiled"}}, {precision.TF32, []string{"tiled-tf32"}}, {precision.BF16, []string{"tiled-bf16"}}, {precision.F16, []string{"tiled-f16"}}} {
+	}{{precision.Exact, []string{"threads", "blocks", "rows", "tiled"}}, {precision.F32, []string{"threads", "blocks", "rows", "tiled"}}, {precision.TF32, []string{"tiled-tf32"}}, {precision.BF16, []string{"tiled-bf16"}}, {precision.F16, []string{"tiled-f16"}}} {
 		dir := t.TempDir()
 		c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"simt"}, Tools: tl, Precision: mode.p})
 		if err != nil {

@@ -477,23 +477,32 @@ func zeroDefault(d tir.Expr) bool {
 // loadF32 reads an f32 buffer element as a float, 0 out of range when
 // the access has its zero default, a recorded error without one.
 func (f *fn) loadF32(a *tir.Access, arg int) value.Value {
+	ptr, inRange, outside := f.f32Place(a, arg)
+	read := func() value.Value { return f.b.NewLoad(types.Float, ptr) }
+	if inRange == nil {
+		return read()
+	}
+	return f.branch(inRange, read, func() value.Value {
+		outside()
+		return constant.NewFloat(types.Float, 0)
+	})
+}
+
+// f32Place is the address of the element of f32 argument arg that
+// access a reads, the condition that its index lies inside the buffer
+// (nil where it always does), and outside, which records the error of
+// an access without a default, to be called where the condition fails.
+func (f *fn) f32Place(a *tir.Access, arg int) (ptr, inRange value.Value, outside func()) {
 	shape := f.k.Args[arg].Shape
 	idx := make([]value.Value, len(a.Index))
 	for d, x := range a.Index {
 		idx[d] = f.exprTo(x, lang.I64)
 	}
-	read := func() value.Value {
-		return f.b.NewLoad(types.Float, f.b.NewGetElementPtr(types.Float, f.bufs[arg], flatIndex(f, idx, shape)))
-	}
+	ptr = f.b.NewGetElementPtr(types.Float, f.bufs[arg], flatIndex(f, idx, shape))
 	checked, site := f.k.Checked(a)
-	inRange := f.inRange(checked, idx, shape)
-	if inRange == nil {
-		return read()
-	}
-	return f.branch(inRange, read, func() value.Value {
+	return ptr, f.inRange(checked, idx, shape), func() {
 		if a.Default == nil {
 			f.reportOutOfRange(site, checked, idx, shape)
 		}
-		return constant.NewFloat(types.Float, 0)
-	})
+	}
 }

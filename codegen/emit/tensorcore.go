@@ -2,6 +2,7 @@ package emit
 
 import (
 	"github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
@@ -13,18 +14,25 @@ import (
 // TensorCores is a Machine with warp-wide matrix instructions, which the
 // tensor-core forms lower their products to.
 type TensorCores interface {
-	// Factor rounds the floats of one register of a product's factor
-	// to the format of precision mode p, packed as the instructions take
-	// them: in TF32 (10 bits of fraction, to nearest, ties away from
-	// zero) one float x[0]; in BF16 and F16 (to nearest even) two, x[0]
-	// in the low half.
-	Factor(m *Module, b *ir.Block, p precision.Mode, x []value.Value) value.Value
+	// Round rounds the float x to the factors' format in precision mode
+	// p: in TF32 (10 bits of fraction, to nearest, ties away from zero)
+	// an i32, the bits of an f32 whose low 13 bits are 0; in BF16 and F16
+	// (to nearest even) the i16 of its bits.
+	Round(m *Module, b *ir.Block, p precision.Mode, x value.Value) value.Value
+	// LoadMatrix is ldmatrix: n (1, 2 or 4) 8 × 8 matrices of 16-bit
+	// values, each row 16 bytes of shared memory, read by the whole warp
+	// together: lane l gives in row the address of row l%8 of matrix l/8
+	// (lanes from 8n on give none), and receives, of each matrix, the
+	// 32 bits at row l/4, word l%4, as an i32.
+	LoadMatrix(m *Module, b *ir.Block, row value.Value, n int) []value.Value
 	// MMA is D = A·B + C for one 16 × 8 × K product of a warp in mode
-	// p (K = 8 in TF32, 16 in BF16 and F16), A and B in the mode's format, C and
-	// D in f32. Every lane of the warp takes part; with g = lane/4 and
-	// q = lane%4, a lane holds (PTX's mma.m16n8k8 and m16n8k16, A
-	// row-major, B column-major), where k(e) is depth q in TF32 and 2q+e
-	// in BF16 and F16 (element e of a register) and H = K/2:
+	// p (K = 8 in TF32, 16 in BF16 and F16), A and B i32 registers of the
+	// mode's format (Round: one TF32 value, or two 16-bit ones, element 0
+	// in the low half), C and D in f32. Every lane of the warp takes
+	// part; with g = lane/4 and q = lane%4, a lane holds (PTX's
+	// mma.m16n8k8 and m16n8k16, A row-major, B column-major), where k(e)
+	// is depth q in TF32 and 2q+e in BF16 and F16 (element e of a
+	// register) and H = K/2:
 	//
 	//	a: A[g][k], A[g+8][k], A[g][H+k], A[g+8][H+k]
 	//	b: B[k][g], B[H+k][g]
@@ -34,9 +42,10 @@ type TensorCores interface {
 
 // The tensor-core forms: in the tf32, bf16 and f16 modes, a contraction's GPU
 // flavour is the tiled form's (the same tiles, stages and epilogue:
-// tiledStages) with each stage's products on tensor cores (mmaWork);
-// its host flavour is the tiled form's. A form applies where the tile's
-// warps can share its 16 × 8 products evenly (mmaLayout).
+// tiledStages) with its stages side-major (tensorStages) and each
+// stage's products on tensor cores (mmaWork); its host flavour is the
+// tiled form's. A form applies where the tile's warps can share its
+// 16 × 8 products evenly (mmaLayout).
 type tensorCoreForm struct {
 	tiledForm
 	mode precision.Mode // TF32, BF16 or F16
@@ -52,18 +61,33 @@ func (f tensorCoreForm) Applies(k *kernel.Kernel, p precision.Mode) bool {
 	return ok
 }
 
+func (f tensorCoreForm) Launch(k *kernel.Kernel, p precision.Mode) Launch {
+	return tiledLaunch(k, p, tensorStages(p))
+}
+
 func (f tensorCoreForm) GPU(fn *Func) { fn.f.tensorCoreLoop() }
 
-// mmaDepth is the depth of one tensor-core product in mode p, and
-// perRegister the factor's values a register holds.
+// tensorStages is the tensor-core forms' layout of the stages in mode p:
+// side-major, so that a row of a stage's ldmatrix is 16 bytes of one
+// side position's depth values; in TF32 f32 (rounded to TF32 when
+// loaded into fragments), in BF16 and F16 the i16 of the values rounded
+// to the mode's format as they are stored.
+func tensorStages(p precision.Mode) stageLayout {
+	if p == precision.TF32 {
+		return stageLayout{elem: types.Float, size: 4, sideMajor: true, store: func(_ *fn, x value.Value) value.Value { return x }}
+	}
+	return stageLayout{elem: types.I16, size: 2, sideMajor: true, store: func(f *fn, x value.Value) value.Value {
+		return f.m.Machine.(TensorCores).Round(f.m, f.b, p, x)
+	}}
+}
+
+// mmaDepth is the depth of one tensor-core product in mode p.
 func mmaDepth(p precision.Mode) int64 {
 	if p == precision.TF32 {
 		return 8
 	}
 	return 16
 }
-
-func perRegister(p precision.Mode) int64 { return mmaDepth(p) / 8 }
 
 // The shape of one tensor-core product: mmaM × mmaN results (and
 // mmaDepth deep).
@@ -104,12 +128,13 @@ func (f *fn) tensorCoreLoop() {
 	}
 	t := blocking.GPUTile(f.k.GEMM)
 	wm, wn, _ := mmaLayout(t, mmaDepth(f.m.Precision))
-	f.tiledStages(t, func(tid value.Value, sm, sn int64) tileWork {
+	f.tiledStages(t, tensorStages(f.m.Precision), func(tid value.Value, sm, sn int64) tileWork {
 		warp, lane := f.b.NewUDiv(tid, i64(32)), f.b.NewURem(tid, i64(32))
 		warpsN := t.N / (wn * mmaN)
 		return &mmaWork{tc: tc, mode: f.m.Precision, t: t, wm: wm, wn: wn, sm: sm, sn: sn,
 			row0: f.b.NewMul(f.b.NewUDiv(warp, i64(warpsN)), i64(wm*mmaM)),
 			col0: f.b.NewMul(f.b.NewURem(warp, i64(warpsN)), i64(wn*mmaN)),
+			lane: lane,
 			g:    f.b.NewUDiv(lane, i64(4)),
 			q:    f.b.NewURem(lane, i64(4))}
 	})
@@ -122,7 +147,7 @@ func (f *fn) tensorCoreLoop() {
 // 2q+1 of each product column) of them:
 //
 //	for each mmaDepth of the stage's depth:
-//	  a[i] = the fragment of As for product row i, b[j] of Bs for product column j, in the mode's format
+//	  a[i] = the fragment of As for product row i, b[j] of Bs for product column j (ldmatrix)
 //	  C[i,j] = mma(a[i], b[j], C[i,j])
 type mmaWork struct {
 	tc         TensorCores
@@ -131,32 +156,36 @@ type mmaWork struct {
 	wm, wn     int64
 	sm, sn     int64
 	row0, col0 value.Value // the warp's first tile row and column
+	lane       value.Value
 	g, q       value.Value // the lane's place in the fragments
 }
 
 func (w *mmaWork) micro() (rows, cols int64) { return 2 * w.wm, 2 * w.wn }
 
-func (w *mmaWork) products(f *fn, as, bs *ir.Global, acc []value.Value) []value.Value {
+func (w *mmaWork) products(f *fn, as, bs stageRef, acc []value.Value) []value.Value {
 	next := append([]value.Value(nil), acc...)
 	_, cols := w.micro()
 	depth := mmaDepth(w.mode)
+	h := depth / 2
 	for k0 := int64(0); k0 < w.t.K; k0 += depth {
+		// A product row's fragment is one ldmatrix.x4 of the 8 × 8
+		// matrices at rows 0, 8, 0, 8 and depths 0, 0, H, H from its
+		// first row and k0; B's of two product columns one of the
+		// matrices at columns 0, 0, 8, 8 and depths 0, H, 0, H.
 		a := make([][4]value.Value, w.wm)
 		for i := range a {
-			row := f.b.NewAdd(w.row0, f.b.NewAdd(i64(int64(i)*mmaM), w.g))
-			for r := range a[i] {
-				// a0..a3: rows g, g+8, g, g+8; depths k, k, H+k, H+k.
-				at := f.b.NewAdd(row, i64(int64(r%2)*8))
-				a[i][r] = w.factor(f, as, w.sm, at, k0+int64(r/2)*depth/2)
-			}
+			at := f.b.NewAdd(w.row0, i64(int64(i)*mmaM))
+			copy(a[i][:], w.fragments(f, as, w.sm, at, k0, [][2]int64{{0, 0}, {8, 0}, {0, h}, {8, h}}))
 		}
 		b := make([][2]value.Value, w.wn)
-		for j := range b {
-			col := f.b.NewAdd(w.col0, f.b.NewAdd(i64(int64(j)*mmaN), w.g))
-			for r := range b[j] {
-				// b0, b1: depths k and H+k of column g.
-				b[j][r] = w.factor(f, bs, w.sn, col, k0+int64(r)*depth/2)
+		for j := int64(0); j < w.wn; j += 2 {
+			at := f.b.NewAdd(w.col0, i64(j*mmaN))
+			if j+1 == w.wn {
+				copy(b[j][:], w.fragments(f, bs, w.sn, at, k0, [][2]int64{{0, 0}, {0, h}}))
+				continue
 			}
+			r := w.fragments(f, bs, w.sn, at, k0, [][2]int64{{0, 0}, {0, h}, {8, 0}, {8, h}})
+			b[j], b[j+1] = [2]value.Value{r[0], r[1]}, [2]value.Value{r[2], r[3]}
 		}
 		for i := range a {
 			for j := range b {
@@ -177,17 +206,30 @@ func (w *mmaWork) products(f *fn, as, bs *ir.Global, acc []value.Value) []value.
 	return next
 }
 
-// factor is one register of a fragment: the lane's values at side
-// position at and depths k0 + k(e) of shared array sh (a stage, rows
-// stride apart), rounded to the mode's format.
-func (w *mmaWork) factor(f *fn, sh *ir.Global, stride int64, at value.Value, k0 int64) value.Value {
-	per := perRegister(w.mode)
-	x := make([]value.Value, per)
-	for e := range x {
-		kk := f.b.NewAdd(f.b.NewMul(w.q, i64(per)), i64(k0+int64(e)))
-		x[e] = f.b.NewLoad(types.Float, f.b.NewGetElementPtr(sh.ContentType, sh, i64(0), f.b.NewAdd(f.b.NewMul(kk, i64(stride)), at)))
+// fragments loads registers of fragments from a side-major stage (rows
+// stride values apart) with one ldmatrix of the
+// 8 × 8 matrices mats, each given as its first side position and depth
+// from side position at and depth k0; a 16-bit matrix row is 8 depth
+// values, a TF32 one 4, each rounded to TF32 here.
+func (w *mmaWork) fragments(f *fn, stage stageRef, stride int64, at value.Value, k0 int64, mats [][2]int64) []value.Value {
+	// Lane l gives row l%8 of matrix (l/8) % len(mats).
+	n := int64(len(mats))
+	mat, r := f.b.NewURem(f.b.NewUDiv(w.lane, i64(8)), i64(n)), f.b.NewURem(w.lane, i64(8))
+	side, kk := mats[0][0], mats[0][1]
+	var s, k value.Value = i64(side), i64(kk)
+	for m := int64(1); m < n; m++ {
+		is := f.b.NewICmp(enum.IPredEQ, mat, i64(m))
+		s = f.b.NewSelect(is, i64(mats[m][0]), s)
+		k = f.b.NewSelect(is, i64(mats[m][1]), k)
 	}
-	return w.tc.Factor(f.m, f.b, w.mode, x)
+	place := f.b.NewAdd(f.b.NewMul(f.b.NewAdd(at, f.b.NewAdd(s, r)), i64(stride)), f.b.NewAdd(k, i64(k0)))
+	regs := w.tc.LoadMatrix(f.m, f.b, stage.ptr(f, place, types.I8), len(mats))
+	if w.mode == precision.TF32 {
+		for e, x := range regs {
+			regs[e] = w.tc.Round(f.m, f.b, w.mode, f.b.NewBitCast(x, types.Float))
+		}
+	}
+	return regs
 }
 
 // row: the lane's row i is row g + 8·(i%2) of product row i/2.

@@ -25,9 +25,68 @@ func (tiledForm) Name() string { return "tiled" }
 func (tiledForm) Applies(k *kernel.Kernel, _ precision.Mode) bool { return k.GEMM != nil }
 
 func (tiledForm) Launch(k *kernel.Kernel, p precision.Mode) Launch {
-	t := blocking.GPUTile(k.GEMM)
-	return Launch{Grid: min(t.Tiles, maxGrid), Block: t.Threads, Shared: t.SharedBytes(stageSize(p)), Sync: true}
+	return tiledLaunch(k, p, fmaStages(p))
 }
+
+// tiledLaunch is the launch of a tiled kernel in mode p whose stages lie
+// as l.
+func tiledLaunch(k *kernel.Kernel, p precision.Mode, l stageLayout) Launch {
+	t := blocking.GPUTile(k.GEMM)
+	return Launch{Grid: min(t.Tiles, maxGrid), Block: t.Threads, Shared: planStages(k, p, l).bytes(t), Sync: true}
+}
+
+// stageLayout is how a tiled kernel's stages lie in shared memory: each
+// factor's stage as rows of values of type elem (size bytes), each row
+// followed by blocking.TilePadBytes, so that the threads of a warp
+// reaching along consecutive rows hit different banks. Depth-major (the
+// tiled form's): K rows of the side's positions. Side-major (the
+// tensor-core forms', whose ldmatrix reads rows of 16 bytes along the
+// depth): a row of K depth values per side position.
+type stageLayout struct {
+	elem      types.Type
+	size      int64
+	sideMajor bool
+	// store is a value of a stage, fetched as an f32, as stored.
+	store func(f *fn, x value.Value) value.Value
+}
+
+// fmaStages is the tiled form's layout in mode p: depth-major, of
+// stageType.
+func fmaStages(p precision.Mode) stageLayout {
+	st := stageType(p)
+	return stageLayout{elem: st, size: stageSize(p), store: func(f *fn, x value.Value) value.Value {
+		if st.Equal(x.Type()) {
+			return x
+		}
+		return f.b.NewFPExt(x, st)
+	}}
+}
+
+// rows is the rows of a factor's stage along a side of n positions,
+// stride the values from one row to the next.
+func (l stageLayout) rows(t blocking.Tile, n int64) int64 {
+	if l.sideMajor {
+		return n
+	}
+	return t.K
+}
+
+func (l stageLayout) stride(t blocking.Tile, n int64) int64 {
+	if l.sideMajor {
+		return t.K + blocking.Pad(l.size)
+	}
+	return n + blocking.Pad(l.size)
+}
+
+// at is the place of side position s and depth kk in a stage whose rows
+// are stride values apart.
+func (l stageLayout) at(f *fn, s, kk value.Value, stride int64) value.Value {
+	if l.sideMajor {
+		return f.b.NewAdd(f.b.NewMul(s, i64(stride)), kk)
+	}
+	return f.b.NewAdd(f.b.NewMul(kk, i64(stride)), s)
+}
+
 
 // stageType is the type of the values of a tiled kernel's stages and
 // sums in mode p: double in the exact mode (a product of two floats is
@@ -74,7 +133,7 @@ func (tiledForm) Host(f *Func, begin, end value.Value) {
 // fmaWork.
 func (f *fn) tiledLoop() {
 	t := blocking.GPUTile(f.k.GEMM)
-	f.tiledStages(t, func(tid value.Value, sm, sn int64) tileWork {
+	f.tiledStages(t, fmaStages(f.m.Precision), func(tid value.Value, sm, sn int64) tileWork {
 		tn := t.N / t.MicroN
 		// The thread's first position along a side of s positions, in runs
 		// of 4 (blocking.Tile): run q starts at base + q·4·threads along
@@ -92,42 +151,79 @@ type tileWork interface {
 	// micro is the thread's results: rows × cols of them, its sums held
 	// row-major.
 	micro() (rows, cols int64)
-	// products adds a stage's products (shared arrays as and bs, stage
-	// rows sm and sn values apart) to the thread's sums.
-	products(f *fn, as, bs *ir.Global, acc []value.Value) []value.Value
+	// products adds a stage's products (of the stages a and b, rows sm
+	// and sn values apart) to the thread's sums.
+	products(f *fn, a, b stageRef, acc []value.Value) []value.Value
 	// row is the tile row of the thread's i-th row of results, col the
 	// tile column of its j-th column.
 	row(f *fn, i value.Value) value.Value
 	col(f *fn, j int64) value.Value
 }
 
+// stageRef is a stage of a factor in shared memory: the values of
+// shared array sh from base.
+type stageRef struct {
+	sh   *ir.Global
+	base value.Value
+}
+
+// ptr is the address of value i of the stage, as a pointer to t (in
+// shared memory).
+func (r stageRef) ptr(f *fn, i value.Value, t types.Type) value.Value {
+	at := f.b.NewGetElementPtr(r.sh.ContentType, r.sh, i64(0), f.b.NewAdd(r.base, i))
+	p := types.NewPointer(t)
+	p.AddrSpace = f.m.Machine.Shared()
+	return f.b.NewBitCast(at, p)
+}
+
+// stagedFactor is a factor of a tiled kernel as its stages reach
+// shared memory.
+type stagedFactor struct {
+	expr   tir.Expr
+	side   []*tir.Var
+	n      int64 // the tile's positions along the side
+	extent int64 // the output's
+	sh     *ir.Global
+	stride int64 // values from one row of a stage to the next
+	values int64 // values of one stage
+	async  bool
+}
+
 // tiledStages lowers a tiled kernel's GPU flavour, the stages loaded and
-// the results stored as below, the products by the tileWork that work
-// returns for the thread tid:
+// the results stored as below, the stages laid out as lay and reaching
+// shared memory as planStages says, the products by the tileWork that
+// work returns for the thread tid (rows of the stages sm and sn values
+// apart):
 //
 //	for each tile (batch b, rows [m0, m0+M), columns [n0, n0+N)), blocks striding:
 //	  C = 0                                    the thread's sums (stageType)
-//	  held = the block's share of stage 0      f32 registers, lambdas evaluated, 0 outside
-//	  for each stage of K values of the depth, from k0:
-//	    As[kk·(M+p) + m], Bs[kk·(N+p) + n] = held    in stageType, rows padded by 16 bytes
+//	  held = the block's share of stage 0 of the factors staged by registers
+//	  start the copies of stages 0 .. S-2 of the asynchronous factors, a group each
+//	  for each stage s of K values of the depth, from k0:
+//	    As[m, kk], Bs[n, kk] = held            as lay stores them
+//	    start the copies of stage s+S-1 into its buffer, (s+S-1) mod S
+//	    wait until only the S-1 latest groups are pending: stage s is there
 //	    barrier
-//	    held = the share of stage k0 + K       loads in flight during the products
-//	    C += the stage's products (tileWork)
+//	    held = the share of stage s+1          loads in flight during the products
+//	    C += the stage's products (tileWork)   from buffer s mod S
 //	    barrier
 //	  epilogue, a loop over the thread's rows, its columns unrolled: each
 //	  result inside the output: its stages with the sum replaced by C[i,j],
 //	  stored
 //
-// Every thread of a block runs the same trip counts (tiles, stages, rows
-// of the epilogue), so the barriers are uniform: edge tiles and the stage
-// past the depth are padded by predicated loads (zero) and stores, never
-// by an early exit.
-func (f *fn) tiledStages(t blocking.Tile, work func(tid value.Value, sm, sn int64) tileWork) {
+// with S the buffers of an asynchronous factor. Every thread of a block
+// runs the same trip counts (tiles, stages, rows of the epilogue), so
+// the barriers are uniform, and commits a group at every stage, empty
+// past the depth, so that its waits count alike: edge tiles and the
+// stages past the depth are padded by predicated loads (zero) and
+// stores, never by an early exit.
+func (f *fn) tiledStages(t blocking.Tile, lay stageLayout, work func(tid value.Value, sm, sn int64) tileWork) {
 	g := f.k.GEMM
 	rows, cols, depth := tir.Extent(g.Rows), tir.Extent(g.Cols), tir.Extent(g.K)
-	st, size := stageType(f.m.Precision), stageSize(f.m.Precision)
+	st := stageType(f.m.Precision) // of the sums
+	plan := planStages(f.k, f.m.Precision, lay)
 	shared := func(name string, n int64) *ir.Global {
-		arr := types.NewArray(uint64(n), st)
+		arr := types.NewArray(uint64(n), lay.elem)
 		s := f.m.M.NewGlobalDef(f.f.Name()+"."+name, constant.NewUndef(arr))
 		s.Linkage = enum.LinkageInternal
 		s.AddrSpace = f.m.Machine.Shared()
@@ -135,38 +231,83 @@ func (f *fn) tiledStages(t blocking.Tile, work func(tid value.Value, sm, sn int6
 		s.Align = 16
 		return s
 	}
-	// A stage's rows are padded by 16 bytes (blocking.TilePadBytes), so
-	// that the threads storing consecutive depth values of a factor
-	// contiguous along the depth hit different banks.
-	sm, sn := t.M+blocking.Pad(size), t.N+blocking.Pad(size)
-	as, bs := shared("as", t.K*sm), shared("bs", t.K*sn)
+	factors := [2]*stagedFactor{
+		{expr: g.A, side: g.Rows, n: t.M, extent: rows, stride: lay.stride(t, t.M), values: plan.stageValues(t, t.M), async: plan.async[0]},
+		{expr: g.B, side: g.Cols, n: t.N, extent: cols, stride: lay.stride(t, t.N), values: plan.stageValues(t, t.N), async: plan.async[1]},
+	}
+	for i, name := range []string{"as", "bs"} {
+		factors[i].sh = shared(name, factors[i].values*plan.buffersOf(i))
+	}
 	tid := f.reg(ThreadIndex)
-	w := work(tid, sm, sn)
+	w := work(tid, factors[0].stride, factors[1].stride)
 	microM, microN := w.micro()
 	nacc := int(microM * microN)
 	perBatch := t.RowTiles * t.ColTiles
-	na := int(t.M * t.K / t.Threads)
 	f.loop(f.reg(BlockIndex), i64(t.Tiles), f.reg(GridBlocks), func(tile value.Value) {
 		f.unflatten(f.b.NewUDiv(tile, i64(perBatch)), g.Batch, extents(g.Batch))
 		rest := f.b.NewURem(tile, i64(perBatch))
 		m0 := f.b.NewMul(f.b.NewUDiv(rest, i64(t.ColTiles)), i64(t.M))
 		n0 := f.b.NewMul(f.b.NewURem(rest, i64(t.ColTiles)), i64(t.N))
+		s0 := [2]value.Value{m0, n0}
 		fetch := func(k0 value.Value) []value.Value {
-			return append(f.fetchFactor(g.A, g.Rows, t.M, rows, m0, k0, tid, t),
-				f.fetchFactor(g.B, g.Cols, t.N, cols, n0, k0, tid, t)...)
+			var held []value.Value
+			for i, x := range factors {
+				if !x.async {
+					held = append(held, f.fetchFactor(x.expr, x.side, x.n, x.extent, s0[i], k0, tid, t)...)
+				}
+			}
+			return held
 		}
-		init := make([]value.Value, nacc, nacc+na)
+		// start starts the copies of the stage from k0 into buffer buf
+		// where k0 is inside the depth, and commits them as a group.
+		start := func(k0, buf value.Value) {
+			f.ifThen(f.b.NewICmp(enum.IPredSLT, k0, i64(depth)), func() {
+				for i, x := range factors {
+					if x.async {
+						f.copyFactor(x.expr, x.sh, f.b.NewMul(buf, i64(x.values)), lay, x.side, x.n, x.stride, x.extent, s0[i], k0, tid, t)
+					}
+				}
+			})
+			f.m.Machine.(AsyncCopies).Commit(f.m, f.b)
+		}
+		async := plan.buffers > 1
+		if async {
+			for s := int64(0); s < plan.buffers-1; s++ {
+				start(i64(s*t.K), i64(s))
+			}
+		}
+		init := make([]value.Value, nacc)
 		for e := range init {
 			init[e] = constant.NewFloat(st, 0)
 		}
 		init = append(init, fetch(i64(0))...)
 		out := f.foldN(i64(0), i64(depth), i64(t.K), init, func(k0 value.Value, c []value.Value) []value.Value {
 			acc, held := c[:nacc], c[nacc:]
-			f.putFactor(g.A, held[:na], as, t.M, sm, tid, t)
-			f.putFactor(g.B, held[na:], bs, t.N, sn, tid, t)
+			stage := f.b.NewUDiv(k0, i64(t.K))
+			for _, x := range factors {
+				if !x.async {
+					na := int(x.n * t.K / t.Threads)
+					f.putFactor(x.expr, held[:na], x.sh, lay, x.n, x.stride, tid, t)
+					held = held[na:]
+				}
+			}
+			var buf value.Value = i64(0)
+			if async {
+				ahead := f.b.NewAdd(stage, i64(plan.buffers-1))
+				start(f.b.NewMul(ahead, i64(t.K)), f.b.NewURem(ahead, i64(plan.buffers)))
+				f.m.Machine.(AsyncCopies).Wait(f.m, f.b, plan.buffers-1)
+				buf = f.b.NewURem(stage, i64(plan.buffers))
+			}
 			f.barrier()
 			next := fetch(f.b.NewAdd(k0, i64(t.K)))
-			acc = w.products(f, as, bs, acc)
+			var refs [2]stageRef
+			for i, x := range factors {
+				refs[i] = stageRef{sh: x.sh, base: i64(0)}
+				if x.async {
+					refs[i].base = f.b.NewMul(buf, i64(x.values))
+				}
+			}
+			acc = w.products(f, refs[0], refs[1], acc)
 			f.barrier()
 			return append(acc, next...)
 		})
@@ -216,7 +357,7 @@ type fmaWork struct {
 
 func (w *fmaWork) micro() (rows, cols int64) { return w.t.MicroM, w.t.MicroN }
 
-func (w *fmaWork) products(f *fn, as, bs *ir.Global, acc []value.Value) []value.Value {
+func (w *fmaWork) products(f *fn, as, bs stageRef, acc []value.Value) []value.Value {
 	t := w.t
 	tn, tm := t.N/t.MicroN, t.M/t.MicroM
 	fma := f.fma(stageType(f.m.Precision))
@@ -279,36 +420,29 @@ func (f *fn) fetchFactor(factor tir.Expr, side []*tir.Var, n, extentSide int64, 
 }
 
 // putFactor stores the values fetchFactor held into shared array sh,
-// sh[kk·stride + s] in its values' type (stageType).
-func (f *fn) putFactor(factor tir.Expr, held []value.Value, sh *ir.Global, n, stride int64, tid value.Value, t blocking.Tile) {
+// laid out as lay, its rows stride values apart.
+func (f *fn) putFactor(factor tir.Expr, held []value.Value, sh *ir.Global, lay stageLayout, n, stride int64, tid value.Value, t blocking.Tile) {
 	alongK := f.contiguousAlong(factor, f.k.GEMM.K)
 	for r, v := range held {
 		s, kk := f.stageSlot(f.b.NewAdd(tid, i64(int64(r)*t.Threads)), n, alongK, t)
-		if elem := sh.ContentType.(*types.ArrayType).ElemType; !elem.Equal(v.Type()) {
-			v = f.b.NewFPExt(v, elem)
-		}
-		f.b.NewStore(v, f.b.NewGetElementPtr(sh.ContentType, sh, i64(0), f.b.NewAdd(f.b.NewMul(kk, i64(stride)), s)))
+		f.b.NewStore(lay.store(f, v), f.b.NewGetElementPtr(sh.ContentType, sh, i64(0), lay.at(f, s, kk, stride)))
 	}
 }
 
-// sharedRuns loads a thread's micro values of a stage from shared array
-// sh: the micro/4 runs of 4 values at base + q·4·threads, in 16-byte
-// vector loads (two of two doubles, or one of four floats; base is a
-// multiple of 4).
-func (f *fn) sharedRuns(sh *ir.Global, base value.Value, micro, threads int64) []value.Value {
-	elem := sh.ContentType.(*types.ArrayType).ElemType
+// sharedRuns loads a thread's micro values of a stage: the micro/4
+// runs of 4 values at base + q·4·threads, in 16-byte vector loads (two
+// of two doubles, or one of four floats; base is a multiple of 4).
+func (f *fn) sharedRuns(stage stageRef, base value.Value, micro, threads int64) []value.Value {
+	elem := stage.sh.ContentType.(*types.ArrayType).ElemType
 	lanes := int64(2)
 	if elem.Equal(types.Float) {
 		lanes = 4
 	}
 	vec := types.NewVector(uint64(lanes), elem)
-	ptr := types.NewPointer(vec)
-	ptr.AddrSpace = f.m.Machine.Shared()
 	var out []value.Value
 	for q := int64(0); q < micro/4; q++ {
 		for h := int64(0); h < 4/lanes; h++ {
-			at := f.b.NewGetElementPtr(sh.ContentType, sh, i64(0), f.b.NewAdd(base, i64(q*4*threads+lanes*h)))
-			ld := f.b.NewLoad(vec, f.b.NewBitCast(at, ptr))
+			ld := f.b.NewLoad(vec, stage.ptr(f, f.b.NewAdd(base, i64(q*4*threads+lanes*h)), vec))
 			ld.Align = 16
 			for l := int64(0); l < lanes; l++ {
 				out = append(out, f.b.NewExtractElement(ld, i32(l)))

@@ -101,7 +101,9 @@ func (e *Engine) Launch(k *plan.Kernel, argv uintptr) error {
 		case -2:
 			return fmt.Errorf("a barrier or warp shuffle in a kernel launched without synchronisation")
 		case -4:
-			return fmt.Errorf("a warp of fewer than 32 threads at a tensor-core product")
+			return fmt.Errorf("a warp of fewer than 32 threads at a warp-wide matrix load or product (ldmatrix, mma)")
+		case -5:
+			return fmt.Errorf("a thread with more asynchronous copies (cp.async) pending than the emulator holds")
 		default:
 			return fmt.Errorf("the emulator cannot run a block of %d threads", k.Block)
 		}

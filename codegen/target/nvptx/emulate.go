@@ -21,13 +21,13 @@ import (
 //  3. every other address space qualifier (1, global) is dropped: host
 //     memory is one space;
 //  4. the ptx_kernel calling convention is dropped;
-//  5. the special registers, the barrier, the shuffle and the
-//     tensor-core factor conversions become calls of the emulator's
-//     functions (Renamed);
-//  6. an mma intrinsic becomes a call of a function the text gains
-//     (mmaShim), which passes its four results through memory to the
-//     emulator's function, as C returns no struct the way LLVM returns
-//     one, and the intrinsic's declaration is dropped;
+//  5. the special registers, the barrier, the shuffle, the tensor-core
+//     factor conversions and the asynchronous copies become calls of
+//     the emulator's functions (Renamed);
+//  6. an mma or ldmatrix intrinsic becomes a call of a function the text
+//     gains (mmaShim, ldmatrixShim), which passes its results through
+//     memory to the emulator's function, as C returns no struct the way
+//     LLVM returns one, and the intrinsic's declaration is dropped;
 //  7. !nvvm.annotations is dropped.
 func (Machine) Emulated(text string) (string, error) {
 	s := targetLine.ReplaceAllString(text, "")
@@ -35,17 +35,21 @@ func (Machine) Emulated(text string) (string, error) {
 	s = addrSpace.ReplaceAllString(s, "")
 	s = strings.ReplaceAll(s, "ptx_kernel ", "")
 	s = annotationsLine.ReplaceAllString(s, "")
-	shims := ""
-	for _, p := range []precision.Mode{precision.TF32, precision.BF16, precision.F16} {
-		name := mmaIntrinsic[p]
+	shim := func(name, shimName, def, declare string) {
 		if strings.Contains(s, "@"+name+"(") {
 			s = regexp.MustCompile(`(?m)^declare .*@`+regexp.QuoteMeta(name)+`\(.*\n`).ReplaceAllString(s, "")
-			s = strings.ReplaceAll(s, "@"+name+"(", "@"+mmaShimName(p)+"(")
-			shims += mmaShim(p)
+			s = strings.ReplaceAll(s, "@"+name+"(", "@"+shimName+"(")
+			s += def
+			if !strings.Contains(s, declare) {
+				s += declare
+			}
 		}
 	}
-	if shims != "" {
-		s += shims + mmaDeclare
+	for _, p := range []precision.Mode{precision.TF32, precision.BF16, precision.F16} {
+		shim(mmaIntrinsic[p], mmaShimName(p), mmaShim(p), mmaDeclare)
+	}
+	for _, n := range []int{1, 2, 4} {
+		shim(ldmatrixIntrinsic(n), ldmatrixShimName(n), ldmatrixShim(n), ldmatrixDeclare)
 	}
 	var unknown []string
 	s = intrinsic.ReplaceAllStringFunc(s, func(m string) string {
@@ -105,6 +109,32 @@ define internal { float, float, float, float } @%s(%[3]s %%a0, %[3]s %%a1, %[3]s
 `, mmaShimName(p), mmaKind[p], reg, toBits, arg("a0"), arg("a1"), arg("a2"), arg("a3"), arg("b0"), arg("b1"))
 }
 
+// ldmatrixShimName is the function that stands for an ldmatrix of n
+// matrices in the emulator's text, and ldmatrixShim its definition: it
+// calls tofuc_simt_ldmatrix (csrc/simt.c), which writes the registers
+// to memory.
+func ldmatrixShimName(n int) string { return fmt.Sprintf("tofuc_simt_ldmatrix_x%d", n) }
+
+func ldmatrixShim(n int) string {
+	regs := strings.TrimSuffix(strings.Repeat("i32, ", n), ", ")
+	var b strings.Builder
+	fmt.Fprintf(&b, "\ndefine internal { %s } @%s(i8* %%row) alwaysinline {\n", regs, ldmatrixShimName(n))
+	b.WriteString("\t%d = alloca [4 x i32], align 16\n")
+	b.WriteString("\t%p0 = getelementptr [4 x i32], [4 x i32]* %d, i64 0, i64 0\n")
+	fmt.Fprintf(&b, "\tcall void @tofuc_simt_ldmatrix(i32* %%p0, i32 %d, i8* %%row)\n", n)
+	prev := "undef"
+	for e := 0; e < n; e++ {
+		fmt.Fprintf(&b, "\t%%q%d = getelementptr [4 x i32], [4 x i32]* %%d, i64 0, i64 %d\n", e, e)
+		fmt.Fprintf(&b, "\t%%v%d = load i32, i32* %%q%d\n", e, e)
+		fmt.Fprintf(&b, "\t%%r%d = insertvalue { %s } %s, i32 %%v%d, %d\n", e, regs, prev, e, e)
+		prev = fmt.Sprintf("%%r%d", e)
+	}
+	fmt.Fprintf(&b, "\tret { %s } %s\n}\n", regs, prev)
+	return b.String()
+}
+
+const ldmatrixDeclare = "\ndeclare void @tofuc_simt_ldmatrix(i32*, i32, i8*)\n"
+
 // mmaKind numbers the modes for tofuc_simt_mma, which mmaDeclare
 // declares once after the shims.
 var mmaKind = map[precision.Mode]int{precision.TF32: 0, precision.BF16: 1, precision.F16: 2}
@@ -121,7 +151,10 @@ var Renamed = map[string]string{
 	"llvm.nvvm.barrier0":               "tofuc_simt_barrier",
 	"llvm.nvvm.shfl.sync.bfly.i32":     "tofuc_simt_shfl_bfly_i32",
 	tf32Intrinsic:                      "tofuc_simt_f2tf32_rna",
-	bf16x2Intrinsic:                    "tofuc_simt_ff2bf16x2_rn",
+	bf16Intrinsic:                      "tofuc_simt_f2bf16_rn",
+	copyAsyncIntrinsic:                 "tofuc_simt_cp_async_4",
+	commitIntrinsic:                    "tofuc_simt_cp_async_commit",
+	waitIntrinsic:                      "tofuc_simt_cp_async_wait",
 }
 
 var (

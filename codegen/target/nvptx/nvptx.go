@@ -94,21 +94,38 @@ func (Machine) ShuffleXor(m *emit.Module, b *ir.Block, x value.Value, mask int64
 	return b.NewCall(shfl, i32(-1), x, i32(mask), i32(31))
 }
 
-// Factor is cvt.rna.tf32.f32 (llvm.nvvm.f2tf32.rna) in TF32,
-// cvt.rn.bf16x2.f32 (llvm.nvvm.ff2bf16x2.rn, whose first operand goes
-// to the upper half) in BF16, and in F16 the two values rounded by
-// emit's integer conversion (as every target computes it), as the
-// <2 x half> the instruction takes.
-func (Machine) Factor(m *emit.Module, b *ir.Block, p precision.Mode, x []value.Value) value.Value {
+// Round is cvt.rna.tf32.f32 (llvm.nvvm.f2tf32.rna) in TF32,
+// cvt.rn.bf16.f32 (llvm.nvvm.f2bf16.rn) in BF16, and in F16 emit's
+// integer conversion (as every target computes it).
+func (Machine) Round(m *emit.Module, b *ir.Block, p precision.Mode, x value.Value) value.Value {
 	switch p {
 	case precision.TF32:
-		return b.NewCall(m.Declare(tf32Intrinsic, types.I32, types.Float), x[0])
-	case precision.F16:
-		lo := b.NewZExt(m.F16Bits(b, x[0]), types.I32)
-		hi := b.NewShl(b.NewZExt(m.F16Bits(b, x[1]), types.I32), i32(16))
-		return b.NewBitCast(b.NewOr(lo, hi), halves)
+		return b.NewCall(m.Declare(tf32Intrinsic, types.I32, types.Float), x)
+	case precision.BF16:
+		return b.NewCall(m.Declare(bf16Intrinsic, types.I16, types.Float), x)
 	}
-	return b.NewCall(m.Declare(bf16x2Intrinsic, types.I32, types.Float, types.Float), x[1], x[0])
+	return m.F16Bits(b, x)
+}
+
+// LoadMatrix is ldmatrix.sync.aligned.m8n8.xN.shared.b16
+// (llvm.nvvm.ldmatrix.sync.aligned.m8n8.xN.b16).
+func (Machine) LoadMatrix(m *emit.Module, b *ir.Block, row value.Value, n int) []value.Value {
+	regs := make([]types.Type, n)
+	for e := range regs {
+		regs[e] = types.I32
+	}
+	ld := m.DeclareConvergent(ldmatrixIntrinsic(n), types.NewStruct(regs...), row.Type())
+	call := b.NewCall(ld, row)
+	out := make([]value.Value, n)
+	for e := range out {
+		out[e] = b.NewExtractValue(call, uint64(e))
+	}
+	return out
+}
+
+// ldmatrixIntrinsic is the intrinsic of an ldmatrix of n matrices.
+func ldmatrixIntrinsic(n int) string {
+	return fmt.Sprintf("llvm.nvvm.ldmatrix.sync.aligned.m8n8.x%d.b16", n)
 }
 
 // MMA is mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 in TF32,
@@ -117,16 +134,48 @@ func (Machine) Factor(m *emit.Module, b *ir.Block, p precision.Mode, x []value.V
 // (llvm.nvvm.mma.m16n8k8.row.col.tf32, m16n8k16.row.col.bf16,
 // m16n8k16.row.col.f32.f32).
 func (Machine) MMA(m *emit.Module, b *ir.Block, p precision.Mode, a [4]value.Value, bv [2]value.Value, c [4]value.Value) [4]value.Value {
-	f32, r := types.Float, a[0].Type()
+	f32, r := types.Float, types.Type(types.I32)
+	regs := append(a[:], bv[:]...)
+	if p == precision.F16 {
+		// The intrinsic takes an F16 register as a <2 x half>.
+		r = halves
+		for e, x := range regs {
+			regs[e] = b.NewBitCast(x, halves)
+		}
+	}
 	mma := m.DeclareConvergent(mmaIntrinsic[p], mmaResult, r, r, r, r, r, r, f32, f32, f32, f32)
-	args := append(append(a[:], bv[:]...), c[:]...)
-	call := b.NewCall(mma, args...)
+	call := b.NewCall(mma, append(regs, c[:]...)...)
 	var d [4]value.Value
 	for k := range d {
 		d[k] = b.NewExtractValue(call, uint64(k))
 	}
 	return d
 }
+
+// CopyAsync is cp.async.ca.shared.global of 4 bytes
+// (llvm.nvvm.cp.async.ca.shared.global.4).
+func (Machine) CopyAsync(m *emit.Module, b *ir.Block, dst, src value.Value) {
+	b.NewCall(m.Declare(copyAsyncIntrinsic, types.Void, dst.Type(), src.Type()), dst, src)
+}
+
+// Commit is cp.async.commit_group.
+func (Machine) Commit(m *emit.Module, b *ir.Block) {
+	b.NewCall(m.Declare(commitIntrinsic, types.Void))
+}
+
+// Wait is cp.async.wait_group.
+func (Machine) Wait(m *emit.Module, b *ir.Block, pending int64) {
+	b.NewCall(m.Declare(waitIntrinsic, types.Void, types.I32), i32(pending))
+}
+
+// The asynchronous copies' intrinsics (sm_80, PTX 7.0).
+const (
+	copyAsyncIntrinsic = "llvm.nvvm.cp.async.ca.shared.global.4"
+	commitIntrinsic    = "llvm.nvvm.cp.async.commit.group"
+	waitIntrinsic      = "llvm.nvvm.cp.async.wait.group"
+)
+
+var _ emit.AsyncCopies = Machine{}
 
 // halves is an F16 register of a factor.
 var halves = types.NewVector(2, types.Half)
@@ -136,8 +185,8 @@ var _ emit.TensorCores = Machine{}
 // The tensor-core intrinsics (sm_80, PTX 7.0): the factors' rounding,
 // the products by mode, and their result.
 const (
-	tf32Intrinsic   = "llvm.nvvm.f2tf32.rna"
-	bf16x2Intrinsic = "llvm.nvvm.ff2bf16x2.rn"
+	tf32Intrinsic = "llvm.nvvm.f2tf32.rna"
+	bf16Intrinsic = "llvm.nvvm.f2bf16.rn"
 )
 
 var mmaIntrinsic = map[precision.Mode]string{

@@ -19,15 +19,27 @@ enum { RUNNABLE, AT_BARRIER, AT_SHUFFLE, DONE };
 #define MAX_THREADS 1024
 #define STACK_BYTES (64 * 1024)
 
+// A copy that cp.async started and a wait has not yet completed.
+struct copy {
+	char *dst;
+	const char *src;
+	int group;
+};
+
+#define MAX_COPIES 128 // pending asynchronous copies a thread may have
+
 struct fiber {
 	void *sp;
 	int state;
-	int parity; // which of the two shuffle slot rows it writes next
+	int parity;    // which of the two shuffle slot rows it writes next
+	int committed; // the groups of asynchronous copies it committed
+	int pending;   // its copies not yet done, in copies[0 .. pending)
+	struct copy copies[MAX_COPIES];
 };
 
 static __thread int32_t cur_tid, cur_ctaid, cur_ntid, cur_nctaid;
 static __thread int fibers_on;   // the block runs as fibers
-static __thread int misuse;      // a barrier or shuffle outside fibers
+static __thread int misuse;      // a barrier, shuffle, matrix instruction or copy its model does not cover
 static __thread struct fiber *fibers;
 static __thread char *stacks;
 static __thread void *scheduler_sp;
@@ -153,18 +165,42 @@ int32_t tofuc_simt_f2tf32_rna(float x) {
 	return (int32_t)(u & 0xffffe000u);
 }
 
-// tofuc_simt_ff2bf16x2_rn is cvt.rn.bf16x2.f32: hi and lo rounded to
-// bf16 (to nearest even; a NaN stays a quiet NaN), hi in the upper half.
-int32_t tofuc_simt_ff2bf16x2_rn(float hi, float lo) {
-	float x[2] = {lo, hi};
-	uint32_t out = 0;
-	for (int e = 0; e < 2; e++) {
-		uint32_t u;
-		memcpy(&u, &x[e], sizeof u);
-		uint32_t h = (u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-		out |= (h & 0xffffu) << (16 * e);
+// tofuc_simt_f2bf16_rn is cvt.rn.bf16.f32: x rounded to bf16 (to
+// nearest even; a NaN stays a quiet NaN), the 16 bits of it.
+int16_t tofuc_simt_f2bf16_rn(float x) {
+	uint32_t u;
+	memcpy(&u, &x, sizeof u);
+	uint32_t h = (u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+	return (int16_t)(h & 0xffffu);
+}
+
+// whole_warp says the running thread's warp has 32 threads, as the
+// warp-wide matrix instructions need.
+static int whole_warp(void) {
+	int t = cur_tid;
+	return fibers_on && (t - (t & 31)) + 32 <= cur_ntid;
+}
+
+static __thread const char *ldmatrix_slot[2][MAX_THREADS];
+
+// tofuc_simt_ldmatrix is ldmatrix.sync.aligned.m8n8.xn.shared.b16 for
+// this lane (codegen/emit.TensorCores.LoadMatrix): every lane of the warp
+// publishes its row address, then each reads, of each matrix m < n, the
+// 32 bits at word lane%4 of the row that lane 8m + lane/4 gave.
+void tofuc_simt_ldmatrix(int32_t *d, int32_t n, const char *row) {
+	int t = cur_tid;
+	if (!whole_warp() || (n != 1 && n != 2 && n != 4)) {
+		misuse = 1;
+		memset(d, 0, sizeof *d * (n == 1 || n == 2 ? n : 4));
+		return;
 	}
-	return (int32_t)out;
+	int slot = fibers[t].parity;
+	ldmatrix_slot[slot][t] = row;
+	yield(AT_SHUFFLE);
+	int lane = t & 31, warp = t - lane;
+	for (int m = 0; m < n; m++)
+		memcpy(&d[m], ldmatrix_slot[slot][warp + 8 * m + lane / 4] + 4 * (lane % 4), sizeof *d);
+	fibers[t].parity = 1 - slot;
 }
 
 static __thread int32_t mma_slot[2][MAX_THREADS][6];
@@ -208,7 +244,7 @@ void tofuc_simt_mma(float *d, int32_t kind, int32_t a0, int32_t a1, int32_t a2, 
                     float c0, float c1, float c2, float c3) {
 	float c[4] = {c0, c1, c2, c3};
 	int t = cur_tid;
-	if (!fibers_on || (t - (t & 31)) + 32 > cur_ntid || kind < 0 || kind > 2) { // a whole warp takes part
+	if (!whole_warp() || kind < 0 || kind > 2) {
 		misuse = 1;
 		memcpy(d, c, sizeof c);
 		return;
@@ -236,6 +272,52 @@ void tofuc_simt_mma(float *d, int32_t kind, int32_t a0, int32_t a1, int32_t a2, 
 		d[r] = (float)(sum + c[r]);
 	}
 	fibers[t].parity = 1 - row;
+}
+
+// tofuc_simt_cp_async_4 is cp.async.ca.shared.global of 4 bytes: the
+// copy is only recorded, in the thread's open group, and done when a
+// wait completes its group (tofuc_simt_cp_async_wait), so that a kernel
+// that reads shared memory before waiting reads what was there before.
+void tofuc_simt_cp_async_4(char *dst, const char *src) {
+	if (!fibers_on) {
+		misuse = 1;
+		return;
+	}
+	struct fiber *f = &fibers[cur_tid];
+	if (f->pending == MAX_COPIES) {
+		misuse = 2;
+		return;
+	}
+	f->copies[f->pending++] = (struct copy){dst, src, f->committed};
+}
+
+// tofuc_simt_cp_async_commit is cp.async.commit_group: it closes the
+// thread's open group.
+void tofuc_simt_cp_async_commit(void) {
+	if (!fibers_on) {
+		misuse = 1;
+		return;
+	}
+	fibers[cur_tid].committed++;
+}
+
+// tofuc_simt_cp_async_wait is cp.async.wait_group n: it does the copies
+// of every committed group but the n latest, in the order they started.
+void tofuc_simt_cp_async_wait(int32_t n) {
+	if (!fibers_on) {
+		misuse = 1;
+		return;
+	}
+	struct fiber *f = &fibers[cur_tid];
+	int kept = 0;
+	for (int c = 0; c < f->pending; c++) {
+		struct copy cp = f->copies[c];
+		if (cp.group < f->committed - n)
+			memcpy(cp.dst, cp.src, 4);
+		else
+			f->copies[kept++] = cp;
+	}
+	f->pending = kept;
 }
 
 // release lets waiting threads go on: a warp's lanes once all its live
@@ -279,6 +361,8 @@ static int run_fibers(int n) {
 		fibers[t].sp = fiber_stack(stacks + (size_t)t * STACK_BYTES);
 		fibers[t].state = RUNNABLE;
 		fibers[t].parity = 0;
+		fibers[t].committed = 0;
+		fibers[t].pending = 0; // copies a thread never waited for are lost
 	}
 	fibers_on = 1;
 	for (;;) {
@@ -309,7 +393,8 @@ static int run_fibers(int n) {
 // It returns 0; -1 when a block's threads deadlock at a barrier; -2 when
 // a kernel run without sync used a barrier or a shuffle; -3 when the
 // block is too large or memory runs out; -4 when a warp of fewer than 32
-// threads met at an mma.
+// threads met at an mma or ldmatrix; -5 when a thread had more than
+// MAX_COPIES asynchronous copies pending.
 int tofuc_simt_run(tofuc_entry entry, void **args, int64_t nctaid, int64_t ntid, int64_t first, int64_t last, int64_t sync) {
 	if (ntid < 1 || ntid > MAX_THREADS)
 		return -3;
@@ -334,8 +419,8 @@ int tofuc_simt_run(tofuc_entry entry, void **args, int64_t nctaid, int64_t ntid,
 		if (sync) {
 			if (run_fibers((int)ntid) != 0)
 				return -1;
-			if (misuse) // an mma in a warp of fewer than 32 threads
-				return -4;
+			if (misuse)
+				return misuse == 2 ? -5 : -4;
 			continue;
 		}
 		for (int32_t t = 0; t < ntid; t++) {

@@ -1,0 +1,156 @@
+package codegen_test
+
+import (
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tofuc/codegen"
+	"tofuc/lang"
+	"tofuc/lang/precision"
+	"tofuc/runtime/executor"
+	"tofuc/runtime/simt"
+	"tofuc/runtime/tensor"
+)
+
+// TestTiledArithmetic runs a matmul's tiled kernel on the SIMT emulator
+// in the f32 mode and in each tensor-core mode and checks its result
+// bit for bit against the arithmetic the form documents
+// (docs/codegen.md): in f32 one fused multiply-add a product, in depth
+// order; on tensor cores, per product depth (8 in TF32, 16 in BF16 and
+// F16), the factors rounded to the mode's format, their products
+// summed exactly in depth order in double and added to the f32 sum, the
+// total rounded once to f32 (the emulator's model of a tensor core).
+// A stage copied before its wait, a wrong ldmatrix lane, a lost product
+// or a narrower accumulator changes some result. The factors span
+// twelve binary orders of magnitude, so that every rounding matters; the
+// depth (200) is no multiple of a stage's.
+func TestTiledArithmetic(t *testing.T) {
+	tl := tools(t)
+	const rows, depth, cols = 70, 200, 60
+	g := modelFromSource(t, `
+model mm(a: f32[70, 200], b: f32[200, 60]) {
+    return matmul(a, b)
+}
+`)
+	r := rand.New(rand.NewPCG(3, 4))
+	in := map[string]*tensor.Tensor{"a": tensor.New(lang.F32, []int{rows, depth}), "b": tensor.New(lang.F32, []int{depth, cols})}
+	for _, x := range in {
+		for i := range x.Len() {
+			x.SetFlat(i, float64(float32((2*r.Float64()-1)*math.Ldexp(1, r.IntN(12)-6))))
+		}
+	}
+	for _, mode := range []struct {
+		p     precision.Mode
+		form  string
+		round func(float64) float64 // a factor's rounding
+		ptx   []string              // instructions the kernel must have
+	}{
+		{precision.F32, "tiled", nil, []string{"cp.async.wait_group"}},
+		{precision.TF32, "tiled-tf32", roundTF32, []string{"cp.async.wait_group", "ldmatrix", "mma.sync"}},
+		{precision.BF16, "tiled-bf16", lang.BF16.RoundFloat, []string{"ldmatrix", "mma.sync"}},
+		{precision.F16, "tiled-f16", lang.F16.RoundFloat, []string{"ldmatrix", "mma.sync"}},
+	} {
+		t.Run(mode.p.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"ptx", "simt"}, Tools: tl, Precision: mode.p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k := c.Plan.Kernels; len(k) != 1 || k[0].Form != mode.form {
+				t.Fatalf("kernels %+v, want one of the %s form", k, mode.form)
+			}
+			ptx := modulesText(t, dir, "ptx")
+			for _, ins := range mode.ptx {
+				if !strings.Contains(ptx, ins) {
+					t.Errorf("the kernel has no %s", ins)
+				}
+			}
+			sp, err := executor.Open(c.Plan, dir, simt.Kind.Name, executor.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sp.Close()
+			out, err := sp.Run(in, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got *tensor.Tensor
+			for _, v := range out {
+				got = v
+			}
+			want := tiledProduct(in["a"], in["b"], mode.p, mode.round)
+			if err := tensor.Compare(got, want, tensor.Exact); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// tiledProduct is a·b as the tiled forms compute it in mode p (f32, or a
+// tensor-core mode with its factors' rounding round).
+func tiledProduct(a, b *tensor.Tensor, p precision.Mode, round func(float64) float64) *tensor.Tensor {
+	m, k, n := a.Shape[0], a.Shape[1], b.Shape[1]
+	out := tensor.New(lang.F32, []int{m, n})
+	step := 8
+	if p != precision.TF32 {
+		step = 16
+	}
+	for i := range m {
+		for j := range n {
+			acc := float32(0)
+			if round == nil {
+				for d := range k {
+					acc = fma32(float32(a.Flat(i*k+d)), float32(b.Flat(d*n+j)), acc)
+				}
+			} else {
+				for d0 := 0; d0 < k; d0 += step {
+					sum := 0.0
+					for d := d0; d < min(d0+step, k); d++ {
+						sum += round(a.Flat(i*k+d)) * round(b.Flat(d*n+j))
+					}
+					acc = float32(sum + float64(acc))
+				}
+			}
+			out.SetFlat(i*n+j, float64(acc))
+		}
+	}
+	return out
+}
+
+// fma32 is x·y + z rounded once to f32.
+func fma32(x, y, z float32) float32 {
+	exact := new(big.Float).SetPrec(200).SetFloat64(float64(x))
+	exact.Mul(exact, new(big.Float).SetFloat64(float64(y)))
+	exact.Add(exact, new(big.Float).SetFloat64(float64(z)))
+	f, _ := exact.Float32()
+	return f
+}
+
+// roundTF32 is cvt.rna.tf32.f32: 10 bits of fraction, to nearest, ties
+// away from zero (finite x).
+func roundTF32(x float64) float64 {
+	return float64(math.Float32frombits((math.Float32bits(float32(x)) + 0x1000) &^ 0x1fff))
+}
+
+// modulesText is the text of every kernels/*.ext file of a plan's folder.
+func modulesText(t *testing.T, dir, ext string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "kernels", "*."+ext))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no kernels/*.%s in %s (%v)", ext, dir, err)
+	}
+	var b strings.Builder
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(text)
+	}
+	return b.String()
+}
