@@ -118,7 +118,9 @@ func (f *fn) copyFactor(factor tir.Expr, sh *ir.Global, base value.Value, lay st
 			f.unflatten(gs, side, extents(side))
 			f.unflatten(gk, g.K, extents(g.K))
 			ptr, inRange, outside := f.f32Place(a, src.Arg)
-			start := func() { ac.CopyAsync(f.m, f.b, f.b.NewBitCast(dst, i8(f.m.Machine.Shared())), f.b.NewBitCast(ptr, i8(f.m.Machine.Global()))) }
+			start := func() {
+				ac.CopyAsync(f.m, f.b, f.b.NewBitCast(dst, i8(f.m.Machine.Shared())), f.b.NewBitCast(ptr, i8(f.m.Machine.Global())))
+			}
 			if inRange == nil {
 				start()
 				return

@@ -87,7 +87,6 @@ func (l stageLayout) at(f *fn, s, kk value.Value, stride int64) value.Value {
 	return f.b.NewAdd(f.b.NewMul(kk, i64(stride)), s)
 }
 
-
 // stageType is the type of the values of a tiled kernel's stages and
 // sums in mode p: double in the exact mode (a product of two floats is
 // exact in double, so that every step rounds as the interpreter's
