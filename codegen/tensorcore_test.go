@@ -1,6 +1,7 @@
 package codegen_test
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -9,9 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"tofuc/analysis/rounding"
 	"tofuc/codegen"
 	"tofuc/lang"
 	"tofuc/lang/precision"
+	"tofuc/runtime/exec"
 	"tofuc/runtime/executor"
 	"tofuc/runtime/simt"
 	"tofuc/runtime/tensor"
@@ -153,4 +156,122 @@ func modulesText(t *testing.T, dir, ext string) string {
 		b.Write(text)
 	}
 	return b.String()
+}
+
+// TestModelToleranceDepth: a deep contraction of unit-normal factors on
+// tensor cores (depth 1024) errs by about √1024 units of the factors'
+// format, beyond a whole-model tolerance fixed per element, and within
+// the policy's (rounding.ModelTolerance), whose part relative to the
+// output's root mean square grows with the depth as the error does.
+func TestModelToleranceDepth(t *testing.T) {
+	tl := tools(t)
+	g := modelFromSource(t, `
+model deep(a: f32[64, 1024], b: f32[1024, 64]) {
+    return matmul(a, b)
+}
+`)
+	r := rand.New(rand.NewPCG(5, 6))
+	in := map[string]*tensor.Tensor{"a": tensor.New(lang.F32, []int{64, 1024}), "b": tensor.New(lang.F32, []int{1024, 64})}
+	for _, x := range in {
+		for i := range x.Len() {
+			x.SetFlat(i, float64(float32(r.NormFloat64())))
+		}
+	}
+	want, err := exec.Run(g, exec.Interp{}, in, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []precision.Mode{precision.TF32, precision.BF16, precision.F16} {
+		dir := t.TempDir()
+		c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"simt"}, Tools: tl, Precision: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, err := executor.Open(c.Plan, dir, simt.Kind.Name, executor.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := sp.Run(in, nil)
+		sp.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, w := range want.Outputs {
+			if err := rounding.CompareModel(p, got[name], w); err != nil {
+				t.Errorf("%s: %v", p, err)
+			}
+			fixed := rounding.ModelTolerance(p)
+			fixed.RMS = 0
+			if tensor.Compare(got[name], w, fixed) == nil {
+				t.Errorf("%s: within a tolerance fixed per element: the test no longer needs the part relative to the spread", p)
+			}
+		}
+	}
+}
+
+// TestF16Overflow: in the f16 mode a factor that f16 would make
+// infinite (65520 and above) stops the run with an error naming its
+// value, where the products would silently be infinite; 65519, which
+// rounds to f16's largest value, does not.
+func TestF16Overflow(t *testing.T) {
+	tl := tools(t)
+	g := modelFromSource(t, `
+model mm(a: f32[20, 40], b: f32[40, 24]) {
+    return matmul(a, b)
+}
+`)
+	dir := t.TempDir()
+	c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"simt"}, Tools: tl, Precision: precision.F16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := executor.Open(c.Plan, dir, simt.Kind.Name, executor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	for _, tc := range []struct {
+		big     float64
+		refused bool
+	}{{65519, false}, {65520, true}, {-1e6, true}, {math.Inf(1), false}} {
+		in := randomInputs(g, 1)
+		in["b"].SetFlat(17, tc.big)
+		_, err := sp.Run(in, nil)
+		switch {
+		case tc.refused && (err == nil || !strings.Contains(err.Error(), "beyond f16's range") || !strings.Contains(err.Error(), fmt.Sprint(float32(tc.big)))):
+			t.Errorf("a factor %g: %v, want an error naming it beyond f16's range", tc.big, err)
+		case !tc.refused && err != nil:
+			t.Errorf("a factor %g: %v", tc.big, err)
+		}
+	}
+}
+
+// TestStageShared: a tiled kernel's shared memory per mode
+// (docs/codegen.md): stages of doubles, one buffer, in exact; of f32,
+// copied asynchronously three buffers deep where they fit in 48 KB,
+// else two, in f32 and tf32 (tf32's side-major rows padded to 20
+// values); of 16-bit values, one buffer, in bf16. A 128 × 128 tile
+// (matmul 4096³) and a 64 × 64 one (256 × 256).
+func TestStageShared(t *testing.T) {
+	for _, tc := range []struct {
+		n      int
+		p      precision.Mode
+		shared int64
+	}{
+		{4096, precision.Exact, 8 * 16 * (128 + 2 + 128 + 2)},
+		{4096, precision.F32, 2 * 4 * 16 * (128 + 4 + 128 + 4)},
+		{4096, precision.TF32, 2 * 4 * (128 + 128) * (16 + 4)},
+		{4096, precision.BF16, 2 * (128 + 128) * (16 + 8)},
+		{256, precision.F32, 3 * 4 * 16 * (64 + 4 + 64 + 4)},
+		{256, precision.TF32, 3 * 4 * (64 + 64) * (16 + 4)},
+	} {
+		g := modelFromSource(t, fmt.Sprintf("model mm(a: f32[%[1]d, %[1]d], b: f32[%[1]d, %[1]d]) {\n    return matmul(a, b)\n}\n", tc.n))
+		c, err := codegen.Compile(g, t.TempDir(), codegen.Options{Emit: []string{"llvm"}, Tools: tools(t), Precision: tc.p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := c.Plan.Kernels; len(k) != 1 || k[0].Shared != tc.shared {
+			t.Errorf("matmul %d³ in %s: kernels %+v, want one with %d bytes of shared memory", tc.n, tc.p, k, tc.shared)
+		}
+	}
 }

@@ -78,11 +78,5 @@ func GPUTile(g *kernel.GEMM) Tile {
 	return t
 }
 
-// SharedBytes is the static shared memory of a Tiled kernel whose stages
-// hold values of elem bytes (8, doubles, in the exact mode; 4, floats,
-// in the others): a stage of each factor, K rows of M and of N values,
-// each row followed by TilePadBytes.
-func (t Tile) SharedBytes(elem int64) int64 { return t.K * (elem*(t.M+t.N) + 2*TilePadBytes) }
-
 // Pad is TilePadBytes in values of elem bytes.
 func Pad(elem int64) int64 { return TilePadBytes / elem }

@@ -1,6 +1,8 @@
 package emit
 
 import (
+	"math"
+
 	"github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
@@ -9,6 +11,7 @@ import (
 	"tofuc/codegen/blocking"
 	"tofuc/codegen/kernel"
 	"tofuc/lang/precision"
+	"tofuc/runtime/plan"
 )
 
 // TensorCores is a Machine with warp-wide matrix instructions, which the
@@ -77,8 +80,29 @@ func tensorStages(p precision.Mode) stageLayout {
 		return stageLayout{elem: types.Float, size: 4, sideMajor: true, store: func(_ *fn, x value.Value) value.Value { return x }}
 	}
 	return stageLayout{elem: types.I16, size: 2, sideMajor: true, store: func(f *fn, x value.Value) value.Value {
+		if p == precision.F16 {
+			f.checkF16Range(x)
+		}
 		return f.m.Machine.(TensorCores).Round(f.m, f.b, p, x)
 	}}
+}
+
+// checkF16Range records a finite factor x that f16 would make infinite
+// (|x| ≥ 65520, which rounds to 2¹⁶) in the status words
+// (plan.StatusF16Overflow, then x's bits), unless an earlier error is
+// there: no bound covers it, and autocast's products would silently be
+// infinite or NaN.
+func (f *fn) checkF16Range(x value.Value) {
+	magnitude := f.b.NewAnd(f.b.NewBitCast(x, types.I32), i32(0x7fffffff))
+	over := f.b.NewAnd(f.b.NewICmp(enum.IPredUGE, magnitude, i32(int64(math.Float32bits(65520)))),
+		f.b.NewICmp(enum.IPredULT, magnitude, i32(0x7f800000)))
+	f.ifThen(over, func() {
+		pair := f.b.NewCmpXchg(f.status, i64(0), i64(int64(plan.StatusF16Overflow)), enum.AtomicOrderingMonotonic, enum.AtomicOrderingMonotonic)
+		f.ifThen(f.b.NewExtractValue(pair, 1), func() {
+			bits := f.b.NewZExt(f.b.NewBitCast(x, types.I32), types.I64)
+			f.b.NewStore(bits, f.b.NewGetElementPtr(types.I64, f.status, i64(2)))
+		})
+	})
 }
 
 // mmaDepth is the depth of one tensor-core product in mode p.

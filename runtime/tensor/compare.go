@@ -9,11 +9,14 @@ import (
 )
 
 // Tolerance is tofuc's one policy for comparing results (docs/testing.md):
-// a float element got matches want when |got - want| <= Abs + Rel*|want|;
-// NaN matches NaN and an infinity matches the same infinity. Integers and
-// bools always match exactly.
+// a float element got matches want when |got - want| <= Abs + Rel*|want|
+// + RMS*rms, where rms is the root mean square of want's finite
+// elements (a part relative to the whole output's scale: the rounding
+// error of a sum of terms of random signs grows as the sum's spread
+// does, not as each element); NaN matches NaN and an infinity matches
+// the same infinity. Integers and bools always match exactly.
 type Tolerance struct {
-	Rel, Abs float64
+	Rel, Abs, RMS float64
 }
 
 // Exact asks for bit-for-bit equal values (after rounding to the dtype):
@@ -49,7 +52,34 @@ func Reordered(dt lang.DType, n int) Tolerance {
 // Compare reports the first difference between got and want beyond tol in
 // dtype, shape or values; for values it names the largest error and where.
 func Compare(got, want *Tensor, tol Tolerance) error {
+	tol = tol.Scaled(want)
 	return compare(got, want, func(int) Tolerance { return tol }, "")
+}
+
+// Scaled is tol for comparisons with want, its part relative to the
+// root mean square added to Abs.
+func (tol Tolerance) Scaled(want *Tensor) Tolerance {
+	if tol.RMS != 0 {
+		tol.Abs += tol.RMS * rootMeanSquare(want)
+		tol.RMS = 0
+	}
+	return tol
+}
+
+// rootMeanSquare is the root mean square of t's finite elements (0 for
+// none).
+func rootMeanSquare(t *Tensor) float64 {
+	sum, n := 0.0, 0
+	for i := range t.Len() {
+		if v := t.Flat(i); !math.IsInf(v, 0) && !math.IsNaN(v) {
+			sum += v * v
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return math.Sqrt(sum / float64(n))
 }
 
 // CompareBounded is Compare where element i of got may differ from want's
