@@ -162,7 +162,11 @@ func compile(m *Model, dir, final string, opts Options) (*Result, error) {
 	var next map[string]string
 	switch {
 	case opts.Train != nil:
-		if g, next, err = autodiff.TrainingGraph(g, m.Module, *opts.Train); err != nil {
+		train := *opts.Train
+		if train.LossScale == 0 {
+			train.LossScale = opts.Precision.LossScale()
+		}
+		if g, next, err = autodiff.TrainingGraph(g, m.Module, train); err != nil {
 			return nil, fmt.Errorf("%s: training graph of %s: %w", m.Path, name, err)
 		}
 	case !opts.NoOptimize:

@@ -2,6 +2,7 @@ package autodiff
 
 import (
 	"fmt"
+	"math"
 
 	"tofuc/analysis/check"
 	"tofuc/lang"
@@ -13,6 +14,14 @@ type TrainOptions struct {
 	Loss      string  // "cross_entropy" (default) or "mse"
 	Optimizer string  // "sgd" (default), "momentum" or "adam"
 	LR        float64 // the learning rate; 0 keeps the optimizer's default
+	// LossScale, a power of two (0: 1), seeds the loss's gradient with
+	// LossScale instead of 1, and multiplies every parameter's gradient
+	// by 1/LossScale before its update: static loss scaling, which keeps
+	// small gradients inside f16's range where the backward pass's
+	// contractions round their factors to f16 (precision.Mode.LossScale).
+	// Both steps are exact in binary arithmetic short of overflow, so
+	// the update is the unscaled one.
+	LossScale float64
 }
 
 // Losses and Optimizers list the accepted names.
@@ -78,11 +87,15 @@ func TrainingGraph(model *ir.Graph, ops Ops, opts TrainOptions) (g *ir.Graph, ne
 	if len(model.Outputs) == 0 {
 		return nil, nil, fmt.Errorf("model %s has no output", model.Name)
 	}
+	scale, err := lossScale(opts.LossScale)
+	if err != nil {
+		return nil, nil, err
+	}
 	loss, err := t.loss(model.Outputs[0], opts.Loss)
 	if err != nil {
 		return nil, nil, err
 	}
-	grads, err := t.backward(loss)
+	grads, err := t.backward(loss, scale)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -197,16 +210,28 @@ func (t *trainer) loss(y *ir.Value, kind string) (*ir.Value, error) {
 	return nil, fmt.Errorf("unknown loss %q (expected cross_entropy or mse)", kind)
 }
 
-// backward adds the backward nodes from the loss to every parameter and
-// returns each parameter's gradient.
-func (t *trainer) backward(loss *ir.Value) (map[*ir.Value]*ir.Value, error) {
+// lossScale checks a loss scale (TrainOptions.LossScale).
+func lossScale(s float64) (float64, error) {
+	if s == 0 {
+		return 1, nil
+	}
+	if frac, _ := math.Frexp(s); s < 1 || math.IsInf(s, 0) || frac != 0.5 {
+		return 0, fmt.Errorf("the loss scale %g is not a power of two of at least 1 (one is, so that scaling the gradients and unscaling them are exact)", s)
+	}
+	return s, nil
+}
+
+// backward adds the backward nodes from the loss, its gradient seeded
+// with scale, to every parameter and returns each parameter's gradient,
+// multiplied by 1/scale.
+func (t *trainer) backward(loss *ir.Value, scale float64) (map[*ir.Value]*ir.Value, error) {
 	needs := t.dependsOnParams()
 	params := map[*ir.Value]bool{}
 	for _, p := range t.g.Params {
 		params[p.Value] = true
 	}
 	contribs := map[*ir.Value][]*ir.Value{
-		loss: {{Name: t.unique("loss.seed"), DType: loss.DType, Const: &ir.ConstData{Float: 1, Int: 1}}},
+		loss: {{Name: t.unique("loss.seed"), DType: loss.DType, Const: &ir.ConstData{Float: scale, Int: int64(scale)}}},
 	}
 	nodes := t.g.Nodes
 	for i := len(nodes) - 1; i >= 0; i-- {
@@ -262,6 +287,15 @@ func (t *trainer) backward(loss *ir.Value) (map[*ir.Value]*ir.Value, error) {
 		g, err := t.sum(p.Value, contribs[p.Value])
 		if err != nil {
 			return nil, err
+		}
+		if g != nil && scale != 1 {
+			unscale := &ir.Value{Name: t.unique("loss.unscale"), DType: g.DType, Const: &ir.ConstData{Float: 1 / scale}}
+			n, err := t.call("mul", nil, "gradient sum", p.Value.Name+".grad.unscaled", g, unscale)
+			if err != nil {
+				return nil, err
+			}
+			g = n.Outputs[0]
+			g.GradOf = p.Value
 		}
 		if g != nil {
 			grads[p.Value] = g

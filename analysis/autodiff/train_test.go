@@ -146,3 +146,67 @@ func TestTrainingInputNameClash(t *testing.T) {
 		t.Error("a model input named labels was accepted")
 	}
 }
+
+// TestLossScale: a loss scale of 2¹⁰ seeds the gradient with it and
+// unscales every parameter's gradient before its update, so that one
+// step gives bit for bit the unscaled step's parameters (scaling by a
+// power of two is exact); a scale that is no power of two is refused.
+func TestLossScale(t *testing.T) {
+	p, err := check.NewProgram(parser.Parse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := p.LoadSource("twice.tdl", []byte(twice))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Model("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := tensor.New(lang.F64, []int{3, 4})
+	target := tensor.New(lang.F64, []int{3, 4})
+	for i := range x.Len() {
+		x.SetFlat(i, math.Sin(float64(i)))
+		target.SetFlat(i, math.Cos(float64(i)))
+	}
+	inputs := map[string]*tensor.Tensor{"x": x, autodiff.TargetInput: target}
+	step := func(scale float64) (map[string]*tensor.Tensor, int) {
+		tg, _, err := autodiff.TrainingGraph(g, m, autodiff.TrainOptions{Loss: "mse", Optimizer: "adam", LossScale: scale})
+		if err != nil {
+			t.Fatal(err)
+		}
+		unscaled := 0
+		for _, n := range tg.Nodes {
+			for _, in := range n.Inputs {
+				if in.Const != nil && in.Const.Float == 1/scale && scale != 1 {
+					unscaled++
+				}
+			}
+		}
+		in := map[string]*tensor.Tensor{autodiff.StepInput: tensor.Scalar(lang.F32, 1)}
+		for k, v := range inputs {
+			in[k] = v
+		}
+		res, err := exec.Run(tg, exec.Interp{}, in, nil, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Outputs, unscaled
+	}
+	want, _ := step(1)
+	got, unscaled := step(1024)
+	if unscaled != 1 {
+		t.Errorf("%d gradients unscaled, want 1 (w's)", unscaled)
+	}
+	for name, w := range want {
+		if err := tensor.Compare(got[name], w, tensor.Exact); err != nil {
+			t.Errorf("output %s with a loss scale of 1024: %v", name, err)
+		}
+	}
+	for _, bad := range []float64{3, 0.5, -2, math.Inf(1)} {
+		if _, _, err := autodiff.TrainingGraph(g, m, autodiff.TrainOptions{LossScale: bad}); err == nil {
+			t.Errorf("a loss scale of %g was accepted", bad)
+		}
+	}
+}

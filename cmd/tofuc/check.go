@@ -12,6 +12,7 @@ import (
 	"tofuc/analysis/check"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/lang/precision"
 )
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
@@ -29,7 +30,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "check", "no files given")
 	}
 	if !tf.train && tf.changed(fs) {
-		return usageError(stderr, "check", "--loss, --optimizer and --lr go with --train")
+		return usageError(stderr, "check", "--loss, --optimizer, --lr and --loss-scale go with --train")
 	}
 	if err := tf.validate(); err != nil {
 		return usageError(stderr, "check", "%v", err)
@@ -80,7 +81,7 @@ func checkModels(m *check.Module, only string, set map[string]ir.AttrValue, tf *
 			continue
 		}
 		if tf.train {
-			if g, _, err = trainingGraph(m, g, tf); err != nil {
+			if g, _, err = trainingGraph(m, g, tf, precision.Exact); err != nil {
 				errs.Append(err)
 				continue
 			}

@@ -92,14 +92,14 @@ func compileOptions(devices int, memory int64, noOptimize bool, prec precision.M
 	case memory < 0 || memory > 0 && devices == 1:
 		return pipeline.Options{}, fmt.Errorf("--memory goes with --devices N > 1, and must not be negative")
 	case !train.train && trainChanged:
-		return pipeline.Options{}, fmt.Errorf("--loss, --optimizer and --lr go with --train")
+		return pipeline.Options{}, fmt.Errorf("--loss, --optimizer, --lr and --loss-scale go with --train")
 	}
 	opts := pipeline.Options{Devices: devices, Memory: memory, NoOptimize: noOptimize, Precision: prec}
 	if train.train {
 		if err := train.validate(); err != nil {
 			return pipeline.Options{}, err
 		}
-		t := train.options()
+		t := train.options(prec)
 		opts.Train = &t
 	}
 	return opts, nil

@@ -82,7 +82,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	case checkThreads(f.threads) != nil:
 		return usageError(stderr, "eval", "%v", checkThreads(f.threads))
 	case !f.train.train && f.train.changed(fs):
-		return usageError(stderr, "eval", "--steps, --loss, --optimizer and --lr go with --train")
+		return usageError(stderr, "eval", "--steps, --loss, --optimizer, --lr and --loss-scale go with --train")
 	case f.op != "" && f.backend != "interp":
 		return usageError(stderr, "eval", "--op runs on the interpreter (compile a model to use --backend %s)", f.backend)
 	case !slices.Contains(pipeline.BackendNames, f.backend):
@@ -199,7 +199,7 @@ func evalModel(path string, f evalFlags, opts pipeline.Options, inputs map[strin
 	var next map[string]string
 	model := g
 	if f.train.train {
-		if g, next, err = trainingGraph(m, g, &f.train); err != nil {
+		if g, next, err = trainingGraph(m, g, &f.train, f.precision); err != nil {
 			return nil, nil, err
 		}
 	}

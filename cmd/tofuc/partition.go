@@ -13,6 +13,7 @@ import (
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
 	"tofuc/lang/ir"
+	"tofuc/lang/precision"
 )
 
 // partitionFlags are the flags of `tofuc partition`.
@@ -99,7 +100,7 @@ func (f *partitionFlags) validate(nargs int, changed func(string) bool) ([]int, 
 	case f.memory < 0:
 		return nil, fmt.Errorf("--memory must not be negative")
 	case !f.train.train && (changed("loss") || changed("optimizer") || changed("lr")):
-		return nil, fmt.Errorf("--loss, --optimizer and --lr go with --train")
+		return nil, fmt.Errorf("--loss, --optimizer, --lr and --loss-scale go with --train")
 	case f.objective != partition.Bytes && f.objective != partition.Time:
 		return nil, fmt.Errorf("--objective must be %s or %s", partition.Bytes, partition.Time)
 	case changed("seed") && f.objective != partition.Time:
@@ -145,7 +146,7 @@ func partitionGraph(path string, f partitionFlags, set map[string]ir.AttrValue) 
 		return nil, "", err
 	}
 	if f.train.train {
-		if g, _, err = trainingGraph(m, g, &f.train); err != nil {
+		if g, _, err = trainingGraph(m, g, &f.train, precision.Exact); err != nil {
 			return nil, "", err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
 	"tofuc/lang/ir"
+	"tofuc/lang/precision"
 )
 
 // trainFlags are the flags of commands that can work on a model's
@@ -20,6 +21,7 @@ type trainFlags struct {
 	train          bool
 	loss, optimize string
 	lr             float64
+	lossScale      float64
 }
 
 func (f *trainFlags) register(fs *pflag.FlagSet) {
@@ -27,12 +29,13 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.loss, "loss", "cross_entropy", "the training loss on the model's first output: "+strings.Join(autodiff.Losses, ", "))
 	fs.StringVar(&f.optimize, "optimizer", "sgd", "the optimizer: "+strings.Join(autodiff.Optimizers, ", "))
 	fs.Float64Var(&f.lr, "lr", 0, "the learning rate (0: the optimizer's default)")
+	fs.Float64Var(&f.lossScale, "loss-scale", 0, "static loss scale, a power of two (0: the precision's default, 1024 in f16, else 1)")
 }
 
 // changed reports whether a training flag was given (an error without
 // --train, rather than being ignored).
 func (f *trainFlags) changed(fs *pflag.FlagSet) bool {
-	return fs.Changed("loss") || fs.Changed("optimizer") || fs.Changed("lr") || fs.Changed("steps")
+	return fs.Changed("loss") || fs.Changed("optimizer") || fs.Changed("lr") || fs.Changed("steps") || fs.Changed("loss-scale")
 }
 
 // validate rejects unknown losses and optimizers (usage errors).
@@ -49,13 +52,20 @@ func (f *trainFlags) validate() error {
 	return nil
 }
 
-func (f *trainFlags) options() autodiff.TrainOptions {
-	return autodiff.TrainOptions{Loss: f.loss, Optimizer: f.optimize, LR: f.lr}
+// options are the training options of a graph compiled in mode p (the
+// mode's loss scale unless --loss-scale gives one).
+func (f *trainFlags) options(p precision.Mode) autodiff.TrainOptions {
+	scale := f.lossScale
+	if scale == 0 {
+		scale = p.LossScale()
+	}
+	return autodiff.TrainOptions{Loss: f.loss, Optimizer: f.optimize, LR: f.lr, LossScale: scale}
 }
 
-// trainingGraph builds the training graph of a model of m.
-func trainingGraph(m *check.Module, g *ir.Graph, f *trainFlags) (*ir.Graph, map[string]string, error) {
-	tg, next, err := autodiff.TrainingGraph(g, m, f.options())
+// trainingGraph builds the training graph of a model of m, to be
+// computed in mode p.
+func trainingGraph(m *check.Module, g *ir.Graph, f *trainFlags, p precision.Mode) (*ir.Graph, map[string]string, error) {
+	tg, next, err := autodiff.TrainingGraph(g, m, f.options(p))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: training graph of %s: %w", m.Path, g.Name, err)
 	}

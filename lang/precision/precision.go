@@ -86,13 +86,25 @@ func (m Mode) FactorRounding() float64 {
 // factor below the normal range of mode m's format: 2⁻²⁵ for F16 (half
 // its subnormals' spacing; its normals end at 2⁻¹⁴), 0 for the formats
 // with f32's exponent range. Above the range (65504 in F16) a factor
-// becomes infinite, which no bound covers: f16 asks for factors within
-// it, as autocast does.
+// becomes infinite, which no bound covers: a compiled f16 kernel stops
+// with an error there.
 func (m Mode) FactorUnderflow() float64 {
 	if m == F16 {
 		return 0x1p-25
 	}
 	return 0
+}
+
+// LossScale is the default static loss scale of a training graph
+// compiled in mode m: 2¹⁰ in F16, whose factors below 2⁻¹⁴ lose bits
+// and below 2⁻²⁵ vanish (small gradients, as contraction factors of the
+// backward pass, are scaled up into its range), 1 in the others, whose
+// formats have f32's exponent range.
+func (m Mode) LossScale() float64 {
+	if m == F16 {
+		return 0x1p10
+	}
+	return 1
 }
 
 // MarshalText and UnmarshalText write and read the mode by name (plans,
