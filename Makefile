@@ -96,7 +96,7 @@ gpu-bundle: deps build
 	CGO_ENABLED=0 $(GO) test -c -o $(GPU_DIR)/cuda.test ./runtime/cuda
 	TOFUC_GPU_CHECKS=$(GPU_DIR)/checks $(GO) test -count=1 -timeout 60m -run TestWriteGPUChecks ./codegen
 	TOFUC_GPU_CHECKS=$(GPU_DIR)/checks $(GO) test -count=1 -timeout 30m -run TestChecks ./runtime/executor
-	for m in chain matmul mlp softmax layernorm; do \
+	for m in chain matmul mlp softmax layernorm bert; do \
 		./$(BIN) compile tools/gpu/bench/$$m.tdl -o $(GPU_DIR)/bench/$$m --emit ptx,plan || exit 1; \
 		for p in f32 tf32 bf16 f16; do \
 			./$(BIN) compile tools/gpu/bench/$$m.tdl -o $(GPU_DIR)/bench/$$m-$$p --precision $$p --emit ptx,plan || exit 1; \

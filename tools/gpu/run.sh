@@ -57,7 +57,7 @@ done
 # (docs/precision.md): f32 with TF32 off in cuBLAS and cuDNN, tf32 on in
 # both, bf16 and f16 under autocast.
 for p in f32 tf32 bf16 f16; do
-	for w in copy chain matmul mlp softmax layernorm; do
+	for w in copy chain matmul mlp softmax layernorm bert; do
 		summary "torch $w $p: $(timeout "$STEP_TIMEOUT" python3 torch_bench.py "$w" --precision $p --runs "$RUNS" --json "$OUT/torch-$w-$p.json" 2>&1 | tail -1)"
 	done
 	for batch in 1 32; do

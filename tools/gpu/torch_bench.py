@@ -15,6 +15,9 @@ WHAT is one of:
   layernorm  torch.nn.functional.layer_norm over 4096 rows of 4096 floats
   resnet50   ResNet-50's forward pass (torchvision's, else the same network
              defined here), eval mode, no autograd, at --batch
+  bert       tools/gpu/bench/bert.tdl: one BERT-base encoder layer
+             (nn.TransformerEncoderLayer(768, 12, 3072, dropout 0, GELU,
+             post-norm), eval mode, no autograd, 8 sequences of 128 tokens
 
 Each is run once to warm up, then --runs times between CUDA events; the
 line printed (and the --json file) gives the median and the minimum in
@@ -123,12 +126,20 @@ def workload(what, batch):
             with torch.no_grad():
                 return model(x)
         return forward, {"batch": batch}
+    if what == "bert":
+        layer = nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.0, activation="gelu", batch_first=True).to(dev).eval()
+        x = torch.randn(8, 128, 768, device=dev)
+
+        def encode():
+            with torch.no_grad():
+                return layer(x)
+        return encode, {"tokens": 8 * 128}
     raise SystemExit("unknown workload %r" % what)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["copy", "chain", "matmul", "mlp", "softmax", "layernorm", "resnet50"])
+    ap.add_argument("what", choices=["copy", "chain", "matmul", "mlp", "softmax", "layernorm", "resnet50", "bert"])
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--json")
