@@ -275,3 +275,59 @@ func TestStageShared(t *testing.T) {
 		}
 	}
 }
+
+// TestStored16BitFactors: a contraction of a model's f16 (bf16)
+// tensors runs on tensor cores in the f16 (bf16) format in every mode
+// that computes in f32, the factors taken exactly, and its result is the
+// documented arithmetic's (TestTiledArithmetic) rounded to the output's
+// format; the exact mode keeps the tiled form.
+func TestStored16BitFactors(t *testing.T) {
+	tl := tools(t)
+	for _, dt := range []lang.DType{lang.F16, lang.BF16} {
+		g := modelFromSource(t, fmt.Sprintf("model mm(a: %[1]s[70, 200], b: %[1]s[200, 60]) {\n    return matmul(a, b)\n}\n", dt))
+		r := rand.New(rand.NewPCG(7, 8))
+		in := map[string]*tensor.Tensor{"a": tensor.New(dt, []int{70, 200}), "b": tensor.New(dt, []int{200, 60})}
+		for _, x := range in {
+			for i := range x.Len() {
+				x.SetFlat(i, dt.RoundFloat((2*r.Float64()-1)*math.Ldexp(1, r.IntN(6)-3)))
+			}
+		}
+		exact := func(x float64) float64 { return x }
+		sum := tiledProduct(in["a"], in["b"], precision.F16, exact) // 16 deep a product in both formats
+		want := tensor.New(dt, sum.Shape)
+		for i := range want.Len() {
+			want.SetFlat(i, dt.RoundFloat(sum.Flat(i)))
+		}
+		for _, p := range []precision.Mode{precision.Exact, precision.F32, precision.TF32} {
+			dir := t.TempDir()
+			c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"simt"}, Tools: tl, Precision: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			form := "tiled-" + strings.ToLower(dt.String())
+			if p == precision.Exact {
+				form = "tiled"
+			}
+			if k := c.Plan.Kernels; len(k) != 1 || k[0].Form != form {
+				t.Fatalf("%s in %s: kernels %+v, want one of the %s form", dt, p, k, form)
+			}
+			if p == precision.Exact {
+				continue
+			}
+			sp, err := executor.Open(c.Plan, dir, simt.Kind.Name, executor.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := sp.Run(in, nil)
+			sp.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, got := range out {
+				if err := tensor.Compare(got, want, tensor.Exact); err != nil {
+					t.Errorf("%s in %s: %v", dt, p, err)
+				}
+			}
+		}
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"tofuc/codegen/kernel"
 	"tofuc/lang"
 	tir "tofuc/lang/ir"
-	"tofuc/lang/precision"
 )
 
 // AsyncCopies is a Machine whose threads copy global memory to shared
@@ -46,9 +45,9 @@ type stagePlan struct {
 // on NVIDIA GPUs (more needs dynamic shared memory).
 const maxStaticShared = 48 << 10
 
-// planStages is the stage plan of tiled kernel k laid out as lay, in
-// mode p: three buffers where they fit in maxStaticShared, else two.
-func planStages(k *kernel.Kernel, p precision.Mode, lay stageLayout) stagePlan {
+// planStages is the stage plan of tiled kernel k laid out as lay: three
+// buffers where they fit in maxStaticShared, else two.
+func planStages(k *kernel.Kernel, lay stageLayout) stagePlan {
 	s := stagePlan{lay: lay, async: [2]bool{asyncFactor(k, k.GEMM.A, lay), asyncFactor(k, k.GEMM.B, lay)}, buffers: 1}
 	if s.async[0] || s.async[1] {
 		t := blocking.GPUTile(k.GEMM)

@@ -10,6 +10,8 @@ import (
 
 	"tofuc/codegen/blocking"
 	"tofuc/codegen/kernel"
+	"tofuc/lang"
+	tir "tofuc/lang/ir"
 	"tofuc/lang/precision"
 	"tofuc/runtime/plan"
 )
@@ -56,19 +58,37 @@ type tensorCoreForm struct {
 
 func (f tensorCoreForm) Name() string { return "tiled-" + f.mode.String() }
 
+// Applies in the form's mode, and in every mode that computes in f32
+// to a contraction whose factors are stored in the form's 16-bit format
+// (a model's f16 or bf16 tensors), which the tensor cores take exactly.
 func (f tensorCoreForm) Applies(k *kernel.Kernel, p precision.Mode) bool {
-	if p != f.mode || k.GEMM == nil || k.PackOnly {
+	if k.GEMM == nil || k.PackOnly || p != f.mode && !(p.InF32() && storedIn(k) == f.mode) {
 		return false
 	}
-	_, _, ok := mmaLayout(blocking.GPUTile(k.GEMM), mmaDepth(p))
+	_, _, ok := mmaLayout(blocking.GPUTile(k.GEMM), mmaDepth(f.mode))
 	return ok
 }
 
-func (f tensorCoreForm) Launch(k *kernel.Kernel, p precision.Mode) Launch {
-	return tiledLaunch(k, p, tensorStages(p))
+// storedIn is the 16-bit format (F16 or BF16) that both factors of
+// contraction k are plain reads of, Exact where they are not.
+func storedIn(k *kernel.Kernel) precision.Mode {
+	format := map[lang.DType]precision.Mode{lang.F16: precision.F16, lang.BF16: precision.BF16}
+	a, okA := k.GEMM.A.(*tir.Access)
+	b, okB := k.GEMM.B.(*tir.Access)
+	if !okA || !okB || a.T.DType != b.T.DType {
+		return precision.Exact
+	}
+	if m, ok := format[a.T.DType]; ok {
+		return m
+	}
+	return precision.Exact
 }
 
-func (f tensorCoreForm) GPU(fn *Func) { fn.f.tensorCoreLoop() }
+func (f tensorCoreForm) Launch(k *kernel.Kernel, _ precision.Mode) Launch {
+	return tiledLaunch(k, tensorStages(f.mode))
+}
+
+func (f tensorCoreForm) GPU(fn *Func) { fn.f.tensorCoreLoop(f.mode) }
 
 // tensorStages is the tensor-core forms' layout of the stages in mode p:
 // side-major, so that a row of a stage's ldmatrix is 16 bytes of one
@@ -144,18 +164,19 @@ func mmaLayout(t blocking.Tile, depth int64) (wm, wn int64, ok bool) {
 	return wm, wn, ok
 }
 
-// tensorCoreLoop lowers a tensor-core kernel (GPU flavour).
-func (f *fn) tensorCoreLoop() {
+// tensorCoreLoop lowers a tensor-core kernel (GPU flavour), its
+// products in mode p.
+func (f *fn) tensorCoreLoop(p precision.Mode) {
 	tc, ok := f.m.Machine.(TensorCores)
 	if !ok {
-		fail("the %s machine has no tensor cores for the %s form", f.m.Machine.Name(), tensorCoreForm{mode: f.m.Precision}.Name())
+		fail("the %s machine has no tensor cores for the %s form", f.m.Machine.Name(), tensorCoreForm{mode: p}.Name())
 	}
 	t := blocking.GPUTile(f.k.GEMM)
-	wm, wn, _ := mmaLayout(t, mmaDepth(f.m.Precision))
-	f.tiledStages(t, tensorStages(f.m.Precision), func(tid value.Value, sm, sn int64) tileWork {
+	wm, wn, _ := mmaLayout(t, mmaDepth(p))
+	f.tiledStages(t, tensorStages(p), func(tid value.Value, sm, sn int64) tileWork {
 		warp, lane := f.b.NewUDiv(tid, i64(32)), f.b.NewURem(tid, i64(32))
 		warpsN := t.N / (wn * mmaN)
-		return &mmaWork{tc: tc, mode: f.m.Precision, t: t, wm: wm, wn: wn, sm: sm, sn: sn,
+		return &mmaWork{tc: tc, mode: p, t: t, wm: wm, wn: wn, sm: sm, sn: sn,
 			row0: f.b.NewMul(f.b.NewUDiv(warp, i64(warpsN)), i64(wm*mmaM)),
 			col0: f.b.NewMul(f.b.NewURem(warp, i64(warpsN)), i64(wn*mmaN)),
 			lane: lane,

@@ -25,14 +25,13 @@ func (tiledForm) Name() string { return "tiled" }
 func (tiledForm) Applies(k *kernel.Kernel, _ precision.Mode) bool { return k.GEMM != nil }
 
 func (tiledForm) Launch(k *kernel.Kernel, p precision.Mode) Launch {
-	return tiledLaunch(k, p, fmaStages(p))
+	return tiledLaunch(k, fmaStages(p))
 }
 
-// tiledLaunch is the launch of a tiled kernel in mode p whose stages lie
-// as l.
-func tiledLaunch(k *kernel.Kernel, p precision.Mode, l stageLayout) Launch {
+// tiledLaunch is the launch of a tiled kernel whose stages lie as l.
+func tiledLaunch(k *kernel.Kernel, l stageLayout) Launch {
 	t := blocking.GPUTile(k.GEMM)
-	return Launch{Grid: min(t.Tiles, maxGrid), Block: t.Threads, Shared: planStages(k, p, l).bytes(t), Sync: true}
+	return Launch{Grid: min(t.Tiles, maxGrid), Block: t.Threads, Shared: planStages(k, l).bytes(t), Sync: true}
 }
 
 // stageLayout is how a tiled kernel's stages lie in shared memory: each
@@ -220,7 +219,7 @@ func (f *fn) tiledStages(t blocking.Tile, lay stageLayout, work func(tid value.V
 	g := f.k.GEMM
 	rows, cols, depth := tir.Extent(g.Rows), tir.Extent(g.Cols), tir.Extent(g.K)
 	st := stageType(f.m.Precision) // of the sums
-	plan := planStages(f.k, f.m.Precision, lay)
+	plan := planStages(f.k, lay)
 	shared := func(name string, n int64) *ir.Global {
 		arr := types.NewArray(uint64(n), lay.elem)
 		s := f.m.M.NewGlobalDef(f.f.Name()+"."+name, constant.NewUndef(arr))
