@@ -172,12 +172,13 @@ func TestPlansMatchCPU(t *testing.T) {
 }
 
 // TestModesMatchExact compiles the examples (inference and training
-// steps) in f32 and runs them on the host kernels (cpu) and the emulated
-// GPU kernels (simt): every output matches the exact mode's plan on the
-// host, which matches the interpreter, under the policy's whole-model
-// tolerance and arg-max (analysis/rounding); so do they in tf32, bf16
-// and f16 on the emulated GPU, whose contractions run on tensor cores
-// (docs/precision.md).
+// steps) in f32, tf32, bf16 and f16 and runs them on the host kernels
+// (cpu, where the last three compute as f32) and the emulated GPU
+// kernels (simt, their contractions on tensor cores): every output
+// matches the exact mode's plan on the host, which matches the
+// interpreter, under the policy's whole-model tolerance and arg-max
+// (analysis/rounding; docs/precision.md). The training steps in f16
+// scale their loss (precision.Mode.LossScale).
 func TestModesMatchExact(t *testing.T) {
 	for _, e := range examples {
 		t.Run(e.String(), func(t *testing.T) {
@@ -186,32 +187,22 @@ func TestModesMatchExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := e
-			c.Precision = precision.F32
-			m := compile(t, c)
-			if m.Plan.Precision != precision.F32 {
-				t.Fatalf("the plan records precision %v, compiled in f32", m.Plan.Precision)
-			}
-			for _, kind := range []string{cpu.Kind.Name, simt.Kind.Name} {
-				got, err := hostRun(t, m, kind, ref.Params)
-				if err != nil {
-					t.Fatalf("f32 on %s: %v", kind, err)
-				}
-				for name, w := range want {
-					if err := rounding.CompareModel(precision.F32, got[name], w); err != nil {
-						t.Errorf("f32 on %s: output %s: %v", kind, name, err)
-					}
-				}
-			}
-			for _, p := range []precision.Mode{precision.TF32, precision.BF16, precision.F16} {
+			for _, p := range []precision.Mode{precision.F32, precision.TF32, precision.BF16, precision.F16} {
+				c := e
 				c.Precision = p
-				got, err := hostRun(t, compile(t, c), simt.Kind.Name, ref.Params)
-				if err != nil {
-					t.Fatalf("%s on simt: %v", p, err)
+				m := compile(t, c)
+				if m.Plan.Precision != p {
+					t.Fatalf("the plan records precision %v, compiled in %v", m.Plan.Precision, p)
 				}
-				for name, w := range want {
-					if err := rounding.CompareModel(p, got[name], w); err != nil {
-						t.Errorf("%s on simt: output %s: %v", p, name, err)
+				for _, kind := range []string{cpu.Kind.Name, simt.Kind.Name} {
+					got, err := hostRun(t, m, kind, ref.Params)
+					if err != nil {
+						t.Fatalf("%s on %s: %v", p, kind, err)
+					}
+					for name, w := range want {
+						if err := rounding.CompareModel(p, got[name], w); err != nil {
+							t.Errorf("%s on %s: output %s: %v", p, kind, name, err)
+						}
 					}
 				}
 			}
