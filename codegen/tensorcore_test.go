@@ -68,7 +68,7 @@ model mm(a: f32[70, 200], b: f32[200, 60]) {
 				t.Fatalf("kernels %+v, want one of the %s form", k, mode.form)
 			}
 			ptx := modulesText(t, dir, "ptx")
-			for _, ins := range mode.ptx {
+			for _, ins := range append(mode.ptx, fmt.Sprintf(".maxntid %d, 1, 1", c.Plan.Kernels[0].Block)) {
 				if !strings.Contains(ptx, ins) {
 					t.Errorf("the kernel has no %s", ins)
 				}

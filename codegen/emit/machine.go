@@ -27,8 +27,9 @@ type Machine interface {
 	Global() types.AddrSpace
 	Shared() types.AddrSpace
 	// Kernel marks f, whose body is not emitted yet, as a kernel entry
-	// of m (calling convention, attributes, annotations).
-	Kernel(m *Module, f *ir.Func)
+	// of m (calling convention, attributes, annotations) launched with
+	// blocks of at most block threads (0: unknown).
+	Kernel(m *Module, f *ir.Func, block int64)
 	// Register reads a special register as an i32, emitting into b.
 	Register(m *Module, b *ir.Block, r Register) value.Value
 	// Barrier makes the threads of the block meet, emitting into b.

@@ -155,11 +155,14 @@ func (f *fn) gpuFunc(name string) {
 		f.bufs = append(f.bufs, p)
 	}
 	f.status = params[len(params)-1]
-	mc.Kernel(f.m, f.f)
-	if !f.k.HostOnly() {
+	if f.k.HostOnly() {
 		// Packing is for the host's micro-kernel, and a GPU runs a
 		// chained launch's kernels as launches of their own: nothing.
-		FormOf(f.k, f.m.Precision).GPU(&Func{f})
+		mc.Kernel(f.m, f.f, 0)
+	} else {
+		form := FormOf(f.k, f.m.Precision)
+		mc.Kernel(f.m, f.f, form.Launch(f.k, f.m.Precision).Block)
+		form.GPU(&Func{f})
 	}
 	f.b.NewRet(nil)
 }

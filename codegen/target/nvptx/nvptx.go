@@ -63,11 +63,16 @@ func (Machine) Shared() types.AddrSpace { return 3 }
 // annotations is the named metadata listing kernels.
 const annotations = "nvvm.annotations"
 
-// Kernel makes f a ptx_kernel listed in !nvvm.annotations.
-func (Machine) Kernel(m *emit.Module, f *ir.Func) {
+// Kernel makes f a ptx_kernel listed in !nvvm.annotations, with its
+// block's largest size (.maxntid: ptxas may give each thread the
+// registers that many threads leave).
+func (Machine) Kernel(m *emit.Module, f *ir.Func, block int64) {
 	f.CallingConv = enum.CallingConvPTXKernel
-	note := m.MetadataDef(false, emit.RawField(f.Type().String()+" "+f.Ident()), &metadata.String{Value: "kernel"}, emit.RawField("i32 1"))
-	m.Note(annotations, note)
+	fn := emit.RawField(f.Type().String() + " " + f.Ident())
+	m.Note(annotations, m.MetadataDef(false, fn, &metadata.String{Value: "kernel"}, emit.RawField("i32 1")))
+	if block > 0 {
+		m.Note(annotations, m.MetadataDef(false, fn, &metadata.String{Value: "maxntidx"}, emit.RawField(fmt.Sprintf("i32 %d", block))))
+	}
 }
 
 // registers are the special registers' names.
