@@ -53,8 +53,8 @@ model mm(a: f32[70, 200], b: f32[200, 60]) {
 		round func(float64) float64 // a factor's rounding
 		ptx   []string              // instructions the kernel must have
 	}{
-		{precision.F32, "tiled", nil, []string{"cp.async.wait_group"}},
-		{precision.TF32, "tiled-tf32", roundTF32, []string{"cp.async.wait_group", "ldmatrix", "mma.sync"}},
+		{precision.F32, "tiled", nil, []string{"cp.async.wait_group", "cp.async.cg.shared.global"}},
+		{precision.TF32, "tiled-tf32", roundTF32, []string{"cp.async.wait_group", "cp.async.cg.shared.global", "ldmatrix", "mma.sync"}},
 		{precision.BF16, "tiled-bf16", lang.BF16.RoundFloat, []string{"ldmatrix", "mma.sync"}},
 		{precision.F16, "tiled-f16", lang.F16.RoundFloat, []string{"ldmatrix", "mma.sync"}},
 	} {

@@ -17,10 +17,10 @@ import (
 // memory asynchronously (cp.async), in groups that a thread commits and
 // waits for; the tiled forms stage their plain factors so.
 type AsyncCopies interface {
-	// CopyAsync starts copying the 4 bytes at src (global memory) to dst
-	// (shared memory), both i8 pointers; the copy belongs to the
-	// thread's next group.
-	CopyAsync(m *Module, b *ir.Block, dst, src value.Value)
+	// CopyAsync starts copying the bytes (4 or 16; 16 from and to
+	// 16-byte boundaries) at src (global memory) to dst (shared memory),
+	// both i8 pointers; the copy belongs to the thread's next group.
+	CopyAsync(m *Module, b *ir.Block, dst, src value.Value, bytes int)
 	// Commit closes the thread's group of the copies started since the
 	// last one (an empty group where there were none).
 	Commit(m *Module, b *ir.Block)
@@ -91,10 +91,17 @@ func (s stagePlan) bytes(t blocking.Tile) int64 {
 }
 
 // copyFactor starts the asynchronous copies of the thread's share of a
-// stage of a factor (the values fetchFactor would evaluate, a read of
-// an f32 argument: asyncFactor) to shared array sh from value base,
-// laid out as lay, rows stride values apart; a value past the side's
-// extent or the depth, or outside the buffer, is stored as 0 at once.
+// stage of a factor (a read of an f32 argument: asyncFactor) to shared
+// array sh from value base, laid out as lay, rows stride values apart.
+// Where the factor's contiguous direction is the stage's rows' (a
+// side-major stage of a factor contiguous along the depth, a
+// depth-major one of a factor contiguous along the side), the thread
+// takes groups of 4 consecutive values, each one 16-byte copy where
+// its 4 elements lie inside and are consecutive in memory from a
+// 16-byte boundary (checked as it runs: the index arithmetic is the
+// lambda's), else 4 copies of 4 bytes; otherwise single values, as
+// fetchFactor takes them. A value past the side's extent or the depth,
+// or outside the buffer, is stored as 0 at once.
 func (f *fn) copyFactor(factor tir.Expr, sh *ir.Global, base value.Value, lay stageLayout, side []*tir.Var, n, stride, extentSide int64, s0, k0, tid value.Value, t blocking.Tile) {
 	g := f.k.GEMM
 	depth := tir.Extent(g.K)
@@ -102,24 +109,31 @@ func (f *fn) copyFactor(factor tir.Expr, sh *ir.Global, base value.Value, lay st
 	src, _ := f.k.Source(a.T)
 	alongK := f.contiguousAlong(factor, g.K)
 	ac := f.m.Machine.(AsyncCopies)
-	i8 := func(addrSpace types.AddrSpace) *types.PointerType {
-		p := types.NewPointer(types.I8)
-		p.AddrSpace = addrSpace
-		return p
+	shared, global := pointer(types.I8, f.m.Machine.Shared()), pointer(types.I8, f.m.Machine.Global())
+	// element is the stage's e-th value: its place in the stage, whether
+	// it lies inside the side and the depth, and binds its variables.
+	type element struct {
+		dst, inside value.Value
+		bind        func()
 	}
-	for r := int64(0); r < n*t.K/t.Threads; r++ {
-		s, kk := f.stageSlot(f.b.NewAdd(tid, i64(r*t.Threads)), n, alongK, t)
-		dst := f.b.NewGetElementPtr(sh.ContentType, sh, i64(0), f.b.NewAdd(base, lay.at(f, s, kk, stride)))
-		zero := func() { f.b.NewStore(constant.NewFloat(types.Float, 0), dst) }
+	at := func(e value.Value) element {
+		s, kk := f.stageSlot(e, n, alongK, t)
 		gs, gk := f.b.NewAdd(s0, s), f.b.NewAdd(k0, kk)
-		inside := f.b.NewAnd(f.b.NewICmp(enum.IPredSLT, gs, i64(extentSide)), f.b.NewICmp(enum.IPredSLT, gk, i64(depth)))
-		f.ifElse(inside, func() {
-			f.unflatten(gs, side, extents(side))
-			f.unflatten(gk, g.K, extents(g.K))
+		return element{
+			dst:    f.b.NewGetElementPtr(sh.ContentType, sh, i64(0), f.b.NewAdd(base, lay.at(f, s, kk, stride))),
+			inside: f.b.NewAnd(f.b.NewICmp(enum.IPredSLT, gs, i64(extentSide)), f.b.NewICmp(enum.IPredSLT, gk, i64(depth))),
+			bind: func() {
+				f.unflatten(gs, side, extents(side))
+				f.unflatten(gk, g.K, extents(g.K))
+			},
+		}
+	}
+	single := func(x element) {
+		zero := func() { f.b.NewStore(constant.NewFloat(types.Float, 0), x.dst) }
+		f.ifElse(x.inside, func() {
+			x.bind()
 			ptr, inRange, outside := f.f32Place(a, src.Arg)
-			start := func() {
-				ac.CopyAsync(f.m, f.b, f.b.NewBitCast(dst, i8(f.m.Machine.Shared())), f.b.NewBitCast(ptr, i8(f.m.Machine.Global())))
-			}
+			start := func() { ac.CopyAsync(f.m, f.b, f.b.NewBitCast(x.dst, shared), f.b.NewBitCast(ptr, global), 4) }
 			if inRange == nil {
 				start()
 				return
@@ -129,5 +143,45 @@ func (f *fn) copyFactor(factor tir.Expr, sh *ir.Global, base value.Value, lay st
 				zero()
 			})
 		}, zero)
+	}
+	per := n * t.K / t.Threads
+	if alongK != lay.sideMajor || per%4 != 0 {
+		for r := int64(0); r < per; r++ {
+			single(at(f.b.NewAdd(tid, i64(r*t.Threads))))
+		}
+		return
+	}
+	for r := int64(0); r < per/4; r++ {
+		first := f.b.NewMul(f.b.NewAdd(tid, i64(r*t.Threads)), i64(4))
+		var group [4]element
+		for j := range group {
+			group[j] = at(f.b.NewAdd(first, i64(int64(j))))
+		}
+		singles := func() {
+			for _, x := range group {
+				single(x)
+			}
+		}
+		// The 4 run along one dimension: the last inside, all are.
+		f.ifElse(group[3].inside, func() {
+			var whole, start value.Value
+			for j, x := range group {
+				x.bind()
+				ptr, inRange, _ := f.f32Place(a, src.Arg)
+				addr := f.b.NewPtrToInt(ptr, types.I64)
+				if j == 0 {
+					start = addr
+					whole = f.b.NewICmp(enum.IPredEQ, f.b.NewAnd(addr, i64(15)), i64(0))
+				} else {
+					whole = f.b.NewAnd(whole, f.b.NewICmp(enum.IPredEQ, addr, f.b.NewAdd(start, i64(int64(4*j)))))
+				}
+				if inRange != nil {
+					whole = f.b.NewAnd(whole, inRange)
+				}
+			}
+			f.ifElse(whole, func() {
+				ac.CopyAsync(f.m, f.b, f.b.NewBitCast(group[0].dst, shared), f.b.NewIntToPtr(start, global), 16)
+			}, singles)
+		}, singles)
 	}
 }

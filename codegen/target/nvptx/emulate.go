@@ -153,6 +153,7 @@ var Renamed = map[string]string{
 	tf32Intrinsic:                      "tofuc_simt_f2tf32_rna",
 	bf16Intrinsic:                      "tofuc_simt_f2bf16_rn",
 	copyAsyncIntrinsic:                 "tofuc_simt_cp_async_4",
+	copyAsync16Intrinsic:               "tofuc_simt_cp_async_16",
 	commitIntrinsic:                    "tofuc_simt_cp_async_commit",
 	waitIntrinsic:                      "tofuc_simt_cp_async_wait",
 }

@@ -158,9 +158,15 @@ func (Machine) MMA(m *emit.Module, b *ir.Block, p precision.Mode, a [4]value.Val
 }
 
 // CopyAsync is cp.async.ca.shared.global of 4 bytes
-// (llvm.nvvm.cp.async.ca.shared.global.4).
-func (Machine) CopyAsync(m *emit.Module, b *ir.Block, dst, src value.Value) {
-	b.NewCall(m.Declare(copyAsyncIntrinsic, types.Void, dst.Type(), src.Type()), dst, src)
+// (llvm.nvvm.cp.async.ca.shared.global.4), cp.async.cg.shared.global of
+// 16 (llvm.nvvm.cp.async.cg.shared.global.16: through L2 only, as a
+// stage is read once per block).
+func (Machine) CopyAsync(m *emit.Module, b *ir.Block, dst, src value.Value, bytes int) {
+	name := copyAsyncIntrinsic
+	if bytes == 16 {
+		name = copyAsync16Intrinsic
+	}
+	b.NewCall(m.Declare(name, types.Void, dst.Type(), src.Type()), dst, src)
 }
 
 // Commit is cp.async.commit_group.
@@ -175,9 +181,10 @@ func (Machine) Wait(m *emit.Module, b *ir.Block, pending int64) {
 
 // The asynchronous copies' intrinsics (sm_80, PTX 7.0).
 const (
-	copyAsyncIntrinsic = "llvm.nvvm.cp.async.ca.shared.global.4"
-	commitIntrinsic    = "llvm.nvvm.cp.async.commit.group"
-	waitIntrinsic      = "llvm.nvvm.cp.async.wait.group"
+	copyAsyncIntrinsic   = "llvm.nvvm.cp.async.ca.shared.global.4"
+	copyAsync16Intrinsic = "llvm.nvvm.cp.async.cg.shared.global.16"
+	commitIntrinsic      = "llvm.nvvm.cp.async.commit.group"
+	waitIntrinsic        = "llvm.nvvm.cp.async.wait.group"
 )
 
 var _ emit.AsyncCopies = Machine{}

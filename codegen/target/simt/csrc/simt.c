@@ -23,6 +23,7 @@ enum { RUNNABLE, AT_BARRIER, AT_SHUFFLE, DONE };
 struct copy {
 	char *dst;
 	const char *src;
+	int bytes;
 	int group;
 };
 
@@ -274,11 +275,11 @@ void tofuc_simt_mma(float *d, int32_t kind, int32_t a0, int32_t a1, int32_t a2, 
 	fibers[t].parity = 1 - row;
 }
 
-// tofuc_simt_cp_async_4 is cp.async.ca.shared.global of 4 bytes: the
-// copy is only recorded, in the thread's open group, and done when a
-// wait completes its group (tofuc_simt_cp_async_wait), so that a kernel
-// that reads shared memory before waiting reads what was there before.
-void tofuc_simt_cp_async_4(char *dst, const char *src) {
+// cp_async records a copy of bytes from src to dst in the thread's open
+// group; it is done when a wait completes the group
+// (tofuc_simt_cp_async_wait), so that a kernel that reads shared memory
+// before waiting reads what was there before.
+static void cp_async(char *dst, const char *src, int bytes) {
 	if (!fibers_on) {
 		misuse = 1;
 		return;
@@ -288,7 +289,21 @@ void tofuc_simt_cp_async_4(char *dst, const char *src) {
 		misuse = 2;
 		return;
 	}
-	f->copies[f->pending++] = (struct copy){dst, src, f->committed};
+	f->copies[f->pending++] = (struct copy){dst, src, bytes, f->committed};
+}
+
+// tofuc_simt_cp_async_4 is cp.async.ca.shared.global of 4 bytes,
+// tofuc_simt_cp_async_16 cp.async.cg.shared.global of 16, whose
+// addresses must be 16-byte aligned (misaligned ones are a misuse, as
+// they fault on a GPU).
+void tofuc_simt_cp_async_4(char *dst, const char *src) { cp_async(dst, src, 4); }
+
+void tofuc_simt_cp_async_16(char *dst, const char *src) {
+	if (((uintptr_t)dst | (uintptr_t)src) & 15) {
+		misuse = 3;
+		return;
+	}
+	cp_async(dst, src, 16);
 }
 
 // tofuc_simt_cp_async_commit is cp.async.commit_group: it closes the
@@ -313,7 +328,7 @@ void tofuc_simt_cp_async_wait(int32_t n) {
 	for (int c = 0; c < f->pending; c++) {
 		struct copy cp = f->copies[c];
 		if (cp.group < f->committed - n)
-			memcpy(cp.dst, cp.src, 4);
+			memcpy(cp.dst, cp.src, cp.bytes);
 		else
 			f->copies[kept++] = cp;
 	}
@@ -394,7 +409,8 @@ static int run_fibers(int n) {
 // a kernel run without sync used a barrier or a shuffle; -3 when the
 // block is too large or memory runs out; -4 when a warp of fewer than 32
 // threads met at an mma or ldmatrix; -5 when a thread had more than
-// MAX_COPIES asynchronous copies pending.
+// MAX_COPIES asynchronous copies pending; -6 when a 16-byte
+// asynchronous copy was misaligned.
 int tofuc_simt_run(tofuc_entry entry, void **args, int64_t nctaid, int64_t ntid, int64_t first, int64_t last, int64_t sync) {
 	if (ntid < 1 || ntid > MAX_THREADS)
 		return -3;
@@ -420,7 +436,7 @@ int tofuc_simt_run(tofuc_entry entry, void **args, int64_t nctaid, int64_t ntid,
 			if (run_fibers((int)ntid) != 0)
 				return -1;
 			if (misuse)
-				return misuse == 2 ? -5 : -4;
+				return misuse == 3 ? -6 : misuse == 2 ? -5 : -4;
 			continue;
 		}
 		for (int32_t t = 0; t < ntid; t++) {
