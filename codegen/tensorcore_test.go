@@ -278,9 +278,10 @@ func TestStageShared(t *testing.T) {
 
 // TestStored16BitFactors: a contraction of a model's f16 (bf16)
 // tensors runs on tensor cores in the f16 (bf16) format in every mode
-// that computes in f32, the factors taken exactly, and its result is the
-// documented arithmetic's (TestTiledArithmetic) rounded to the output's
-// format; the exact mode keeps the tiled form.
+// that computes in f32, the other 16-bit mode's included, the factors
+// taken exactly, and its result is the documented arithmetic's
+// (TestTiledArithmetic) rounded to the output's format; the exact mode
+// keeps the tiled form. The bf16 factors reach 2²⁰, beyond f16's range.
 func TestStored16BitFactors(t *testing.T) {
 	tl := tools(t)
 	for _, dt := range []lang.DType{lang.F16, lang.BF16} {
@@ -291,6 +292,9 @@ func TestStored16BitFactors(t *testing.T) {
 			for i := range x.Len() {
 				x.SetFlat(i, dt.RoundFloat((2*r.Float64()-1)*math.Ldexp(1, r.IntN(6)-3)))
 			}
+			if dt == lang.BF16 {
+				x.SetFlat(5, 0x1p20)
+			}
 		}
 		exact := func(x float64) float64 { return x }
 		sum := tiledProduct(in["a"], in["b"], precision.F16, exact) // 16 deep a product in both formats
@@ -298,7 +302,7 @@ func TestStored16BitFactors(t *testing.T) {
 		for i := range want.Len() {
 			want.SetFlat(i, dt.RoundFloat(sum.Flat(i)))
 		}
-		for _, p := range []precision.Mode{precision.Exact, precision.F32, precision.TF32} {
+		for _, p := range []precision.Mode{precision.Exact, precision.F32, precision.TF32, precision.BF16, precision.F16} {
 			dir := t.TempDir()
 			c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"simt"}, Tools: tl, Precision: p})
 			if err != nil {

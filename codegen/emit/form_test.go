@@ -52,6 +52,8 @@ func TestMMALayout(t *testing.T) {
 		{blocking.Tile{M: 16, N: 32, K: 16, Threads: 48}, 8, 0, 0, false},  // not whole warps
 		{blocking.Tile{M: 16, N: 16, K: 16, Threads: 96}, 8, 0, 0, false},  // 2 products for 3 warps
 		{blocking.Tile{M: 64, N: 64, K: 8, Threads: 256}, 16, 0, 0, false}, // a stage shallower than a product
+		{blocking.Tile{M: 32, N: 16, K: 16, Threads: 64}, 8, 1, 2, true},
+		{blocking.Tile{M: 16, N: 8, K: 16, Threads: 32}, 8, 0, 0, false}, // one product column: wn odd
 	} {
 		wm, wn, ok := mmaLayout(tc.tile, tc.depth)
 		if wm != tc.wm || wn != tc.wn || ok != tc.ok {

@@ -58,11 +58,19 @@ type tensorCoreForm struct {
 
 func (f tensorCoreForm) Name() string { return "tiled-" + f.mode.String() }
 
-// Applies in the form's mode, and in every mode that computes in f32
-// to a contraction whose factors are stored in the form's 16-bit format
-// (a model's f16 or bf16 tensors), which the tensor cores take exactly.
+// Applies in the form's mode, but to a contraction whose factors are
+// stored in a 16-bit format (a model's f16 or bf16 tensors), which in
+// every mode that computes in f32 runs in that format's form, its
+// factors taken exactly.
 func (f tensorCoreForm) Applies(k *kernel.Kernel, p precision.Mode) bool {
-	if k.GEMM == nil || k.PackOnly || p != f.mode && !(p.InF32() && storedIn(k) == f.mode) {
+	if k.GEMM == nil || k.PackOnly {
+		return false
+	}
+	if stored := storedIn(k); p.InF32() && stored != precision.Exact {
+		if stored != f.mode {
+			return false
+		}
+	} else if p != f.mode {
 		return false
 	}
 	_, _, ok := mmaLayout(blocking.GPUTile(k.GEMM), mmaDepth(f.mode))
@@ -139,10 +147,11 @@ const mmaM, mmaN = 16, 8
 
 // mmaLayout shares tile t's mmaM × mmaN products among its warps: each
 // warp wm × wn of them (a block of wm·mmaM rows and wn·mmaN columns),
-// the warps in a grid over the tile. Of the splits that exist it takes
-// the one that loads the fewest fragments a stage (4 registers per
-// product row, 2 per product column), for products depth deep; ok is
-// false where none does.
+// the warps in a grid over the tile, wn even (B's fragments are loaded
+// two product columns at a time). Of the splits that exist it takes the
+// one that loads the fewest fragments a stage (4 registers per product
+// row, 2 per product column), for products depth deep; ok is false
+// where none does.
 func mmaLayout(t blocking.Tile, depth int64) (wm, wn int64, ok bool) {
 	warps := t.Threads / 32
 	tilesM, tilesN := t.M/mmaM, t.N/mmaN
@@ -152,7 +161,7 @@ func mmaLayout(t blocking.Tile, depth int64) (wm, wn int64, ok bool) {
 	per := tilesM * tilesN / warps
 	for m := int64(1); m <= per; m++ {
 		n := per / m
-		if per%m != 0 || tilesM%m != 0 || tilesN%n != 0 {
+		if per%m != 0 || tilesM%m != 0 || tilesN%n != 0 || n%2 != 0 {
 			continue
 		}
 		// Ties go to the larger m: 4 × 4 blocks of a 128 × 128 tile,
@@ -223,12 +232,8 @@ func (w *mmaWork) products(f *fn, as, bs stageRef, acc []value.Value) []value.Va
 			copy(a[i][:], w.fragments(f, as, w.sm, at, k0, [][2]int64{{0, 0}, {8, 0}, {0, h}, {8, h}}))
 		}
 		b := make([][2]value.Value, w.wn)
-		for j := int64(0); j < w.wn; j += 2 {
+		for j := int64(0); j < w.wn; j += 2 { // wn is even (mmaLayout)
 			at := f.b.NewAdd(w.col0, i64(j*mmaN))
-			if j+1 == w.wn {
-				copy(b[j][:], w.fragments(f, bs, w.sn, at, k0, [][2]int64{{0, 0}, {0, h}}))
-				continue
-			}
 			r := w.fragments(f, bs, w.sn, at, k0, [][2]int64{{0, 0}, {0, h}, {8, 0}, {8, h}})
 			b[j], b[j+1] = [2]value.Value{r[0], r[1]}, [2]value.Value{r[2], r[3]}
 		}

@@ -10,11 +10,12 @@ import (
 
 // Tolerance is tofuc's one policy for comparing results (docs/testing.md):
 // a float element got matches want when |got - want| <= Abs + Rel*|want|
-// + RMS*rms, where rms is the root mean square of want's finite
-// elements (a part relative to the whole output's scale: the rounding
-// error of a sum of terms of random signs grows as the sum's spread
-// does, not as each element); NaN matches NaN and an infinity matches
-// the same infinity. Integers and bools always match exactly.
+// + RMS*rms, where rms is the root mean square of the finite elements
+// of want's row (of its last dimension) that holds it (a part relative
+// to the row's scale: the rounding error of a sum of terms of random
+// signs grows as the sums' spread does, not as each element); NaN
+// matches NaN and an infinity matches the same infinity. Integers and
+// bools always match exactly.
 type Tolerance struct {
 	Rel, Abs, RMS float64
 }
@@ -52,34 +53,54 @@ func Reordered(dt lang.DType, n int) Tolerance {
 // Compare reports the first difference between got and want beyond tol in
 // dtype, shape or values; for values it names the largest error and where.
 func Compare(got, want *Tensor, tol Tolerance) error {
-	tol = tol.Scaled(want)
-	return compare(got, want, func(int) Tolerance { return tol }, "")
+	perRow, n := tol.PerRow(want), rowLen(want)
+	return compare(got, want, func(i int) Tolerance { return perRow(i / n) }, "")
 }
 
-// Scaled is tol for comparisons with want, its part relative to the
-// root mean square added to Abs.
-func (tol Tolerance) Scaled(want *Tensor) Tolerance {
-	if tol.RMS != 0 {
-		tol.Abs += tol.RMS * rootMeanSquare(want)
-		tol.RMS = 0
+// PerRow is tol for each row of want (of its last dimension): its part
+// relative to the row's root mean square added to Abs.
+func (tol Tolerance) PerRow(want *Tensor) func(row int) Tolerance {
+	if tol.RMS == 0 {
+		return func(int) Tolerance { return tol }
 	}
-	return tol
+	n := rowLen(want)
+	rows := make([]Tolerance, want.Len()/n)
+	for r := range rows {
+		rows[r] = Tolerance{Rel: tol.Rel, Abs: tol.Abs + tol.RMS*rootMeanSquare(want, r*n, n)}
+	}
+	return func(row int) Tolerance { return rows[row] }
 }
 
-// rootMeanSquare is the root mean square of t's finite elements (0 for
-// none).
-func rootMeanSquare(t *Tensor) float64 {
-	sum, n := 0.0, 0
-	for i := range t.Len() {
-		if v := t.Flat(i); !math.IsInf(v, 0) && !math.IsNaN(v) {
-			sum += v * v
-			n++
+// rowLen is the length of t's rows: its last dimension (1 for a scalar,
+// at least 1).
+func rowLen(t *Tensor) int {
+	if len(t.Shape) == 0 {
+		return 1
+	}
+	return max(1, t.Shape[len(t.Shape)-1])
+}
+
+// rootMeanSquare is the root mean square of the finite elements of t in
+// [from, from+n) (0 for none), scaled by their largest magnitude so that
+// no square overflows.
+func rootMeanSquare(t *Tensor, from, n int) float64 {
+	largest := 0.0
+	for i := from; i < from+n; i++ {
+		if v := math.Abs(t.Flat(i)); !math.IsInf(v, 0) && !math.IsNaN(v) {
+			largest = max(largest, v)
 		}
 	}
-	if n == 0 {
+	if largest == 0 {
 		return 0
 	}
-	return math.Sqrt(sum / float64(n))
+	sum, count := 0.0, 0
+	for i := from; i < from+n; i++ {
+		if v := t.Flat(i); !math.IsInf(v, 0) && !math.IsNaN(v) {
+			sum += (v / largest) * (v / largest)
+			count++
+		}
+	}
+	return largest * math.Sqrt(sum/float64(count))
 }
 
 // CompareBounded is Compare where element i of got may differ from want's
