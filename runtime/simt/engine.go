@@ -105,7 +105,7 @@ func (e *Engine) Launch(k *plan.Kernel, argv uintptr) error {
 		case -5:
 			return fmt.Errorf("a thread with more asynchronous copies (cp.async) pending than the emulator holds")
 		case -6:
-			return fmt.Errorf("a 16-byte asynchronous copy (cp.async) from or to an address that is not 16-byte aligned")
+			return fmt.Errorf("a 16-byte asynchronous copy (cp.async) or an ldmatrix row at an address that is not 16-byte aligned")
 		default:
 			return fmt.Errorf("the emulator cannot run a block of %d threads", k.Block)
 		}

@@ -195,6 +195,8 @@ void tofuc_simt_ldmatrix(int32_t *d, int32_t n, const char *row) {
 		memset(d, 0, sizeof *d * (n == 1 || n == 2 ? n : 4));
 		return;
 	}
+	if ((t & 31) < 8 * n && ((uintptr_t)row & 15)) // a row is 16 aligned bytes
+		misuse = 3;
 	int slot = fibers[t].parity;
 	ldmatrix_slot[slot][t] = row;
 	yield(AT_SHUFFLE);
@@ -277,8 +279,10 @@ void tofuc_simt_mma(float *d, int32_t kind, int32_t a0, int32_t a1, int32_t a2, 
 
 // cp_async records a copy of bytes from src to dst in the thread's open
 // group; it is done when a wait completes the group
-// (tofuc_simt_cp_async_wait), so that a kernel that reads shared memory
-// before waiting reads what was there before.
+// (tofuc_simt_cp_async_wait). Until then dst holds NaNs (all bits set):
+// a GPU may land the copy at any moment in between, so a kernel that
+// reads dst before its wait, or lets a copy overwrite a stage that
+// other threads still read (a missing barrier), reads garbage here too.
 static void cp_async(char *dst, const char *src, int bytes) {
 	if (!fibers_on) {
 		misuse = 1;
@@ -289,6 +293,7 @@ static void cp_async(char *dst, const char *src, int bytes) {
 		misuse = 2;
 		return;
 	}
+	memset(dst, 0xff, bytes);
 	f->copies[f->pending++] = (struct copy){dst, src, bytes, f->committed};
 }
 
@@ -410,7 +415,7 @@ static int run_fibers(int n) {
 // block is too large or memory runs out; -4 when a warp of fewer than 32
 // threads met at an mma or ldmatrix; -5 when a thread had more than
 // MAX_COPIES asynchronous copies pending; -6 when a 16-byte
-// asynchronous copy was misaligned.
+// asynchronous copy or an ldmatrix row was misaligned.
 int tofuc_simt_run(tofuc_entry entry, void **args, int64_t nctaid, int64_t ntid, int64_t first, int64_t last, int64_t sync) {
 	if (ntid < 1 || ntid > MAX_THREADS)
 		return -3;
