@@ -87,11 +87,11 @@ func TrainingGraph(model *ir.Graph, ops Ops, opts TrainOptions) (g *ir.Graph, ne
 	if len(model.Outputs) == 0 {
 		return nil, nil, fmt.Errorf("model %s has no output", model.Name)
 	}
-	scale, err := lossScale(opts.LossScale)
+	loss, err := t.loss(model.Outputs[0], opts.Loss)
 	if err != nil {
 		return nil, nil, err
 	}
-	loss, err := t.loss(model.Outputs[0], opts.Loss)
+	scale, err := t.lossScale(opts.LossScale, loss)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -210,15 +210,42 @@ func (t *trainer) loss(y *ir.Value, kind string) (*ir.Value, error) {
 	return nil, fmt.Errorf("unknown loss %q (expected cross_entropy or mse)", kind)
 }
 
-// lossScale checks a loss scale (TrainOptions.LossScale).
-func lossScale(s float64) (float64, error) {
+// lossScale checks a loss scale (TrainOptions.LossScale) against the
+// loss's and the parameters' dtypes: the seed must be finite in the
+// loss's, and 1/s a normal number of every gradient's.
+func (t *trainer) lossScale(s float64, loss *ir.Value) (float64, error) {
 	if s == 0 {
 		return 1, nil
 	}
 	if frac, _ := math.Frexp(s); s < 1 || math.IsInf(s, 0) || frac != 0.5 {
 		return 0, fmt.Errorf("the loss scale %g is not a power of two of at least 1 (one is, so that scaling the gradients and unscaling them are exact)", s)
 	}
+	for _, v := range append([]*ir.Value{loss}, paramValues(t.g)...) {
+		if most := maxLossScale(v.DType); s > most {
+			return 0, fmt.Errorf("the loss scale %g is beyond %g, the most that %s (%s) allows", s, most, v.Name, v.DType)
+		}
+	}
 	return s, nil
+}
+
+// maxLossScale is the largest power of two whose reciprocal is a normal
+// number of dt (so that it is also finite there).
+func maxLossScale(dt lang.DType) float64 {
+	switch dt {
+	case lang.F16:
+		return 0x1p14
+	case lang.F64:
+		return 0x1p1022
+	}
+	return 0x1p126
+}
+
+func paramValues(g *ir.Graph) []*ir.Value {
+	out := make([]*ir.Value, len(g.Params))
+	for i, p := range g.Params {
+		out[i] = p.Value
+	}
+	return out
 }
 
 // backward adds the backward nodes from the loss, its gradient seeded

@@ -204,7 +204,7 @@ func TestLossScale(t *testing.T) {
 			t.Errorf("output %s with a loss scale of 1024: %v", name, err)
 		}
 	}
-	for _, bad := range []float64{3, 0.5, -2, math.Inf(1)} {
+	for _, bad := range []float64{3, 0.5, -2, math.Inf(1), 0x1p1023} {
 		if _, _, err := autodiff.TrainingGraph(g, m, autodiff.TrainOptions{LossScale: bad}); err == nil {
 			t.Errorf("a loss scale of %g was accepted", bad)
 		}

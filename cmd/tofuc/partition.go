@@ -99,7 +99,7 @@ func (f *partitionFlags) validate(nargs int, changed func(string) bool) ([]int, 
 		return nil, fmt.Errorf("--devices must be 2 to %d", partition.MaxDevices)
 	case f.memory < 0:
 		return nil, fmt.Errorf("--memory must not be negative")
-	case !f.train.train && (changed("loss") || changed("optimizer") || changed("lr")):
+	case !f.train.train && (changed("loss") || changed("optimizer") || changed("lr") || changed("loss-scale")):
 		return nil, fmt.Errorf("--loss, --optimizer, --lr and --loss-scale go with --train")
 	case f.objective != partition.Bytes && f.objective != partition.Time:
 		return nil, fmt.Errorf("--objective must be %s or %s", partition.Bytes, partition.Time)

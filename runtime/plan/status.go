@@ -22,7 +22,7 @@ func (k *Kernel) StatusError(status []uint64) error {
 		return nil
 	}
 	if status[0] == StatusF16Overflow {
-		return fmt.Errorf("kernel %s: a factor of its contraction is %g, beyond f16's range (±65504), so its f16 products would be infinite; compile with --precision bf16, tf32 or f32, or scale the model's values into f16's range",
+		return fmt.Errorf("kernel %s: a factor of its contraction is %g, beyond f16's range (±65504), so its f16 products would be infinite; compile with --precision bf16, tf32 or f32, or scale the model's values into f16's range (in training, a smaller --loss-scale)",
 			k.Label, math.Float32frombits(uint32(status[2])))
 	}
 	site := int(status[0]) - 1
