@@ -20,9 +20,9 @@ import (
 	"tofuc/runtime/tensor"
 )
 
-// TestTiledArithmetic runs a matmul's tiled kernel on the SIMT emulator
-// in the f32 mode and in each tensor-core mode and checks its result
-// bit for bit against the arithmetic the form documents
+// TestTiledArithmetic runs contractions' tiled kernels on the SIMT
+// emulator in the f32 mode and in each tensor-core mode and checks their
+// results bit for bit against the arithmetic the forms document
 // (docs/codegen.md): in f32 one fused multiply-add a product, in depth
 // order; on tensor cores, per product depth (8 in TF32, 16 in BF16 and
 // F16), the factors rounded to the mode's format, their products
@@ -30,74 +30,98 @@ import (
 // total rounded once to f32 (the emulator's model of a tensor core).
 // A stage copied before its wait, a wrong ldmatrix lane, a lost product
 // or a narrower accumulator changes some result. The factors span
-// twelve binary orders of magnitude, so that every rounding matters; the
-// depth (200) is no multiple of a stage's.
+// twelve binary orders of magnitude, so that every rounding matters. A
+// matmul (depth 200, no multiple of a stage's) and two contractions
+// whose factors lie the other way (A contiguous along its rows, B along
+// the depth), one at odd sizes (rows of the factors off 16-byte
+// boundaries: 16-byte copies fall back to 4-byte ones as they run), one
+// at even ones.
 func TestTiledArithmetic(t *testing.T) {
 	tl := tools(t)
-	const rows, depth, cols = 70, 200, 60
-	g := modelFromSource(t, `
-model mm(a: f32[70, 200], b: f32[200, 60]) {
-    return matmul(a, b)
-}
-`)
 	r := rand.New(rand.NewPCG(3, 4))
-	in := map[string]*tensor.Tensor{"a": tensor.New(lang.F32, []int{rows, depth}), "b": tensor.New(lang.F32, []int{depth, cols})}
-	for _, x := range in {
-		for i := range x.Len() {
-			x.SetFlat(i, float64(float32((2*r.Float64()-1)*math.Ldexp(1, r.IntN(12)-6))))
-		}
+	type factors struct {
+		a, b func(in map[string]*tensor.Tensor, i, d int) float64 // A[i, d], B[d, j] (j as i)
 	}
-	for _, mode := range []struct {
-		p     precision.Mode
-		form  string
-		round func(float64) float64 // a factor's rounding
-		ptx   []string              // instructions the kernel must have
+	straight := factors{
+		a: func(in map[string]*tensor.Tensor, i, d int) float64 { return in["a"].At(i, d) },
+		b: func(in map[string]*tensor.Tensor, j, d int) float64 { return in["b"].At(d, j) },
+	}
+	turned := factors{
+		a: func(in map[string]*tensor.Tensor, i, d int) float64 { return in["a"].At(d, i) },
+		b: func(in map[string]*tensor.Tensor, j, d int) float64 { return in["b"].At(j, d) },
+	}
+	const turnedOp = "op mm_t(a: [K, M], b: [N, K]) -> [M, N] = lambda m, n: sum(lambda k: a[k, m] * b[n, k])\n"
+	for _, tc := range []struct {
+		name    string
+		src     string
+		m, n, k int
+		f       factors
+		shapes  [2][]int
 	}{
-		{precision.F32, "tiled", nil, []string{"cp.async.wait_group", "cp.async.cg.shared.global"}},
-		{precision.TF32, "tiled-tf32", roundTF32, []string{"cp.async.wait_group", "cp.async.cg.shared.global", "ldmatrix", "mma.sync"}},
-		{precision.BF16, "tiled-bf16", lang.BF16.RoundFloat, []string{"ldmatrix", "mma.sync"}},
-		{precision.F16, "tiled-f16", lang.F16.RoundFloat, []string{"ldmatrix", "mma.sync"}},
+		{"matmul", "model mm(a: f32[70, 200], b: f32[200, 60]) {\n    return matmul(a, b)\n}\n", 70, 60, 200, straight, [2][]int{{70, 200}, {200, 60}}},
+		{"turned-odd", turnedOp + "model mm(a: f32[83, 37], b: f32[45, 83]) {\n    return mm_t(a, b)\n}\n", 37, 45, 83, turned, [2][]int{{83, 37}, {45, 83}}},
+		{"turned", turnedOp + "model mm(a: f32[96, 64], b: f32[48, 96]) {\n    return mm_t(a, b)\n}\n", 64, 48, 96, turned, [2][]int{{96, 64}, {48, 96}}},
 	} {
-		t.Run(mode.p.String(), func(t *testing.T) {
-			dir := t.TempDir()
-			c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"ptx", "simt"}, Tools: tl, Precision: mode.p})
-			if err != nil {
-				t.Fatal(err)
+		g := modelFromSource(t, tc.src)
+		in := map[string]*tensor.Tensor{"a": tensor.New(lang.F32, tc.shapes[0]), "b": tensor.New(lang.F32, tc.shapes[1])}
+		for _, x := range []*tensor.Tensor{in["a"], in["b"]} {
+			for i := range x.Len() {
+				x.SetFlat(i, float64(float32((2*r.Float64()-1)*math.Ldexp(1, r.IntN(12)-6))))
 			}
-			if k := c.Plan.Kernels; len(k) != 1 || k[0].Form != mode.form {
-				t.Fatalf("kernels %+v, want one of the %s form", k, mode.form)
-			}
-			ptx := modulesText(t, dir, "ptx")
-			for _, ins := range append(mode.ptx, fmt.Sprintf(".maxntid %d, 1, 1", c.Plan.Kernels[0].Block)) {
-				if !strings.Contains(ptx, ins) {
-					t.Errorf("the kernel has no %s", ins)
+		}
+		for _, mode := range []struct {
+			p     precision.Mode
+			form  string
+			round func(float64) float64 // a factor's rounding
+			ptx   []string              // instructions the kernel must have
+		}{
+			{precision.F32, "tiled", nil, []string{"cp.async.wait_group", "cp.async.cg.shared.global"}},
+			{precision.TF32, "tiled-tf32", roundTF32, []string{"cp.async.wait_group", "cp.async.cg.shared.global", "ldmatrix", "mma.sync"}},
+			{precision.BF16, "tiled-bf16", lang.BF16.RoundFloat, []string{"ldmatrix", "mma.sync"}},
+			{precision.F16, "tiled-f16", lang.F16.RoundFloat, []string{"ldmatrix", "mma.sync"}},
+		} {
+			t.Run(tc.name+"-"+mode.p.String(), func(t *testing.T) {
+				dir := t.TempDir()
+				c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"ptx", "simt"}, Tools: tl, Precision: mode.p})
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			sp, err := executor.Open(c.Plan, dir, simt.Kind.Name, executor.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sp.Close()
-			out, err := sp.Run(in, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got *tensor.Tensor
-			for _, v := range out {
-				got = v
-			}
-			want := tiledProduct(in["a"], in["b"], mode.p, mode.round)
-			if err := tensor.Compare(got, want, tensor.Exact); err != nil {
-				t.Error(err)
-			}
-		})
+				if k := c.Plan.Kernels; len(k) != 1 || k[0].Form != mode.form {
+					t.Fatalf("kernels %+v, want one of the %s form", k, mode.form)
+				}
+				ptx := modulesText(t, dir, "ptx")
+				for _, ins := range append(mode.ptx, fmt.Sprintf(".maxntid %d, 1, 1", c.Plan.Kernels[0].Block)) {
+					if !strings.Contains(ptx, ins) {
+						t.Errorf("the kernel has no %s", ins)
+					}
+				}
+				sp, err := executor.Open(c.Plan, dir, simt.Kind.Name, executor.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sp.Close()
+				out, err := sp.Run(in, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got *tensor.Tensor
+				for _, v := range out {
+					got = v
+				}
+				a := func(i, d int) float64 { return tc.f.a(in, i, d) }
+				b := func(j, d int) float64 { return tc.f.b(in, j, d) }
+				if err := tensor.Compare(got, tiledProduct(a, b, tc.m, tc.n, tc.k, mode.p, mode.round), tensor.Exact); err != nil {
+					t.Error(err)
+				}
+			})
+		}
 	}
 }
 
-// tiledProduct is a·b as the tiled forms compute it in mode p (f32, or a
-// tensor-core mode with its factors' rounding round).
-func tiledProduct(a, b *tensor.Tensor, p precision.Mode, round func(float64) float64) *tensor.Tensor {
-	m, k, n := a.Shape[0], a.Shape[1], b.Shape[1]
+// tiledProduct is the m × n product of A (a(i, d)) and B (b(j, d)), depth
+// k, as the tiled forms compute it in mode p (f32, or a tensor-core mode
+// with its factors' rounding round).
+func tiledProduct(a, b func(i, d int) float64, m, n, k int, p precision.Mode, round func(float64) float64) *tensor.Tensor {
 	out := tensor.New(lang.F32, []int{m, n})
 	step := 8
 	if p != precision.TF32 {
@@ -108,13 +132,13 @@ func tiledProduct(a, b *tensor.Tensor, p precision.Mode, round func(float64) flo
 			acc := float32(0)
 			if round == nil {
 				for d := range k {
-					acc = fma32(float32(a.Flat(i*k+d)), float32(b.Flat(d*n+j)), acc)
+					acc = fma32(float32(a(i, d)), float32(b(j, d)), acc)
 				}
 			} else {
 				for d0 := 0; d0 < k; d0 += step {
 					sum := 0.0
 					for d := d0; d < min(d0+step, k); d++ {
-						sum += round(a.Flat(i*k+d)) * round(b.Flat(d*n+j))
+						sum += round(a(i, d)) * round(b(j, d))
 					}
 					acc = float32(sum + float64(acc))
 				}
@@ -297,7 +321,9 @@ func TestStored16BitFactors(t *testing.T) {
 			}
 		}
 		exact := func(x float64) float64 { return x }
-		sum := tiledProduct(in["a"], in["b"], precision.F16, exact) // 16 deep a product in both formats
+		a := func(i, d int) float64 { return in["a"].At(i, d) }
+		b := func(j, d int) float64 { return in["b"].At(d, j) }
+		sum := tiledProduct(a, b, 70, 60, 200, precision.F16, exact) // 16 deep a product in both formats
 		want := tensor.New(dt, sum.Shape)
 		for i := range want.Len() {
 			want.SetFlat(i, dt.RoundFloat(sum.Flat(i)))
