@@ -203,14 +203,14 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	form := emit.FormOf(k, b.p.Precision)
 	launch := form.Launch(k, b.p.Precision)
 	pk := plan.Kernel{Name: name, Label: k.Label, Kind: k.Kind.String(), Form: form.Name(), Elements: k.Elements,
-		Grid: launch.Grid, Block: launch.Block, Shared: launch.Shared, Sync: launch.Sync && !k.HostOnly(), Writes: k.Writes()}
+		Grid: launch.Grid, Block: launch.Block, Shared: launch.Shared, DynamicShared: launch.DynamicShared, Sync: launch.Sync && !k.HostOnly(), Writes: k.Writes()}
 	pk.HostRange, pk.HostGrain = form.HostRange(k)
 	if k.GEMM != nil && !k.PackOnly {
 		pk.HostPhase = blocking.GEMMPackItems(k.GEMM)
 	}
 	switch {
 	case k.HostOnly():
-		pk.HostOnly, pk.Grid, pk.Block, pk.Shared = true, 0, 0, 0
+		pk.HostOnly, pk.Grid, pk.Block, pk.Shared, pk.DynamicShared = true, 0, 0, 0, false
 	case k.GPUOnly:
 		pk.GPUOnly, pk.HostRange, pk.HostGrain, pk.HostPhase = true, 0, 0, 0
 	}

@@ -361,3 +361,60 @@ func TestStored16BitFactors(t *testing.T) {
 		}
 	}
 }
+
+// TestTiledLargeTiles (TOFUC_LONG=1: about a minute): 128 × 128 tiles,
+// whose asynchronous stages (four in f32, four in tf32) take more than
+// 48 KB of shared memory, dynamic, compute the documented arithmetic
+// bit for bit on the emulator (TestTiledArithmetic); a batch of 128
+// products of 128 × 128 results, depth 48 (three stages).
+func TestTiledLargeTiles(t *testing.T) {
+	if os.Getenv("TOFUC_LONG") == "" {
+		t.Skip("TOFUC_LONG is not set")
+	}
+	tl := tools(t)
+	const batch, m, n, k = 128, 128, 128, 48
+	g := modelFromSource(t, fmt.Sprintf("model bmm(a: f32[%[1]d, %[2]d, %[4]d], b: f32[%[1]d, %[4]d, %[3]d]) {\n    return batch_matmul(a, b)\n}\n", batch, m, n, k))
+	r := rand.New(rand.NewPCG(9, 10))
+	in := map[string]*tensor.Tensor{"a": tensor.New(lang.F32, []int{batch, m, k}), "b": tensor.New(lang.F32, []int{batch, k, n})}
+	for _, x := range []*tensor.Tensor{in["a"], in["b"]} {
+		for i := range x.Len() {
+			x.SetFlat(i, float64(float32((2*r.Float64()-1)*math.Ldexp(1, r.IntN(12)-6))))
+		}
+	}
+	for _, mode := range []struct {
+		p     precision.Mode
+		round func(float64) float64
+	}{{precision.F32, nil}, {precision.TF32, roundTF32}} {
+		dir := t.TempDir()
+		c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"simt"}, Tools: tl, Precision: mode.p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := c.Plan.Kernels; len(k) != 1 || !k[0].DynamicShared || k[0].Shared <= 48<<10 {
+			t.Fatalf("%s: kernels %+v, want one with more than 48 KB of dynamic shared memory", mode.p, k)
+		}
+		sp, err := executor.Open(c.Plan, dir, simt.Kind.Name, executor.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := sp.Run(in, nil)
+		sp.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, got := range out {
+			for z := range batch {
+				a := func(i, d int) float64 { return in["a"].At(z, i, d) }
+				b := func(j, d int) float64 { return in["b"].At(z, d, j) }
+				want := tiledProduct(a, b, m, n, k, mode.p, mode.round)
+				part := tensor.New(lang.F32, []int{m, n})
+				for i := range part.Len() {
+					part.SetFlat(i, got.Flat(z*m*n+i))
+				}
+				if err := tensor.Compare(part, want, tensor.Exact); err != nil {
+					t.Fatalf("%s, batch %d: %v", mode.p, z, err)
+				}
+			}
+		}
+	}
+}

@@ -34,28 +34,36 @@ type AsyncCopies interface {
 // factor laid out as lay, a factor that is a plain read of an f32
 // buffer (asyncFactor) copied there asynchronously, buffers stages
 // ahead, the others fetched into registers during a stage's products
-// and stored after it.
+// and stored after it; above maxStaticShared the memory is dynamic.
 type stagePlan struct {
 	lay     stageLayout
 	async   [2]bool // A's and B's
 	buffers int64   // the stages of an asynchronous factor in shared memory, 1 without one
+	dynamic bool
 }
 
 // maxStaticShared is the most static shared memory a kernel may have
-// on NVIDIA GPUs (more needs dynamic shared memory).
-const maxStaticShared = 48 << 10
+// on NVIDIA GPUs (more is dynamic, which a kernel opts in to).
+// maxStageShared is the most a tiled kernel's stages take: two blocks
+// fit a multiprocessor of an A100 (164 KB) or an H100 (228 KB).
+// maxBuffers is the deepest pipeline of asynchronous stages.
+const (
+	maxStaticShared = 48 << 10
+	maxStageShared  = 80 << 10
+	maxBuffers      = 4
+)
 
-// planStages is the stage plan of tiled kernel k laid out as lay: three
-// buffers where they fit in maxStaticShared, else two.
+// planStages is the stage plan of tiled kernel k laid out as lay: the
+// most buffers, up to maxBuffers, whose stages fit in maxStageShared,
+// at least two.
 func planStages(k *kernel.Kernel, lay stageLayout) stagePlan {
 	s := stagePlan{lay: lay, async: [2]bool{asyncFactor(k, k.GEMM.A, lay), asyncFactor(k, k.GEMM.B, lay)}, buffers: 1}
+	t := blocking.GPUTile(k.GEMM)
 	if s.async[0] || s.async[1] {
-		t := blocking.GPUTile(k.GEMM)
-		s.buffers = 3
-		if s.bytes(t) > maxStaticShared {
-			s.buffers = 2
+		for s.buffers = maxBuffers; s.buffers > 2 && s.bytes(t) > maxStageShared; s.buffers-- {
 		}
 	}
+	s.dynamic = s.bytes(t) > maxStaticShared
 	return s
 }
 
@@ -91,8 +99,9 @@ func (s stagePlan) bytes(t blocking.Tile) int64 {
 }
 
 // copyFactor starts the asynchronous copies of the thread's share of a
-// stage of a factor (a read of an f32 argument: asyncFactor) to shared
-// array sh from value base, laid out as lay, rows stride values apart.
+// stage of a factor (a read of an f32 argument: asyncFactor) to the
+// shared array whose first value sh points to, from value base, laid
+// out as lay, rows stride values apart.
 // Where the factor's contiguous direction is the stage's rows' (a
 // side-major stage of a factor contiguous along the depth, a
 // depth-major one of a factor contiguous along the side), the thread
@@ -102,7 +111,7 @@ func (s stagePlan) bytes(t blocking.Tile) int64 {
 // lambda's), else 4 copies of 4 bytes; otherwise single values, as
 // fetchFactor takes them. A value past the side's extent or the depth,
 // or outside the buffer, is stored as 0 at once.
-func (f *fn) copyFactor(factor tir.Expr, sh *ir.Global, base value.Value, lay stageLayout, side []*tir.Var, n, stride, extentSide int64, s0, k0, tid value.Value, t blocking.Tile) {
+func (f *fn) copyFactor(factor tir.Expr, sh value.Value, base value.Value, lay stageLayout, side []*tir.Var, n, stride, extentSide int64, s0, k0, tid value.Value, t blocking.Tile) {
 	g := f.k.GEMM
 	depth := tir.Extent(g.K)
 	a := factor.(*tir.Access)
@@ -120,7 +129,7 @@ func (f *fn) copyFactor(factor tir.Expr, sh *ir.Global, base value.Value, lay st
 		s, kk := f.stageSlot(e, n, alongK, t)
 		gs, gk := f.b.NewAdd(s0, s), f.b.NewAdd(k0, kk)
 		return element{
-			dst:    f.b.NewGetElementPtr(sh.ContentType, sh, i64(0), f.b.NewAdd(base, lay.at(f, s, kk, stride))),
+			dst:    sharedAt(f, sh, f.b.NewAdd(base, lay.at(f, s, kk, stride))),
 			inside: f.b.NewAnd(f.b.NewICmp(enum.IPredSLT, gs, i64(extentSide)), f.b.NewICmp(enum.IPredSLT, gk, i64(depth))),
 			bind: func() {
 				f.unflatten(gs, side, extents(side))

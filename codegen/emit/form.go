@@ -40,11 +40,12 @@ type Form interface {
 	Host(f *Func, begin, end value.Value)
 }
 
-// Launch is a GPU launch: blocks, threads per block, static shared
-// memory in bytes, and whether the threads meet at barriers or warp
-// shuffles.
+// Launch is a GPU launch: blocks, threads per block, shared memory in
+// bytes (static, or dynamic: given at launch), and whether the threads
+// meet at barriers or warp shuffles.
 type Launch struct {
 	Grid, Block, Shared int64
+	DynamicShared       bool
 	Sync                bool
 }
 

@@ -31,7 +31,8 @@ func (tiledForm) Launch(k *kernel.Kernel, p precision.Mode) Launch {
 // tiledLaunch is the launch of a tiled kernel whose stages lie as l.
 func tiledLaunch(k *kernel.Kernel, l stageLayout) Launch {
 	t := blocking.GPUTile(k.GEMM)
-	return Launch{Grid: min(t.Tiles, maxGrid), Block: t.Threads, Shared: planStages(k, l).bytes(t), Sync: true}
+	s := planStages(k, l)
+	return Launch{Grid: min(t.Tiles, maxGrid), Block: t.Threads, Shared: s.bytes(t), DynamicShared: s.dynamic, Sync: true}
 }
 
 // stageLayout is how a tiled kernel's stages lie in shared memory: each
@@ -158,20 +159,23 @@ type tileWork interface {
 	col(f *fn, j int64) value.Value
 }
 
-// stageRef is a stage of a factor in shared memory: the values of
-// shared array sh from base.
+// stageRef is a stage of a factor in shared memory: the values from
+// base of the array whose first value sh points to.
 type stageRef struct {
-	sh   *ir.Global
+	sh   value.Value
 	base value.Value
 }
 
 // ptr is the address of value i of the stage, as a pointer to t (in
 // shared memory).
 func (r stageRef) ptr(f *fn, i value.Value, t types.Type) value.Value {
-	at := f.b.NewGetElementPtr(r.sh.ContentType, r.sh, i64(0), f.b.NewAdd(r.base, i))
-	p := types.NewPointer(t)
-	p.AddrSpace = f.m.Machine.Shared()
-	return f.b.NewBitCast(at, p)
+	return f.b.NewBitCast(sharedAt(f, r.sh, f.b.NewAdd(r.base, i)), pointer(t, f.m.Machine.Shared()))
+}
+
+// sharedAt is the address of value i of the array whose first value sh
+// points to.
+func sharedAt(f *fn, sh, i value.Value) value.Value {
+	return f.b.NewGetElementPtr(sh.Type().(*types.PointerType).ElemType, sh, i)
 }
 
 // stagedFactor is a factor of a tiled kernel as its stages reach
@@ -181,8 +185,8 @@ type stagedFactor struct {
 	side   []*tir.Var
 	n      int64 // the tile's positions along the side
 	extent int64 // the output's
-	sh     *ir.Global
-	stride int64 // values from one row of a stage to the next
+	sh     value.Value // its stages' first value
+	stride int64       // values from one row of a stage to the next
 	values int64 // values of one stage
 	async  bool
 }
@@ -220,22 +224,11 @@ func (f *fn) tiledStages(t blocking.Tile, lay stageLayout, work func(tid value.V
 	rows, cols, depth := tir.Extent(g.Rows), tir.Extent(g.Cols), tir.Extent(g.K)
 	st := stageType(f.m.Precision) // of the sums
 	plan := planStages(f.k, lay)
-	shared := func(name string, n int64) *ir.Global {
-		arr := types.NewArray(uint64(n), lay.elem)
-		s := f.m.M.NewGlobalDef(f.f.Name()+"."+name, constant.NewUndef(arr))
-		s.Linkage = enum.LinkageInternal
-		s.AddrSpace = f.m.Machine.Shared()
-		s.Typ = nil // recomputed with the address space
-		s.Align = 16
-		return s
-	}
 	factors := [2]*stagedFactor{
 		{expr: g.A, side: g.Rows, n: t.M, extent: rows, stride: lay.stride(t, t.M), values: plan.stageValues(t, t.M), async: plan.async[0]},
 		{expr: g.B, side: g.Cols, n: t.N, extent: cols, stride: lay.stride(t, t.N), values: plan.stageValues(t, t.N), async: plan.async[1]},
 	}
-	for i, name := range []string{"as", "bs"} {
-		factors[i].sh = shared(name, factors[i].values*plan.buffersOf(i))
-	}
+	f.sharedStages(plan, factors)
 	tid := f.reg(ThreadIndex)
 	w := work(tid, factors[0].stride, factors[1].stride)
 	microM, microN := w.micro()
@@ -417,21 +410,63 @@ func (f *fn) fetchFactor(factor tir.Expr, side []*tir.Var, n, extentSide int64, 
 	return out
 }
 
-// putFactor stores the values fetchFactor held into shared array sh,
-// laid out as lay, its rows stride values apart.
-func (f *fn) putFactor(factor tir.Expr, held []value.Value, sh *ir.Global, lay stageLayout, n, stride int64, tid value.Value, t blocking.Tile) {
+// putFactor stores the values fetchFactor held into the stage whose
+// first value sh points to, laid out as lay, its rows stride values
+// apart.
+func (f *fn) putFactor(factor tir.Expr, held []value.Value, sh value.Value, lay stageLayout, n, stride int64, tid value.Value, t blocking.Tile) {
 	alongK := f.contiguousAlong(factor, f.k.GEMM.K)
 	for r, v := range held {
 		s, kk := f.stageSlot(f.b.NewAdd(tid, i64(int64(r)*t.Threads)), n, alongK, t)
-		f.b.NewStore(lay.store(f, v), f.b.NewGetElementPtr(sh.ContentType, sh, i64(0), lay.at(f, s, kk, stride)))
+		f.b.NewStore(lay.store(f, v), sharedAt(f, sh, lay.at(f, s, kk, stride)))
 	}
+}
+
+// sharedStages gives each factor the shared memory of its stages: a
+// static array each, or, where the plan's memory is dynamic, A's from
+// the start of the kernel's dynamic shared memory and B's after it.
+func (f *fn) sharedStages(plan stagePlan, factors [2]*stagedFactor) {
+	elem := pointer(plan.lay.elem, f.m.Machine.Shared())
+	if !plan.dynamic {
+		for i, name := range []string{"as", "bs"} {
+			arr := types.NewArray(uint64(factors[i].values*plan.buffersOf(i)), plan.lay.elem)
+			g := f.sharedGlobal(name, arr, constant.NewUndef(arr))
+			factors[i].sh = f.b.NewBitCast(g, elem)
+		}
+		return
+	}
+	bytes := types.NewArray(0, types.I8)
+	dyn := f.sharedGlobal("dyn", bytes, nil)
+	offset := int64(0)
+	for i, x := range factors {
+		x.sh = f.b.NewBitCast(f.b.NewGetElementPtr(bytes, dyn, i64(0), i64(offset)), elem)
+		offset += x.values * plan.buffersOf(i) * plan.lay.size
+	}
+}
+
+// sharedGlobal is a shared-memory global of the kernel named after it,
+// 16-byte aligned: internal, of value init, or, without one, external
+// (dynamic shared memory, named with an underscore: an external name is
+// a PTX identifier as it is).
+func (f *fn) sharedGlobal(name string, t types.Type, init constant.Constant) *ir.Global {
+	var g *ir.Global
+	if init == nil {
+		g = f.m.M.NewGlobal(f.f.Name()+"_"+name, t)
+		g.Linkage = enum.LinkageExternal
+	} else {
+		g = f.m.M.NewGlobalDef(f.f.Name()+"."+name, init)
+		g.Linkage = enum.LinkageInternal
+	}
+	g.AddrSpace = f.m.Machine.Shared()
+	g.Typ = nil // recomputed with the address space
+	g.Align = 16
+	return g
 }
 
 // sharedRuns loads a thread's micro values of a stage: the micro/4
 // runs of 4 values at base + q·4·threads, in 16-byte vector loads (two
 // of two doubles, or one of four floats; base is a multiple of 4).
 func (f *fn) sharedRuns(stage stageRef, base value.Value, micro, threads int64) []value.Value {
-	elem := stage.sh.ContentType.(*types.ArrayType).ElemType
+	elem := stage.sh.Type().(*types.PointerType).ElemType
 	lanes := int64(2)
 	if elem.Equal(types.Float) {
 		lanes = 4

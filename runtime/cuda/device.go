@@ -134,7 +134,7 @@ func (d *Driver) newContext(g GPU, p *plan.Plan, ptx [][]byte) (*context, error)
 			c.modules = append(c.modules, m)
 		}
 		for _, k := range p.Kernels {
-			f, err := d.function(c.modules[k.Module], k)
+			f, err := d.function(c.modules[k.Module], c.dev, k)
 			if err != nil {
 				return err
 			}
@@ -189,8 +189,10 @@ func (d *Driver) loadModule(ptx []byte) (uintptr, error) {
 	return m, nil
 }
 
-// function finds kernel k in module m and checks that its block fits.
-func (d *Driver) function(m uintptr, k plan.Kernel) (uintptr, error) {
+// function finds kernel k in module m of the GPU dev, checks that its
+// block fits, and opts it in to dynamic shared memory beyond
+// plan.MaxShared where it asks for that much.
+func (d *Driver) function(m uintptr, dev int32, k plan.Kernel) (uintptr, error) {
 	var f uintptr
 	if err := d.check("cuModuleGetFunction "+k.Name, d.cuModuleGetFunction(&f, m, k.Name)); err != nil {
 		return 0, err
@@ -201,6 +203,18 @@ func (d *Driver) function(m uintptr, k plan.Kernel) (uintptr, error) {
 	}
 	if k.Block > int64(most) {
 		return 0, fmt.Errorf("kernel %s (%s): blocks of %d threads, the GPU runs at most %d of it", k.Name, k.Label, k.Block, most)
+	}
+	if k.DynamicShared && k.Shared > plan.MaxShared {
+		var optIn int32
+		if err := d.check("cuDeviceGetAttribute", d.cuDeviceGetAttribute(&optIn, attrMaxSharedOptIn, dev)); err != nil {
+			return 0, err
+		}
+		if k.Shared > int64(optIn) {
+			return 0, fmt.Errorf("kernel %s (%s): %d bytes of shared memory a block, the GPU gives at most %d", k.Name, k.Label, k.Shared, optIn)
+		}
+		if err := d.check("cuFuncSetAttribute", d.cuFuncSetAttribute(f, funcMaxDynamicShared, int32(k.Shared))); err != nil {
+			return 0, err
+		}
 	}
 	return f, nil
 }
@@ -374,9 +388,12 @@ func (v *device) Zero(p executor.Ptr, n int64) error {
 func (v *device) Launch(k int, a *executor.Args) error {
 	f, kern := v.c.funcs[k], &v.c.plan.Kernels[k]
 	d := v.c.drv
+	dynamic := uint32(0) // static shared memory is declared in the PTX
+	if kern.DynamicShared {
+		dynamic = uint32(kern.Shared)
+	}
 	return v.c.do(func() error {
-		// Shared memory is static (declared in the PTX): none is dynamic.
-		return d.check("cuLaunchKernel", d.cuLaunchKernel(f, uint32(kern.Grid), 1, 1, uint32(kern.Block), 1, 1, 0, v.stream, a.Params(), 0))
+		return d.check("cuLaunchKernel", d.cuLaunchKernel(f, uint32(kern.Grid), 1, 1, uint32(kern.Block), 1, 1, dynamic, v.stream, a.Params(), 0))
 	})
 }
 

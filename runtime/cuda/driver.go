@@ -34,8 +34,10 @@ const (
 	attrMultiprocessors    = 16 // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 	attrCCMajor            = 75 // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 	attrCCMinor            = 76 // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+	attrMaxSharedOptIn     = 97 // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 
 	funcMaxThreadsPerBlock = 0 // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+	funcMaxDynamicShared   = 8 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
 	jitErrorLogBuffer      = 5 // CU_JIT_ERROR_LOG_BUFFER
 	jitErrorLogBufferSize  = 6 // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
@@ -91,6 +93,7 @@ type Driver struct {
 	cuModuleUnload            func(m uintptr) result
 	cuModuleGetFunction       func(f *uintptr, m uintptr, name string) result
 	cuFuncGetAttribute        func(v *int32, attr int32, f uintptr) result
+	cuFuncSetAttribute        func(f uintptr, attr int32, v int32) result
 	cuMemAlloc                func(p *uint64, n uint64) result
 	cuMemFree                 func(p uint64) result
 	cuMemsetD8Async           func(p uint64, v uint8, n uint64, s uintptr) result
@@ -130,6 +133,7 @@ func (d *Driver) symbols() []struct {
 		{&d.cuCtxSetCurrent, "cuCtxSetCurrent"}, {&d.cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess"},
 		{&d.cuModuleLoadDataEx, "cuModuleLoadDataEx"}, {&d.cuModuleUnload, "cuModuleUnload"},
 		{&d.cuModuleGetFunction, "cuModuleGetFunction"}, {&d.cuFuncGetAttribute, "cuFuncGetAttribute"},
+		{&d.cuFuncSetAttribute, "cuFuncSetAttribute"},
 		{&d.cuMemAlloc, "cuMemAlloc_v2"}, {&d.cuMemFree, "cuMemFree_v2"},
 		{&d.cuMemsetD8Async, "cuMemsetD8Async"}, {&d.cuMemcpy3D, "cuMemcpy3D_v2"},
 		{&d.cuMemcpyHtoD, "cuMemcpyHtoD_v2"}, {&d.cuMemcpyDtoH, "cuMemcpyDtoH_v2"},

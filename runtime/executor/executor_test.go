@@ -404,3 +404,39 @@ func TestChecks(t *testing.T) {
 		})
 	}
 }
+
+// TestDynamicShared: a tiled kernel whose stages take more than 48 KB
+// (128 × 128 tiles in tf32, four stages: dynamic shared memory) is
+// refused, naming it, by a GPU that gives a block less, and runs
+// through the CUDA binding on the fake driver, which launches it only
+// with its dynamic shared memory and once the binding has opted it in
+// (cuFuncSetAttribute), equal to the emulated devices.
+func TestDynamicShared(t *testing.T) {
+	m := compile(t, modelcase.Case{File: "bmm", Devices: 1, Precision: precision.TF32,
+		Source: "model bmm(a: f32[128, 128, 8], b: f32[128, 8, 128]) {\n    return batch_matmul(a, b)\n}\n"})
+	k := m.Plan.Kernels[0]
+	if len(m.Plan.Kernels) != 1 || !k.DynamicShared || k.Shared <= plan.MaxShared {
+		t.Fatalf("kernels %+v, want one with more than %d bytes of dynamic shared memory", m.Plan.Kernels, plan.MaxShared)
+	}
+	drv, err := fakeDriver()
+	if err != nil {
+		t.Skipf("no fake driver: %v", err)
+	}
+	t.Setenv("FAKECUDA_SIMT", filepath.Join(m.Dir, m.Plan.Modules[simt.Module].Files[0].Path))
+	t.Setenv("FAKECUDA_SHARED_OPTIN", fmt.Sprint(k.Shared-16))
+	want := fmt.Sprintf("%d bytes of shared memory a block, the GPU gives at most %d", k.Shared, k.Shared-16)
+	if _, err := drv.Open(m.Plan, m.Dir); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("on a GPU giving %d bytes: %v, want an error saying %q", k.Shared-16, err, want)
+	}
+	t.Setenv("FAKECUDA_SHARED_OPTIN", fmt.Sprint(plan.MaxDynamicShared))
+	progs := programs(t, m)
+	same, err := progs["simt"].Run(m.Inputs, m.Params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := progs["fake-cuda"].Run(m.Inputs, m.Params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareAll(t, "through the fake driver", got, same, exact)
+}

@@ -30,6 +30,7 @@ type Built struct {
 	Grid      int64  `json:"grid"`
 	Block     int64  `json:"block"`
 	Shared    int64  `json:"shared_bytes"`
+	Dynamic   bool   `json:"shared_dynamic,omitempty"`
 	Sync      bool   `json:"sync"`
 	Writes    []int  `json:"writes"`
 	Reducer   string `json:"reducer"`
@@ -49,7 +50,7 @@ const RequiresSymbol = "tofuc_requires"
 func (k *Kernel) Built() Built {
 	return Built{Name: k.Name, Form: k.Form, Elements: k.Elements, Args: k.Args,
 		HostRange: k.HostRange, HostGrain: k.HostGrain, HostPhase: k.HostPhase, HostOnly: k.HostOnly, GPUOnly: k.GPUOnly,
-		Grid: k.Grid, Block: k.Block, Shared: k.Shared, Sync: k.Sync, Writes: k.Writes, Reducer: k.Reducer}
+		Grid: k.Grid, Block: k.Block, Shared: k.Shared, Dynamic: k.DynamicShared, Sync: k.Sync, Writes: k.Writes, Reducer: k.Reducer}
 }
 
 // EncodeBuilt is the bytes of a record as embedded: JSON, then a NUL.
@@ -88,6 +89,7 @@ func (k *Kernel) CheckBuilt(data []byte, file string) error {
 		{"gpu_only", want.GPUOnly, got.GPUOnly},
 		{"block", want.Block, got.Block},
 		{"shared_bytes", want.Shared, got.Shared},
+		{"shared_dynamic", want.Dynamic, got.Dynamic},
 		{"sync", want.Sync, got.Sync},
 		{"writes", want.Writes, got.Writes},
 		{"reducer", want.Reducer, got.Reducer},

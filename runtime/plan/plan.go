@@ -92,12 +92,15 @@ type Kernel struct {
 	// contraction packing B for all of its tasks).
 	HostPhase int64 `json:"host_phase,omitempty"`
 	// Grid and Block are the GPU launch geometry (blocks, threads per
-	// block), Shared its static shared memory in bytes; Sync says whether
-	// its threads meet at barriers or warp shuffles.
-	Grid   int64 `json:"grid"`
-	Block  int64 `json:"block"`
-	Shared int64 `json:"shared_bytes"`
-	Sync   bool  `json:"sync"`
+	// block), Shared its shared memory in bytes: static (declared in its
+	// module), or with DynamicShared dynamic, given at launch (above
+	// MaxShared a GPU runtime opts the kernel in first); Sync says
+	// whether its threads meet at barriers or warp shuffles.
+	Grid          int64 `json:"grid"`
+	Block         int64 `json:"block"`
+	Shared        int64 `json:"shared_bytes"`
+	DynamicShared bool  `json:"shared_dynamic,omitempty"`
+	Sync          bool  `json:"sync"`
 	// HostOnly marks a kernel that only the host runtime runs (packing
 	// weights for its micro-kernels, or a chained launch, form "chain":
 	// two kernels a block of rows at a time); its GPU entry does

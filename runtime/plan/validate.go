@@ -176,11 +176,13 @@ func checkModule(m Module) error {
 
 // Bounds of a launch: blocks (the code generator caps its grids there,
 // and every form strides over what its grid does not cover), threads per
-// block (CUDA's), static shared memory (CUDA's without opting in).
+// block (CUDA's), static shared memory (CUDA's without opting in), and
+// dynamic shared memory (the most of a block on sm_90, once opted in).
 const (
-	MaxGrid   = 65535
-	MaxBlock  = 1024
-	MaxShared = 48 << 10
+	MaxGrid          = 65535
+	MaxBlock         = 1024
+	MaxShared        = 48 << 10
+	MaxDynamicShared = 227 << 10
 )
 
 // check checks a kernel whose module indexes a target's groups of files.
@@ -188,8 +190,12 @@ func (k *Kernel) check(groups int) error {
 	if k.Module < 0 || k.Module >= groups {
 		return fmt.Errorf("module %d does not exist", k.Module)
 	}
-	if k.Elements < 0 || k.Grid < 0 || k.Grid > MaxGrid || k.Block < 0 || k.Block > MaxBlock || k.Shared < 0 || k.Shared > MaxShared {
-		return fmt.Errorf("a launch of %d blocks of %d threads with %d bytes of shared memory, beyond the %d, %d and %d a plan may ask", k.Grid, k.Block, k.Shared, MaxGrid, MaxBlock, MaxShared)
+	most := int64(MaxShared)
+	if k.DynamicShared {
+		most = MaxDynamicShared
+	}
+	if k.Elements < 0 || k.Grid < 0 || k.Grid > MaxGrid || k.Block < 0 || k.Block > MaxBlock || k.Shared < 0 || k.Shared > most {
+		return fmt.Errorf("a launch of %d blocks of %d threads with %d bytes of shared memory, beyond the %d, %d and %d a plan may ask", k.Grid, k.Block, k.Shared, MaxGrid, MaxBlock, most)
 	}
 	if k.HostOnly && (k.GPUOnly || k.Grid != 0) || k.GPUOnly && k.HostRange != 0 {
 		return fmt.Errorf("host_only with a grid, gpu_only with a host range, or both")

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"tofuc/lang/precision"
+	"tofuc/runtime/plan"
 )
 
 // Emulated rewrites a module of this target for the host, so that the
@@ -17,7 +18,10 @@ import (
 //     host's);
 //  2. shared-memory globals (address space 3) become thread_local
 //     globals: the emulator runs a block's threads on one OS thread, and
-//     different blocks on different ones;
+//     different blocks on different ones; dynamic shared memory (an
+//     external [0 x i8], the only type of that kind the lowering emits)
+//     becomes one of plan.MaxDynamicShared bytes, every [0 x i8] of the
+//     text with it;
 //  3. every other address space qualifier (1, global) is dropped: host
 //     memory is one space;
 //  4. the ptx_kernel calling convention is dropped;
@@ -32,6 +36,10 @@ import (
 func (Machine) Emulated(text string) (string, error) {
 	s := targetLine.ReplaceAllString(text, "")
 	s = sharedGlobal.ReplaceAllString(s, "$1 = internal thread_local global")
+	if dynamicShared.MatchString(s) {
+		s = dynamicShared.ReplaceAllString(s, "$1 = internal thread_local global [0 x i8] zeroinitializer")
+		s = strings.ReplaceAll(s, "[0 x i8]", fmt.Sprintf("[%d x i8]", plan.MaxDynamicShared))
+	}
 	s = addrSpace.ReplaceAllString(s, "")
 	s = strings.ReplaceAll(s, "ptx_kernel ", "")
 	s = annotationsLine.ReplaceAllString(s, "")
@@ -161,6 +169,7 @@ var Renamed = map[string]string{
 var (
 	targetLine      = regexp.MustCompile(`(?m)^target (datalayout|triple) = .*\n`)
 	sharedGlobal    = regexp.MustCompile(`(?m)^(@\S+) = internal addrspace\(3\) global`)
+	dynamicShared   = regexp.MustCompile(`(?m)^(@\S+) = external addrspace\(3\) global \[0 x i8\]`)
 	addrSpace       = regexp.MustCompile(` addrspace\([13]\)`)
 	annotationsLine = regexp.MustCompile(`(?m)^!nvvm\.annotations = .*\n`)
 	intrinsic       = regexp.MustCompile(`@(llvm\.nvvm\.[a-z0-9._]+)\b`)

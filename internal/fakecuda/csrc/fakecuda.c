@@ -119,6 +119,7 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
 	case 16: *v = 4; return OK;                                    // multiprocessors
 	case 75: *v = 9; return OK;                                    // compute capability
 	case 76: *v = 0; return OK;
+	case 97: *v = getenv("FAKECUDA_SHARED_OPTIN") ? atoi(getenv("FAKECUDA_SHARED_OPTIN")) : 232448; return OK; // shared memory a block may opt in to
 	}
 	return INVALID_VALUE;
 }
@@ -145,7 +146,10 @@ CUresult cuCtxEnablePeerAccess(struct ctx *peer, unsigned flags) {
 
 // Modules and functions.
 typedef int (*simt_run)(void *, void **, int64_t, int64_t, int64_t, int64_t, int64_t);
-struct func { struct ctx *ctx; void *entry; simt_run run; int params, sync; };
+// dynamic is the dynamic shared memory the kernel may be launched with;
+// uses says it has some (tofuc names it NAME_dyn), so that a launch
+// without is refused.
+struct func { struct ctx *ctx; void *entry; simt_run run; int params, sync, dynamic, uses; };
 struct module { struct ctx *ctx; void *simt; const char *ptx; };
 
 // entry finds `.entry NAME(` in ptx: its parameter count and whether its
@@ -213,9 +217,12 @@ CUresult cuModuleGetFunction(struct func **f, struct module *m, const char *name
 		return INVALID_CONTEXT;
 	char sym[512];
 	snprintf(sym, sizeof sym, "%s.simt", name);
-	struct func fn = {.ctx = current, .entry = dlsym(m->simt, sym), .run = (simt_run)dlsym(m->simt, "tofuc_simt_run")};
+	struct func fn = {.ctx = current, .entry = dlsym(m->simt, sym), .run = (simt_run)dlsym(m->simt, "tofuc_simt_run"), .dynamic = 48 << 10};
 	if (fn.entry == NULL || fn.run == NULL || !entry(m->ptx, name, &fn.params, &fn.sync))
 		return NOT_FOUND;
+	char dyn[512];
+	snprintf(dyn, sizeof dyn, ".extern .shared .align 16 .b8 %s_dyn[]", name);
+	fn.uses = strstr(m->ptx, dyn) != NULL;
 	*f = malloc(sizeof **f);
 	**f = fn;
 	return OK;
@@ -225,6 +232,16 @@ CUresult cuFuncGetAttribute(int *v, int attr, struct func *f) {
 	if (attr != 0)
 		return INVALID_VALUE;
 	*v = 1024;
+	return OK;
+}
+// cuFuncSetAttribute takes the dynamic shared memory a kernel may be
+// launched with, up to what the device allows a block.
+CUresult cuFuncSetAttribute(struct func *f, int attr, int v) {
+	int optin;
+	cuDeviceGetAttribute(&optin, 97, 0);
+	if (attr != 8 || v < 0 || v > optin)
+		return INVALID_VALUE;
+	f->dynamic = v;
 	return OK;
 }
 
@@ -389,7 +406,10 @@ CUresult cuLaunchKernel(struct func *f, unsigned gx, unsigned gy, unsigned gz, u
 	NEED_STREAM(s);
 	if (f->ctx != current)
 		return INVALID_HANDLE;
-	if (gx == 0 || gy != 1 || gz != 1 || bx == 0 || by != 1 || bz != 1 || bx > 1024 || shared != 0 || extra != NULL || params == NULL)
+	// Dynamic shared memory beyond 48 KB needs the kernel's opt-in
+	// (cuFuncSetAttribute), as on a GPU.
+	if (gx == 0 || gy != 1 || gz != 1 || bx == 0 || by != 1 || bz != 1 || bx > 1024 || shared > (unsigned)f->dynamic || (f->uses && shared == 0) ||
+	    extra != NULL || params == NULL)
 		return INVALID_VALUE;
 	void *argv[64];
 	if (f->params > 64)
