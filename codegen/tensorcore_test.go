@@ -272,30 +272,31 @@ model mm(a: f32[20, 40], b: f32[40, 24]) {
 
 // TestStageShared: a tiled kernel's shared memory per mode
 // (docs/codegen.md): stages of doubles, one buffer, in exact; of f32,
-// copied asynchronously three buffers deep where they fit in 48 KB,
-// else two, in f32 and tf32 (tf32's side-major rows padded to 20
-// values); of 16-bit values, one buffer, in bf16. A 128 × 128 tile
+// copied asynchronously four buffers deep where they fit in 80 KB, in
+// f32 and tf32 (tf32's side-major rows padded to 20 values), dynamic
+// above 48 KB; of 16-bit values, one buffer, in bf16. A 128 × 128 tile
 // (matmul 4096³) and a 64 × 64 one (256 × 256).
 func TestStageShared(t *testing.T) {
 	for _, tc := range []struct {
-		n      int
-		p      precision.Mode
-		shared int64
+		n       int
+		p       precision.Mode
+		shared  int64
+		dynamic bool
 	}{
-		{4096, precision.Exact, 8 * 16 * (128 + 2 + 128 + 2)},
-		{4096, precision.F32, 2 * 4 * 16 * (128 + 4 + 128 + 4)},
-		{4096, precision.TF32, 2 * 4 * (128 + 128) * (16 + 4)},
-		{4096, precision.BF16, 2 * (128 + 128) * (16 + 8)},
-		{256, precision.F32, 3 * 4 * 16 * (64 + 4 + 64 + 4)},
-		{256, precision.TF32, 3 * 4 * (64 + 64) * (16 + 4)},
+		{4096, precision.Exact, 8 * 16 * (128 + 2 + 128 + 2), false},
+		{4096, precision.F32, 4 * 4 * 16 * (128 + 4 + 128 + 4), true},
+		{4096, precision.TF32, 4 * 4 * (128 + 128) * (16 + 4), true},
+		{4096, precision.BF16, 2 * (128 + 128) * (16 + 8), false},
+		{256, precision.F32, 4 * 4 * 16 * (64 + 4 + 64 + 4), false},
+		{256, precision.TF32, 4 * 4 * (64 + 64) * (16 + 4), false},
 	} {
 		g := modelFromSource(t, fmt.Sprintf("model mm(a: f32[%[1]d, %[1]d], b: f32[%[1]d, %[1]d]) {\n    return matmul(a, b)\n}\n", tc.n))
 		c, err := codegen.Compile(g, t.TempDir(), codegen.Options{Emit: []string{"llvm"}, Tools: tools(t), Precision: tc.p})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k := c.Plan.Kernels; len(k) != 1 || k[0].Shared != tc.shared {
-			t.Errorf("matmul %d³ in %s: kernels %+v, want one with %d bytes of shared memory", tc.n, tc.p, k, tc.shared)
+		if k := c.Plan.Kernels; len(k) != 1 || k[0].Shared != tc.shared || k[0].DynamicShared != tc.dynamic {
+			t.Errorf("matmul %d³ in %s: kernels %+v, want one with %d bytes of shared memory, dynamic %v", tc.n, tc.p, k, tc.shared, tc.dynamic)
 		}
 	}
 }
@@ -362,9 +363,9 @@ func TestStored16BitFactors(t *testing.T) {
 	}
 }
 
-// TestTiledLargeTiles (TOFUC_LONG=1: about a minute): 128 × 128 tiles,
-// whose asynchronous stages (four in f32, four in tf32) take more than
-// 48 KB of shared memory, dynamic, compute the documented arithmetic
+// TestTiledLargeTiles (TOFUC_LONG=1: about two minutes): 128 × 128
+// tiles, whose four asynchronous stages take more than 48 KB of shared
+// memory, dynamic, compute the documented arithmetic
 // bit for bit on the emulator (TestTiledArithmetic); a batch of 128
 // products of 128 × 128 results, depth 48 (three stages).
 func TestTiledLargeTiles(t *testing.T) {
