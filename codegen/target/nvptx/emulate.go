@@ -19,9 +19,8 @@ import (
 //  2. shared-memory globals (address space 3) become thread_local
 //     globals: the emulator runs a block's threads on one OS thread, and
 //     different blocks on different ones; dynamic shared memory (an
-//     external [0 x i8], the only type of that kind the lowering emits)
-//     becomes one of plan.MaxDynamicShared bytes, every [0 x i8] of the
-//     text with it;
+//     external [0 x i8]) becomes one of plan.MaxDynamicShared bytes, the
+//     type changed on every line that names it;
 //  3. every other address space qualifier (1, global) is dropped: host
 //     memory is one space;
 //  4. the ptx_kernel calling convention is dropped;
@@ -36,10 +35,7 @@ import (
 func (Machine) Emulated(text string) (string, error) {
 	s := targetLine.ReplaceAllString(text, "")
 	s = sharedGlobal.ReplaceAllString(s, "$1 = internal thread_local global")
-	if dynamicShared.MatchString(s) {
-		s = dynamicShared.ReplaceAllString(s, "$1 = internal thread_local global [0 x i8] zeroinitializer")
-		s = strings.ReplaceAll(s, "[0 x i8]", fmt.Sprintf("[%d x i8]", plan.MaxDynamicShared))
-	}
+	s = dynamicSharedGlobals(s)
 	s = addrSpace.ReplaceAllString(s, "")
 	s = strings.ReplaceAll(s, "ptx_kernel ", "")
 	s = annotationsLine.ReplaceAllString(s, "")
@@ -71,6 +67,32 @@ func (Machine) Emulated(text string) (string, error) {
 		return "", fmt.Errorf("the SIMT emulator has no equivalent of %s", strings.Join(unknown, ", "))
 	}
 	return s, nil
+}
+
+// dynamicSharedGlobals gives each dynamic shared-memory global of the
+// text (an external [0 x i8] in address space 3) plan.MaxDynamicShared
+// thread_local bytes, on its definition's line and every line that
+// names it (typed pointers repeat the type at every use).
+func dynamicSharedGlobals(s string) string {
+	var names []string
+	for _, m := range dynamicShared.FindAllStringSubmatch(s, -1) {
+		names = append(names, m[1])
+	}
+	if names == nil {
+		return s
+	}
+	s = dynamicShared.ReplaceAllString(s, "$1 = internal thread_local global [0 x i8] zeroinitializer")
+	sized := fmt.Sprintf("[%d x i8]", plan.MaxDynamicShared)
+	lines := strings.Split(s, "\n")
+	for i, line := range lines {
+		for _, name := range names {
+			if strings.Contains(line, name+",") || strings.Contains(line, name+" ") || strings.HasSuffix(line, name) {
+				lines[i] = strings.ReplaceAll(line, "[0 x i8]", sized)
+				break
+			}
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // mmaShimName is the function that stands for mode p's mma in the
