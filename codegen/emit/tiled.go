@@ -183,11 +183,11 @@ func sharedAt(f *fn, sh, i value.Value) value.Value {
 type stagedFactor struct {
 	expr   tir.Expr
 	side   []*tir.Var
-	n      int64 // the tile's positions along the side
-	extent int64 // the output's
+	n      int64       // the tile's positions along the side
+	extent int64       // the output's
 	sh     value.Value // its stages' first value
 	stride int64       // values from one row of a stage to the next
-	values int64 // values of one stage
+	values int64       // values of one stage
 	async  bool
 }
 
