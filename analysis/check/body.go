@@ -1,6 +1,7 @@
 package check
 
 import (
+	"tofuc/internal/suggest"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 )
@@ -97,7 +98,7 @@ func (c *instCtx) ident(e *lang.Ident) ir.Expr {
 	if v, ok := predeclared[e.Name]; ok {
 		return c.constExpr(e.Pos, v)
 	}
-	c.fail(e.Pos, "undefined: %s%s", e.Name, didYouMean(e.Name, c.names()))
+	c.fail(e.Pos, "undefined: %s%s", e.Name, suggest.DidYouMean(e.Name, c.names()))
 	return nil
 }
 
@@ -364,7 +365,7 @@ func (c *instCtx) call(e *lang.Call) ir.Expr {
 	if _, ok := builtins[e.Name]; ok {
 		return c.constExpr(e.Pos, c.ev.eval(e))
 	}
-	c.fail(e.Pos, "unknown function %s%s (operators cannot be called inside a lambda)", e.Name, didYouMean(e.Name, append(builtinNames(), mathNames()...)))
+	c.fail(e.Pos, "unknown function %s%s (operators cannot be called inside a lambda)", e.Name, suggest.DidYouMean(e.Name, append(builtinNames(), mathNames()...)))
 	return nil
 }
 
@@ -527,7 +528,7 @@ func (c *instCtx) access(e *lang.Index) ir.Expr {
 		} else if isConst {
 			c.fail(e.Pos, "%s is not a tensor and cannot be indexed", id.Name)
 		}
-		c.fail(id.Pos, "undefined tensor %s%s", id.Name, didYouMean(id.Name, c.tensorNames()))
+		c.fail(id.Pos, "undefined tensor %s%s", id.Name, suggest.DidYouMean(id.Name, c.tensorNames()))
 	}
 	idx := c.indexList(e.Idx, false)
 	idx = c.broadcastIndex(e, t, idx)
@@ -575,7 +576,7 @@ func (c *instCtx) indexList(elems []*lang.IndexElem, slices bool) []ir.Expr {
 		case el.Pack != "":
 			vs, ok := c.packs[el.Pack]
 			if !ok {
-				c.fail(el.Pos, "*%s: %s is not a pack of index variables%s", el.Pack, el.Pack, didYouMean(el.Pack, packNames(c.packs)))
+				c.fail(el.Pos, "*%s: %s is not a pack of index variables%s", el.Pack, el.Pack, suggest.DidYouMean(el.Pack, packNames(c.packs)))
 			}
 			for _, v := range vs {
 				c.used[v] = true
@@ -625,7 +626,7 @@ func (c *instCtx) broadcastIndex(e *lang.Index, t *ir.Tensor, idx []ir.Expr) []i
 func (c *instCtx) opaque(e *lang.Index, call *lang.Call) ir.Expr {
 	fn, ok := lang.OpaqueFuncs[call.Name]
 	if !ok {
-		c.fail(call.Pos, "unknown opaque function %s%s", call.Name, didYouMean(call.Name, opaqueNames()))
+		c.fail(call.Pos, "unknown opaque function %s%s", call.Name, suggest.DidYouMean(call.Name, opaqueNames()))
 	}
 	if len(call.Args) != fn.Arity {
 		c.fail(call.Pos, "opaque %s takes %d arguments, found %d", call.Name, fn.Arity, len(call.Args))

@@ -3,6 +3,7 @@ package check
 import (
 	"sort"
 
+	"tofuc/internal/suggest"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 )
@@ -53,7 +54,7 @@ func init() {
 func (ev *evaluator) call(c *lang.Call) cval {
 	b, ok := builtins[c.Name]
 	if !ok || c.Opaque {
-		ev.fail(c.Pos, "%s is not a compile-time function%s", c.Name, didYouMean(c.Name, builtinNames()))
+		ev.fail(c.Pos, "%s is not a compile-time function%s", c.Name, suggest.DidYouMean(c.Name, builtinNames()))
 	}
 	if len(c.Attrs) > 0 {
 		ev.fail(c.Pos, "%s takes no attributes", c.Name)

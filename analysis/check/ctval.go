@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"tofuc/internal/suggest"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 )
@@ -211,7 +212,7 @@ func (ev *evaluator) eval(e lang.Expr) cval {
 		if v, ok := predeclared[e.Name]; ok {
 			return v
 		}
-		ev.fail(e.Pos, "undefined: %s%s", e.Name, didYouMean(e.Name, ev.env.names()))
+		ev.fail(e.Pos, "undefined: %s%s", e.Name, suggest.DidYouMean(e.Name, ev.env.names()))
 	case *lang.Unary:
 		x := ev.eval(e.X)
 		switch {
@@ -433,41 +434,4 @@ func article(word string) string {
 		return "an " + word
 	}
 	return "a " + word
-}
-
-// didYouMean suggests the closest name within edit distance 2.
-func didYouMean(name string, candidates []string) string {
-	best, bestD := "", 3
-	for _, c := range candidates {
-		if c == name {
-			continue
-		}
-		if d := editDistance(name, c); d < bestD || (d == bestD && c < best) {
-			best, bestD = c, d
-		}
-	}
-	if best == "" || bestD > 2 || bestD >= len(name) {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %s?)", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

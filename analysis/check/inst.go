@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"tofuc/internal/suggest"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 )
@@ -189,7 +190,7 @@ func (c *instCtx) bindAttrs(args map[string]cval, argPos map[string]lang.Pos, si
 		if p, ok := argPos[name]; ok {
 			pos = p
 		}
-		c.errs.Add(pos, "%s has no attribute %s%s", c.decl.Name, name, didYouMean(name, names))
+		c.errs.Add(pos, "%s has no attribute %s%s", c.decl.Name, name, suggest.DidYouMean(name, names))
 	}
 	if len(unknown) > 0 {
 		panic(errStop{})
@@ -250,7 +251,7 @@ func (c *instCtx) bindInputs(inputs []TensorType, site lang.Pos) {
 		if in.DType != "" {
 			accepts, sample := dtypeClass(in.DType)
 			if sample == lang.Invalid {
-				c.fail(in.Pos, "unknown dtype %s%s", in.DType, didYouMean(in.DType, dtypeClassNames()))
+				c.fail(in.Pos, "unknown dtype %s%s", in.DType, suggest.DidYouMean(in.DType, dtypeClassNames()))
 			}
 			if !accepts(actual.DType) {
 				c.fail(site, "input %s of %s must be %s, found %s", in.Name, c.decl.Name, in.DType, actual)
@@ -448,7 +449,7 @@ func (c *instCtx) evalDimPat(p lang.DimPat) []lang.Dim {
 	case p.Pack != "":
 		pv, ok := c.consts[p.Pack]
 		if !ok || pv.kind != cList {
-			c.fail(p.Pos, "undefined pack *%s%s", p.Pack, didYouMean(p.Pack, c.names()))
+			c.fail(p.Pos, "undefined pack *%s%s", p.Pack, suggest.DidYouMean(p.Pack, c.names()))
 		}
 		v = pv
 	default:

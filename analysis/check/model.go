@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"tofuc/internal/suggest"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 )
@@ -175,7 +176,7 @@ func (el *elab) bindModelAttrs(s *mscope, md *lang.ModelDecl, set map[string]ir.
 	sort.Strings(unknown)
 	settable := append(names, keys(symbols)...)
 	for _, n := range unknown {
-		el.errs.Add(md.Pos, "model %s has no attribute or input extent %s%s (it has: %s)", md.Name, n, didYouMean(n, settable), strings.Join(settable, ", "))
+		el.errs.Add(md.Pos, "model %s has no attribute or input extent %s%s (it has: %s)", md.Name, n, suggest.DidYouMean(n, settable), strings.Join(settable, ", "))
 	}
 	if len(unknown) > 0 {
 		panic(errStop{})
@@ -242,7 +243,7 @@ func (el *elab) modelInput(s *mscope, in *lang.TensorDecl) {
 	dt := lang.F32
 	if in.DType != "" {
 		if dt = lang.ParseDType(in.DType); dt == lang.Invalid {
-			el.fail(in.Pos, "unknown dtype %s%s", in.DType, didYouMean(in.DType, lang.DTypeNames()))
+			el.fail(in.Pos, "unknown dtype %s%s", in.DType, suggest.DidYouMean(in.DType, lang.DTypeNames()))
 		}
 	}
 	shape := el.declShape(s, in.Shape)
@@ -469,7 +470,7 @@ func (el *elab) param(s *mscope, st *lang.ParamStmt) {
 	dt := lang.F32
 	if st.DType != "" {
 		if dt = lang.ParseDType(st.DType); dt == lang.Invalid {
-			el.fail(st.Pos, "unknown dtype %s%s", st.DType, didYouMean(st.DType, lang.DTypeNames()))
+			el.fail(st.Pos, "unknown dtype %s%s", st.DType, suggest.DidYouMean(st.DType, lang.DTypeNames()))
 		}
 	}
 	var shape []lang.Dim
@@ -497,7 +498,7 @@ func (el *elab) param(s *mscope, st *lang.ParamStmt) {
 	if st.Init != nil {
 		lim, ok := initKinds[st.Init.Name]
 		if !ok {
-			el.fail(st.Init.Pos, "unknown initialiser %s%s", st.Init.Name, didYouMean(st.Init.Name, keys(initKinds)))
+			el.fail(st.Init.Pos, "unknown initialiser %s%s", st.Init.Name, suggest.DidYouMean(st.Init.Name, keys(initKinds)))
 		}
 		if len(st.Init.Args) < lim[0] || len(st.Init.Args) > lim[1] {
 			el.fail(st.Init.Pos, "%s takes %d to %d arguments, found %d", st.Init.Name, lim[0], lim[1], len(st.Init.Args))
@@ -571,7 +572,7 @@ func (el *elab) operand(s *mscope, e lang.Expr, name string) operand {
 		if s.lookupBlock(e.Name) != nil || el.mod.Op(e.Name) != nil {
 			el.fail(e.Pos, "%s must be called: %s(...)", e.Name, e.Name)
 		}
-		el.fail(e.Pos, "undefined: %s%s", e.Name, didYouMean(e.Name, s.names()))
+		el.fail(e.Pos, "undefined: %s%s", e.Name, suggest.DidYouMean(e.Name, s.names()))
 	case *lang.Paren:
 		return el.operand(s, e.X, name)
 	case *lang.Unary:
@@ -639,7 +640,7 @@ func (el *elab) callOp(s *mscope, pos lang.Pos, opName, symbol string, attrArgs 
 		if symbol != "" {
 			el.fail(pos, "no operator %s in scope for %s", opName, symbol)
 		}
-		el.fail(pos, "undefined operator %s%s", opName, didYouMean(opName, append(el.mod.OpNames(), s.names()...)))
+		el.fail(pos, "undefined operator %s%s", opName, suggest.DidYouMean(opName, append(el.mod.OpNames(), s.names()...)))
 	}
 	attrs := map[string]cval{}
 	attrPos := map[string]lang.Pos{}
@@ -751,7 +752,7 @@ func (el *elab) callBlock(s *mscope, b *blockDef, call *lang.Call, name string) 
 	}
 	for n := range given {
 		if !contains(names, n) {
-			el.fail(call.Pos, "block %s has no attribute %s%s", d.Name, n, didYouMean(n, names))
+			el.fail(call.Pos, "block %s has no attribute %s%s", d.Name, n, suggest.DidYouMean(n, names))
 		}
 	}
 	for _, a := range d.Attrs {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"tofuc/internal/suggest"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/stdlib"
@@ -181,7 +182,7 @@ func (p *Program) resolveImport(from string, imp *lang.Import) (*Module, error) 
 		if m := p.modules[imp.Path]; m != nil {
 			return m, nil
 		}
-		return nil, lang.ErrorList{lang.Errorf(imp.Pos, "no standard library file %s%s", imp.Path, didYouMean(imp.Path, p.stdNames()))}
+		return nil, lang.ErrorList{lang.Errorf(imp.Pos, "no standard library file %s%s", imp.Path, suggest.DidYouMean(imp.Path, p.stdNames()))}
 	}
 	path := imp.Path
 	if !filepath.IsAbs(path) {
@@ -323,7 +324,7 @@ func (m *Module) findModel(name string) (*lang.ModelDecl, error) {
 	}
 	switch {
 	case name != "":
-		return nil, lang.ErrorList{lang.Errorf(lang.Pos{File: m.Path}, "no model %s%s", name, didYouMean(name, names))}
+		return nil, lang.ErrorList{lang.Errorf(lang.Pos{File: m.Path}, "no model %s%s", name, suggest.DidYouMean(name, names))}
 	case len(names) == 0:
 		return nil, lang.ErrorList{lang.Errorf(lang.Pos{File: m.Path}, "the file defines no model")}
 	}

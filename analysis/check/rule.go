@@ -1,6 +1,7 @@
 package check
 
 import (
+	"tofuc/internal/suggest"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 )
@@ -31,7 +32,7 @@ func (m *Module) RuleWith(name string, set map[string]ir.AttrValue) (*Rule, erro
 		names = append(names, r.Name)
 	}
 	if decl == nil {
-		return nil, lang.ErrorList{lang.Errorf(lang.Pos{File: m.Path}, "no rule %s%s", name, didYouMean(name, names))}
+		return nil, lang.ErrorList{lang.Errorf(lang.Pos{File: m.Path}, "no rule %s%s", name, suggest.DidYouMean(name, names))}
 	}
 	el := &elab{mod: m, graph: &ir.Graph{Name: name}, names: map[string]int{}}
 	root := newScope(nil, true)

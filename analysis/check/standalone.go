@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 
+	"tofuc/internal/suggest"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 )
@@ -46,7 +47,7 @@ func checkOp(op *lang.OpDecl, errs *lang.ErrorList) *ir.Instance {
 			dt := lang.F32
 			if in.DType != "" {
 				if _, dt = dtypeClass(in.DType); dt == lang.Invalid {
-					ev.fail(in.Pos, "unknown dtype %s%s", in.DType, didYouMean(in.DType, dtypeClassNames()))
+					ev.fail(in.Pos, "unknown dtype %s%s", in.DType, suggest.DidYouMean(in.DType, dtypeClassNames()))
 				}
 			}
 			inputs = append(inputs, TensorType{DType: dt, Shape: symbolicShape(ev, env, in, shared)})

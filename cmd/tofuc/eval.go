@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"tofuc/internal/suggest"
 	"tofuc/parser"
 	"tofuc/pipeline"
 
@@ -384,7 +385,7 @@ func evalOp(path string, f evalFlags, inputs map[string]*tensor.Tensor) (map[str
 	}
 	decl := m.Op(f.op)
 	if decl == nil {
-		return nil, fmt.Errorf("%s: no operator %s", m.Path, f.op)
+		return nil, fmt.Errorf("%s: no operator %s%s", m.Path, f.op, suggest.DidYouMean(f.op, m.OpNames()))
 	}
 	attrs, err := parseSets(f.attrs)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"tofuc/internal/suggest"
 	"tofuc/pipeline"
 
 	"tofuc/analysis/autodiff"
@@ -35,7 +36,7 @@ func runGrad(args []string, stdout, stderr io.Writer) int {
 	}
 	decl := m.Op(*opName)
 	if decl == nil {
-		return fail(stderr, fmt.Errorf("%s: no operator %s", fs.Arg(0), *opName))
+		return fail(stderr, fmt.Errorf("%s: no operator %s%s", fs.Arg(0), *opName, suggest.DidYouMean(*opName, m.OpNames())))
 	}
 	src, err := gradSource(decl)
 	if err != nil {

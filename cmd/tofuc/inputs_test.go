@@ -81,3 +81,26 @@ func TestRunDrawsLabelsInRange(t *testing.T) {
 		t.Errorf("run: exit %d: %s", status, stderr)
 	}
 }
+
+// TestFlagAndNameMessages: a flag value of the wrong type says what the
+// flag takes (not Go's strconv error), and an unknown flag or operator
+// gets the closest known one.
+func TestFlagAndNameMessages(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "../../examples/mlp.tdl", "--random-inputs", "--seed", "-1", "--out", dir}, "--seed -1: expected a whole number, 0 or more"},
+		{[]string{"eval", "../../examples/mlp.tdl", "--train", "--lr", "fast", "--out", dir}, "--lr fast: expected a number"},
+		{[]string{"eval", "../../examples/mlp.tdl", "--random-input", "--out", dir}, "unknown flag: --random-input (did you mean --random-inputs?)"},
+		{[]string{"grad", "../../stdlib/nn.tdl", "--op", "sofmax"}, "no operator sofmax (did you mean softmax?)"},
+		{[]string{"strategies", "../../stdlib/linalg.tdl", "--op", "matmull"}, "no operator matmull in ../../stdlib/linalg.tdl (did you mean matmul?)"},
+		{[]string{"partition", "../../examples/mlp.tdl", "--devices", "2", "--loss-scale", "8"}, "--loss-scale go with --train"},
+	} {
+		status, _, stderr := tofuc(tc.args...)
+		if status == exitOK || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "strconv") {
+			t.Errorf("%v: exit %d, %q; want %q", tc.args, status, stderr, tc.want)
+		}
+	}
+}

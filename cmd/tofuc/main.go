@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"tofuc/codegen/toolchain"
+	"tofuc/internal/suggest"
 )
 
 // Exit statuses (docs/cli.md).
@@ -152,11 +153,47 @@ func parseFlags(fs *pflag.FlagSet, args []string, stdout io.Writer) (status int,
 		return exitOK, true
 	}
 	if err != nil {
-		fmt.Fprintf(fs.Output(), "tofuc %s: %v\n", fs.Name(), err)
+		fmt.Fprintf(fs.Output(), "tofuc %s: %s\n", fs.Name(), flagError(fs, err))
 		fmt.Fprintf(fs.Output(), "Run 'tofuc help %s' for usage.\n", fs.Name())
 		return exitUsage, true
 	}
 	return exitOK, false
+}
+
+// flagError words pflag's parse error err for a user: an unknown flag
+// with the closest one fs has, a value that is not of its flag's type
+// with what the flag takes (pflag quotes Go's strconv error).
+func flagError(fs *pflag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
+		var names []string
+		fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+		return msg + strings.Replace(suggest.DidYouMean(name, names), "mean ", "mean --", 1)
+	}
+	var value, name string
+	if _, scanErr := fmt.Sscanf(msg, "invalid argument %q for %q flag:", &value, &name); scanErr == nil {
+		if f := fs.Lookup(strings.TrimLeft(name, "-")); f != nil {
+			return fmt.Sprintf("--%s %s: %s", f.Name, value, flagTakes(f.Value.Type()))
+		}
+	}
+	return msg
+}
+
+// flagTakes says what a flag of a pflag value type takes.
+func flagTakes(typ string) string {
+	switch typ {
+	case "uint", "uint8", "uint16", "uint32", "uint64":
+		return "expected a whole number, 0 or more"
+	case "int", "int8", "int16", "int32", "int64":
+		return "expected a whole number"
+	case "float32", "float64":
+		return "expected a number"
+	case "bool":
+		return "expected true or false"
+	case "duration":
+		return "expected a duration like 90s or 5m"
+	}
+	return "expected a " + typ
 }
 
 // count writes n and the noun, plural unless n is 1: "1 parameter",

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"tofuc/internal/suggest"
 	"tofuc/parser"
 	"tofuc/pipeline"
 
@@ -128,6 +129,7 @@ func runStrategies(args []string, stdout, stderr io.Writer) int {
 	var errs lang.ErrorList
 	var analyses []*strategy.Analysis // beside doc.Ops, for the text output
 	found := false
+	var names []string // of the operators looked at
 	for _, path := range paths {
 		m, _, err := pipeline.LoadFile(prog, path)
 		if err != nil {
@@ -144,6 +146,7 @@ func runStrategies(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "%s defines no operators; these are the %s its models call\n", path, count(len(ops), "operator"))
 		}
 		for _, op := range ops {
+			names = append(names, op.Name)
 			if *opName != "" && op.Name != *opName {
 				continue
 			}
@@ -169,7 +172,7 @@ func runStrategies(args []string, stdout, stderr io.Writer) int {
 		printDiagnostics(stderr, errs.Sort())
 	}
 	if *opName != "" && !found && len(errs) == 0 {
-		fmt.Fprintf(stderr, "tofuc strategies: no operator %s in %s\n", *opName, strings.Join(paths, ", "))
+		fmt.Fprintf(stderr, "tofuc strategies: no operator %s in %s%s\n", *opName, strings.Join(paths, ", "), suggest.DidYouMean(*opName, names))
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
