@@ -4,6 +4,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"tofuc/lang"
+	"tofuc/runtime/npy"
+	"tofuc/runtime/tensor"
 )
 
 // TestInputShapeMessage: a given input of the wrong shape is explained in
@@ -83,10 +87,14 @@ func TestRunDrawsLabelsInRange(t *testing.T) {
 }
 
 // TestFlagAndNameMessages: a flag value of the wrong type says what the
-// flag takes (not Go's strconv error), and an unknown flag or operator
-// gets the closest known one.
+// flag takes (not Go's strconv error), an unknown flag or operator gets
+// the closest known one, and an input the model lacks the ones it has.
 func TestFlagAndNameMessages(t *testing.T) {
 	dir := t.TempDir()
+	y := filepath.Join(t.TempDir(), "y.npy")
+	if err := npy.WriteFile(y, tensor.New(lang.F32, []int{2})); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -97,6 +105,7 @@ func TestFlagAndNameMessages(t *testing.T) {
 		{[]string{"grad", "../../stdlib/nn.tdl", "--op", "sofmax"}, "no operator sofmax (did you mean softmax?)"},
 		{[]string{"strategies", "../../stdlib/linalg.tdl", "--op", "matmull"}, "no operator matmull in ../../stdlib/linalg.tdl (did you mean matmul?)"},
 		{[]string{"partition", "../../examples/mlp.tdl", "--devices", "2", "--loss-scale", "8"}, "--loss-scale go with --train"},
+		{[]string{"eval", "../../examples/mlp.tdl", "--in", "y=" + y, "--random-inputs", "--out", dir}, "graph mlp has no input y; its inputs: x"},
 	} {
 		status, _, stderr := tofuc(tc.args...)
 		if status == exitOK || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "strconv") {

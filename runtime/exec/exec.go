@@ -3,6 +3,8 @@ package exec
 import (
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 
 	"tofuc/lang"
 	"tofuc/lang/ir"
@@ -125,13 +127,13 @@ func bindInputs(g *ir.Graph, inputs map[string]*tensor.Tensor) (map[string]int64
 		}
 		uses = append(uses, lang.ShapeUse{What: "input " + v.Name, Declared: v.Shape, Actual: x.Shape})
 	}
+	var names []string
+	for _, v := range g.Inputs {
+		names = append(names, v.Name)
+	}
 	for name := range inputs {
-		found := false
-		for _, v := range g.Inputs {
-			found = found || v.Name == name
-		}
-		if !found {
-			return nil, fmt.Errorf("graph %s has no input %s", g.Name, name)
+		if !slices.Contains(names, name) {
+			return nil, fmt.Errorf("graph %s has no input %s; its inputs: %s", g.Name, name, strings.Join(names, ", "))
 		}
 	}
 	syms := map[string]int64{}

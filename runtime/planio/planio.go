@@ -85,7 +85,11 @@ func Inputs(p *plan.Plan, specs map[string]string, draw func(b plan.Binding) (*t
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, fmt.Errorf("--in %s: the plan has no input %s", unknown[0], unknown[0])
+		var names []string
+		for _, b := range p.Inputs {
+			names = append(names, b.Name)
+		}
+		return nil, fmt.Errorf("--in %s: the plan has no input %s; its inputs: %s", unknown[0], unknown[0], strings.Join(names, ", "))
 	}
 	return out, Match(p.Inputs, out, "input")
 }
