@@ -74,6 +74,34 @@ func readable(msg string) string {
 	})
 }
 
+// expectedClause is participle's "(expected ...)", which spells out the
+// rest of the grammar rule that failed; expectedToken the first element
+// of it: a quoted token, a token type or a rule's name.
+var (
+	expectedClause = regexp.MustCompile(`\(expected (.*)\)$`)
+	expectedToken  = regexp.MustCompile(`^("(?:[^"\\]|\\.)*"|<[a-z]+>|[a-z]+)(.*)$`)
+)
+
+// expectedFirst keeps of an "(expected ...)" clause what a user can act
+// on: its first element, or "an operand" where the rule is a call's
+// (participle's last try where any operand would do).
+func expectedFirst(msg string) string {
+	clause := expectedClause.FindStringSubmatchIndex(msg)
+	if clause == nil {
+		return msg
+	}
+	rule := msg[clause[2]:clause[3]]
+	m := expectedToken.FindStringSubmatch(rule)
+	if m == nil || strings.TrimSpace(m[2]) == "" {
+		return msg
+	}
+	first := m[1]
+	if first == "<ident>" && strings.HasPrefix(strings.TrimSpace(m[2]), "attributes?") {
+		first = "an operand: a name, a number, a call or an expression in parentheses"
+	}
+	return msg[:clause[0]] + "(expected " + first + ")"
+}
+
 // invalidText is how participle's lexer reports text no token matches.
 var invalidText = regexp.MustCompile(`^(?:lexer: )?invalid input text "(.)`)
 
@@ -94,7 +122,7 @@ func syntaxError(path string, err error) *lang.Error {
 	var pe participle.Error
 	if errors.As(err, &pe) {
 		msg := lexicalMessage(pe.Message())
-		return &lang.Error{Pos: pos(pe.Position()), Msg: "syntax error: " + readable(msg)}
+		return &lang.Error{Pos: pos(pe.Position()), Msg: "syntax error: " + expectedFirst(readable(msg))}
 	}
 	return lang.Errorf(lang.Pos{File: path}, "syntax error: %v", err)
 }

@@ -250,6 +250,10 @@ func TestSyntaxErrorPositions(t *testing.T) {
 		{"model m(x: f32[4]) {\n    model = x\n    return x\n}", `s.tdl:2:5: "model" is a keyword and cannot be used as a name`},
 		{"op f<t: tensor>(x: [N]) -> [N] = lambda i: x[i]", `s.tdl:1:6: unknown attribute type "tensor"`},
 		{"rule r(A: [N]): A", "s.tdl:1:17: a rule must have the form LHS == RHS"},
+		// The rest of a grammar rule is cut to what a user can act on.
+		{"op f(x: [N]) -> [N] = lambda i: x[i] +* 2.0", `s.tdl:1:39: syntax error: unexpected token "*" (expected an operand: a name, a number, a call or an expression in parentheses)`},
+		{"op f(x: [N] -> [N] = lambda i: x[i]", `s.tdl:1:13: syntax error: unexpected token "->" (expected ")")`},
+		{"op f(x: [N]) -> [N] = lambda i x[i]", `s.tdl:1:32: syntax error: unexpected token "x" (expected ":")`},
 	} {
 		_, err := Parse("s.tdl", []byte(c.src))
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
