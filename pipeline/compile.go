@@ -195,6 +195,7 @@ func compile(m *Model, dir, final string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.Plan.Next = next
 	if err := writeParams(c.Plan, dir, params); err != nil {
 		return nil, err
 	}

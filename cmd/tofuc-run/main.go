@@ -151,6 +151,7 @@ func runPlan(dir string, f flags, stdout io.Writer) error {
 	}
 	out.Read(f.params)
 	out.Outputs(outputs)
+	out.NextParams(p, params, outputs)
 	if err := out.Write(f.out, stdout); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -110,6 +111,39 @@ func TestFlagAndNameMessages(t *testing.T) {
 		status, _, stderr := tofuc(tc.args...)
 		if status == exitOK || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "strconv") {
 			t.Errorf("%v: exit %d, %q; want %q", tc.args, status, stderr, tc.want)
+		}
+	}
+}
+
+// TestRunWritesNextParams: `run` of a training plan writes params.npz,
+// the parameters for the next step under their own names, which
+// `--params` takes as they are: two runs give eval --train's two losses.
+func TestRunWritesNextParams(t *testing.T) {
+	dir := t.TempDir()
+	plan, first, second := filepath.Join(dir, "plan"), filepath.Join(dir, "1"), filepath.Join(dir, "2")
+	mlp := []string{"../../examples/mlp.tdl", "--train", "--set", "batch=8", "--set", "hidden=16"}
+	if status, _, stderr := tofuc(append(append([]string{"compile"}, mlp...), "--emit", "host,plan", "-o", plan)...); status != exitOK {
+		t.Fatalf("compile: %s", stderr)
+	}
+	if status, _, stderr := tofuc("run", plan, "--random-inputs", "--seed", "3", "--out", first); status != exitOK {
+		t.Fatalf("run: %s", stderr)
+	}
+	inputs := []string{"--in", "x=" + filepath.Join(first, "inputs", "x.npy"), "--in", "labels=" + filepath.Join(first, "inputs", "labels.npy")}
+	if status, _, stderr := tofuc(append([]string{"run", plan, "--params", filepath.Join(first, "params.npz"), "--out", second}, inputs...)...); status != exitOK {
+		t.Fatalf("run with the written parameters: %s", stderr)
+	}
+	status, stdout, stderr := tofuc(append(append(append([]string{"eval"}, mlp...), "--steps", "2", "--backend", "cpu",
+		"--params", filepath.Join(plan, "params.npz"), "--out", filepath.Join(dir, "eval")), inputs...)...)
+	if status != exitOK {
+		t.Fatalf("eval: %s", stderr)
+	}
+	for step, run := range []string{first, second} {
+		loss, err := npy.ReadFile(filepath.Join(run, "loss.npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("step %d: loss %.6g", step+1, loss.Flat(0)); !strings.Contains(stdout, want) {
+			t.Errorf("run %d: loss %g; eval says\n%s", step+1, loss.Flat(0), stdout)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"tofuc/analysis/autodiff"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/cpu"
@@ -80,6 +81,9 @@ func runPlan(dir string, f runFlags, specs map[string]string, stdout io.Writer) 
 			return nil, fmt.Errorf("input %s (%s%v) is missing: give it with --in %s=PATH.npy, or use --random-inputs", b.Name, b.DType, b.Shape, b.Name)
 		}
 		t, err := randomPlanInput(b, f.seed)
+		if len(p.Next) > 0 && b.Name == autodiff.StepInput && len(b.Shape) == 0 {
+			t = tensor.Scalar(lang.ParseDType(b.DType), 1) // Adam's step number: the first
+		}
 		drawn[b.Name] = t
 		return t, err
 	}
@@ -99,6 +103,7 @@ func runPlan(dir string, f runFlags, specs map[string]string, stdout io.Writer) 
 		}
 	}
 	out.Outputs(outputs)
+	out.NextParams(p, params, outputs)
 	return out.Write(f.out, stdout)
 }
 

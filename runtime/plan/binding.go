@@ -18,6 +18,31 @@ func (p *Plan) checkBindings() error {
 			}
 		}
 	}
+	return p.checkNext()
+}
+
+// checkNext checks that Next maps parameters to outputs of their dtype
+// and shape.
+func (p *Plan) checkNext() error {
+	byName := func(bs []Binding, name string) *Binding {
+		for i := range bs {
+			if bs[i].Name == name {
+				return &bs[i]
+			}
+		}
+		return nil
+	}
+	for param, output := range p.Next {
+		pb, ob := byName(p.Params, param), byName(p.Outputs, output)
+		switch {
+		case pb == nil:
+			return fmt.Errorf("next: %s is not a parameter", param)
+		case ob == nil:
+			return fmt.Errorf("next: parameter %s's next value %s is not an output", param, output)
+		case pb.DType != ob.DType || fmt.Sprint(pb.Shape) != fmt.Sprint(ob.Shape):
+			return fmt.Errorf("next: parameter %s (%s%v) and its next value %s (%s%v) differ", param, pb.DType, pb.Shape, output, ob.DType, ob.Shape)
+		}
+	}
 	return nil
 }
 

@@ -41,6 +41,10 @@ type Plan struct {
 	// folder refuses another compile's.
 	ParamsFile *File     `json:"params_file,omitempty"`
 	Outputs    []Binding `json:"outputs"`
+	// Next maps each parameter a training plan updates (optimizer state
+	// included) to the output holding its value for the next step, of
+	// the parameter's dtype and shape (autodiff.TrainingGraph's next).
+	Next map[string]string `json:"next,omitempty"`
 	// Init holds each device's steps that run when parameters are bound;
 	// Steps those that run on every call.
 	Init  [][]Step `json:"init"`

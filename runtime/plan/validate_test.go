@@ -117,6 +117,7 @@ func TestValidateRefuses(t *testing.T) {
 			p.Outputs[0].Tiles = append(p.Outputs[0].Tiles, Tile{Buffer: 4, Box: []Dim{{4, 8}}})
 		}, "output z: two tiles on device 1"},
 		{"a tile box reversed", func(p *Plan) { p.Outputs[0].Tiles[0].Box = []Dim{{4, 0}} }, "tile box [{4 0}] does not fit"},
+		{"a next value of no parameter", func(p *Plan) { p.Next = map[string]string{"x": "z"} }, "next: x is not a parameter"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := twoDevices()

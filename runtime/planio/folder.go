@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"tofuc/runtime/npy"
+	"tofuc/runtime/plan"
 	"tofuc/runtime/safefile"
 	"tofuc/runtime/tensor"
 )
@@ -66,6 +67,25 @@ func (f *Folder) Outputs(outputs map[string]*tensor.Tensor) {
 		t := outputs[n]
 		f.Tensor(FileName(n)+".npy", fmt.Sprintf("%s: %s%v %s", n, t.DType, t.Shape, Summary(t)), t)
 	}
+}
+
+// NextParams adds params.npz for a training plan's next step: every
+// parameter of p under its own name, the value of its output in Next
+// where it has one (optimizer state included), else params' value, so
+// that `--params DIR/params.npz` runs that step. It adds nothing for a
+// plan without Next.
+func (f *Folder) NextParams(p *plan.Plan, params, outputs map[string]*tensor.Tensor) {
+	if len(p.Next) == 0 {
+		return
+	}
+	next := make(map[string]*tensor.Tensor, len(p.Params))
+	for _, b := range p.Params {
+		next[b.Name] = params[b.Name]
+		if out, ok := p.Next[b.Name]; ok {
+			next[b.Name] = outputs[out]
+		}
+	}
+	f.Tensors("params.npz", fmt.Sprintf("%d parameters for the next step", len(next)), next)
 }
 
 // Write writes the files into dir (created if missing) as one change
