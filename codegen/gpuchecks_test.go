@@ -112,7 +112,7 @@ func TestWriteGPUChecks(t *testing.T) {
 				for _, b := range c.Plan.Outputs {
 					tol := tensor.Reordered(lang.ParseDType(b.DType), 1<<12)
 					if run.prec.InF32() {
-						tol = rounding.ModelTolerance(run.prec)
+						tol = rounding.ModelTolerance(run.prec, c.Depth)
 					}
 					check.Tolerance[b.Name] = twice(tol)
 				}

@@ -69,7 +69,7 @@ model strided(x: f32[70, 300], idx: i64[50], a: f32[130, 40], b: f32[40, 150], q
 		for k, w := range want.Outputs {
 			tol := tensor.Reordered(w.DType, 300)
 			if mode.p != precision.Exact {
-				tol = rounding.ModelTolerance(mode.p)
+				tol = rounding.ModelTolerance(mode.p, rounding.ContractionDepth(g))
 			}
 			if err := tensor.Compare(planned[k], w, tol); err != nil {
 				t.Errorf("%s, planned grids, output %s: %v", mode.p, k, err)

@@ -221,10 +221,10 @@ model deep(a: f32[64, 1024], b: f32[1024, 64]) {
 			t.Fatal(err)
 		}
 		for name, w := range want.Outputs {
-			if err := rounding.CompareModel(p, got[name], w); err != nil {
+			if err := rounding.CompareModel(p, 1, got[name], w); err != nil {
 				t.Errorf("%s: %v", p, err)
 			}
-			fixed := rounding.ModelTolerance(p)
+			fixed := rounding.ModelTolerance(p, 1)
 			fixed.RMS = 0
 			if tensor.Compare(got[name], w, fixed) == nil {
 				t.Errorf("%s: within a tolerance fixed per element: the test no longer needs the part relative to the spread", p)
@@ -417,5 +417,21 @@ func TestTiledLargeTiles(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestContractionDepth: the whole-model tolerance's depth counts the
+// contractions on the longest path (two here: a matmul after a matmul,
+// beside one), not the element-wise operators or a reduction that is no
+// contraction.
+func TestContractionDepth(t *testing.T) {
+	g := modelFromSource(t, `
+model m(x: f32[4, 8], w1: f32[8, 8], w2: f32[8, 8], w3: f32[8, 8]) {
+    y = matmul(relu(matmul(x, w1)), w2)
+    return softmax(y + matmul(x, w3) + reduce_sum<axes = [1], keepdims = true>(x))
+}
+`)
+	if d := rounding.ContractionDepth(g); d != 2 {
+		t.Errorf("depth %d, want 2", d)
 	}
 }

@@ -4,20 +4,27 @@ import (
 	"fmt"
 	"math"
 
+	"tofuc/lang/ir"
 	"tofuc/lang/precision"
 	"tofuc/runtime/tensor"
 )
 
 // ModelTolerance is the policy's tolerance for an output of a whole
 // model compiled in mode p against the interpreter (or the exact mode's
-// plan, which matches it): per element, relative and absolute, each
-// tol, and in the modes that round contractions' factors (tf32, bf16,
-// f16) as much again relative to the root mean square of the element's
-// row (tensor.Tolerance.RMS). The exact mode's is the reordered-sum
-// tolerance of a long reduction (2¹² terms, at most 2⁻¹⁵ for f32); the
-// f32 modes allow 8 units of their factors' format, at least 2⁻¹⁰
-// (PyTorch's own tests compare f32 at 1.3·10⁻⁶ per operator and much
-// looser across models): f32 2⁻¹⁰, tf32 and f16 2⁻⁸, bf16 2⁻⁵.
+// plan, which matches it), the model's paths having at most depth
+// contractions one after the other (ContractionDepth): per element,
+// relative and absolute, each tol, and in the modes that round
+// contractions' factors (tf32, bf16, f16) as much again relative to the
+// root mean square of the element's row (tensor.Tolerance.RMS). The
+// exact mode's is the reordered-sum tolerance of a long reduction (2¹²
+// terms, at most 2⁻¹⁵ for f32); the f32 modes allow 8 units of their
+// factors' format, at least 2⁻¹⁰ (PyTorch's own tests compare f32 at
+// 1.3·10⁻⁶ per operator and much looser across models): f32 2⁻¹⁰, tf32
+// and f16 2⁻⁸, bf16 2⁻⁵, in the tensor-core modes times √depth: each
+// layer adds an error of its own to what it passes on, and errors of
+// random signs add up as the square root of their number (AlexNet's
+// eight layers in tf32 were 0.029 off a logit of 1.14, 2.4 times the
+// tolerance of one).
 // The part relative to the row's spread is what makes the tolerance
 // independent of contraction depth: rounding the factors of a depth-K
 // contraction of terms of random signs errs by about √K units of their
@@ -29,24 +36,61 @@ import (
 // checks): it grows with the model's depth and with the conditioning of
 // what it computes, so a model is also checked by its arg-max
 // (SameArgMax).
-func ModelTolerance(p precision.Mode) tensor.Tolerance {
+func ModelTolerance(p precision.Mode, depth int) tensor.Tolerance {
 	switch p {
 	case precision.Exact:
 		return tensor.Tolerance{Rel: 0x1p-15, Abs: 0x1p-15}
 	case precision.F32:
 		return tensor.Tolerance{Rel: 0x1p-10, Abs: 0x1p-10}
 	}
-	tol := 8 * p.FactorRounding()
+	tol := 8 * p.FactorRounding() * math.Sqrt(float64(max(1, depth)))
 	return tensor.Tolerance{Rel: tol, Abs: tol, RMS: tol}
 }
 
-// CompareModel compares an output of a model compiled in mode p with the
-// reference: within ModelTolerance, and, for float outputs of two or
-// more dimensions (logits), with the same arg-max in every row of the
-// last dimension where the reference's top two differ by more than the
-// tolerance.
-func CompareModel(p precision.Mode, got, want *tensor.Tensor) error {
-	tol := ModelTolerance(p)
+// ContractionDepth is the most contractions (sums of products of two
+// factors: ir.IsContraction) on a path of g from its inputs and
+// parameters to its outputs, g's nodes being in order of computation.
+func ContractionDepth(g *ir.Graph) int {
+	depth := map[*ir.Value]int{}
+	most := 0
+	for _, n := range g.Nodes {
+		d := 0
+		for _, in := range n.Inputs {
+			d = max(d, depth[in])
+		}
+		if contracts(n.Inst) {
+			d++
+		}
+		for _, o := range n.Outputs {
+			depth[o] = d
+		}
+		most = max(most, d)
+	}
+	return most
+}
+
+// contracts reports whether an instance's locals or outputs hold a
+// contraction.
+func contracts(inst *ir.Instance) bool {
+	found := false
+	for _, d := range append(append([]*ir.Def(nil), inst.Locals...), inst.Outputs...) {
+		ir.Walk(d.Body, func(e ir.Expr) bool {
+			if r, ok := e.(*ir.Reduce); ok && ir.IsContraction(r) {
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
+}
+
+// CompareModel compares an output of a model of contraction depth depth
+// compiled in mode p with the reference: within ModelTolerance, and, for
+// float outputs of two or more dimensions (logits), with the same
+// arg-max in every row of the last dimension where the reference's top
+// two differ by more than the tolerance.
+func CompareModel(p precision.Mode, depth int, got, want *tensor.Tensor) error {
+	tol := ModelTolerance(p, depth)
 	if err := tensor.Compare(got, want, tol); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"tofuc/analysis/rounding"
 	"tofuc/parser"
 
 	"tofuc/analysis/autodiff"
@@ -50,6 +51,10 @@ type Compiled struct {
 	Dir            string
 	Plan           *plan.Plan
 	Inputs, Params map[string]*tensor.Tensor
+	// Depth is the compiled graph's contraction depth
+	// (rounding.ContractionDepth), which the whole-model tolerance
+	// grows with.
+	Depth int
 }
 
 // Compile compiles the case into dir through the pipeline (on several
@@ -69,7 +74,7 @@ func (c Case) Compile(dir string, emit []string) (*Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Compiled{Dir: dir, Plan: res.Plan, Inputs: inputsFor(res.Plan, c.Classes), Params: res.Params}, nil
+	return &Compiled{Dir: dir, Plan: res.Plan, Inputs: inputsFor(res.Plan, c.Classes), Params: res.Params, Depth: rounding.ContractionDepth(res.Graph)}, nil
 }
 
 // model loads the case's model: from examples/, or from its Source.

@@ -200,7 +200,7 @@ func TestModesMatchExact(t *testing.T) {
 						t.Fatalf("%s on %s: %v", p, kind, err)
 					}
 					for name, w := range want {
-						if err := rounding.CompareModel(p, got[name], w); err != nil {
+						if err := rounding.CompareModel(p, ref.Depth, got[name], w); err != nil {
 							t.Errorf("%s on %s: output %s: %v", p, kind, name, err)
 						}
 					}

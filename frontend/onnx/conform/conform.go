@@ -193,7 +193,8 @@ func runSet(m *onnx.Model, set dataSet, cfg Config, tdlPath string) (Status, str
 	if err != nil {
 		return Fail, "import: " + err.Error(), 0
 	}
-	got, kernels, err := evaluateOn(cfg.Backend, cfg.Program, tdlPath, res, in)
+	ev, err := evaluateOn(cfg.Backend, cfg.Program, tdlPath, res, in)
+	got, kernels := ev.outputs, ev.kernels
 	if err != nil {
 		return Fail, err.Error(), kernels
 	}
@@ -202,7 +203,7 @@ func runSet(m *onnx.Model, set dataSet, cfg Config, tdlPath string) (Status, str
 		return Fail, fmt.Sprintf("%d outputs, %d expected (sequence elements counted apart)", len(got), len(want)), kernels
 	}
 	for i := range want {
-		if err := compareOutput(cfg.Precision, got[i], want[i]); err != nil {
+		if err := compareOutput(cfg.Precision, ev.depth, got[i], want[i]); err != nil {
 			detail := fmt.Sprintf("output %d (%s): %v", i, portName(res.Outputs[i]), err)
 			if cfg.Explain && want[i].DType.IsFloat() && got[i].DType == want[i].DType {
 				detail += explain(cfg.Program, tdlPath, res, in, i, got[i], want[i])
@@ -213,14 +214,15 @@ func runSet(m *onnx.Model, set dataSet, cfg Config, tdlPath string) (Status, str
 	return Pass, "", kernels
 }
 
-// compareOutput compares an output with ONNX's expected one: within
-// External, or in a mode that computes in f32 within the looser of
-// External and the mode's whole-model tolerance, with the same arg-max.
-func compareOutput(p precision.Mode, got, want *tensor.Tensor) error {
+// compareOutput compares an output of a model of contraction depth
+// depth with ONNX's expected one: within External, or in a mode that
+// computes in f32 within the looser of External and the mode's
+// whole-model tolerance, with the same arg-max.
+func compareOutput(p precision.Mode, depth int, got, want *tensor.Tensor) error {
 	if !p.InF32() {
 		return tensor.Compare(got, want, tensor.External)
 	}
-	tol := rounding.ModelTolerance(p)
+	tol := rounding.ModelTolerance(p, depth)
 	tol.Rel, tol.Abs = max(tol.Rel, tensor.External.Rel), max(tol.Abs, tensor.External.Abs)
 	if err := tensor.Compare(got, want, tol); err != nil {
 		return err
@@ -301,16 +303,24 @@ func unsupportedSummary(e *onnx.UnsupportedError) string {
 // and runs it with the interpreter on its inputs, returning its outputs
 // in order (a sequence's elements one by one).
 func Evaluate(prog *check.Program, path string, res *onnx.Result, in feed) ([]*tensor.Tensor, error) {
-	got, _, err := evaluateOn(nil, prog, path, res, in)
-	return got, err
+	ev, err := evaluateOn(nil, prog, path, res, in)
+	return ev.outputs, err
 }
 
-// evaluateOn is Evaluate on a backend (nil: the interpreter); it also
-// returns the kernels a compiled backend launched.
-func evaluateOn(b exec.Backend, prog *check.Program, path string, res *onnx.Result, in feed) ([]*tensor.Tensor, int, error) {
+// evaluation is what evaluateOn found: the outputs, the kernels a
+// compiled backend launched, and the model's contraction depth
+// (rounding.ContractionDepth).
+type evaluation struct {
+	outputs []*tensor.Tensor
+	kernels int
+	depth   int
+}
+
+// evaluateOn is Evaluate on a backend (nil: the interpreter).
+func evaluateOn(b exec.Backend, prog *check.Program, path string, res *onnx.Result, in feed) (evaluation, error) {
 	mod, err := prog.LoadSource(path, res.Source)
 	if err != nil {
-		return nil, 0, fmt.Errorf("the imported TDL does not parse: %w", err)
+		return evaluation{}, fmt.Errorf("the imported TDL does not parse: %w", err)
 	}
 	inputs := map[string]*tensor.Tensor{}
 	set := map[string]ir.AttrValue{}
@@ -324,26 +334,26 @@ func evaluateOn(b exec.Backend, prog *check.Program, path string, res *onnx.Resu
 	}
 	g, err := mod.Model("", set)
 	if err != nil {
-		return nil, 0, fmt.Errorf("the imported TDL does not check: %w", err)
+		return evaluation{}, fmt.Errorf("the imported TDL does not check: %w", err)
 	}
 	if b == nil {
 		b = exec.Interp{}
 	}
+	ev := evaluation{depth: rounding.ContractionDepth(g)}
 	s := exec.NewSession(g, b, 0)
 	defer s.Close()
 	out, err := s.Run(inputs, res.Params)
-	kernels := 0
 	if p, ok := s.Program().(interface{ Kernels() int }); ok {
-		kernels = p.Kernels()
+		ev.kernels = p.Kernels()
 	}
 	if err != nil {
-		return nil, kernels, fmt.Errorf("evaluation: %w", err)
+		return ev, fmt.Errorf("evaluation: %w", err)
 	}
-	got := make([]*tensor.Tensor, len(g.Outputs))
+	ev.outputs = make([]*tensor.Tensor, len(g.Outputs))
 	for i, v := range g.Outputs {
-		got[i] = out.Outputs[v.Name]
+		ev.outputs[i] = out.Outputs[v.Name]
 	}
-	return got, kernels, nil
+	return ev, nil
 }
 
 // bindSymbols sets the model attribute of each symbolic extent of shape
