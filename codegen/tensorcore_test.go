@@ -421,17 +421,20 @@ func TestTiledLargeTiles(t *testing.T) {
 }
 
 // TestContractionDepth: the whole-model tolerance's depth counts the
-// contractions on the longest path (two here: a matmul after a matmul,
-// beside one), not the element-wise operators or a reduction that is no
-// contraction.
+// contractions on the longest path (a matmul after a matmul, beside
+// one, then an operator whose locals chain two: four), not the
+// element-wise operators or a reduction that is no contraction.
 func TestContractionDepth(t *testing.T) {
 	g := modelFromSource(t, `
+op chain2(a: [M, K], b: [K, K]) -> [M, K] =
+    let h: [M, K] = lambda m, n: sum(lambda k: a[m, k] * b[k, n]) in
+    lambda m, n: sum(lambda k: h[m, k] * b[k, n])
 model m(x: f32[4, 8], w1: f32[8, 8], w2: f32[8, 8], w3: f32[8, 8]) {
     y = matmul(relu(matmul(x, w1)), w2)
-    return softmax(y + matmul(x, w3) + reduce_sum<axes = [1], keepdims = true>(x))
+    return chain2(softmax(y + matmul(x, w3) + reduce_sum<axes = [1], keepdims = true>(x)), w3)
 }
 `)
-	if d := rounding.ContractionDepth(g); d != 2 {
-		t.Errorf("depth %d, want 2", d)
+	if d := rounding.ContractionDepth(g); d != 4 {
+		t.Errorf("depth %d, want 4", d)
 	}
 }

@@ -83,8 +83,10 @@ var (
 )
 
 // expectedFirst keeps of an "(expected ...)" clause what a user can act
-// on: its first element, or "an operand" where the rule is a call's
-// (participle's last try where any operand would do).
+// on: its first element (a name for <ident>), or "an operand" where the
+// rule is a call's (participle's last try where any operand would do;
+// a declaration's rule also starts with a name and attributes, but its
+// parenthesis holds tensors, not expressions).
 func expectedFirst(msg string) string {
 	clause := expectedClause.FindStringSubmatchIndex(msg)
 	if clause == nil {
@@ -96,8 +98,11 @@ func expectedFirst(msg string) string {
 		return msg
 	}
 	first := m[1]
-	if first == "<ident>" && strings.HasPrefix(strings.TrimSpace(m[2]), "attributes?") {
+	switch rest := strings.TrimSpace(m[2]); {
+	case first == "<ident>" && strings.HasPrefix(rest, `attributes? "(" (expression`):
 		first = "an operand: a name, a number, a call or an expression in parentheses"
+	case first == "<ident>":
+		first = "a name"
 	}
 	return msg[:clause[0]] + "(expected " + first + ")"
 }

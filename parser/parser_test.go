@@ -254,6 +254,8 @@ func TestSyntaxErrorPositions(t *testing.T) {
 		{"op f(x: [N]) -> [N] = lambda i: x[i] +* 2.0", `s.tdl:1:39: syntax error: unexpected token "*" (expected an operand: a name, a number, a call or an expression in parentheses)`},
 		{"op f(x: [N] -> [N] = lambda i: x[i]", `s.tdl:1:13: syntax error: unexpected token "->" (expected ")")`},
 		{"op f(x: [N]) -> [N] = lambda i x[i]", `s.tdl:1:32: syntax error: unexpected token "x" (expected ":")`},
+		{"op (x: [N]) -> [N] = lambda i: x[i]", `s.tdl:1:4: syntax error: unexpected token "(" (expected a name)`},
+		{"model (x: f32[4]) {\n    return x\n}", `s.tdl:1:7: syntax error: unexpected token "(" (expected a name)`},
 	} {
 		_, err := Parse("s.tdl", []byte(c.src))
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {

@@ -58,9 +58,7 @@ func ContractionDepth(g *ir.Graph) int {
 		for _, in := range n.Inputs {
 			d = max(d, depth[in])
 		}
-		if contracts(n.Inst) {
-			d++
-		}
+		d += contractions(n.Inst)
 		for _, o := range n.Outputs {
 			depth[o] = d
 		}
@@ -69,19 +67,31 @@ func ContractionDepth(g *ir.Graph) int {
 	return most
 }
 
-// contracts reports whether an instance's locals or outputs hold a
-// contraction.
-func contracts(inst *ir.Instance) bool {
-	found := false
+// contractions is the most contractions one after the other within an
+// instance: a local or output counts the most of the locals it reads,
+// plus one where it holds a contraction (a GRU cell's gates, then their
+// product with the state, count two).
+func contractions(inst *ir.Instance) int {
+	depth := map[*ir.Tensor]int{}
+	most := 0
 	for _, d := range append(append([]*ir.Def(nil), inst.Locals...), inst.Outputs...) {
+		n, contracts := 0, false
 		ir.Walk(d.Body, func(e ir.Expr) bool {
-			if r, ok := e.(*ir.Reduce); ok && ir.IsContraction(r) {
-				found = true
+			switch x := e.(type) {
+			case *ir.Access:
+				n = max(n, depth[x.T])
+			case *ir.Reduce:
+				contracts = contracts || ir.IsContraction(x)
 			}
-			return !found
+			return true
 		})
+		if contracts {
+			n++
+		}
+		depth[d.Tensor] = n
+		most = max(most, n)
 	}
-	return found
+	return most
 }
 
 // CompareModel compares an output of a model of contraction depth depth

@@ -102,6 +102,9 @@ func TestFlagAndNameMessages(t *testing.T) {
 	}{
 		{[]string{"eval", "../../examples/mlp.tdl", "--random-inputs", "--seed", "-1", "--out", dir}, "--seed -1: expected a whole number, 0 or more"},
 		{[]string{"eval", "../../examples/mlp.tdl", "--train", "--lr", "fast", "--out", dir}, "--lr fast: expected a number"},
+		{[]string{"eval", "../../examples/mlp.tdl", "--random-inputs", "--seed", "99999999999999999999999", "--out", dir}, "out of range for uint64"},
+		{[]string{"compile", "../../examples/mlp.tdl", "--precision", "foo", "-o", dir}, `unknown precision "foo" (expected exact, f32, tf32, bf16, f16)`},
+		{[]string{"fmt", "--write=maybe", "../../examples/mlp.tdl"}, "--write maybe: expected true or false"},
 		{[]string{"eval", "../../examples/mlp.tdl", "--random-input", "--out", dir}, "unknown flag: --random-input (did you mean --random-inputs?)"},
 		{[]string{"grad", "../../stdlib/nn.tdl", "--op", "sofmax"}, "no operator sofmax (did you mean softmax?)"},
 		{[]string{"strategies", "../../stdlib/linalg.tdl", "--op", "matmull"}, "no operator matmull in ../../stdlib/linalg.tdl (did you mean matmul?)"},

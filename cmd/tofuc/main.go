@@ -161,8 +161,9 @@ func parseFlags(fs *pflag.FlagSet, args []string, stdout io.Writer) (status int,
 }
 
 // flagError words pflag's parse error err for a user: an unknown flag
-// with the closest one fs has, a value that is not of its flag's type
-// with what the flag takes (pflag quotes Go's strconv error).
+// with the closest one fs has, a value that is not of its flag's
+// built-in type with what the flag takes (pflag quotes Go's strconv
+// error); tofuc's own flag types word their errors themselves.
 func flagError(fs *pflag.FlagSet, err error) string {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
@@ -172,28 +173,41 @@ func flagError(fs *pflag.FlagSet, err error) string {
 	}
 	var value, name string
 	if _, scanErr := fmt.Sscanf(msg, "invalid argument %q for %q flag:", &value, &name); scanErr == nil {
-		if f := fs.Lookup(strings.TrimLeft(name, "-")); f != nil {
-			return fmt.Sprintf("--%s %s: %s", f.Name, value, flagTakes(f.Value.Type()))
+		// pflag names a flag with a shorthand "-w, --write".
+		if _, long, ok := strings.Cut(name, "--"); ok {
+			name = long
+		}
+		if f := fs.Lookup(name); f != nil {
+			if takes := flagTakes(f.Value.Type(), msg); takes != "" {
+				return fmt.Sprintf("--%s %s: %s", f.Name, value, takes)
+			}
 		}
 	}
 	return msg
 }
 
-// flagTakes says what a flag of a pflag value type takes.
-func flagTakes(typ string) string {
+// flagTakes says what a flag of a built-in pflag value type takes, given
+// the parse error msg ("" for the other types).
+func flagTakes(typ, msg string) string {
+	var takes string
 	switch typ {
 	case "uint", "uint8", "uint16", "uint32", "uint64":
-		return "expected a whole number, 0 or more"
+		takes = "a whole number, 0 or more"
 	case "int", "int8", "int16", "int32", "int64":
-		return "expected a whole number"
+		takes = "a whole number"
 	case "float32", "float64":
-		return "expected a number"
+		takes = "a number"
 	case "bool":
 		return "expected true or false"
 	case "duration":
 		return "expected a duration like 90s or 5m"
+	default:
+		return ""
 	}
-	return "expected a " + typ
+	if strings.Contains(msg, "value out of range") {
+		return "out of range for " + typ
+	}
+	return "expected " + takes
 }
 
 // count writes n and the noun, plural unless n is 1: "1 parameter",

@@ -408,7 +408,7 @@ CUresult cuLaunchKernel(struct func *f, unsigned gx, unsigned gy, unsigned gz, u
 		return INVALID_HANDLE;
 	// Dynamic shared memory beyond 48 KB needs the kernel's opt-in
 	// (cuFuncSetAttribute), as on a GPU.
-	if (gx == 0 || gy != 1 || gz != 1 || bx == 0 || by != 1 || bz != 1 || bx > 1024 || shared > (unsigned)f->dynamic || (f->uses && shared == 0) ||
+	if (gx == 0 || gy != 1 || gz != 1 || bx == 0 || by != 1 || bz != 1 || bx > 1024 || shared > (unsigned)f->dynamic || (f->uses != (shared != 0)) ||
 	    extra != NULL || params == NULL)
 		return INVALID_VALUE;
 	void *argv[64];
