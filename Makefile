@@ -113,7 +113,10 @@ gpu-bundle: deps build
 	# shared objects stay here.
 	rm -rf $(GPU_DIR)/tmp && find $(GPU_DIR) \( -name '*.so' -o -name params.npz \) -delete
 	cp tools/gpu/*.py tools/gpu/run.sh $(R50) $(GPU_DIR)/
-	@du -sh $(GPU_DIR)
+	# One compressed file to carry to the GPU machine (the device tool
+	# carries at most 64 MiB): unpack it there with tar xzf.
+	tar czf $(GPU_DIR).tar.gz -C $(dir $(GPU_DIR)) $(notdir $(GPU_DIR))
+	@du -sh $(GPU_DIR) $(GPU_DIR).tar.gz
 
 clean:
 	rm -rf bin out
