@@ -51,9 +51,10 @@ type Compiled struct {
 	Dir            string
 	Plan           *plan.Plan
 	Inputs, Params map[string]*tensor.Tensor
-	// Depth is the compiled graph's contraction depth
-	// (rounding.ContractionDepth), which the whole-model tolerance
-	// grows with.
+	// Depth is the model's contraction depth (rounding.ContractionDepth
+	// of its graph, before a training graph is built: the same whether
+	// or not the compile came from the cache), which the whole-model
+	// tolerance grows with.
 	Depth int
 }
 
@@ -74,7 +75,7 @@ func (c Case) Compile(dir string, emit []string) (*Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Compiled{Dir: dir, Plan: res.Plan, Inputs: inputsFor(res.Plan, c.Classes), Params: res.Params, Depth: rounding.ContractionDepth(res.Graph)}, nil
+	return &Compiled{Dir: dir, Plan: res.Plan, Inputs: inputsFor(res.Plan, c.Classes), Params: res.Params, Depth: rounding.ContractionDepth(m.Graph)}, nil
 }
 
 // model loads the case's model: from examples/, or from its Source.
