@@ -1,9 +1,9 @@
 package check
 
 import (
-	"tofuc/internal/suggest"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/lang/suggest"
 )
 
 // Elaboration of lambda bodies into IR expressions.

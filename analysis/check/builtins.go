@@ -3,9 +3,9 @@ package check
 import (
 	"sort"
 
-	"tofuc/internal/suggest"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/lang/suggest"
 )
 
 // Compile-time functions: they compute attribute values, shapes, and the

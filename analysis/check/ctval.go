@@ -5,9 +5,9 @@ import (
 	"math"
 	"strings"
 
-	"tofuc/internal/suggest"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/lang/suggest"
 )
 
 // cval is a compile-time value: an attribute, a shape symbol or extent, a

@@ -5,9 +5,9 @@ import (
 	"sort"
 	"strings"
 
-	"tofuc/internal/suggest"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/lang/suggest"
 )
 
 // TensorType is the dtype and shape of a value passed to an operator.

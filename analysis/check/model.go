@@ -5,9 +5,9 @@ import (
 	"sort"
 	"strings"
 
-	"tofuc/internal/suggest"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/lang/suggest"
 )
 
 // Model elaboration: a model body runs at compile time (loops, conditionals,

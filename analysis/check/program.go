@@ -7,9 +7,9 @@ import (
 	"sort"
 	"strings"
 
-	"tofuc/internal/suggest"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/lang/suggest"
 	"tofuc/stdlib"
 )
 

@@ -1,9 +1,9 @@
 package check
 
 import (
-	"tofuc/internal/suggest"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/lang/suggest"
 )
 
 // Rule is a checked rewrite rule: both sides as graphs over the same inputs.

@@ -3,9 +3,9 @@ package check
 import (
 	"fmt"
 
-	"tofuc/internal/suggest"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/lang/suggest"
 )
 
 // mapEnv is a compile-time environment backed by a map.

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"tofuc/internal/suggest"
+	"tofuc/lang/suggest"
 	"tofuc/parser"
 	"tofuc/pipeline"
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"tofuc/internal/suggest"
+	"tofuc/lang/suggest"
 	"tofuc/pipeline"
 
 	"tofuc/analysis/autodiff"

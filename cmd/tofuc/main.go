@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"tofuc/codegen/toolchain"
-	"tofuc/internal/suggest"
+	"tofuc/lang/suggest"
 )
 
 // Exit statuses (docs/cli.md).

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
-	"tofuc/internal/suggest"
+	"tofuc/lang/suggest"
 	"tofuc/parser"
 	"tofuc/pipeline"
 
