@@ -16,6 +16,7 @@ import (
 	"tofuc/lang/precision"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/executor"
+	"tofuc/runtime/plan"
 	"tofuc/runtime/simt"
 	"tofuc/runtime/tensor"
 )
@@ -95,15 +96,7 @@ func TestTiledArithmetic(t *testing.T) {
 						t.Errorf("the kernel has no %s", ins)
 					}
 				}
-				sp, err := executor.Open(c.Plan, dir, simt.Kind.Name, executor.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer sp.Close()
-				out, err := sp.Run(in, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				out := runSimt(t, c.Plan, dir, in)
 				var got *tensor.Tensor
 				for _, v := range out {
 					got = v
@@ -211,15 +204,7 @@ model deep(a: f32[64, 1024], b: f32[1024, 64]) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sp, err := executor.Open(c.Plan, dir, simt.Kind.Name, executor.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := sp.Run(in, nil)
-		sp.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := runSimt(t, c.Plan, dir, in)
 		for name, w := range want.Outputs {
 			if err := rounding.CompareModel(p, 1, got[name], w); err != nil {
 				t.Errorf("%s: %v", p, err)
@@ -345,15 +330,7 @@ func TestStored16BitFactors(t *testing.T) {
 			if p == precision.Exact {
 				continue
 			}
-			sp, err := executor.Open(c.Plan, dir, simt.Kind.Name, executor.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := sp.Run(in, nil)
-			sp.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
+			out := runSimt(t, c.Plan, dir, in)
 			for _, got := range out {
 				if err := tensor.Compare(got, want, tensor.Exact); err != nil {
 					t.Errorf("%s in %s: %v", dt, p, err)
@@ -394,15 +371,7 @@ func TestTiledLargeTiles(t *testing.T) {
 		if k := c.Plan.Kernels; len(k) != 1 || !k[0].DynamicShared || k[0].Shared <= 48<<10 {
 			t.Fatalf("%s: kernels %+v, want one with more than 48 KB of dynamic shared memory", mode.p, k)
 		}
-		sp, err := executor.Open(c.Plan, dir, simt.Kind.Name, executor.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := sp.Run(in, nil)
-		sp.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		out := runSimt(t, c.Plan, dir, in)
 		for _, got := range out {
 			for z := range batch {
 				a := func(i, d int) float64 { return in["a"].At(z, i, d) }
@@ -437,4 +406,20 @@ model m(x: f32[4, 8], w1: f32[8, 8], w2: f32[8, 8], w3: f32[8, 8]) {
 	if d := rounding.ContractionDepth(g); d != 4 {
 		t.Errorf("depth %d, want 4", d)
 	}
+}
+
+// runSimt runs a compiled plan once on the SIMT emulator, failing the
+// test on an error.
+func runSimt(t *testing.T, p *plan.Plan, dir string, in map[string]*tensor.Tensor) map[string]*tensor.Tensor {
+	t.Helper()
+	sp, err := executor.Open(p, dir, simt.Kind.Name, executor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	out, err := sp.Run(in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
