@@ -8,6 +8,7 @@ import (
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
 	"tofuc/lang"
+	"tofuc/lang/ir"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/interp"
 	"tofuc/runtime/tensor"
@@ -24,7 +25,9 @@ model m(x: f64[3, 4]) {
 }
 `
 
-func TestTrainingGraphStructure(t *testing.T) {
+// loadTwice checks the model named twice above: its module and graph.
+func loadTwice(t *testing.T) (*check.Module, *ir.Graph) {
+	t.Helper()
 	p, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +40,11 @@ func TestTrainingGraphStructure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m, g
+}
+
+func TestTrainingGraphStructure(t *testing.T) {
+	m, g := loadTwice(t)
 	tg, next, err := autodiff.TrainingGraph(g, m, autodiff.TrainOptions{Loss: "mse", LR: 0.1})
 	if err != nil {
 		t.Fatal(err)
@@ -152,18 +160,7 @@ func TestTrainingInputNameClash(t *testing.T) {
 // step gives bit for bit the unscaled step's parameters (scaling by a
 // power of two is exact); a scale that is no power of two is refused.
 func TestLossScale(t *testing.T) {
-	p, err := check.NewProgram(parser.Parse)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := p.LoadSource("twice.tdl", []byte(twice))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Model("", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, g := loadTwice(t)
 	x := tensor.New(lang.F64, []int{3, 4})
 	target := tensor.New(lang.F64, []int{3, 4})
 	for i := range x.Len() {
