@@ -275,24 +275,28 @@ func benchModel(path string, f benchFlags) (*pipeline.Model, map[string]*tensor.
 	return m, params, matchParams(g, params)
 }
 
-// kernelTimes sums the launch times of each kernel of a compiled run.
+// kernelTimes sums the launch times of each kernel of a compiled run
+// (and of each library call, under its step's label).
 func kernelTimes(prog *pipeline.Program) []benchKernel {
-	byKernel := map[int]*benchKernel{}
-	var order []int
+	byName := map[string]*benchKernel{}
+	var order []string
 	for _, st := range prog.StepTimes() {
-		k, ok := byKernel[st.Kernel]
+		name, label := "library", st.Label
+		if st.Kernel >= 0 {
+			name, label = prog.Plan.Kernels[st.Kernel].Name, prog.Plan.Kernels[st.Kernel].Label
+		}
+		k, ok := byName[name+label]
 		if !ok {
-			pk := prog.Plan.Kernels[st.Kernel]
-			k = &benchKernel{Name: pk.Name, Label: pk.Label}
-			byKernel[st.Kernel] = k
-			order = append(order, st.Kernel)
+			k = &benchKernel{Name: name, Label: label}
+			byName[name+label] = k
+			order = append(order, name+label)
 		}
 		k.Launches++
 		k.Seconds += st.Seconds
 	}
 	out := make([]benchKernel, len(order))
-	for i, idx := range order {
-		out[i] = *byKernel[idx]
+	for i, key := range order {
+		out[i] = *byName[key]
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 
 	"tofuc/runtime/executor"
 	"tofuc/runtime/host"
+	"tofuc/runtime/hostlib"
 	"tofuc/runtime/native"
 	"tofuc/runtime/plan"
 )
@@ -41,6 +42,7 @@ func NewHost(p *plan.Plan, dir, module string, threads int) (*HostEngine, error)
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
+	hostlib.SetThreads(threads)
 	e := &HostEngine{threads: threads}
 	if len(p.Kernels) == 0 {
 		return e, nil // nothing to launch
@@ -59,6 +61,10 @@ func NewHost(p *plan.Plan, dir, module string, threads int) (*HostEngine, error)
 	}
 	return e, nil
 }
+
+// RunsLibraries reports that the host runs the library steps of
+// placement groups (runtime/hostlib), as the plan chose them.
+func (e *HostEngine) RunsLibraries() bool { return true }
 
 // Runs reports whether k runs on the host (plan.Kernel.OnHost).
 func (e *HostEngine) Runs(k *plan.Kernel) bool { return k.OnHost() }

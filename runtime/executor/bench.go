@@ -115,10 +115,11 @@ func (pr *Program) Bench(inputs, params map[string]*tensor.Tensor, runs int) (*T
 	return res, nil
 }
 
-// StepTime is how long a launch of the last Run with Timing set took.
+// StepTime is how long a launch (or a library call) of the last Run
+// with Timing set took.
 type StepTime struct {
 	Device, Step int
-	Kernel       int // its index in the plan
+	Kernel       int // its index in the plan (-1: a library step)
 	Label        string
 	Seconds      float64
 }
@@ -148,8 +149,11 @@ func (pr *Program) runTimed() error {
 		if err != nil {
 			return err
 		}
-		k := pr.steps.ops[ref.Device][ref.Step].launch.k
-		pr.times = append(pr.times, StepTime{Device: ref.Device, Step: ref.Step, Kernel: k, Label: pr.Plan.Kernels[k].Label, Seconds: ms / 1e3})
+		st := StepTime{Device: ref.Device, Step: ref.Step, Kernel: -1, Label: pr.steps.steps[ref.Device][ref.Step].Label, Seconds: ms / 1e3}
+		if l := pr.steps.ops[ref.Device][ref.Step].launch; l != nil {
+			st.Kernel, st.Label = l.k, pr.Plan.Kernels[l.k].Label
+		}
+		pr.times = append(pr.times, st)
 	}
 	slices.SortFunc(pr.times, func(a, b StepTime) int {
 		return cmp.Or(cmp.Compare(a.Device, b.Device), cmp.Compare(a.Step, b.Step))
@@ -165,13 +169,14 @@ func (pr *Program) StepTimes() []StepTime {
 	return slices.Clone(pr.times)
 }
 
-// newTimer creates timing events around every launch of the steps.
+// newTimer creates timing events around every launch and library call
+// of the steps.
 func (pr *Program) newTimer() (*timer, error) {
 	t := &timer{start: map[plan.StepRef]Event{}, end: map[plan.StepRef]Event{}}
 	for _, ref := range pr.steps.order {
 		o := pr.steps.ops[ref.Device][ref.Step]
 		dev := pr.devs[ref.Device]
-		if o.launch == nil || !dev.Runs(&pr.Plan.Kernels[o.launch.k]) {
+		if o.gemm == nil && (o.launch == nil || !dev.Runs(&pr.Plan.Kernels[o.launch.k])) {
 			continue
 		}
 		var err error
@@ -187,12 +192,17 @@ func (pr *Program) newTimer() (*timer, error) {
 
 func (pr *Program) kernelTiming(ref plan.StepRef, s Stats) KernelTiming {
 	o := pr.steps.ops[ref.Device][ref.Step]
-	k := &pr.Plan.Kernels[o.launch.k]
-	kt := KernelTiming{Device: ref.Device, Step: ref.Step, Label: k.Label, Kernel: k.Name, Kind: k.Kind,
-		Grid: k.Grid, Block: k.Block, FLOPs: k.FLOPs, Bytes: k.Bytes, Time: s}
+	var kt KernelTiming
+	if o.gemm != nil {
+		kt = pr.libraryTiming(ref, o.gemm, s)
+	} else {
+		k := &pr.Plan.Kernels[o.launch.k]
+		kt = KernelTiming{Device: ref.Device, Step: ref.Step, Label: k.Label, Kernel: k.Name, Kind: k.Kind,
+			Grid: k.Grid, Block: k.Block, FLOPs: k.FLOPs, Bytes: k.Bytes, Time: s}
+	}
 	if s.Median > 0 {
-		kt.GFLOPS = float64(k.FLOPs) / s.Median / 1e9
-		kt.GBps = float64(k.Bytes) / s.Median / 1e9
+		kt.GFLOPS = float64(kt.FLOPs) / s.Median / 1e9
+		kt.GBps = float64(kt.Bytes) / s.Median / 1e9
 	}
 	return kt
 }

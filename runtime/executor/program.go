@@ -29,6 +29,10 @@ type Program struct {
 	Timing bool
 	timer  *timer
 	times  []StepTime
+	// inForce is each placement group's variant that runs; Notes say
+	// where it is not the plan's choice, and why.
+	inForce []string
+	Notes   []string
 }
 
 // list is one list of steps (the plan's Init or Steps), prepared.
@@ -49,6 +53,9 @@ type op struct {
 	copies []transfer
 	launch *launch
 	host   func() error
+	// gemm is a library step's call (run by host), which is timed as
+	// launches are.
+	gemm *plan.GEMMCall
 }
 
 // transfer copies rows from device from's memory at src to dst.
@@ -94,6 +101,7 @@ func Load(p *plan.Plan, devs []Device) (_ *Program, err error) {
 	if err := CheckHostMemory(p, devs); err != nil {
 		return nil, err
 	}
+	pr.chooseVariants()
 	if err := pr.allocate(); err != nil {
 		return nil, err
 	}
@@ -131,7 +139,7 @@ func (pr *Program) allocate() error {
 	for _, lists := range [][][]plan.Step{p.Init, p.Steps} {
 		for d, steps := range lists {
 			for _, s := range steps {
-				if s.Op == plan.Launch || s.Op == plan.Reduce {
+				if (s.Op == plan.Launch || s.Op == plan.Reduce) && s.Place.Runs(pr.inForce) {
 					pr.statusBytes[d] += plan.StatusWords * 8
 				}
 				if s.Op == plan.Reduce {
@@ -204,6 +212,9 @@ func (pr *Program) prepare(steps [][]plan.Step) (*list, error) {
 // op prepares step s, step i of device d.
 func (pr *Program) op(d, i int, s *plan.Step) (op, error) {
 	p := pr.Plan
+	if !s.Place.Runs(pr.inForce) {
+		return op{}, nil // another variant of its placement group runs
+	}
 	switch s.Op {
 	case plan.Copy:
 		from, to := p.Buffers[s.From], p.Buffers[s.To]
@@ -216,6 +227,9 @@ func (pr *Program) op(d, i int, s *plan.Step) (op, error) {
 		return pr.reduce(d, s)
 	case plan.Opaque:
 		return op{host: pr.opaque(pr.devs[d].(HostDevice), s, s.Where(d, i))}, nil
+	case plan.Library:
+		call, err := pr.library(pr.devs[d].(HostDevice), s, s.Where(d, i))
+		return op{host: call, gemm: s.GEMM}, err
 	}
 	return op{}, fmt.Errorf("unknown step %q", s.Op)
 }

@@ -136,6 +136,15 @@ type timer struct {
 	start, end map[plan.StepRef]Event
 }
 
+// startOf is the event before step ref, when t times it.
+func (t *timer) startOf(ref plan.StepRef) (Event, bool) {
+	if t == nil {
+		return 0, false
+	}
+	e, ok := t.start[ref]
+	return e, ok
+}
+
 // run enqueues a list of steps on every device, waits for them and
 // reports the first failing launch.
 func (pr *Program) run(l *list, t *timer) error {
@@ -177,12 +186,12 @@ func (pr *Program) enqueue(l *list, ref plan.StepRef, t *timer) error {
 		}
 	}
 	if o.launch != nil && dev.Runs(&pr.Plan.Kernels[o.launch.k]) {
-		if err := pr.enqueueLaunch(dev, ref, o.launch, t); err != nil {
+		if err := pr.timed(dev, ref, t, func() error { return dev.Launch(o.launch.k, o.launch.args) }); err != nil {
 			return err
 		}
 	}
 	if o.host != nil {
-		if err := dev.(HostDevice).Do(o.host); err != nil {
+		if err := pr.timed(dev, ref, t, func() error { return dev.(HostDevice).Do(o.host) }); err != nil {
 			return err
 		}
 	}
@@ -192,17 +201,19 @@ func (pr *Program) enqueue(l *list, ref plan.StepRef, t *timer) error {
 	return nil
 }
 
-// enqueueLaunch enqueues a launch, between timing events when t is set.
-func (pr *Program) enqueueLaunch(dev Device, ref plan.StepRef, l *launch, t *timer) error {
-	if t != nil {
-		if err := dev.Record(t.start[ref]); err != nil {
+// timed enqueues work, between the timing events of step ref when t
+// times it.
+func (pr *Program) timed(dev Device, ref plan.StepRef, t *timer, enqueue func() error) error {
+	start, ok := t.startOf(ref)
+	if ok {
+		if err := dev.Record(start); err != nil {
 			return err
 		}
 	}
-	if err := dev.Launch(l.k, l.args); err != nil {
+	if err := enqueue(); err != nil {
 		return err
 	}
-	if t != nil {
+	if ok {
 		return dev.Record(t.end[ref])
 	}
 	return nil

@@ -126,6 +126,21 @@ func (d *device) Name() string { return fmt.Sprintf("host device %d", d.id) }
 
 func (d *device) Runs(k *plan.Kernel) bool { return d.sys.engine.Runs(k) }
 
+// LibraryEngine is an engine of the host's own kernels, whose devices run
+// the vendor libraries' steps of placement groups
+// (executor.LibraryDevice); an emulated GPU's engine is not one.
+type LibraryEngine interface {
+	Engine
+	RunsLibraries() bool
+}
+
+// RunsLibraries reports whether the engine is a LibraryEngine that runs
+// them.
+func (d *device) RunsLibraries() bool {
+	le, ok := d.sys.engine.(LibraryEngine)
+	return ok && le.RunsLibraries()
+}
+
 func (d *device) Alloc(n int64) (executor.Ptr, error) {
 	m, err := native.Alloc(n)
 	if err != nil {

@@ -31,7 +31,10 @@ type Plan struct {
 	// name ("nvptx", "host", "simt").
 	Modules map[string]Module `json:"modules"`
 	Kernels []Kernel          `json:"kernels"`
-	Buffers []Buffer          `json:"buffers"`
+	// Placement are the parts of the plan that run on one of several
+	// backends (steps with Place).
+	Placement []PlaceGroup `json:"placement,omitempty"`
+	Buffers   []Buffer     `json:"buffers"`
 	// ArenaBytes is each device's arena: the peak of its live buffers.
 	ArenaBytes []int64   `json:"arena_bytes"`
 	Inputs     []Binding `json:"inputs"`
@@ -208,6 +211,9 @@ const (
 	Copy   = "copy"
 	Reduce = "reduce"
 	Opaque = "opaque"
+	// Library: a vendor library's call on the host (GEMM), in a
+	// placement group.
+	Library = "library"
 )
 
 // Step is one thing a device does.
@@ -231,6 +237,11 @@ type Step struct {
 	// Opaque: an opaque function called on the host, writing buffer To
 	// (see OpaqueCall).
 	Call *OpaqueCall `json:"call,omitempty"`
+	// Library: the library's matrix product.
+	GEMM *GEMMCall `json:"gemm,omitempty"`
+	// Place, when not nil, makes the step one variant's of a placement
+	// group: it runs only when that variant is in force.
+	Place *Placed `json:"place,omitempty"`
 	// After are the steps, on any device, that must end before this one
 	// starts (besides the device's earlier steps).
 	After []StepRef `json:"after,omitempty"`

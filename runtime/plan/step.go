@@ -41,6 +41,8 @@ func (p *Plan) checkStep(d int, s *Step, all [][]Step, roots []int, held []bool)
 		err = p.checkReduce(d, s)
 	case Opaque:
 		err = p.checkOpaque(d, s)
+	case Library:
+		err = p.checkLibrary(d, s)
 	default:
 		return fmt.Errorf("unknown op %q", s.Op)
 	}
@@ -229,6 +231,8 @@ func (p *Plan) access(s *Step) (reads, writes []int) {
 		return s.Parts, []int{s.To}
 	case Opaque:
 		return s.Call.Args, []int{s.To}
+	case Library:
+		return []int{s.GEMM.A.Buffer, s.GEMM.B.Buffer}, []int{s.GEMM.C.Buffer}
 	}
 	return nil, nil
 }

@@ -28,6 +28,9 @@ func (p *Plan) Validate() error {
 	if err := p.checkBindings(); err != nil {
 		return err
 	}
+	if err := p.checkPlacement(); err != nil {
+		return err
+	}
 	held := p.heldRoots(roots)
 	for _, steps := range [][][]Step{p.Init, p.Steps} {
 		if err := p.checkList(steps, roots, held); err != nil {

@@ -1,0 +1,84 @@
+package executor
+
+import (
+	"fmt"
+	"unsafe"
+
+	"tofuc/runtime/hostlib"
+	"tofuc/runtime/plan"
+)
+
+// LibraryDevice is a device that runs the vendor libraries' steps of a
+// plan's placement groups (runtime/hostlib) when RunsLibraries says so:
+// the host, not an emulated or a real GPU, which run the generated
+// variant of every group.
+type LibraryDevice interface {
+	HostDevice
+	RunsLibraries() bool
+}
+
+// chooseVariants sets the variant of every placement group that the
+// program runs: the plan's choice where every device runs libraries and
+// that library loads, the generated kernels elsewhere (with a note
+// saying why, where the plan chose a library).
+func (pr *Program) chooseVariants() {
+	hosts := true
+	for _, d := range pr.devs {
+		ld, ok := d.(LibraryDevice)
+		hosts = hosts && ok && ld.RunsLibraries()
+	}
+	missing := map[string]error{}
+	pr.inForce = pr.Plan.InForce(func(backend string) bool {
+		if !hosts {
+			return false
+		}
+		if _, err := hostlib.Open(backend); err != nil {
+			missing[backend] = err
+			return false
+		}
+		return true
+	})
+	for backend, err := range missing {
+		pr.Notes = append(pr.Notes, fmt.Sprintf("%v: the plan's steps placed on %s run tofuc's generated kernels instead", err, backend))
+	}
+}
+
+// library returns the call of library step s on device dev, run on the
+// host in the device's order.
+func (pr *Program) library(dev HostDevice, s *plan.Step, where string) (func() error, error) {
+	lib, err := hostlib.Open(s.GEMM.Backend)
+	if err != nil {
+		return nil, err
+	}
+	c := s.GEMM
+	return func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("%s: %s failed: %v", where, lib.Version, r)
+			}
+		}()
+		var ptrs [3]unsafe.Pointer
+		for i, m := range []plan.Matrix{c.A, c.B, c.C} {
+			b := pr.Plan.Buffers[m.Buffer]
+			mem, err := dev.Bytes(pr.addr(m.Buffer), b.Bytes)
+			if err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+			ptrs[i] = unsafe.Pointer(unsafe.SliceData(mem))
+		}
+		lib.GEMM(c, ptrs[0], ptrs[1], ptrs[2])
+		return nil
+	}, nil
+}
+
+// libraryTiming describes the timing s of library step ref, which runs
+// call c: its FLOPs and the bytes of its operands.
+func (pr *Program) libraryTiming(ref plan.StepRef, c *plan.GEMMCall, s Stats) KernelTiming {
+	batch, _ := plan.Cells(c.Batch)
+	kt := KernelTiming{Device: ref.Device, Step: ref.Step, Label: pr.steps.steps[ref.Device][ref.Step].Label,
+		Kernel: c.Backend + " sgemm", Kind: "library", FLOPs: 2 * c.M * c.N * c.K * batch, Time: s}
+	for _, o := range c.Operands() {
+		kt.Bytes += 4 * o.Rows * o.Cols * batch
+	}
+	return kt
+}

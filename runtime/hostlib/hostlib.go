@@ -1,0 +1,176 @@
+package hostlib
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+
+	"tofuc/runtime/plan"
+)
+
+// Library is a loaded vendor library.
+type Library struct {
+	Name    string // the backend's name in plans and on the command line
+	Version string // the library's own account of its version
+	sgemm   func(transA, transB bool, m, n, k int64, a unsafe.Pointer, lda int64, b unsafe.Pointer, ldb int64, c unsafe.Pointer, ldc int64)
+	threads func(n int)
+}
+
+// spec is how to load one library.
+type spec struct {
+	name, file, debian string
+	load               func(h uintptr, l *Library) error
+}
+
+// specs are the libraries tofuc knows, in the order placement lists them.
+var specs = []spec{
+	{"openblas", "libopenblas.so.0", "libopenblas0-pthread", loadOpenBLAS},
+	{"onednn", "libdnnl.so.2", "libdnnl2", loadOneDNN},
+}
+
+// Names are the backends this package can call, whether their library
+// is present or not.
+func Names() []string {
+	out := make([]string, len(specs))
+	for i, s := range specs {
+		out[i] = s.name
+	}
+	return out
+}
+
+var (
+	mu      sync.Mutex
+	loaded  = map[string]*Library{}
+	failed  = map[string]error{}
+	threads = runtime.GOMAXPROCS(0)
+)
+
+// Open returns the library of backend name, loading it once; a library
+// that is missing is an error naming its file and Debian package.
+func Open(name string) (*Library, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if l, ok := loaded[name]; ok {
+		return l, nil
+	}
+	if err, ok := failed[name]; ok {
+		return nil, err
+	}
+	l, err := load(name)
+	if err != nil {
+		failed[name] = err
+		return nil, err
+	}
+	l.threads(threads)
+	loaded[name] = l
+	return l, nil
+}
+
+// Available are the backends whose library loads here.
+func Available() []string {
+	var out []string
+	for _, s := range specs {
+		if _, err := Open(s.name); err == nil {
+			out = append(out, s.name)
+		}
+	}
+	return out
+}
+
+// SetThreads makes every library, loaded or to be, use n threads (the
+// host runtime's).
+func SetThreads(n int) {
+	mu.Lock()
+	defer mu.Unlock()
+	threads = max(1, n)
+	for _, l := range loaded {
+		l.threads(threads)
+	}
+}
+
+func load(name string) (*Library, error) {
+	for _, s := range specs {
+		if s.name != name {
+			continue
+		}
+		if s.name == "onednn" && os.Getenv("OMP_WAIT_POLICY") == "" {
+			// oneDNN's OpenMP threads would otherwise spin between calls,
+			// taking the cores from the generated kernels' threads.
+			os.Setenv("OMP_WAIT_POLICY", "PASSIVE")
+		}
+		runtime.LockOSThread() // dlerror's message is the thread's
+		h, err := purego.Dlopen(s.file, purego.RTLD_NOW|purego.RTLD_LOCAL)
+		runtime.UnlockOSThread()
+		if err != nil {
+			return nil, fmt.Errorf("backend %s: cannot load %s (Debian package %s): %w", name, s.file, s.debian, err)
+		}
+		l := &Library{Name: name}
+		if err := s.load(h, l); err != nil {
+			return nil, fmt.Errorf("backend %s: %s: %w", name, s.file, err)
+		}
+		return l, nil
+	}
+	return nil, fmt.Errorf("no backend %q (known: %v)", name, Names())
+}
+
+// register binds fn to the library's function called sym.
+func register(h uintptr, fn any, sym string) error {
+	addr, err := purego.Dlsym(h, sym)
+	if err != nil {
+		return fmt.Errorf("no function %s", sym)
+	}
+	purego.RegisterFunc(fn, addr)
+	return nil
+}
+
+// GEMM runs call c on the buffers a, b and out (their first elements).
+// The call must have been validated (plan.Validate).
+func (l *Library) GEMM(c *plan.GEMMCall, a, b, out unsafe.Pointer) {
+	ops := c.Operands()
+	A, B, C := ops[0], ops[1], ops[2]
+	if trans, _, _ := C.Layout(); trans {
+		// C is column-major: compute Cᵀ = Bᵀ·Aᵀ, row-major.
+		A, B, C = B.Transposed(), A.Transposed(), C.Transposed()
+		a, b = b, a
+	}
+	ta, lda, _ := A.Layout()
+	tb, ldb, _ := B.Layout()
+	_, ldc, _ := C.Layout()
+	forBatch(c.Batch, func(idx []int64) {
+		pa := at(a, A.Matrix, idx)
+		pb := at(b, B.Matrix, idx)
+		pc := at(out, C.Matrix, idx)
+		l.sgemm(ta, tb, C.Rows, C.Cols, A.Cols, pa, lda, pb, ldb, pc, ldc)
+	})
+}
+
+// at is the address of matrix m's batch entry idx in the buffer at base.
+func at(base unsafe.Pointer, m *plan.Matrix, idx []int64) unsafe.Pointer {
+	off := m.Offset
+	for d, i := range idx {
+		off += i * m.Batch[d]
+	}
+	return unsafe.Add(base, off*4)
+}
+
+// forBatch calls f with every index of extents, row-major.
+func forBatch(extents []int64, f func(idx []int64)) {
+	idx := make([]int64, len(extents))
+	for {
+		f(idx)
+		d := len(idx) - 1
+		for ; d >= 0; d-- {
+			if idx[d]++; idx[d] < extents[d] {
+				break
+			}
+			idx[d] = 0
+		}
+		if d < 0 {
+			return
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package hostlib
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// CBLAS's enumerations.
+const (
+	cblasRowMajor = 101
+	cblasNoTrans  = 111
+	cblasTrans    = 112
+)
+
+func cblasTranspose(t bool) int32 {
+	if t {
+		return cblasTrans
+	}
+	return cblasNoTrans
+}
+
+// loadOpenBLAS binds OpenBLAS's cblas_sgemm, its thread count and its
+// configuration string.
+func loadOpenBLAS(h uintptr, l *Library) error {
+	var (
+		sgemm      func(order, ta, tb, m, n, k int32, alpha float32, a unsafe.Pointer, lda int32, b unsafe.Pointer, ldb int32, beta float32, c unsafe.Pointer, ldc int32)
+		setThreads func(n int32)
+		config     func() string
+	)
+	for sym, fn := range map[string]any{"cblas_sgemm": &sgemm, "openblas_set_num_threads": &setThreads, "openblas_get_config": &config} {
+		if err := register(h, fn, sym); err != nil {
+			return err
+		}
+	}
+	l.Version = config()
+	l.threads = func(n int) { setThreads(int32(n)) }
+	l.sgemm = func(ta, tb bool, m, n, k int64, a unsafe.Pointer, lda int64, b unsafe.Pointer, ldb int64, c unsafe.Pointer, ldc int64) {
+		sgemm(cblasRowMajor, cblasTranspose(ta), cblasTranspose(tb), int32(m), int32(n), int32(k), 1, a, int32(lda), b, int32(ldb), 0, c, int32(ldc))
+	}
+	return nil
+}
+
+// dnnlVersion is oneDNN's dnnl_version_t, up to the fields read.
+type dnnlVersion struct {
+	Major, Minor, Patch int32
+}
+
+// loadOneDNN binds oneDNN's dnnl_sgemm (row-major) and the OpenMP
+// runtime's thread count, which its CPU engine follows.
+func loadOneDNN(h uintptr, l *Library) error {
+	var (
+		sgemm   func(ta, tb byte, m, n, k int64, alpha float32, a unsafe.Pointer, lda int64, b unsafe.Pointer, ldb int64, beta float32, c unsafe.Pointer, ldc int64) int32
+		version func() *dnnlVersion
+	)
+	for sym, fn := range map[string]any{"dnnl_sgemm": &sgemm, "dnnl_version": &version} {
+		if err := register(h, fn, sym); err != nil {
+			return err
+		}
+	}
+	omp, err := purego.Dlopen("libgomp.so.1", purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return fmt.Errorf("its OpenMP runtime libgomp.so.1: %w", err)
+	}
+	var setThreads func(n int32)
+	if err := register(omp, &setThreads, "omp_set_num_threads"); err != nil {
+		return err
+	}
+	v := version()
+	l.Version = fmt.Sprintf("oneDNN %d.%d.%d", v.Major, v.Minor, v.Patch)
+	l.threads = func(n int) { setThreads(int32(n)) }
+	trans := func(t bool) byte {
+		if t {
+			return 'T'
+		}
+		return 'N'
+	}
+	l.sgemm = func(ta, tb bool, m, n, k int64, a unsafe.Pointer, lda int64, b unsafe.Pointer, ldb int64, c unsafe.Pointer, ldc int64) {
+		// The call is validated: dnnl_sgemm's only failure would be a
+		// bad argument.
+		if st := sgemm(trans(ta), trans(tb), m, n, k, 1, a, lda, b, ldb, 0, c, ldc); st != 0 {
+			panic(fmt.Sprintf("dnnl_sgemm: status %d", st))
+		}
+	}
+	return nil
+}

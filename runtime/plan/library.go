@@ -1,0 +1,239 @@
+package plan
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"tofuc/lang"
+)
+
+// Generated is the variant of a placement group that runs tofuc's own
+// kernels. Every group has it, so that every kind of device can run
+// every plan (a GPU runs it, and a host whose library is missing).
+const Generated = "generated"
+
+// PlaceGroup is a part of the plan that can run on several backends
+// (docs/placement.md): tofuc's generated kernel, or a vendor library's
+// call followed by a generated epilogue. Its steps carry Place.
+type PlaceGroup struct {
+	Label string `json:"label"`
+	Pos   string `json:"pos,omitempty"`
+	// Candidates are the variants the plan holds steps for, Generated
+	// among them; Chosen is the one a host that has its library runs.
+	Candidates []string `json:"candidates"`
+	Chosen     string   `json:"chosen"`
+	// Millis is each candidate's measured time in milliseconds, when the
+	// placement measured them.
+	Millis map[string]float64 `json:"millis,omitempty"`
+}
+
+// Placed marks a step of placement group Group that runs only when the
+// group's variant in force is one of Variants.
+type Placed struct {
+	Group    int      `json:"group"`
+	Variants []string `json:"variants"`
+}
+
+// Runs reports whether a step placed so runs when inForce[g] is group
+// g's variant in force (an unplaced step always runs).
+func (pl *Placed) Runs(inForce []string) bool {
+	return pl == nil || slices.Contains(pl.Variants, inForce[pl.Group])
+}
+
+// GEMMCall is a library's strided, batched single-precision matrix
+// product: for every index b of Batch (row-major), C[b] = A[b]·B[b], of
+// M×K by K×N matrices, where element (i, j) of X[b] is element
+// X.Offset + Σ b[d]·X.Batch[d] + i·X.Row + j·X.Col of X's buffer.
+type GEMMCall struct {
+	Backend string  `json:"backend"`
+	M       int64   `json:"m"`
+	N       int64   `json:"n"`
+	K       int64   `json:"k"`
+	Batch   []int64 `json:"batch"`
+	A       Matrix  `json:"a"`
+	B       Matrix  `json:"b"`
+	C       Matrix  `json:"c"`
+}
+
+// Matrix is where an operand of a GEMMCall lies in its buffer, in
+// elements.
+type Matrix struct {
+	Buffer int     `json:"buffer"`
+	Offset int64   `json:"offset"`
+	Row    int64   `json:"row"`
+	Col    int64   `json:"col"`
+	Batch  []int64 `json:"batch"`
+}
+
+// maxBLASDim bounds every extent, stride and offset of a GEMMCall: BLAS
+// libraries take them as C ints (and their sums then stay far from
+// int64's range).
+const maxBLASDim = math.MaxInt32
+
+// Operands are the call's matrices with their extents.
+func (c *GEMMCall) Operands() [3]Operand {
+	return [3]Operand{{"a", &c.A, c.M, c.K}, {"b", &c.B, c.K, c.N}, {"c", &c.C, c.M, c.N}}
+}
+
+// Operand is a matrix of a call and its extents.
+type Operand struct {
+	Name       string
+	Matrix     *Matrix
+	Rows, Cols int64
+}
+
+// Layout is how a BLAS library reads an operand: row-major with leading
+// dimension LD, transposed when Trans (its transpose is row-major). ok
+// is false when neither of its strides is one (for an extent above one)
+// or its rows would overlap.
+func (o Operand) Layout() (trans bool, ld int64, ok bool) {
+	m := o.Matrix
+	switch {
+	case o.Cols == 1 && o.Rows == 1:
+		return false, 1, true
+	case m.Col == 1 || o.Cols == 1:
+		if o.Rows == 1 {
+			return false, o.Cols, true
+		}
+		return false, m.Row, m.Row >= o.Cols
+	case m.Row == 1 || o.Rows == 1:
+		return true, m.Col, m.Col >= o.Rows
+	}
+	return false, 0, false
+}
+
+// span is one more than the largest offset an operand's batch entry
+// reaches from its start.
+func (o Operand) span() int64 {
+	return 1 + (o.Rows-1)*o.Matrix.Row + (o.Cols-1)*o.Matrix.Col
+}
+
+// checkLibrary checks a library step of device d: its call's extents,
+// each operand an f32 buffer of the device that holds every element the
+// call reads or writes, laid out as a BLAS library reads it, and the
+// result's batch entries disjoint.
+func (p *Plan) checkLibrary(d int, s *Step) error {
+	c := s.GEMM
+	if c == nil || s.Place == nil {
+		return fmt.Errorf("a library step needs a gemm call and a placement group")
+	}
+	if c.Backend == "" || c.Backend == Generated {
+		return fmt.Errorf("gemm.backend %q names no library", c.Backend)
+	}
+	for _, n := range append([]int64{c.M, c.N, c.K}, c.Batch...) {
+		if n < 1 || n > maxBLASDim {
+			return fmt.Errorf("gemm: extent %d out of [1, %d]", n, maxBLASDim)
+		}
+	}
+	if _, err := Cells(c.Batch); err != nil {
+		return fmt.Errorf("gemm.batch: %w", err)
+	}
+	for _, o := range c.Operands() {
+		if err := p.checkOperand(d, c, o); err != nil {
+			return fmt.Errorf("gemm.%s: %w", o.Name, err)
+		}
+	}
+	return disjointBatch(c.C.Batch, c.Batch, c.Operands()[2].span())
+}
+
+// checkOperand checks operand o of call c on device d.
+func (p *Plan) checkOperand(d int, c *GEMMCall, o Operand) error {
+	m := o.Matrix
+	b, err := p.buffer(m.Buffer)
+	if err != nil {
+		return err
+	}
+	if b.Device != d || b.DType != lang.F32.String() {
+		return fmt.Errorf("buffer %d is %s on device %d, not f32 on device %d", m.Buffer, b.DType, b.Device, d)
+	}
+	if len(m.Batch) != len(c.Batch) {
+		return fmt.Errorf("%d batch strides for %d batch dimensions", len(m.Batch), len(c.Batch))
+	}
+	for _, v := range append([]int64{m.Offset, m.Row, m.Col}, m.Batch...) {
+		if v < 0 || v > maxBLASDim {
+			return fmt.Errorf("offset or stride %d out of [0, %d]", v, maxBLASDim)
+		}
+	}
+	if _, _, ok := o.Layout(); !ok {
+		return fmt.Errorf("strides %d (rows) and %d (columns) of a %d×%d matrix: none is one, or the rows overlap", m.Row, m.Col, o.Rows, o.Cols)
+	}
+	last := m.Offset + o.span() - 1 // each term below 2^62: no overflow
+	for i, n := range c.Batch {
+		last = min(last, math.MaxInt64-maxBLASDim*maxBLASDim) + (n-1)*m.Batch[i]
+	}
+	if n, err := Cells(b.Shape); err != nil || last >= n {
+		return fmt.Errorf("reaches element %d of buffer %d (%s, shape %v)", last, m.Buffer, b.Name, b.Shape)
+	}
+	return nil
+}
+
+// disjointBatch reports an error when two batch entries of a result,
+// each span elements long, may share an element: taken by stride, each
+// batch dimension of more than one entry must step past all that the
+// dimensions before it reach.
+func disjointBatch(strides, extents []int64, span int64) error {
+	order := make([]int, 0, len(extents))
+	for i, n := range extents {
+		if n > 1 {
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int { return int(strides[a] - strides[b]) })
+	reach := span
+	for _, i := range order {
+		if strides[i] < reach {
+			return fmt.Errorf("gemm.c: batch stride %d of dimension %d is within the %d elements before it: results overlap", strides[i], i, reach)
+		}
+		reach = strides[i]*(extents[i]-1) + reach
+	}
+	return nil
+}
+
+// checkPlacement checks the placement groups and every step's group.
+func (p *Plan) checkPlacement() error {
+	for g, pg := range p.Placement {
+		if !slices.Contains(pg.Candidates, Generated) || !slices.Contains(pg.Candidates, pg.Chosen) {
+			return fmt.Errorf("placement group %d (%s): candidates %v must hold %q and the chosen %q", g, pg.Label, pg.Candidates, Generated, pg.Chosen)
+		}
+	}
+	for _, lists := range [][][]Step{p.Init, p.Steps} {
+		for d, steps := range lists {
+			for i, s := range steps {
+				if s.Place == nil {
+					continue
+				}
+				if s.Place.Group < 0 || s.Place.Group >= len(p.Placement) {
+					return fmt.Errorf("%s: placement group %d does not exist", s.Where(d, i), s.Place.Group)
+				}
+				for _, v := range s.Place.Variants {
+					if !slices.Contains(p.Placement[s.Place.Group].Candidates, v) {
+						return fmt.Errorf("%s: variant %q is no candidate of its group", s.Where(d, i), v)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// InForce returns each placement group's chosen variant, or Generated
+// where can says the device cannot run it.
+func (p *Plan) InForce(can func(variant string) bool) []string {
+	out := make([]string, len(p.Placement))
+	for g, pg := range p.Placement {
+		out[g] = Generated
+		if pg.Chosen != Generated && can(pg.Chosen) {
+			out[g] = pg.Chosen
+		}
+	}
+	return out
+}
+
+// Transposed is the operand's transpose: the same elements, rows and
+// columns exchanged.
+func (o Operand) Transposed() Operand {
+	m := *o.Matrix
+	m.Row, m.Col = m.Col, m.Row
+	return Operand{o.Name, &m, o.Cols, o.Rows}
+}

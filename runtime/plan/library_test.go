@@ -1,0 +1,110 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+)
+
+// withLibrary is twoDevices with a placement group on device 0: y
+// computed either by its kernel or, as a 2×2 matrix, by OpenBLAS's
+// product of x and m.
+func withLibrary() *Plan {
+	p := twoDevices()
+	p.Placement = []PlaceGroup{{Label: "y", Candidates: []string{"openblas", Generated}, Chosen: "openblas"}}
+	square := func(buf int) Matrix { return Matrix{Buffer: buf, Row: 2, Col: 1, Batch: []int64{}} }
+	lib := Step{Op: Library, Label: "y", Place: &Placed{Group: 0, Variants: []string{"openblas"}},
+		GEMM: &GEMMCall{Backend: "openblas", M: 2, N: 2, K: 2, Batch: []int64{}, A: square(0), B: square(5), C: square(1)}}
+	p.Steps[0][0].Place = &Placed{Group: 0, Variants: []string{Generated}}
+	p.Steps[0] = append([]Step{lib}, p.Steps[0]...)
+	for i := range p.Steps[1] {
+		for j := range p.Steps[1][i].After {
+			p.Steps[1][i].After[j].Step = 1 // the generated y, which writes last
+		}
+	}
+	return p
+}
+
+// TestLibraryRefuses: library steps and placement groups that do not
+// hold together are refused, naming what is wrong.
+func TestLibraryRefuses(t *testing.T) {
+	if err := withLibrary().Validate(); err != nil {
+		t.Fatalf("the plan to edit: %v", err)
+	}
+	gemm := func(p *Plan) *GEMMCall { return p.Steps[0][0].GEMM }
+	for _, tc := range []struct {
+		name string
+		edit func(p *Plan)
+		want string
+	}{
+		{"no group", func(p *Plan) { p.Steps[0][0].Place = nil }, "needs a gemm call and a placement group"},
+		{"the generated backend", func(p *Plan) { gemm(p).Backend = Generated }, `gemm.backend "generated" names no library`},
+		{"K past the buffer", func(p *Plan) { gemm(p).K = 3 }, "gemm.a: strides 2 (rows) and 1 (columns) of a 2×3 matrix"},
+		{"an offset past the buffer", func(p *Plan) { gemm(p).B.Offset = 1 }, "gemm.b: reaches element 4 of buffer 5"},
+		{"a batch past the buffer", func(p *Plan) {
+			g := gemm(p)
+			g.Batch, g.A.Batch, g.B.Batch, g.C.Batch = []int64{2}, []int64{0}, []int64{0}, []int64{4}
+		}, "gemm.c: reaches element 7 of buffer 1"},
+		{"results overlapping across the batch", func(p *Plan) {
+			g := gemm(p)
+			g.M, g.Batch, g.A.Batch, g.B.Batch, g.C.Batch = 1, []int64{2}, []int64{0}, []int64{0}, []int64{1}
+		}, "batch stride 1 of dimension 0 is within the 2 elements before it"},
+		{"no unit stride", func(p *Plan) { gemm(p).C.Col = 2 }, "gemm.c: strides 2 (rows) and 2 (columns)"},
+		{"an f64 result", func(p *Plan) { gemm(p).C.Buffer = 6 }, "buffer 6 is f64 on device 0"},
+		{"another device's buffer", func(p *Plan) { gemm(p).A.Buffer = 2 }, "not f32 on device 0"},
+		{"a result into an input", func(p *Plan) { gemm(p).C.Buffer = 0 }, "writes buffer 0 (x), which holds a tile of an input"},
+		{"an extent of zero", func(p *Plan) { gemm(p).N = 0 }, "gemm: extent 0 out of [1, 2147483647]"},
+		{"a stride past int32", func(p *Plan) { gemm(p).A.Row = 1 << 31 }, "out of [0, 2147483647]"},
+		{"a missing group", func(p *Plan) { p.Steps[0][1].Place.Group = 3 }, "placement group 3 does not exist"},
+		{"an unknown variant", func(p *Plan) { p.Steps[0][1].Place.Variants = []string{"mkl"} }, `variant "mkl" is no candidate`},
+		{"no generated candidate", func(p *Plan) { p.Placement[0].Candidates = []string{"openblas"} }, `must hold "generated"`},
+		{"a chosen variant not a candidate", func(p *Plan) { p.Placement[0].Chosen = "onednn" }, `the chosen "onednn"`},
+	} {
+		p := withLibrary()
+		tc.edit(p)
+		err := p.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestLayout: how a BLAS library reads an operand, from its strides.
+func TestLayout(t *testing.T) {
+	for _, tc := range []struct {
+		rows, cols, row, col int64
+		trans                bool
+		ld                   int64
+		ok                   bool
+	}{
+		{3, 4, 4, 1, false, 4, true},
+		{3, 4, 6, 1, false, 6, true},  // padded rows
+		{3, 4, 1, 3, true, 3, true},   // column-major
+		{3, 4, 3, 1, false, 0, false}, // rows overlap
+		{3, 4, 1, 2, false, 0, false}, // columns overlap
+		{1, 4, 99, 1, false, 4, true}, // one row: its stride is never used
+		{3, 1, 1, 99, false, 1, true}, // one column: row-major, a row apart
+		{3, 4, 8, 2, false, 0, false}, // no unit stride
+		{1, 1, 7, 7, false, 1, true},
+	} {
+		o := Operand{"x", &Matrix{Row: tc.row, Col: tc.col}, tc.rows, tc.cols}
+		trans, ld, ok := o.Layout()
+		if ok != tc.ok || ok && (trans != tc.trans || ld != tc.ld) {
+			t.Errorf("%d×%d, strides %d, %d: got %v, %d, %v, want %v, %d, %v", tc.rows, tc.cols, tc.row, tc.col, trans, ld, ok, tc.trans, tc.ld, tc.ok)
+		}
+	}
+}
+
+// TestInForce: the chosen variant where the device can run it, the
+// generated one where not.
+func TestInForce(t *testing.T) {
+	p := withLibrary()
+	if got := p.InForce(func(string) bool { return true }); got[0] != "openblas" {
+		t.Errorf("with the library: %v", got)
+	}
+	if got := p.InForce(func(string) bool { return false }); got[0] != Generated {
+		t.Errorf("without it: %v", got)
+	}
+	if !p.Steps[0][0].Place.Runs([]string{"openblas"}) || p.Steps[0][0].Place.Runs([]string{Generated}) {
+		t.Error("the library step runs in the wrong variant")
+	}
+}
