@@ -31,6 +31,8 @@ type builder struct {
 	views map[int]view
 	// time counts the steps added, across devices, for lifetimes.
 	time int
+	// backends are the libraries offered the contractions (Options).
+	backends []string
 }
 
 // lifetime is when a buffer's contents matter: from its first write to

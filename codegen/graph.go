@@ -49,6 +49,12 @@ func (b *builder) singleDevice(g *ir.Graph) error {
 		if err != nil {
 			return err
 		}
+		group := -1
+		if !kern.Precomputed && kern.Before == nil {
+			if group, err = b.offerLibraries(0, kn); err != nil {
+				return err
+			}
+		}
 		if kern.Precomputed {
 			weights[kn.Out().Key] = true
 		} else if err := b.prepack(kn, weights); err != nil {
@@ -65,8 +71,12 @@ func (b *builder) singleDevice(g *ir.Graph) error {
 			kn.Before, kn.ChainRows = before, kern.ChainRows
 			kn.Label = before.Label + " then " + kn.Label
 		}
-		if _, err := b.launch(0, kern.Precomputed, kn); err != nil {
+		idx, err := b.launch(0, kern.Precomputed, kn)
+		if err != nil {
 			return err
+		}
+		if group >= 0 {
+			b.p.Steps[0][idx].Place = &plan.Placed{Group: group, Variants: []string{plan.Generated}}
 		}
 		if kern.Before != nil {
 			if err := b.gpuHalves(s, kern); err != nil {

@@ -53,6 +53,9 @@ func (f *fn) expr(e tir.Expr) value.Value {
 		if v, ok := f.hoisted[e]; ok {
 			return v
 		}
+		if in := f.k.SumIn; in != nil && in.Reduce == e {
+			return f.summed(in.Arg)
+		}
 		return f.reduce(e)
 	case *tir.Opaque:
 		fail("opaque function %s: runs on the host only", e.Fn)
@@ -599,4 +602,14 @@ func (f *fn) finishReduce(kind tir.Reducer, t lang.DType, acc value.Value) value
 		return f.wrap(acc, t)
 	}
 	return acc
+}
+
+// summed reads the sum a library computed into argument arg (f32, of the
+// kernel's output shape) at the output index.
+func (f *fn) summed(arg int) value.Value {
+	idx := make([]value.Value, len(f.k.Vars))
+	for i, v := range f.k.Vars {
+		idx[i] = f.vars[v]
+	}
+	return f.load(f.bufs[arg], flatIndex(f, idx, f.k.Shape), lang.F32)
 }

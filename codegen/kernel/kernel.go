@@ -120,6 +120,10 @@ type Kernel struct {
 	// launch, which the host runs as one launch. It does nothing on the
 	// host.
 	GPUOnly bool
+	// SumIn, when not nil, makes the kernel read its first stage's sum
+	// from an argument, where a library's product left it (ReadSum); such
+	// an epilogue runs on the host only.
+	SumIn *SumIn
 	// Elements is the number of output elements; ReduceLen the longest
 	// top-level reduction range.
 	Elements, ReduceLen int64
@@ -271,7 +275,7 @@ func (k *Kernel) sharesB(key any) bool {
 
 // HostOnly reports whether only the host runs k: a packing kernel or a
 // chained launch. It does nothing on a GPU.
-func (k *Kernel) HostOnly() bool { return k.PackOnly || k.Before != nil }
+func (k *Kernel) HostOnly() bool { return k.PackOnly || k.Before != nil || k.SumIn != nil }
 
 // ChainRowCount is the number of rows of a chained launch: index tuples
 // of k's first ChainRows variables.

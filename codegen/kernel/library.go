@@ -1,0 +1,175 @@
+package kernel
+
+import (
+	"slices"
+
+	"tofuc/lang"
+	"tofuc/lang/ir"
+)
+
+// SumIn says that a kernel reads the value of its first stage's sum
+// Reduce from argument Arg (f32, of the kernel's output shape, at the
+// output index) instead of computing it: the epilogue of a library's
+// matrix product (ReadSum).
+type SumIn struct {
+	Reduce *ir.Reduce
+	Arg    int
+}
+
+// ReadSum returns the epilogue of k's GEMM computed by a library into
+// the buffer key (f32, of k's output shape): k, reading its sum there
+// instead of computing it, on the host only.
+func (k *Kernel) ReadSum(key any) *Kernel {
+	e := *k
+	e.Label = k.Label + " (epilogue)"
+	e.Kind = Elementwise
+	e.GEMM, e.Reductions, e.ReduceLen = nil, nil, 0
+	e.Args = slices.Clone(k.Args)
+	e.argBeforeOutput(Arg{Key: key, DType: lang.F32, Shape: k.Shape})
+	e.SumIn = &SumIn{Reduce: k.GEMM.Sum, Arg: len(e.Args) - 2}
+	return &e
+}
+
+// SumOnly reports whether k's output is its GEMM's sum itself, in f32:
+// a library's product can write it with no epilogue.
+func (k *Kernel) SumOnly() bool {
+	return len(k.Stages) == 1 && k.Stages[0].Body == ir.Expr(k.GEMM.Sum) && k.Out().DType == lang.F32
+}
+
+// Strided is a kernel's GEMM as a strided, batched product of matrices
+// in its argument buffers (a BLAS call): for every index b of Batch,
+// C[b] = A[b]·B[b], M×K by K×N, with C laid out as the kernel's output
+// (row-major over its variables).
+type Strided struct {
+	M, N, K int64
+	Batch   []int64
+	A, B, C StridedMatrix
+}
+
+// StridedMatrix is where an operand lies in its argument (Arg; -1 for
+// the result), in elements.
+type StridedMatrix struct {
+	Arg      int
+	Offset   int64
+	Row, Col int64
+	Batch    []int64
+}
+
+// StridedGEMM describes k's GEMM as a strided product when it is one:
+// an f32 sum of the product of two reads of f32 arguments, at affine
+// indices always in range, whose row, column and sum variables each
+// merge into one dimension of equal stride steps (the row and column
+// variables that do not merge become batch dimensions). Kernels with
+// chained, packed or opaque parts are none.
+func (k *Kernel) StridedGEMM() (*Strided, bool) {
+	g := k.GEMM
+	if g == nil || g.Sum.T != lang.F32 || k.PackOnly || k.GPUOnly || k.Before != nil || k.Rows != nil || len(k.Opaques) > 0 || g.PackedA != nil || g.SharedB != nil {
+		return nil, false
+	}
+	a, okA := k.stridedRead(g.A)
+	b, okB := k.stridedRead(g.B)
+	if !okA || !okB {
+		return nil, false
+	}
+	c := strides{offset: 0, of: map[*ir.Var]int64{}}
+	step := int64(1)
+	for i := len(k.Vars) - 1; i >= 0; i-- {
+		c.of[k.Vars[i]] = step
+		step *= k.Shape[i]
+	}
+	s := &Strided{A: StridedMatrix{Arg: a.arg, Offset: a.offset}, B: StridedMatrix{Arg: b.arg, Offset: b.offset}, C: StridedMatrix{Arg: -1}}
+	var ok bool
+	var extraRows, extraCols []*ir.Var
+	if s.M, s.A.Row, s.C.Row, extraRows, ok = merge(g.Rows, a, c); !ok {
+		return nil, false
+	}
+	if s.N, s.B.Col, s.C.Col, extraCols, ok = merge(g.Cols, b, c); !ok {
+		return nil, false
+	}
+	var rest []*ir.Var
+	if s.K, s.A.Col, s.B.Row, rest, ok = merge(g.K, a, b); !ok || len(rest) > 0 {
+		return nil, false // a sum variable that does not merge is no batch
+	}
+	for _, v := range slices.Concat(g.Batch, extraRows, extraCols) {
+		if n := extent(v); n > 1 {
+			s.Batch = append(s.Batch, n)
+			s.A.Batch, s.B.Batch, s.C.Batch = append(s.A.Batch, a.of[v]), append(s.B.Batch, b.of[v]), append(s.C.Batch, c.of[v])
+		}
+	}
+	return s, true
+}
+
+// strides are a read's element offset and each variable's step in it.
+type strides struct {
+	arg    int
+	offset int64
+	of     map[*ir.Var]int64
+}
+
+// stridedRead recognises factor as a read of an f32 argument at affine
+// indices with numeric constants, never out of range.
+func (k *Kernel) stridedRead(factor ir.Expr) (strides, bool) {
+	a, ok := factor.(*ir.Access)
+	if !ok || a.T.DType != lang.F32 {
+		return strides{}, false
+	}
+	src, found := k.Source(a.T)
+	if !found || src.Arg < 0 {
+		return strides{}, false
+	}
+	checked, _ := k.Checked(a)
+	shape := k.Args[src.Arg].Shape
+	r := strides{arg: src.Arg, of: map[*ir.Var]int64{}}
+	step := int64(1)
+	for d := len(a.Index) - 1; d >= 0; d-- {
+		af, affine := ir.AffineOf(a.Index[d], nil)
+		c, numeric := af.Const.IsConst()
+		if !affine || !numeric || checked != nil && checked[d] {
+			return strides{}, false
+		}
+		r.offset += c * step
+		for _, t := range af.Terms {
+			r.of[t.Var] += t.Coef * step
+		}
+		step *= shape[d]
+	}
+	return r, r.offset >= 0
+}
+
+// merge folds vars (outermost first) into one dimension, innermost
+// first, while each next variable's step is the extent so far times the
+// innermost's step in both reads x and y; it returns the extent, the two
+// steps, and the variables left over (outermost first). Variables of
+// extent one are dropped.
+func merge(vars []*ir.Var, x, y strides) (n, sx, sy int64, rest []*ir.Var, ok bool) {
+	n = 1
+	i := len(vars) - 1
+	for ; i >= 0; i-- {
+		v := vars[i]
+		e := extent(v)
+		if e <= 0 {
+			return 0, 0, 0, nil, false
+		}
+		if e == 1 {
+			continue
+		}
+		switch {
+		case n == 1:
+			sx, sy = x.of[v], y.of[v]
+		case x.of[v] != n*sx || y.of[v] != n*sy:
+			rest = slices.DeleteFunc(slices.Clone(vars[:i+1]), func(v *ir.Var) bool { return extent(v) == 1 })
+			return n, sx, sy, rest, true
+		}
+		n *= e
+	}
+	return n, sx, sy, nil, true
+}
+
+// extent is a variable's constant extent, or -1.
+func extent(v *ir.Var) int64 {
+	n, ok := v.Extent.IsConst()
+	if !ok {
+		return -1
+	}
+	return n
+}

@@ -1,0 +1,97 @@
+package codegen_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"tofuc/analysis/rounding"
+	"tofuc/codegen"
+	"tofuc/lang"
+	"tofuc/lang/precision"
+	"tofuc/runtime/hostlib"
+	"tofuc/runtime/plan"
+	"tofuc/runtime/tensor"
+)
+
+// placementModel has contractions of every layout a library's product
+// takes: a plain matmul (the product is the output), a linear layer
+// whose bias and ReLU become the epilogue, matmul_nt and matmul_tn
+// (transposed operands), a batched matmul, an attention's scaled Q·Kᵀ
+// over two batch dimensions, a 1×1 convolution over a batch of images
+// (the image's columns merge into one dimension); and, not offered, a
+// 1×1 convolution of stride 2 (its image's columns are 2 apart: no
+// BLAS layout), a 3×3 padded convolution and a tiny matmul.
+const placementModel = `
+model lib(a: f32[70, 64], b: f32[64, 90], w: f32[90, 64], bias: f32[90], bt: f32[90, 64], at: f32[64, 70],
+          x: f32[3, 20, 48], y: f32[3, 48, 36], q: f32[2, 4, 24, 16], k: f32[2, 4, 30, 16],
+          img: f32[2, 32, 14, 14], w1: f32[48, 32, 1, 1], w3: f32[8, 32, 3, 3], s: f32[4, 4], t: f32[4, 4]) {
+    mm = matmul(a, b)
+    lin = relu(matmul(a, b) + bias)
+    nt = matmul_nt(a, bt)
+    tn = matmul_tn(at, b)
+    bmm = batch_matmul(x, y)
+    att = batch_matmul_nt(q, k) * 0.25
+    c1 = conv2d(img, w1)
+    c1s = conv2d<strides = [2, 2]>(img, w1)
+    c3 = conv2d<pads = [1, 1, 1, 1]>(img, w3)
+    tiny = matmul(s, t)
+    return mm, lin, nt, tn, bmm, att, c1, c1s, c3, tiny
+}
+`
+
+// TestLibraryPlacement: every contraction of placementModel that is a
+// strided matrix product gets a placement group, with the library's call
+// and, where the output is more than the product, its epilogue; the plan
+// run with each variant in force (the generated kernels, each library)
+// matches the interpreter under the f32 mode's tolerance.
+func TestLibraryPlacement(t *testing.T) {
+	backends := hostlib.Available()
+	if len(backends) == 0 {
+		t.Skip("no library backend on this machine (libopenblas0-pthread, libdnnl2)")
+	}
+	g := modelFromSource(t, placementModel)
+	dir := t.TempDir()
+	c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"host"}, Tools: tools(t), Precision: precision.F32, Backends: backends})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offered []string
+	for _, pg := range c.Plan.Placement {
+		offered = append(offered, strings.FieldsFunc(pg.Label, func(r rune) bool { return r == '.' || r == ' ' })[0])
+	}
+	slices.Sort(offered)
+	if want := []string{"att", "bmm", "c1", "lin", "mm", "nt", "tn"}; !slices.Equal(offered, want) {
+		t.Errorf("placement groups %v, want %v", offered, want)
+	}
+	epilogues := 0
+	for _, k := range c.Plan.Kernels {
+		if strings.HasSuffix(k.Label, "(epilogue)") {
+			epilogues++
+		}
+	}
+	if epilogues != 2 { // lin's bias and ReLU, att's scale
+		t.Errorf("%d epilogue kernels, want 2", epilogues)
+	}
+	for _, variant := range append([]string{plan.Generated}, backends...) {
+		for i := range c.Plan.Placement {
+			c.Plan.Placement[i].Chosen = variant
+		}
+		matchInterp(t, variant, g, c.Plan, dir, false, func(lang.DType) tensor.Tolerance {
+			return rounding.ModelTolerance(precision.F32, 1)
+		})
+	}
+}
+
+// TestNoPlacementInExact: the exact mode, bit for bit with the
+// interpreter's order, offers no library.
+func TestNoPlacementInExact(t *testing.T) {
+	g := modelFromSource(t, placementModel)
+	c, err := codegen.Compile(g, t.TempDir(), codegen.Options{Emit: []string{"host"}, Tools: tools(t), Backends: []string{"openblas"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Plan.Placement) != 0 {
+		t.Errorf("%d placement groups in the exact mode", len(c.Plan.Placement))
+	}
+}
