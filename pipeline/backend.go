@@ -28,6 +28,7 @@ func NewBackend(name string, m *Model, opts Options, threads int) (exec.Backend,
 	case "interp":
 		return exec.Interp{Workers: threads}, nil
 	case cpu.Kind.Name, simt.Kind.Name:
+		opts.Threads = threads // placement measures the threads that run
 		return &Backend{Kind: name, Model: m, Options: opts, Threads: threads}, nil
 	}
 	return nil, fmt.Errorf("unknown backend %q (expected %s)", name, strings.Join(BackendNames, ", "))

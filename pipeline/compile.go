@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"tofuc/parser"
 
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
@@ -18,7 +17,9 @@ import (
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/lang/precision"
+	"tofuc/parser"
 	"tofuc/rewrite/search"
+	"tofuc/runtime/cpu"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/npy"
 	"tofuc/runtime/plan"
@@ -51,6 +52,12 @@ type Options struct {
 	// Seed draws the initial values of the parameters the model's
 	// weights do not give.
 	Seed uint64
+	// Backends are the vendor libraries offered the contractions beside
+	// the generated kernels (ResolveBackends; docs/placement.md), placed
+	// by their measured time on this host with Threads threads (0:
+	// GOMAXPROCS).
+	Backends []string
+	Threads  int
 	// Progress, when not nil, is told what a long compile is doing.
 	Progress Progress
 }
@@ -181,6 +188,9 @@ func compile(m *Model, dir, final string, opts Options) (*Result, error) {
 		return nil, err
 	}
 	copts := codegen.Options{Emit: emit, Jobs: opts.Jobs, Precision: opts.Precision, FailedDir: final, Progress: func(done, total int) { p.Count("compiling kernel modules", done, total) }}
+	if emit == nil || slices.Contains(emit, cpu.Module) {
+		copts.Backends = opts.Backends // placed by timing the host's kernels
+	}
 	var c *codegen.Compiled
 	if opts.Devices <= 1 {
 		p.Show("lowering %d operators", len(g.Nodes))
@@ -198,6 +208,13 @@ func compile(m *Model, dir, final string, opts Options) (*Result, error) {
 	c.Plan.Next = next
 	if err := writeParams(c.Plan, dir, params); err != nil {
 		return nil, err
+	}
+	if len(c.Plan.Placement) > 0 {
+		sec, err := place(c.Plan, dir, params, opts)
+		if err != nil {
+			return nil, err
+		}
+		rep.SetSection(sec)
 	}
 	rep.SetSection(codegen.KernelsSection(c.Plan, cost.H100))
 	if writeReport {

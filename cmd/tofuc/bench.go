@@ -33,6 +33,7 @@ type benchFlags struct {
 	memory     int64
 	noOptimize bool
 	precision  precision.Mode
+	backends   []string
 	keep       string
 }
 
@@ -79,6 +80,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.Var((*byteSize)(&f.memory), "memory", "compiled backends, with --devices: the memory per device, as tofuc compile --memory")
 	fs.BoolVar(&f.noOptimize, "no-optimize", false, "compiled backends: skip the verified rewrites, as tofuc compile --no-optimize")
 	registerPrecision(fs, &f.precision, "compiled backends: ")
+	registerBackends(fs, &f.backends, "compiled backends: ")
 	fs.StringVar(&f.keep, "keep", "", "compiled backends: keep the plan timed in DIR (what tofuc compile -o DIR writes, for tofuc run)")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
@@ -105,7 +107,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	case fs.NArg() != 1:
 		return usageError(stderr, "bench", "expected one MODEL file")
 	}
-	opts, err := compileOptions(f.devices, f.memory, f.noOptimize, f.precision, &trainFlags{}, false)
+	opts, err := compileOptions(f.devices, f.memory, f.noOptimize, f.precision, f.backends, &trainFlags{}, false)
 	if err != nil {
 		return usageError(stderr, "bench", "%v", err)
 	}

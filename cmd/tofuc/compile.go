@@ -23,6 +23,7 @@ type compileFlags struct {
 	seed             uint64
 	noOptimize       bool
 	precision        precision.Mode
+	backends         []string
 	train            trainFlags
 }
 
@@ -37,6 +38,7 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	fs.StringArrayVar(&f.sets, "set", nil, "override a model attribute, NAME=VALUE (repeatable)")
 	fs.BoolVar(&f.noOptimize, "no-optimize", false, "skip the verified rewrites (tofuc optimize) of an inference graph")
 	registerPrecision(fs, &f.precision, "")
+	registerBackends(fs, &f.backends, "")
 	fs.IntVar(&f.jobs, "jobs", 0, "llc processes at once (0: all cores)")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of the parameters the model's weights do not give (written to DIR/params.npz)")
 	f.train.register(fs)
@@ -67,7 +69,7 @@ func (f *compileFlags) validate(nargs int, trainChanged bool) (pipeline.Options,
 	case f.jobs < 0:
 		return pipeline.Options{}, fmt.Errorf("--jobs must not be negative")
 	}
-	opts, err := compileOptions(f.devices, f.memory, f.noOptimize, f.precision, &f.train, trainChanged)
+	opts, err := compileOptions(f.devices, f.memory, f.noOptimize, f.precision, f.backends, &f.train, trainChanged)
 	if err != nil {
 		return opts, err
 	}
@@ -85,7 +87,7 @@ func (f *compileFlags) validate(nargs int, trainChanged bool) (pipeline.Options,
 // compileOptions are the pipeline's options for the flags compile shares
 // with the compiled backends of eval and bench, so that the same flags
 // build the same plan.
-func compileOptions(devices int, memory int64, noOptimize bool, prec precision.Mode, train *trainFlags, trainChanged bool) (pipeline.Options, error) {
+func compileOptions(devices int, memory int64, noOptimize bool, prec precision.Mode, backends []string, train *trainFlags, trainChanged bool) (pipeline.Options, error) {
 	switch {
 	case devices < 1 || devices > partition.MaxDevices:
 		return pipeline.Options{}, fmt.Errorf("--devices must be 1 to %d", partition.MaxDevices)
@@ -94,7 +96,11 @@ func compileOptions(devices int, memory int64, noOptimize bool, prec precision.M
 	case !train.train && trainChanged:
 		return pipeline.Options{}, fmt.Errorf("--loss, --optimizer, --lr and --loss-scale go with --train")
 	}
-	opts := pipeline.Options{Devices: devices, Memory: memory, NoOptimize: noOptimize, Precision: prec}
+	libs, err := pipeline.ResolveBackends(backends)
+	if err != nil {
+		return pipeline.Options{}, fmt.Errorf("--backends: %w", err)
+	}
+	opts := pipeline.Options{Devices: devices, Memory: memory, NoOptimize: noOptimize, Precision: prec, Backends: libs}
 	if train.train {
 		if err := train.validate(); err != nil {
 			return pipeline.Options{}, err

@@ -40,6 +40,7 @@ type evalFlags struct {
 	memory     int64
 	noOptimize bool
 	precision  precision.Mode
+	backends   []string
 }
 
 func runEval(args []string, stdout, stderr io.Writer) int {
@@ -62,6 +63,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	fs.Var((*byteSize)(&f.memory), "memory", "compiled backends, with --devices: the memory per device, as tofuc compile --memory")
 	fs.BoolVar(&f.noOptimize, "no-optimize", false, "compiled backends: skip the verified rewrites, as tofuc compile --no-optimize")
 	registerPrecision(fs, &f.precision, "compiled backends: ")
+	registerBackends(fs, &f.backends, "compiled backends: ")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
@@ -104,7 +106,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	opts, err := compileOptions(f.devices, f.memory, f.noOptimize, f.precision, &f.train, false)
+	opts, err := compileOptions(f.devices, f.memory, f.noOptimize, f.precision, f.backends, &f.train, false)
 	if err != nil {
 		return usageError(stderr, "eval", "%v", err)
 	}

@@ -25,12 +25,17 @@ func runONNXTest(args []string, stdout, stderr io.Writer) int {
 	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "tests run at once")
 	var prec precision.Mode
 	registerPrecision(fs, &prec, "with --backend cpu or simt: ")
+	var backends []string
+	registerBackends(fs, &backends, "with --backend cpu: ")
 	explain := fs.Bool("explain", false, "when float outputs fail, evaluate in float64 and say how far each side is from it")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
-	b, err := pipeline.NewBackend(*backendName, nil, pipeline.Options{Precision: prec}, 0)
+	libs, lerr := pipeline.ResolveBackends(backends)
+	b, err := pipeline.NewBackend(*backendName, nil, pipeline.Options{Precision: prec, Backends: libs}, 0)
 	switch {
+	case lerr != nil:
+		return usageError(stderr, "onnx-test", "--backends: %v", lerr)
 	case err == nil && *backendName == "interp" && fs.Changed("precision"):
 		return usageError(stderr, "onnx-test", "--precision goes with a compiled --backend")
 	case err != nil:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"strings"
+	"tofuc/runtime/hostlib"
 
 	"github.com/spf13/pflag"
 
@@ -29,4 +30,10 @@ func (p *precisionFlag) Type() string { return "MODE" }
 func registerPrecision(fs *pflag.FlagSet, p *precision.Mode, what string) {
 	*p = precision.Default
 	fs.Var((*precisionFlag)(p), "precision", what+"the arithmetic of the compiled kernels: "+strings.Join(precision.Names(), ", ")+" (docs/precision.md)")
+}
+
+// registerBackends adds --backends to fs: the vendor libraries placement
+// may choose beside the generated kernels (docs/placement.md).
+func registerBackends(fs *pflag.FlagSet, list *[]string, what string) {
+	fs.StringSliceVar(list, "backends", []string{"all"}, what+"the host libraries offered the contractions beside tofuc's kernels, placed by measured time in the f32 modes: all (those found), none, or a list of "+strings.Join(hostlib.Names(), ", ")+" (docs/placement.md)")
 }

@@ -1,0 +1,287 @@
+package pipeline
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+
+	"tofuc/analysis/report"
+	"tofuc/codegen/toolchain"
+	"tofuc/lang"
+	"tofuc/runtime/cpu"
+	"tofuc/runtime/executor"
+	"tofuc/runtime/hostlib"
+	"tofuc/runtime/plan"
+	"tofuc/runtime/tensor"
+)
+
+// placementRuns is how many timed runs of each variant the placement
+// takes the median of (after a warm-up).
+const placementRuns = 5
+
+// ResolveBackends turns --backends' list into the libraries offered:
+// "all" is every library that loads here, "none" (or "generated")
+// none; a named library must load, or the error says why.
+func ResolveBackends(list []string) ([]string, error) {
+	var out []string
+	for _, name := range list {
+		switch name {
+		case "all":
+			out = append(out, hostlib.Available()...)
+		case "none", plan.Generated:
+		default:
+			if _, err := hostlib.Open(name); err != nil {
+				return nil, err
+			}
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// place chooses each placement group's variant of plan p, compiled
+// into dir, by its measured time on this host (docs/placement.md): from
+// the profile database where it holds the group's measurements, else
+// by running the plan on the cpu runtime with each variant in force
+// and timing the groups' steps; it rewrites the plan with the choices
+// and returns the report's placement section.
+func place(p *plan.Plan, dir string, params map[string]*tensor.Tensor, opts Options) (report.Section, error) {
+	prog := opts.progress()
+	tools, err := toolchain.Find()
+	if err != nil {
+		return report.Section{}, err
+	}
+	threads := opts.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	keys := make([]string, len(p.Placement))
+	missing := false
+	for g := range p.Placement {
+		keys[g] = profileKey(p, g, tools, threads)
+		if t, ok := lookupProfile(tools, keys[g]); ok && len(t) == len(p.Placement[g].Candidates) {
+			p.Placement[g].Millis = t
+		} else {
+			missing = true
+		}
+	}
+	if missing {
+		prog.Show("placement: timing %d groups on %d backends", len(p.Placement), len(candidates(p)))
+		if err := measure(p, dir, params, threads); err != nil {
+			return report.Section{}, fmt.Errorf("placement: %w", err)
+		}
+		for g, pg := range p.Placement {
+			storeProfile(tools, keys[g], pg.Millis)
+		}
+	}
+	for g := range p.Placement {
+		pg := &p.Placement[g]
+		pg.Chosen = plan.Generated
+		for _, c := range pg.Candidates {
+			if pg.Millis[c] < pg.Millis[pg.Chosen] {
+				pg.Chosen = c
+			}
+		}
+	}
+	if err := p.Write(filepath.Join(dir, "plan.json")); err != nil {
+		return report.Section{}, err
+	}
+	return placementSection(p, threads), nil
+}
+
+// candidates are the variants of p's groups, Generated first.
+func candidates(p *plan.Plan) []string {
+	out := []string{plan.Generated}
+	for _, pg := range p.Placement {
+		for _, c := range pg.Candidates {
+			if !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// measure times every group of p in every variant: the plan run on the
+// cpu runtime with each variant in force wherever a group has it, a
+// group's time the median over runs of the sum of its steps' times.
+func measure(p *plan.Plan, dir string, params map[string]*tensor.Tensor, threads int) error {
+	inputs := placementInputs(p)
+	for g := range p.Placement {
+		p.Placement[g].Millis = map[string]float64{}
+	}
+	for _, variant := range candidates(p) {
+		for g := range p.Placement {
+			p.Placement[g].Chosen = plan.Generated
+			if slices.Contains(p.Placement[g].Candidates, variant) {
+				p.Placement[g].Chosen = variant
+			}
+		}
+		times, err := groupTimes(p, dir, inputs, params, threads)
+		if err != nil {
+			return fmt.Errorf("timing the %s variants: %w", variant, err)
+		}
+		for g := range p.Placement {
+			if p.Placement[g].Chosen == variant {
+				p.Placement[g].Millis[variant] = median(times[g])
+			}
+		}
+	}
+	return nil
+}
+
+// groupTimes runs p with the variants it chooses, once to warm up and
+// placementRuns times timed, and returns each group's times in ms.
+func groupTimes(p *plan.Plan, dir string, inputs, params map[string]*tensor.Tensor, threads int) ([][]float64, error) {
+	pr, err := executor.Open(p, dir, cpu.Kind.Name, executor.Options{Threads: threads})
+	if err != nil {
+		return nil, err
+	}
+	defer pr.Close()
+	if len(pr.Notes) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(pr.Notes, "; "))
+	}
+	if _, err := pr.Run(inputs, params); err != nil {
+		return nil, err
+	}
+	pr.Timing = true
+	times := make([][]float64, len(p.Placement))
+	for range placementRuns {
+		if _, err := pr.Run(inputs, params); err != nil {
+			return nil, err
+		}
+		sums := make([]float64, len(p.Placement))
+		for _, st := range pr.StepTimes() {
+			if pl := p.Steps[st.Device][st.Step].Place; pl != nil {
+				sums[pl.Group] += st.Seconds * 1e3
+			}
+		}
+		for g, s := range sums {
+			times[g] = append(times[g], s)
+		}
+	}
+	return times, nil
+}
+
+// placementInputs are inputs to time p on: floats drawn at random,
+// integers zero (a valid index and label).
+func placementInputs(p *plan.Plan) map[string]*tensor.Tensor {
+	r := rand.New(rand.NewPCG(1, 2))
+	out := map[string]*tensor.Tensor{}
+	for _, b := range p.Inputs {
+		shape := make([]int, len(b.Shape))
+		for i, n := range b.Shape {
+			shape[i] = int(n)
+		}
+		t := tensor.New(lang.ParseDType(b.DType), shape)
+		if t.DType.IsFloat() {
+			for i := range t.F {
+				t.F[i] = r.NormFloat64()
+			}
+		}
+		out[b.Name] = t
+	}
+	return out
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// profileKey keys group g's measurements in the profile database: the
+// machine (the toolchain's identity, which names the host CPU), the
+// threads, and each variant's steps (a library's version and call
+// without its buffers; a kernel's name, which hashes its code).
+func profileKey(p *plan.Plan, g int, tools *toolchain.Tools, threads int) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\nthreads %d\n", tools.Identity(), threads)
+	for _, steps := range p.Steps {
+		for _, s := range steps {
+			if s.Place == nil || s.Place.Group != g {
+				continue
+			}
+			switch {
+			case s.GEMM != nil:
+				c := *s.GEMM
+				c.A.Buffer, c.B.Buffer, c.C.Buffer = 0, 0, 0
+				lib, _ := hostlib.Open(c.Backend)
+				b, _ := json.Marshal(c)
+				fmt.Fprintf(h, "%v %s %s\n", s.Place.Variants, libVersion(lib), b)
+			case s.Op == plan.Launch:
+				fmt.Fprintf(h, "%v %s\n", s.Place.Variants, p.Kernels[s.Kernel].Name)
+			}
+		}
+	}
+	return "profile-" + hex.EncodeToString(h.Sum(nil))
+}
+
+func libVersion(l *hostlib.Library) string {
+	if l == nil {
+		return "missing"
+	}
+	return l.Version
+}
+
+func lookupProfile(tools *toolchain.Tools, key string) (map[string]float64, bool) {
+	if tools.Cache == nil {
+		return nil, false
+	}
+	b, found, err := tools.Cache.Get(key)
+	var t map[string]float64
+	if !found || err != nil || json.Unmarshal(b, &t) != nil {
+		return nil, false
+	}
+	return t, true
+}
+
+func storeProfile(tools *toolchain.Tools, key string, t map[string]float64) {
+	if tools.Cache == nil {
+		return
+	}
+	if b, err := json.Marshal(t); err == nil {
+		tools.Cache.Put(key, b) // a cache that cannot be written is skipped
+	}
+}
+
+// PlacementRow is a placement group in the report's placement section.
+type PlacementRow struct {
+	Label  string             `json:"label"`
+	Pos    string             `json:"pos,omitempty"`
+	Chosen string             `json:"chosen"`
+	Millis map[string]float64 `json:"millis"`
+}
+
+// placementSection is the report's section on p's placement: per group,
+// every candidate's measured time and the one chosen.
+func placementSection(p *plan.Plan, threads int) report.Section {
+	all := candidates(p)
+	var rows []PlacementRow
+	lines := []string{fmt.Sprintf("%d parts of the plan placed by measured time on this host (%d threads), in ms", len(p.Placement), threads)}
+	head := fmt.Sprintf("%-10s", "chosen")
+	for _, c := range all {
+		head += fmt.Sprintf(" %10s", c)
+	}
+	lines = append(lines, head+"  computes")
+	for _, pg := range p.Placement {
+		rows = append(rows, PlacementRow{Label: pg.Label, Pos: pg.Pos, Chosen: pg.Chosen, Millis: pg.Millis})
+		line := fmt.Sprintf("%-10s", pg.Chosen)
+		for _, c := range all {
+			if ms, ok := pg.Millis[c]; ok {
+				line += fmt.Sprintf(" %10.3f", ms)
+			} else {
+				line += fmt.Sprintf(" %10s", "-")
+			}
+		}
+		lines = append(lines, line+"  "+pg.Label)
+	}
+	return report.Section{Name: "placement", Title: "Placement", Lines: lines, Data: rows}
+}
