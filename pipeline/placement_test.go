@@ -1,0 +1,139 @@
+package pipeline_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"tofuc/analysis/rounding"
+	"tofuc/lang"
+	"tofuc/lang/precision"
+	"tofuc/pipeline"
+	"tofuc/runtime/cpu"
+	"tofuc/runtime/exec"
+	"tofuc/runtime/executor"
+	"tofuc/runtime/hostlib"
+	"tofuc/runtime/plan"
+	"tofuc/runtime/tensor"
+)
+
+// placedModel has two products, one with an epilogue (h of 1 MiB: a
+// smaller one would have the schedule chain them into one launch, which
+// is not offered).
+const placedModel = `model placed(x: f32[256, 512]) {
+    w1 = param f32[512, 1024]
+    b1 = param f32[1024]
+    w2 = param f32[1024, 256]
+    h = relu(matmul(x, w1) + b1)
+    return matmul(h, w2)
+}
+`
+
+// shows records what a compile's progress shows.
+type shows struct{ lines []string }
+
+func (s *shows) Show(format string, args ...any) { s.lines = append(s.lines, fmt.Sprintf(format, args...)) }
+func (s *shows) Count(string, int, int)          {}
+
+func (s *shows) timed() bool {
+	return slices.ContainsFunc(s.lines, func(l string) bool { return strings.HasPrefix(l, "placement: timing") })
+}
+
+// TestPlacement: a compile offered the libraries found times every
+// variant of each group, chooses the fastest, says so in the report and
+// keeps the times in the profile database, which a later compile of the
+// same kernels reads instead of timing them; the plan's results match
+// the interpreter.
+func TestPlacement(t *testing.T) {
+	backends := hostlib.Available()
+	if len(backends) == 0 {
+		t.Skip("no library backend on this machine (libopenblas0-pthread, libdnnl2)")
+	}
+	t.Setenv("TOFUC_CACHE", t.TempDir())
+	path := filepath.Join(t.TempDir(), "placed.tdl")
+	if err := os.WriteFile(path, []byte(placedModel), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := pipeline.Load(path, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first shows
+	opts := pipeline.Options{Precision: precision.F32, Backends: backends, Emit: []string{"host", "report"}, Progress: &first}
+	res, err := pipeline.Compile(m, filepath.Join(t.TempDir(), "out"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Plan.Placement) != 2 || !first.timed() {
+		t.Fatalf("%d placement groups, timed %v: want 2, timed", len(res.Plan.Placement), first.timed())
+	}
+	for _, pg := range res.Plan.Placement {
+		if len(pg.Millis) != len(backends)+1 {
+			t.Errorf("%s: times %v, want one per candidate %v", pg.Label, pg.Millis, pg.Candidates)
+		}
+		for c, ms := range pg.Millis {
+			if ms <= 0 || ms < pg.Millis[pg.Chosen] {
+				t.Errorf("%s: chose %s (%.3f ms), but %s took %.3f ms", pg.Label, pg.Chosen, pg.Millis[pg.Chosen], c, ms)
+			}
+		}
+	}
+	report, err := os.ReadFile(filepath.Join(res.Dir, "report.txt"))
+	if err != nil || !strings.Contains(string(report), "Placement") {
+		t.Errorf("the report has no placement section (%v)", err)
+	}
+	written, err := plan.Read(filepath.Join(res.Dir, "plan.json"))
+	if err != nil || !slices.EqualFunc(written.Placement, res.Plan.Placement, func(a, b plan.PlaceGroup) bool { return a.Chosen == b.Chosen }) {
+		t.Errorf("plan.json does not hold the choices (%v)", err)
+	}
+	matchesInterp(t, res)
+
+	var second shows
+	opts.NoOptimize, opts.Progress = true, &second // a new compile, the same kernels
+	again, err := pipeline.Compile(m, filepath.Join(t.TempDir(), "out"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Cached || second.timed() {
+		t.Errorf("the second compile (cached %v) timed the groups again: %v", again.Cached, second.lines)
+	}
+	for g, pg := range again.Plan.Placement {
+		if pg.Chosen != res.Plan.Placement[g].Chosen {
+			t.Errorf("%s: the profile database's choice %s differs from the measured %s", pg.Label, pg.Chosen, res.Plan.Placement[g].Chosen)
+		}
+	}
+}
+
+// matchesInterp runs the compiled plan of res on the cpu runtime
+// against the interpreter, on random inputs, under the f32 mode's
+// tolerance.
+func matchesInterp(t *testing.T, res *pipeline.Result) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(3, 4))
+	x := tensor.New(lang.F32, []int{256, 512})
+	for i := range x.F {
+		x.F[i] = r.NormFloat64()
+	}
+	in := map[string]*tensor.Tensor{"x": x}
+	want, err := exec.Run(res.Graph, exec.Interp{}, in, res.Params, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := executor.Open(res.Plan, res.Dir, cpu.Kind.Name, executor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	got, err := pr.Run(in, res.Params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range want.Outputs {
+		if err := rounding.CompareModel(precision.F32, 2, got[name], w); err != nil {
+			t.Errorf("output %s: %v", name, err)
+		}
+	}
+}
