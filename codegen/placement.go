@@ -1,6 +1,8 @@
 package codegen
 
 import (
+	"slices"
+
 	"fmt"
 
 	"tofuc/codegen/kernel"
@@ -52,7 +54,7 @@ func (b *builder) offerLibraries(device int, k *kernel.Kernel) (int, error) {
 		if err != nil {
 			return -1, err
 		}
-		b.p.Steps[device][idx].Place = &plan.Placed{Group: group, Variants: b.backends}
+		b.p.Steps[device][idx].Place = &plan.Placed{Group: group, Variants: slices.Clone(b.backends)}
 	}
 	b.p.Placement = append(b.p.Placement, plan.PlaceGroup{Label: k.Label, Pos: posOf(k),
 		Candidates: append(append([]string{}, b.backends...), plan.Generated), Chosen: plan.Generated})

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"tofuc/codegen"
+	"tofuc/codegen/toolchain"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/cpu"
@@ -103,6 +104,11 @@ func (b *Backend) Prepare(g *ir.Graph, syms map[string]int64) (exec.Program, err
 	var prog *executor.Program
 	if err == nil {
 		prog, err = executor.Open(res.Plan, dir, b.Kind, executor.Options{Threads: b.Threads})
+	}
+	if err == nil {
+		for _, n := range prog.Notes {
+			toolchain.Warn("%s", n)
+		}
 	}
 	if err != nil {
 		if temp != "" {

@@ -36,8 +36,10 @@ const placedModel = `model placed(x: f32[256, 512]) {
 // shows records what a compile's progress shows.
 type shows struct{ lines []string }
 
-func (s *shows) Show(format string, args ...any) { s.lines = append(s.lines, fmt.Sprintf(format, args...)) }
-func (s *shows) Count(string, int, int)          {}
+func (s *shows) Show(format string, args ...any) {
+	s.lines = append(s.lines, fmt.Sprintf(format, args...))
+}
+func (s *shows) Count(string, int, int) {}
 
 func (s *shows) timed() bool {
 	return slices.ContainsFunc(s.lines, func(l string) bool { return strings.HasPrefix(l, "placement: timing") })
@@ -105,6 +107,7 @@ func TestPlacement(t *testing.T) {
 			t.Errorf("%s: the profile database's choice %s differs from the measured %s", pg.Label, pg.Chosen, res.Plan.Placement[g].Chosen)
 		}
 	}
+	t.Run("missing library", func(t *testing.T) { missingLibrary(t, res) })
 }
 
 // matchesInterp runs the compiled plan of res on the cpu runtime
@@ -136,4 +139,40 @@ func matchesInterp(t *testing.T, res *pipeline.Result) {
 			t.Errorf("output %s: %v", name, err)
 		}
 	}
+}
+
+// missingLibrary: a plan whose groups chose a library this host cannot
+// load (renamed "nolib") runs the generated kernels instead, says so in
+// one note, and its results still match.
+func missingLibrary(t *testing.T, res *pipeline.Result) {
+	from := res.Plan.Placement[0].Candidates[0]
+	rename := func(names []string) {
+		for i, n := range names {
+			if n == from {
+				names[i] = "nolib"
+			}
+		}
+	}
+	for g := range res.Plan.Placement {
+		rename(res.Plan.Placement[g].Candidates)
+		res.Plan.Placement[g].Chosen = "nolib"
+	}
+	for _, s := range res.Plan.Steps[0] {
+		if s.Place != nil {
+			rename(s.Place.Variants)
+		}
+		if s.GEMM != nil && s.GEMM.Backend == from {
+			s.GEMM.Backend = "nolib"
+		}
+	}
+	pr, err := executor.Open(res.Plan, res.Dir, cpu.Kind.Name, executor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := pr.Notes
+	pr.Close()
+	if len(notes) != 1 || !strings.Contains(notes[0], "nolib") || !strings.Contains(notes[0], "generated kernels instead") {
+		t.Errorf("notes %q: want one saying that the steps placed on nolib run the generated kernels", notes)
+	}
+	matchesInterp(t, res)
 }

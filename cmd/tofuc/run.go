@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"tofuc/analysis/autodiff"
+	"tofuc/codegen/toolchain"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/cpu"
@@ -65,6 +66,9 @@ func runPlan(dir string, f runFlags, specs map[string]string, stdout io.Writer) 
 	p, err := planio.Read(dir, func(p *plan.Plan) (err error) {
 		if prog, err = executor.Open(p, dir, f.backend, executor.Options{Threads: f.threads}); err != nil {
 			return err
+		}
+		for _, n := range prog.Notes {
+			toolchain.Warn("%s", n)
 		}
 		params, err = planio.Params(p, dir, f.params)
 		return err
