@@ -2,15 +2,17 @@
 // CPU provider on the light-random CNNs, side by side in one run, and
 // prints the table of docs/benchmarks.md. `make bench` runs it:
 //
-//	go run ./bench [-runs 5] [-rounds 3] [-threads 2] [-models resnet50,vgg19,inception_v1] [-precision exact,f32] [-interp]
+//	go run ./bench [-runs 5] [-rounds 3] [-threads 2] [-models resnet50,vgg19,inception_v1] [-precision exact,f32] [-backends 'none;all'] [-interp]
 //	go run ./bench -matmul 1024 [-runs 5] [-rounds 3] [-threads 2]
 //
 // Each round runs `tofuc bench --json` and ONNX Runtime (bench/ort, npm's
 // onnxruntime-node, installed here on first use) one after the other on
 // each model; a tool's time is the median of its rounds' medians, so that
 // both see the same load; with several -precision modes, tofuc runs in
-// each, in turn, within every round. With -interp the interpreter is
-// timed once.
+// each, in turn, within every round, and with several -backends sets (the
+// ablation of docs/placement.md) in each of them. A model is a light-random
+// model's name or an .onnx file. With -interp the interpreter is timed
+// once.
 package main
 
 import (
@@ -47,6 +49,7 @@ func main() {
 	matmul := flag.Int("matmul", 0, "time an f32 matmul N×N×N instead, beside ORT's MatMul and the host's peak")
 	tofuc := flag.String("tofuc", "bin/tofuc", "the tofuc binary")
 	modes := flag.String("precision", "exact", "tofuc's --precision modes, comma-separated (docs/precision.md)")
+	backendSets := flag.String("backends", "all", "tofuc's --backends lists, semicolon-separated (docs/placement.md)")
 	flag.Parse()
 	shared := os.Getenv("TOFUC_SHARED")
 	if shared == "" {
@@ -60,16 +63,16 @@ func main() {
 		benchMatmul(*tofuc, *matmul, *runs, *rounds, *threads)
 		return
 	}
-	precisions := strings.Split(*modes, ",")
+	configs := configsOf(strings.Split(*modes, ","), strings.Split(*backendSets, ";"))
 	header, rule := "| model |", "|---|"
-	for _, p := range precisions {
-		header += fmt.Sprintf(" tofuc cpu, %s (s) |", p)
+	for _, c := range configs {
+		header += fmt.Sprintf(" tofuc cpu, %s (s) |", c.label)
 		rule += "---|"
 	}
 	header += " ONNX Runtime (s) |"
 	rule += "---|"
-	for _, p := range precisions {
-		header += fmt.Sprintf(" %s / ORT |", p)
+	for _, c := range configs {
+		header += fmt.Sprintf(" %s / ORT |", c.label)
 		rule += "---|"
 	}
 	if *withInterp {
@@ -79,12 +82,15 @@ func main() {
 	fmt.Println(header)
 	fmt.Println(rule)
 	for _, m := range strings.Split(*models, ",") {
-		path := filepath.Join(shared, "onnx", "light-random", "light_"+m+"_random.onnx")
-		ours := make([][]float64, len(precisions))
+		path := m
+		if !strings.HasSuffix(m, ".onnx") {
+			path = filepath.Join(shared, "onnx", "light-random", "light_"+m+"_random.onnx")
+		}
+		ours := make([][]float64, len(configs))
 		var theirs []float64
 		for range *rounds {
-			for i, p := range precisions {
-				t, err := run(*tofuc, "bench", path, "--backend", "cpu", "--precision", p, "--runs", fmt.Sprint(*runs), "--threads", fmt.Sprint(*threads), "--json")
+			for i, c := range configs {
+				t, err := run(*tofuc, "bench", path, "--backend", "cpu", "--precision", c.precision, "--backends", c.backends, "--runs", fmt.Sprint(*runs), "--threads", fmt.Sprint(*threads), "--json")
 				check(err)
 				ours[i] = append(ours[i], t.Median)
 			}
@@ -93,12 +99,12 @@ func main() {
 			theirs = append(theirs, o.Median)
 		}
 		b := median(theirs)
-		line := fmt.Sprintf("| %s |", m)
-		for i := range precisions {
+		line := fmt.Sprintf("| %s |", strings.TrimSuffix(filepath.Base(m), ".onnx"))
+		for i := range configs {
 			line += fmt.Sprintf(" %.4f |", median(ours[i]))
 		}
 		line += fmt.Sprintf(" %.4f |", b)
-		for i := range precisions {
+		for i := range configs {
 			line += fmt.Sprintf(" %.2f |", median(ours[i])/b)
 		}
 		if *withInterp {
@@ -108,6 +114,28 @@ func main() {
 		}
 		fmt.Println(line)
 	}
+}
+
+// config is one way tofuc compiles the models: a precision mode and a
+// --backends list.
+type config struct {
+	precision, backends, label string
+}
+
+// configsOf is every precision mode with every backend list, labelled
+// by what varies.
+func configsOf(precisions, backendSets []string) []config {
+	var out []config
+	for _, p := range precisions {
+		for _, b := range backendSets {
+			label := p
+			if len(backendSets) > 1 {
+				label += ", " + b
+			}
+			out = append(out, config{p, b, label})
+		}
+	}
+	return out
 }
 
 // benchMatmul times C = A·B on two n×n f32 inputs (an ONNX MatMul node,
