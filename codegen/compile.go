@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,7 +46,7 @@ type Options struct {
 
 // Stats describe a compilation.
 type Stats struct {
-	Kernels     int           // launches the host runs in the plan
+	Kernels     int           // launches the host runs in the plan (its generated kernels, where placement groups offer libraries)
 	GPULaunches int           // launches a GPU runs (a chained launch is two)
 	Distinct    int           // distinct kernels compiled
 	Modules     int           // modules they were grouped into
@@ -108,8 +109,8 @@ func (b *builder) finish(dir string, opts Options, start time.Time) (*Compiled, 
 	st := Stats{Distinct: len(b.units), Modules: len(modules), Seconds: time.Since(start)}
 	for _, steps := range b.p.Steps {
 		for _, s := range steps {
-			if s.Op != plan.Launch {
-				continue
+			if s.Op != plan.Launch || s.Place != nil && !slices.Contains(s.Place.Variants, plan.Generated) {
+				continue // counted as the generated kernels run
 			}
 			k := &b.p.Kernels[s.Kernel]
 			if k.OnHost() {
