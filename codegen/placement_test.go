@@ -19,13 +19,16 @@ import (
 // whose bias and ReLU become the epilogue, matmul_nt and matmul_tn
 // (transposed operands), a batched matmul, an attention's scaled Q·Kᵀ
 // over two batch dimensions, a 1×1 convolution over a batch of images
-// (the image's columns merge into one dimension); and, not offered, a
+// (the image's columns merge into one dimension), a broadcast batched
+// matmul (its operands read through broadcasting views); and, not
+// offered, a
 // 1×1 convolution of stride 2 (its image's columns are 2 apart: no
 // BLAS layout), a 3×3 padded convolution and a tiny matmul.
 const placementModel = `
 model lib(a: f32[70, 64], b: f32[64, 90], w: f32[90, 64], bias: f32[90], bt: f32[90, 64], at: f32[64, 70],
           x: f32[3, 20, 48], y: f32[3, 48, 36], q: f32[2, 4, 24, 16], k: f32[2, 4, 30, 16],
-          img: f32[2, 32, 14, 14], w1: f32[48, 32, 1, 1], w3: f32[8, 32, 3, 3], s: f32[4, 4], t: f32[4, 4]) {
+          img: f32[2, 32, 14, 14], w1: f32[48, 32, 1, 1], w3: f32[8, 32, 3, 3], s: f32[4, 4], t: f32[4, 4],
+          ba: f32[1, 4, 20, 48], bb: f32[3, 1, 48, 36]) {
     mm = matmul(a, b)
     lin = relu(matmul(a, b) + bias)
     nt = matmul_nt(a, bt)
@@ -36,7 +39,8 @@ model lib(a: f32[70, 64], b: f32[64, 90], w: f32[90, 64], bias: f32[90], bt: f32
     c1s = conv2d<strides = [2, 2]>(img, w1)
     c3 = conv2d<pads = [1, 1, 1, 1]>(img, w3)
     tiny = matmul(s, t)
-    return mm, lin, nt, tn, bmm, att, c1, c1s, c3, tiny
+    bc = matmul_broadcast(ba, bb)
+    return mm, lin, nt, tn, bmm, att, c1, c1s, c3, tiny, bc
 }
 `
 
@@ -61,7 +65,7 @@ func TestLibraryPlacement(t *testing.T) {
 		offered = append(offered, strings.FieldsFunc(pg.Label, func(r rune) bool { return r == '.' || r == ' ' })[0])
 	}
 	slices.Sort(offered)
-	if want := []string{"att", "bmm", "c1", "lin", "mm", "nt", "tn"}; !slices.Equal(offered, want) {
+	if want := []string{"att", "bc", "bmm", "c1", "lin", "mm", "nt", "tn"}; !slices.Equal(offered, want) {
 		t.Errorf("placement groups %v, want %v", offered, want)
 	}
 	epilogues := 0

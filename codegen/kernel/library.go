@@ -107,33 +107,94 @@ type strides struct {
 }
 
 // stridedRead recognises factor as a read of an f32 argument at affine
-// indices with numeric constants, never out of range.
+// indices with numeric constants, never out of range, directly or
+// through recomputed locals that are each one such read (a broadcast
+// view: matmul_broadcast's operands).
 func (k *Kernel) stridedRead(factor ir.Expr) (strides, bool) {
 	a, ok := factor.(*ir.Access)
-	if !ok || a.T.DType != lang.F32 {
+	if !ok {
 		return strides{}, false
 	}
-	src, found := k.Source(a.T)
-	if !found || src.Arg < 0 {
+	arg, index, ok := k.argRead(a)
+	if !ok {
 		return strides{}, false
 	}
-	checked, _ := k.Checked(a)
-	shape := k.Args[src.Arg].Shape
-	r := strides{arg: src.Arg, of: map[*ir.Var]int64{}}
+	shape := k.Args[arg].Shape
+	r := strides{arg: arg, of: map[*ir.Var]int64{}}
 	step := int64(1)
-	for d := len(a.Index) - 1; d >= 0; d-- {
-		af, affine := ir.AffineOf(a.Index[d], nil)
-		c, numeric := af.Const.IsConst()
-		if !affine || !numeric || checked != nil && checked[d] {
+	for d := len(index) - 1; d >= 0; d-- {
+		c, numeric := index[d].Const.IsConst()
+		if !numeric {
 			return strides{}, false
 		}
 		r.offset += c * step
-		for _, t := range af.Terms {
+		for _, t := range index[d].Terms {
 			r.of[t.Var] += t.Coef * step
 		}
 		step *= shape[d]
 	}
 	return r, r.offset >= 0
+}
+
+// argRead follows read a, in the kernel's variables, to the f32
+// argument it reads, through recomputed locals whose body is one read,
+// and returns the argument and the read's indices there; every read on
+// the way is of f32 at affine indices that are never out of range.
+func (k *Kernel) argRead(a *ir.Access) (arg int, index []ir.Affine, ok bool) {
+	index = make([]ir.Affine, len(a.Index))
+	for d, x := range a.Index {
+		if index[d], ok = ir.AffineOf(x, nil); !ok {
+			return 0, nil, false
+		}
+	}
+	for {
+		checked, analysed := k.checked[a]
+		src, found := k.Source(a.T)
+		if !found || !analysed || a.T.DType != lang.F32 || slices.Contains(checked, true) {
+			return 0, nil, false
+		}
+		if src.Arg >= 0 {
+			return src.Arg, index, true
+		}
+		inner, isRead := ir.Expr(nil), false
+		if src.Local != nil {
+			inner = src.Local.Body
+			_, isRead = inner.(*ir.Access)
+		}
+		if !isRead {
+			return 0, nil, false
+		}
+		at := map[*ir.Var]ir.Affine{}
+		for i, v := range src.Local.Vars {
+			at[v] = index[i]
+		}
+		a = inner.(*ir.Access)
+		if index, ok = substitute(a.Index, at); !ok {
+			return 0, nil, false
+		}
+	}
+}
+
+// substitute is the affine indices xs with each variable replaced by
+// its affine value in at; ok is false where an index is not affine or
+// reads another variable.
+func substitute(xs []ir.Expr, at map[*ir.Var]ir.Affine) ([]ir.Affine, bool) {
+	out := make([]ir.Affine, len(xs))
+	for d, x := range xs {
+		af, ok := ir.AffineOf(x, nil)
+		if !ok {
+			return nil, false
+		}
+		out[d] = ir.Affine{Const: af.Const}
+		for _, t := range af.Terms {
+			v, bound := at[t.Var]
+			if !bound {
+				return nil, false
+			}
+			out[d] = out[d].Add(v.Scale(t.Coef))
+		}
+	}
+	return out, true
 }
 
 // merge folds vars (outermost first) into one dimension, innermost
