@@ -20,11 +20,17 @@ import (
 // (transposed operands), a batched matmul, an attention's scaled Q·Kᵀ
 // over two batch dimensions, a 1×1 convolution over a batch of images
 // (the image's columns merge into one dimension), a broadcast batched
-// matmul (its operands read through broadcasting views); and, not
+// matmul (its operands read through broadcasting views), a product of
+// every other row of a (a view whose rows are twice as far apart); and,
+// not
 // offered, a
 // 1×1 convolution of stride 2 (its image's columns are 2 apart: no
 // BLAS layout), a 3×3 padded convolution and a tiny matmul.
 const placementModel = `
+op even_rows_mm(a: [M2, K], b: [K, N]) -> [M2 / 2, N] =
+    let a2: [M2 / 2, K] = lambda i, k: a[2 * i, k] in
+    lambda i, j: sum(lambda k: a2[i, k] * b[k, j])
+
 model lib(a: f32[70, 64], b: f32[64, 90], w: f32[90, 64], bias: f32[90], bt: f32[90, 64], at: f32[64, 70],
           x: f32[3, 20, 48], y: f32[3, 48, 36], q: f32[2, 4, 24, 16], k: f32[2, 4, 30, 16],
           img: f32[2, 32, 14, 14], w1: f32[48, 32, 1, 1], w3: f32[8, 32, 3, 3], s: f32[4, 4], t: f32[4, 4],
@@ -40,7 +46,8 @@ model lib(a: f32[70, 64], b: f32[64, 90], w: f32[90, 64], bias: f32[90], bt: f32
     c3 = conv2d<pads = [1, 1, 1, 1]>(img, w3)
     tiny = matmul(s, t)
     bc = matmul_broadcast(ba, bb)
-    return mm, lin, nt, tn, bmm, att, c1, c1s, c3, tiny, bc
+    ev = even_rows_mm(bt, w)
+    return mm, lin, nt, tn, bmm, att, c1, c1s, c3, tiny, bc, ev
 }
 `
 
@@ -65,7 +72,7 @@ func TestLibraryPlacement(t *testing.T) {
 		offered = append(offered, strings.FieldsFunc(pg.Label, func(r rune) bool { return r == '.' || r == ' ' })[0])
 	}
 	slices.Sort(offered)
-	if want := []string{"att", "bc", "bmm", "c1", "lin", "mm", "nt", "tn"}; !slices.Equal(offered, want) {
+	if want := []string{"att", "bc", "bmm", "c1", "ev", "lin", "mm", "nt", "tn"}; !slices.Equal(offered, want) {
 		t.Errorf("placement groups %v, want %v", offered, want)
 	}
 	epilogues := 0
