@@ -46,7 +46,7 @@ model lib(a: f32[70, 64], b: f32[64, 90], w: f32[90, 64], bias: f32[90], bt: f32
     c3 = conv2d<pads = [1, 1, 1, 1]>(img, w3)
     tiny = matmul(s, t)
     bc = matmul_broadcast(ba, bb)
-    ev = even_rows_mm(bt, w)
+    ev = even_rows_mm(bt, b)
     return mm, lin, nt, tn, bmm, att, c1, c1s, c3, tiny, bc, ev
 }
 `
