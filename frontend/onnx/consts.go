@@ -136,10 +136,14 @@ func castTensor(t *tensor.Tensor, dt lang.DType) *tensor.Tensor {
 	return tensor.FromFloats(dt, t.Shape, vals)
 }
 
-// convDropout is the identity at inference; its mask is all true.
+// convDropout is the identity at inference, and in training with a
+// ratio of 0 (torchvision's Swin calls F.dropout(p=0.0)); its mask is
+// all true.
 func convDropout(c *nodeCtx) {
 	if c.in(2) != nil && c.knownFloat(2, "training_mode", 0) != 0 {
-		c.fail("training_mode = true draws random numbers (only inference is supported)")
+		if ratio := c.knownFloat(1, "ratio", 0.5); ratio != 0 {
+			c.fail("training_mode = true with ratio %g draws random numbers (only inference, or a ratio of 0, is supported)", ratio)
+		}
 	}
 	if c.intAttr("is_test", 1) == 0 && c.opset() < 7 {
 		c.fail("is_test = 0 (training) is not supported")

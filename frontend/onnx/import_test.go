@@ -500,3 +500,28 @@ func TestImportConvTransposeOutputShape(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestDropoutInTraining: Dropout with training_mode true is the identity
+// (mask all true) when its ratio is 0, and refused, naming the ratio,
+// when it is not.
+func TestDropoutInTraining(t *testing.T) {
+	graph := func(ratio float32) *onnxpb.GraphProto {
+		bools := &onnxpb.TensorProto{Name: proto.String("training"), DataType: proto.Int32(int32(onnxpb.TensorProto_BOOL)), Int32Data: []int32{1}}
+		return &onnxpb.GraphProto{
+			Node:        []*onnxpb.NodeProto{onnxbuild.Node("Dropout", []string{"x", "ratio", "training"}, []string{"y", "mask"})},
+			Initializer: []*onnxpb.TensorProto{onnxbuild.FloatTensor("ratio", nil, ratio), bools},
+			Input:       []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("x", onnxpb.TensorProto_FLOAT, 3)},
+			Output:      []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("y", onnxpb.TensorProto_FLOAT, 3), onnxbuild.TensorInfo("mask", onnxpb.TensorProto_BOOL, 3)},
+		}
+	}
+	x := tensor.FromFloats(lang.F32, []int{3}, []float64{1, -2, 3})
+	_, outs := run(t, model(graph(0), 17), Options{}, map[string]*tensor.Tensor{"x": x}, nil)
+	for i := range 3 {
+		if outs[0].Flat(i) != x.Flat(i) || outs[1].Flat(i) != 1 {
+			t.Fatalf("ratio 0: y %v, mask %v; want x and all true", outs[0], outs[1])
+		}
+	}
+	if _, err := Import(model(graph(0.1), 17), Options{}); err == nil || !strings.Contains(err.Error(), "training_mode = true with ratio 0.1") {
+		t.Errorf("ratio 0.1: %v", err)
+	}
+}
