@@ -21,7 +21,9 @@ import (
 // over two batch dimensions, a 1×1 convolution over a batch of images
 // (the image's columns merge into one dimension), a broadcast batched
 // matmul (its operands read through broadcasting views), a product of
-// every other row of a (a view whose rows are twice as far apart); and,
+// every other row of a (a view whose rows are twice as far apart), a
+// weight broadcast over 16 tokens of one row each (the tokens are the
+// product's rows, not a batch of 16 products of one row); and,
 // not
 // offered, a
 // 1×1 convolution of stride 2 (its image's columns are 2 apart: no
@@ -34,7 +36,7 @@ op even_rows_mm(a: [M2, K], b: [K, N]) -> [M2 / 2, N] =
 model lib(a: f32[70, 64], b: f32[64, 90], w: f32[90, 64], bias: f32[90], bt: f32[90, 64], at: f32[64, 70],
           x: f32[3, 20, 48], y: f32[3, 48, 36], q: f32[2, 4, 24, 16], k: f32[2, 4, 30, 16],
           img: f32[2, 32, 14, 14], w1: f32[48, 32, 1, 1], w3: f32[8, 32, 3, 3], s: f32[4, 4], t: f32[4, 4],
-          ba: f32[1, 4, 20, 48], bb: f32[3, 1, 48, 36]) {
+          ba: f32[1, 4, 20, 48], bb: f32[3, 1, 48, 36], tokens: f32[16, 1, 64]) {
     mm = matmul(a, b)
     lin = relu(matmul(a, b) + bias)
     nt = matmul_nt(a, bt)
@@ -47,7 +49,8 @@ model lib(a: f32[70, 64], b: f32[64, 90], w: f32[90, 64], bias: f32[90], bt: f32
     tiny = matmul(s, t)
     bc = matmul_broadcast(ba, bb)
     ev = even_rows_mm(bt, b)
-    return mm, lin, nt, tn, bmm, att, c1, c1s, c3, tiny, bc, ev
+    bx = matmul_broadcast(tokens, b)
+    return mm, lin, nt, tn, bmm, att, c1, c1s, c3, tiny, bc, ev, bx
 }
 `
 
@@ -72,8 +75,13 @@ func TestLibraryPlacement(t *testing.T) {
 		offered = append(offered, strings.FieldsFunc(pg.Label, func(r rune) bool { return r == '.' || r == ' ' })[0])
 	}
 	slices.Sort(offered)
-	if want := []string{"att", "bc", "bmm", "c1", "ev", "lin", "mm", "nt", "tn"}; !slices.Equal(offered, want) {
+	if want := []string{"att", "bc", "bmm", "bx", "c1", "ev", "lin", "mm", "nt", "tn"}; !slices.Equal(offered, want) {
 		t.Errorf("placement groups %v, want %v", offered, want)
+	}
+	for _, s := range c.Plan.Steps[0] {
+		if g := s.GEMM; g != nil && strings.HasPrefix(s.Label, "bx") && (g.M != 16 || len(g.Batch) != 0) {
+			t.Errorf("bx: %d rows and batch %v, want 16 rows and no batch", g.M, g.Batch)
+		}
 	}
 	epilogues := 0
 	for _, k := range c.Plan.Kernels {

@@ -78,25 +78,46 @@ func (k *Kernel) StridedGEMM() (*Strided, bool) {
 		step *= k.Shape[i]
 	}
 	s := &Strided{A: StridedMatrix{Arg: a.arg, Offset: a.offset}, B: StridedMatrix{Arg: b.arg, Offset: b.offset}, C: StridedMatrix{Arg: -1}}
+	rows, cols, batch := k.sides(a, b)
 	var ok bool
 	var extraRows, extraCols []*ir.Var
-	if s.M, s.A.Row, s.C.Row, extraRows, ok = merge(g.Rows, a, c); !ok {
+	if s.M, s.A.Row, s.C.Row, extraRows, ok = merge(rows, a, c); !ok {
 		return nil, false
 	}
-	if s.N, s.B.Col, s.C.Col, extraCols, ok = merge(g.Cols, b, c); !ok {
+	if s.N, s.B.Col, s.C.Col, extraCols, ok = merge(cols, b, c); !ok {
 		return nil, false
 	}
 	var rest []*ir.Var
 	if s.K, s.A.Col, s.B.Row, rest, ok = merge(g.K, a, b); !ok || len(rest) > 0 {
 		return nil, false // a sum variable that does not merge is no batch
 	}
-	for _, v := range slices.Concat(g.Batch, extraRows, extraCols) {
+	for _, v := range slices.Concat(batch, extraRows, extraCols) {
 		if n := extent(v); n > 1 {
 			s.Batch = append(s.Batch, n)
 			s.A.Batch, s.B.Batch, s.C.Batch = append(s.A.Batch, a.of[v]), append(s.B.Batch, b.of[v]), append(s.C.Batch, c.of[v])
 		}
 	}
 	return s, true
+}
+
+// sides sorts the output variables into the rows (read by A only), the
+// columns (by B only) and the batch (by both or neither) by the strides
+// of the reads a and b. A variable the GEMM's factors both name can
+// still be read by one only, its step in the other zero: a broadcast
+// operand's batch (x of [128, 1, 512] times a weight broadcast over its
+// 128) is the product's rows.
+func (k *Kernel) sides(a, b strides) (rows, cols, batch []*ir.Var) {
+	for _, v := range k.Vars {
+		switch inA, inB := a.of[v] != 0, b.of[v] != 0; {
+		case inA && !inB:
+			rows = append(rows, v)
+		case inB && !inA:
+			cols = append(cols, v)
+		default:
+			batch = append(batch, v)
+		}
+	}
+	return rows, cols, batch
 }
 
 // strides are a read's element offset and each variable's step in it.
