@@ -47,11 +47,12 @@ func ResolveBackends(list []string) ([]string, error) {
 }
 
 // place chooses each placement group's variant of plan p, compiled
-// into dir, by its measured time on this host (docs/placement.md): from
-// the profile database where it holds the group's measurements, else
-// by running the plan on the cpu runtime with each variant in force
-// and timing the groups' steps; it rewrites the plan with the choices
-// and returns the report's placement section.
+// into dir, by measured time on this host (docs/placement.md), then
+// rewrites the plan with the choices and returns the report's placement
+// section. First each group's candidates are timed (or read from the
+// profile database); then each library's plan (the library in every
+// group it beats the generated kernel in) and the generated plan are
+// timed whole, and the fastest of those plans is the choice.
 func place(p *plan.Plan, dir string, params map[string]*tensor.Tensor, opts Options) (report.Section, error) {
 	prog := opts.progress()
 	tools, err := toolchain.Find()
@@ -62,6 +63,7 @@ func place(p *plan.Plan, dir string, params map[string]*tensor.Tensor, opts Opti
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
+	inputs := placementInputs(p)
 	keys := make([]string, len(p.Placement))
 	missing := false
 	for g := range p.Placement {
@@ -74,55 +76,78 @@ func place(p *plan.Plan, dir string, params map[string]*tensor.Tensor, opts Opti
 	}
 	if missing {
 		prog.Show("placement: timing %d groups on %d backends", len(p.Placement), len(candidates(p)))
-		if err := measure(p, dir, params, threads); err != nil {
+		if err := measure(p, dir, inputs, params, threads); err != nil {
 			return report.Section{}, fmt.Errorf("placement: %w", err)
 		}
 		for g, pg := range p.Placement {
 			storeProfile(tools, keys[g], pg.Millis)
 		}
 	}
-	choose(p)
+	sum := sha256.Sum256([]byte(strings.Join(keys, "\n")))
+	planKey := "profile-plan-" + hex.EncodeToString(sum[:])
+	walls, ok := lookupProfile(tools, planKey)
+	if !ok || len(walls) != len(candidates(p)) {
+		prog.Show("placement: timing the plan with each library")
+		if walls, err = planTimes(p, dir, inputs, params, threads); err != nil {
+			return report.Section{}, fmt.Errorf("placement: %w", err)
+		}
+		storeProfile(tools, planKey, walls)
+	}
+	choose(p, walls)
 	if err := p.Write(filepath.Join(dir, "plan.json")); err != nil {
 		return report.Section{}, err
 	}
-	return placementSection(p, threads), nil
+	return placementSection(p, threads, walls), nil
 }
 
-// choose sets each group's variant from the measured times: one library
-// for the whole plan, the one that saves the most time over the
-// generated kernels, and in each group the faster of that library and
-// the generated kernel. Two libraries are not mixed in one plan: their
-// thread pools, one waking as the other goes idle, slow each other
-// (docs/placement.md), which timing each library on its own does not
-// show.
-func choose(p *plan.Plan) {
-	best, bestTotal := plan.Generated, planMillis(p, plan.Generated)
-	for _, lib := range candidates(p)[1:] {
-		if t := planMillis(p, lib); t < bestTotal {
-			best, bestTotal = lib, t
-		}
-	}
+// assign puts every group on library lib where its measured time beats
+// the generated kernel's, on the generated kernel elsewhere.
+func assign(p *plan.Plan, lib string) {
 	for g := range p.Placement {
 		pg := &p.Placement[g]
 		pg.Chosen = plan.Generated
-		if ms, ok := pg.Millis[best]; ok && ms < pg.Millis[plan.Generated] {
-			pg.Chosen = best
+		if ms, ok := pg.Millis[lib]; ok && ms < pg.Millis[plan.Generated] {
+			pg.Chosen = lib
 		}
 	}
 }
 
-// planMillis is the groups' time with library lib where it is faster
-// than the generated kernel.
-func planMillis(p *plan.Plan, lib string) float64 {
-	total := 0.0
-	for _, pg := range p.Placement {
-		t := pg.Millis[plan.Generated]
-		if ms, ok := pg.Millis[lib]; ok {
-			t = min(t, ms)
+// choose assigns the groups to the library whose plan, timed whole, was
+// fastest (walls: each library's plan, and the generated one's, in ms).
+// Two libraries are never mixed in one plan, and a library's plan is
+// timed whole rather than added up from its groups: a library's threads
+// slow the work around its calls (OpenBLAS's spin after a call, oneDNN's
+// OpenMP threads start the next), which timing the groups alone does not
+// show (docs/placement.md).
+func choose(p *plan.Plan, walls map[string]float64) {
+	best := plan.Generated
+	for _, lib := range candidates(p)[1:] {
+		if ms, ok := walls[lib]; ok && ms < walls[best] {
+			best = lib
 		}
-		total += t
 	}
-	return total
+	assign(p, best)
+}
+
+// planTimes times plan p whole with each library's assignment and with
+// the generated kernels alone: the median of placementRuns runs after a
+// warm-up, in ms.
+func planTimes(p *plan.Plan, dir string, inputs, params map[string]*tensor.Tensor, threads int) (map[string]float64, error) {
+	walls := map[string]float64{}
+	for _, lib := range candidates(p) {
+		assign(p, lib)
+		pr, err := executor.Open(p, dir, cpu.Kind.Name, executor.Options{Threads: threads})
+		if err != nil {
+			return nil, err
+		}
+		timing, err := pr.Bench(inputs, params, placementRuns)
+		pr.Close()
+		if err != nil {
+			return nil, fmt.Errorf("timing the plan with %s: %w", lib, err)
+		}
+		walls[lib] = timing.Plan.Median * 1e3
+	}
+	return walls, nil
 }
 
 // candidates are the variants of p's groups, Generated first.
@@ -141,8 +166,7 @@ func candidates(p *plan.Plan) []string {
 // measure times every group of p in every variant: the plan run on the
 // cpu runtime with each variant in force wherever a group has it, a
 // group's time the median over runs of the sum of its steps' times.
-func measure(p *plan.Plan, dir string, params map[string]*tensor.Tensor, threads int) error {
-	inputs := placementInputs(p)
+func measure(p *plan.Plan, dir string, inputs, params map[string]*tensor.Tensor, threads int) error {
 	for g := range p.Placement {
 		p.Placement[g].Millis = map[string]float64{}
 	}
@@ -289,19 +313,34 @@ type PlacementRow struct {
 	Millis map[string]float64 `json:"millis"`
 }
 
-// placementSection is the report's section on p's placement: per group,
-// every candidate's measured time and the one chosen.
-func placementSection(p *plan.Plan, threads int) report.Section {
+// PlacementData is the placement section's data in report.json.
+type PlacementData struct {
+	Threads int `json:"threads"`
+	// PlanMillis is the whole plan's time with each library (and with
+	// the generated kernels alone), of which the least was chosen.
+	PlanMillis map[string]float64 `json:"plan_millis"`
+	Groups     []PlacementRow     `json:"groups"`
+}
+
+// placementSection is the report's section on p's placement: the whole
+// plan's time with each library, then per group every candidate's
+// measured time and the one chosen.
+func placementSection(p *plan.Plan, threads int, walls map[string]float64) report.Section {
 	all := candidates(p)
-	var rows []PlacementRow
-	lines := []string{fmt.Sprintf("%d parts of the plan placed by measured time on this host (%d threads), in ms", len(p.Placement), threads)}
+	data := PlacementData{Threads: threads, PlanMillis: walls}
+	line := "the whole plan:"
+	for _, c := range all {
+		line += fmt.Sprintf(" %s %.3f ms,", c, walls[c])
+	}
+	lines := []string{fmt.Sprintf("%d parts of the plan placed by measured time on this host (%d threads)", len(p.Placement), threads),
+		strings.TrimSuffix(line, ","), "per part, in ms:"}
 	head := fmt.Sprintf("%-10s", "chosen")
 	for _, c := range all {
 		head += fmt.Sprintf(" %10s", c)
 	}
 	lines = append(lines, head+"  computes")
 	for _, pg := range p.Placement {
-		rows = append(rows, PlacementRow{Label: pg.Label, Pos: pg.Pos, Chosen: pg.Chosen, Millis: pg.Millis})
+		data.Groups = append(data.Groups, PlacementRow{Label: pg.Label, Pos: pg.Pos, Chosen: pg.Chosen, Millis: pg.Millis})
 		line := fmt.Sprintf("%-10s", pg.Chosen)
 		for _, c := range all {
 			if ms, ok := pg.Millis[c]; ok {
@@ -312,5 +351,5 @@ func placementSection(p *plan.Plan, threads int) report.Section {
 		}
 		lines = append(lines, line+"  "+pg.Label)
 	}
-	return report.Section{Name: "placement", Title: "Placement", Lines: lines, Data: rows}
+	return report.Section{Name: "placement", Title: "Placement", Lines: lines, Data: data}
 }
