@@ -17,6 +17,7 @@ import (
 	"tofuc/runtime/cpu"
 	"tofuc/runtime/cuda"
 	"tofuc/runtime/executor"
+	"tofuc/runtime/hostlib"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/simt"
 	"tofuc/runtime/tensor"
@@ -207,6 +208,43 @@ func TestModesMatchExact(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPlacedTrainingStep compiles the MLP's training step in f32 with
+// the host libraries offered: its forward and backward products get
+// placement groups, and the step run with each variant in force (the
+// generated kernels, each library) matches the exact mode's plan under
+// the f32 policy.
+func TestPlacedTrainingStep(t *testing.T) {
+	backends := hostlib.Available()
+	if len(backends) == 0 {
+		t.Skip("no library backend on this machine (libopenblas0-pthread, libdnnl2)")
+	}
+	e := modelcase.Case{File: "mlp", Train: true, Devices: 1, Classes: 10, Set: map[string]any{"batch": 128, "hidden": 256}}
+	ref := compile(t, e)
+	want, err := hostRun(t, ref, cpu.Kind.Name, ref.Params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Precision, e.Backends = precision.F32, backends
+	m := compile(t, e)
+	if len(m.Plan.Placement) < 4 {
+		t.Fatalf("%d placement groups, want the forward and backward products", len(m.Plan.Placement))
+	}
+	for _, variant := range append([]string{plan.Generated}, backends...) {
+		for g := range m.Plan.Placement {
+			m.Plan.Placement[g].Chosen = variant
+		}
+		got, err := hostRun(t, m, cpu.Kind.Name, ref.Params)
+		if err != nil {
+			t.Fatalf("%s: %v", variant, err)
+		}
+		for name, w := range want {
+			if err := rounding.CompareModel(precision.F32, ref.Depth, got[name], w); err != nil {
+				t.Errorf("%s: output %s: %v", variant, name, err)
+			}
+		}
 	}
 }
 
