@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"tofuc/analysis/report"
 	"tofuc/codegen/toolchain"
@@ -130,24 +131,58 @@ func choose(p *plan.Plan, walls map[string]float64) {
 }
 
 // planTimes times plan p whole with each library's assignment and with
-// the generated kernels alone: the median of placementRuns runs after a
-// warm-up, in ms.
+// the generated kernels alone (alternately: timeVariants), and returns
+// each one's median time in ms.
 func planTimes(p *plan.Plan, dir string, inputs, params map[string]*tensor.Tensor, threads int) (map[string]float64, error) {
+	runs := map[string][]float64{}
+	err := timeVariants(p, dir, threads, func(lib string) { assign(p, lib) }, func(lib string, pr *executor.Program, warm bool) error {
+		start := time.Now()
+		if _, err := pr.Run(inputs, params); err != nil || warm {
+			return err
+		}
+		runs[lib] = append(runs[lib], time.Since(start).Seconds()*1e3)
+		return nil
+	})
 	walls := map[string]float64{}
-	for _, lib := range candidates(p) {
-		assign(p, lib)
+	for lib, ms := range runs {
+		walls[lib] = median(ms)
+	}
+	return walls, err
+}
+
+// timeVariants loads plan p on the cpu runtime once per candidate
+// (inForce(v) setting the groups before each load), runs each once to
+// warm up, then placementRuns rounds in which each runs once, in turn:
+// run runs the variant's program once (warm: the warm-up). Alternating, the candidates share the load of
+// a busy machine alike: timed one after the other, one could take a
+// quiet minute and another a busy one.
+func timeVariants(p *plan.Plan, dir string, threads int, inForce func(variant string), run func(variant string, pr *executor.Program, warm bool) error) error {
+	variants := candidates(p)
+	progs := make([]*executor.Program, 0, len(variants))
+	defer func() {
+		for _, pr := range progs {
+			pr.Close()
+		}
+	}()
+	for _, v := range variants {
+		inForce(v)
 		pr, err := executor.Open(p, dir, cpu.Kind.Name, executor.Options{Threads: threads})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		timing, err := pr.Bench(inputs, params, placementRuns)
-		pr.Close()
-		if err != nil {
-			return nil, fmt.Errorf("timing the plan with %s: %w", lib, err)
+		progs = append(progs, pr)
+		if len(pr.Notes) > 0 {
+			return fmt.Errorf("%s", strings.Join(pr.Notes, "; "))
 		}
-		walls[lib] = timing.Plan.Median * 1e3
 	}
-	return walls, nil
+	for round := range placementRuns + 1 {
+		for i, pr := range progs {
+			if err := run(variants[i], pr, round == 0); err != nil {
+				return fmt.Errorf("timing the %s variants: %w", variants[i], err)
+			}
+		}
+	}
+	return nil
 }
 
 // candidates are the variants of p's groups, Generated first.
@@ -164,63 +199,48 @@ func candidates(p *plan.Plan) []string {
 }
 
 // measure times every group of p in every variant: the plan run on the
-// cpu runtime with each variant in force wherever a group has it, a
-// group's time the median over runs of the sum of its steps' times.
+// cpu runtime with each variant in force wherever a group has it
+// (alternately: timeVariants), a group's time the median over runs of
+// the sum of its steps' times.
 func measure(p *plan.Plan, dir string, inputs, params map[string]*tensor.Tensor, threads int) error {
-	for g := range p.Placement {
-		p.Placement[g].Millis = map[string]float64{}
-	}
-	for _, variant := range candidates(p) {
+	sums := map[string][][]float64{} // per variant, per group, the runs
+	inForce := func(variant string) {
 		for g := range p.Placement {
 			p.Placement[g].Chosen = plan.Generated
 			if slices.Contains(p.Placement[g].Candidates, variant) {
 				p.Placement[g].Chosen = variant
 			}
 		}
-		times, err := groupTimes(p, dir, inputs, params, threads)
-		if err != nil {
-			return fmt.Errorf("timing the %s variants: %w", variant, err)
+	}
+	err := timeVariants(p, dir, threads, inForce, func(variant string, pr *executor.Program, warm bool) error {
+		pr.Timing = true
+		if _, err := pr.Run(inputs, params); err != nil || warm {
+			return err
 		}
-		for g := range p.Placement {
-			if p.Placement[g].Chosen == variant {
-				p.Placement[g].Millis[variant] = median(times[g])
+		run := make([]float64, len(p.Placement))
+		for _, st := range pr.StepTimes() {
+			if pl := p.Steps[st.Device][st.Step].Place; pl != nil {
+				run[pl.Group] += st.Seconds * 1e3
 			}
+		}
+		if sums[variant] == nil {
+			sums[variant] = make([][]float64, len(p.Placement))
+		}
+		for g, ms := range run {
+			sums[variant][g] = append(sums[variant][g], ms)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for g := range p.Placement {
+		p.Placement[g].Millis = map[string]float64{}
+		for _, c := range p.Placement[g].Candidates {
+			p.Placement[g].Millis[c] = median(sums[c][g])
 		}
 	}
 	return nil
-}
-
-// groupTimes runs p with the variants it chooses, once to warm up and
-// placementRuns times timed, and returns each group's times in ms.
-func groupTimes(p *plan.Plan, dir string, inputs, params map[string]*tensor.Tensor, threads int) ([][]float64, error) {
-	pr, err := executor.Open(p, dir, cpu.Kind.Name, executor.Options{Threads: threads})
-	if err != nil {
-		return nil, err
-	}
-	defer pr.Close()
-	if len(pr.Notes) > 0 {
-		return nil, fmt.Errorf("%s", strings.Join(pr.Notes, "; "))
-	}
-	if _, err := pr.Run(inputs, params); err != nil {
-		return nil, err
-	}
-	pr.Timing = true
-	times := make([][]float64, len(p.Placement))
-	for range placementRuns {
-		if _, err := pr.Run(inputs, params); err != nil {
-			return nil, err
-		}
-		sums := make([]float64, len(p.Placement))
-		for _, st := range pr.StepTimes() {
-			if pl := p.Steps[st.Device][st.Step].Place; pl != nil {
-				sums[pl.Group] += st.Seconds * 1e3
-			}
-		}
-		for g, s := range sums {
-			times[g] = append(times[g], s)
-		}
-	}
-	return times, nil
 }
 
 // placementInputs are inputs to time p on: floats drawn at random,
