@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"time"
 
 	"tofuc/analysis/report"
 	"tofuc/codegen/toolchain"
@@ -23,7 +22,7 @@ import (
 )
 
 // placementRuns is how many timed runs of each variant the placement
-// takes the median of (after a warm-up).
+// takes the median of (each after a warm-up).
 const placementRuns = 5
 
 // ResolveBackends turns --backends' list into the libraries offered:
@@ -135,13 +134,12 @@ func choose(p *plan.Plan, walls map[string]float64) {
 // each one's median time in ms.
 func planTimes(p *plan.Plan, dir string, inputs, params map[string]*tensor.Tensor, threads int) (map[string]float64, error) {
 	runs := map[string][]float64{}
-	err := timeVariants(p, dir, threads, func(lib string) { assign(p, lib) }, func(lib string, pr *executor.Program, warm bool) error {
-		start := time.Now()
-		if _, err := pr.Run(inputs, params); err != nil || warm {
-			return err
+	err := timeVariants(p, dir, threads, func(lib string) { assign(p, lib) }, func(lib string, pr *executor.Program) error {
+		t, err := pr.Bench(inputs, params, 1)
+		if err == nil {
+			runs[lib] = append(runs[lib], t.Plan.Median*1e3)
 		}
-		runs[lib] = append(runs[lib], time.Since(start).Seconds()*1e3)
-		return nil
+		return err
 	})
 	walls := map[string]float64{}
 	for lib, ms := range runs {
@@ -151,12 +149,15 @@ func planTimes(p *plan.Plan, dir string, inputs, params map[string]*tensor.Tenso
 }
 
 // timeVariants loads plan p on the cpu runtime once per candidate
-// (inForce(v) setting the groups before each load), runs each once to
-// warm up, then placementRuns rounds in which each runs once, in turn:
-// run runs the variant's program once (warm: the warm-up). Alternating, the candidates share the load of
-// a busy machine alike: timed one after the other, one could take a
-// quiet minute and another a busy one.
-func timeVariants(p *plan.Plan, dir string, threads int, inForce func(variant string), run func(variant string, pr *executor.Program, warm bool) error) error {
+// (inForce(v) setting the groups before each load), then calls run
+// placementRuns rounds, each candidate's program once in turn: run
+// times it with Bench, which warms it up first (so that a library's
+// threads left spinning by the candidate before do not slow the run
+// timed) and allocates nothing while it times (the compile's large heap
+// would have the garbage collector take a core). Alternating, the
+// candidates share the load of a busy machine alike: timed one after the
+// other, one could take a quiet minute and another a busy one.
+func timeVariants(p *plan.Plan, dir string, threads int, inForce func(variant string), run func(variant string, pr *executor.Program) error) error {
 	variants := candidates(p)
 	progs := make([]*executor.Program, 0, len(variants))
 	defer func() {
@@ -175,9 +176,10 @@ func timeVariants(p *plan.Plan, dir string, threads int, inForce func(variant st
 			return fmt.Errorf("%s", strings.Join(pr.Notes, "; "))
 		}
 	}
-	for round := range placementRuns + 1 {
+	runtime.GC() // the compile's garbage, before the timing
+	for range placementRuns {
 		for i, pr := range progs {
-			if err := run(variants[i], pr, round == 0); err != nil {
+			if err := run(variants[i], pr); err != nil {
 				return fmt.Errorf("timing the %s variants: %w", variants[i], err)
 			}
 		}
@@ -212,15 +214,15 @@ func measure(p *plan.Plan, dir string, inputs, params map[string]*tensor.Tensor,
 			}
 		}
 	}
-	err := timeVariants(p, dir, threads, inForce, func(variant string, pr *executor.Program, warm bool) error {
-		pr.Timing = true
-		if _, err := pr.Run(inputs, params); err != nil || warm {
+	err := timeVariants(p, dir, threads, inForce, func(variant string, pr *executor.Program) error {
+		t, err := pr.Bench(inputs, params, 1)
+		if err != nil {
 			return err
 		}
 		run := make([]float64, len(p.Placement))
-		for _, st := range pr.StepTimes() {
-			if pl := p.Steps[st.Device][st.Step].Place; pl != nil {
-				run[pl.Group] += st.Seconds * 1e3
+		for _, k := range t.Kernels {
+			if pl := p.Steps[k.Device][k.Step].Place; pl != nil {
+				run[pl.Group] += k.Time.Median * 1e3
 			}
 		}
 		if sums[variant] == nil {
