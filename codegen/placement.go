@@ -34,13 +34,18 @@ func (b *builder) offerLibraries(device int, k *kernel.Kernel) (int, error) {
 		return -1, nil
 	}
 	group := len(b.p.Placement)
-	cKey := k.Out().Key
+	cKey := any(k.Out().Key)
 	if !k.SumOnly() {
 		cKey = productKey{k}
+	}
+	call, ok := gemmCall(s, b.backends[0])
+	if !ok {
+		return -1, nil
+	}
+	if !k.SumOnly() {
 		b.buffer(cKey, k.Label+" product", device, lang.F32, k.Shape, plan.RoleWorkspace)
 	}
-	call, err := b.gemmCall(k, s, cKey)
-	if err != nil || !blasLayouts(call) {
+	if err := b.bindCall(k, s, call, cKey); err != nil {
 		return -1, err
 	}
 	for _, backend := range b.backends {
@@ -61,26 +66,33 @@ func (b *builder) offerLibraries(device int, k *kernel.Kernel) (int, error) {
 	return group, nil
 }
 
-// gemmCall is the call of strided product s of kernel k, its result
-// into the buffer of cKey; it touches the buffers.
-func (b *builder) gemmCall(k *kernel.Kernel, s *kernel.Strided, cKey any) (*plan.GEMMCall, error) {
-	call := &plan.GEMMCall{M: s.M, N: s.N, K: s.K, Batch: s.Batch}
+// gemmCall is backend's call of strided product s, its buffers not yet
+// bound; ok is false when a library cannot make it (a layout BLAS does
+// not read, results of a batch that interleave, a step backwards:
+// plan.GEMMCall.Check).
+func gemmCall(s *kernel.Strided, backend string) (*plan.GEMMCall, bool) {
+	matrix := func(m kernel.StridedMatrix) plan.Matrix {
+		return plan.Matrix{Offset: m.Offset, Row: m.Row, Col: m.Col, Batch: m.Batch}
+	}
+	call := &plan.GEMMCall{Backend: backend, M: s.M, N: s.N, K: s.K, Batch: s.Batch, A: matrix(s.A), B: matrix(s.B), C: matrix(s.C)}
+	return call, call.Check() == nil
+}
+
+// bindCall sets the buffers of call, strided product s of kernel k
+// into the buffer of cKey, and touches them.
+func (b *builder) bindCall(k *kernel.Kernel, s *kernel.Strided, call *plan.GEMMCall, cKey any) error {
 	for _, m := range []struct {
 		to  *plan.Matrix
-		src kernel.StridedMatrix
-	}{{&call.A, s.A}, {&call.B, s.B}, {&call.C, s.C}} {
-		key := cKey
-		if m.src.Arg >= 0 {
-			key = k.Args[m.src.Arg].Key
-		}
-		id, ok := b.bufferOf[key]
+		key any
+	}{{&call.A, k.Args[s.A.Arg].Key}, {&call.B, k.Args[s.B.Arg].Key}, {&call.C, cKey}} {
+		id, ok := b.bufferOf[m.key]
 		if !ok {
-			return nil, fmt.Errorf("%s: argument %v has no buffer", k.Label, key)
+			return fmt.Errorf("%s: argument %v has no buffer", k.Label, m.key)
 		}
-		*m.to = plan.Matrix{Buffer: id, Offset: m.src.Offset, Row: m.src.Row, Col: m.src.Col, Batch: m.src.Batch}
+		m.to.Buffer = id
 		b.touch(id)
 	}
-	return call, nil
+	return nil
 }
 
 // posOf is k's call site for a step's Pos.
@@ -89,15 +101,4 @@ func posOf(k *kernel.Kernel) string {
 		return k.Call.String()
 	}
 	return ""
-}
-
-// blasLayouts reports whether a BLAS library reads every operand of
-// call as it lies (plan.Operand.Layout).
-func blasLayouts(call *plan.GEMMCall) bool {
-	for _, o := range call.Operands() {
-		if _, _, ok := o.Layout(); !ok {
-			return false
-		}
-	}
-	return true
 }

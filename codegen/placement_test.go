@@ -29,6 +29,10 @@ import (
 // 1×1 convolution of stride 2 (its image's columns are 2 apart: no
 // BLAS layout), a 3×3 padded convolution and a tiny matmul.
 const placementModel = `
+op mid_batch(x: [B, M, K], w: [B, K, N]) -> [M, B, N] = lambda i, b, j: sum(lambda k: x[b, i, k] * w[b, k, j])
+
+op reversed_batch(x: [B, M, K], w: [B, K, N]) -> [B, M, N] = lambda b, i, j: sum(lambda k: x[B - 1 - b, i, k] * w[b, k, j])
+
 op even_rows_mm(a: [M2, K], b: [K, N]) -> [M2 / 2, N] =
     let a2: [M2 / 2, K] = lambda i, k: a[2 * i, k] in
     lambda i, j: sum(lambda k: a2[i, k] * b[k, j])
@@ -50,7 +54,10 @@ model lib(a: f32[70, 64], b: f32[64, 90], w: f32[90, 64], bias: f32[90], bt: f32
     bc = matmul_broadcast(ba, bb)
     ev = even_rows_mm(bt, b)
     bx = matmul_broadcast(tokens, b)
-    return mm, lin, nt, tn, bmm, att, c1, c1s, c3, tiny, bc, ev, bx
+    mb = mid_batch(x, y)
+    rb = reversed_batch(x, y)
+    c1r = relu(conv2d<strides = [2, 2]>(img, w1))
+    return mm, lin, nt, tn, bmm, att, c1, c1s, c3, tiny, bc, ev, bx, mb, rb, c1r
 }
 `
 
@@ -81,6 +88,11 @@ func TestLibraryPlacement(t *testing.T) {
 	for _, s := range c.Plan.Steps[0] {
 		if g := s.GEMM; g != nil && strings.HasPrefix(s.Label, "bx") && (g.M != 16 || len(g.Batch) != 0) {
 			t.Errorf("bx: %d rows and batch %v, want 16 rows and no batch", g.M, g.Batch)
+		}
+	}
+	for _, buf := range c.Plan.Buffers {
+		if strings.HasPrefix(buf.Name, "c1r") && strings.HasSuffix(buf.Name, "product") {
+			t.Errorf("buffer %s: a product buffer of a kernel not offered", buf.Name)
 		}
 	}
 	epilogues := 0

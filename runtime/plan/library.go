@@ -109,15 +109,33 @@ func (o Operand) span() int64 {
 	return 1 + (o.Rows-1)*o.Matrix.Row + (o.Cols-1)*o.Matrix.Col
 }
 
-// checkLibrary checks a library step of device d: its call's extents,
-// each operand an f32 buffer of the device that holds every element the
-// call reads or writes, laid out as a BLAS library reads it, and the
-// result's batch entries disjoint.
+// checkLibrary checks a library step of device d: its call (Check), in
+// a placement group's library variants only (never the generated one,
+// which every device runs), and each operand an f32 buffer of the
+// device that holds every element the call reads or writes.
 func (p *Plan) checkLibrary(d int, s *Step) error {
 	c := s.GEMM
 	if c == nil || s.Place == nil {
 		return fmt.Errorf("a library step needs a gemm call and a placement group")
 	}
+	if slices.Contains(s.Place.Variants, Generated) {
+		return fmt.Errorf("a library step in the %q variant, which every device runs", Generated)
+	}
+	if err := c.Check(); err != nil {
+		return err
+	}
+	for _, o := range c.Operands() {
+		if err := p.checkOperand(d, c, o); err != nil {
+			return fmt.Errorf("gemm.%s: %w", o.Name, err)
+		}
+	}
+	return nil
+}
+
+// Check checks a call apart from its buffers: a library, extents from 1
+// and strides from 0 within a C int, a BLAS layout for each operand and
+// the result's batch entries disjoint.
+func (c *GEMMCall) Check() error {
 	if c.Backend == "" || c.Backend == Generated {
 		return fmt.Errorf("gemm.backend %q names no library", c.Backend)
 	}
@@ -130,14 +148,24 @@ func (p *Plan) checkLibrary(d int, s *Step) error {
 		return fmt.Errorf("gemm.batch: %w", err)
 	}
 	for _, o := range c.Operands() {
-		if err := p.checkOperand(d, c, o); err != nil {
-			return fmt.Errorf("gemm.%s: %w", o.Name, err)
+		m := o.Matrix
+		if len(m.Batch) != len(c.Batch) {
+			return fmt.Errorf("gemm.%s: %d batch strides for %d batch dimensions", o.Name, len(m.Batch), len(c.Batch))
+		}
+		for _, v := range append([]int64{m.Offset, m.Row, m.Col}, m.Batch...) {
+			if v < 0 || v > maxBLASDim {
+				return fmt.Errorf("gemm.%s: offset or stride %d out of [0, %d]", o.Name, v, maxBLASDim)
+			}
+		}
+		if _, _, ok := o.Layout(); !ok {
+			return fmt.Errorf("gemm.%s: strides %d (rows) and %d (columns) of a %d×%d matrix: none is one, or the rows overlap", o.Name, m.Row, m.Col, o.Rows, o.Cols)
 		}
 	}
 	return disjointBatch(c.C.Batch, c.Batch, c.Operands()[2].span())
 }
 
-// checkOperand checks operand o of call c on device d.
+// checkOperand checks that operand o of call c (checked) lies in an f32
+// buffer of device d.
 func (p *Plan) checkOperand(d int, c *GEMMCall, o Operand) error {
 	m := o.Matrix
 	b, err := p.buffer(m.Buffer)
@@ -146,17 +174,6 @@ func (p *Plan) checkOperand(d int, c *GEMMCall, o Operand) error {
 	}
 	if b.Device != d || b.DType != lang.F32.String() {
 		return fmt.Errorf("buffer %d is %s on device %d, not f32 on device %d", m.Buffer, b.DType, b.Device, d)
-	}
-	if len(m.Batch) != len(c.Batch) {
-		return fmt.Errorf("%d batch strides for %d batch dimensions", len(m.Batch), len(c.Batch))
-	}
-	for _, v := range append([]int64{m.Offset, m.Row, m.Col}, m.Batch...) {
-		if v < 0 || v > maxBLASDim {
-			return fmt.Errorf("offset or stride %d out of [0, %d]", v, maxBLASDim)
-		}
-	}
-	if _, _, ok := o.Layout(); !ok {
-		return fmt.Errorf("strides %d (rows) and %d (columns) of a %d×%d matrix: none is one, or the rows overlap", m.Row, m.Col, o.Rows, o.Cols)
 	}
 	last := m.Offset + o.span() - 1 // each term below 2^62: no overflow
 	for i, n := range c.Batch {

@@ -37,6 +37,11 @@ func TestLibraryRefuses(t *testing.T) {
 		want string
 	}{
 		{"no group", func(p *Plan) { p.Steps[0][0].Place = nil }, "needs a gemm call and a placement group"},
+		{"in the generated variant", func(p *Plan) { p.Steps[0][0].Place.Variants = []string{Generated} }, `a library step in the "generated" variant`},
+		{"a negative batch stride", func(p *Plan) {
+			g := gemm(p)
+			g.Batch, g.A.Batch, g.B.Batch, g.C.Batch = []int64{1}, []int64{-4}, []int64{0}, []int64{0}
+		}, "gemm.a: offset or stride -4 out of"},
 		{"the generated backend", func(p *Plan) { gemm(p).Backend = Generated }, `gemm.backend "generated" names no library`},
 		{"K past the buffer", func(p *Plan) { gemm(p).K = 3 }, "gemm.a: strides 2 (rows) and 1 (columns) of a 2×3 matrix"},
 		{"an offset past the buffer", func(p *Plan) { gemm(p).B.Offset = 1 }, "gemm.b: reaches element 4 of buffer 5"},
