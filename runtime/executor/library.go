@@ -45,7 +45,11 @@ func (pr *Program) chooseVariants() {
 
 // library returns the call of library step s on device dev, run on the
 // host in the device's order.
-func (pr *Program) library(dev HostDevice, s *plan.Step, where string) (func() error, error) {
+func (pr *Program) library(d Device, s *plan.Step, where string) (func() error, error) {
+	dev, ok := d.(HostDevice)
+	if !ok { // a validated plan runs its library steps on a host only
+		return nil, fmt.Errorf("the library step runs on a host, not on %s", d.Name())
+	}
 	lib, err := hostlib.Open(s.GEMM.Backend)
 	if err != nil {
 		return nil, err

@@ -228,7 +228,7 @@ func (pr *Program) op(d, i int, s *plan.Step) (op, error) {
 	case plan.Opaque:
 		return op{host: pr.opaque(pr.devs[d].(HostDevice), s, s.Where(d, i))}, nil
 	case plan.Library:
-		call, err := pr.library(pr.devs[d].(HostDevice), s, s.Where(d, i))
+		call, err := pr.library(pr.devs[d], s, s.Where(d, i))
 		return op{host: call, gemm: s.GEMM}, err
 	}
 	return op{}, fmt.Errorf("unknown step %q", s.Op)

@@ -3,8 +3,11 @@ package hostlib
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"unsafe"
+
+	"github.com/ebitengine/purego"
 
 	"tofuc/runtime/plan"
 )
@@ -92,5 +95,34 @@ func checkGEMM(t *testing.T, r *rand.Rand, lib *Library, trial int) {
 func TestMissing(t *testing.T) {
 	if _, err := Open("mkl"); err == nil {
 		t.Fatal("Open(mkl) succeeded")
+	}
+}
+
+// TestOneDNNThreads: oneDNN's OpenMP thread count is the calling
+// thread's, so a call sets it there from SetThreads, whatever the thread
+// had before.
+func TestOneDNNThreads(t *testing.T) {
+	lib, err := Open("onednn")
+	if err != nil {
+		t.Skip(err)
+	}
+	omp, err := purego.Dlopen("libgomp.so.1", purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		t.Skip(err)
+	}
+	var maxThreads func() int32
+	var setThreads func(int32)
+	purego.RegisterLibFunc(&maxThreads, omp, "omp_get_max_threads")
+	purego.RegisterLibFunc(&setThreads, omp, "omp_set_num_threads")
+	SetThreads(1)
+	defer SetThreads(runtime.GOMAXPROCS(0))
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	setThreads(3)
+	buf := make([]float32, 12)
+	m := plan.Matrix{Row: 2, Col: 1}
+	lib.GEMM(&plan.GEMMCall{Backend: "onednn", M: 2, N: 2, K: 2, A: m, B: m, C: plan.Matrix{Offset: 8, Row: 2, Col: 1}}, unsafe.Pointer(&buf[0]), unsafe.Pointer(&buf[0]), unsafe.Pointer(&buf[0]))
+	if got := maxThreads(); got != 1 {
+		t.Errorf("after a call with SetThreads(1), OpenMP's threads on the calling thread: %d", got)
 	}
 }

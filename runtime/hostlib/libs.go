@@ -2,6 +2,8 @@ package hostlib
 
 import (
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -69,7 +71,11 @@ func loadOneDNN(h uintptr, l *Library) error {
 	}
 	v := version()
 	l.Version = fmt.Sprintf("oneDNN %d.%d.%d", v.Major, v.Minor, v.Patch)
-	l.threads = func(n int) { setThreads(int32(n)) }
+	// OpenMP's thread count is the calling thread's: it is set on the
+	// thread that calls dnnl_sgemm, just before, with the goroutine held
+	// on that thread between the two calls.
+	var threads atomic.Int32
+	l.threads = func(n int) { threads.Store(int32(n)) }
 	trans := func(t bool) byte {
 		if t {
 			return 'T'
@@ -79,7 +85,11 @@ func loadOneDNN(h uintptr, l *Library) error {
 	l.sgemm = func(ta, tb bool, m, n, k int64, a unsafe.Pointer, lda int64, b unsafe.Pointer, ldb int64, c unsafe.Pointer, ldc int64) {
 		// The call is validated: dnnl_sgemm's only failure would be a
 		// bad argument.
-		if st := sgemm(trans(ta), trans(tb), m, n, k, 1, a, lda, b, ldb, 0, c, ldc); st != 0 {
+		runtime.LockOSThread()
+		setThreads(threads.Load())
+		st := sgemm(trans(ta), trans(tb), m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
+		runtime.UnlockOSThread()
+		if st != 0 {
 			panic(fmt.Sprintf("dnnl_sgemm: status %d", st))
 		}
 	}
