@@ -83,8 +83,7 @@ func place(p *plan.Plan, dir string, params map[string]*tensor.Tensor, opts Opti
 			storeProfile(tools, keys[g], pg.Millis)
 		}
 	}
-	sum := sha256.Sum256([]byte(strings.Join(keys, "\n")))
-	planKey := "profile-plan-" + hex.EncodeToString(sum[:])
+	planKey := wholePlanKey(p, keys)
 	walls, ok := lookupProfile(tools, planKey)
 	if !ok || len(walls) != len(candidates(p)) {
 		prog.Show("placement: timing the plan with each library")
@@ -98,6 +97,27 @@ func place(p *plan.Plan, dir string, params map[string]*tensor.Tensor, opts Opti
 		return report.Section{}, err
 	}
 	return placementSection(p, threads, walls), nil
+}
+
+// wholePlanKey keys the whole plan's times in the profile database: its
+// groups' keys (the machine, the threads, the groups' steps) and every
+// other step's kernel, in order, for the work around the groups is
+// what a whole plan's timing measures.
+func wholePlanKey(p *plan.Plan, groupKeys []string) string {
+	h := sha256.New()
+	fmt.Fprintln(h, strings.Join(groupKeys, "\n"))
+	for _, lists := range [][][]plan.Step{p.Init, p.Steps} {
+		for _, steps := range lists {
+			for _, s := range steps {
+				name := s.Op
+				if s.Op == plan.Launch || s.Op == plan.Reduce {
+					name += " " + p.Kernels[s.Kernel].Name
+				}
+				fmt.Fprintln(h, name)
+			}
+		}
+	}
+	return "profile-plan-" + hex.EncodeToString(h.Sum(nil))
 }
 
 // assign puts every group on library lib where its measured time beats

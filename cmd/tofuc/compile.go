@@ -96,9 +96,12 @@ func compileOptions(devices int, memory int64, noOptimize bool, prec precision.M
 	case !train.train && trainChanged:
 		return pipeline.Options{}, fmt.Errorf("--loss, --optimizer, --lr and --loss-scale go with --train")
 	}
-	libs, err := pipeline.ResolveBackends(backends)
-	if err != nil {
-		return pipeline.Options{}, fmt.Errorf("--backends: %w", err)
+	var libs []string // placement is off in the exact mode: no library loaded
+	if prec.InF32() {
+		var err error
+		if libs, err = pipeline.ResolveBackends(backends); err != nil {
+			return pipeline.Options{}, fmt.Errorf("--backends: %w", err)
+		}
 	}
 	opts := pipeline.Options{Devices: devices, Memory: memory, NoOptimize: noOptimize, Precision: prec, Backends: libs}
 	if train.train {

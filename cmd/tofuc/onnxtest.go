@@ -31,7 +31,11 @@ func runONNXTest(args []string, stdout, stderr io.Writer) int {
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
-	libs, lerr := pipeline.ResolveBackends(backends)
+	var libs []string // placement is off in the exact mode: no library loaded
+	var lerr error
+	if prec.InF32() {
+		libs, lerr = pipeline.ResolveBackends(backends)
+	}
 	b, err := pipeline.NewBackend(*backendName, nil, pipeline.Options{Precision: prec, Backends: libs}, 0)
 	switch {
 	case lerr != nil:
