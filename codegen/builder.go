@@ -12,6 +12,7 @@ import (
 	"tofuc/codegen/kernel"
 	"tofuc/codegen/target"
 	"tofuc/lang"
+	"tofuc/lang/ir"
 	"tofuc/lang/precision"
 	"tofuc/runtime/plan"
 )
@@ -238,7 +239,7 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 }
 
 // kernelFLOPs are the FLOPs of k's stages and row locals, and of the
-// kernel chained before it.
+// kernel chained before it, less the sum an epilogue reads.
 func kernelFLOPs(k *kernel.Kernel) (int64, error) {
 	defs := k.Stages
 	if k.Rows != nil {
@@ -253,6 +254,14 @@ func kernelFLOPs(k *kernel.Kernel) (int64, error) {
 			return 0, err
 		}
 		total += f
+	}
+	if in := k.SumIn; in != nil { // an epilogue: a library computed the sum
+		first := k.Stages[0]
+		f, err := cost.DefFLOPs(&ir.Def{Tensor: first.Tensor, Vars: first.Vars, Body: in.Reduce})
+		if err != nil {
+			return 0, err
+		}
+		total -= f
 	}
 	if k.Before != nil {
 		f, err := kernelFLOPs(k.Before)

@@ -99,6 +99,9 @@ func TestLibraryPlacement(t *testing.T) {
 	for _, k := range c.Plan.Kernels {
 		if strings.HasSuffix(k.Label, "(epilogue)") {
 			epilogues++
+			if k.FLOPs > 3*k.Elements { // lin's bias and ReLU, att's scale: no sum
+				t.Errorf("%s: %d FLOPs for %d elements: the library's sum counted", k.Label, k.FLOPs, k.Elements)
+			}
 		}
 	}
 	if epilogues != 2 { // lin's bias and ReLU, att's scale
