@@ -49,7 +49,7 @@ func (pr *Program) callOpaque(dev HostDevice, s *plan.Step) error {
 	shape := ints(c.Shape)
 	per := tensor.NumElements(shape)
 	var err error
-	forBox(ints(c.Batch), func(b int, idx []int) {
+	tensor.ForEachIndex(ints(c.Batch), func(b int, idx []int) {
 		if err != nil {
 			return
 		}
@@ -99,7 +99,7 @@ func view(t *tensor.Tensor, fixed []int64, batch []int) *tensor.Tensor {
 	}
 	out := tensor.New(t.DType, shape)
 	src := make([]int, len(t.Shape))
-	forBox(shape, func(i int, idx []int) {
+	tensor.ForEachIndex(shape, func(i int, idx []int) {
 		k := 0
 		for d := range src {
 			if box[d] >= 0 {
@@ -116,20 +116,4 @@ func view(t *tensor.Tensor, fixed []int64, batch []int) *tensor.Tensor {
 		out.SetFlat(i, t.Flat(flat))
 	})
 	return out
-}
-
-// forBox calls f with every index of shape in row-major order.
-func forBox(shape []int, f func(i int, idx []int)) {
-	n := tensor.NumElements(shape)
-	idx := make([]int, len(shape))
-	for i := 0; i < n; i++ {
-		f(i, idx)
-		for d := len(idx) - 1; d >= 0; d-- {
-			idx[d]++
-			if idx[d] < shape[d] {
-				break
-			}
-			idx[d] = 0
-		}
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"tofuc/runtime/plan"
+	"tofuc/runtime/tensor"
 )
 
 // Library is a loaded vendor library.
@@ -150,7 +151,11 @@ func (l *Library) GEMM(c *plan.GEMMCall, a, b, out unsafe.Pointer) {
 	ta, lda, _ := A.Layout()
 	tb, ldb, _ := B.Layout()
 	_, ldc, _ := C.Layout()
-	forBatch(c.Batch, func(idx []int64) {
+	batch := make([]int, len(c.Batch))
+	for d, n := range c.Batch {
+		batch[d] = int(n)
+	}
+	tensor.ForEachIndex(batch, func(_ int, idx []int) {
 		pa := at(a, A.Matrix, idx)
 		pb := at(b, B.Matrix, idx)
 		pc := at(out, C.Matrix, idx)
@@ -159,28 +164,10 @@ func (l *Library) GEMM(c *plan.GEMMCall, a, b, out unsafe.Pointer) {
 }
 
 // at is the address of matrix m's batch entry idx in the buffer at base.
-func at(base unsafe.Pointer, m *plan.Matrix, idx []int64) unsafe.Pointer {
+func at(base unsafe.Pointer, m *plan.Matrix, idx []int) unsafe.Pointer {
 	off := m.Offset
 	for d, i := range idx {
-		off += i * m.Batch[d]
+		off += int64(i) * m.Batch[d]
 	}
 	return unsafe.Add(base, off*4)
-}
-
-// forBatch calls f with every index of extents, row-major.
-func forBatch(extents []int64, f func(idx []int64)) {
-	idx := make([]int64, len(extents))
-	for {
-		f(idx)
-		d := len(idx) - 1
-		for ; d >= 0; d-- {
-			if idx[d]++; idx[d] < extents[d] {
-				break
-			}
-			idx[d] = 0
-		}
-		if d < 0 {
-			return
-		}
-	}
 }

@@ -301,3 +301,20 @@ func CheckSize(shape []int) error {
 	}
 	return nil
 }
+
+// ForEachIndex calls f with every index of shape in row-major order, and
+// its flat position (idx is reused between calls).
+func ForEachIndex(shape []int, f func(i int, idx []int)) {
+	n := NumElements(shape)
+	idx := make([]int, len(shape))
+	for i := 0; i < n; i++ {
+		f(i, idx)
+		for d := len(idx) - 1; d >= 0; d-- {
+			idx[d]++
+			if idx[d] < shape[d] {
+				break
+			}
+			idx[d] = 0
+		}
+	}
+}
