@@ -144,9 +144,10 @@ func elementRange(k *kernel.Kernel) (items, grain int64) { return k.Elements, 40
 // hostElements lowers the host flavour of a kernel computed element by
 // element, elements [begin, end) in one thread.
 func (f *fn) hostElements(begin, end value.Value) {
-	if len(f.k.Vars) == 0 || extent(f.k.Vars[len(f.k.Vars)-1]) < blocking.HostLanes() {
-		// Runs shorter than a vector would pay a vector loop's set-up
-		// each: one flat loop, the index divided per element.
+	if len(f.k.Vars) == 0 || extent(f.k.Vars[len(f.k.Vars)-1]) < blocking.HostLanes()/2 {
+		// Runs shorter than the vectorised tail (half a vector, the
+		// toolchain's epilogue vectorisation) would pay a vector loop's
+		// set-up each: one flat loop, the index divided per element.
 		f.loop(begin, end, i64(1), f.element)
 		return
 	}

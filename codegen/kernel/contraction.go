@@ -120,6 +120,15 @@ func gemmFactorType(t lang.DType) bool {
 // and factors are floating point no wider than f32: the host GEMM
 // multiplies in f32, which would lose an f64 model's precision (those
 // keep the plain loop, summed in double).
+//
+// A batch of single rows, each against a factor of its own (a
+// depthwise convolution: a channel's 9 weights against its image), is
+// not a matrix product: tiled, it would pack both factors for every
+// batch index to run a sliver of a micro-kernel (or pad a tensor
+// core's 16 rows from one); computed element by element, its sums
+// vectorise along the output's columns. MobileNetV2's 3 × 3 depthwise
+// convolutions of 384 channels at 14 × 14 took 1.08 ms a launch tiled,
+// 0.32 ms element by element (docs/benchmarks.md).
 func (b *builder) gemm() *GEMM {
 	k := b.k
 	if k.Kind != Contraction || len(k.Reductions) != 1 {
@@ -149,7 +158,30 @@ func (b *builder) gemm() *GEMM {
 		c.A, c.B = c.B, c.A
 		c.Rows, c.Cols = c.Cols, c.Rows
 	}
+	if ir.Extent(c.Rows) == 1 && k.bothStep(c) {
+		return nil // a batch of vector products
+	}
 	return c
+}
+
+// bothStep reports whether both factors of c change along one of its
+// batch variables: each names it, and is not a strided read
+// (stridedRead) whose step along it is zero. An operand broadcast over a
+// batch (matmul_broadcast's weight) names the batch's variables without
+// reading along them: the batch is then the other factor's rows.
+func (k *Kernel) bothStep(c *GEMM) bool {
+	steps := func(factor ir.Expr) func(v *ir.Var) bool {
+		s, strided := k.stridedRead(factor)
+		refs := ir.VarRefs(factor)
+		return func(v *ir.Var) bool { return refs[v] && (!strided || s.of[v] != 0) }
+	}
+	a, b := steps(c.A), steps(c.B)
+	for _, v := range c.Batch {
+		if a(v) && b(v) {
+			return true
+		}
+	}
+	return false
 }
 
 // plainFactor reports whether e can be evaluated for any index values

@@ -1,0 +1,55 @@
+package codegen_test
+
+import (
+	"testing"
+
+	"tofuc/codegen"
+	"tofuc/lang"
+	"tofuc/lang/precision"
+	"tofuc/runtime/tensor"
+)
+
+// depthwiseModel has the grouped convolutions of mobile networks:
+// depthwise 3 × 3 ones (MobileNet's) at row lengths below, at and above
+// a vector, at strides 1 and 2, one 7 × 7 (ConvNeXt's) and one whose
+// rows are 3 values (shorter than any vectorised run), each with a bias
+// and a clip as a fused epilogue; and a grouped convolution of 4 groups
+// of 6 channels (RegNet's), which reads its weights as a depthwise one
+// does: an output channel's own row.
+const depthwiseModel = `
+model dw(x14: f32[2, 24, 14, 14], x7: f32[1, 24, 7, 7], x5: f32[1, 24, 5, 5], x3: f32[1, 24, 3, 19], x21: f32[1, 24, 21, 21],
+         w3: f32[24, 1, 3, 3], w7: f32[24, 1, 7, 7], wg: f32[24, 6, 3, 3], b: f32[24]) {
+    d14 = clip<min = 0.0, max = 6.0>(conv2d_bias<pads = [1, 1, 1, 1], group = 24>(x14, w3, b))
+    d14s = conv2d_bias<strides = [2, 2], pads = [1, 1, 1, 1], group = 24>(x14, w3, b)
+    d7 = clip<min = 0.0, max = 6.0>(conv2d_bias<pads = [1, 1, 1, 1], group = 24>(x7, w3, b))
+    d5 = conv2d_bias<pads = [1, 1, 1, 1], group = 24>(x5, w3, b)
+    d3 = conv2d<pads = [1, 1, 1, 1], group = 24>(x3, w3)
+    d21 = conv2d_bias<pads = [3, 3, 3, 3], group = 24>(x21, w7, b)
+    g14 = conv2d_bias<pads = [1, 1, 1, 1], group = 4>(x14, wg, b)
+    return d14, d14s, d7, d5, d3, d21, g14
+}
+`
+
+// TestDepthwiseConvolutions: depthwise and grouped convolutions are
+// computed element by element (kernel.GEMM describes none of them: a
+// batch of single rows), in the exact and f32 modes, with the
+// interpreter's results.
+func TestDepthwiseConvolutions(t *testing.T) {
+	tl := tools(t)
+	g := modelFromSource(t, depthwiseModel)
+	for _, mode := range []precision.Mode{precision.Exact, precision.F32} {
+		t.Run(mode.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			c, err := codegen.Compile(g, dir, codegen.Options{Tools: tl, Precision: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range c.Plan.Kernels {
+				if k.Form != "threads" {
+					t.Errorf("%s: form %s, want threads", k.Label, k.Form)
+				}
+			}
+			matchInterp(t, "dw", g, c.Plan, dir, true, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 49) })
+		})
+	}
+}
