@@ -157,6 +157,11 @@ func Import(m *Model, opts Options) (*Result, error) {
 		return nil, err
 	}
 	if err := imp.bindInputs(g); err != nil {
+		if ops := imp.unconvertible(g); len(ops) > 0 {
+			// Operators with no TDL equivalent stop the import whatever
+			// the inputs: say so rather than ask for what would not help.
+			return nil, &UnsupportedError{Path: m.Path, Ops: ops}
+		}
 		return nil, err
 	}
 	for _, n := range g.GetNode() {
@@ -176,6 +181,17 @@ func unsupportedReason(n *onnxpb.NodeProto) string {
 		return "no TDL equivalent yet"
 	}
 	return ""
+}
+
+// unconvertible are g's nodes of operators that have no converter.
+func (imp *importer) unconvertible(g *onnxpb.GraphProto) []UnsupportedOp {
+	var out []UnsupportedOp
+	for _, n := range g.GetNode() {
+		if reason := unsupportedReason(n); reason != "" {
+			out = append(out, imp.unsupportedOp(n, reason))
+		}
+	}
+	return out
 }
 
 func (imp *importer) unsupportedOp(n *onnxpb.NodeProto, reason string) UnsupportedOp {

@@ -63,10 +63,8 @@ func init() {
 
 		"Add": {convert: binop("add")}, "Sub": {convert: binop("sub")},
 		"Mul": {convert: binop("mul")}, "Div": {convert: binop("div")},
-		"Pow": {convert: convPow},
-		"Mod": {convert: func(c *nodeCtx) {
-			c.out(0, c.call1("mod", []attr{intA("fmod", c.intAttr("fmod", 0))}, c.must(0), c.must(1)))
-		}},
+		"Pow":   {convert: convPow},
+		"Mod":   {convert: convMod},
 		"Equal": {convert: binop("equal")}, "Less": {convert: binop("less")},
 		"LessOrEqual": {convert: binop("less_equal")}, "Greater": {convert: binop("greater")},
 		"GreaterOrEqual": {convert: binop("greater_equal")},
@@ -296,4 +294,13 @@ func (c *nodeCtx) cast(v *value, dt lang.DType) *value {
 		c.fail("casts to %s are not supported", dt)
 	}
 	return c.call1(op, nil, v)
+}
+
+// convMod is stdlib mod, whose result on integers narrower than i64 is
+// i64 (docs/stdlib.md), cast back to the inputs' type as ONNX's Mod
+// gives it.
+func convMod(c *nodeCtx) {
+	a := c.must(0)
+	y := c.call1("mod", []attr{intA("fmod", c.intAttr("fmod", 0))}, a, c.must(1))
+	c.out(0, c.cast(y, a.typ.DType))
 }

@@ -78,6 +78,25 @@ func TestNodeRandom(t *testing.T) {
 	}
 }
 
+// TestNodeMore runs the rest of the ONNX node suite (node-more) on the
+// interpreter: none may fail; what is not converted must be refused as
+// unsupported, naming the operator.
+func TestNodeMore(t *testing.T) {
+	passed := 0
+	for _, o := range runAll(t, glob(t, "onnx/node-more/*")) {
+		switch o.Status {
+		case Pass:
+			passed++
+		case Unsupported:
+		default:
+			t.Error(o.Line())
+		}
+	}
+	if passed == 0 {
+		t.Error("no node-more test passes")
+	}
+}
+
 // knownLightFailures are the light models that fail, and why (see
 // docs/onnx-conformance.md).
 var knownLightFailures = map[string]string{
