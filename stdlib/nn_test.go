@@ -17,6 +17,11 @@ import (
 // Squares generator that docs/stdlib.md specifies, losses against direct
 // sums.
 
+var (
+	nllIgnore1      = map[string]ir.AttrValue{"ignore_index": aInt(1), "ignore": aBool(true)}
+	nllIgnoreMinus1 = map[string]ir.AttrValue{"ignore_index": aInt(-1), "ignore": aBool(true)}
+)
+
 // nnAlong applies f to every 1-D slice of x along axis (negative counts
 // from the rank) and stores the results, of dtype dt, in the same layout.
 func nnAlong(x *tensor.Tensor, axis int, dt lang.DType, f func(v []float64) []float64) *tensor.Tensor {
@@ -438,6 +443,26 @@ func init() {
 				return []*tensor.Tensor{floats(nil, s/4)}
 			}},
 
+		ewFixed("nll_loss_elements", "by hand, class 1 ignored", nllIgnore1, floats(s(3), 6, 0, 16),
+			logp, ints(s(3), 2, 1, 3), floats(s(4), 0.5, 3, 2, 2)),
+		ewFixed("nll_loss_weights", "by hand, class 1 ignored", nllIgnore1, floats(s(3), 2, 0, 2),
+			ints(s(3), 2, 1, 3), floats(s(4), 0.5, 3, 2, 2)),
+		opCase{op: "nll_loss_elements", name: "direct [N, C, D1, D2], -1 ignored", attrs: nllIgnoreMinus1,
+			inputs: []*tensor.Tensor{randn(71, 2, 3, 2, 2), ints(s(2, 2, 2), 0, 2, -1, 1, 2, 2, 0, -1), randn(72, 3)},
+			tol:    1e-12, want: func(in []*tensor.Tensor) []*tensor.Tensor {
+				x, target, w := in[0], in[1], in[2]
+				out := tensor.New(lang.F32, target.Shape)
+				for n := range 2 {
+					for i := range 2 {
+						for j := range 2 {
+							if c := int(target.At(n, i, j)); c >= 0 {
+								out.Set(-x.At(n, c, i, j)*w.At(c), n, i, j)
+							}
+						}
+					}
+				}
+				return []*tensor.Tensor{out}
+			}},
 		ewFixed("mse_loss", "by hand", nil, floats(nil, 3.25), floats(s(4), 1, 2, 3, 4), floats(s(4), 1, 0, 0, 4)),
 		ewFixed("mse_loss", "rank 0", nil, floats(nil, 6.25), floats(nil, 1), floats(nil, -1.5)),
 		opCase{op: "mse_loss", name: "direct [2,3,2]", inputs: []*tensor.Tensor{randn(62, 2, 3, 2), randn(63, 2, 3, 2)},

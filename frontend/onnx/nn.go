@@ -2,6 +2,8 @@ package onnx
 
 import (
 	"strings"
+
+	"tofuc/runtime/tensor"
 )
 
 // Converters of the convolution, pooling, matrix and normalisation
@@ -487,4 +489,56 @@ func convMVN(c *nodeCtx) {
 	variance := c.call1("sub", nil, meanSq, c.call1("mul", nil, mean, mean))
 	std := c.call1("add", nil, c.call1("sqrt", nil, variance), scalar(x.typ.DType, 1e-9))
 	c.out(0, c.call1("div", nil, c.call1("sub", nil, x, mean), std))
+}
+
+// convNLLLoss maps NegativeLogLikelihoodLoss: each element's loss
+// (stdlib nll_loss_elements), then its reduction: none, sum, or mean,
+// the sum divided by the sum of the elements' weights (those not
+// ignored), as the operator defines it.
+func convNLLLoss(c *nodeCtx) {
+	c.out(0, c.nllLoss(c.must(0), c.must(1), c.in(2)))
+}
+
+// convSoftmaxCrossEntropyLoss maps SoftmaxCrossEntropyLoss: the
+// negative log-likelihood of the log-softmax along the classes (axis
+// 1), which is its second output.
+func convSoftmaxCrossEntropyLoss(c *nodeCtx) {
+	logp := c.call1("log_softmax", []attr{intA("axis", 1)}, c.must(0))
+	c.out(0, c.nllLoss(logp, c.must(1), c.in(2)))
+	if c.wants(1) {
+		c.out(1, logp)
+	}
+}
+
+// nllLoss is the negative log-likelihood of log-probabilities logp
+// [N, C, *D] at target [N, *D], weighted per class by weight (nil: all
+// 1), with the node's ignore_index and reduction.
+func (c *nodeCtx) nllLoss(logp, target, weight *value) *value {
+	if rank(logp) < 2 {
+		c.fail("the input has rank %d; it needs a batch and a class axis", rank(logp))
+	}
+	if weight == nil {
+		n := c.extent(logp, 1)
+		vals := make([]float64, n)
+		for i := range vals {
+			vals[i] = 1
+		}
+		weight = constValue("", tensor.FromFloats(logp.typ.DType, []int{int(n)}, vals), false)
+	}
+	attrs := []attr{intA("ignore_index", c.intAttr("ignore_index", 0)), boolA("ignore", c.has("ignore_index"))}
+	loss := c.call1("nll_loss_elements", attrs, logp, target, weight)
+	total := func(v *value) *value {
+		return c.call1("reduce_sum", []attr{intsA("axes", nil), boolA("keepdims", false)}, v)
+	}
+	switch r := c.stringAttr("reduction", "mean"); r {
+	case "none":
+		return loss
+	case "sum":
+		return total(loss)
+	case "mean":
+		return c.call1("div", nil, total(loss), total(c.call1("nll_loss_weights", attrs, target, weight)))
+	default:
+		c.fail("reduction %q is none of none, sum, mean", r)
+		return nil
+	}
 }

@@ -53,13 +53,15 @@ func init() {
 			}
 			c.out(0, c.call1("lp_normalization", []attr{intA("axis", c.axis(c.intAttr("axis", -1), rank(x))), intA("p", p)}, x))
 		}},
-		"Attention":  {convert: convAttention},
-		"LSTM":       {convert: convRecurrent(lstmRec)},
-		"GRU":        {convert: convRecurrent(gruRec)},
-		"RNN":        {convert: convRecurrent(rnnRec)},
-		"Softmax":    {convert: softmaxLike("softmax")},
-		"LogSoftmax": {convert: softmaxLike("log_softmax")},
-		"Hardmax":    {convert: softmaxLike("hardmax")},
+		"Attention":                 {convert: convAttention},
+		"LSTM":                      {convert: convRecurrent(lstmRec)},
+		"GRU":                       {convert: convRecurrent(gruRec)},
+		"RNN":                       {convert: convRecurrent(rnnRec)},
+		"Softmax":                   {convert: softmaxLike("softmax")},
+		"NegativeLogLikelihoodLoss": {convert: convNLLLoss},
+		"SoftmaxCrossEntropyLoss":   {convert: convSoftmaxCrossEntropyLoss},
+		"LogSoftmax":                {convert: softmaxLike("log_softmax")},
+		"Hardmax":                   {convert: softmaxLike("hardmax")},
 
 		"Add": {convert: binop("add")}, "Sub": {convert: binop("sub")},
 		"Mul": {convert: binop("mul")}, "Div": {convert: binop("div")},
