@@ -307,6 +307,31 @@ func TestImportSymbolicShapeChain(t *testing.T) {
 	}
 }
 
+// Split along an axis of known extent works whatever the other axes
+// are: a fused QKV projection of a dynamic batch splits along its last
+// axis (opset 17's num_outputs-less form, and opset 18's num_outputs).
+func TestImportSplitSymbolicBatch(t *testing.T) {
+	for _, opset := range []int64{17, 18} {
+		split := onnxbuild.Node("Split", []string{"x"}, []string{"a", "b", "c"}, &onnxpb.AttributeProto{Name: proto.String("axis"), I: proto.Int64(-1)})
+		if opset == 18 {
+			split.Attribute = append(split.Attribute, &onnxpb.AttributeProto{Name: proto.String("num_outputs"), I: proto.Int64(3)})
+		}
+		g := &onnxpb.GraphProto{
+			Node:  []*onnxpb.NodeProto{split},
+			Input: []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("x", onnxpb.TensorProto_FLOAT, "N", 6)},
+			Output: []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("a", onnxpb.TensorProto_FLOAT, "N", 2),
+				onnxbuild.TensorInfo("b", onnxpb.TensorProto_FLOAT, "N", 2), onnxbuild.TensorInfo("c", onnxpb.TensorProto_FLOAT, "N", 2)},
+		}
+		x := tensor.FromFloats(lang.F32, []int{2, 6}, []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+		_, outs := run(t, model(g, opset), Options{}, map[string]*tensor.Tensor{"x": x}, map[string]ir.AttrValue{"N": {Kind: ir.AttrInt, Int: 2}})
+		for i, want := range [][]float64{{1, 2, 7, 8}, {3, 4, 9, 10}, {5, 6, 11, 12}} {
+			if err := tensor.Compare(outs[i], tensor.FromFloats(lang.F32, []int{2, 2}, want), tensor.Exact); err != nil {
+				t.Errorf("opset %d, output %d: %v", opset, i, err)
+			}
+		}
+	}
+}
+
 // refEinsum evaluates an explicit equation without ellipses by brute force.
 func refEinsum(eq string, ops []*tensor.Tensor) *tensor.Tensor {
 	lhs, out, _ := strings.Cut(eq, "->")

@@ -68,7 +68,7 @@ func (c *nodeCtx) concatAll(ins []*value, axis int64) *value {
 func convSplit(c *nodeCtx) {
 	x := c.must(0)
 	axis := c.axis(c.intAttr("axis", 0), rank(x))
-	extent := c.dims(x)[axis]
+	extent := c.extent(x, int(axis))
 	sizes := c.intsMoved("split", 1, 13)
 	n := int64(len(c.node.GetOutput()))
 	if sizes == nil {
