@@ -54,7 +54,7 @@ func (r *Report) Summary(w io.Writer) {
 	fmt.Fprintf(w, "  communication  %s per step\n", lang.FormatBytes(r.CommBytes))
 	fmt.Fprintf(w, "  memory         %s per device (peak)\n", lang.FormatBytes(r.MaxMemoryBytes))
 	if r.Topology != nil {
-		fmt.Fprintf(w, "  step time      %s simulated on %s (objective: %s)\n", Seconds(r.StepSeconds), r.Topology.Name, r.Objective)
+		fmt.Fprintf(w, "  step time      %s simulated on %s (objective: %s)\n", Seconds(r.StepSeconds), r.simulatedOn(), r.Objective)
 	}
 	if r.MemoryLimit > 0 {
 		if r.OverLimitBytes > 0 {
@@ -190,4 +190,14 @@ func splitWords(splits []int) string {
 		}
 	}
 	return strings.Join(s, " | ")
+}
+
+// simulatedOn names the devices the step was simulated on: the
+// topology, or the plan's first devices of it where the plan uses fewer
+// than it has (devices 0-3 of an 8-GPU machine at --devices 4).
+func (r *Report) simulatedOn() string {
+	if n := len(r.Topology.Devices); r.Devices > 0 && r.Devices < n {
+		return fmt.Sprintf("devices 0–%d of %s", r.Devices-1, r.Topology.Name)
+	}
+	return r.Topology.Name
 }

@@ -131,6 +131,20 @@ func TestPartitionTimeObjective(t *testing.T) {
 	}
 }
 
+// TestPartitionNamesTheDevicesSimulated: a plan for 4 devices on the
+// 8-GPU default topology says it was simulated on 4 of them.
+func TestPartitionNamesTheDevicesSimulated(t *testing.T) {
+	for devices, want := range map[string]string{"4": "simulated on devices 0–3 of 8x H100", "8": "simulated on 8x H100"} {
+		var out, errb bytes.Buffer
+		if code := run([]string{"partition", "../../examples/mlp.tdl", "--devices", devices}, &out, &errb); code != exitOK {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--devices %s: the summary lacks %q:\n%s", devices, want, out.String())
+		}
+	}
+}
+
 // TestBenchTopology: bench --topology adds the simulated step.
 func TestBenchTopology(t *testing.T) {
 	var out, errb bytes.Buffer
