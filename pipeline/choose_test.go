@@ -22,6 +22,8 @@ func TestChoose(t *testing.T) {
 		{"openblas's plan fastest", map[string]float64{plan.Generated: 30, "openblas": 20, "onednn": 25}, []string{"openblas", "openblas", plan.Generated}},
 		{"onednn's plan fastest", map[string]float64{plan.Generated: 30, "openblas": 20, "onednn": 19}, []string{"onednn", plan.Generated, "onednn"}},
 		{"the generated plan fastest", map[string]float64{plan.Generated: 18, "openblas": 20, "onednn": 19}, []string{plan.Generated, plan.Generated, plan.Generated}},
+		{"a library's plan faster by less than the margin", map[string]float64{plan.Generated: 20, "openblas": 19.2, "onednn": 21}, []string{plan.Generated, plan.Generated, plan.Generated}},
+		{"a library's plan faster by more than the margin", map[string]float64{plan.Generated: 20, "openblas": 18.8, "onednn": 21}, []string{"openblas", "openblas", plan.Generated}},
 	} {
 		p := &plan.Plan{Placement: []plan.PlaceGroup{group(10, 5, 4), group(10, 3, 10), group(1, 2, 0.5)}}
 		choose(p, tc.walls)
