@@ -201,6 +201,19 @@ func (c *nodeCtx) knownInts(i int, what string) []int64 {
 	return out
 }
 
+// knownFloats returns input i as floats; absent gives nil.
+func (c *nodeCtx) knownFloats(i int, what string) []float64 {
+	if c.in(i) == nil {
+		return nil
+	}
+	t := c.known(i, what)
+	out := make([]float64, t.Len())
+	for k := range out {
+		out[k] = t.Flat(k)
+	}
+	return out
+}
+
 // intsMoved reads a list that was attribute name before opset since and
 // is input i from it (Reshape's shape, Squeeze's axes, ...).
 func (c *nodeCtx) intsMoved(name string, i int, since int64) []int64 {

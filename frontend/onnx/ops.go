@@ -109,6 +109,7 @@ func init() {
 		"Concat":    {convert: convConcat},
 		"Split":     {convert: convSplit, consts: []int{1}},
 		"Slice":     {convert: convSlice, consts: []int{1, 2, 3, 4}},
+		"Resize":    {convert: convResize, consts: []int{1, 2, 3}},
 		"Squeeze":   {convert: convSqueeze, consts: []int{1}},
 		"Unsqueeze": {convert: convUnsqueeze, consts: []int{1}},
 		"Pad":       {convert: convPad, consts: []int{1, 2, 3}},
