@@ -142,7 +142,11 @@ func paste(whole, part *tensor.Tensor, dim int, lo int64) {
 			rest /= part.Shape[d]
 		}
 		idx[dim] += int(lo)
-		whole.SetFlat(whole.Offset(idx...), part.Flat(i))
+		if at := whole.Offset(idx...); part.DType.IsFloat() {
+			whole.SetFlat(at, part.Flat(i))
+		} else {
+			whole.I[at] = part.I[i] // as stored: a u64 past 2^63 has no exact float64
+		}
 	}
 }
 
