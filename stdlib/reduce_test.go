@@ -225,6 +225,15 @@ func init() {
 			})},
 	)
 
+	register(
+		opCase{op: "cumprod", name: "hand axis 1", attrs: spA("axis", aInt(1)), inputs: []*tensor.Tensor{c24},
+			want: spConst(floats([]int{2, 4}, 1, 2, 6, 24, 5, 30, 210, 1680))},
+		opCase{op: "cumprod", name: "hand axis 1 reverse exclusive", attrs: spA("axis", aInt(1), "exclusive", aInt(1), "reverse", aInt(1)),
+			inputs: []*tensor.Tensor{c24}, want: spConst(floats([]int{2, 4}, 24, 12, 4, 1, 336, 56, 8, 1))},
+		opCase{op: "cumprod", name: "integers axis 0 exclusive", attrs: spA("axis", aInt(0), "exclusive", aInt(1)),
+			inputs: []*tensor.Tensor{ints([]int{2, 3}, 2, -3, 4, 5, 6, -7)}, want: spConst(ints([]int{2, 3}, 1, 1, 1, 2, -3, 4))},
+	)
+
 	xi := spRandInt(306, -9, 9, 2, 4, 3)
 	for _, excl := range []int64{0, 1} {
 		for _, rev := range []int64{0, 1} {

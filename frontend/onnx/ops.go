@@ -126,7 +126,8 @@ func init() {
 		"ReverseSequence": {convert: convReverseSequence},
 		"SplitToSequence": {convert: convSplitToSequence, consts: []int{1}},
 		"Trilu":           {convert: convTrilu, consts: []int{1}},
-		"CumSum":          {convert: convCumSum, consts: []int{1}},
+		"CumSum":          {convert: cumulative("cumsum"), consts: []int{1}},
+		"CumProd":         {convert: cumulative("cumprod"), consts: []int{1}},
 		"ArgMax":          {convert: argReduce("argmax")},
 		"ArgMin":          {convert: argReduce("argmin")},
 

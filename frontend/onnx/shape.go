@@ -235,11 +235,15 @@ func convTrilu(c *nodeCtx) {
 	c.out(0, c.call1(op, []attr{intA("k", k)}, c.must(0)))
 }
 
-func convCumSum(c *nodeCtx) {
-	x := c.must(0)
-	axis := c.axis(int64(c.knownFloat(1, "axis", 0)), rank(x))
-	attrs := []attr{intA("axis", axis), intA("exclusive", c.intAttr("exclusive", 0)), intA("reverse", c.intAttr("reverse", 0))}
-	c.out(0, c.call1("cumsum", attrs, x))
+// cumulative maps CumSum and CumProd (stdlib cumsum, cumprod), whose
+// axis is an input known at import.
+func cumulative(op string) func(*nodeCtx) {
+	return func(c *nodeCtx) {
+		x := c.must(0)
+		axis := c.axis(int64(c.knownFloat(1, "axis", 0)), rank(x))
+		attrs := []attr{intA("axis", axis), intA("exclusive", c.intAttr("exclusive", 0)), intA("reverse", c.intAttr("reverse", 0))}
+		c.out(0, c.call1(op, attrs, x))
+	}
 }
 
 // argReduce maps ArgMax and ArgMin. select_last_index = 1 reverses the
