@@ -128,6 +128,7 @@ func init() {
 		"Trilu":           {convert: convTrilu, consts: []int{1}},
 		"CumSum":          {convert: cumulative("cumsum"), consts: []int{1}},
 		"CumProd":         {convert: cumulative("cumprod"), consts: []int{1}},
+		"TopK":            {convert: convTopK, consts: []int{1}},
 		"ArgMax":          {convert: argReduce("argmax")},
 		"ArgMin":          {convert: argReduce("argmin")},
 

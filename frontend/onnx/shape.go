@@ -235,6 +235,30 @@ func convTrilu(c *nodeCtx) {
 	c.out(0, c.call1(op, []attr{intA("k", k)}, c.must(0)))
 }
 
+// convTopK maps TopK (k the attribute before opset 10, input 1 since)
+// to stdlib top_k; its output is sorted whatever sorted says, and equal
+// values keep their order, as ONNX asks.
+func convTopK(c *nodeCtx) {
+	x := c.must(0)
+	var k int64
+	if c.opset() < 10 {
+		k = c.intAttr("k", 0)
+	} else if ks := c.knownInts(1, "K"); len(ks) == 1 {
+		k = ks[0]
+	} else {
+		c.fail("K (input 1) must be one integer")
+	}
+	axis := c.axis(c.intAttr("axis", -1), rank(x))
+	if k < 0 || k > c.extent(x, int(axis)) {
+		c.fail("K = %d is outside [0, %d]", k, c.extent(x, int(axis)))
+	}
+	outs := c.call("top_k", []attr{intA("k", k), intA("axis", axis), intA("largest", c.intAttr("largest", 1))}, x)
+	c.out(0, outs[0])
+	if c.wants(1) {
+		c.out(1, outs[1])
+	}
+}
+
 // cumulative maps CumSum and CumProd (stdlib cumsum, cumprod), whose
 // axis is an input known at import.
 func cumulative(op string) func(*nodeCtx) {
