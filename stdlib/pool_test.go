@@ -27,8 +27,9 @@ type poolAttrs struct {
 }
 
 // refPool2d computes max pooling (with ONNX flat indices of the first
-// maximum in window order) or average pooling of x [N, C, H, W].
-func refPool2d(x *tensor.Tensor, p poolAttrs, avg bool) (y, idx *tensor.Tensor) {
+// maximum in window order), average pooling (op avg_pool2d) or sum pooling
+// (sum_pool2d) of x [N, C, H, W].
+func refPool2d(x *tensor.Tensor, p poolAttrs, op string) (y, idx *tensor.Tensor) {
 	n, c, h, w := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
 	oh := refPoolOut(h, p.kernel[0], p.strides[0], p.pads[0], p.pads[2], p.dil[0], p.ceil)
 	ow := refPoolOut(w, p.kernel[1], p.strides[1], p.pads[1], p.pads[3], p.dil[1], p.ceil)
@@ -61,9 +62,12 @@ func refPool2d(x *tensor.Tensor, p poolAttrs, avg bool) (y, idx *tensor.Tensor) 
 				}
 			}
 		}
-		if avg {
+		switch op {
+		case "avg_pool2d":
 			y.SetFlat(k, sum/float64(count))
-		} else {
+		case "sum_pool2d":
+			y.SetFlat(k, sum)
+		default:
 			y.SetFlat(k, best)
 			idx.I[k] = bestAt
 		}
@@ -88,7 +92,7 @@ func init() {
 		}
 		return opCase{op: op, name: name, attrs: attrs, inputs: []*tensor.Tensor{x},
 			want: func(in []*tensor.Tensor) []*tensor.Tensor {
-				y, idx := refPool2d(in[0], p, op == "avg_pool2d")
+				y, idx := refPool2d(in[0], p, op)
 				if op == "max_pool2d_with_indices" {
 					return []*tensor.Tensor{y, idx}
 				}
@@ -108,7 +112,7 @@ func init() {
 	plain := poolAttrs{kernel: []int{2, 2}, strides: []int{2, 2}, pads: []int{0, 0, 0, 0}, dil: []int{1, 1}}
 	x44 := floats([]int{1, 1, 4, 4}, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 
-	for _, op := range []string{"max_pool2d", "max_pool2d_with_indices", "avg_pool2d"} {
+	for _, op := range []string{"max_pool2d", "max_pool2d_with_indices", "avg_pool2d", "sum_pool2d"} {
 		register(
 			pool(op, "k 2 s 2", x44, plain),
 			pool(op, "ceil mode, last window clipped and dropped", xc, ceilCase),
@@ -121,7 +125,7 @@ func init() {
 	// one row past the padding; with dilation 2 along W.
 	pastPad := poolAttrs{kernel: []int{3, 2}, strides: []int{2, 2}, pads: []int{1, 0, 1, 1}, dil: []int{1, 2}, ceil: true}
 	xp := randn(208, 1, 2, 6, 5)
-	for _, op := range []string{"max_pool2d", "max_pool2d_with_indices", "avg_pool2d"} {
+	for _, op := range []string{"max_pool2d", "max_pool2d_with_indices", "avg_pool2d", "sum_pool2d"} {
 		register(pool(op, "ceil mode, last window past the end padding", xp, pastPad))
 	}
 	inc := func(p poolAttrs) poolAttrs { p.includePad = true; return p }

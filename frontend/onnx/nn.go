@@ -202,6 +202,22 @@ func convAveragePool(c *nodeCtx) {
 	c.out(0, c.pool("avg_pool2d", c.must(0), []attr{intA("count_include_pad", c.intAttr("count_include_pad", 0))}))
 }
 
+// convLpPool maps LpPool: the p-th root of each window's sum
+// (sum_pool2d, through pool's 1-D and 3-D forms) of |x|^p.
+func convLpPool(c *nodeCtx) {
+	x := c.must(0)
+	p := c.intAttr("p", 2)
+	if p <= 0 {
+		c.fail("p = %d is not positive", p)
+	}
+	power := func(v *value, e float64) *value {
+		k := constValue("", tensor.FromFloats(v.typ.DType, nil, []float64{e}), false)
+		return c.call1("pow", nil, v, k)
+	}
+	sums := c.pool("sum_pool2d", power(c.call1("abs", nil, x), float64(p)), nil)
+	c.out(0, power(sums, 1/float64(p)))
+}
+
 func convGemm(c *nodeCtx) {
 	attrs := []attr{floatA("alpha", c.floatAttr("alpha", 1)), intA("transA", c.intAttr("transA", 0)), intA("transB", c.intAttr("transB", 0))}
 	if cc := c.in(2); cc != nil {

@@ -32,6 +32,7 @@ func init() {
 		"ConvTranspose":      {convert: convConvTranspose},
 		"MaxPool":            {convert: convMaxPool},
 		"AveragePool":        {convert: convAveragePool},
+		"LpPool":             {convert: convLpPool},
 		"GlobalAveragePool":  {convert: unary("global_avg_pool")},
 		"GlobalMaxPool":      {convert: unary("global_max_pool")},
 		"Gemm":               {convert: convGemm},
