@@ -2,6 +2,7 @@ package stdlib_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"tofuc/lang"
@@ -424,6 +425,9 @@ func init() {
 				})
 				return out
 			})},
+		scatterVsLoop("scatter_mul", func(old, u float64) float64 { return old * u }),
+		scatterVsLoop("scatter_max", math.Max),
+		scatterVsLoop("scatter_min", math.Min),
 		// Steps [T = 3, B = 2, 2]: batch 0 reverses its first 2 steps,
 		// batch 1 all 3; step 2 of batch 0 stays.
 		opCase{op: "reverse_sequence", name: "lengths 2 and 3", inputs: []*tensor.Tensor{
@@ -560,4 +564,23 @@ func init() {
 		opCase{op: "eye", name: "n 4 k -2", attrs: spA("n", aInt(4), "k", aInt(-2)),
 			want: spConst(floats([]int{4, 4}, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0))},
 	)
+}
+
+// scatterVsLoop is a case of a reducing scatter (axis 0, duplicate and
+// negative indices) against a loop folding each update into the data
+// with fold.
+func scatterVsLoop(op string, fold func(old, u float64) float64) opCase {
+	return opCase{op: op, name: "axis 0, duplicate and negative indices, vs loop",
+		inputs: []*tensor.Tensor{spRandInt(551, -4, 4, 3, 2), ints([]int{4, 2}, 0, 2, -1, 0, 2, -3, 1, 1), spRandInt(552, -5, 5, 4, 2)},
+		want: spOne(func(in []*tensor.Tensor) *tensor.Tensor {
+			out := in[0].Clone()
+			spEach(in[1].Shape, func(i []int) {
+				k := int(in[1].At(i...))
+				if k < 0 {
+					k += 3
+				}
+				out.Set(fold(out.At(k, i[1]), in[2].At(i...)), k, i[1])
+			})
+			return out
+		})}
 }

@@ -130,6 +130,8 @@ func init() {
 		"CumSum":          {convert: cumulative("cumsum"), consts: []int{1}},
 		"CumProd":         {convert: cumulative("cumprod"), consts: []int{1}},
 		"TopK":            {convert: convTopK, consts: []int{1}},
+		"ScatterElements": {convert: convScatterElements},
+		"Scatter":         {convert: convScatterElements},
 		"ArgMax":          {convert: argReduce("argmax")},
 		"ArgMin":          {convert: argReduce("argmin")},
 

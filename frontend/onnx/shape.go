@@ -259,6 +259,19 @@ func convTopK(c *nodeCtx) {
 	}
 }
 
+// convScatterElements maps ScatterElements (and Scatter, its name
+// before opset 11) to the stdlib scatter of its reduction.
+func convScatterElements(c *nodeCtx) {
+	ops := map[string]string{"none": "scatter_elements", "add": "scatter_add", "mul": "scatter_mul", "max": "scatter_max", "min": "scatter_min"}
+	reduction := c.stringAttr("reduction", "none")
+	op, ok := ops[reduction]
+	if !ok {
+		c.fail("reduction %q is none of none, add, mul, max, min", reduction)
+	}
+	data := c.must(0)
+	c.out(0, c.call1(op, []attr{intA("axis", c.axis(c.intAttr("axis", 0), rank(data)))}, data, c.must(1), c.must(2)))
+}
+
 // cumulative maps CumSum and CumProd (stdlib cumsum, cumprod), whose
 // axis is an input known at import.
 func cumulative(op string) func(*nodeCtx) {
