@@ -425,6 +425,14 @@ func init() {
 				})
 				return out
 			})},
+		opCase{op: "nd_positions", name: "pairs into [3, 4], negative entries from the end",
+			inputs: []*tensor.Tensor{ints([]int{3, 2}, 0, 1, 2, -1, -3, 0), ints([]int{2}, 3, 4), ints([]int{2}, 4, 1)},
+			want:   spConst(ints([]int{3}, 1, 11, 0))},
+		scatterNDVsLoop("scatter_nd", func(_, u float64) float64 { return u }),
+		scatterNDVsLoop("scatter_nd_add", func(old, u float64) float64 { return old + u }),
+		scatterNDVsLoop("scatter_nd_mul", func(old, u float64) float64 { return old * u }),
+		scatterNDVsLoop("scatter_nd_max", math.Max),
+		scatterNDVsLoop("scatter_nd_min", math.Min),
 		scatterVsLoop("scatter_mul", func(old, u float64) float64 { return old * u }),
 		scatterVsLoop("scatter_max", math.Max),
 		scatterVsLoop("scatter_min", math.Min),
@@ -581,6 +589,25 @@ func scatterVsLoop(op string, fold func(old, u float64) float64) opCase {
 				}
 				out.Set(fold(out.At(k, i[1]), in[2].At(i...)), k, i[1])
 			})
+			return out
+		})}
+}
+
+// scatterNDVsLoop is a case of a ScatterND form with depth 2 into data
+// [3, 2, 2] (positions 1 and 4 twice, so duplicates fold in order)
+// against a loop folding each update row into the data with fold.
+func scatterNDVsLoop(op string, fold func(old, u float64) float64) opCase {
+	positions := []int64{4, 1, 4}
+	return opCase{op: op, name: "depth 2, a duplicate position, vs loop", attrs: spA("depth", aInt(2)),
+		inputs: []*tensor.Tensor{spRandInt(553, -4, 4, 3, 2, 2), ints([]int{3}, positions...), spRandInt(554, -5, 5, 3, 2)},
+		want: spOne(func(in []*tensor.Tensor) *tensor.Tensor {
+			out := in[0].Clone()
+			for k, p := range positions {
+				for t := range 2 {
+					at := int(p)*2 + t
+					out.SetFlat(at, fold(out.Flat(at), in[2].At(k, t)))
+				}
+			}
 			return out
 		})}
 }

@@ -132,6 +132,7 @@ func init() {
 		"TopK":            {convert: convTopK, consts: []int{1}},
 		"ScatterElements": {convert: convScatterElements},
 		"Scatter":         {convert: convScatterElements},
+		"ScatterND":       {convert: convScatterND},
 		"ArgMax":          {convert: argReduce("argmax")},
 		"ArgMin":          {convert: argReduce("argmin")},
 

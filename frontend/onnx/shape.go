@@ -1,5 +1,10 @@
 package onnx
 
+import (
+	"tofuc/lang"
+	"tofuc/runtime/tensor"
+)
+
 // Converters of the shape, indexing and reduction operators.
 
 func convFlatten(c *nodeCtx) {
@@ -270,6 +275,42 @@ func convScatterElements(c *nodeCtx) {
 	}
 	data := c.must(0)
 	c.out(0, c.call1(op, []attr{intA("axis", c.axis(c.intAttr("axis", 0), rank(data)))}, data, c.must(1), c.must(2)))
+}
+
+// convScatterND maps ScatterND: the index tuples become row-major
+// positions (stdlib nd_positions), the indices and updates flattened
+// over their batch of tuples, then the stdlib scatter_nd of the
+// reduction.
+func convScatterND(c *nodeCtx) {
+	ops := map[string]string{"none": "scatter_nd", "add": "scatter_nd_add", "mul": "scatter_nd_mul", "max": "scatter_nd_max", "min": "scatter_nd_min"}
+	reduction := c.stringAttr("reduction", "none")
+	op, ok := ops[reduction]
+	if !ok {
+		c.fail("reduction %q is none of none, add, mul, max, min", reduction)
+	}
+	data, indices, updates := c.must(0), c.must(1), c.must(2)
+	idx := c.dims(indices)
+	depth := idx[len(idx)-1]
+	shape := c.dims(data)
+	if depth < 1 || depth > int64(len(shape)) {
+		c.fail("index tuples of %d entries into a tensor of rank %d", depth, len(shape))
+	}
+	tuples := int64(1)
+	for _, n := range idx[:len(idx)-1] {
+		tuples *= n
+	}
+	dims, strides := shape[:depth], make([]int64, depth)
+	for d, step := depth-1, int64(1); d >= 0; d-- {
+		strides[d] = step
+		step *= dims[d]
+	}
+	konst := func(vals []int64) *value {
+		return constValue("", tensor.FromInts(lang.I64, []int{len(vals)}, vals), false)
+	}
+	flat := c.call1("reshape", []attr{intsA("shape", []int64{tuples, depth})}, indices)
+	positions := c.call1("nd_positions", nil, flat, konst(dims), konst(strides))
+	rows := c.call1("reshape", []attr{intsA("shape", append([]int64{tuples}, shape[depth:]...))}, updates)
+	c.out(0, c.call1(op, []attr{intA("depth", depth)}, data, positions, rows))
 }
 
 // cumulative maps CumSum and CumProd (stdlib cumsum, cumprod), whose
