@@ -133,6 +133,8 @@ func init() {
 		"ScatterElements": {convert: convScatterElements},
 		"Scatter":         {convert: convScatterElements},
 		"ScatterND":       {convert: convScatterND},
+		"GatherND":        {convert: convGatherND},
+		"OneHot":          {convert: convOneHot, consts: []int{1}},
 		"ArgMax":          {convert: argReduce("argmax")},
 		"ArgMin":          {convert: argReduce("argmin")},
 

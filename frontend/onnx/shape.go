@@ -295,22 +295,69 @@ func convScatterND(c *nodeCtx) {
 	if depth < 1 || depth > int64(len(shape)) {
 		c.fail("index tuples of %d entries into a tensor of rank %d", depth, len(shape))
 	}
+	positions := c.ndPositions(indices, shape[:depth])
+	tuples := c.dims(positions)[0]
+	rows := c.call1("reshape", []attr{intsA("shape", append([]int64{tuples}, shape[depth:]...))}, updates)
+	c.out(0, c.call1(op, []attr{intA("depth", depth)}, data, positions, rows))
+}
+
+// convOneHot maps OneHot (depth known at import) to stdlib
+// one_hot_values; float indices are truncated to integers first.
+func convOneHot(c *nodeCtx) {
+	indices, values := c.must(0), c.must(2)
+	if indices.typ.DType.IsFloat() {
+		indices = c.cast(indices, lang.I64)
+	}
+	depth := int64(c.knownFloat(1, "depth", 0))
+	if depth <= 0 {
+		c.fail("depth %d is not positive", depth)
+	}
+	axis := c.axis(c.intAttr("axis", -1), rank(indices)+1)
+	c.out(0, c.call1("one_hot_values", []attr{intA("depth", depth), intA("axis", axis)}, indices, values))
+}
+
+// convGatherND maps GatherND with batch_dims 0: the index tuples as
+// row-major positions (stdlib nd_positions), then a gather along the
+// data's leading axes flattened into one.
+func convGatherND(c *nodeCtx) {
+	if c.intAttr("batch_dims", 0) != 0 {
+		c.fail("batch_dims other than 0 is not supported")
+	}
+	data, indices := c.must(0), c.must(1)
+	idx, shape := c.dims(indices), c.dims(data)
+	depth := idx[len(idx)-1]
+	if depth < 1 || depth > int64(len(shape)) {
+		c.fail("index tuples of %d entries into a tensor of rank %d", depth, len(shape))
+	}
+	positions := c.ndPositions(indices, shape[:depth])
+	lead := int64(1)
+	for _, n := range shape[:depth] {
+		lead *= n
+	}
+	rows := c.call1("reshape", []attr{intsA("shape", append([]int64{lead}, shape[depth:]...))}, data)
+	at := c.call1("reshape", []attr{intsA("shape", idx[:len(idx)-1])}, positions)
+	c.out(0, c.call1("gather", []attr{intA("axis", 0)}, rows, at))
+}
+
+// ndPositions are the row-major positions (stdlib nd_positions) of
+// the index tuples along the last axis of indices in a tensor whose
+// leading extents are dims, one per tuple, flattened.
+func (c *nodeCtx) ndPositions(indices *value, dims []int64) *value {
+	idx := c.dims(indices)
 	tuples := int64(1)
 	for _, n := range idx[:len(idx)-1] {
 		tuples *= n
 	}
-	dims, strides := shape[:depth], make([]int64, depth)
-	for d, step := depth-1, int64(1); d >= 0; d-- {
+	strides := make([]int64, len(dims))
+	for d, step := len(dims)-1, int64(1); d >= 0; d-- {
 		strides[d] = step
 		step *= dims[d]
 	}
 	konst := func(vals []int64) *value {
 		return constValue("", tensor.FromInts(lang.I64, []int{len(vals)}, vals), false)
 	}
-	flat := c.call1("reshape", []attr{intsA("shape", []int64{tuples, depth})}, indices)
-	positions := c.call1("nd_positions", nil, flat, konst(dims), konst(strides))
-	rows := c.call1("reshape", []attr{intsA("shape", append([]int64{tuples}, shape[depth:]...))}, updates)
-	c.out(0, c.call1(op, []attr{intA("depth", depth)}, data, positions, rows))
+	flat := c.call1("reshape", []attr{intsA("shape", []int64{tuples, int64(len(dims))})}, indices)
+	return c.call1("nd_positions", nil, flat, konst(dims), konst(strides))
 }
 
 // cumulative maps CumSum and CumProd (stdlib cumsum, cumprod), whose
