@@ -45,6 +45,9 @@ func LoadFile(prog *check.Program, path string) (*check.Module, map[string]*tens
 			return nil, nil, err
 		}
 		m, err := prog.LoadSource(path, res.Source)
+		if err == nil {
+			m.Origins = res.Origins
+		}
 		return m, res.Params, err
 	}
 	m, err := prog.Load(path)

@@ -673,7 +673,7 @@ func (el *elab) callOp(s *mscope, pos lang.Pos, opName, symbol string, attrArgs 
 	if nodeName == "" || strings.HasSuffix(nodeName, ".") {
 		nodeName += opName
 	}
-	node := &ir.Node{Name: el.unique(nodeName), Inst: inst, Inputs: args, Pos: pos}
+	node := &ir.Node{Name: el.unique(nodeName), Inst: inst, Inputs: args, Pos: pos, Origin: el.mod.Origins[nodeName]}
 	for i, out := range inst.Outputs {
 		vname := node.Name
 		if len(inst.Outputs) > 1 {

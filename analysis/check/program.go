@@ -26,11 +26,16 @@ type Program struct {
 // Module is one .tdl file and the operators visible in it: its own, then
 // those of the files it imports, then the standard library.
 type Module struct {
-	Path  string
-	File  *lang.File
-	Src   []byte
-	prog  *Program
-	scope map[string]*lang.OpDecl
+	Path string
+	File *lang.File
+	Src  []byte
+	// Origins, for a module imported from another format, say where its
+	// models' statements came from, by the names they bind (joined with
+	// ","): an ONNX model's nodes. The graph's nodes carry them
+	// (ir.Node.Origin).
+	Origins map[string]string
+	prog    *Program
+	scope   map[string]*lang.OpDecl
 }
 
 // StdPrefix marks import paths of the embedded standard library.

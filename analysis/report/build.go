@@ -159,7 +159,7 @@ func ops(g *cost.Graph, c *partition.Coarse, best *partition.Result) []Op {
 		if role == "" {
 			role = "forward"
 		}
-		o := Op{Name: n.Name, Op: n.Inst.Op, Role: role, File: n.Pos.File, Line: n.Pos.Line, Group: c.Group[j],
+		o := Op{Name: n.Name, Op: n.Inst.Op, Role: role, File: n.Pos.File, Line: n.Pos.Line, Origin: origin(n), Group: c.Group[j],
 			Strategy: Words(g, best.Plan, n), Bytes: best.Cost.OpBytes[j], Inputs: []string{}, Outputs: []string{}}
 		for _, v := range n.Inputs {
 			o.Inputs = append(o.Inputs, valueString(g, v))
@@ -297,4 +297,13 @@ func checked(in *Input) *Checked {
 			Why: fmt.Sprintf("yours: %s; optimum: %s", strings.Join(Words(in.Graph, in.Checked.Plan, n), " | "), strings.Join(Words(in.Graph, in.Outcome.Best.Plan, n), " | "))})
 	}
 	return c
+}
+
+// origin is the imported node n converts, or that its forward node
+// does (a backward node's), "" for TDL source.
+func origin(n *ir.Node) string {
+	if n.Origin == "" && n.Forward != nil {
+		return n.Forward.Origin
+	}
+	return n.Origin
 }

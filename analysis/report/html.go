@@ -179,7 +179,7 @@ figure{margin:0;font-size:12px;width:170px;overflow-wrap:anywhere}
 {{end}}</div>{{if .More}}<p>{{.More}} more tensors are listed in report.txt and report.json.</p>{{end}}
 <h2 id="operators">Operators</h2>
 <table><tr><th>name</th><th>op</th><th>at</th><th>inputs → outputs</th><th>strategy per step</th><th>bytes</th></tr>
-{{range .R.Ops}}<tr><td>{{.Name}}</td><td>{{.Op}}</td><td>{{with index $.Links .File}}<a href="{{.}}">{{end}}{{.File}}:{{.Line}}{{if index $.Links .File}}</a>{{end}}</td><td>{{join .Inputs ", "}} → {{join .Outputs ", "}}</td><td>{{join .Strategy " | "}}</td><td>{{bytes .Bytes}}</td></tr>
+{{range .R.Ops}}<tr><td>{{.Name}}</td><td>{{.Op}}</td><td>{{with index $.Links .File}}<a href="{{.}}">{{end}}{{.At}}{{if index $.Links .File}}</a>{{end}}</td><td>{{join .Inputs ", "}} → {{join .Outputs ", "}}</td><td>{{join .Strategy " | "}}</td><td>{{bytes .Bytes}}</td></tr>
 {{end}}</table>
 {{else}}<p>{{.R.File}}: not partitioned.</p>
 {{end}}{{range .R.Sections}}<h2 id="{{.Name}}">{{.Title}}</h2><pre>{{join .Lines "\n"}}</pre>

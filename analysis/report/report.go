@@ -118,11 +118,21 @@ type Op struct {
 	Role     string   `json:"role"`
 	File     string   `json:"file"`
 	Line     int      `json:"line"`
+	Origin   string   `json:"origin,omitempty"` // an imported model's node it converts (ir.Node.Origin)
 	Group    int      `json:"group"`
 	Inputs   []string `json:"inputs"`
 	Outputs  []string `json:"outputs"`
 	Strategy []string `json:"strategy"` // per step, in words
 	Bytes    int64    `json:"bytes"`
+}
+
+// At is where the operator comes from: the ONNX node it converts, in an
+// imported model, else its file and line.
+func (o Op) At() string {
+	if o.Origin != "" {
+		return o.Origin
+	}
+	return fmt.Sprintf("%s:%d", o.File, o.Line)
 }
 
 // Tensor is one tensor with its tiling.

@@ -161,7 +161,7 @@ func (r *Report) partitionText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  name\top\tat\tstrategy per step\tbytes\t")
 	for _, o := range r.Ops {
-		fmt.Fprintf(tw, "  %s\t%s\t%s:%d\t%s\t%s\t\n", o.Name, o.Op, o.File, o.Line, strings.Join(o.Strategy, " | "), lang.FormatBytes(o.Bytes))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t\n", o.Name, o.Op, o.At(), strings.Join(o.Strategy, " | "), lang.FormatBytes(o.Bytes))
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nTensors")

@@ -145,6 +145,27 @@ func TestPartitionNamesTheDevicesSimulated(t *testing.T) {
 	}
 }
 
+// TestPartitionOfONNXCitesNodes: the operators of an imported ONNX
+// model are cited by the ONNX node they convert, not by lines of the
+// imported text.
+func TestPartitionOfONNXCitesNodes(t *testing.T) {
+	var out, errb bytes.Buffer
+	dir := t.TempDir()
+	model := "../../frontend/onnx/conform/testdata/torch/unet-opset17/model.onnx"
+	if code := run([]string{"partition", model, "--devices", "2", "--report", dir}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	text, err := os.ReadFile(filepath.Join(dir, "report.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"/enc1/enc1.0/Conv (Conv)", "/Resize (Resize)"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("the operators table does not cite %q:\n%s", want, text)
+		}
+	}
+}
+
 // TestBenchTopology: bench --topology adds the simulated step.
 func TestBenchTopology(t *testing.T) {
 	var out, errb bytes.Buffer

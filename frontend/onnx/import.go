@@ -48,6 +48,9 @@ type Result struct {
 	Inputs, Outputs []Port
 	// Nodes counts the ONNX nodes; Folded those evaluated at import.
 	Nodes, Folded int
+	// Origins names the ONNX node each statement of Source converts, by
+	// the names the statement binds joined with "," (check.Module.Origins).
+	Origins map[string]string
 }
 
 // Port is a graph input or output, named in ONNX and in the TDL model;
@@ -110,6 +113,8 @@ type stmt struct {
 	attrs []attr
 	args  []*value
 	outs  []*value
+	// origin is the ONNX node the statement converts (Result.Origins).
+	origin string
 }
 
 // attr is an attribute argument of a call, in TDL order.
@@ -119,6 +124,8 @@ type attr struct {
 }
 
 type importer struct {
+	// node is the ONNX node being converted.
+	node        *onnxpb.NodeProto
 	model       *Model
 	opts        Options
 	prog        *check.Program
@@ -366,6 +373,7 @@ func (imp *importer) convert(n *onnxpb.NodeProto) {
 		}
 	}
 	stmts := len(imp.stmts)
+	imp.node = n
 	c := &nodeCtx{imp: imp, node: n}
 	if reason := c.run(); reason != "" {
 		imp.stmts = imp.stmts[:stmts]
@@ -425,7 +433,7 @@ func (imp *importer) result(g *onnxpb.GraphProto) (*Result, error) {
 		return nil, fmt.Errorf("internal error: the imported model does not parse: %w", err)
 	}
 	src = lang.Format(f, src)
-	res := &Result{Source: src, Params: params, Nodes: len(g.GetNode()), Folded: imp.folded}
+	res := &Result{Source: src, Params: params, Nodes: len(g.GetNode()), Folded: imp.folded, Origins: p.origins}
 	for i, v := range imp.inputs {
 		port := imp.inputPorts[i]
 		port.TDL = v.name
@@ -487,7 +495,7 @@ func (imp *importer) callStmt(op string, attrs []attr, args []*value) ([]*value,
 	for i, d := range inst.Outputs {
 		outs[i] = &value{typ: check.TensorType{DType: d.Tensor.DType, Shape: d.Tensor.Shape}}
 	}
-	imp.stmts = append(imp.stmts, &stmt{op: op, attrs: attrs, args: args, outs: outs})
+	imp.stmts = append(imp.stmts, &stmt{op: op, attrs: attrs, args: args, outs: outs, origin: nodeOrigin(imp.node)})
 	return outs, nil
 }
 
@@ -560,4 +568,16 @@ func (imp *importer) fold(inst *ir.Instance, args []*value) ([]*value, error) {
 		return nil, fmt.Errorf("constant folding has computed more than %d elements in all; the model is too large to fold", budget)
 	}
 	return outs, nil
+}
+
+// nodeOrigin describes ONNX node n for reports: its name and operator,
+// or its operator alone when it has no name.
+func nodeOrigin(n *onnxpb.NodeProto) string {
+	if n == nil {
+		return ""
+	}
+	if n.GetName() == "" {
+		return n.GetOpType()
+	}
+	return fmt.Sprintf("%s (%s)", n.GetName(), n.GetOpType())
 }

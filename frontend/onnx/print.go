@@ -20,6 +20,7 @@ type printer struct {
 	body     strings.Builder
 	params   map[string]*tensor.Tensor
 	returned []string
+	origins  map[string]string // by the names a statement binds (Result.Origins)
 }
 
 func newPrinter(imp *importer) *printer {
@@ -28,7 +29,7 @@ func newPrinter(imp *importer) *printer {
 	for _, a := range imp.dimAttrs {
 		n.taken[a] = true
 	}
-	return &printer{imp: imp, names: n, params: map[string]*tensor.Tensor{}}
+	return &printer{imp: imp, names: n, params: map[string]*tensor.Tensor{}, origins: map[string]string{}}
 }
 
 // model prints the whole model returning outs.
@@ -100,6 +101,9 @@ func (p *printer) stmt(s *stmt) {
 		call += "<" + strings.Join(as, ", ") + ">"
 	}
 	fmt.Fprintf(&p.body, "    %s = %s(%s)\n", strings.Join(outs, ", "), call, strings.Join(args, ", "))
+	if s.origin != "" {
+		p.origins[strings.Join(outs, ",")] = s.origin
+	}
 }
 
 // name assigns v its TDL name.

@@ -330,6 +330,10 @@ type Node struct {
 	Inputs  []*Value
 	Outputs []*Value
 	Pos     lang.Pos // the call site
+	// Origin says where the node came from when its source is not the
+	// user's: the ONNX node an imported model's statement converts
+	// (check.Module.Origins); empty otherwise.
+	Origin string
 	// Forward is the forward node a backward node belongs to, in a
 	// training graph (Tofu's coarsening groups them).
 	Forward *Node
