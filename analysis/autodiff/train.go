@@ -3,6 +3,7 @@ package autodiff
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"tofuc/analysis/check"
 	"tofuc/lang"
@@ -11,7 +12,7 @@ import (
 
 // TrainOptions choose the loss and the optimizer of a training graph.
 type TrainOptions struct {
-	Loss      string  // "cross_entropy" (default) or "mse"
+	Loss      string  // "cross_entropy" (default), "nll" or "mse"
 	Optimizer string  // "sgd" (default), "momentum" or "adam"
 	LR        float64 // the learning rate; 0 keeps the optimizer's default
 	// LossScale, a power of two (0: 1), seeds the loss's gradient with
@@ -26,7 +27,7 @@ type TrainOptions struct {
 
 // Losses and Optimizers list the accepted names.
 var (
-	Losses     = []string{"cross_entropy", "mse"}
+	Losses     = []string{"cross_entropy", "nll", "mse"}
 	Optimizers = []string{"sgd", "momentum", "adam"}
 )
 
@@ -166,10 +167,14 @@ func (t *trainer) loss(y *ir.Value, kind string) (*ir.Value, error) {
 	if !y.DType.IsFloat() {
 		return nil, fmt.Errorf("the model's output %s is %s; a loss needs floats", y.Name, y.DType)
 	}
+	// Cross-entropy on logits, or the negative log-likelihood of
+	// log-probabilities (a model ending in log_softmax, as classifiers
+	// exported for NegativeLogLikelihoodLoss do): each over the last axis.
+	classified := map[string]string{"": "softmax_cross_entropy", "cross_entropy": "softmax_cross_entropy", "nll": "nll_loss"}
 	switch kind {
-	case "", "cross_entropy":
+	case "", "cross_entropy", "nll":
 		if len(y.Shape) < 2 {
-			return nil, fmt.Errorf("cross-entropy needs logits of rank 2 or more ([..., classes]); %s is %s", y.Name, lang.ShapeString(y.Shape))
+			return nil, fmt.Errorf("loss %s needs scores of rank 2 or more ([..., classes]); %s is %s", kind, y.Name, lang.ShapeString(y.Shape))
 		}
 		labels, err := t.input(LabelsInput, lang.I64, y.Shape[:len(y.Shape)-1])
 		if err != nil {
@@ -191,7 +196,7 @@ func (t *trainer) loss(y *ir.Value, kind string) (*ir.Value, error) {
 			}
 			logits, labels = r.Outputs[0], l.Outputs[0]
 		}
-		n, err := t.call("softmax_cross_entropy", nil, "loss", LossOutput, logits, labels)
+		n, err := t.call(classified[kind], nil, "loss", LossOutput, logits, labels)
 		if err != nil {
 			return nil, err
 		}
@@ -207,7 +212,7 @@ func (t *trainer) loss(y *ir.Value, kind string) (*ir.Value, error) {
 		}
 		return n.Outputs[0], nil
 	}
-	return nil, fmt.Errorf("unknown loss %q (expected cross_entropy or mse)", kind)
+	return nil, fmt.Errorf("unknown loss %q (expected %s)", kind, strings.Join(Losses, ", "))
 }
 
 // lossScale checks a loss scale (TrainOptions.LossScale) against the

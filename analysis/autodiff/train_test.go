@@ -2,6 +2,7 @@ package autodiff_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"tofuc/parser"
 
@@ -206,4 +207,64 @@ func TestLossScale(t *testing.T) {
 			t.Errorf("a loss scale of %g was accepted", bad)
 		}
 	}
+}
+
+// The nll loss on log_softmax(z) is cross-entropy on z: one training
+// step of each gives the same loss and the same updated weights.
+func TestNLLLossIsCrossEntropyOfLogSoftmax(t *testing.T) {
+	p, err := check.NewProgram(parser.Parse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := p.LoadSource("cls.tdl", []byte(`
+model logits(x: f64[4, 3]) {
+    w = param f64[3, 5] init normal(0.0, 0.5)
+    return matmul(x, w)
+}
+model logp(x: f64[4, 3]) {
+    w = param f64[3, 5] init normal(0.0, 0.5)
+    return log_softmax(matmul(x, w))
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := tensor.New(lang.F64, []int{4, 3})
+	for i := range x.Len() {
+		x.SetFlat(i, math.Sin(float64(3*i)))
+	}
+	inputs := map[string]*tensor.Tensor{"x": x, autodiff.LabelsInput: tensor.FromInts(lang.I64, []int{4}, []int64{0, 4, 2, 2})}
+	step := func(model, loss string) *exec.Result {
+		g, err := m.Model(model, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg, _, err := autodiff.TrainingGraph(g, m, autodiff.TrainOptions{Loss: loss, LR: 0.5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := exec.Run(tg, exec.Interp{}, inputs, nil, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	ce, nll := step("logits", "cross_entropy"), step("logp", "nll")
+	for _, name := range []string{autodiff.LossOutput, "w.next"} {
+		if err := tensor.Compare(nll.Outputs[name], ce.Outputs[name], tensor.Reordered(lang.F64, 16)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, _, err := autodiff.TrainingGraph(mustModel(t, m, "logp"), m, autodiff.TrainOptions{Loss: "nl"}); err == nil || !strings.Contains(err.Error(), "cross_entropy, nll, mse") {
+		t.Errorf("an unknown loss: %v", err)
+	}
+}
+
+func mustModel(t *testing.T, m *check.Module, name string) *ir.Graph {
+	t.Helper()
+	g, err := m.Model(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
