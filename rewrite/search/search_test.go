@@ -88,6 +88,26 @@ func TestOptimizedEqualsOriginal(t *testing.T) {
 	}
 }
 
+// TestSearchDoesNotGrowWithoutGain: rules that add operators at no
+// estimated cost (relu of a relu) do not fill the search with ever larger
+// copies of one graph: the MLP, where no rewrite pays, is searched in
+// well under the default budget (it explored 1,001 graphs before
+// growthSlack).
+func TestSearchDoesNotGrowWithoutGain(t *testing.T) {
+	p, rules := setup(t)
+	g := model(t, p, "../../examples/mlp.tdl", ints("batch", 8, "hidden", 16))
+	out, err := New(p, rules, Options{}).Optimize(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Explored > 100 {
+		t.Errorf("%d graphs explored for a 3-kernel model", out.Explored)
+	}
+	if len(out.Graph.Nodes) > len(g.Nodes) {
+		t.Errorf("the result has %d nodes, the model %d", len(out.Graph.Nodes), len(g.Nodes))
+	}
+}
+
 // TestBacktrackingFindsExhaustiveOptimum (MetaFlow Table 3): on small
 // graphs the search with alpha = 1.05 comes within minGain of the
 // exhaustive optimum; the
