@@ -53,3 +53,28 @@ func TestDepthwiseConvolutions(t *testing.T) {
 		})
 	}
 }
+
+// TestVectorProductsKeepTheirGEMM: batches of one-row products stay
+// tiled where the element-wise form could not vectorise them (one
+// query's attention scores read the keys D floats apart), and where a
+// weight is broadcast over the batch (its batch is the other factor's
+// rows), whatever the weight's dtype.
+func TestVectorProductsKeepTheirGEMM(t *testing.T) {
+	g := modelFromSource(t, `
+model vp(q: f32[2, 4, 1, 16], k: f32[2, 4, 30, 16], x: f16[16, 1, 64], w: f16[64, 90], y: f32[16, 1, 64], v: bf16[64, 90]) {
+    scores = batch_matmul_nt(q, k)
+    h = matmul_broadcast(x, w)
+    hb = matmul_broadcast(y, v)
+    return scores, h, hb
+}
+`)
+	c, err := codegen.Compile(g, t.TempDir(), codegen.Options{Tools: tools(t), Precision: precision.F32, Emit: []string{"host"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range c.Plan.Kernels {
+		if k.Form == "threads" {
+			t.Errorf("%s: form %s, want a tiled form", k.Label, k.Form)
+		}
+	}
+}

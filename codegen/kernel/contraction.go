@@ -158,31 +158,117 @@ func (b *builder) gemm() *GEMM {
 		c.A, c.B = c.B, c.A
 		c.Rows, c.Cols = c.Cols, c.Rows
 	}
-	if ir.Extent(c.Rows) == 1 && k.bothStep(c) {
-		return nil // a batch of vector products
+	if ir.Extent(c.Rows) == 1 && k.bothStep(c) && k.vectorises(c.A) && k.vectorises(c.B) {
+		return nil // a batch of vector products, vectorised element by element
 	}
 	return c
 }
 
 // bothStep reports whether both factors of c change along one of its
-// batch variables: each names it, and is not a strided read
-// (stridedRead) whose step along it is zero. An operand broadcast over a
-// batch (matmul_broadcast's weight) names the batch's variables without
+// batch variables (stepsAlong). An operand broadcast over a batch
+// (matmul_broadcast's weight) names the batch's variables without
 // reading along them: the batch is then the other factor's rows.
 func (k *Kernel) bothStep(c *GEMM) bool {
-	steps := func(factor ir.Expr) func(v *ir.Var) bool {
-		s, strided := k.stridedRead(factor)
-		refs := ir.VarRefs(factor)
-		return func(v *ir.Var) bool { return refs[v] && (!strided || s.of[v] != 0) }
-	}
-	a, b := steps(c.A), steps(c.B)
 	for _, v := range c.Batch {
-		if a(v) && b(v) {
+		if k.stepsAlong(c.A, v) && k.stepsAlong(c.B, v) {
 			return true
 		}
 	}
 	return false
 }
+
+// stepsAlong reports whether factor's value may change along v: one of
+// its reads has v in an index, followed through recomputed locals that
+// are one read each, with a coefficient other than zero or in an index
+// that is not affine.
+func (k *Kernel) stepsAlong(factor ir.Expr, v *ir.Var) bool {
+	steps := false
+	ir.Walk(factor, func(e ir.Expr) bool {
+		if a, ok := e.(*ir.Access); ok && !steps {
+			for _, d := range k.readIndex(a) {
+				steps = steps || !d.affine && ir.VarRefs(d.expr)[v] || d.affine && d.index.Coef(v) != 0
+			}
+		}
+		return !steps
+	})
+	return steps
+}
+
+// vectorises reports whether the threads form, which vectorises a
+// kernel along its innermost output variable, reads factor there at
+// steps of at most 2 elements (a depthwise convolution's input along
+// its columns, strided or not), rather than through gathers (a single
+// query's attention scores, keys D floats apart).
+func (k *Kernel) vectorises(factor ir.Expr) bool {
+	inner := k.Vars[len(k.Vars)-1]
+	ok := true
+	ir.Walk(factor, func(e ir.Expr) bool {
+		if a, isRead := e.(*ir.Access); isRead && ok {
+			index := k.readIndex(a)
+			for d, x := range index {
+				switch {
+				case !x.affine:
+					ok = !ir.VarRefs(x.expr)[inner]
+				case d < len(index)-1:
+					ok = x.index.Coef(inner) == 0
+				default:
+					ok = abs(x.index.Coef(inner)) <= 2
+				}
+				if !ok {
+					break
+				}
+			}
+		}
+		return ok
+	})
+	return ok
+}
+
+// indexDim is one dimension of a read's index: affine (index), or not
+// (expr, the index expression as written).
+type indexDim struct {
+	affine bool
+	index  ir.Affine
+	expr   ir.Expr
+}
+
+// readIndex is the index of read a, followed through recomputed locals
+// whose body is one read as long as every dimension is affine (as
+// argRead follows them, whatever the dtypes and the checks).
+func (k *Kernel) readIndex(a *ir.Access) []indexDim {
+	dims := make([]indexDim, len(a.Index))
+	all := true
+	for d, x := range a.Index {
+		dims[d].expr = x
+		dims[d].index, dims[d].affine = ir.AffineOf(x, nil)
+		all = all && dims[d].affine
+	}
+	for all {
+		src, found := k.Source(a.T)
+		if !found || src.Local == nil {
+			break
+		}
+		inner, isRead := src.Local.Body.(*ir.Access)
+		if !isRead {
+			break
+		}
+		at := map[*ir.Var]ir.Affine{}
+		for i, v := range src.Local.Vars {
+			at[v] = dims[i].index
+		}
+		index, ok := substitute(inner.Index, at)
+		if !ok {
+			break
+		}
+		a, dims = inner, make([]indexDim, len(index))
+		for d := range index {
+			dims[d] = indexDim{affine: true, index: index[d], expr: inner.Index[d]}
+		}
+	}
+	return dims
+}
+
+func abs(x int64) int64 { return max(x, -x) }
 
 // plainFactor reports whether e can be evaluated for any index values
 // once per element: no reduction and no opaque call.

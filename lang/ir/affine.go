@@ -96,6 +96,16 @@ func (a Affine) IsConst() (int64, bool) {
 	return a.Const.IsConst()
 }
 
+// Coef is the coefficient of v in a (0 where a does not name it).
+func (a Affine) Coef(v *Var) int64 {
+	for _, t := range a.Terms {
+		if t.Var == v {
+			return t.Coef
+		}
+	}
+	return 0
+}
+
 // Scale returns k·a.
 func (a Affine) Scale(k int64) Affine {
 	out := Affine{Const: a.Const.Scale(k)}

@@ -2,6 +2,7 @@ package search
 
 import (
 	"container/heap"
+	"math"
 	"time"
 
 	"tofuc/analysis/check"
@@ -109,15 +110,15 @@ const growthSlack = 2
 
 // backtrack is MetaFlow's Algorithm 1 restricted to matches with no node
 // in outside: a priority queue by cost, every candidate better than alpha
-// times the best so far enqueued, graphs seen before skipped (canonical
-// hash).
-func (o *Optimizer) backtrack(g *ir.Graph, outside map[string]bool, alpha, gain float64, limit int) (state, int) {
+// times the best so far enqueued (one with more than slack operators
+// beyond g only when it is cheaper than the best), graphs seen before
+// skipped (canonical hash).
+func (o *Optimizer) backtrack(g *ir.Graph, outside map[string]bool, alpha, gain float64, limit, slack int) (state, int) {
 	start := state{g: g, cost: o.cost(g)}
 	best := start
 	q := &queue{start}
 	seen := map[uint64]bool{canonicalHash(g): true}
 	explored := 0
-	grown := len(g.Nodes) + growthSlack
 	for q.Len() > 0 && limit > 0 {
 		limit--
 		s := heap.Pop(q).(state)
@@ -129,10 +130,11 @@ func (o *Optimizer) backtrack(g *ir.Graph, outside map[string]bool, alpha, gain 
 			seen[h] = true
 			explored++
 			n := state{g: c.g, cost: o.cost(c.g), steps: append(append([]Step(nil), s.steps...), Step{c.rule, c.site})}
+			cheaper := n.cost < best.cost
 			if n.cost < best.cost*(1-gain) {
 				best = n
 			}
-			if n.cost < alpha*best.cost && (len(c.g.Nodes) <= grown || n.cost < best.cost) {
+			if n.cost < alpha*best.cost && (len(c.g.Nodes)-len(g.Nodes) <= slack || cheaper) {
 				heap.Push(q, n)
 			}
 		}
@@ -144,7 +146,7 @@ func (o *Optimizer) backtrack(g *ir.Graph, outside map[string]bool, alpha, gain 
 // and returns the cheapest, for comparison with the backtracking search.
 func (o *Optimizer) Exhaustive(g *ir.Graph, limit int) (*Outcome, error) {
 	t0 := time.Now()
-	best, n := o.backtrack(g, nil, 1e300, 0, limit)
+	best, n := o.backtrack(g, nil, 1e300, 0, limit, math.MaxInt)
 	return o.outcome(g, best, n, 1, t0)
 }
 
@@ -166,14 +168,14 @@ func (o *Optimizer) Optimize(g *ir.Graph) (*Outcome, error) {
 	}
 	for i, part := range parts {
 		progress(i + 1)
-		s, n := o.backtrack(cur.g, complement(cur.g, part), o.opts.Alpha, minGain, o.opts.maxGraphs())
+		s, n := o.backtrack(cur.g, complement(cur.g, part), o.opts.Alpha, minGain, o.opts.maxGraphs(), growthSlack)
 		explored += n
 		s.steps = append(cur.steps, s.steps...)
 		cur = s
 	}
 	if len(parts) > 1 {
 		progress(len(parts) + 1)
-		s, n := o.backtrack(cur.g, complement(cur.g, o.cutNeighbourhood(cur.g, parts)), o.opts.Alpha, minGain, o.opts.maxGraphs())
+		s, n := o.backtrack(cur.g, complement(cur.g, o.cutNeighbourhood(cur.g, parts)), o.opts.Alpha, minGain, o.opts.maxGraphs(), growthSlack)
 		explored += n
 		s.steps = append(cur.steps, s.steps...)
 		cur = s
