@@ -412,19 +412,7 @@ func init() {
 				u := in[2]
 				return floats([]int{1, 5}, 1, 2+(u.Flat(0)+u.Flat(1)), 3, 4, 5)
 			})},
-		opCase{op: "scatter_add", name: "axis 0, negative index, vs loop",
-			inputs: []*tensor.Tensor{spSeq(3, 2), ints([]int{4, 2}, 0, 2, -1, 0, 2, -3, 1, 1), spRandInt(550, -5, 5, 4, 2)},
-			want: spOne(func(in []*tensor.Tensor) *tensor.Tensor {
-				out := in[0].Clone()
-				spEach(in[1].Shape, func(i []int) {
-					k := int(in[1].At(i...))
-					if k < 0 {
-						k += 3
-					}
-					out.Set(out.At(k, i[1])+in[2].At(i...), k, i[1])
-				})
-				return out
-			})},
+		scatterVsLoop("scatter_add", func(old, u float64) float64 { return old + u }),
 		opCase{op: "nd_positions", name: "pairs into [3, 4], negative entries from the end",
 			inputs: []*tensor.Tensor{ints([]int{3, 2}, 0, 1, 2, -1, -3, 0), ints([]int{2}, 3, 4), ints([]int{2}, 4, 1)},
 			want:   spConst(ints([]int{3}, 1, 11, 0))},

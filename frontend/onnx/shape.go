@@ -264,15 +264,24 @@ func convTopK(c *nodeCtx) {
 	}
 }
 
+// scatterOp is the stdlib scatter of the node's reduction: plain without
+// one, else prefix and the reduction's name (scatter_add).
+func (c *nodeCtx) scatterOp(plain, prefix string) string {
+	switch reduction := c.stringAttr("reduction", "none"); reduction {
+	case "none":
+		return plain
+	case "add", "mul", "max", "min":
+		return prefix + reduction
+	default:
+		c.fail("reduction %q is none of none, add, mul, max, min", reduction)
+		return ""
+	}
+}
+
 // convScatterElements maps ScatterElements (and Scatter, its name
 // before opset 11) to the stdlib scatter of its reduction.
 func convScatterElements(c *nodeCtx) {
-	ops := map[string]string{"none": "scatter_elements", "add": "scatter_add", "mul": "scatter_mul", "max": "scatter_max", "min": "scatter_min"}
-	reduction := c.stringAttr("reduction", "none")
-	op, ok := ops[reduction]
-	if !ok {
-		c.fail("reduction %q is none of none, add, mul, max, min", reduction)
-	}
+	op := c.scatterOp("scatter_elements", "scatter_")
 	data := c.must(0)
 	c.out(0, c.call1(op, []attr{intA("axis", c.axis(c.intAttr("axis", 0), rank(data)))}, data, c.must(1), c.must(2)))
 }
@@ -282,12 +291,7 @@ func convScatterElements(c *nodeCtx) {
 // over their batch of tuples, then the stdlib scatter_nd of the
 // reduction.
 func convScatterND(c *nodeCtx) {
-	ops := map[string]string{"none": "scatter_nd", "add": "scatter_nd_add", "mul": "scatter_nd_mul", "max": "scatter_nd_max", "min": "scatter_nd_min"}
-	reduction := c.stringAttr("reduction", "none")
-	op, ok := ops[reduction]
-	if !ok {
-		c.fail("reduction %q is none of none, add, mul, max, min", reduction)
-	}
+	op := c.scatterOp("scatter_nd", "scatter_nd_")
 	data, indices, updates := c.must(0), c.must(1), c.must(2)
 	idx := c.dims(indices)
 	depth := idx[len(idx)-1]
