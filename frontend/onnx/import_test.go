@@ -332,6 +332,25 @@ func TestImportSplitSymbolicBatch(t *testing.T) {
 	}
 }
 
+// Resize of a dynamic-batch image by scales [1, 1, 2, 2] (how PyTorch
+// exports nn.Upsample) needs only the resized axes' extents.
+func TestImportResizeSymbolicBatch(t *testing.T) {
+	g := &onnxpb.GraphProto{
+		Node:        []*onnxpb.NodeProto{onnxbuild.Node("Resize", []string{"x", "", "scales"}, []string{"y"})},
+		Initializer: []*onnxpb.TensorProto{onnxbuild.FloatTensor("scales", []int64{4}, 1, 1, 2, 2)},
+		Input:       []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("x", onnxpb.TensorProto_FLOAT, "N", 1, 2, 2)},
+		Output:      []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("y", onnxpb.TensorProto_FLOAT, "N", 1, 4, 4)},
+	}
+	x := tensor.FromFloats(lang.F32, []int{2, 1, 2, 2}, []float64{1, 2, 3, 4, 5, 6, 7, 8})
+	_, outs := run(t, model(g, 13), Options{}, map[string]*tensor.Tensor{"x": x}, map[string]ir.AttrValue{"N": {Kind: ir.AttrInt, Int: 2}})
+	want := tensor.FromFloats(lang.F32, []int{2, 1, 4, 4}, []float64{
+		1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4,
+		5, 5, 6, 6, 5, 5, 6, 6, 7, 7, 8, 8, 7, 7, 8, 8})
+	if err := tensor.Compare(outs[0], want, tensor.Exact); err != nil {
+		t.Error(err)
+	}
+}
+
 // refEinsum evaluates an explicit equation without ellipses by brute force.
 func refEinsum(eq string, ops []*tensor.Tensor) *tensor.Tensor {
 	lhs, out, _ := strings.Cut(eq, "->")

@@ -19,9 +19,8 @@ func convResize(c *nodeCtx) {
 		c.fail("Resize before opset 11 (Upsample's conventions) is not supported")
 	}
 	x := c.must(0)
-	shape := c.dims(x)
-	axes := c.resizeAxes(len(shape))
-	scales, sizes := c.resizeTargets(shape, axes)
+	axes := c.resizeAxes(rank(x))
+	scales, sizes := c.resizeTargets(x, axes)
 	mode := c.stringAttr("mode", "nearest")
 	coord := c.stringAttr("coordinate_transformation_mode", "half_pixel")
 	if coord == "tf_crop_and_resize" {
@@ -32,12 +31,12 @@ func convResize(c *nodeCtx) {
 	}
 	y := x
 	for _, a := range axes {
-		if sizes[a] == shape[a] && scales[a] == 1 {
-			continue
+		if scales[a] == 1 {
+			continue // the identity in every mode: the coordinates are the positions
 		}
 		coords := make([]float64, sizes[a])
 		for o := range coords {
-			coords[o] = resizeCoordinate(coord, float64(o), scales[a], shape[a], sizes[a])
+			coords[o] = resizeCoordinate(coord, float64(o), scales[a], c.extent(x, a), sizes[a])
 			if math.IsNaN(coords[o]) {
 				c.fail("coordinate_transformation_mode %q is none of half_pixel, half_pixel_symmetric, pytorch_half_pixel, align_corners, asymmetric", coord)
 			}
@@ -62,14 +61,14 @@ func (c *nodeCtx) resizeAxes(rank int) []int {
 	return axes
 }
 
-// resizeTargets are each axis's scale and output extent (1 and the
-// input's extent on axes not resized): from the scales input, the
-// extent rounded down; from sizes, the scale their ratio, or with
-// keep_aspect_ratio_policy not_larger or not_smaller the least or the
-// largest ratio over the axes and the extents rounded half up.
-func (c *nodeCtx) resizeTargets(shape []int64, axes []int) (scales []float64, sizes []int64) {
-	scales = make([]float64, len(shape))
-	sizes = slices.Clone(shape)
+// resizeTargets are each axis's scale and output extent (scale 1 on
+// axes not resized, whose extent is not asked for: a dynamic batch):
+// from the scales input, the extent rounded down; from sizes, the scale
+// their ratio, or with keep_aspect_ratio_policy not_larger or
+// not_smaller the least or the largest ratio over the axes and the
+// extents rounded half up.
+func (c *nodeCtx) resizeTargets(x *value, axes []int) (scales []float64, sizes []int64) {
+	scales, sizes = make([]float64, rank(x)), make([]int64, rank(x))
 	for a := range scales {
 		scales[a] = 1
 	}
@@ -79,7 +78,7 @@ func (c *nodeCtx) resizeTargets(shape []int64, axes []int) (scales []float64, si
 		}
 		for i, a := range axes {
 			sizes[a] = given[i]
-			scales[a] = float64(given[i]) / float64(shape[a])
+			scales[a] = float64(given[i]) / float64(c.extent(x, a))
 		}
 		policy := c.stringAttr("keep_aspect_ratio_policy", "stretch")
 		if policy == "stretch" {
@@ -100,7 +99,7 @@ func (c *nodeCtx) resizeTargets(shape []int64, axes []int) (scales []float64, si
 		scale := pick(ratios)
 		for _, a := range axes {
 			scales[a] = scale
-			sizes[a] = int64(scale*float64(shape[a]) + 0.5)
+			sizes[a] = int64(scale*float64(c.extent(x, a)) + 0.5)
 		}
 		return scales, sizes
 	}
@@ -112,8 +111,9 @@ func (c *nodeCtx) resizeTargets(shape []int64, axes []int) (scales []float64, si
 		if given[i] <= 0 {
 			c.fail("scale %g is not positive", given[i])
 		}
-		scales[a] = given[i]
-		sizes[a] = int64(given[i] * float64(shape[a]))
+		if scales[a] = given[i]; given[i] != 1 {
+			sizes[a] = int64(given[i] * float64(c.extent(x, a)))
+		}
 	}
 	return scales, sizes
 }
