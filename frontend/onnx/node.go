@@ -186,30 +186,29 @@ func (c *nodeCtx) known(i int, what string) *tensor.Tensor {
 
 // knownInts returns input i as integers; absent gives nil.
 func (c *nodeCtx) knownInts(i int, what string) []int64 {
-	if c.in(i) == nil {
-		return nil
-	}
-	t := c.known(i, what)
-	out := make([]int64, t.Len())
-	for k := range out {
+	return knownEach(c, i, what, func(t *tensor.Tensor, k int) int64 {
 		if t.DType.IsFloat() {
-			out[k] = int64(t.F[k])
-		} else {
-			out[k] = t.I[k]
+			return int64(t.F[k])
 		}
-	}
-	return out
+		return t.I[k]
+	})
 }
 
 // knownFloats returns input i as floats; absent gives nil.
 func (c *nodeCtx) knownFloats(i int, what string) []float64 {
+	return knownEach(c, i, what, (*tensor.Tensor).Flat)
+}
+
+// knownEach reads every element of input i, which must be known at
+// import, with at; absent gives nil.
+func knownEach[T any](c *nodeCtx, i int, what string, at func(t *tensor.Tensor, k int) T) []T {
 	if c.in(i) == nil {
 		return nil
 	}
 	t := c.known(i, what)
-	out := make([]float64, t.Len())
+	out := make([]T, t.Len())
 	for k := range out {
-		out[k] = t.Flat(k)
+		out[k] = at(t, k)
 	}
 	return out
 }
