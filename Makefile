@@ -9,11 +9,12 @@ BIN       := bin/tofuc
 DEB_PKGS  := gcc libc6-dev ca-certificates llvm-14 libz3-dev libopenblas0-pthread libdnnl2
 FUZZTIME  ?= 60s
 SHARED    ?= $(or $(TOFUC_SHARED),../shared)
-# TEST_PKGS are installed by `make test` only (the report test opens
-# report.html in headless Chromium).
-TEST_PKGS := chromium
+# TEST_PKGS are installed by `make test` only: the report test opens
+# report.html in headless Chromium; the Python package's test installs it
+# into a virtual environment with Debian's NumPy.
+TEST_PKGS := chromium python3-numpy python3-venv
 
-.PHONY: all deps build run test bench fuzz gpu-bundle clean
+.PHONY: all deps build python run test bench fuzz gpu-bundle clean
 
 all: build
 
@@ -25,6 +26,11 @@ deps:
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tofuc
+
+# python builds the Python package's C library into python/tofuc, for
+# PYTHONPATH=python; `pip install ./python` builds its own (docs/python.md).
+python: deps
+	$(GO) build -buildmode=c-shared -o python/tofuc/libtofuc.so ./cmd/libtofuc
 
 run: deps build
 	@echo "== tofuc check: the standard library and every example"

@@ -2,11 +2,17 @@ package pipeline
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"tofuc/codegen/target"
 	"tofuc/runtime/plan"
+	"tofuc/runtime/planio"
 	"tofuc/runtime/safefile"
+	"tofuc/runtime/tensor"
 )
 
 // A compile writes its files into a staging folder inside its output
@@ -57,4 +63,62 @@ func previousCompile(dir string) []string {
 		}
 	}
 	return out
+}
+
+// Save writes the plan p compiled into folder from into folder dir, with
+// params as its parameters: the plan's kernel modules and report copied,
+// params.npz written and recorded in the plan, all committed as a
+// compile's outputs are. tofuc run and the Python package's load run
+// the saved plan with those parameters.
+func Save(p *plan.Plan, from, dir string, params map[string]*tensor.Tensor) error {
+	if err := planio.Match(p.Params, params, "parameter"); err != nil {
+		return err
+	}
+	st, err := safefile.Stage(dir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	saved := *p
+	saved.ParamsFile = nil
+	for _, rel := range savedFiles(p) {
+		if err := copyFile(filepath.Join(from, rel), filepath.Join(st.Path, rel)); err != nil {
+			return err
+		}
+	}
+	if err := saved.Write(filepath.Join(st.Path, "plan.json")); err != nil {
+		return err
+	}
+	if err := writeParams(&saved, st.Path, params); err != nil {
+		return err
+	}
+	return commit(st)
+}
+
+// savedFiles are the files of a compile's folder that Save copies: the
+// plan's modules and the report, those that exist.
+func savedFiles(p *plan.Plan) []string {
+	var out []string
+	for _, m := range p.Modules {
+		for _, f := range append(append([]plan.File(nil), m.Files...), m.IR...) {
+			out = append(out, f.Path)
+		}
+	}
+	return append(out, "report.txt", "report.json", "report.html")
+}
+
+// copyFile copies the file at from to to, making its folder; a missing
+// report is no error (a compile may not write one).
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if errors.Is(err, fs.ErrNotExist) && strings.HasPrefix(filepath.Base(from), "report.") {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o644)
 }

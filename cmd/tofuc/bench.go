@@ -249,7 +249,7 @@ func simulateBench(path string, f benchFlags, t *cost.Topology, res *benchResult
 
 // benchModel loads the model with its weights and --params.
 func benchModel(path string, f benchFlags) (*pipeline.Model, map[string]*tensor.Tensor, error) {
-	set, err := parseSets(f.sets)
+	set, err := pipeline.ParseSets(f.sets)
 	if err != nil {
 		return nil, nil, err
 	}

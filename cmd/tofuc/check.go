@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"tofuc/parser"
 	"tofuc/pipeline"
 
@@ -35,7 +33,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err := tf.validate(); err != nil {
 		return usageError(stderr, "check", "%v", err)
 	}
-	set, err := parseSets(*sets)
+	set, err := pipeline.ParseSets(*sets)
 	if err != nil {
 		return usageError(stderr, "check", "%v", err)
 	}
@@ -116,59 +114,4 @@ func writeDiagnosticsJSON(w io.Writer, errs lang.ErrorList) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.Encode(out)
-}
-
-// parseSets parses repeated NAME=VALUE model attribute overrides.
-func parseSets(sets []string) (map[string]ir.AttrValue, error) {
-	out := map[string]ir.AttrValue{}
-	for _, s := range sets {
-		name, value, ok := strings.Cut(s, "=")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" {
-			return nil, fmt.Errorf("--set %q: expected NAME=VALUE", s)
-		}
-		v, err := parseAttrValue(strings.TrimSpace(value))
-		if err != nil {
-			return nil, fmt.Errorf("--set %s: %w", name, err)
-		}
-		out[name] = v
-	}
-	return out, nil
-}
-
-// parseAttrValue reads an attribute value written on the command line: an
-// integer, a float, true or false, a list [a, b, ...], or else a string.
-func parseAttrValue(s string) (ir.AttrValue, error) {
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return ir.AttrValue{Kind: ir.AttrInt, Int: n}, nil
-	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		return ir.AttrValue{Kind: ir.AttrFloat, Float: f}, nil
-	}
-	switch s {
-	case "true", "false":
-		return ir.AttrValue{Kind: ir.AttrBool, Bool: s == "true"}, nil
-	}
-	if strings.HasPrefix(s, "[") {
-		if !strings.HasSuffix(s, "]") {
-			return ir.AttrValue{}, fmt.Errorf("unterminated list %q", s)
-		}
-		list := ir.AttrValue{Kind: ir.AttrList}
-		inner := strings.TrimSpace(s[1 : len(s)-1])
-		if inner == "" {
-			return list, nil
-		}
-		for _, part := range strings.Split(inner, ",") {
-			v, err := parseAttrValue(strings.TrimSpace(part))
-			if err != nil {
-				return list, err
-			}
-			list.List = append(list.List, v)
-		}
-		return list, nil
-	}
-	if unq, err := strconv.Unquote(s); err == nil {
-		s = unq
-	}
-	return ir.AttrValue{Kind: ir.AttrString, Str: s}, nil
 }

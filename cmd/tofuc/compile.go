@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"tofuc/analysis/partition"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/lang/precision"
@@ -49,7 +48,7 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "compile", "%v", err)
 	}
-	set, err := parseSets(f.sets)
+	set, err := pipeline.ParseSets(f.sets)
 	if err != nil {
 		return usageError(stderr, "compile", "%v", err)
 	}
@@ -85,37 +84,16 @@ func (f *compileFlags) validate(nargs int, trainChanged bool) (pipeline.Options,
 }
 
 // compileOptions are the pipeline's options for the flags compile shares
-// with the compiled backends of eval and bench, so that the same flags
-// build the same plan.
+// with the compiled backends of eval and bench (pipeline.Choices), so
+// that the same flags build the same plan.
 func compileOptions(devices int, memory int64, noOptimize bool, prec precision.Mode, backends []string, train *trainFlags, trainChanged bool) (pipeline.Options, error) {
-	switch {
-	case devices < 1 || devices > partition.MaxDevices:
-		return pipeline.Options{}, fmt.Errorf("--devices must be 1 to %d", partition.MaxDevices)
-	case memory < 0 || memory > 0 && devices == 1:
-		return pipeline.Options{}, fmt.Errorf("--memory goes with --devices N > 1, and must not be negative")
-	case !train.train && trainChanged:
+	if !train.train && trainChanged {
 		return pipeline.Options{}, fmt.Errorf("--loss, --optimizer, --lr and --loss-scale go with --train")
 	}
-	var libs []string // placement is off in the exact mode: no library loaded
-	if prec.InF32() {
-		var err error
-		if libs, err = pipeline.ResolveBackends(backends); err != nil {
-			return pipeline.Options{}, fmt.Errorf("--backends: %w", err)
-		}
-	}
-	opts := pipeline.Options{Devices: devices, Memory: memory, NoOptimize: noOptimize, Precision: prec, Backends: libs}
-	if train.train {
-		if err := train.validate(); err != nil {
-			return pipeline.Options{}, err
-		}
-		t := train.options(prec)
-		opts.Train = &t
-	}
-	return opts, nil
+	c := pipeline.Choices{Devices: devices, Memory: memory, NoOptimize: noOptimize, Precision: prec, Backends: backends, Train: train.choices()}
+	return c.Options()
 }
 
-// compileModel compiles a model (pipeline.Compile) into dir and says what
-// it compiled.
 func compileModel(path, name string, set map[string]ir.AttrValue, opts pipeline.Options, dir string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	m, err := pipeline.Load(path, name, set)

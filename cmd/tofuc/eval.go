@@ -99,7 +99,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "eval", "%v", err)
 	}
-	if _, err := parseSets(append(f.sets, f.attrs...)); err != nil {
+	if _, err := pipeline.ParseSets(append(f.sets, f.attrs...)); err != nil {
 		return usageError(stderr, "eval", "%v", err)
 	}
 	inputs, err := readInputs(specs)
@@ -187,7 +187,7 @@ func readInputs(specs map[string]string) (map[string]*tensor.Tensor, error) {
 // evalModel runs the model of path (training it with --train) and adds
 // the inputs it drew and the optimizer's state to out.
 func evalModel(path string, f evalFlags, opts pipeline.Options, inputs map[string]*tensor.Tensor, out *planio.Folder, stdout, stderr io.Writer) (outs, params map[string]*tensor.Tensor, err error) {
-	set, err := parseSets(f.sets)
+	set, err := pipeline.ParseSets(f.sets)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -389,7 +389,7 @@ func evalOp(path string, f evalFlags, inputs map[string]*tensor.Tensor) (map[str
 	if decl == nil {
 		return nil, fmt.Errorf("%s: no operator %s%s", m.Path, f.op, suggest.DidYouMean(f.op, m.OpNames()))
 	}
-	attrs, err := parseSets(f.attrs)
+	attrs, err := pipeline.ParseSets(f.attrs)
 	if err != nil {
 		return nil, err
 	}

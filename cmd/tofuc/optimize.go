@@ -41,7 +41,7 @@ func runOptimize(args []string, stdout, stderr io.Writer) int {
 	if same, _ := sameFile(*outPath, fs.Arg(0)); same {
 		return usageError(stderr, "optimize", "-o %s is the model's own file; write the optimised model to another", *outPath)
 	}
-	set, err := parseSets(*sets)
+	set, err := pipeline.ParseSets(*sets)
 	if err != nil {
 		return usageError(stderr, "optimize", "%v", err)
 	}

@@ -53,7 +53,7 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "partition", "%v", err)
 	}
-	set, err := parseSets(f.sets)
+	set, err := pipeline.ParseSets(f.sets)
 	if err != nil {
 		return usageError(stderr, "partition", "%v", err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 	"tofuc/analysis/check"
 	"tofuc/lang/ir"
 	"tofuc/lang/precision"
+	"tofuc/pipeline"
 )
 
 // trainFlags are the flags of commands that can work on a model's
@@ -38,34 +38,25 @@ func (f *trainFlags) changed(fs *pflag.FlagSet) bool {
 	return fs.Changed("loss") || fs.Changed("optimizer") || fs.Changed("lr") || fs.Changed("steps") || fs.Changed("loss-scale")
 }
 
-// validate rejects unknown losses and optimizers (usage errors).
-func (f *trainFlags) validate() error {
-	if !slices.Contains(autodiff.Losses, f.loss) {
-		return fmt.Errorf("unknown loss %q (expected %s)", f.loss, strings.Join(autodiff.Losses, " or "))
+// choices are the training choices the flags give (nil without --train).
+func (f *trainFlags) choices() *pipeline.TrainChoices {
+	if !f.train {
+		return nil
 	}
-	if !slices.Contains(autodiff.Optimizers, f.optimize) {
-		return fmt.Errorf("unknown optimizer %q (expected %s)", f.optimize, strings.Join(autodiff.Optimizers, ", "))
-	}
-	if f.lr < 0 {
-		return fmt.Errorf("--lr must not be negative")
-	}
-	return nil
+	return &pipeline.TrainChoices{Loss: f.loss, Optimizer: f.optimize, LR: f.lr, LossScale: f.lossScale}
 }
 
-// options are the training options of a graph compiled in mode p (the
-// mode's loss scale unless --loss-scale gives one).
-func (f *trainFlags) options(p precision.Mode) autodiff.TrainOptions {
-	scale := f.lossScale
-	if scale == 0 {
-		scale = p.LossScale()
-	}
-	return autodiff.TrainOptions{Loss: f.loss, Optimizer: f.optimize, LR: f.lr, LossScale: scale}
+// validate rejects unknown losses and optimizers (usage errors).
+func (f *trainFlags) validate() error {
+	t := pipeline.TrainChoices{Loss: f.loss, Optimizer: f.optimize, LR: f.lr}
+	return t.Validate()
 }
 
 // trainingGraph builds the training graph of a model of m, to be
 // computed in mode p.
 func trainingGraph(m *check.Module, g *ir.Graph, f *trainFlags, p precision.Mode) (*ir.Graph, map[string]string, error) {
-	tg, next, err := autodiff.TrainingGraph(g, m, f.options(p))
+	opts := (&pipeline.TrainChoices{Loss: f.loss, Optimizer: f.optimize, LR: f.lr, LossScale: f.lossScale}).Options(p)
+	tg, next, err := autodiff.TrainingGraph(g, m, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: training graph of %s: %w", m.Path, g.Name, err)
 	}

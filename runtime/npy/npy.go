@@ -419,27 +419,10 @@ func Write(w io.Writer, t *tensor.Tensor) error {
 	if _, err := w.Write(out.Bytes()); err != nil {
 		return err
 	}
-	size := dt.Size()
 	n := t.Len()
-	buf := make([]byte, 0, min(n*size, maxAllocChunk))
-	le := binary.LittleEndian
+	buf := make([]byte, 0, min(n*dt.Size(), maxAllocChunk))
 	for i := 0; i < n; i++ {
-		switch dt {
-		case lang.F16:
-			buf = le.AppendUint16(buf, lang.FloatToF16(t.F[i]))
-		case lang.F32:
-			buf = le.AppendUint32(buf, math.Float32bits(float32(t.F[i])))
-		case lang.F64:
-			buf = le.AppendUint64(buf, math.Float64bits(t.F[i]))
-		case lang.I8, lang.U8, lang.Bool:
-			buf = append(buf, byte(t.I[i]))
-		case lang.I16, lang.U16:
-			buf = le.AppendUint16(buf, uint16(t.I[i]))
-		case lang.I32, lang.U32:
-			buf = le.AppendUint32(buf, uint32(t.I[i]))
-		case lang.I64, lang.U64:
-			buf = le.AppendUint64(buf, uint64(t.I[i]))
-		}
+		buf = appendElement(buf, dt, t, i)
 		if len(buf)+8 > cap(buf) || i == n-1 {
 			if _, err := w.Write(buf); err != nil {
 				return err
@@ -448,6 +431,68 @@ func Write(w io.Writer, t *tensor.Tensor) error {
 		}
 	}
 	return nil
+}
+
+// appendElement appends element i of t, little-endian, as dtype dt
+// (t's, or Stored's).
+func appendElement(buf []byte, dt lang.DType, t *tensor.Tensor, i int) []byte {
+	le := binary.LittleEndian
+	switch dt {
+	case lang.F16:
+		return le.AppendUint16(buf, lang.FloatToF16(t.F[i]))
+	case lang.F32:
+		return le.AppendUint32(buf, math.Float32bits(float32(t.F[i])))
+	case lang.F64:
+		return le.AppendUint64(buf, math.Float64bits(t.F[i]))
+	case lang.I8, lang.U8, lang.Bool:
+		return append(buf, byte(t.I[i]))
+	case lang.I16, lang.U16:
+		return le.AppendUint16(buf, uint16(t.I[i]))
+	case lang.I32, lang.U32:
+		return le.AppendUint32(buf, uint32(t.I[i]))
+	case lang.I64, lang.U64:
+		return le.AppendUint64(buf, uint64(t.I[i]))
+	}
+	return buf
+}
+
+// Raw arrays: a tensor's elements in row-major order, little-endian, as
+// its Stored dtype, with no header (what a NumPy array's buffer holds;
+// the Python package hands them over in place, docs/python.md).
+
+// RawBytes is the length of t's raw array.
+func RawBytes(t *tensor.Tensor) int { return t.Len() * Stored(t.DType).Size() }
+
+// EncodeRaw writes t's raw array into dst, which must hold RawBytes(t).
+func EncodeRaw(dst []byte, t *tensor.Tensor) error {
+	if err := t.Validate(); err != nil {
+		return fmt.Errorf("npy: %w", err)
+	}
+	if len(dst) != RawBytes(t) {
+		return fmt.Errorf("npy: %d bytes for a raw %s%v array of %d", len(dst), t.DType, t.Shape, RawBytes(t))
+	}
+	dt := Stored(t.DType)
+	buf := dst[:0]
+	for i := range t.Len() {
+		buf = appendElement(buf, dt, t, i)
+	}
+	return nil
+}
+
+// DecodeRaw reads a raw array of dtype dt (one NumPy has: not bf16) and
+// shape from data, which must hold exactly its elements.
+func DecodeRaw(dt lang.DType, shape []int, data []byte) (*tensor.Tensor, error) {
+	if descrOf(dt) == "" {
+		return nil, fmt.Errorf("npy: no raw arrays of %s", dt)
+	}
+	if err := tensor.CheckSize(shape); err != nil {
+		return nil, fmt.Errorf("npy: %w", err)
+	}
+	h := &header{dtype: dt, shape: shape, order: binary.LittleEndian, size: dt.Size(), count: tensor.NumElements(shape)}
+	if len(data) != h.count*h.size {
+		return nil, fmt.Errorf("npy: %d bytes for a raw %s%v array of %d", len(data), dt, shape, h.count*h.size)
+	}
+	return decode(h, data), nil
 }
 
 // WriteFile writes t to the .npy file at path.

@@ -1,0 +1,415 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+
+	"tofuc/analysis/autodiff"
+	"tofuc/lang"
+	"tofuc/lang/precision"
+	"tofuc/pipeline"
+	"tofuc/runtime/cpu"
+	"tofuc/runtime/executor"
+	"tofuc/runtime/plan"
+	"tofuc/runtime/planio"
+	"tofuc/runtime/simt"
+	"tofuc/runtime/tensor"
+)
+
+// Request is one call. Op says what it does: compile (Compile), open
+// (Dir, Backend, Threads), run (Model, Tensors: the inputs), train_step
+// (Model, Tensors, Step), params (Model), set_params (Model, Tensors),
+// save (Model, Dir) or close (Model).
+type Request struct {
+	Op      string       `json:"op"`
+	Model   int64        `json:"model,omitempty"`
+	Compile *CompileArgs `json:"compile,omitempty"`
+	Dir     string       `json:"dir,omitempty"`
+	Backend string       `json:"backend,omitempty"`
+	Threads int          `json:"threads,omitempty"`
+	Tensors []TensorArg  `json:"tensors,omitempty"`
+	// Step is a training step's number, Adam's step input (0: the one
+	// after the model's last).
+	Step int `json:"step,omitempty"`
+}
+
+// CompileArgs are tofuc compile's arguments (pipeline.Choices; the
+// names of its flags).
+type CompileArgs struct {
+	Path  string   `json:"path"`
+	Graph string   `json:"graph,omitempty"`
+	Set   []string `json:"set,omitempty"` // NAME=VALUE, as --set
+	// Dir keeps the compiled plan in a folder ("": a temporary one,
+	// removed when the model is closed).
+	Dir        string   `json:"dir,omitempty"`
+	Devices    int      `json:"devices,omitempty"`
+	Memory     int64    `json:"memory,omitempty"`
+	NoOptimize bool     `json:"no_optimize,omitempty"`
+	Precision  string   `json:"precision,omitempty"`
+	Backends   []string `json:"backends,omitempty"`
+	Train      bool     `json:"train,omitempty"`
+	Loss       string   `json:"loss,omitempty"`
+	Optimizer  string   `json:"optimizer,omitempty"`
+	LR         float64  `json:"lr,omitempty"`
+	LossScale  float64  `json:"loss_scale,omitempty"`
+	Seed       uint64   `json:"seed,omitempty"`
+	Jobs       int      `json:"jobs,omitempty"`
+	// Backend and Threads are the runtime the plan is opened on (cpu or
+	// simt) and its host threads.
+	Backend string `json:"backend,omitempty"`
+	Threads int    `json:"threads,omitempty"`
+}
+
+// TensorArg is a tensor of a request: its raw array is the call's
+// buffer Buffer.
+type TensorArg struct {
+	Name   string `json:"name"`
+	DType  string `json:"dtype"`
+	Shape  []int  `json:"shape"`
+	Buffer int    `json:"buffer"`
+}
+
+// Reply is a call's answer: Error, or what the call gives. Tensors
+// describe the tensors returned beside it, in order.
+type Reply struct {
+	Error   string        `json:"error,omitempty"`
+	Model   int64         `json:"model,omitempty"`
+	Info    *Info         `json:"info,omitempty"`
+	Tensors []TensorReply `json:"tensors,omitempty"`
+	Loss    *float64      `json:"loss,omitempty"`
+	Step    int           `json:"step,omitempty"`
+}
+
+// TensorReply describes a returned tensor: its raw array holds its
+// dtype as NumPy stores it (npy.Stored: bf16 as f32).
+type TensorReply struct {
+	Name  string `json:"name"`
+	DType string `json:"dtype"`
+	Shape []int  `json:"shape"`
+}
+
+// Info describes an open model.
+type Info struct {
+	Dir       string            `json:"dir"`
+	Backend   string            `json:"backend"`
+	Graph     string            `json:"graph"`
+	Devices   int               `json:"devices"`
+	Precision string            `json:"precision"`
+	Inputs    []plan.Binding    `json:"inputs"`
+	Outputs   []plan.Binding    `json:"outputs"`
+	Params    []plan.Binding    `json:"params"`
+	Next      map[string]string `json:"next,omitempty"`
+	Cached    bool              `json:"cached,omitempty"`
+}
+
+// Session holds the models open in a process by handle.
+type Session struct {
+	mu     sync.Mutex
+	models map[int64]*model
+	last   int64
+}
+
+// model is an open plan with its parameters.
+type model struct {
+	mu      sync.Mutex // one call at a time
+	plan    *plan.Plan
+	prog    *executor.Program
+	dir     string
+	temp    bool // dir is removed at close
+	backend string
+	params  map[string]*tensor.Tensor
+	step    int // training steps run
+	cached  bool
+}
+
+// NewSession returns an empty session.
+func NewSession() *Session { return &Session{models: map[int64]*model{}} }
+
+// Handle runs the request in JSON req, whose tensors' raw arrays are
+// buffers, and returns the reply in JSON and the tensors it describes.
+// Every failure is in the reply's Error.
+func (s *Session) Handle(req []byte, buffers [][]byte) ([]byte, []*tensor.Tensor) {
+	var r Request
+	var reply Reply
+	var out []*tensor.Tensor
+	err := json.Unmarshal(req, &r)
+	if err == nil {
+		reply, out, err = s.handle(&r, buffers)
+	}
+	if err != nil {
+		reply, out = Reply{Error: err.Error()}, nil
+	}
+	b, err := json.Marshal(reply)
+	if err != nil { // a NaN loss, which JSON cannot hold, is refused before
+		b, _ = json.Marshal(Reply{Error: err.Error()})
+		out = nil
+	}
+	return b, out
+}
+
+func (s *Session) handle(r *Request, buffers [][]byte) (Reply, []*tensor.Tensor, error) {
+	switch r.Op {
+	case "compile":
+		if r.Compile == nil {
+			return Reply{}, nil, errors.New("compile: no arguments")
+		}
+		return s.add(compileModel(r.Compile))
+	case "open":
+		return s.add(openModel(r.Dir, r.Backend, r.Threads, ""))
+	}
+	m, err := s.model(r.Model)
+	if err != nil {
+		return Reply{}, nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.prog == nil {
+		return Reply{}, nil, fmt.Errorf("model %d is closed", r.Model)
+	}
+	switch r.Op {
+	case "info":
+		return Reply{Model: r.Model, Info: m.info()}, nil, nil
+	case "run":
+		return m.run(r.Tensors, buffers)
+	case "train_step":
+		return m.trainStep(r.Tensors, buffers, r.Step)
+	case "params":
+		return tensorsReply(m.params)
+	case "set_params":
+		return Reply{}, nil, m.setParams(r.Tensors, buffers)
+	case "save":
+		return Reply{}, nil, pipeline.Save(m.plan, m.dir, r.Dir, m.params)
+	case "close":
+		s.mu.Lock()
+		delete(s.models, r.Model)
+		s.mu.Unlock()
+		return Reply{}, nil, m.close()
+	}
+	return Reply{}, nil, fmt.Errorf("unknown request %q", r.Op)
+}
+
+// add registers a new model under a fresh handle.
+func (s *Session) add(m *model, err error) (Reply, []*tensor.Tensor, error) {
+	if err != nil {
+		return Reply{}, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last++
+	s.models[s.last] = m
+	return Reply{Model: s.last, Info: m.info()}, nil, nil
+}
+
+func (s *Session) model(h int64) (*model, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.models[h]
+	if !ok {
+		return nil, fmt.Errorf("no model %d (closed, or never opened)", h)
+	}
+	return m, nil
+}
+
+// Close closes every model of the session.
+func (s *Session) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for h, m := range s.models {
+		m.close()
+		delete(s.models, h)
+	}
+}
+
+// compileModel compiles as tofuc compile does, then opens the plan.
+func compileModel(a *CompileArgs) (*model, error) {
+	set, err := pipeline.ParseSets(a.Set)
+	if err != nil {
+		return nil, err
+	}
+	prec, err := precision.Parse(a.Precision)
+	if err != nil {
+		return nil, err
+	}
+	c := pipeline.Choices{Devices: max(a.Devices, 1), Memory: a.Memory, NoOptimize: a.NoOptimize, Precision: prec, Backends: a.Backends}
+	if a.Train {
+		c.Train = &pipeline.TrainChoices{Loss: a.Loss, Optimizer: a.Optimizer, LR: a.LR, LossScale: a.LossScale}
+	}
+	opts, err := c.Options()
+	if err != nil {
+		return nil, err
+	}
+	opts.Seed, opts.Jobs, opts.Threads = a.Seed, a.Jobs, a.Threads
+	backend := a.Backend
+	if backend == "" {
+		backend = cpu.Kind.Name
+	}
+	if err := checkRuntime(backend, a.Threads); err != nil {
+		return nil, err
+	}
+	m, err := pipeline.Load(a.Path, a.Graph, set)
+	if err != nil {
+		return nil, err
+	}
+	dir, temp := a.Dir, false
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "tofuc-model-*"); err != nil {
+			return nil, err
+		}
+		temp = true
+	}
+	res, err := pipeline.Compile(m, dir, opts)
+	if err == nil {
+		var opened *model
+		if opened, err = openModel(dir, backend, a.Threads, ""); err == nil {
+			opened.temp, opened.cached = temp, res.Cached
+			return opened, nil
+		}
+	}
+	if temp {
+		os.RemoveAll(dir)
+	}
+	return nil, err
+}
+
+// checkRuntime rejects a runtime models cannot run on.
+func checkRuntime(backend string, threads int) error {
+	if backend != cpu.Kind.Name && backend != simt.Kind.Name {
+		return fmt.Errorf("unknown backend %q (expected %s or %s)", backend, cpu.Kind.Name, simt.Kind.Name)
+	}
+	if threads < 0 {
+		return fmt.Errorf("threads must not be negative")
+	}
+	return nil
+}
+
+// openModel opens the plan compiled into dir on a runtime, with the
+// parameters of given ("": those the plan records), as tofuc run does.
+func openModel(dir, backend string, threads int, given string) (*model, error) {
+	if backend == "" {
+		backend = cpu.Kind.Name
+	}
+	if err := checkRuntime(backend, threads); err != nil {
+		return nil, err
+	}
+	m := &model{dir: dir, backend: backend}
+	p, err := planio.Read(dir, func(p *plan.Plan) (err error) {
+		if m.prog, err = executor.Open(p, dir, backend, executor.Options{Threads: threads}); err != nil {
+			return err
+		}
+		m.params, err = planio.Params(p, dir, given)
+		return err
+	})
+	if err != nil {
+		if m.prog != nil {
+			m.prog.Close()
+		}
+		return nil, err
+	}
+	m.plan = p
+	return m, nil
+}
+
+func (m *model) info() *Info {
+	p := m.plan
+	return &Info{Dir: m.dir, Backend: m.backend, Graph: p.Model, Devices: p.Devices, Precision: p.Precision.String(),
+		Inputs: p.Inputs, Outputs: p.Outputs, Params: p.Params, Next: p.Next, Cached: m.cached}
+}
+
+// run runs the plan once on the inputs given.
+func (m *model) run(args []TensorArg, buffers [][]byte) (Reply, []*tensor.Tensor, error) {
+	inputs, err := tensorsOf(args, buffers, m.plan.Inputs, "input")
+	if err != nil {
+		return Reply{}, nil, err
+	}
+	outputs, err := m.prog.Run(inputs, m.params)
+	if err != nil {
+		return Reply{}, nil, err
+	}
+	return tensorsReply(outputs)
+}
+
+// trainStep runs one step of a training plan and keeps the parameters
+// it updates for the next; Adam's step input is step, or the one after
+// the last (unless given as an input).
+func (m *model) trainStep(args []TensorArg, buffers [][]byte, step int) (Reply, []*tensor.Tensor, error) {
+	if len(m.plan.Next) == 0 {
+		return Reply{}, nil, fmt.Errorf("%s is not a training plan: compile it with train=True", m.plan.Model)
+	}
+	if step == 0 {
+		step = m.step + 1
+	}
+	bindings := m.plan.Inputs
+	i := slices.IndexFunc(bindings, func(b plan.Binding) bool { return b.Name == autodiff.StepInput })
+	if i >= 0 && !slices.ContainsFunc(args, func(a TensorArg) bool { return a.Name == autodiff.StepInput }) {
+		bindings = slices.Delete(slices.Clone(bindings), i, i+1)
+	}
+	inputs, err := tensorsOf(args, buffers, bindings, "input")
+	if err != nil {
+		return Reply{}, nil, err
+	}
+	if len(bindings) < len(m.plan.Inputs) {
+		inputs[autodiff.StepInput] = tensor.Scalar(lang.ParseDType(m.plan.Inputs[i].DType), float64(step))
+	}
+	outputs, err := m.prog.Run(inputs, m.params)
+	if err != nil {
+		return Reply{}, nil, fmt.Errorf("step %d: %w", step, err)
+	}
+	loss := outputs[autodiff.LossOutput].Flat(0)
+	if loss != loss || loss > 1e308 || loss < -1e308 {
+		return Reply{}, nil, fmt.Errorf("step %d: the loss is %g: %w (try a smaller learning rate)", step, loss, pipeline.ErrDiverged)
+	}
+	for p, out := range m.plan.Next {
+		m.params[p] = outputs[out]
+	}
+	m.step = step
+	return Reply{Loss: &loss, Step: step}, nil, nil
+}
+
+// setParams replaces the parameters given (all or some).
+func (m *model) setParams(args []TensorArg, buffers [][]byte) error {
+	var bindings []plan.Binding
+	for _, b := range m.plan.Params {
+		if slices.ContainsFunc(args, func(a TensorArg) bool { return a.Name == b.Name }) {
+			bindings = append(bindings, b)
+		}
+	}
+	given, err := tensorsOf(args, buffers, bindings, "parameter")
+	if err != nil {
+		return err
+	}
+	for name, t := range given {
+		m.params[name] = t
+	}
+	return nil
+}
+
+func (m *model) close() error {
+	err := m.prog.Close()
+	m.prog = nil
+	if m.temp {
+		os.RemoveAll(m.dir)
+	}
+	return err
+}
+
+// tensorsReply returns tensors in name order.
+func tensorsReply(ts map[string]*tensor.Tensor) (Reply, []*tensor.Tensor, error) {
+	names := make([]string, 0, len(ts))
+	for name := range ts {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var r Reply
+	out := make([]*tensor.Tensor, len(names))
+	for i, name := range names {
+		t := ts[name]
+		r.Tensors = append(r.Tensors, TensorReply{Name: name, DType: npyStored(t.DType), Shape: t.Shape})
+		out[i] = t
+	}
+	return r, out, nil
+}

@@ -1,0 +1,142 @@
+package pipeline
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"tofuc/analysis/autodiff"
+	"tofuc/analysis/partition"
+	"tofuc/lang/ir"
+	"tofuc/lang/precision"
+)
+
+// Choices are a compile's options as a user gives them: the flags that
+// tofuc compile shares with the compiled backends of eval and bench, and
+// the Python package's arguments of the same names (docs/python.md), so
+// that the same choices build the same plan. Options checks them; its
+// errors name the flags.
+type Choices struct {
+	Devices    int
+	Memory     int64
+	NoOptimize bool
+	Precision  precision.Mode
+	// Backends are the libraries as --backends names them
+	// (ResolveBackends).
+	Backends []string
+	// Train, when not nil, compiles the training graph.
+	Train *TrainChoices
+}
+
+// TrainChoices are the training flags (--loss, --optimizer, --lr,
+// --loss-scale).
+type TrainChoices struct {
+	Loss, Optimizer string
+	LR, LossScale   float64
+}
+
+// Validate rejects unknown losses and optimizers and a negative rate.
+func (t *TrainChoices) Validate() error {
+	if !slices.Contains(autodiff.Losses, t.Loss) {
+		return fmt.Errorf("unknown loss %q (expected %s)", t.Loss, strings.Join(autodiff.Losses, " or "))
+	}
+	if !slices.Contains(autodiff.Optimizers, t.Optimizer) {
+		return fmt.Errorf("unknown optimizer %q (expected %s)", t.Optimizer, strings.Join(autodiff.Optimizers, ", "))
+	}
+	if t.LR < 0 {
+		return fmt.Errorf("--lr must not be negative")
+	}
+	return nil
+}
+
+// Options are the training options of a graph computed in mode p: the
+// mode's loss scale unless LossScale gives one.
+func (t *TrainChoices) Options(p precision.Mode) autodiff.TrainOptions {
+	scale := t.LossScale
+	if scale == 0 {
+		scale = p.LossScale()
+	}
+	return autodiff.TrainOptions{Loss: t.Loss, Optimizer: t.Optimizer, LR: t.LR, LossScale: scale}
+}
+
+// Options checks the choices and makes the compile's Options.
+func (c Choices) Options() (Options, error) {
+	switch {
+	case c.Devices < 1 || c.Devices > partition.MaxDevices:
+		return Options{}, fmt.Errorf("--devices must be 1 to %d", partition.MaxDevices)
+	case c.Memory < 0 || c.Memory > 0 && c.Devices == 1:
+		return Options{}, fmt.Errorf("--memory goes with --devices N > 1, and must not be negative")
+	}
+	var libs []string // placement is off in the exact mode: no library loaded
+	if c.Precision.InF32() {
+		var err error
+		if libs, err = ResolveBackends(c.Backends); err != nil {
+			return Options{}, fmt.Errorf("--backends: %w", err)
+		}
+	}
+	opts := Options{Devices: c.Devices, Memory: c.Memory, NoOptimize: c.NoOptimize, Precision: c.Precision, Backends: libs}
+	if c.Train != nil {
+		if err := c.Train.Validate(); err != nil {
+			return Options{}, err
+		}
+		t := c.Train.Options(c.Precision)
+		opts.Train = &t
+	}
+	return opts, nil
+}
+
+// ParseSets parses repeated NAME=VALUE model attribute overrides (--set).
+func ParseSets(sets []string) (map[string]ir.AttrValue, error) {
+	out := map[string]ir.AttrValue{}
+	for _, s := range sets {
+		name, value, ok := strings.Cut(s, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--set %q: expected NAME=VALUE", s)
+		}
+		v, err := parseAttrValue(strings.TrimSpace(value))
+		if err != nil {
+			return nil, fmt.Errorf("--set %s: %w", name, err)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+// parseAttrValue reads an attribute value written on the command line: an
+// integer, a float, true or false, a list [a, b, ...], or else a string.
+func parseAttrValue(s string) (ir.AttrValue, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return ir.AttrValue{Kind: ir.AttrInt, Int: n}, nil
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return ir.AttrValue{Kind: ir.AttrFloat, Float: f}, nil
+	}
+	switch s {
+	case "true", "false":
+		return ir.AttrValue{Kind: ir.AttrBool, Bool: s == "true"}, nil
+	}
+	if strings.HasPrefix(s, "[") {
+		if !strings.HasSuffix(s, "]") {
+			return ir.AttrValue{}, fmt.Errorf("unterminated list %q", s)
+		}
+		list := ir.AttrValue{Kind: ir.AttrList}
+		inner := strings.TrimSpace(s[1 : len(s)-1])
+		if inner == "" {
+			return list, nil
+		}
+		for _, part := range strings.Split(inner, ",") {
+			v, err := parseAttrValue(strings.TrimSpace(part))
+			if err != nil {
+				return list, err
+			}
+			list.List = append(list.List, v)
+		}
+		return list, nil
+	}
+	if unq, err := strconv.Unquote(s); err == nil {
+		s = unq
+	}
+	return ir.AttrValue{Kind: ir.AttrString, Str: s}, nil
+}
