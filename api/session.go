@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -123,7 +124,8 @@ type model struct {
 	temp    bool // dir is removed at close
 	backend string
 	params  map[string]*tensor.Tensor
-	step    int // training steps run
+	step    int    // training steps run
+	seed    uint64 // the compile's seed, which dropout's seed mixes in
 	cached  bool
 }
 
@@ -266,7 +268,7 @@ func compileModel(a *CompileArgs) (*model, error) {
 	if err == nil {
 		var opened *model
 		if opened, err = openModel(dir, backend, a.Threads, ""); err == nil {
-			opened.temp, opened.cached = temp, res.Cached
+			opened.temp, opened.cached, opened.seed = temp, res.Cached, a.Seed
 			return opened, nil
 		}
 	}
@@ -334,8 +336,9 @@ func (m *model) run(args []TensorArg, buffers [][]byte) (Reply, []*tensor.Tensor
 }
 
 // trainStep runs one step of a training plan and keeps the parameters
-// it updates for the next; Adam's step input is step, or the one after
-// the last (unless given as an input).
+// it updates for the next. The inputs a step sets (Adam's step number,
+// dropout's seed: autodiff.StepValues) are those of step, or of the one
+// after the last, unless given.
 func (m *model) trainStep(args []TensorArg, buffers [][]byte, step int) (Reply, []*tensor.Tensor, error) {
 	if len(m.plan.Next) == 0 {
 		return Reply{}, nil, fmt.Errorf("%s is not a training plan: compile it with train=True", m.plan.Model)
@@ -343,18 +346,22 @@ func (m *model) trainStep(args []TensorArg, buffers [][]byte, step int) (Reply, 
 	if step == 0 {
 		step = m.step + 1
 	}
-	bindings := m.plan.Inputs
-	i := slices.IndexFunc(bindings, func(b plan.Binding) bool { return b.Name == autodiff.StepInput })
-	if i >= 0 && !slices.ContainsFunc(args, func(a TensorArg) bool { return a.Name == autodiff.StepInput }) {
-		bindings = slices.Delete(slices.Clone(bindings), i, i+1)
+	var bindings []plan.Binding
+	set := map[string]*tensor.Tensor{}
+	values := autodiff.StepValues(step, m.seed)
+	for _, b := range m.plan.Inputs {
+		v, sets := values[b.Name]
+		if sets && !slices.ContainsFunc(args, func(a TensorArg) bool { return a.Name == b.Name }) {
+			set[b.Name] = tensor.Scalar(lang.ParseDType(b.DType), v)
+			continue
+		}
+		bindings = append(bindings, b)
 	}
 	inputs, err := tensorsOf(args, buffers, bindings, "input")
 	if err != nil {
 		return Reply{}, nil, err
 	}
-	if len(bindings) < len(m.plan.Inputs) {
-		inputs[autodiff.StepInput] = tensor.Scalar(lang.ParseDType(m.plan.Inputs[i].DType), float64(step))
-	}
+	maps.Copy(inputs, set)
 	outputs, err := m.prog.Run(inputs, m.params)
 	if err != nil {
 		return Reply{}, nil, fmt.Errorf("step %d: %w", step, err)

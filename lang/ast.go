@@ -122,6 +122,16 @@ type ParamStmt struct {
 	Init  *Call // nil: the default initialiser
 }
 
+// UpdateStmt is `update w = EXPR`: in a training graph, parameter w's
+// value for the next step is EXPR instead of an optimizer's update, and no
+// gradient trains it (a buffer, such as batch norm's running mean);
+// `update w = w` freezes w. A model's inference graph ignores it.
+type UpdateStmt struct {
+	Pos   Pos
+	Name  string
+	Value Expr
+}
+
 // AssertStmt is `assert COND, "message"`: a compile-time condition on
 // attributes that must hold (e.g. a supported depth).
 type AssertStmt struct {
@@ -166,6 +176,7 @@ type BlockStmt struct {
 
 func (s *AssignStmt) StmtPos() Pos { return s.Pos }
 func (s *ParamStmt) StmtPos() Pos  { return s.Pos }
+func (s *UpdateStmt) StmtPos() Pos { return s.Pos }
 func (s *ReturnStmt) StmtPos() Pos { return s.Pos }
 func (s *AssertStmt) StmtPos() Pos { return s.Pos }
 func (s *ForStmt) StmtPos() Pos    { return s.Pos }

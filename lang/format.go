@@ -244,6 +244,9 @@ func (fm *formatter) stmt(s Stmt, indent string) {
 			p.printf(" init ")
 			p.expr(s.Init)
 		}
+	case *UpdateStmt:
+		p.printf("update %s = ", s.Name)
+		p.expr(s.Value)
 	case *AssertStmt:
 		p.printf("assert ")
 		p.expr(s.Cond)

@@ -333,6 +333,8 @@ func (b *builder) stmt(g *gStmt) lang.Stmt {
 			p.Init = b.call(g.Param.Init)
 		}
 		return p
+	case g.Update != nil:
+		return &lang.UpdateStmt{Pos: pos(g.Update.Pos), Name: b.name(g.Update.Pos, g.Update.Name), Value: b.expr(g.Update.Value)}
 	case g.Assign != nil:
 		a := &lang.AssignStmt{Pos: pos(g.Assign.Pos), Value: b.expr(g.Assign.Value)}
 		for _, n := range g.Assign.Names {

@@ -114,6 +114,7 @@ type gStmt struct {
 	If     *gIf     `parser:"| @@"`
 	Block  *gBlock  `parser:"| @@"`
 	Param  *gParam  `parser:"| @@"`
+	Update *gUpdate `parser:"| @@"`
 	Assign *gAssign `parser:"| @@"`
 }
 
@@ -158,6 +159,12 @@ type gParam struct {
 	DType string     `parser:"@Ident?"`
 	Shape []*gDimPat `parser:"'[' ( @@ ( ',' @@ )* )? ']'"`
 	Init  *gCall     `parser:"( 'init' @@ )?"`
+}
+
+type gUpdate struct {
+	Pos   lexer.Position
+	Name  string `parser:"'update' @Ident '='"`
+	Value *gExpr `parser:"@@"`
 }
 
 type gAssign struct {

@@ -3,10 +3,11 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	"tofuc/analysis/autodiff"
-	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
@@ -24,30 +25,25 @@ type Loop struct {
 	// (autodiff.TrainingGraph's second result).
 	Next    map[string]string
 	session *exec.Session
+	seed    uint64
 }
 
 // NewLoop prepares a training loop on backend b; parameters missing at
 // the first step are initialised from seed.
 func NewLoop(g *ir.Graph, next map[string]string, b exec.Backend, seed uint64) *Loop {
-	return &Loop{Graph: g, Next: next, session: exec.NewSession(g, b, seed)}
+	return &Loop{Graph: g, Next: next, session: exec.NewSession(g, b, seed), seed: seed}
 }
 
 // Close releases what the backend prepared.
 func (l *Loop) Close() error { return l.session.Close() }
 
-// Step runs training step step (1-based, Adam's step input) on inputs
-// with params and returns the loss and the parameters for the next step
-// (those without a gradient keep their values). A loss that is NaN or
-// infinite is an error: training diverged.
+// Step runs training step step (1-based) on inputs with params and
+// returns the loss and the parameters for the next step (those without
+// a gradient keep their values); the inputs a step sets (Adam's step
+// number, dropout's seed: autodiff.StepValues) are added unless given.
+// A loss that is NaN or infinite is an error: training diverged.
 func (l *Loop) Step(step int, inputs, params map[string]*tensor.Tensor) (loss float64, next map[string]*tensor.Tensor, err error) {
-	in := inputs
-	if hasInput(l.Graph, autodiff.StepInput) {
-		in = map[string]*tensor.Tensor{autodiff.StepInput: tensor.Scalar(lang.F32, float64(step))}
-		for k, v := range inputs {
-			in[k] = v
-		}
-	}
-	res, err := l.session.Run(in, params)
+	res, err := l.session.Run(WithStepValues(l.Graph.Inputs, inputs, step, l.seed), params)
 	if err != nil {
 		return 0, nil, fmt.Errorf("step %d: %w", step, err)
 	}
@@ -62,11 +58,18 @@ func (l *Loop) Step(step int, inputs, params map[string]*tensor.Tensor) (loss fl
 	return loss, next, nil
 }
 
-func hasInput(g *ir.Graph, name string) bool {
-	for _, in := range g.Inputs {
-		if in.Name == name {
-			return true
+// WithStepValues is inputs with the values of step (autodiff.StepValues)
+// added for the graph inputs that take them and are not given.
+func WithStepValues(graphInputs []*ir.Value, inputs map[string]*tensor.Tensor, step int, seed uint64) map[string]*tensor.Tensor {
+	out := maps.Clone(inputs)
+	if out == nil {
+		out = map[string]*tensor.Tensor{}
+	}
+	for name, v := range autodiff.StepValues(step, seed) {
+		i := slices.IndexFunc(graphInputs, func(in *ir.Value) bool { return in.Name == name })
+		if _, given := inputs[name]; i >= 0 && !given {
+			out[name] = tensor.Scalar(graphInputs[i].DType, v)
 		}
 	}
-	return false
+	return out
 }

@@ -3,6 +3,7 @@ package autodiff
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"tofuc/analysis/check"
@@ -42,7 +43,19 @@ const (
 	TargetInput = "target" // mse: the output's shape
 	StepInput   = "step"   // adam: the step number, 1-based
 	LossOutput  = "loss"
+	// DropoutSeedInput is an i64 scalar that the training graph's
+	// dropouts draw their masks from (dropout_seeded): a fresh value at
+	// every step gives fresh masks (StepValues).
+	DropoutSeedInput = "dropout_seed"
 )
+
+// StepValues are the values of the training graph's inputs that a
+// training loop sets at each step (1-based) of a run seeded with seed:
+// Adam's step number, and dropout's seed, distinct for every step and
+// run seed.
+func StepValues(step int, seed uint64) map[string]float64 {
+	return map[string]float64{StepInput: float64(step), DropoutSeedInput: float64(seed%(1<<20)<<32 + uint64(step))}
+}
 
 // trainer builds one training graph.
 type trainer struct {
@@ -88,6 +101,9 @@ func TrainingGraph(model *ir.Graph, ops Ops, opts TrainOptions) (g *ir.Graph, ne
 	if len(model.Outputs) == 0 {
 		return nil, nil, fmt.Errorf("model %s has no output", model.Name)
 	}
+	if err := t.seedDropouts(); err != nil {
+		return nil, nil, err
+	}
 	loss, err := t.loss(model.Outputs[0], opts.Loss)
 	if err != nil {
 		return nil, nil, err
@@ -105,6 +121,45 @@ func TrainingGraph(model *ir.Graph, ops Ops, opts TrainOptions) (g *ir.Graph, ne
 		return nil, nil, err
 	}
 	return t.g, t.next, nil
+}
+
+// seedDropouts makes every dropout in training mode a dropout_seeded of
+// the DropoutSeedInput, keeping its place, attributes and output values.
+func (t *trainer) seedDropouts() error {
+	var seed *ir.Value
+	for i, n := range t.g.Nodes {
+		if n.Inst.Op != "dropout" || !training(n.Inst) {
+			continue
+		}
+		if seed == nil {
+			var err error
+			if seed, err = t.input(DropoutSeedInput, lang.I64, nil); err != nil {
+				return err
+			}
+		}
+		attrs := map[string]ir.AttrValue{}
+		for _, a := range n.Inst.Attrs {
+			attrs[a.Name] = a.Value
+		}
+		seeded, err := t.call("dropout_seeded", attrs, n.Role, n.Name, n.Inputs[0], seed)
+		if err != nil {
+			return err
+		}
+		t.g.Nodes = t.g.Nodes[:len(t.g.Nodes)-1] // t.call appended it: it takes n's place
+		seeded.Name, seeded.Outputs, seeded.Pos, seeded.Origin = n.Name, n.Outputs, n.Pos, n.Origin
+		t.g.Nodes[i] = seeded
+	}
+	return nil
+}
+
+// training says whether a dropout instance drops (its training attribute).
+func training(inst *ir.Instance) bool {
+	for _, a := range inst.Attrs {
+		if a.Name == "training" {
+			return a.Value.Kind == ir.AttrBool && a.Value.Bool
+		}
+	}
+	return false
 }
 
 func (t *trainer) unique(name string) string {
@@ -260,7 +315,7 @@ func (t *trainer) backward(loss *ir.Value, scale float64) (map[*ir.Value]*ir.Val
 	needs := t.dependsOnParams()
 	params := map[*ir.Value]bool{}
 	for _, p := range t.g.Params {
-		params[p.Value] = true
+		params[p.Value] = p.Trained()
 	}
 	contribs := map[*ir.Value][]*ir.Value{
 		loss: {{Name: t.unique("loss.seed"), DType: loss.DType, Const: &ir.ConstData{Float: scale, Int: int64(scale)}}},
@@ -316,6 +371,9 @@ func (t *trainer) backward(loss *ir.Value, scale float64) (map[*ir.Value]*ir.Val
 	}
 	grads := map[*ir.Value]*ir.Value{}
 	for _, p := range t.g.Params {
+		if !p.Trained() {
+			continue
+		}
 		g, err := t.sum(p.Value, contribs[p.Value])
 		if err != nil {
 			return nil, err
@@ -383,12 +441,12 @@ func (t *trainer) sum(v *ir.Value, parts []*ir.Value) (*ir.Value, error) {
 	return acc, nil
 }
 
-// dependsOnParams marks the values computed from a parameter: only they
-// need gradients.
+// dependsOnParams marks the values computed from a trained parameter:
+// only they need gradients (buffers are constants of the step).
 func (t *trainer) dependsOnParams() map[*ir.Value]bool {
 	needs := map[*ir.Value]bool{}
 	for _, p := range t.g.Params {
-		needs[p.Value] = true
+		needs[p.Value] = p.Trained()
 	}
 	for _, n := range t.g.Nodes {
 		for _, in := range n.Inputs {
@@ -403,8 +461,21 @@ func (t *trainer) dependsOnParams() map[*ir.Value]bool {
 	return needs
 }
 
-// update adds the optimizer step of every parameter with a gradient.
+// update adds the optimizer step of every parameter with a gradient, and
+// outputs the next value of every buffer (`update w = EXPR`; a frozen
+// parameter keeps its value).
 func (t *trainer) update(grads map[*ir.Value]*ir.Value, opts TrainOptions) error {
+	for _, p := range t.g.Params {
+		if p.Update != nil && p.Update != p.Value {
+			if p.Update.DType != p.Value.DType || !lang.ShapeEqual(p.Update.Shape, p.Value.Shape) {
+				return fmt.Errorf("the update of %s is %s%s, the parameter %s%s", p.Value.Name, p.Update.DType, lang.ShapeString(p.Update.Shape), p.Value.DType, lang.ShapeString(p.Value.Shape))
+			}
+			if !slices.Contains(t.g.Outputs, p.Update) {
+				t.g.Outputs = append(t.g.Outputs, p.Update)
+			}
+			t.next[p.Value.Name] = p.Update.Name
+		}
+	}
 	attrs := map[string]ir.AttrValue{}
 	if opts.LR != 0 {
 		attrs["lr"] = ir.AttrValue{Kind: ir.AttrFloat, Float: opts.LR}

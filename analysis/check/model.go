@@ -344,6 +344,8 @@ func (el *elab) stmt(s *mscope, st lang.Stmt) {
 		el.assign(s, st)
 	case *lang.ParamStmt:
 		el.param(s, st)
+	case *lang.UpdateStmt:
+		el.update(s, st)
 	case *lang.AssertStmt:
 		c := el.ev(s).eval(st.Cond)
 		if c.kind != cBool {
@@ -515,6 +517,38 @@ func (el *elab) param(s *mscope, st *lang.ParamStmt) {
 		el.fail(st.Pos, "%s is a constant; it cannot be rebound to a parameter", st.Name)
 	}
 	s.assign(st.Name, []*ir.Value{v})
+}
+
+// update records a parameter's value for the next training step.
+func (el *elab) update(s *mscope, st *lang.UpdateStmt) {
+	vals, ok := s.lookupValue(st.Name)
+	var p *ir.Param
+	if ok && len(vals) == 1 {
+		for _, q := range el.graph.Params {
+			if q.Value == vals[0] {
+				p = q
+			}
+		}
+	}
+	if p == nil {
+		el.fail(st.Pos, "update %s: %s is not a parameter of this model", st.Name, st.Name)
+	}
+	if p.Update != nil {
+		el.fail(st.Pos, "update %s: %s already has an update (at %s)", st.Name, st.Name, p.UpdatePos)
+	}
+	v := el.tensorExpr(s, st.Value, st.Name+".update")
+	if len(v) != 1 {
+		el.fail(st.Pos, "update %s: the right side gives %s, not one tensor", st.Name, plural(len(v), "value"))
+	}
+	if v[0].DType != p.Value.DType || !lang.ShapeEqual(v[0].Shape, p.Value.Shape) {
+		el.fail(st.Pos, "update %s: %s%s for a parameter of %s%s", st.Name, v[0].DType, lang.ShapeString(v[0].Shape), p.Value.DType, lang.ShapeString(p.Value.Shape))
+	}
+	for _, q := range el.graph.Params {
+		if q.Update == v[0] && v[0] != q.Value {
+			el.fail(st.Pos, "update %s: %s is already the update of %s", st.Name, v[0].Name, q.Value.Name)
+		}
+	}
+	p.Update, p.UpdatePos = v[0], st.Pos
 }
 
 // checkInit rejects initialisers that cannot draw what they say.

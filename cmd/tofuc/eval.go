@@ -210,8 +210,8 @@ func evalModel(path string, f evalFlags, opts pipeline.Options, inputs map[strin
 		return nil, nil, err
 	}
 	for _, in := range g.Inputs {
-		if inputs[in.Name] != nil || in.Name == autodiff.StepInput {
-			continue
+		if _, perStep := autodiff.StepValues(0, 0)[in.Name]; inputs[in.Name] != nil || perStep && f.train.train {
+			continue // the training loop sets Adam's step and dropout's seed at each step
 		}
 		if !f.random {
 			return nil, nil, fmt.Errorf("input %s (%s%s) is missing: give it with --in %s=PATH.npy, or use --random-inputs", in.Name, in.DType, lang.ShapeString(in.Shape), in.Name)

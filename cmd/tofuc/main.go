@@ -42,6 +42,7 @@ func init() {
 		{"fmt", "format TDL files canonically", "tofuc fmt [-w | -l | -d] FILE...", runFmt},
 		{"grad", "print the backward operators derived from an operator, as TDL", "tofuc grad FILE --op NAME", runGrad},
 		{"eval", "evaluate an operator or a model (interpreter or compiled backends)", "tofuc eval FILE [--model NAME | --op NAME] [--set NAME=VALUE]... [--attr NAME=VALUE]... --in NAME=PATH.npy ... [--params PATH.npz] [--seed N] [--backend interp|cpu|simt] [--train --steps N [--loss L] [--optimizer O] [--lr X]] --out DIR", runEval},
+		{"train", "train a model on a dataset: epochs of shuffled mini-batches, held-out evaluation, checkpoints", "tofuc train MODEL --data NAME=PATH.npy ... --out DIR [--epochs N] [--holdout F] [--set batch=N]... [--loss L] [--optimizer O] [--lr X] [--backend cpu|interp|simt] [--resume CHECKPOINT]", runTrain},
 		{"partition", "split a model over devices with the least communication, and report it", "tofuc partition MODEL [--train] --devices N [--report DIR] [--memory BYTES] [--strategy FILE] [--factors K1,K2,...] [--set NAME=VALUE]...", runPartition},
 		{"strategies", "list the partition-n-reduce strategies of operators", "tofuc strategies [--op NAME] [--json] FILE...", runStrategies},
 		{"import", "import an ONNX model as TDL, with its weights in an .npz", "tofuc import MODEL.onnx [-o OUT.tdl] [--known NAME=PATH]...", runImport},

@@ -315,7 +315,15 @@ type Param struct {
 	Value *Value
 	Init  Init
 	Pos   lang.Pos
+	// Update, when not nil, is the parameter's value for the next
+	// training step (`update w = EXPR`): a buffer, which no gradient
+	// trains; Update == Value freezes it. UpdatePos is the statement.
+	Update    *Value
+	UpdatePos lang.Pos
 }
+
+// Trained says whether an optimizer trains the parameter.
+func (p *Param) Trained() bool { return p.Update == nil }
 
 // Init says how a parameter is initialised from the seed.
 type Init struct {
