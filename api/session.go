@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"runtime/debug"
 	"slices"
-	"sort"
 	"sync"
 
 	"tofuc/analysis/autodiff"
@@ -18,6 +20,7 @@ import (
 	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/planio"
+	"tofuc/runtime/safefile"
 	"tofuc/runtime/simt"
 	"tofuc/runtime/tensor"
 )
@@ -48,7 +51,7 @@ type CompileArgs struct {
 	// Dir keeps the compiled plan in a folder ("": a temporary one,
 	// removed when the model is closed).
 	Dir        string   `json:"dir,omitempty"`
-	Devices    int      `json:"devices,omitempty"`
+	Devices    *int     `json:"devices,omitempty"` // nil: 1
 	Memory     int64    `json:"memory,omitempty"`
 	NoOptimize bool     `json:"no_optimize,omitempty"`
 	Precision  string   `json:"precision,omitempty"`
@@ -140,8 +143,10 @@ func (s *Session) Handle(req []byte, buffers [][]byte) ([]byte, []*tensor.Tensor
 	var reply Reply
 	var out []*tensor.Tensor
 	err := json.Unmarshal(req, &r)
-	if err == nil {
-		reply, out, err = s.handle(&r, buffers)
+	if err != nil {
+		err = fmt.Errorf("request: %w", err)
+	} else {
+		reply, out, err = s.safeHandle(&r, buffers)
 	}
 	if err != nil {
 		reply, out = Reply{Error: err.Error()}, nil
@@ -152,6 +157,17 @@ func (s *Session) Handle(req []byte, buffers [][]byte) ([]byte, []*tensor.Tensor
 		out = nil
 	}
 	return b, out
+}
+
+// safeHandle is handle, with a panic of the compiler or a runtime an
+// error: the caller's process (a Python interpreter) lives on.
+func (s *Session) safeHandle(r *Request, buffers [][]byte) (reply Reply, out []*tensor.Tensor, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			reply, out, err = Reply{}, nil, fmt.Errorf("internal error in tofuc (please report it): %v\n%s", p, debug.Stack())
+		}
+	}()
+	return s.handle(r, buffers)
 }
 
 func (s *Session) handle(r *Request, buffers [][]byte) (Reply, []*tensor.Tensor, error) {
@@ -181,11 +197,11 @@ func (s *Session) handle(r *Request, buffers [][]byte) (Reply, []*tensor.Tensor,
 	case "train_step":
 		return m.trainStep(r.Tensors, buffers, r.Step)
 	case "params":
-		return tensorsReply(m.params)
+		return tensorsReply(m.params, m.plan.Params)
 	case "set_params":
 		return Reply{}, nil, m.setParams(r.Tensors, buffers)
 	case "save":
-		return Reply{}, nil, pipeline.Save(m.plan, m.dir, r.Dir, m.params)
+		return Reply{}, nil, m.save(r.Dir)
 	case "close":
 		s.mu.Lock()
 		delete(s.models, r.Model)
@@ -237,13 +253,20 @@ func compileModel(a *CompileArgs) (*model, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := pipeline.Choices{Devices: max(a.Devices, 1), Memory: a.Memory, NoOptimize: a.NoOptimize, Precision: prec, Backends: a.Backends}
+	devices := 1
+	if a.Devices != nil {
+		devices = *a.Devices
+	}
+	c := pipeline.Choices{Devices: devices, Memory: a.Memory, NoOptimize: a.NoOptimize, Precision: prec, Backends: a.Backends}
 	if a.Train {
 		c.Train = &pipeline.TrainChoices{Loss: a.Loss, Optimizer: a.Optimizer, LR: a.LR, LossScale: a.LossScale}
 	}
 	opts, err := c.Options()
 	if err != nil {
 		return nil, err
+	}
+	if a.Jobs < 0 {
+		return nil, fmt.Errorf("jobs must not be negative")
 	}
 	opts.Seed, opts.Jobs, opts.Threads = a.Seed, a.Jobs, a.Threads
 	backend := a.Backend
@@ -283,10 +306,7 @@ func checkRuntime(backend string, threads int) error {
 	if backend != cpu.Kind.Name && backend != simt.Kind.Name {
 		return fmt.Errorf("unknown backend %q (expected %s or %s)", backend, cpu.Kind.Name, simt.Kind.Name)
 	}
-	if threads < 0 {
-		return fmt.Errorf("threads must not be negative")
-	}
-	return nil
+	return pipeline.CheckThreads(threads)
 }
 
 // openModel opens the plan compiled into dir on a runtime, with the
@@ -313,6 +333,10 @@ func openModel(dir, backend string, threads int, given string) (*model, error) {
 		return nil, err
 	}
 	m.plan = p
+	if err := m.readState(); err != nil {
+		m.prog.Close()
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -332,7 +356,7 @@ func (m *model) run(args []TensorArg, buffers [][]byte) (Reply, []*tensor.Tensor
 	if err != nil {
 		return Reply{}, nil, err
 	}
-	return tensorsReply(outputs)
+	return tensorsReply(outputs, m.plan.Outputs)
 }
 
 // trainStep runs one step of a training plan and keeps the parameters
@@ -343,7 +367,10 @@ func (m *model) trainStep(args []TensorArg, buffers [][]byte, step int) (Reply, 
 	if len(m.plan.Next) == 0 {
 		return Reply{}, nil, fmt.Errorf("%s is not a training plan: compile it with train=True", m.plan.Model)
 	}
-	if step == 0 {
+	switch {
+	case step < 0:
+		return Reply{}, nil, fmt.Errorf("step %d: steps count from 1", step)
+	case step == 0:
 		step = m.step + 1
 	}
 	var bindings []plan.Binding
@@ -395,6 +422,43 @@ func (m *model) setParams(args []TensorArg, buffers [][]byte) error {
 	return nil
 }
 
+// stateFile holds, beside a saved plan, the steps its training ran, so
+// that a model loaded from it continues Adam's count.
+const stateFile = "training.json"
+
+// save writes the plan with its parameters now (pipeline.Save) and, for a
+// training plan, the steps run.
+func (m *model) save(dir string) error {
+	if err := pipeline.Save(m.plan, m.dir, dir, m.params); err != nil {
+		return err
+	}
+	if len(m.plan.Next) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(map[string]int{"step": m.step})
+	if err != nil {
+		return err
+	}
+	return safefile.WriteFile(filepath.Join(dir, stateFile), b, 0o644)
+}
+
+// readState reads the steps a saved training plan ran (none: 0).
+func (m *model) readState() error {
+	b, err := os.ReadFile(filepath.Join(m.dir, stateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var st struct{ Step int }
+	if err := json.Unmarshal(b, &st); err != nil || st.Step < 0 {
+		return fmt.Errorf("%s: not a training state (%v)", filepath.Join(m.dir, stateFile), err)
+	}
+	m.step = st.Step
+	return nil
+}
+
 func (m *model) close() error {
 	err := m.prog.Close()
 	m.prog = nil
@@ -404,19 +468,18 @@ func (m *model) close() error {
 	return err
 }
 
-// tensorsReply returns tensors in name order.
-func tensorsReply(ts map[string]*tensor.Tensor) (Reply, []*tensor.Tensor, error) {
-	names := make([]string, 0, len(ts))
-	for name := range ts {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+// tensorsReply returns tensors in the order of their bindings.
+func tensorsReply(ts map[string]*tensor.Tensor, order []plan.Binding) (Reply, []*tensor.Tensor, error) {
 	var r Reply
-	out := make([]*tensor.Tensor, len(names))
-	for i, name := range names {
-		t := ts[name]
+	out := make([]*tensor.Tensor, 0, len(order))
+	for _, b := range order {
+		name := b.Name
+		t, ok := ts[name]
+		if !ok {
+			return Reply{}, nil, fmt.Errorf("the run gave no %s", name)
+		}
 		r.Tensors = append(r.Tensors, TensorReply{Name: name, DType: npyStored(t.DType), Shape: t.Shape})
-		out[i] = t
+		out = append(out, t)
 	}
 	return r, out, nil
 }

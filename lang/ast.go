@@ -113,13 +113,16 @@ type AssignStmt struct {
 	Value Expr
 }
 
-// ParamStmt declares a parameter: `w = param f32[784, hidden] init normal(std = 0.02)`.
+// ParamStmt declares a parameter: `w = param f32[784, hidden] init normal(std = 0.02)`,
+// optionally with the name it has in the graph and in parameter files
+// (`name "h.2/w1"`; default: its binding's, after the blocks' path).
 type ParamStmt struct {
 	Pos   Pos
 	Name  string
 	DType string
 	Shape []DimPat
-	Init  *Call // nil: the default initialiser
+	Init  *Call  // nil: the default initialiser
+	Label string // "": the binding's name
 }
 
 // UpdateStmt is `update w = EXPR`: in a training graph, parameter w's

@@ -244,6 +244,9 @@ func (fm *formatter) stmt(s Stmt, indent string) {
 			p.printf(" init ")
 			p.expr(s.Init)
 		}
+		if s.Label != "" {
+			p.printf(" name %q", s.Label)
+		}
 	case *UpdateStmt:
 		p.printf("update %s = ", s.Name)
 		p.expr(s.Value)

@@ -332,6 +332,13 @@ func (b *builder) stmt(g *gStmt) lang.Stmt {
 		if g.Param.Init != nil {
 			p.Init = b.call(g.Param.Init)
 		}
+		if g.Param.Label != "" {
+			label, err := strconv.Unquote(g.Param.Label)
+			if err != nil || label == "" {
+				b.errs.Add(p.Pos, "bad parameter name %s", g.Param.Label)
+			}
+			p.Label = label
+		}
 		return p
 	case g.Update != nil:
 		return &lang.UpdateStmt{Pos: pos(g.Update.Pos), Name: b.name(g.Update.Pos, g.Update.Name), Value: b.expr(g.Update.Value)}

@@ -159,6 +159,7 @@ type gParam struct {
 	DType string     `parser:"@Ident?"`
 	Shape []*gDimPat `parser:"'[' ( @@ ( ',' @@ )* )? ']'"`
 	Init  *gCall     `parser:"( 'init' @@ )?"`
+	Label string     `parser:"( 'name' @String )?"`
 }
 
 type gUpdate struct {

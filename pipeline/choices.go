@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,6 +86,22 @@ func (c Choices) Options() (Options, error) {
 		opts.Train = &t
 	}
 	return opts, nil
+}
+
+// MaxThreads bounds --threads: every thread is a goroutine, and an
+// operating-system thread while it runs native code, so that a count
+// beyond any machine's cores only exhausts memory.
+const MaxThreads = 1024
+
+// CheckThreads refuses a --threads below 0 or above MaxThreads.
+func CheckThreads(n int) error {
+	switch {
+	case n < 0:
+		return errors.New("--threads must not be negative")
+	case n > MaxThreads:
+		return fmt.Errorf("--threads %d is more than %d, the most tofuc starts (0: one per core, %d on this machine)", n, MaxThreads, runtime.NumCPU())
+	}
+	return nil
 }
 
 // ParseSets parses repeated NAME=VALUE model attribute overrides (--set).

@@ -65,13 +65,13 @@ type FitOptions struct {
 
 // FitEvent is what a Fit reports as it goes.
 type FitEvent struct {
-	Epoch, Epochs        int
-	Batch, Batches       int // within the epoch
-	Step                 int // since the start
-	Loss                 float64
-	SamplesPerSecond     float64
-	Holdout              *EpochResult // set after an epoch's evaluation
-	Checkpoint           string       // set when one was written
+	Epoch, Epochs    int
+	Batch, Batches   int // within the epoch
+	Step             int // since the start
+	Loss             float64
+	SamplesPerSecond float64
+	Holdout          *EpochResult // set after an epoch's evaluation
+	Checkpoint       string       // set when one was written
 }
 
 // EpochResult is the held-out evaluation after an epoch.

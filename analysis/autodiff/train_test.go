@@ -268,3 +268,108 @@ func mustModel(t *testing.T, m *check.Module, name string) *ir.Graph {
 	}
 	return g
 }
+
+// A model with a buffer updated from batch statistics, a frozen weight and
+// a dropout in training mode.
+const buffered = `
+model m(x: f64[8, 6]) {
+    w = param f64[6, 6] init normal(0.0, 0.5)
+    frozen = param f64[6, 4] init normal(0.0, 0.5)
+    seen = param f64[6] init zeros()
+    h = matmul(x, w)
+    update seen = add(mul(seen, 0.5), mul(reduce_mean<axes = [0], keepdims = false>(h), 0.5))
+    update frozen = frozen
+    h = dropout<ratio = 0.5, training = true>(h)
+    return matmul(tanh(h), frozen)
+}
+`
+
+// TestBuffersAndDropoutSeeds: an updated parameter gets no optimizer
+// update but its update statement's value; a frozen one keeps its value;
+// dropout draws from the training graph's dropout_seed input, so that
+// the masks, and the gradients, differ between steps.
+func TestBuffersAndDropoutSeeds(t *testing.T) {
+	p, err := check.NewProgram(parser.Parse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := p.LoadSource("buffered.tdl", []byte(buffered))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Model("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, next, err := autodiff.TrainingGraph(g, m, autodiff.TrainOptions{Loss: "mse", LR: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := next["frozen"]; ok {
+		t.Errorf("the frozen parameter has a next value (%s)", next["frozen"])
+	}
+	if next["seen"] == "" || next["w"] == "" {
+		t.Fatalf("next %v: want seen's update and w's", next)
+	}
+	var seeded int
+	for _, n := range tg.Nodes {
+		if n.Inst.Op == "dropout" {
+			t.Errorf("node %s is still an unseeded dropout", n.Name)
+		}
+		if n.Inst.Op == "dropout_seeded" {
+			seeded++
+		}
+		if n.Role == "update" && strings.HasPrefix(n.Name, "seen") || strings.HasPrefix(n.Name, "frozen") && n.Role == "update" {
+			t.Errorf("%s has an optimizer update (%s)", n.Name, n.Inst.Op)
+		}
+	}
+	if seeded != 1 {
+		t.Fatalf("%d dropout_seeded nodes, want 1", seeded)
+	}
+	x := tensor.New(lang.F64, []int{8, 6})
+	for i := range x.F {
+		x.F[i] = math.Sin(float64(i))
+	}
+	inputs := map[string]*tensor.Tensor{"x": x, autodiff.TargetInput: tensor.New(lang.F64, []int{8, 4})}
+	stepOf := func(step int) *exec.Result {
+		in := map[string]*tensor.Tensor{autodiff.DropoutSeedInput: tensor.Scalar(lang.I64, autodiff.StepValues(step, 3)[autodiff.DropoutSeedInput])}
+		for k, v := range inputs {
+			in[k] = v
+		}
+		res, err := exec.Run(tg, exec.Interp{}, in, nil, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	one, two := stepOf(1), stepOf(2)
+	if err := tensor.Compare(one.Outputs[next["w"]], two.Outputs[next["w"]], tensor.Tolerance{}); err == nil {
+		t.Error("steps 1 and 2 drew the same dropout mask: w's updates are equal")
+	}
+	// seen's next value is 0.5 * 0 + 0.5 * the batch mean of x w.
+	h := mustMatmul(t, x, one.Params["w"])
+	seen := one.Outputs[next["seen"]]
+	for j := range 6 {
+		var mean float64
+		for i := range 8 {
+			mean += h.F[i*6+j] / 8
+		}
+		if math.Abs(seen.F[j]-0.5*mean) > 1e-12 {
+			t.Errorf("seen[%d] = %g, want %g", j, seen.F[j], 0.5*mean)
+		}
+	}
+}
+
+func mustMatmul(t *testing.T, a, b *tensor.Tensor) *tensor.Tensor {
+	t.Helper()
+	n, k, m := a.Shape[0], a.Shape[1], b.Shape[1]
+	out := tensor.New(lang.F64, []int{n, m})
+	for i := range n {
+		for j := range m {
+			for l := range k {
+				out.F[i*m+j] += a.F[i*k+l] * b.F[l*m+j]
+			}
+		}
+	}
+	return out
+}

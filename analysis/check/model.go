@@ -511,12 +511,25 @@ func (el *elab) param(s *mscope, st *lang.ParamStmt) {
 		}
 		el.checkInit(st, dt, init)
 	}
-	v := &ir.Value{Name: el.unique(st.Name), DType: dt, Shape: shape}
+	v := &ir.Value{Name: el.paramName(st), DType: dt, Shape: shape}
 	el.graph.Params = append(el.graph.Params, &ir.Param{Value: v, Init: init, Pos: st.Pos})
 	if _, isConst := s.consts[st.Name]; isConst {
 		el.fail(st.Pos, "%s is a constant; it cannot be rebound to a parameter", st.Name)
 	}
 	s.assign(st.Name, []*ir.Value{v})
+}
+
+// paramName is a parameter's name in the graph: its label, which must
+// not be another value's, or its binding's.
+func (el *elab) paramName(st *lang.ParamStmt) string {
+	if st.Label == "" {
+		return el.unique(st.Name)
+	}
+	if el.names[st.Label] > 0 {
+		el.fail(st.Pos, "parameter name %q is taken", st.Label)
+	}
+	el.names[st.Label]++
+	return st.Label
 }
 
 // update records a parameter's value for the next training step.

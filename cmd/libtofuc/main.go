@@ -42,24 +42,36 @@ func tofuc_call(request *C.char, buffers *unsafe.Pointer, sizes *C.int64_t, n C.
 		}
 	}
 	reply, tensors := session.Handle([]byte(C.GoString(request)), in)
+	data, err := place(tensors)
+	if err != nil {
+		reply, _ = json.Marshal(api.Reply{Error: err.Error()})
+	}
 	out := struct {
 		Reply json.RawMessage `json:"reply"`
 		Data  [][2]uint64     `json:"data"`
-	}{Reply: reply, Data: [][2]uint64{}}
-	for _, t := range tensors {
-		out.Data = append(out.Data, place(t))
-	}
+	}{Reply: reply, Data: data}
 	b, _ := json.Marshal(out) // a RawMessage and numbers
 	return C.CString(string(b))
 }
 
-// place copies t's raw array into memory the caller frees (never a null
-// pointer, even for no bytes).
-func place(t *tensor.Tensor) [2]uint64 {
-	n := npy.RawBytes(t)
-	p := C.malloc(C.size_t(max(n, 1)))
-	npy.EncodeRaw(unsafe.Slice((*byte)(p), n), t) // of the length it asks
-	return [2]uint64{uint64(uintptr(p)), uint64(n)}
+// place copies each tensor's raw array into memory the caller frees
+// (never a null pointer, even for no bytes): all of them, or none.
+func place(tensors []*tensor.Tensor) ([][2]uint64, error) {
+	data := [][2]uint64{}
+	var placed []unsafe.Pointer
+	for _, t := range tensors {
+		n := npy.RawBytes(t)
+		p := C.malloc(C.size_t(max(n, 1)))
+		placed = append(placed, p)
+		data = append(data, [2]uint64{uint64(uintptr(p)), uint64(n)})
+		if err := npy.EncodeRaw(unsafe.Slice((*byte)(p), n), t); err != nil {
+			for _, p := range placed {
+				C.free(p)
+			}
+			return [][2]uint64{}, err
+		}
+	}
+	return data, nil
 }
 
 //export tofuc_free

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"sort"
 	"strings"
 
@@ -17,6 +16,7 @@ import (
 
 	"tofuc/codegen/toolchain"
 	"tofuc/lang/suggest"
+	"tofuc/pipeline"
 )
 
 // Exit statuses (docs/cli.md).
@@ -220,21 +220,9 @@ func count(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// maxThreads bounds --threads: every thread is a goroutine, and an
-// operating-system thread while it runs native code, so that a count
-// beyond any machine's cores only exhausts memory.
-const maxThreads = 1024
-
-// checkThreads refuses a --threads below 0 or above maxThreads.
-func checkThreads(n int) error {
-	switch {
-	case n < 0:
-		return errors.New("--threads must not be negative")
-	case n > maxThreads:
-		return fmt.Errorf("--threads %d is more than %d, the most tofuc starts (0: one per core, %d on this machine)", n, maxThreads, runtime.NumCPU())
-	}
-	return nil
-}
+// checkThreads refuses a --threads below 0 or above the most tofuc
+// starts (pipeline.CheckThreads).
+func checkThreads(n int) error { return pipeline.CheckThreads(n) }
 
 func usageError(stderr io.Writer, cmd, format string, args ...any) int {
 	fmt.Fprintf(stderr, "tofuc %s: %s\n", cmd, fmt.Sprintf(format, args...))

@@ -116,6 +116,58 @@ class Inference(Case):
             m(x)
 
 
+class Edges(Case):
+    """What a review found: scalars, models without parameters, file
+    descriptors, temporary folders, argument types, output order."""
+
+    def test_scalar_input_and_no_parameters(self):
+        m = tofuc.compile("model s<n = 3>(a: f32[n], k: f32[]) {\n    return a * k, a + k\n}\n")
+        self.assertEqual(m.param_specs, [])
+        self.assertEqual(m.inputs[1].shape, ())
+        out = m(np.arange(3, dtype=np.float32), np.float32(2))
+        self.assertEqual(list(out), [s.name for s in m.outputs])  # in the plan's order
+        np.testing.assert_array_equal(out[m.outputs[0].name], [0, 2, 4])
+        np.testing.assert_array_equal(out[m.outputs[1].name], [2, 3, 4])
+
+    def test_loads_do_not_leak_descriptors(self):
+        tofuc.compile(MLP, batch=2, hidden=16, dir=self.path("plan")).close()
+        x = np.zeros((2, 784), np.float32)
+        fds = len(os.listdir("/proc/self/fd"))
+        for _ in range(40):
+            m = tofuc.load(self.path("plan"))
+            m(x)
+            m.close()
+        self.assertLessEqual(len(os.listdir("/proc/self/fd")), fds + 2)
+
+    def test_no_temporary_folder_left(self):
+        before = set(os.listdir(tempfile.gettempdir()))
+        for bad in (123, None, [1]):
+            with self.assertRaisesRegex(tofuc.Error, "model must be a path"):
+                tofuc.compile(bad)
+        with self.assertRaisesRegex(tofuc.Error, "syntax error"):
+            tofuc.compile("model broken(x: f32[2]) {\n return\n")
+        left = {f for f in set(os.listdir(tempfile.gettempdir())) - before if f.startswith("tofuc-")}
+        self.assertEqual(left, set())
+
+    def test_arguments(self):
+        with self.assertRaisesRegex(tofuc.Error, "--devices must be 1 to"):
+            tofuc.compile(MLP, devices=0)
+        with self.assertRaisesRegex(tofuc.Error, "jobs must not be negative"):
+            tofuc.compile(MLP, jobs=-1)
+        with self.assertRaisesRegex(tofuc.Error, "--threads 100000 is more than 1024"):
+            tofuc.compile(MLP, threads=100000)
+        with self.assertRaisesRegex(tofuc.Error, "not a number"):
+            tofuc.compile(MLP, lr=float("nan"))
+        with self.assertRaises(FileNotFoundError):
+            tofuc.compile("/nonexistent/model")
+        m = tofuc.compile(MLP, batch=np.int64(2), seed=np.uint32(1))  # NumPy scalars
+        self.assertEqual(m.inputs[0].shape, (2, 784))
+        with self.assertRaisesRegex(tofuc.Error, "not a training plan"):
+            m.train_step(np.zeros((2, 784)), np.zeros(2, np.int64))
+        with self.assertRaisesRegex(tofuc.Error, "a dict of arrays"):
+            m.set_params([("b1", np.zeros(128))])
+
+
 class Training(Case):
     STEPS = 100
 
@@ -137,6 +189,19 @@ class Training(Case):
         self.assertEqual(sorted(got), sorted(want.files))
         for name in want.files:
             np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+    def test_adam_continues_after_save_and_load(self):
+        x = self.rng.standard_normal((8, 784)).astype(np.float32)
+        labels = self.rng.integers(0, 10, 8)
+        t = tofuc.compile(MLP, train=True, batch=8, hidden=16, seed=4, optimizer="adam", lr=0.01)
+        for _ in range(3):
+            t.train_step(x, labels)
+        t.save(self.path("adam"))
+        t.train_step(x, labels)
+        again = tofuc.load(self.path("adam"))
+        again.train_step(x, labels)  # step 4, as t's last
+        for name, a in t.params.items():
+            np.testing.assert_array_equal(again.params[name], a, err_msg=name)
 
     def test_save_and_load(self):
         x = self.rng.standard_normal((32, 784)).astype(np.float32)

@@ -41,6 +41,8 @@ def compile(model, *, graph=None, devices=1, train=False, loss="cross_entropy", 
     attrs override the model's attributes (batch=32). dir keeps the
     compiled plan there (default: a temporary folder, removed at close).
     """
+    if isinstance(backends, str):
+        backends = backends.split(",")
     source = _Source(model, example_inputs)
     try:
         args = {"path": source.path, "graph": graph or "", "set": [_attr(k, v) for k, v in attrs.items()],
@@ -72,9 +74,9 @@ class Model:
         self.graph = info["graph"]
         self.devices = info["devices"]
         self.precision = info["precision"]
-        self.inputs = [_spec(b) for b in info["inputs"]]
-        self.outputs = [_spec(b) for b in info["outputs"]]
-        self.param_specs = [_spec(b) for b in info["params"]]
+        self.inputs = [_spec(b) for b in info.get("inputs") or []]
+        self.outputs = [_spec(b) for b in info.get("outputs") or []]
+        self.param_specs = [_spec(b) for b in info.get("params") or []]
         self.next = info.get("next") or {}
         self.cached = info.get("cached", False)
 
@@ -100,9 +102,12 @@ class Model:
 
     def train_step(self, *args, step=0, **kwargs):
         """Runs one training step and keeps the parameters it updates for
-        the next; returns the loss. Adam's step number is step, or the one
-        after the last."""
-        specs = [s for s in self.inputs if s.name != "step"]
+        the next; returns the loss. The step's number (Adam's, and what
+        dropout's masks are drawn from) is step, or the one after the
+        last."""
+        if not self.training:
+            raise Error("%s is not a training plan: compile it with train=True" % self.graph)
+        specs = [s for s in self.inputs if s.name not in _STEP_INPUTS]
         reply, _ = self._call("train_step", self._inputs(args, kwargs, specs), step=step)
         return reply["loss"]
 
@@ -120,6 +125,8 @@ class Model:
         With strict=False, arrays for no parameter of this plan (a
         training plan's optimizer state, given to an inference plan) are
         left out; returns their names."""
+        if not isinstance(values, dict):
+            raise Error("parameters are a dict of arrays by name, not %s" % type(values).__name__)
         specs = {s.name: s for s in self.param_specs}
         unknown = sorted(set(values) - set(specs))
         if unknown and strict:
@@ -205,6 +212,11 @@ class Model:
         return tensors
 
 
+# The inputs of a training plan that train_step sets at each step
+# (autodiff.StepValues): Adam's step number and dropout's seed.
+_STEP_INPUTS = ("step", "dropout_seed")
+
+
 def _spec(binding):
     return Spec(binding["name"], binding["dtype"], tuple(binding["shape"]))
 
@@ -219,17 +231,17 @@ def _array(a, spec, what):
     want = np.dtype(DTYPES[spec.dtype])
     if a.dtype != want and not np.can_cast(a.dtype, want, "same_kind"):
         raise Error("%s %s is %s, which does not convert to %s without loss of kind" % (what, spec.name, a.dtype, spec.dtype))
-    return np.ascontiguousarray(a, dtype=want)
+    return np.asarray(a, dtype=want, order="C")  # a 0-d array stays 0-d
 
 
 def _attr(name, value):
     """An attribute as --set writes it."""
-    if isinstance(value, bool):
+    if isinstance(value, (bool, np.bool_)):
         return "%s=%s" % (name, "true" if value else "false")
     if isinstance(value, (list, tuple)):
         return "%s=[%s]" % (name, ", ".join(_attr("", v)[1:] for v in value))
     if isinstance(value, (int, float, np.integer, np.floating)):
-        return "%s=%r" % (name, value.item() if hasattr(value, "item") else value)
+        return "%s=%r" % (name, value.item() if isinstance(value, np.generic) else value)
     return "%s=%s" % (name, json.dumps(str(value)))
 
 
@@ -244,21 +256,29 @@ class _Source:
             if not os.path.exists(self.path):
                 raise FileNotFoundError(self.path)
             return
+        torch_module = _is_torch_module(model)
+        if not isinstance(model, (str, bytes, bytearray)) and not hasattr(model, "SerializeToString") and not torch_module:
+            raise Error("model must be a path, TDL source, an ONNX model or a torch.nn.Module, not %s" % type(model).__name__)
+        if torch_module and example_inputs is None:
+            raise Error("a PyTorch module compiles through torch.onnx.export: give example_inputs")
         self._tmp = tempfile.mkdtemp(prefix="tofuc-source-")
+        try:
+            self._write_model(model, example_inputs)
+        except BaseException:
+            self.close()
+            raise
+
+    def _write_model(self, model, example_inputs):
         if isinstance(model, str):
             self.path = self._write("model.tdl", model.encode())
         elif isinstance(model, (bytes, bytearray)):
             self.path = self._write("model.onnx", bytes(model))
         elif hasattr(model, "SerializeToString"):
             self.path = self._write("model.onnx", model.SerializeToString())
-        elif _is_torch_module(model):
-            if example_inputs is None:
-                raise Error("a PyTorch module compiles through torch.onnx.export: give example_inputs")
+        else:
             import torch
             self.path = os.path.join(self._tmp, "model.onnx")
             torch.onnx.export(model, example_inputs, self.path, opset_version=17)
-        else:
-            raise Error("model must be a path, TDL source, an ONNX model or a torch.nn.Module, not %s" % type(model).__name__)
 
     def _write(self, name, data):
         path = os.path.join(self._tmp, name)
@@ -272,7 +292,8 @@ class _Source:
 
 
 def _looks_like_path(s):
-    return "\n" not in s and (s.endswith(".tdl") or s.endswith(".onnx") or os.path.exists(s))
+    """A string is TDL source if it has a line break or a brace, else a path."""
+    return "\n" not in s and "{" not in s
 
 
 def _is_torch_module(m):

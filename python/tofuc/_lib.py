@@ -44,6 +44,13 @@ def _owned_array(address, nbytes, dtype, shape):
     return np.frombuffer(buf, dtype=DTYPES[dtype], count=int(np.prod(shape, dtype=np.int64))).reshape(shape)
 
 
+def _plain(x):
+    """NumPy scalars as the Python numbers JSON takes."""
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError("%r (%s)" % (x, type(x).__name__))
+
+
 def call(request, tensors=()):
     """Runs request (a dict) with tensors, a list of (name, array) whose
     arrays are C-contiguous and of a dtype tofuc knows; returns the reply
@@ -53,10 +60,14 @@ def call(request, tensors=()):
         args.append({"name": name, "dtype": NAMES[a.dtype], "shape": list(a.shape), "buffer": i})
         keep.append(a)
     request = dict(request, tensors=args)
+    try:
+        text = json.dumps(request, allow_nan=False, default=_plain)
+    except (TypeError, ValueError) as e:
+        raise Error("an argument is not a number, string, list or bool tofuc takes: %s" % e) from None
     n = len(keep)
     ptrs = (ctypes.c_void_p * max(n, 1))(*[a.ctypes.data for a in keep])
     sizes = (ctypes.c_int64 * max(n, 1))(*[a.nbytes for a in keep])
-    raw = _lib.tofuc_call(json.dumps(request).encode(), ptrs, sizes, n)
+    raw = _lib.tofuc_call(text.encode(), ptrs, sizes, n)
     try:
         out = json.loads(ctypes.string_at(raw).decode())
     finally:

@@ -105,10 +105,13 @@ func (e *HostEngine) run(fn uintptr, argv uintptr, lo, hi, grain int64) {
 	})
 }
 
-// Close stops the pool's workers; a loaded library stays loaded.
+// Close stops the pool's workers and unloads the library.
 func (e *HostEngine) Close() error {
 	if e.pool != nil {
 		e.pool.close()
+	}
+	if e.lib != nil {
+		return e.lib.Close()
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 type Library struct {
 	Path   string // what messages call it
 	handle uintptr
+	fd     int // its sealed copy (OpenBytes)
 	mu     sync.Mutex
 	syms   map[string]uintptr
 }
@@ -50,6 +51,7 @@ func OpenModule(p *plan.Plan, dir string, m plan.Module) (*Library, error) {
 		return nil, err
 	}
 	if err := p.CheckKernels(f.Path, func(sym string) ([]byte, error) { return lib.String(sym, builtMax) }); err != nil {
+		lib.Close()
 		return nil, err
 	}
 	return lib, nil
@@ -63,9 +65,9 @@ const builtMax = 1 << 20
 // every change, so that nothing can truncate or rewrite what the loader
 // maps, as another process could the file the bytes were read from
 // (the loader's mappings of a file cut short die of SIGBUS). The object
-// is checked first (checkELF). The copy stays open while the process
-// lives, as the library stays loaded: the loader knows a library by
-// its path, /proc/self/fd/N, which no other copy may take.
+// is checked first (checkELF). The copy stays open while the library is
+// loaded: the loader knows a library by its path, /proc/self/fd/N,
+// which no other copy may take meanwhile (Close).
 func OpenBytes(name string, so []byte) (*Library, error) {
 	if err := checkELF(name, so); err != nil {
 		return nil, err
@@ -79,7 +81,35 @@ func OpenBytes(name string, so []byte) (*Library, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("loading %s: %w", name, err)
 	}
-	return &Library{Path: name, handle: h, syms: map[string]uintptr{}}, nil
+	return &Library{Path: name, handle: h, fd: fd, syms: map[string]uintptr{}}, nil
+}
+
+// rtldNoload is dlopen's RTLD_NOLOAD (glibc): the handle of a library
+// already loaded, else none.
+const rtldNoload = 0x4
+
+// Close unloads the library and closes its sealed copy, so that a
+// process that loads many plans (the Python package's) does not run out
+// of file descriptors. If the loader keeps the library loaded (an
+// object marked not to be unloaded), the copy stays open: its path
+// /proc/self/fd/N must not name another library, which dlopen would
+// take for this one. Nothing of the library may be called after.
+func (l *Library) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.handle == 0 {
+		return nil
+	}
+	err := purego.Dlclose(l.handle)
+	l.handle, l.syms = 0, nil
+	if err != nil {
+		return fmt.Errorf("unloading %s: %w", l.Path, err)
+	}
+	if h, err := purego.Dlopen(fmt.Sprintf("/proc/self/fd/%d", l.fd), purego.RTLD_NOW|purego.RTLD_LOCAL|rtldNoload); err == nil && h != 0 {
+		purego.Dlclose(h)
+		return nil // still loaded: its path stays taken
+	}
+	return unix.Close(l.fd)
 }
 
 // mfdExec is Linux 6.3's MFD_EXEC (a memfd that may be executed where
@@ -118,6 +148,9 @@ func (l *Library) Symbol(name string) (uintptr, error) {
 	defer l.mu.Unlock()
 	if p, ok := l.syms[name]; ok {
 		return p, nil
+	}
+	if l.handle == 0 { // closed: dlsym of 0 would search every library
+		return 0, fmt.Errorf("%s: closed", l.Path)
 	}
 	p, err := purego.Dlsym(l.handle, name)
 	if err != nil {

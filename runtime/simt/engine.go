@@ -44,6 +44,7 @@ func New(p *plan.Plan, dir string, threads int) (*Engine, error) {
 		return nil, err
 	}
 	if e.run, err = lib.Symbol("tofuc_simt_run"); err != nil {
+		lib.Close()
 		return nil, err
 	}
 	e.lib = lib
@@ -113,5 +114,10 @@ func (e *Engine) Launch(k *plan.Kernel, argv uintptr) error {
 	return nil
 }
 
-// Close does nothing: a loaded library stays loaded.
-func (e *Engine) Close() error { return nil }
+// Close unloads the library.
+func (e *Engine) Close() error {
+	if e.lib == nil {
+		return nil
+	}
+	return e.lib.Close()
+}
