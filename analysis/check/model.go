@@ -421,11 +421,28 @@ func (el *elab) assign(s *mscope, st *lang.AssignStmt) {
 		if _, isConst := s.consts[n]; isConst {
 			el.fail(st.Pos, "%s is a constant; it cannot be rebound to a tensor", n)
 		}
-		if len(vals) > 1 && strings.HasPrefix(vals[i].Name, node+":") {
+		if len(vals) > 1 && outputOf(vals[i].Name, node) {
 			vals[i].Name = el.unique(n) // the outputs of `a, b = split(x)` are a and b
 		}
 		s.assign(n, vals[i:i+1])
 	}
+}
+
+// outputOf says whether value name is an output of the node a statement
+// binding names (joined by commas) made: PATH/NODE.K:I, where PATH is
+// the blocks' path and .K makes the node's name unique.
+func outputOf(value, node string) bool {
+	at := strings.LastIndexByte(value, ':')
+	if at < 0 {
+		return false
+	}
+	name := value[:at]
+	name = name[strings.LastIndexByte(name, '/')+1:]
+	if name == node {
+		return true
+	}
+	base, k, ok := strings.Cut(strings.TrimPrefix(name, node), ".")
+	return ok && base == "" && k != "" && strings.Trim(k, "0123456789") == ""
 }
 
 // isConstExpr reports whether e mentions no tensor, operator or block.

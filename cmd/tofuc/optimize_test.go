@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"tofuc/parser"
@@ -172,4 +173,46 @@ model own<batch = 4>(x: f32[batch, 8]) {
 	if err := tensor.Compare(got["y"], want["y"], tensor.Reordered(lang.F32, 16)); err != nil {
 		t.Errorf("y: %v", err)
 	}
+}
+
+// TestOptimizeKeepsParameterNames: the optimised model's parameters have
+// the original's names (a block's `h.conv_bn/w` too, through a name
+// clause), so the original's params.npz fits it, and the same seed draws
+// the same initial values.
+func TestOptimizeKeepsParameterNames(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "w.tdl")
+	sets := []string{"--set", "width=1", "--set", "batch=1", "--set", "image=32", "--set", "classes=4"}
+	var stdout, stderr bytes.Buffer
+	if code := run(append([]string{"optimize", "../../examples/wresnet.tdl", "--max-graphs", "4", "-o", out}, sets...), &stdout, &stderr); code != exitOK {
+		t.Fatalf("optimize: exit %d: %s", code, stderr.String())
+	}
+	evalParams := func(args ...string) map[string]*tensor.Tensor {
+		o := filepath.Join(dir, "eval"+strconv.Itoa(len(args)))
+		stdout.Reset()
+		stderr.Reset()
+		if code := run(append(append([]string{"eval"}, args...), "--random-inputs", "--seed", "3", "--out", o), &stdout, &stderr); code != exitOK {
+			t.Fatalf("eval %v: exit %d: %s", args, code, stderr.String())
+		}
+		p, err := npy.ReadNPZ(filepath.Join(o, "params.npz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	original := evalParams(append([]string{"../../examples/wresnet.tdl"}, sets...)...)
+	optimised := evalParams(out)
+	if len(optimised) != len(original) {
+		t.Fatalf("%d parameters optimised, %d originally", len(optimised), len(original))
+	}
+	for name, want := range original {
+		if err := tensor.Compare(optimised[name], want, tensor.Tolerance{}); err != nil {
+			t.Errorf("parameter %s: %v", name, err)
+		}
+	}
+	if _, ok := original["h.conv_bn/w"]; !ok {
+		t.Fatalf("no h.conv_bn/w among %d parameters: the test no longer checks a block's name", len(original))
+	}
+	// The original's parameters fit the optimised model as they are.
+	evalParams(out, "--params", filepath.Join(dir, "eval"+strconv.Itoa(len(sets)+1), "params.npz"))
 }

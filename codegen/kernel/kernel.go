@@ -298,8 +298,11 @@ func Build(label string, out any, stages []Stage) (*Kernel, error) {
 	b.k.Shape = shape
 	b.k.Elements = Product(shape)
 	for i, st := range stages {
-		if b.bound[st.Inst] {
-			st = cloneStage(st) // the checker shares an instance between like nodes
+		if b.taken(st.Inst) {
+			// The checker shares an instance between like nodes, and
+			// the backward instances derived from one forward instance
+			// share its input tensors: each stage binds its own.
+			st = cloneStage(st)
 		}
 		if i == 0 {
 			b.rootInst = st.Inst
@@ -423,7 +426,7 @@ func (b *builder) bind(t *ir.Tensor, bd Binding, stage int) error {
 // another read already bound it: the checker shares instances).
 func (b *builder) bindInline(t *ir.Tensor, p *Inline, stage int) error {
 	inst, bind := p.Inst, p.Bind
-	if b.bound[inst] {
+	if b.taken(inst) {
 		inst = ir.CloneInstance(p.Inst)
 		orig := map[*ir.Tensor]*ir.Tensor{}
 		for i, in := range inst.Inputs {
@@ -443,6 +446,30 @@ func (b *builder) bindInline(t *ir.Tensor, p *Inline, stage int) error {
 		}
 	}
 	return nil
+}
+
+// taken reports whether a tensor of inst is bound already: inst itself
+// was, or another instance sharing its tensors.
+func (b *builder) taken(inst *ir.Instance) bool {
+	if b.bound[inst] {
+		return true
+	}
+	bound := func(t *ir.Tensor) bool {
+		_, buf := b.buffers[t]
+		_, src := b.k.source[t]
+		return buf || src
+	}
+	for _, t := range inst.Inputs {
+		if bound(t) {
+			return true
+		}
+	}
+	for _, d := range inst.Locals {
+		if bound(d.Tensor) {
+			return true
+		}
+	}
+	return false
 }
 
 // argument makes the buffer bound to t an argument (once per buffer).

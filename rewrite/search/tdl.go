@@ -14,7 +14,9 @@ import (
 // initialisers, one binding per node, the outputs. Inputs and parameters
 // keep their names, and output i is bound to outputs[i] (the names of the
 // model g was optimised from; a rewrite may have replaced the value), so
-// that input and parameter files, and output file names, still apply. It
+// that input and parameter files, and output file names, still apply (a
+// parameter whose name is no identifier, such as a block's `h.2/w1`, is
+// bound to one and keeps its name with a `name "h.2/w1"` clause). It
 // checks where the operators it calls are in scope (the standard library
 // and any printed before it).
 func FormatModel(g *ir.Graph, name string, outputs []string) string {
@@ -38,7 +40,11 @@ func FormatModel(g *ir.Graph, name string, outputs []string) string {
 	fmt.Fprintf(&b, "model %s(%s) {\n", ident(name), strings.Join(ins, ", "))
 	for _, prm := range g.Params {
 		v := prm.Value
-		fmt.Fprintf(&b, "    %s = param %s%s init %s(%s)\n", p.name(v), v.DType, lang.ShapeString(v.Shape), prm.Init.Kind, floats(prm.Init.Args))
+		label := ""
+		if p.name(v) != v.Name {
+			label = " name " + strconv.Quote(v.Name)
+		}
+		fmt.Fprintf(&b, "    %s = param %s%s init %s(%s)%s\n", p.name(v), v.DType, lang.ShapeString(v.Shape), prm.Init.Kind, floats(prm.Init.Args), label)
 	}
 	for _, n := range g.Nodes {
 		var outs, args []string
