@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/alecthomas/participle/v2"
 	"github.com/alecthomas/participle/v2/lexer"
@@ -334,7 +335,7 @@ func (b *builder) stmt(g *gStmt) lang.Stmt {
 		}
 		if g.Param.Label != "" {
 			label, err := strconv.Unquote(g.Param.Label)
-			if err != nil || label == "" {
+			if err != nil || label == "" || strings.ContainsFunc(label, unicode.IsControl) {
 				b.errs.Add(p.Pos, "bad parameter name %s", g.Param.Label)
 			}
 			p.Label = label

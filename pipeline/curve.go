@@ -50,10 +50,12 @@ func LossCurveHTML(h *History, epochs int) []byte {
 	mean := runningMean(h.Losses, window)
 	polyline(&b, "#08519c", 2, n, func(i int) (float64, float64) { return x(float64(i + 1)), y(mean[i]) })
 	polyline(&b, "#d94801", 2, len(h.Holdout), func(i int) (float64, float64) { r := h.Holdout[i]; return x(float64(r.Step)), y(r.Loss) })
-	polyline(&b, "#238b45", 2, len(h.Holdout), func(i int) (float64, float64) {
-		r := h.Holdout[i]
-		return x(float64(r.Step)), acc(math.Max(r.Accuracy, 0))
-	})
+	if len(h.Holdout) > 0 && h.Holdout[0].Accuracy >= 0 { // a classification's
+		polyline(&b, "#238b45", 2, len(h.Holdout), func(i int) (float64, float64) {
+			r := h.Holdout[i]
+			return x(float64(r.Step)), acc(r.Accuracy)
+		})
+	}
 	for _, r := range h.Holdout {
 		fmt.Fprintf(&b, "<circle cx=%g cy=%g r=4 fill=#d94801><title>epoch %d: held-out loss %.4g</title></circle>\n", x(float64(r.Step)), y(r.Loss), r.Epoch, r.Loss)
 		if r.Accuracy >= 0 {

@@ -61,6 +61,10 @@ type FitOptions struct {
 	StopAfter int
 	// Progress, when not nil, is told of every step and evaluation.
 	Progress func(FitEvent)
+	// Recipe says how the run trains (the model, its attributes, the
+	// loss, the optimizer and its rate): a checkpoint records it, and
+	// resuming under another recipe is refused.
+	Recipe string
 }
 
 // FitEvent is what a Fit reports as it goes.
@@ -93,6 +97,7 @@ type History struct {
 type checkpointState struct {
 	Version int     `json:"version"`
 	Step    int     `json:"step"` // steps done
+	Recipe  string  `json:"recipe"`
 	Seed    uint64  `json:"seed"`
 	Samples int     `json:"samples"`
 	Batch   int     `json:"batch"`
@@ -119,29 +124,24 @@ func (f *Fit) Run(params map[string]*tensor.Tensor, resume string) (map[string]*
 		return nil, nil, fmt.Errorf("%d training samples (of %d, %g held out) make no mini-batch of %d", len(sp.train), samples, f.Holdout, batch)
 	}
 	perEpoch := len(sp.train) / batch
+	if f.Epochs < 1 || f.Epochs > math.MaxInt32/perEpoch {
+		return nil, nil, fmt.Errorf("%d epochs of %d steps: the steps must number 1 to %d", f.Epochs, perEpoch, math.MaxInt32)
+	}
+	total := f.Epochs * perEpoch
+	if err := f.evalParamsTrained(); err != nil {
+		return nil, nil, err
+	}
 	hist := &History{}
 	done := 0
 	if resume != "" {
-		var st *checkpointState
-		if params, st, err = readCheckpoint(resume); err != nil {
+		if params, done, err = f.resume(resume, samples, batch, total, hist); err != nil {
 			return nil, nil, err
-		}
-		if st.Seed != f.Seed || st.Samples != samples || st.Batch != batch || st.Holdout != f.Holdout {
-			return nil, nil, fmt.Errorf("%s: a checkpoint of seed %d, %d samples, batch %d, holdout %g; this run has seed %d, %d samples, batch %d, holdout %g",
-				resume, st.Seed, st.Samples, st.Batch, st.Holdout, f.Seed, samples, batch, f.Holdout)
-		}
-		done, *hist = st.Step, st.History
-		for _, p := range f.Train.Params {
-			if t, ok := params[p.Value.Name]; ok {
-				params[p.Value.Name] = npy.AsDType(t, p.Value.DType)
-			}
 		}
 	}
 	loop := NewLoop(f.Train, f.Next, f.TrainBackend, f.Seed)
 	defer loop.Close()
 	eval := exec.NewSession(f.Eval, f.EvalBackend, f.Seed)
 	defer eval.Close()
-	total := f.Epochs * perEpoch
 	for step := done; step < total; {
 		epoch := step / perEpoch
 		order := f.order(sp.train, epoch)
@@ -160,29 +160,87 @@ func (f *Fit) Run(params map[string]*tensor.Tensor, resume string) (map[string]*
 			hist.Losses = append(hist.Losses, loss)
 			ev := FitEvent{Epoch: epoch + 1, Epochs: f.Epochs, Batch: b + 1, Batches: perEpoch, Step: step, Loss: loss,
 				SamplesPerSecond: float64((b+1-first)*batch) / time.Since(start).Seconds()}
-			if f.CheckpointEvery > 0 && step%f.CheckpointEvery == 0 || step == f.StopAfter {
+			// A stop at an epoch's end waits for its evaluation.
+			stop := step == f.StopAfter && b < perEpoch-1
+			if f.CheckpointEvery > 0 && step%f.CheckpointEvery == 0 || stop {
 				if ev.Checkpoint, err = f.checkpoint(params, hist, step, samples, batch); err != nil {
 					return nil, nil, err
 				}
 			}
 			f.report(ev)
-			if step == f.StopAfter {
+			if stop {
 				return params, hist, nil
 			}
 		}
-		res, err := f.evaluate(eval, sp.held, batch, params)
-		if err != nil {
-			return nil, nil, fmt.Errorf("epoch %d: held-out evaluation: %w", epoch+1, err)
+		ev := FitEvent{Epoch: epoch + 1, Epochs: f.Epochs, Step: step}
+		if len(sp.held) > 0 {
+			res, err := f.evaluate(eval, sp.held, batch, params)
+			if err != nil {
+				return nil, nil, fmt.Errorf("epoch %d: held-out evaluation: %w", epoch+1, err)
+			}
+			res.Epoch, res.Step = epoch+1, step
+			hist.Holdout = append(hist.Holdout, res)
+			ev.Holdout = &res
 		}
-		res.Epoch, res.Step = epoch+1, step
-		hist.Holdout = append(hist.Holdout, res)
-		ev := FitEvent{Epoch: epoch + 1, Epochs: f.Epochs, Step: step, Holdout: &res}
 		if ev.Checkpoint, err = f.checkpoint(params, hist, step, samples, batch); err != nil {
 			return nil, nil, err
 		}
 		f.report(ev)
+		if step == f.StopAfter {
+			return params, hist, nil
+		}
 	}
 	return params, hist, nil
+}
+
+// resume reads the checkpoint at path and checks that this run can go
+// on from it: the same recipe, seed and split, a step within the run,
+// every parameter of the training graph (optimizer state and buffers
+// included) and no other.
+func (f *Fit) resume(path string, samples, batch, total int, hist *History) (map[string]*tensor.Tensor, int, error) {
+	params, st, err := readCheckpoint(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	switch {
+	case st.Recipe != f.Recipe:
+		return nil, 0, fmt.Errorf("%s: a checkpoint of another run (%s); this one is %s", path, st.Recipe, f.Recipe)
+	case st.Seed != f.Seed || st.Samples != samples || st.Batch != batch || st.Holdout != f.Holdout:
+		return nil, 0, fmt.Errorf("%s: a checkpoint of seed %d, %d samples, batch %d, holdout %g; this run has seed %d, %d samples, batch %d, holdout %g",
+			path, st.Seed, st.Samples, st.Batch, st.Holdout, f.Seed, samples, batch, f.Holdout)
+	case st.Step < 1 || st.Step > total:
+		return nil, 0, fmt.Errorf("%s: a checkpoint after step %d; this run has steps 1 to %d", path, st.Step, total)
+	case len(st.History.Losses) != st.Step:
+		return nil, 0, fmt.Errorf("%s: a history of %d losses for %d steps", statePath(path), len(st.History.Losses), st.Step)
+	}
+	for _, p := range f.Train.Params {
+		t, ok := params[p.Value.Name]
+		if !ok {
+			return nil, 0, fmt.Errorf("%s: no parameter %s", path, p.Value.Name)
+		}
+		params[p.Value.Name] = npy.AsDType(t, p.Value.DType)
+	}
+	if len(params) != len(f.Train.Params) {
+		return nil, 0, fmt.Errorf("%s: %d arrays for the training graph's %d parameters", path, len(params), len(f.Train.Params))
+	}
+	*hist = st.History
+	return params, st.Step, nil
+}
+
+// evalParamsTrained checks that the evaluation graph's parameters are
+// the training graph's, before a step runs.
+func (f *Fit) evalParamsTrained() error {
+	trained := map[string]*ir.Value{}
+	for _, p := range f.Train.Params {
+		trained[p.Value.Name] = p.Value
+	}
+	for _, p := range f.Eval.Params {
+		t := trained[p.Value.Name]
+		if t == nil || t.DType != p.Value.DType || !lang.ShapeEqual(t.Shape, p.Value.Shape) {
+			return fmt.Errorf("the evaluation graph's parameter %s (%s%s) is not one the training graph trains", p.Value.Name, p.Value.DType, lang.ShapeString(p.Value.Shape))
+		}
+	}
+	return nil
 }
 
 func (f *Fit) report(ev FitEvent) {
@@ -208,11 +266,14 @@ func (f *Fit) shapes() (samples, batch int, err error) {
 			return 0, 0, fmt.Errorf("input %s%s: a mini-batch input needs a known first dimension (set the batch size with --set)", in.Name, lang.ShapeString(in.Shape))
 		}
 		got := r.Shape()
-		if !slices.Equal(got[1:], shape[1:]) || len(got) != len(shape) {
+		if len(got) != len(shape) || !slices.Equal(got[1:], shape[1:]) {
 			return 0, 0, fmt.Errorf("dataset array %s is %s%v: samples of %v for input %s%s", in.Name, r.DType(), got, shape[1:], in.Name, lang.ShapeString(in.Shape))
 		}
 		if samples >= 0 && got[0] != samples {
 			return 0, 0, fmt.Errorf("dataset array %s has %d samples, the others %d", in.Name, got[0], samples)
+		}
+		if r.DType().IsFloat() && !in.DType.IsFloat() {
+			return 0, 0, fmt.Errorf("dataset array %s is %s, input %s is %s: floats are not converted to integers", in.Name, r.DType(), in.Name, in.DType)
 		}
 		samples, batch = got[0], shape[0]
 	}
@@ -274,9 +335,9 @@ func (f *Fit) gather(rows []int) (map[string]*tensor.Tensor, error) {
 	return out, nil
 }
 
-// castTo converts a dataset's array to an input's dtype within its kind
-// (f64 data for an f32 input; i32 labels for i64); floats for an integer
-// input are refused.
+// castTo converts a dataset's array to an input's dtype: within its
+// kind (f64 data for an f32 input; i32 labels for i64), or integers to
+// floats (u8 images); floats for an integer input are refused (shapes).
 func castTo(t *tensor.Tensor, dt lang.DType, name string) (*tensor.Tensor, error) {
 	switch {
 	case t.DType == dt:
@@ -285,6 +346,12 @@ func castTo(t *tensor.Tensor, dt lang.DType, name string) (*tensor.Tensor, error
 		return tensor.FromFloats(dt, t.Shape, t.F), nil
 	case !dt.IsFloat() && !t.DType.IsFloat():
 		return tensor.FromInts(dt, t.Shape, t.I), nil
+	case dt.IsFloat():
+		vals := make([]float64, len(t.I))
+		for i, v := range t.I {
+			vals[i] = tensor.IntToFloat(t.DType, v)
+		}
+		return tensor.FromFloats(dt, t.Shape, vals), nil
 	}
 	return nil, fmt.Errorf("dataset array %s is %s, input %s is %s", name, t.DType, name, dt)
 }
@@ -301,8 +368,7 @@ func (f *Fit) evaluate(s *exec.Session, held []int, batch int, params map[string
 	for _, p := range f.Eval.Params {
 		own[p.Value.Name] = params[p.Value.Name]
 	}
-	var lossSum float64
-	correct := 0
+	var lossSum, correct float64
 	for at := 0; at < len(held); at += batch {
 		rows := held[at:min(at+batch, len(held))]
 		real := len(rows)
@@ -330,16 +396,17 @@ func (f *Fit) evaluate(s *exec.Session, held []int, batch int, params map[string
 	}
 	res.Loss = lossSum / float64(len(held))
 	if f.Loss != "mse" {
-		res.Accuracy = float64(correct) / float64(len(held))
+		res.Accuracy = correct / float64(len(held))
 	}
 	return res, nil
 }
 
 // score sums the loss of the first n samples of a mini-batch's output
-// and counts the correct predictions: cross-entropy of logits or the
-// negative log-likelihood of log-probabilities against the labels, or
-// the squared error against the target (its mean per sample).
-func (f *Fit) score(y *tensor.Tensor, inputs map[string]*tensor.Tensor, n int) (loss float64, correct int, err error) {
+// and their accuracy (the fraction of a sample's predictions that are
+// right): cross-entropy of logits or the negative log-likelihood of
+// log-probabilities against the labels, or the squared error against the
+// target (its mean per sample).
+func (f *Fit) score(y *tensor.Tensor, inputs map[string]*tensor.Tensor, n int) (loss, correct float64, err error) {
 	if f.Loss == "mse" {
 		target := inputs[autodiff.TargetInput]
 		per := y.Len() / y.Shape[0]
@@ -353,6 +420,7 @@ func (f *Fit) score(y *tensor.Tensor, inputs map[string]*tensor.Tensor, n int) (
 	classes := y.Shape[len(y.Shape)-1]
 	rows := y.Len() / classes
 	perSample := rows / y.Shape[0]
+	right := 0
 	for r := range n * perSample {
 		row := y.F[r*classes : (r+1)*classes]
 		label := int(labels.I[r])
@@ -366,7 +434,7 @@ func (f *Fit) score(y *tensor.Tensor, inputs map[string]*tensor.Tensor, n int) (
 			}
 		}
 		if best == label {
-			correct++
+			right++
 		}
 		if f.Loss == "nll" {
 			loss -= row[label]
@@ -379,7 +447,7 @@ func (f *Fit) score(y *tensor.Tensor, inputs map[string]*tensor.Tensor, n int) (
 		}
 		loss += mx + math.Log(sum) - row[label]
 	}
-	return loss / float64(perSample), correct / max(perSample, 1), nil
+	return loss / float64(perSample), float64(right) / float64(max(perSample, 1)), nil
 }
 
 // checkpoint writes the parameters and the state after step into
@@ -393,7 +461,7 @@ func (f *Fit) checkpoint(params map[string]*tensor.Tensor, hist *History, step, 
 	if err := npy.WriteNPZ(path, params); err != nil {
 		return "", err
 	}
-	st := checkpointState{Version: checkpointVersion, Step: step, Seed: f.Seed, Samples: samples, Batch: batch, Holdout: f.Holdout, History: *hist}
+	st := checkpointState{Version: checkpointVersion, Step: step, Recipe: f.Recipe, Seed: f.Seed, Samples: samples, Batch: batch, Holdout: f.Holdout, History: *hist}
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return "", err

@@ -375,19 +375,19 @@ func init() {
 			inputs: []*tensor.Tensor{big}, check: nnDropoutStats(0.75, 9)},
 
 		opCase{op: "dropout_seeded", name: "inference is the identity", inputs: []*tensor.Tensor{xd, tensor.Scalar(lang.I64, 5)}, want: identity},
-		opCase{op: "dropout_seeded", name: "s = 0 is dropout's mask", attrs: train(0.3, 7),
-			inputs: []*tensor.Tensor{xd, tensor.Scalar(lang.I64, 0)}, tol: 1e-6, want: func(in []*tensor.Tensor) []*tensor.Tensor {
-				y, _ := nnDropout(in[0], 0.3, 7)
+		opCase{op: "dropout_seeded", name: "seed 0 is dropout's mask at seed s", attrs: train(0.3, 0),
+			inputs: []*tensor.Tensor{xd, tensor.Scalar(lang.I64, 123456789)}, tol: 1e-6, want: func(in []*tensor.Tensor) []*tensor.Tensor {
+				y, _ := nnDropout(in[0], 0.3, 123456789)
 				return []*tensor.Tensor{y}
 			}},
-		opCase{op: "dropout_seeded", name: "s = 3 is dropout's mask at seed 3 * 65536 + 7", attrs: train(0.3, 7),
-			inputs: []*tensor.Tensor{xd, tensor.Scalar(lang.I64, 3)}, tol: 1e-6, want: func(in []*tensor.Tensor) []*tensor.Tensor {
-				y, _ := nnDropout(in[0], 0.3, 3*65536+7)
+		opCase{op: "dropout_seeded", name: "seed 2 salts s = 5: dropout's at (5 + 2 * 2654435769) mod 2^32", attrs: train(0.3, 2),
+			inputs: []*tensor.Tensor{xd, tensor.Scalar(lang.I64, 5)}, tol: 1e-6, want: func(in []*tensor.Tensor) []*tensor.Tensor {
+				y, _ := nnDropout(in[0], 0.3, (5+2*2654435769)%(1<<32))
 				return []*tensor.Tensor{y}
 			}},
 		opCase{op: "dropout_seeded", name: "training ratio 0.5 s 9 statistics", attrs: train(0.5, 0),
 			inputs: []*tensor.Tensor{big, tensor.Scalar(lang.I64, 9)}, check: func(t *testing.T, in, out []*tensor.Tensor) {
-				nnDropoutStats(0.5, 9*65536)(t, in[:1], out)
+				nnDropoutStats(0.5, 9)(t, in[:1], out)
 			}},
 
 		opCase{op: "dropout_with_mask", name: "inference: identity, mask all true", inputs: []*tensor.Tensor{xd},

@@ -51,10 +51,18 @@ const (
 
 // StepValues are the values of the training graph's inputs that a
 // training loop sets at each step (1-based) of a run seeded with seed:
-// Adam's step number, and dropout's seed, distinct for every step and
-// run seed.
+// Adam's step number, and dropout's seed, 32 bits drawn from the step
+// and the run's seed (what dropout_seeded reads of it).
 func StepValues(step int, seed uint64) map[string]float64 {
-	return map[string]float64{StepInput: float64(step), DropoutSeedInput: float64(seed%(1<<20)<<32 + uint64(step))}
+	return map[string]float64{StepInput: float64(step), DropoutSeedInput: float64(mix64(seed, uint64(step)) >> 32)}
+}
+
+// mix64 hashes two words (SplitMix64's finaliser of their combination).
+func mix64(a, b uint64) uint64 {
+	z := a*0x9e3779b97f4a7c15 ^ (b + 0x632be59bd9b4e019)
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }
 
 // trainer builds one training graph.
@@ -101,6 +109,9 @@ func TrainingGraph(model *ir.Graph, ops Ops, opts TrainOptions) (g *ir.Graph, ne
 	if len(model.Outputs) == 0 {
 		return nil, nil, fmt.Errorf("model %s has no output", model.Name)
 	}
+	if t.names[LossOutput] {
+		return nil, nil, fmt.Errorf("the model already has a tensor named %s, which the training graph needs as its output", LossOutput)
+	}
 	if err := t.seedDropouts(); err != nil {
 		return nil, nil, err
 	}
@@ -124,9 +135,12 @@ func TrainingGraph(model *ir.Graph, ops Ops, opts TrainOptions) (g *ir.Graph, ne
 }
 
 // seedDropouts makes every dropout in training mode a dropout_seeded of
-// the DropoutSeedInput, keeping its place, attributes and output values.
+// the DropoutSeedInput, keeping its place, attributes and output values;
+// the k-th one's seed attribute becomes seed * 65536 + k, so that layers
+// draw different masks within a step.
 func (t *trainer) seedDropouts() error {
 	var seed *ir.Value
+	k := int64(0)
 	for i, n := range t.g.Nodes {
 		if n.Inst.Op != "dropout" || !training(n.Inst) {
 			continue
@@ -141,6 +155,8 @@ func (t *trainer) seedDropouts() error {
 		for _, a := range n.Inst.Attrs {
 			attrs[a.Name] = a.Value
 		}
+		attrs["seed"] = ir.AttrValue{Kind: ir.AttrInt, Int: attrs["seed"].Int*65536 + k}
+		k++
 		seeded, err := t.call("dropout_seeded", attrs, n.Role, n.Name, n.Inputs[0], seed)
 		if err != nil {
 			return err

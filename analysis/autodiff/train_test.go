@@ -373,3 +373,57 @@ func mustMatmul(t *testing.T, a, b *tensor.Tensor) *tensor.Tensor {
 	}
 	return out
 }
+
+// TestDropoutMasksDifferByLayerStepAndSeed: two dropouts of one shape
+// draw different masks in a step, and a step's mask changes with the
+// step and the run's seed (also 65,536 steps apart).
+func TestDropoutMasksDifferByLayerStepAndSeed(t *testing.T) {
+	p, err := check.NewProgram(parser.Parse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := p.LoadSource("two.tdl", []byte(`
+model m(x: f64[64]) {
+    w = param f64[64] init ones()
+    a = dropout<ratio = 0.5, training = true>(x * w)
+    b = dropout<ratio = 0.5, training = true>(x * w)
+    return a - b
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.Model("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, _, err := autodiff.TrainingGraph(g, m, autodiff.TrainOptions{Loss: "mse"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := tensor.New(lang.F64, []int{64})
+	for i := range x.F {
+		x.F[i] = float64(i + 1) // distinct: different masks give different losses
+	}
+	loss := func(step int, seed uint64) float64 {
+		s := autodiff.StepValues(step, seed)[autodiff.DropoutSeedInput]
+		in := map[string]*tensor.Tensor{"x": x, autodiff.TargetInput: tensor.New(lang.F64, []int{64}), autodiff.DropoutSeedInput: tensor.Scalar(lang.I64, s)}
+		res, err := exec.Run(tg, exec.Interp{}, in, nil, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Outputs[autodiff.LossOutput].Flat(0)
+	}
+	one := loss(1, 0)
+	if one == 0 {
+		t.Error("the two dropouts drew the same mask: (a - b)^2 is 0")
+	}
+	if again := loss(1, 0); again != one {
+		t.Errorf("step 1 drew another mask when run again: loss %g, then %g", one, again)
+	}
+	for _, other := range []struct{ step, seed int }{{2, 0}, {1, 1}, {65537, 0}} {
+		if l := loss(other.step, uint64(other.seed)); l == one {
+			t.Errorf("step %d seed %d drew the masks of step 1 seed 0 (loss %g)", other.step, other.seed, l)
+		}
+	}
+}

@@ -115,7 +115,8 @@ func fitModel(path string, f fitFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	fit := &pipeline.Fit{Train: tg, Next: next, TrainBackend: trainB, Eval: evalModel.Graph, EvalBackend: evalB, Loss: f.train.loss, Data: data,
-		FitOptions: pipeline.FitOptions{Epochs: f.epochs, Holdout: f.holdout, Seed: f.seed, Dir: f.out, CheckpointEvery: f.every, StopAfter: f.stopAfter}}
+		FitOptions: pipeline.FitOptions{Epochs: f.epochs, Holdout: f.holdout, Seed: f.seed, Dir: f.out, CheckpointEvery: f.every, StopAfter: f.stopAfter,
+			Recipe: f.recipe(trainModel.Graph.Name)}}
 	bar := newFitProgress(stdout, stderr)
 	fit.Progress = bar.event
 	final, hist, err := fit.Run(params, f.resume)
@@ -124,6 +125,15 @@ func fitModel(path string, f fitFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	return writeFit(f.out, trainModel.Graph, final, hist, stdout)
+}
+
+// recipe says how the run trains, for its checkpoints: what a resumed
+// run must repeat (docs/training.md).
+func (f *fitFlags) recipe(model string) string {
+	sets := slices.Clone(f.sets)
+	slices.Sort(sets)
+	return fmt.Sprintf("model %s; set [%s]; loss %s; optimizer %s; lr %g; loss scale %g; precision %s",
+		model, strings.Join(sets, " "), f.train.loss, f.train.optimize, f.train.lr, f.train.lossScale, f.precision)
 }
 
 // loadFitModels loads the model to train and the one to evaluate.

@@ -95,6 +95,21 @@ func TestTrainResumesExactly(t *testing.T) {
 		t.Fatalf("stopping at 14 said:\n%s", out)
 	}
 	trainCLI(t, append(common, "--out", stopped, "--resume", ckpt)...)
+	// A stop at an epoch's end (step 20) keeps that epoch's evaluation.
+	atEnd := filepath.Join(dir, "at-end")
+	trainCLI(t, append(common, "--out", atEnd, "--stop-after", "20")...)
+	trainCLI(t, append(common, "--out", atEnd, "--resume", filepath.Join(atEnd, "checkpoints", "step-20.npz"))...)
+	var h3 pipeline.History
+	readJSON(t, filepath.Join(atEnd, "history.json"), &h3)
+	if len(h3.Holdout) != 3 {
+		t.Errorf("stopped at an epoch's end and resumed: %d held-out results, want 3", len(h3.Holdout))
+	}
+	// Another recipe does not resume.
+	var stdout, stderr bytes.Buffer
+	if code := run(append([]string{"train", cnnModel}, append(common, "--out", atEnd, "--lr", "0.5", "--resume", ckpt)...), &stdout, &stderr); code != exitUser ||
+		!strings.Contains(stderr.String(), "a checkpoint of another run") {
+		t.Errorf("resuming with another --lr: exit %d, %s", code, stderr.String())
+	}
 	for _, file := range []string{"params.npz", "optimizer.npz"} {
 		a, b := readNPZ(t, filepath.Join(whole, file)), readNPZ(t, filepath.Join(stopped, file))
 		if len(a) != len(b) || len(a) == 0 {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"slices"
 	"strings"
 	"tofuc/pipeline"
 	"tofuc/runtime/safefile"
@@ -79,7 +80,7 @@ func runOptimize(args []string, stdout, stderr io.Writer) int {
 			p.Show("searching part %d of %d", part, parts)
 		}
 	}
-	out, err := search.New(prog, rules, search.Options{Alpha: *alpha, MaxGraphs: *maxGraphs, Progress: show}).Optimize(g)
+	out, err := search.New(prog, rules, search.Options{Alpha: *alpha, MaxGraphs: *maxGraphs, Progress: show}).Optimize(withUpdates(g))
 	p.done()
 	if err != nil {
 		fmt.Fprintf(stderr, "tofuc optimize: %v\n", err)
@@ -101,6 +102,31 @@ func runOptimize(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// withUpdates is g with the values of its parameters' updates (`update
+// w = EXPR`) as outputs after its own, so that the rewrites keep what
+// computes them and the optimised model can state them again.
+func withUpdates(g *ir.Graph) *ir.Graph {
+	out := *g
+	out.Outputs = slices.Clone(g.Outputs)
+	for _, p := range g.Params {
+		if p.Update != nil {
+			out.Outputs = append(out.Outputs, p.Update)
+		}
+	}
+	return &out
+}
+
+// updated lists the parameters whose updates withUpdates added, in order.
+func updated(g *ir.Graph) []string {
+	var names []string
+	for _, p := range g.Params {
+		if p.Update != nil {
+			names = append(names, p.Value.Name)
+		}
+	}
+	return names
+}
+
 // writeOptimized writes the optimised model as TDL, after copies of the
 // operators it calls that are not the standard library's (so that it
 // checks on its own, wherever it is moved), with the names of the inputs,
@@ -115,7 +141,7 @@ func writeOptimized(path string, m *check.Module, g *ir.Graph, out *search.Outco
 	if err != nil {
 		return err
 	}
-	src := ops + search.FormatModel(out.Graph, g.Name, outputs)
+	src := ops + search.FormatModel(out.Graph, g.Name, outputs, updated(g))
 	f, err := parser.Parse(path, []byte(src))
 	if err != nil {
 		return fmt.Errorf("internal error: the optimised model does not parse: %w", err)

@@ -216,3 +216,37 @@ func TestOptimizeKeepsParameterNames(t *testing.T) {
 	// The original's parameters fit the optimised model as they are.
 	evalParams(out, "--params", filepath.Join(dir, "eval"+strconv.Itoa(len(sets)+1), "params.npz"))
 }
+
+// TestOptimizeKeepsUpdates: the optimised model states its parameters'
+// updates again (batch norm's running statistics), so that it trains as
+// the original does.
+func TestOptimizeKeepsUpdates(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "cnn.tdl")
+	sets := []string{"--set", "train=true", "--set", "batch=4", "--set", "image=8", "--set", "width=2"}
+	status, _, stderr := tofuc(append([]string{"optimize", "../../examples/cnn.tdl", "--max-graphs", "8", "-o", out}, sets...)...)
+	if status != exitOK {
+		t.Fatalf("optimize: exit %d: %s", status, stderr)
+	}
+	src, err := os.ReadFile(out)
+	if err != nil || strings.Count(string(src), "update ") != 4 {
+		t.Fatalf("the optimised model states %d updates, want 4 (%v):\n%s", strings.Count(string(src), "update "), err, src)
+	}
+	trained := func(args ...string) map[string]*tensor.Tensor {
+		o := filepath.Join(dir, strconv.Itoa(len(args)))
+		if status, _, stderr := tofuc(append(append([]string{"eval"}, args...), "--train", "--steps", "2", "--random-inputs", "--seed", "2", "--out", o)...); status != exitOK {
+			t.Fatalf("eval --train %v: %s", args, stderr)
+		}
+		p, err := npy.ReadNPZ(filepath.Join(o, "params.npz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	want, got := trained(append([]string{"../../examples/cnn.tdl"}, sets...)...), trained(out)
+	for name, w := range want {
+		if err := tensor.Compare(got[name], w, tensor.Tolerance{Abs: 1e-6, Rel: 1e-5}); err != nil {
+			t.Errorf("%s after two steps: %v", name, err)
+		}
+	}
+}

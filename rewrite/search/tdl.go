@@ -18,8 +18,11 @@ import (
 // parameter whose name is no identifier, such as a block's `h.2/w1`, is
 // bound to one and keeps its name with a `name "h.2/w1"` clause). It
 // checks where the operators it calls are in scope (the standard library
-// and any printed before it).
-func FormatModel(g *ir.Graph, name string, outputs []string) string {
+// and any printed before it). The last len(updated) outputs of g are the
+// updates of the parameters named in updated, printed as `update w =
+// EXPR` statements rather than returned.
+func FormatModel(g *ir.Graph, name string, outputs, updated []string) string {
+	returned := g.Outputs[:len(g.Outputs)-len(updated)]
 	p := &modelPrinter{names: map[*ir.Value]string{}, taken: map[string]bool{}}
 	for _, v := range g.Inputs {
 		p.keep(v, v.Name)
@@ -27,7 +30,7 @@ func FormatModel(g *ir.Graph, name string, outputs []string) string {
 	for _, prm := range g.Params {
 		p.keep(prm.Value, prm.Value.Name)
 	}
-	for i, v := range g.Outputs {
+	for i, v := range returned {
 		if i < len(outputs) && v.Const == nil {
 			p.keep(v, outputs[i])
 		}
@@ -56,8 +59,15 @@ func FormatModel(g *ir.Graph, name string, outputs []string) string {
 		}
 		fmt.Fprintf(&b, "    %s = %s%s(%s)\n", strings.Join(outs, ", "), n.Inst.Op, attrs(n.Inst.Attrs), strings.Join(args, ", "))
 	}
+	params := map[string]*ir.Value{}
+	for _, prm := range g.Params {
+		params[prm.Value.Name] = prm.Value
+	}
+	for i, name := range updated {
+		fmt.Fprintf(&b, "    update %s = %s\n", p.name(params[name]), p.ref(g.Outputs[len(returned)+i]))
+	}
 	var rets []string
-	for _, v := range g.Outputs {
+	for _, v := range returned {
 		rets = append(rets, p.ref(v))
 	}
 	fmt.Fprintf(&b, "    return %s\n}\n", strings.Join(rets, ", "))
