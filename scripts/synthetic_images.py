@@ -29,7 +29,7 @@ def main():
         r0 = 1 + (c // 5) * (s // 2) + rng.integers(-1, 2) + (s // 2 - 4) // 2
         c0 = 1 + (c % 5) * ((s - 4) // 5) + rng.integers(0, 2)
         r0, c0 = np.clip(r0, 0, s - 4), np.clip(c0, 0, s - 4)
-        x[i, 0, r0:r0 + 4, c0:c0 + 4] += 0.45
+        x[i, 0, r0:r0 + 4, c0:c0 + 4] += 0.6
     os.makedirs(a.out, exist_ok=True)
     np.save(os.path.join(a.out, "x.npy"), x)
     np.save(os.path.join(a.out, "labels.npy"), labels.astype(np.int64))

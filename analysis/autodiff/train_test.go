@@ -29,11 +29,17 @@ model m(x: f64[3, 4]) {
 // loadTwice checks the model named twice above: its module and graph.
 func loadTwice(t *testing.T) (*check.Module, *ir.Graph) {
 	t.Helper()
+	return loadModel(t, "twice.tdl", twice)
+}
+
+// loadModel checks the model of source: its module and graph.
+func loadModel(t *testing.T, name, source string) (*check.Module, *ir.Graph) {
+	t.Helper()
 	p, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := p.LoadSource("twice.tdl", []byte(twice))
+	m, err := p.LoadSource(name, []byte(source))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,18 +295,7 @@ model m(x: f64[8, 6]) {
 // dropout draws from the training graph's dropout_seed input, so that
 // the masks, and the gradients, differ between steps.
 func TestBuffersAndDropoutSeeds(t *testing.T) {
-	p, err := check.NewProgram(parser.Parse)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := p.LoadSource("buffered.tdl", []byte(buffered))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Model("", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, g := loadModel(t, "buffered.tdl", buffered)
 	tg, next, err := autodiff.TrainingGraph(g, m, autodiff.TrainOptions{Loss: "mse", LR: 0.1})
 	if err != nil {
 		t.Fatal(err)
@@ -378,25 +373,14 @@ func mustMatmul(t *testing.T, a, b *tensor.Tensor) *tensor.Tensor {
 // draw different masks in a step, and a step's mask changes with the
 // step and the run's seed (also 65,536 steps apart).
 func TestDropoutMasksDifferByLayerStepAndSeed(t *testing.T) {
-	p, err := check.NewProgram(parser.Parse)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := p.LoadSource("two.tdl", []byte(`
+	m, g := loadModel(t, "two.tdl", `
 model m(x: f64[64]) {
     w = param f64[64] init ones()
     a = dropout<ratio = 0.5, training = true>(x * w)
     b = dropout<ratio = 0.5, training = true>(x * w)
     return a - b
 }
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Model("", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	tg, _, err := autodiff.TrainingGraph(g, m, autodiff.TrainOptions{Loss: "mse"})
 	if err != nil {
 		t.Fatal(err)
