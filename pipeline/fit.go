@@ -67,7 +67,8 @@ type FitOptions struct {
 	Recipe string
 }
 
-// FitEvent is what a Fit reports as it goes.
+// FitEvent is what a Fit reports as it goes: a step, or the end of an
+// epoch (Batch 0).
 type FitEvent struct {
 	Epoch, Epochs    int
 	Batch, Batches   int // within the epoch
@@ -183,7 +184,7 @@ func (f *Fit) Run(params map[string]*tensor.Tensor, resume string) (map[string]*
 			ev.Holdout = &res
 		}
 		if ev.Checkpoint, err = f.checkpoint(params, hist, step, samples, batch); err != nil {
-			return nil, nil, err
+			return nil, nil, err // (again if --checkpoint-every wrote it: now with the evaluation)
 		}
 		f.report(ev)
 		if step == f.StopAfter {

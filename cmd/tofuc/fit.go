@@ -283,23 +283,24 @@ func newFitProgress(stdout, stderr io.Writer) *fitProgress {
 
 func (p *fitProgress) event(ev pipeline.FitEvent) {
 	switch {
-	case ev.Holdout != nil:
+	case ev.Batch == 0: // an epoch's end
 		p.clear()
-		r := ev.Holdout
-		acc := ""
-		if r.Accuracy >= 0 {
-			acc = fmt.Sprintf(", accuracy %.2f%%", 100*r.Accuracy)
+		line := fmt.Sprintf("epoch %d/%d: step %d", ev.Epoch, ev.Epochs, ev.Step)
+		if r := ev.Holdout; r != nil {
+			line += fmt.Sprintf(", held-out loss %.4g", r.Loss)
+			if r.Accuracy >= 0 {
+				line += fmt.Sprintf(", accuracy %.2f%%", 100*r.Accuracy)
+			}
 		}
-		fmt.Fprintf(p.out, "epoch %d/%d: step %d, held-out loss %.4g%s\n", ev.Epoch, ev.Epochs, ev.Step, r.Loss, acc)
+		fmt.Fprintln(p.out, line)
+	case ev.Checkpoint != "":
+		p.clear()
+		fmt.Fprintf(p.out, "step %d: loss %.4g, checkpoint %s\n", ev.Step, ev.Loss, ev.Checkpoint)
 	case p.bar != nil:
 		const width = 30
 		filled := width * ev.Batch / max(ev.Batches, 1)
 		fmt.Fprintf(p.bar, "\r\033[Kepoch %d/%d [%s%s] %d/%d loss %.4g, %.0f samples/s", ev.Epoch, ev.Epochs,
 			strings.Repeat("=", filled), strings.Repeat(" ", width-filled), ev.Batch, ev.Batches, ev.Loss, ev.SamplesPerSecond)
-	}
-	if ev.Checkpoint != "" && ev.Holdout == nil {
-		p.clear()
-		fmt.Fprintf(p.out, "step %d: loss %.4g, checkpoint %s\n", ev.Step, ev.Loss, ev.Checkpoint)
 	}
 }
 
