@@ -34,6 +34,7 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	var f partitionFlags
 	fs.IntVar(&f.devices, "devices", 0, "the number of devices N (required)")
 	fs.StringVar(&f.reportDir, "report", "", "write report.txt, report.json and report.html into DIR (created if missing)")
+	fs.BoolVar(&f.tradeOff, "memory-tradeoff", false, "with --report: add the memory trade-off table (five more searches, most of the command's time)")
 	fs.Var((*byteSize)(&f.memory), "memory", "the memory per device, e.g. 80GB or 16GiB (bytes without a unit; 0: unlimited)")
 	fs.StringVar(&f.strategy, "strategy", "", "price the plan in FILE (a report.json, edited) beside the optimum")
 	fs.StringVar(&f.factors, "factors", "", "the workers per recursion step, e.g. 4,2 (default: N's prime factors, largest first)")
@@ -46,9 +47,6 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
-	// The trade-off table is the report's (several more searches, most
-	// of the command's time); the summary does not print it.
-	f.tradeOff = f.reportDir != ""
 	factors, err := f.validate(fs.NArg(), fs.Changed)
 	if err != nil {
 		return usageError(stderr, "partition", "%v", err)
@@ -99,6 +97,8 @@ func (f *partitionFlags) validate(nargs int, changed func(string) bool) ([]int, 
 		return nil, fmt.Errorf("--devices must be 2 to %d", partition.MaxDevices)
 	case f.memory < 0:
 		return nil, fmt.Errorf("--memory must not be negative")
+	case f.tradeOff && f.reportDir == "":
+		return nil, fmt.Errorf("--memory-tradeoff goes with --report (the table is the report's)")
 	case !f.train.train && (changed("loss") || changed("optimizer") || changed("lr") || changed("loss-scale")):
 		return nil, fmt.Errorf("--loss, --optimizer, --lr and --loss-scale go with --train")
 	case f.objective != partition.Bytes && f.objective != partition.Time:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"bytes"
 	"os"
 	"path/filepath"
@@ -225,5 +226,40 @@ func TestBenchCalibrate(t *testing.T) {
 		if code := run(args, &out, &errb); code != exitUsage {
 			t.Errorf("%v: exit %d, want a usage error", args, code)
 		}
+	}
+}
+
+// TestPartitionReportCost: --report writes the report of the one search
+// (no memory trade-off table, whose five more searches cost ten times
+// the rest on Wide ResNet-152-10); --memory-tradeoff adds the table, and
+// without --report is a usage error.
+func TestPartitionReportCost(t *testing.T) {
+	tradeOff := func(args ...string) int {
+		dir := t.TempDir()
+		var out, errb bytes.Buffer
+		if code := run(append([]string{"partition", "../../examples/mlp.tdl", "--train", "--devices", "4", "--report", dir}, args...), &out, &errb); code != exitOK {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		var rep struct {
+			Rows []json.RawMessage `json:"memory_tradeoff"`
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &rep); err != nil {
+			t.Fatal(err)
+		}
+		return len(rep.Rows)
+	}
+	if n := tradeOff(); n != 0 {
+		t.Errorf("--report alone: %d trade-off rows, want none", n)
+	}
+	if n := tradeOff("--memory-tradeoff"); n < 3 {
+		t.Errorf("--memory-tradeoff: %d trade-off rows, want several", n)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"partition", "../../examples/mlp.tdl", "--devices", "4", "--memory-tradeoff"}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "--memory-tradeoff goes with --report") {
+		t.Errorf("--memory-tradeoff without --report: exit %d, %s", code, errb.String())
 	}
 }
