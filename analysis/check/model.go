@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -561,7 +562,7 @@ func (el *elab) update(s *mscope, st *lang.UpdateStmt) {
 		}
 	}
 	if p == nil {
-		el.fail(st.Pos, "update %s: %s is not a parameter of this model", st.Name, st.Name)
+		el.fail(st.Pos, "update %s: %s", st.Name, el.notParam(s, st.Name))
 	}
 	if p.Update != nil {
 		el.fail(st.Pos, "update %s: %s already has an update (at %s)", st.Name, st.Name, p.UpdatePos)
@@ -579,6 +580,24 @@ func (el *elab) update(s *mscope, st *lang.UpdateStmt) {
 		}
 	}
 	p.Update, p.UpdatePos = v[0], st.Pos
+}
+
+// notParam says what name is, which an update statement took for a
+// parameter of the model.
+func (el *elab) notParam(s *mscope, name string) string {
+	vals, ok := s.lookupValue(name)
+	switch {
+	case !ok && s.lookupBlock(name) != nil:
+		return name + " is a block, not a parameter"
+	case !ok:
+		if _, isConst := s.lookupConst(name); isConst {
+			return name + " is a constant, not a parameter"
+		}
+		return name + " is not defined here (a parameter of a block is updated inside the block)"
+	case len(vals) == 1 && slices.Contains(el.graph.Inputs, vals[0]):
+		return name + " is an input of the model, not a parameter"
+	}
+	return name + " is computed by the model, not a parameter (update the parameter it was bound to before being rebound)"
 }
 
 // checkInit rejects initialisers that cannot draw what they say.
