@@ -452,8 +452,11 @@ func (m *model) readState() error {
 		return err
 	}
 	var st struct{ Step int }
-	if err := json.Unmarshal(b, &st); err != nil || st.Step < 0 {
-		return fmt.Errorf("%s: not a training state (%v)", filepath.Join(m.dir, stateFile), err)
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(m.dir, stateFile), err)
+	}
+	if st.Step < 0 {
+		return fmt.Errorf("%s: a negative step count, %d", filepath.Join(m.dir, stateFile), st.Step)
 	}
 	m.step = st.Step
 	return nil

@@ -15,7 +15,10 @@ import (
 // faster without changing any plan it returns; a change that moves a
 // digest changes plans and must say why. The big models (the issue's
 // Wide ResNet-152-10 and RNN-10-4K) check the search alone, and are
-// skipped with -short.
+// skipped with -short. (2026-11-29: the rnn and wresnet digests moved
+// with their values' names only, `h, c = lstm_cell(...)` in a block
+// naming its outputs h and c: a digest of indices for names is the same
+// before and after on all five.)
 func TestPlansUnchanged(t *testing.T) {
 	for _, tc := range []struct {
 		name, file string
@@ -31,15 +34,15 @@ func TestPlansUnchanged(t *testing.T) {
 		chosenPlan  string
 	}{
 		{name: "mlp", file: "mlp", searchBytes: 518640, searchPlan: "e9ee443da468a626", chosen: "search", chosenBytes: 518640, chosenPlan: "e9ee443da468a626"},
-		{name: "rnn", file: "rnn", searchBytes: 49318672, searchPlan: "ed2472a4025b8ea9", chosen: "search", chosenBytes: 49318672, chosenPlan: "ed2472a4025b8ea9"},
-		{name: "rnn at 8 MiB", file: "rnn", memory: 8 << 20, searchBytes: 761474608, searchPlan: "398b98a9fb616387", chosen: "search", chosenBytes: 761474608, chosenPlan: "398b98a9fb616387"},
+		{name: "rnn", file: "rnn", searchBytes: 49318672, searchPlan: "176c009475c649c3", chosen: "search", chosenBytes: 49318672, chosenPlan: "176c009475c649c3"},
+		{name: "rnn at 8 MiB", file: "rnn", memory: 8 << 20, searchBytes: 761474608, searchPlan: "1a825e297182f5c9", chosen: "search", chosenBytes: 761474608, chosenPlan: "1a825e297182f5c9"},
 		{name: "sru", file: "sru", searchBytes: 4160, searchPlan: "a3326d39addfde18", chosen: "equal_chop", chosenBytes: 2744, chosenPlan: "f2e248d1cc45b8cd"},
 		{name: "transformer", file: "transformer", searchBytes: 59058272, searchPlan: "b7469e3dfabcc2aa", chosen: "search", chosenBytes: 59058272, chosenPlan: "b7469e3dfabcc2aa"},
-		{name: "wresnet", file: "wresnet", searchBytes: 2401125472, searchPlan: "c61f362d590ea2b2", chosen: "search", chosenBytes: 2401125472, chosenPlan: "c61f362d590ea2b2"},
+		{name: "wresnet", file: "wresnet", searchBytes: 2401125472, searchPlan: "32e50996a502652f", chosen: "search", chosenBytes: 2401125472, chosenPlan: "32e50996a502652f"},
 		{name: "WResNet-152-10", file: "wresnet", set: map[string]int64{"depth": 152, "width": 10, "batch": 8}, big: true,
-			searchBytes: 17790615136, searchPlan: "2d111e2c526cd31a"},
+			searchBytes: 17790615136, searchPlan: "b9b98008be83a6ff"},
 		{name: "RNN-10-4K", file: "rnn", set: map[string]int64{"layers": 10, "hidden": 4096, "batch": 512}, big: true,
-			searchBytes: 64997636432, searchPlan: "de2354f532446f5c"},
+			searchBytes: 64997636432, searchPlan: "4a69e23f86514562"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.big && testing.Short() {
