@@ -144,7 +144,7 @@ func TestSessionRefuses(t *testing.T) {
 		want    string
 	}{
 		{`{`, nil, "unexpected end"},
-		{`{"op": "fly"}`, nil, "no model 0"},
+		{`{"op": "fly"}`, nil, `unknown request "fly"`},
 		{`{"op": "compile"}`, nil, "no arguments"},
 		{`{"op": "compile", "compile": {"path": "missing.tdl"}}`, nil, "missing.tdl"},
 		{`{"op": "compile", "compile": {"path": "` + path + `", "devices": 100000}}`, nil, "--devices must be 1 to"},
@@ -158,7 +158,7 @@ func TestSessionRefuses(t *testing.T) {
 		{`{"op": "run", "model": 1, "tensors": [{"name": "x", "dtype": "c64", "shape": [2, 784], "buffer": 0}]}`, [][]byte{raw}, "no raw arrays"},
 		{`{"op": "train_step", "model": 1}`, nil, "not a training plan"},
 		{`{"op": "set_params", "model": 1, "tensors": [{"name": "w9", "dtype": "f32", "shape": [2, 784], "buffer": 0}]}`, [][]byte{raw}, "w9"},
-		{`{"op": "fly", "model": 1}`, nil, `unknown request "fly"`},
+		{`{"op": "run", "model": 7}`, nil, "no model 7"},
 	}
 	if m != 1 {
 		t.Fatalf("the first model's handle is %d", m)

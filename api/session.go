@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -170,7 +171,13 @@ func (s *Session) safeHandle(r *Request, buffers [][]byte) (reply Reply, out []*
 	return s.handle(r, buffers)
 }
 
+// ops are the requests a session serves.
+var ops = []string{"compile", "open", "info", "run", "train_step", "params", "set_params", "save", "close"}
+
 func (s *Session) handle(r *Request, buffers [][]byte) (Reply, []*tensor.Tensor, error) {
+	if !slices.Contains(ops, r.Op) {
+		return Reply{}, nil, fmt.Errorf("unknown request %q (expected one of %v)", r.Op, ops)
+	}
 	switch r.Op {
 	case "compile":
 		if r.Compile == nil {
@@ -233,13 +240,18 @@ func (s *Session) model(h int64) (*model, error) {
 	return m, nil
 }
 
-// Close closes every model of the session.
+// Close closes every model of the session, each after the call it runs.
 func (s *Session) Close() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for h, m := range s.models {
-		m.close()
-		delete(s.models, h)
+	models := s.models
+	s.models = map[int64]*model{}
+	s.mu.Unlock()
+	for _, m := range models {
+		m.mu.Lock()
+		if m.prog != nil {
+			m.close()
+		}
+		m.mu.Unlock()
 	}
 }
 
@@ -373,16 +385,20 @@ func (m *model) trainStep(args []TensorArg, buffers [][]byte, step int) (Reply, 
 	case step == 0:
 		step = m.step + 1
 	}
-	var bindings []plan.Binding
-	set := map[string]*tensor.Tensor{}
-	values := autodiff.StepValues(step, m.seed)
-	for _, b := range m.plan.Inputs {
-		v, sets := values[b.Name]
-		if sets && !slices.ContainsFunc(args, func(a TensorArg) bool { return a.Name == b.Name }) {
-			set[b.Name] = tensor.Scalar(lang.ParseDType(b.DType), v)
-			continue
+	dtypeOf := func(name string) (lang.DType, bool) {
+		i := slices.IndexFunc(m.plan.Inputs, func(b plan.Binding) bool { return b.Name == name })
+		if i < 0 {
+			return lang.Invalid, false
 		}
-		bindings = append(bindings, b)
+		return lang.ParseDType(m.plan.Inputs[i].DType), true
+	}
+	given := func(name string) bool { return slices.ContainsFunc(args, func(a TensorArg) bool { return a.Name == name }) }
+	set := pipeline.StepTensors(dtypeOf, given, step, m.seed)
+	var bindings []plan.Binding
+	for _, b := range m.plan.Inputs {
+		if _, ok := set[b.Name]; !ok {
+			bindings = append(bindings, b)
+		}
 	}
 	inputs, err := tensorsOf(args, buffers, bindings, "input")
 	if err != nil {
@@ -394,7 +410,7 @@ func (m *model) trainStep(args []TensorArg, buffers [][]byte, step int) (Reply, 
 		return Reply{}, nil, fmt.Errorf("step %d: %w", step, err)
 	}
 	loss := outputs[autodiff.LossOutput].Flat(0)
-	if loss != loss || loss > 1e308 || loss < -1e308 {
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return Reply{}, nil, fmt.Errorf("step %d: the loss is %g: %w (try a smaller learning rate)", step, loss, pipeline.ErrDiverged)
 	}
 	for p, out := range m.plan.Next {
@@ -426,20 +442,31 @@ func (m *model) setParams(args []TensorArg, buffers [][]byte) error {
 // that a model loaded from it continues Adam's count.
 const stateFile = "training.json"
 
+// trainingState is what stateFile holds: the steps run and the seed
+// dropout's masks are drawn with.
+type trainingState struct {
+	Step int    `json:"step"`
+	Seed uint64 `json:"seed"`
+}
+
 // save writes the plan with its parameters now (pipeline.Save) and, for a
-// training plan, the steps run.
+// training plan, its training state (another plan's is removed).
 func (m *model) save(dir string) error {
 	if err := pipeline.Save(m.plan, m.dir, dir, m.params); err != nil {
 		return err
 	}
+	path := filepath.Join(dir, stateFile)
 	if len(m.plan.Next) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 		return nil
 	}
-	b, err := json.Marshal(map[string]int{"step": m.step})
+	b, err := json.Marshal(trainingState{Step: m.step, Seed: m.seed})
 	if err != nil {
 		return err
 	}
-	return safefile.WriteFile(filepath.Join(dir, stateFile), b, 0o644)
+	return safefile.WriteFile(path, b, 0o644)
 }
 
 // readState reads the steps a saved training plan ran (none: 0).
@@ -451,14 +478,14 @@ func (m *model) readState() error {
 	if err != nil {
 		return err
 	}
-	var st struct{ Step int }
+	var st trainingState
 	if err := json.Unmarshal(b, &st); err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(m.dir, stateFile), err)
 	}
 	if st.Step < 0 {
 		return fmt.Errorf("%s: a negative step count, %d", filepath.Join(m.dir, stateFile), st.Step)
 	}
-	m.step = st.Step
+	m.step, m.seed = st.Step, st.Seed
 	return nil
 }
 

@@ -350,3 +350,41 @@ func TestNotTDL(t *testing.T) {
 		t.Errorf("TDL text named .onnx: %v", err)
 	}
 }
+
+// TestUpdateAndNameStatements: `update w = EXPR` and a parameter's
+// `name "..."` clause parse, and update and name stay usable as names,
+// also right after a parameter statement.
+func TestUpdateAndNameStatements(t *testing.T) {
+	src := `model m(x: f32[2, 4]) {
+    w = param f32[4, 4] init zeros()
+    name = matmul(x, w)
+    v = param f32[4] init ones() name "h.2/v"
+    update = add(name, v)
+    update v = v
+    return update
+}
+`
+	f, err := Parse("m.tdl", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := f.Models[0].Body
+	want := []string{"*lang.ParamStmt", "*lang.AssignStmt", "*lang.ParamStmt", "*lang.AssignStmt", "*lang.UpdateStmt", "*lang.ReturnStmt"}
+	for i, st := range body {
+		if got := fmt.Sprintf("%T", st); i >= len(want) || got != want[i] {
+			t.Fatalf("statement %d is %s, want %v", i, got, want)
+		}
+	}
+	if p := body[2].(*lang.ParamStmt); p.Label != "h.2/v" {
+		t.Errorf("the name clause gave %q", p.Label)
+	}
+	if u := body[4].(*lang.UpdateStmt); u.Name != "v" || sexpr(u.Value) != "v" {
+		t.Errorf("update statement %+v", u)
+	}
+	if a := body[3].(*lang.AssignStmt); a.Names[0] != "update" {
+		t.Errorf("the binding of update is %v", a.Names)
+	}
+	if _, err := Parse("bad.tdl", []byte("model m(x: f32[2]) {\n    v = param f32[2] name \"a\\nb\"\n    return x\n}\n")); err == nil || !strings.Contains(err.Error(), "bad parameter name") {
+		t.Errorf("a name with a line break: %v", err)
+	}
+}

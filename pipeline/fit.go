@@ -211,6 +211,8 @@ func (f *Fit) resume(path string, samples, batch, total int, hist *History) (map
 			path, st.Seed, st.Samples, st.Batch, st.Holdout, f.Seed, samples, batch, f.Holdout)
 	case st.Step < 1 || st.Step > total:
 		return nil, 0, fmt.Errorf("%s: a checkpoint after step %d; this run has steps 1 to %d", path, st.Step, total)
+	case f.StopAfter > 0 && f.StopAfter <= st.Step:
+		return nil, 0, fmt.Errorf("%s: a checkpoint after step %d; the run is to stop after step %d", path, st.Step, f.StopAfter)
 	case len(st.History.Losses) != st.Step:
 		return nil, 0, fmt.Errorf("%s: a history of %d losses for %d steps", statePath(path), len(st.History.Losses), st.Step)
 	}
@@ -373,8 +375,11 @@ func (f *Fit) evaluate(s *exec.Session, held []int, batch int, params map[string
 	for at := 0; at < len(held); at += batch {
 		rows := held[at:min(at+batch, len(held))]
 		real := len(rows)
+		if len(rows) < batch {
+			rows = slices.Clone(rows)
+		}
 		for len(rows) < batch {
-			rows = append(slices.Clone(rows), held[0])
+			rows = append(rows, held[0])
 		}
 		inputs, err := f.gather(rows)
 		if err != nil {

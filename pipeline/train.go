@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"tofuc/analysis/autodiff"
+	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
@@ -58,17 +59,34 @@ func (l *Loop) Step(step int, inputs, params map[string]*tensor.Tensor) (loss fl
 	return loss, next, nil
 }
 
-// WithStepValues is inputs with the values of step (autodiff.StepValues)
-// added for the graph inputs that take them and are not given.
+// WithStepValues is inputs with the values of step added for the graph
+// inputs that take them and are not given (StepTensors).
 func WithStepValues(graphInputs []*ir.Value, inputs map[string]*tensor.Tensor, step int, seed uint64) map[string]*tensor.Tensor {
+	dtypeOf := func(name string) (lang.DType, bool) {
+		i := slices.IndexFunc(graphInputs, func(in *ir.Value) bool { return in.Name == name })
+		if i < 0 {
+			return lang.Invalid, false
+		}
+		return graphInputs[i].DType, true
+	}
+	given := func(name string) bool { _, ok := inputs[name]; return ok }
 	out := maps.Clone(inputs)
 	if out == nil {
 		out = map[string]*tensor.Tensor{}
 	}
+	maps.Copy(out, StepTensors(dtypeOf, given, step, seed))
+	return out
+}
+
+// StepTensors are the inputs a training loop sets at step (1-based) of a
+// run seeded with seed (autodiff.StepValues: Adam's step, dropout's
+// seed): those the graph takes, of its dtypes (dtypeOf), that the
+// caller did not give.
+func StepTensors(dtypeOf func(name string) (lang.DType, bool), given func(name string) bool, step int, seed uint64) map[string]*tensor.Tensor {
+	out := map[string]*tensor.Tensor{}
 	for name, v := range autodiff.StepValues(step, seed) {
-		i := slices.IndexFunc(graphInputs, func(in *ir.Value) bool { return in.Name == name })
-		if _, given := inputs[name]; i >= 0 && !given {
-			out[name] = tensor.Scalar(graphInputs[i].DType, v)
+		if dt, takes := dtypeOf(name); takes && !given(name) {
+			out[name] = tensor.Scalar(dt, v)
 		}
 	}
 	return out

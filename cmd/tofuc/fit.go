@@ -70,6 +70,8 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "train", "%v", checkThreads(f.threads))
 	case f.train.validate() != nil:
 		return usageError(stderr, "train", "%v", f.train.validate())
+	case f.resume != "" && f.params != "":
+		return usageError(stderr, "train", "--params and --resume: a resumed run's parameters are its checkpoint's")
 	}
 	if _, err := pipeline.ParseSets(f.sets); err != nil {
 		return usageError(stderr, "train", "%v", err)

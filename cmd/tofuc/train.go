@@ -48,7 +48,7 @@ func (f *trainFlags) choices() *pipeline.TrainChoices {
 
 // validate rejects unknown losses and optimizers (usage errors).
 func (f *trainFlags) validate() error {
-	t := pipeline.TrainChoices{Loss: f.loss, Optimizer: f.optimize, LR: f.lr}
+	t := pipeline.TrainChoices{Loss: f.loss, Optimizer: f.optimize, LR: f.lr, LossScale: f.lossScale}
 	return t.Validate()
 }
 

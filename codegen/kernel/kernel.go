@@ -288,7 +288,7 @@ func Build(label string, out any, stages []Stage) (*Kernel, error) {
 		return nil, fmt.Errorf("%s: a kernel without stages", label)
 	}
 	b := &builder{k: &Kernel{Label: label, source: map[*ir.Tensor]Source{}, checked: map[*ir.Access][]bool{}, site: map[*ir.Access]int{}},
-		argIndex: map[any]int{}, buffers: map[*ir.Tensor]any{}, bound: map[*ir.Instance]bool{}}
+		argIndex: map[any]int{}, buffers: map[*ir.Tensor]any{}, bound: map[*ir.Instance]bool{}, claimed: map[*ir.Tensor]bool{}}
 	root := stages[0]
 	b.k.Vars = root.Def.Vars
 	shape, err := concrete(root.Def.Tensor)
@@ -307,7 +307,7 @@ func Build(label string, out any, stages []Stage) (*Kernel, error) {
 		if i == 0 {
 			b.rootInst = st.Inst
 		}
-		b.bound[st.Inst] = true
+		b.claim(st.Inst)
 		if err := b.bindStage(i, st); err != nil {
 			return nil, fmt.Errorf("%s: %w", label, err)
 		}
@@ -367,8 +367,22 @@ type builder struct {
 	// rootInst is the first stage's instance.
 	rootInst *ir.Instance
 	// bound holds the instances whose tensors are bound: the stages' and
-	// the inlined producers'.
-	bound map[*ir.Instance]bool
+	// the inlined producers'; claimed, their tensors, from before their
+	// bindings are resolved (an inlined producer that shares a tensor
+	// with the stage reading it is bound on a copy).
+	bound   map[*ir.Instance]bool
+	claimed map[*ir.Tensor]bool
+}
+
+// claim records that inst's tensors are (about to be) bound.
+func (b *builder) claim(inst *ir.Instance) {
+	b.bound[inst] = true
+	for _, t := range inst.Inputs {
+		b.claimed[t] = true
+	}
+	for _, d := range inst.Locals {
+		b.claimed[d.Tensor] = true
+	}
 }
 
 // bindStage resolves every tensor stage i reads.
@@ -434,7 +448,7 @@ func (b *builder) bindInline(t *ir.Tensor, p *Inline, stage int) error {
 		}
 		bind = func(t *ir.Tensor) (Binding, error) { return p.Bind(orig[t]) }
 	}
-	b.bound[inst] = true
+	b.claim(inst)
 	b.k.source[t] = Source{Arg: -1, Stage: -1, Local: inst.Outputs[0]}
 	for _, in := range inst.Inputs {
 		bd, err := bind(in)
@@ -448,24 +462,20 @@ func (b *builder) bindInline(t *ir.Tensor, p *Inline, stage int) error {
 	return nil
 }
 
-// taken reports whether a tensor of inst is bound already: inst itself
-// was, or another instance sharing its tensors.
+// taken reports whether a tensor of inst is bound already, or about to
+// be: inst itself was, or another instance sharing its tensors (the
+// backward instances derived from one forward instance share its inputs).
 func (b *builder) taken(inst *ir.Instance) bool {
 	if b.bound[inst] {
 		return true
 	}
-	bound := func(t *ir.Tensor) bool {
-		_, buf := b.buffers[t]
-		_, src := b.k.source[t]
-		return buf || src
-	}
 	for _, t := range inst.Inputs {
-		if bound(t) {
+		if b.claimed[t] {
 			return true
 		}
 	}
 	for _, d := range inst.Locals {
-		if bound(d.Tensor) {
+		if b.claimed[d.Tensor] {
 			return true
 		}
 	}

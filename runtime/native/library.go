@@ -102,7 +102,7 @@ func (l *Library) Close() error {
 	}
 	err := purego.Dlclose(l.handle)
 	l.handle, l.syms = 0, nil
-	if err != nil {
+	if err != nil { // the loader may still hold it: its path stays taken
 		return fmt.Errorf("unloading %s: %w", l.Path, err)
 	}
 	if h, err := purego.Dlopen(fmt.Sprintf("/proc/self/fd/%d", l.fd), purego.RTLD_NOW|purego.RTLD_LOCAL|rtldNoload); err == nil && h != 0 {
