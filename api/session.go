@@ -392,7 +392,9 @@ func (m *model) trainStep(args []TensorArg, buffers [][]byte, step int) (Reply, 
 		}
 		return lang.ParseDType(m.plan.Inputs[i].DType), true
 	}
-	given := func(name string) bool { return slices.ContainsFunc(args, func(a TensorArg) bool { return a.Name == name }) }
+	given := func(name string) bool {
+		return slices.ContainsFunc(args, func(a TensorArg) bool { return a.Name == name })
+	}
 	set := pipeline.StepTensors(dtypeOf, given, step, m.seed)
 	var bindings []plan.Binding
 	for _, b := range m.plan.Inputs {
