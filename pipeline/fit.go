@@ -257,7 +257,7 @@ func (f *Fit) report(ev FitEvent) {
 func (f *Fit) shapes() (samples, batch int, err error) {
 	samples = -1
 	for _, in := range f.Train.Inputs {
-		if _, set := autodiff.StepValues(0, 0)[in.Name]; set {
+		if autodiff.SetEachStep(in.Name) {
 			continue
 		}
 		r, ok := f.Data[in.Name]

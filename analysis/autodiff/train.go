@@ -57,6 +57,13 @@ func StepValues(step int, seed uint64) map[string]float64 {
 	return map[string]float64{StepInput: float64(step), DropoutSeedInput: float64(mix64(seed, uint64(step)) >> 32)}
 }
 
+// SetEachStep says whether a training loop sets the graph input called
+// name at each step (one of StepValues').
+func SetEachStep(name string) bool {
+	_, ok := StepValues(0, 0)[name]
+	return ok
+}
+
 // mix64 hashes two words (SplitMix64's finaliser of their combination).
 func mix64(a, b uint64) uint64 {
 	z := a*0x9e3779b97f4a7c15 ^ (b + 0x632be59bd9b4e019)

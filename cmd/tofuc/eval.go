@@ -210,7 +210,7 @@ func evalModel(path string, f evalFlags, opts pipeline.Options, inputs map[strin
 		return nil, nil, err
 	}
 	for _, in := range g.Inputs {
-		if _, perStep := autodiff.StepValues(0, 0)[in.Name]; inputs[in.Name] != nil || perStep && f.train.train {
+		if inputs[in.Name] != nil || autodiff.SetEachStep(in.Name) && f.train.train {
 			continue // the training loop sets Adam's step and dropout's seed at each step
 		}
 		if !f.random {
