@@ -339,8 +339,14 @@ var predeclared = map[string]cval{
 }
 
 func (ev *evaluator) toFloat(pos lang.Pos, v cval) float64 {
-	if v.kind == cFloat {
+	switch v.kind {
+	case cFloat:
 		return v.f
+	case cInt:
+	case cIndex:
+		ev.fail(pos, "an index is not a compile-time number: convert it in a lambda with f32(...) or f64(...)")
+	default:
+		ev.fail(pos, "expected a number, found %s %s", v.kind, v)
 	}
 	n, ok := v.dim.IsConst()
 	if !ok {

@@ -48,6 +48,7 @@ op masked<causal = false, groups = 1>(q: [groups * H, S], k: [H, S]) -> [groups 
 op badmask<flag = true>(x: [N]) -> [N] = lambda i: select(flag && 3, 0.0, x[i])
 
 op guarded<axes: list = []>(x: [N]) -> [N] = lambda i: select(len(axes) > 0 && axes[0] == i, 0.0, x[i])
+op ramp(x: [N]) -> [N] = lambda i: x[i] * float(i)
 `
 
 var instFile = func() *lang.File {
@@ -238,6 +239,8 @@ func TestInstantiateErrors(t *testing.T) {
 		// A constant left operand that does not decide: the right one is
 		// checked.
 		{"badmask", nil, []string{"f32[4]"}, "ops.tdl:33:64: && needs two bools, found bool and i64"},
+		// float() of an index gave 0.
+		{"ramp", nil, []string{"f32[4]"}, "ops.tdl:36:43: an index is not a compile-time number: convert it in a lambda with f32(...) or f64(...)"},
 	} {
 		_, err := instantiate(t, c.op, c.attrs, c.inputs...)
 		if err == nil || err.Error() != c.want {

@@ -121,6 +121,9 @@ type elab struct {
 	retPos lang.Pos
 	depth  int
 	steps  int // statements run so far
+	// symbol is the attribute or input extent kept symbolic
+	// (SymbolicModel), "" for none.
+	symbol string
 }
 
 // maxBlockDepth bounds block recursion.
@@ -130,8 +133,8 @@ const maxBlockDepth = 64
 // loops and block calls), so that checking always ends.
 const maxSteps = 1_000_000
 
-func (m *Module) elaborate(md *lang.ModelDecl, set map[string]ir.AttrValue) (*ir.Graph, error) {
-	el := &elab{mod: m, graph: &ir.Graph{Name: md.Name}, names: map[string]int{}}
+func (m *Module) elaborate(md *lang.ModelDecl, set map[string]ir.AttrValue, symbol string) (*ir.Graph, error) {
+	el := &elab{mod: m, graph: &ir.Graph{Name: md.Name}, names: map[string]int{}, symbol: symbol}
 	root := newScope(nil, true)
 	ok := try(func() {
 		el.bindModelAttrs(root, md, set)
@@ -174,6 +177,12 @@ func (el *elab) bindModelAttrs(s *mscope, md *lang.ModelDecl, set map[string]ir.
 			unknown = append(unknown, n)
 		}
 	}
+	if el.symbol != "" && !declared[el.symbol] && !symbols[el.symbol] {
+		unknown = append(unknown, el.symbol)
+	}
+	if _, ok := set[el.symbol]; ok && el.symbol != "" {
+		el.fail(md.Pos, "%s is both set and kept symbolic", el.symbol)
+	}
 	sort.Strings(unknown)
 	settable := append(names, keys(symbols)...)
 	for _, n := range unknown {
@@ -196,6 +205,8 @@ func (el *elab) bindModelAttrs(s *mscope, md *lang.ModelDecl, set map[string]ir.
 	for _, a := range md.Attrs {
 		var v cval
 		switch {
+		case a.Name == el.symbol:
+			v = el.symbolAttr(s, a)
 		case set != nil && hasKey(set, a.Name):
 			v = fromAttr(set[a.Name])
 			if a.Default != nil {
@@ -218,6 +229,19 @@ func (el *elab) bindModelAttrs(s *mscope, md *lang.ModelDecl, set map[string]ir.
 		}
 		s.consts[a.Name] = v
 	}
+}
+
+// symbolAttr is the value of the attribute kept symbolic: the shape
+// symbol of its name, for an integer attribute (by its type or default).
+func (el *elab) symbolAttr(s *mscope, a *lang.AttrDecl) cval {
+	isInt := a.Type == "int"
+	if a.Default != nil && a.Type == "" {
+		isInt = el.ev(s).eval(a.Default).kind == cInt
+	}
+	if !isInt {
+		el.fail(a.Pos, "attribute %s cannot stay symbolic: it is not an integer", a.Name)
+	}
+	return dimVal(lang.Sym(a.Name))
 }
 
 func hasKey(m map[string]ir.AttrValue, k string) bool { _, ok := m[k]; return ok }

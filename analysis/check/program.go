@@ -297,7 +297,7 @@ func (m *Module) Check(model string, set map[string]ir.AttrValue) error {
 		if md.Name == model || (model == "" && len(m.File.Models) == 1) {
 			over = set
 		}
-		if _, err := m.elaborate(md, over); err != nil {
+		if _, err := m.elaborate(md, over, ""); err != nil {
 			errs.Append(err)
 		}
 	}
@@ -316,7 +316,20 @@ func (m *Module) Model(name string, set map[string]ir.AttrValue) (*ir.Graph, err
 	if err != nil {
 		return nil, err
 	}
-	return m.elaborate(md, set)
+	return m.elaborate(md, set, "")
+}
+
+// SymbolicModel elaborates the model called name as Model does, except
+// that the integer attribute or input extent symbol stays the shape
+// symbol of that name (a dynamic batch: analysis/batchdim). A model that
+// needs the symbol's value (a condition, a float, a shape it cannot carry
+// symbolically) is an error naming the statement.
+func (m *Module) SymbolicModel(name string, set map[string]ir.AttrValue, symbol string) (*ir.Graph, error) {
+	md, err := m.findModel(name)
+	if err != nil {
+		return nil, err
+	}
+	return m.elaborate(md, set, symbol)
 }
 
 func (m *Module) findModel(name string) (*lang.ModelDecl, error) {
