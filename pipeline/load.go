@@ -77,6 +77,22 @@ func ImportONNX(prog *check.Program, path string, known map[string]*tensor.Tenso
 // Load loads the model called name (the only one when empty) of the file
 // at path, with the attributes set, and identifies its sources.
 func Load(path, name string, set map[string]ir.AttrValue) (*Model, error) {
+	f, err := loadModelFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return f.model(name, set)
+}
+
+// modelFile is a loaded model file, whose models Load elaborates.
+type modelFile struct {
+	prog    *check.Program
+	module  *check.Module
+	weights map[string]*tensor.Tensor
+	path    string
+}
+
+func loadModelFile(path string) (*modelFile, error) {
 	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		return nil, err
@@ -85,15 +101,20 @@ func Load(path, name string, set map[string]ir.AttrValue) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, err := m.Model(name, set)
+	return &modelFile{prog: prog, module: m, weights: weights, path: path}, nil
+}
+
+// model elaborates the model called name with the attributes set.
+func (f *modelFile) model(name string, set map[string]ir.AttrValue) (*Model, error) {
+	g, err := f.module.Model(name, set)
 	if err != nil {
 		return nil, err
 	}
-	source, err := sourceKey(prog, path, name, set)
+	source, err := sourceKey(f.prog, f.path, name, set)
 	if err != nil {
 		return nil, err
 	}
-	return &Model{Module: m, Graph: g, Weights: weights, Path: path, Source: source}, nil
+	return &Model{Module: f.module, Graph: g, Weights: f.weights, Path: f.path, Source: source}, nil
 }
 
 // sourceKey hashes what a model's graph and weights come from: an ONNX

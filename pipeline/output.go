@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"tofuc/codegen/target"
+	"tofuc/runtime/dynamic"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/planio"
 	"tofuc/runtime/safefile"
@@ -45,9 +46,17 @@ func oldModules(dir string) (map[string]plan.Module, error) {
 }
 
 // previousCompile lists the files of dir that a compile wrote: those
-// its plan names, the kernel modules by their names, and the report.
+// its plan names, the kernel modules by their names, and the report; of
+// a dynamic plan, its manifest and every size's.
 func previousCompile(dir string) []string {
-	out := []string{"plan.json", "params.npz", "report.txt", "report.json", "report.html"}
+	out := []string{"plan.json", "params.npz", "report.txt", "report.json", "report.html", dynamic.ManifestFile}
+	if m, err := dynamic.Read(dir); err == nil {
+		for _, sub := range m.Folders() {
+			for _, rel := range previousCompile(filepath.Join(dir, sub)) {
+				out = append(out, filepath.Join(sub, rel))
+			}
+		}
+	}
 	if old, err := oldModules(dir); err == nil {
 		for _, m := range old {
 			for _, f := range append(append([]plan.File(nil), m.Files...), m.IR...) {

@@ -24,6 +24,7 @@ type compileFlags struct {
 	precision        precision.Mode
 	backends         []string
 	train            trainFlags
+	dynamic          string
 }
 
 func runCompile(args []string, stdout, stderr io.Writer) int {
@@ -40,6 +41,7 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	registerBackends(fs, &f.backends, "")
 	fs.IntVar(&f.jobs, "jobs", 0, "llc processes at once (0: all cores)")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of the parameters the model's weights do not give (written to DIR/params.npz)")
+	fs.StringVar(&f.dynamic, "dynamic", "", "compile for any batch size: NAME is the batch attribute or input extent, compiled at the sizes NAME=N,N,... (default 1, 2, 4, ..., 256) and run in chunks of them (docs/cli.md)")
 	f.train.register(fs)
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
@@ -51,6 +53,17 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	set, err := pipeline.ParseSets(f.sets)
 	if err != nil {
 		return usageError(stderr, "compile", "%v", err)
+	}
+	if f.dynamic != "" {
+		dyn, err := pipeline.ParseDynamic(f.dynamic)
+		if err != nil {
+			return usageError(stderr, "compile", "%v", err)
+		}
+		err = compileDynamic(fs.Arg(0), f.model, set, *dyn, opts, f.out, stdout, stderr)
+		if err != nil {
+			return fail(stderr, err)
+		}
+		return exitOK
 	}
 	if err := compileModel(fs.Arg(0), f.model, set, opts, f.out, stdout, stderr); err != nil {
 		return fail(stderr, err)
@@ -123,4 +136,41 @@ func compileModel(path, name string, set map[string]ir.AttrValue, opts pipeline.
 		fmt.Fprintf(stdout, "(unchanged since the last compile: its outputs reused from the compile cache)\n")
 	}
 	return nil
+}
+
+// compileDynamic compiles a plan of a dynamic batch and says what each
+// size compiled.
+func compileDynamic(path, name string, set map[string]ir.AttrValue, d pipeline.Dynamic, opts pipeline.Options, dir string, stdout, stderr io.Writer) error {
+	start := time.Now()
+	p := newProgress(stderr)
+	opts.Progress = p
+	res, err := pipeline.CompileDynamic(path, name, set, d, dir, opts)
+	p.done()
+	if err != nil {
+		return err
+	}
+	m := res.Manifest
+	fmt.Fprintf(stdout, "%s: a dynamic %s, %d sizes compiled (%.1fs)\n", m.Model, m.Symbol, len(res.Sizes), time.Since(start).Seconds())
+	for i, r := range res.Results {
+		cached := ""
+		if r.Cached {
+			cached = " (from the compile cache)"
+		}
+		fmt.Fprintf(stdout, "  %s = %d: %d launches, %s%s\n", m.Symbol, res.Sizes[i], r.Stats.Kernels, lang.FormatBytes(slices.Max(r.Plan.ArenaBytes)), cached)
+	}
+	for _, a := range m.Inputs {
+		if a.Batched() {
+			fmt.Fprintf(stdout, "input %s: batch along dimension %d (%d per sample)\n", a.Name, a.Dim, a.Factor)
+		}
+	}
+	fmt.Fprintf(stdout, "plan: %s (a batch runs in chunks of %s; docs/cli.md)\n", filepath.Join(dir, "dynamic.json"), sizesList(res.Sizes))
+	return nil
+}
+
+func sizesList(sizes []int64) string {
+	var parts []string
+	for _, n := range sizes {
+		parts = append(parts, fmt.Sprint(n))
+	}
+	return strings.Join(parts, ", ")
 }

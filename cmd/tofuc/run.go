@@ -9,6 +9,7 @@ import (
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/cpu"
+	"tofuc/runtime/dynamic"
 	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/planio"
@@ -22,6 +23,7 @@ type runFlags struct {
 	random               bool
 	seed                 uint64
 	threads              int
+	batch                int64
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
@@ -34,6 +36,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.params, "params", "", "parameters, one .npz (default: DIR/params.npz, written by compile)")
 	fs.StringVar(&f.out, "out", "", "directory for the outputs (created if missing)")
 	fs.IntVar(&f.threads, "threads", 0, "host threads (0: all cores)")
+	fs.Int64Var(&f.batch, "batch", 0, "of a plan compiled with --dynamic: the batch size of the random inputs (default: that of the inputs given, else the largest size compiled)")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
@@ -46,6 +49,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "run", "unknown backend %q (expected %s or %s)", f.backend, cpu.Kind.Name, simt.Kind.Name)
 	case checkThreads(f.threads) != nil:
 		return usageError(stderr, "run", "%v", checkThreads(f.threads))
+	case f.batch < 0 || f.batch > maxBatch:
+		return usageError(stderr, "run", "--batch must be 1 to %d", maxBatch)
 	}
 	specs, err := planio.Specs(f.ins)
 	if err != nil {
@@ -61,6 +66,12 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 // first), reads or draws its inputs, runs it once and writes the inputs
 // it drew and its outputs: nothing is written unless the run succeeds.
 func runPlan(dir string, f runFlags, specs map[string]string, stdout io.Writer) error {
+	if dynamic.Is(dir) {
+		return runDynamic(dir, f, specs, stdout)
+	}
+	if f.batch != 0 {
+		return fmt.Errorf("--batch goes with a plan compiled with --dynamic; %s was compiled for one batch size", dir)
+	}
 	var prog *executor.Program
 	var params map[string]*tensor.Tensor
 	p, err := planio.Read(dir, func(p *plan.Plan) (err error) {
@@ -79,7 +90,37 @@ func runPlan(dir string, f runFlags, specs map[string]string, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	drawn := map[string]*tensor.Tensor{}
+	ins := newInputs(p, f, specs)
+	if err := ins.read(); err != nil {
+		return err
+	}
+	outputs, err := prog.Run(ins.values, params)
+	if err != nil {
+		return err
+	}
+	out := ins.folder()
+	out.Outputs(outputs)
+	out.NextParams(p, params, outputs)
+	return out.Write(f.out, stdout)
+}
+
+// runInputs are a run's inputs: read from --in, or drawn from the seed.
+type runInputs struct {
+	plan   *plan.Plan
+	flags  runFlags
+	specs  map[string]string
+	values map[string]*tensor.Tensor
+	drawn  map[string]*tensor.Tensor
+}
+
+func newInputs(p *plan.Plan, f runFlags, specs map[string]string) *runInputs {
+	return &runInputs{plan: p, flags: f, specs: specs, drawn: map[string]*tensor.Tensor{}}
+}
+
+// read reads the plan's inputs, drawing the missing ones with
+// --random-inputs.
+func (in *runInputs) read() error {
+	p, f := in.plan, in.flags
 	draw := func(b plan.Binding) (*tensor.Tensor, error) {
 		if !f.random {
 			return nil, fmt.Errorf("input %s (%s%v) is missing: give it with --in %s=PATH.npy, or use --random-inputs", b.Name, b.DType, b.Shape, b.Name)
@@ -88,27 +129,24 @@ func runPlan(dir string, f runFlags, specs map[string]string, stdout io.Writer) 
 		if len(p.Next) > 0 && b.Name == autodiff.StepInput && len(b.Shape) == 0 {
 			t = tensor.Scalar(lang.ParseDType(b.DType), 1) // Adam's step number: the first
 		}
-		drawn[b.Name] = t
+		in.drawn[b.Name] = t
 		return t, err
 	}
-	inputs, err := planio.Inputs(p, specs, draw)
-	if err != nil {
-		return err
-	}
-	outputs, err := prog.Run(inputs, params)
-	if err != nil {
-		return err
-	}
+	var err error
+	in.values, err = planio.Inputs(p, in.specs, draw)
+	return err
+}
+
+// folder is the run's output folder, with the inputs it drew.
+func (in *runInputs) folder() *planio.Folder {
 	var out planio.Folder
-	out.Read(readFiles(specs, f.params)...)
-	for _, b := range p.Inputs {
-		if t, ok := drawn[b.Name]; ok {
+	out.Read(readFiles(in.specs, in.flags.params)...)
+	for _, b := range in.plan.Inputs {
+		if t, ok := in.drawn[b.Name]; ok {
 			addDrawn(&out, b.Name, t)
 		}
 	}
-	out.Outputs(outputs)
-	out.NextParams(p, params, outputs)
-	return out.Write(f.out, stdout)
+	return &out
 }
 
 // randomPlanInput draws a plan input as eval's --random-inputs does.

@@ -293,6 +293,12 @@ func Read(path string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Decode(path, b)
+}
+
+// Decode checks and returns the plan of JSON b, read from path (for the
+// messages), as Read does.
+func Decode(path string, b []byte) (*Plan, error) {
 	var p Plan
 	if err := json.Unmarshal(b, &p); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -1,0 +1,130 @@
+package pipeline_test
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tofuc/lang/ir"
+	"tofuc/pipeline"
+	"tofuc/runtime/cpu"
+	"tofuc/runtime/dynamic"
+	"tofuc/runtime/exec"
+	"tofuc/runtime/executor"
+	"tofuc/runtime/simt"
+	"tofuc/runtime/tensor"
+)
+
+// seqmix carries its batch in dimension 1 of x, and in blocks of three
+// rows of its output; bias has no batch.
+const seqmix = `model seqmix<batch = 2>(x: f32[3, batch, 4], bias: f32[4]) {
+    w = param f32[4, 4]
+    y = transpose<perm = [1, 0, 2]>(x)
+    z = reshape<shape = [-1, 4]>(y)
+    return softmax(matmul(z, w) + bias)
+}
+`
+
+// A dynamic plan runs every batch size, compiled or not, in chunks and
+// padded, with the interpreter's results at that size, on both host
+// runtimes: exactly on simt (its kernels add in the interpreter's
+// order), within the reordered-sum tolerance of the longest reduction
+// (784) on cpu, whose contractions add in blocks (docs/testing.md).
+func TestDynamicBatchMatchesInterpreter(t *testing.T) {
+	dir := t.TempDir()
+	seqPath := filepath.Join(dir, "seqmix.tdl")
+	if err := os.WriteFile(seqPath, []byte(seqmix), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, model := range []string{"../examples/mlp.tdl", seqPath} {
+		out := filepath.Join(dir, filepath.Base(model)+".plan")
+		d := pipeline.Dynamic{Symbol: "batch", Sizes: []int64{1, 4, 16}}
+		res, err := pipeline.CompileDynamic(model, "", nil, d, out, pipeline.Options{Emit: []string{cpu.Kind.Module, simt.Kind.Module}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		params := res.Results[0].Params
+		for _, kind := range []string{cpu.Kind.Name, simt.Kind.Name} {
+			r, err := dynamic.Open(out, kind, executor.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range []int64{1, 3, 4, 16, 21, 37} {
+				m, err := pipeline.Load(model, "", map[string]ir.AttrValue{"batch": {Kind: ir.AttrInt, Int: n}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				inputs := randomInputs(m.Graph, n)
+				want, err := exec.Run(m.Graph, exec.Interp{}, inputs, params, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := r.Run(inputs, params)
+				if err != nil {
+					t.Fatalf("%s, batch %d: %v", kind, n, err)
+				}
+				for name, w := range want.Outputs {
+					tol := tensor.Exact
+					if kind == cpu.Kind.Name {
+						tol = tensor.Reordered(w.DType, 784)
+					}
+					if err := tensor.Compare(got[name], w, tol); err != nil {
+						t.Errorf("%s, %s, batch %d: output %s: %v", model, kind, n, name, err)
+					}
+				}
+			}
+			r.Close()
+		}
+	}
+}
+
+func randomInputs(g *ir.Graph, seed int64) map[string]*tensor.Tensor {
+	rng := rand.New(rand.NewPCG(uint64(seed), 7))
+	out := map[string]*tensor.Tensor{}
+	for _, v := range g.Inputs {
+		shape := make([]int, len(v.Shape))
+		for i, d := range v.Shape {
+			n, _ := d.IsConst()
+			shape[i] = int(n)
+		}
+		x := tensor.New(v.DType, shape)
+		for i := range x.Len() {
+			x.SetFlat(i, rng.Float64()*4-2)
+		}
+		out[v.Name] = x
+	}
+	return out
+}
+
+// Models that mix samples are refused before anything compiles, and a
+// training plan or a partition with them.
+func TestDynamicBatchRefusals(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		src  string
+		opts pipeline.Options
+		want string
+	}{
+		{"model m<batch = 4>(x: f32[batch, 8]) {\n    return softmax<axis = 0>(x)\n}\n", pipeline.Options{}, "cannot run a batch in parts"},
+		{"model m<batch = 4>(x: f32[batch, 8]) {\n    return relu(x)\n}\n", pipeline.Options{Devices: 2}, "one device"},
+		{"model m<batch = 4, scale = 2>(x: f32[batch, 8]) {\n    return relu(x)\n}\n", pipeline.Options{}, "no attribute or input extent size"},
+	} {
+		path := filepath.Join(dir, "m.tdl")
+		if err := os.WriteFile(path, []byte(tc.src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sym := "batch"
+		if strings.Contains(tc.want, "size") {
+			sym = "size"
+		}
+		_, err := pipeline.CompileDynamic(path, "", nil, pipeline.Dynamic{Symbol: sym, Sizes: []int64{1, 2}}, filepath.Join(dir, "out"), tc.opts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want an error saying %q", tc.src, err, tc.want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "out", dynamic.ManifestFile)); err == nil {
+			t.Errorf("%q: a refused compile wrote a manifest", tc.src)
+		}
+	}
+}
