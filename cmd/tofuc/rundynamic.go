@@ -77,4 +77,3 @@ func givenBatch(r *dynamic.Runner, f runFlags, specs map[string]string) (int64, 
 	}
 	return r.Manifest.Largest(), nil
 }
-

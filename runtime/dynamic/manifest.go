@@ -154,4 +154,3 @@ func readPlan(dir string, s Size) (*plan.Plan, error) {
 	}
 	return plan.Decode(filepath.Join(dir, s.Plan.Path), b)
 }
-
