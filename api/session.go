@@ -15,9 +15,11 @@ import (
 
 	"tofuc/analysis/autodiff"
 	"tofuc/lang"
+	"tofuc/lang/ir"
 	"tofuc/lang/precision"
 	"tofuc/pipeline"
 	"tofuc/runtime/cpu"
+	"tofuc/runtime/dynamic"
 	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/planio"
@@ -64,6 +66,8 @@ type CompileArgs struct {
 	LossScale  float64  `json:"loss_scale,omitempty"`
 	Seed       uint64   `json:"seed,omitempty"`
 	Jobs       int      `json:"jobs,omitempty"`
+	// Dynamic compiles for any batch size, as --dynamic NAME[=N,...].
+	Dynamic string `json:"dynamic,omitempty"`
 	// Backend and Threads are the runtime the plan is opened on (cpu or
 	// simt) and its host threads.
 	Backend string `json:"backend,omitempty"`
@@ -110,6 +114,9 @@ type Info struct {
 	Params    []plan.Binding    `json:"params"`
 	Next      map[string]string `json:"next,omitempty"`
 	Cached    bool              `json:"cached,omitempty"`
+	// Dynamic describes a plan compiled for any batch size (Inputs and
+	// Outputs are then those of its largest size).
+	Dynamic *dynamic.Manifest `json:"dynamic,omitempty"`
 }
 
 // Session holds the models open in a process by handle.
@@ -121,9 +128,12 @@ type Session struct {
 
 // model is an open plan with its parameters.
 type model struct {
-	mu      sync.Mutex // one call at a time
-	plan    *plan.Plan
-	prog    *executor.Program
+	mu   sync.Mutex // one call at a time
+	plan *plan.Plan
+	prog program
+	// dyn runs a dynamic plan (prog is then dyn); plan is its largest
+	// size's.
+	dyn     *dynamic.Runner
 	dir     string
 	temp    bool // dir is removed at close
 	backend string
@@ -131,6 +141,12 @@ type model struct {
 	step    int    // training steps run
 	seed    uint64 // the compile's seed, which dropout's seed mixes in
 	cached  bool
+}
+
+// program runs an open plan: an executor.Program, or a dynamic.Runner.
+type program interface {
+	Run(inputs, params map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error)
+	Close() error
 }
 
 // NewSession returns an empty session.
@@ -288,10 +304,6 @@ func compileModel(a *CompileArgs) (*model, error) {
 	if err := checkRuntime(backend, a.Threads); err != nil {
 		return nil, err
 	}
-	m, err := pipeline.Load(a.Path, a.Graph, set)
-	if err != nil {
-		return nil, err
-	}
 	dir, temp := a.Dir, false
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "tofuc-model-*"); err != nil {
@@ -299,11 +311,11 @@ func compileModel(a *CompileArgs) (*model, error) {
 		}
 		temp = true
 	}
-	res, err := pipeline.Compile(m, dir, opts)
+	cached, err := compileInto(a, set, opts, dir)
 	if err == nil {
 		var opened *model
 		if opened, err = openModel(dir, backend, a.Threads, ""); err == nil {
-			opened.temp, opened.cached, opened.seed = temp, res.Cached, a.Seed
+			opened.temp, opened.cached, opened.seed = temp, cached, a.Seed
 			return opened, nil
 		}
 	}
@@ -311,6 +323,31 @@ func compileModel(a *CompileArgs) (*model, error) {
 		os.RemoveAll(dir)
 	}
 	return nil, err
+}
+
+// compileInto compiles the model into dir, a dynamic plan with
+// a.Dynamic, and says whether it came from the compile cache.
+func compileInto(a *CompileArgs, set map[string]ir.AttrValue, opts pipeline.Options, dir string) (cached bool, err error) {
+	if a.Dynamic != "" {
+		d, err := pipeline.ParseDynamic(a.Dynamic)
+		if err != nil {
+			return false, err
+		}
+		res, err := pipeline.CompileDynamic(a.Path, a.Graph, set, *d, dir, opts)
+		if err != nil {
+			return false, err
+		}
+		return !slices.ContainsFunc(res.Results, func(r *pipeline.Result) bool { return !r.Cached }), nil
+	}
+	m, err := pipeline.Load(a.Path, a.Graph, set)
+	if err != nil {
+		return false, err
+	}
+	res, err := pipeline.Compile(m, dir, opts)
+	if err != nil {
+		return false, err
+	}
+	return res.Cached, nil
 }
 
 // checkRuntime rejects a runtime models cannot run on.
@@ -331,20 +368,27 @@ func openModel(dir, backend string, threads int, given string) (*model, error) {
 		return nil, err
 	}
 	m := &model{dir: dir, backend: backend}
+	if dynamic.Is(dir) {
+		if err := m.openDynamic(threads, given); err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+	var prog *executor.Program
 	p, err := planio.Read(dir, func(p *plan.Plan) (err error) {
-		if m.prog, err = executor.Open(p, dir, backend, executor.Options{Threads: threads}); err != nil {
+		if prog, err = executor.Open(p, dir, backend, executor.Options{Threads: threads}); err != nil {
 			return err
 		}
 		m.params, err = planio.Params(p, dir, given)
 		return err
 	})
 	if err != nil {
-		if m.prog != nil {
-			m.prog.Close()
+		if prog != nil {
+			prog.Close()
 		}
 		return nil, err
 	}
-	m.plan = p
+	m.plan, m.prog = p, prog
 	if err := m.readState(); err != nil {
 		m.prog.Close()
 		return nil, err
@@ -352,15 +396,45 @@ func openModel(dir, backend string, threads int, given string) (*model, error) {
 	return m, nil
 }
 
+// openDynamic opens the dynamic plan in m.dir (runtime/dynamic).
+func (m *model) openDynamic(threads int, given string) error {
+	r, err := dynamic.Open(m.dir, dynamic.OnKind(m.backend, executor.Options{Threads: threads}))
+	if err != nil {
+		return err
+	}
+	if m.params, err = r.Params(given); err != nil {
+		r.Close()
+		return err
+	}
+	m.plan, m.prog, m.dyn = r.Plan, r, r
+	return nil
+}
+
 func (m *model) info() *Info {
 	p := m.plan
-	return &Info{Dir: m.dir, Backend: m.backend, Graph: p.Model, Devices: p.Devices, Precision: p.Precision.String(),
+	info := &Info{Dir: m.dir, Backend: m.backend, Graph: p.Model, Devices: p.Devices, Precision: p.Precision.String(),
 		Inputs: p.Inputs, Outputs: p.Outputs, Params: p.Params, Next: p.Next, Cached: m.cached}
+	if m.dyn != nil {
+		info.Dynamic = m.dyn.Manifest
+	}
+	return info
 }
 
 // run runs the plan once on the inputs given.
 func (m *model) run(args []TensorArg, buffers [][]byte) (Reply, []*tensor.Tensor, error) {
-	inputs, err := tensorsOf(args, buffers, m.plan.Inputs, "input")
+	p := m.plan
+	if m.dyn != nil {
+		shapes := map[string][]int{}
+		for _, a := range args {
+			shapes[a.Name] = a.Shape
+		}
+		n, err := m.dyn.Batch(shapes)
+		if err != nil {
+			return Reply{}, nil, err
+		}
+		p = m.dyn.At(n)
+	}
+	inputs, err := tensorsOf(args, buffers, p.Inputs, "input")
 	if err != nil {
 		return Reply{}, nil, err
 	}
@@ -368,7 +442,7 @@ func (m *model) run(args []TensorArg, buffers [][]byte) (Reply, []*tensor.Tensor
 	if err != nil {
 		return Reply{}, nil, err
 	}
-	return tensorsReply(outputs, m.plan.Outputs)
+	return tensorsReply(outputs, p.Outputs)
 }
 
 // trainStep runs one step of a training plan and keeps the parameters
@@ -454,6 +528,9 @@ type trainingState struct {
 // save writes the plan with its parameters now (pipeline.Save) and, for a
 // training plan, its training state (another plan's is removed).
 func (m *model) save(dir string) error {
+	if m.dyn != nil {
+		return fmt.Errorf("a plan compiled with dynamic is not saved: compile it with dir= to keep it, and give other parameters with load_params or set_params")
+	}
 	if err := pipeline.Save(m.plan, m.dir, dir, m.params); err != nil {
 		return err
 	}

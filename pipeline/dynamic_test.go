@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,7 +48,7 @@ func TestDynamicBatchMatchesInterpreter(t *testing.T) {
 		}
 		params := res.Results[0].Params
 		for _, kind := range []string{cpu.Kind.Name, simt.Kind.Name} {
-			r, err := dynamic.Open(out, kind, executor.Options{})
+			r, err := dynamic.Open(out, dynamic.OnKind(kind, executor.Options{}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,4 +128,67 @@ func TestDynamicBatchRefusals(t *testing.T) {
 			t.Errorf("%q: a refused compile wrote a manifest", tc.src)
 		}
 	}
+}
+
+// A dynamic plan whose files changed after the compile is refused when
+// it opens or runs, naming the file: a size's plan, a kernel module of a
+// size loaded later, the shared parameters.
+func TestDynamicPlanFaults(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "seqmix.tdl")
+	if err := os.WriteFile(path, []byte(seqmix), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "plan")
+	res, err := pipeline.CompileDynamic(path, "", nil, pipeline.Dynamic{Symbol: "batch", Sizes: []int64{1, 2}}, out, pipeline.Options{Emit: []string{cpu.Kind.Module}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := randomInputs(res.Results[0].Graph, 1)
+	for _, tc := range []struct {
+		file string
+		want string
+	}{
+		{"batch-2/plan.json", "batch-2/plan.json is not the file the plan was compiled with"},
+		{"batch-1/" + res.Results[0].Plan.Modules[cpu.Kind.Module].Files[0].Path, "is not the file the plan was compiled with"},
+		{"params.npz", "params.npz is not the file the plan was compiled with"},
+	} {
+		full := filepath.Join(out, tc.file)
+		good, err := os.ReadFile(full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full+".new", append(slices.Clone(good), ' '), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(full+".new", full); err != nil { // the links to params.npz stay the old file
+			t.Fatal(err)
+		}
+		err = runOnce(out, inputs)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s changed: got %v, want an error saying %q", tc.file, err, tc.want)
+		}
+		if err := os.WriteFile(full, good, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := runOnce(out, inputs); err != nil {
+		t.Fatalf("restored: %v", err)
+	}
+}
+
+// runOnce opens the dynamic plan in dir on cpu and runs inputs (one
+// sample: the size-1 plan, loaded after the largest).
+func runOnce(dir string, inputs map[string]*tensor.Tensor) error {
+	r, err := dynamic.Open(dir, dynamic.OnKind(cpu.Kind.Name, executor.Options{}))
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	params, err := r.Params("")
+	if err != nil {
+		return err
+	}
+	_, err = r.Run(inputs, params)
+	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"tofuc/runtime/cuda"
+	"tofuc/runtime/dynamic"
 	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/planio"
@@ -113,6 +114,9 @@ func runPlan(dir string, f flags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if dynamic.Is(dir) {
+		return runDynamic(dir, f, specs, stdout)
+	}
 	var params, inputs map[string]*tensor.Tensor
 	var devs []executor.Device
 	var driver string
@@ -172,4 +176,56 @@ func gpuNames(devs []executor.Device) string {
 		}
 	}
 	return strings.Join(names, ", ")
+}
+
+// runDynamic runs a plan compiled with --dynamic at the batch of its
+// inputs (runtime/dynamic), each size's plan loaded on the GPUs the
+// first time a chunk needs it.
+func runDynamic(dir string, f flags, specs map[string]string, stdout io.Writer) error {
+	if f.bench {
+		return fmt.Errorf("--bench times one plan: give the folder of one size of the dynamic plan (%s/NAME-N)", dir)
+	}
+	var gpus string
+	r, err := dynamic.Open(dir, func(p *plan.Plan, dir string) (*executor.Program, error) {
+		if err := executor.CheckHostMemory(p, nil); err != nil {
+			return nil, err
+		}
+		devs, _, err := openDevices(p, dir)
+		if err != nil {
+			return nil, err
+		}
+		gpus = gpuNames(devs)
+		return executor.Load(p, devs)
+	})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	params, err := r.Params(f.params)
+	if err != nil {
+		return err
+	}
+	n, ok, err := r.FileBatch(specs)
+	if err == nil && !ok {
+		err = errors.New("no batch input given: give every input with --in")
+	}
+	if err != nil {
+		return err
+	}
+	inputs, err := planio.Inputs(r.At(n), specs, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: a batch of %d (a dynamic %s) on %s\n", r.Manifest.Model, n, r.Manifest.Symbol, gpus)
+	outputs, err := r.Run(inputs, params)
+	if err != nil {
+		return err
+	}
+	var out planio.Folder
+	for _, path := range specs {
+		out.Read(path)
+	}
+	out.Read(f.params)
+	out.Outputs(outputs)
+	return out.Write(f.out, stdout)
 }

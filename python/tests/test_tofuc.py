@@ -61,6 +61,22 @@ class Inference(Case):
         self.assertEqual(m.plan["model"], "mlp")
         m.close()
 
+    def test_dynamic_batch_equals_tofuc_run(self):
+        m = tofuc.compile(MLP, dynamic="batch=1,4", seed=1, dir=self.path("plan"))
+        self.assertEqual(m.dynamic["symbol"], "batch")
+        self.assertEqual([s["n"] for s in m.dynamic["sizes"]], [1, 4])
+        for n in (1, 3, 4, 9):
+            x = self.rng.standard_normal((n, 784)).astype(np.float32)
+            got = m(x)["logits"]
+            self.assertEqual(got.shape, (n, 10))
+            cli("run", self.path("plan"), "--in", self.save("x", x), "--out", self.path("run%d" % n))
+            np.testing.assert_array_equal(got, np.load(self.path("run%d" % n, "logits.npy")))
+        with self.assertRaisesRegex(tofuc.Error, "784"):
+            m(np.zeros((2, 783), np.float32))
+        with self.assertRaisesRegex(tofuc.Error, "not saved"):
+            m.save(self.path("copy"))
+        m.close()
+
     def test_mlp_from_source_text(self):
         with open(MLP) as f:
             source = f.read()

@@ -30,7 +30,7 @@ Spec.__doc__ = "A tensor a plan takes or gives: its name, tofuc dtype and shape.
 
 def compile(model, *, graph=None, devices=1, train=False, loss="cross_entropy", optimizer="sgd", lr=0.0,
             loss_scale=0.0, precision="exact", backends=None, no_optimize=False, memory=0, seed=0, dir=None,
-            backend="cpu", threads=0, jobs=0, example_inputs=None, **attrs):
+            backend="cpu", threads=0, jobs=0, example_inputs=None, dynamic=None, **attrs):
     """Compiles a model as `tofuc compile` does and opens it on backend
     (cpu: host kernels; simt: the GPU kernels, emulated).
 
@@ -40,6 +40,10 @@ def compile(model, *, graph=None, devices=1, train=False, loss="cross_entropy", 
     torch.onnx.export. graph names the model of a file with several;
     attrs override the model's attributes (batch=32). dir keeps the
     compiled plan there (default: a temporary folder, removed at close).
+    dynamic="batch" (or "batch=1,8,64") compiles for any batch size, as
+    tofuc compile --dynamic: the model is then called on arrays of any
+    batch, and self.dynamic describes it (self.inputs and self.outputs
+    are then those of its largest size compiled).
     """
     if isinstance(backends, str):
         backends = backends.split(",")
@@ -49,7 +53,7 @@ def compile(model, *, graph=None, devices=1, train=False, loss="cross_entropy", 
                 "dir": os.fspath(dir) if dir is not None else "", "devices": devices, "memory": memory,
                 "no_optimize": no_optimize, "precision": precision, "backends": list(backends or []), "train": train,
                 "loss": loss, "optimizer": optimizer, "lr": lr, "loss_scale": loss_scale, "seed": seed, "jobs": jobs,
-                "backend": backend, "threads": threads}
+                "backend": backend, "threads": threads, "dynamic": dynamic or ""}
         reply, _ = call({"op": "compile", "compile": args})
     finally:
         source.close()
@@ -79,6 +83,7 @@ class Model:
         self.param_specs = [_spec(b) for b in info.get("params") or []]
         self.next = info.get("next") or {}
         self.cached = info.get("cached", False)
+        self.dynamic = info.get("dynamic")
 
     def _call(self, op, tensors=(), **fields):
         if self._handle is None:

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"tofuc/runtime/executor"
+	"tofuc/runtime/npy"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/planio"
 	"tofuc/runtime/safefile"
@@ -20,17 +21,24 @@ type Runner struct {
 	// plan's, its inputs and outputs every plan's but for the batch.
 	Plan *plan.Plan
 	// Notes are what loading the largest plan said (executor.Program).
-	Notes []string
-	dir   string
-	kind  string
-	opts  executor.Options
-	mu    sync.Mutex
-	progs map[int64]*executor.Program
+	Notes  []string
+	dir    string
+	loader Loader
+	mu     sync.Mutex
+	progs  map[int64]*executor.Program
 }
 
-// Open reads the dynamic plan in dir and loads its largest plan on
-// devices of kind; the others load when a batch first needs them.
-func Open(dir, kind string, opts executor.Options) (_ *Runner, err error) {
+// Loader loads the plan p of folder dir on its devices.
+type Loader func(p *plan.Plan, dir string) (*executor.Program, error)
+
+// OnKind loads plans on devices of a kind (executor.Open).
+func OnKind(kind string, opts executor.Options) Loader {
+	return func(p *plan.Plan, dir string) (*executor.Program, error) { return executor.Open(p, dir, kind, opts) }
+}
+
+// Open reads the dynamic plan in dir and loads its largest plan with
+// load; the others load when a batch first needs them.
+func Open(dir string, load Loader) (_ *Runner, err error) {
 	unlock, err := safefile.Lock(dir, false)
 	if err != nil {
 		return nil, err
@@ -40,7 +48,7 @@ func Open(dir, kind string, opts executor.Options) (_ *Runner, err error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{Manifest: m, dir: dir, kind: kind, opts: opts, progs: map[int64]*executor.Program{}}
+	r := &Runner{Manifest: m, dir: dir, loader: load, progs: map[int64]*executor.Program{}}
 	largest := m.Sizes[len(m.Sizes)-1]
 	if r.Plan, err = readPlan(dir, largest); err != nil {
 		return nil, err
@@ -81,7 +89,7 @@ func (r *Runner) load(n int64) (*executor.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	prog, err := executor.Open(p, filepath.Join(r.dir, filepath.Dir(size.Plan.Path)), r.kind, r.opts)
+	prog, err := r.loader(p, filepath.Join(r.dir, filepath.Dir(size.Plan.Path)))
 	if err != nil {
 		return nil, err
 	}
@@ -90,14 +98,17 @@ func (r *Runner) load(n int64) (*executor.Program, error) {
 }
 
 // Params reads the parameters every plan shares: from given, else from
-// the folder's parameters file, checked against the plans' bindings.
+// the folder's parameters file that the manifest records (its length
+// and SHA-256 checked), checked against the plans' bindings.
 func (r *Runner) Params(given string) (map[string]*tensor.Tensor, error) {
-	largest := r.Manifest.Sizes[len(r.Manifest.Sizes)-1]
-	return planio.Params(r.Plan, filepath.Join(r.dir, filepath.Dir(largest.Plan.Path)), given)
+	shared := *r.Plan
+	shared.ParamsFile = r.Manifest.ParamsFile
+	return planio.Params(&shared, r.dir, given)
 }
 
-// Bindings are the plan's inputs and outputs at a batch of n samples.
-func (r *Runner) Bindings(n int64) (inputs, outputs []plan.Binding) {
+// At is the largest size's plan with its inputs and outputs at a
+// batch of n samples: what planio reads and checks a run's tensors by.
+func (r *Runner) At(n int64) *plan.Plan {
 	at := func(axes []Axis, bindings []plan.Binding) []plan.Binding {
 		out := make([]plan.Binding, len(bindings))
 		for i, b := range bindings {
@@ -110,29 +121,63 @@ func (r *Runner) Bindings(n int64) (inputs, outputs []plan.Binding) {
 		}
 		return out
 	}
-	return at(r.Manifest.Inputs, r.Plan.Inputs), at(r.Manifest.Outputs, r.Plan.Outputs)
+	p := *r.Plan
+	p.Inputs, p.Outputs = at(r.Manifest.Inputs, r.Plan.Inputs), at(r.Manifest.Outputs, r.Plan.Outputs)
+	return &p
 }
 
-// Batch is the number of samples of inputs: every batch input's extent
-// along its batch axis over its factor, the same for all.
-func (r *Runner) Batch(inputs map[string]*tensor.Tensor) (int64, error) {
+// FileBatch is the batch of the first batch input that specs (input
+// names to .npy files) gives, read from its file's header; ok is false
+// when specs gives none.
+func (r *Runner) FileBatch(specs map[string]string) (n int64, ok bool, err error) {
+	for _, a := range r.Manifest.Inputs {
+		path, given := specs[a.Name]
+		if !given || !a.Batched() {
+			continue
+		}
+		m, err := npy.Map(path)
+		if err != nil {
+			return 0, false, fmt.Errorf("--in %s: %w", a.Name, err)
+		}
+		shape := m.Shape()
+		m.Close()
+		n, err := a.samples(shape)
+		if err != nil {
+			return 0, false, fmt.Errorf("--in %s: %w", a.Name, err)
+		}
+		return n, true, nil
+	}
+	return 0, false, nil
+}
+
+// samples is the number of samples of a tensor of the shape given.
+func (a Axis) samples(shape []int) (int64, error) {
+	if a.Dim >= len(shape) {
+		return 0, fmt.Errorf("rank %d, but its batch is dimension %d", len(shape), a.Dim)
+	}
+	if ext := int64(shape[a.Dim]); ext > 0 && ext%a.Factor == 0 {
+		return ext / a.Factor, nil
+	}
+	return 0, fmt.Errorf("%d along its batch dimension %d: a positive multiple of %d (its extent per sample) was expected", shape[a.Dim], a.Dim, a.Factor)
+}
+
+// Batch is the number of samples of a run's inputs of these shapes (by
+// name): every batch input's, which must agree.
+func (r *Runner) Batch(shapes map[string][]int) (int64, error) {
 	n := int64(-1)
 	for _, a := range r.Manifest.Inputs {
-		t, ok := inputs[a.Name]
+		shape, ok := shapes[a.Name]
 		if !ok || !a.Batched() {
 			continue
 		}
-		if a.Dim >= len(t.Shape) {
-			return 0, fmt.Errorf("input %s has rank %d; its batch is dimension %d", a.Name, len(t.Shape), a.Dim)
-		}
-		ext := int64(t.Shape[a.Dim])
+		m, err := a.samples(shape)
 		switch {
-		case ext == 0 || ext%a.Factor != 0:
-			return 0, fmt.Errorf("input %s has %d along its batch dimension %d: a positive multiple of %d (%d per sample) was expected", a.Name, ext, a.Dim, a.Factor, a.Factor)
-		case n >= 0 && ext/a.Factor != n:
-			return 0, fmt.Errorf("input %s holds %d samples, another input %d", a.Name, ext/a.Factor, n)
+		case err != nil:
+			return 0, fmt.Errorf("input %s: %w", a.Name, err)
+		case n >= 0 && m != n:
+			return 0, fmt.Errorf("input %s holds %d samples, another input %d", a.Name, m, n)
 		}
-		n = ext / a.Factor
+		n = m
 	}
 	if n < 0 {
 		return 0, fmt.Errorf("no batch input given")
@@ -143,12 +188,15 @@ func (r *Runner) Batch(inputs map[string]*tensor.Tensor) (int64, error) {
 // Run computes the outputs of a batch of any size (see the package
 // comment); params are every plan's (Params).
 func (r *Runner) Run(inputs, params map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
-	n, err := r.Batch(inputs)
+	shapes := map[string][]int{}
+	for name, t := range inputs {
+		shapes[name] = t.Shape
+	}
+	n, err := r.Batch(shapes)
 	if err != nil {
 		return nil, err
 	}
-	ins, _ := r.Bindings(n)
-	if err := planio.Match(ins, inputs, "input"); err != nil {
+	if err := planio.Match(r.At(n).Inputs, inputs, "input"); err != nil {
 		return nil, err
 	}
 	r.mu.Lock()
