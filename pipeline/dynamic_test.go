@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"tofuc/lang/ir"
 	"tofuc/pipeline"
@@ -191,4 +192,92 @@ func runOnce(dir string, inputs map[string]*tensor.Tensor) error {
 	}
 	_, err = r.Run(inputs, params)
 	return err
+}
+
+// BenchmarkDynamicBatch is issue 34's check of a dynamic batch: one
+// plan per model compiled with --dynamic at 1, 8, 64 and 256 runs
+// batches of 1, 7, 64 and 256 on cpu and simt equal to the interpreter
+// (as TestDynamicBatchMatchesInterpreter compares), and at 64 and 256
+// it is timed against a plan compiled for that batch alone, the two
+// alternating; it reports the median time of each and their ratio.
+func BenchmarkDynamicBatch(b *testing.B) {
+	dir := b.TempDir()
+	for _, model := range []string{"../examples/mlp.tdl", "../examples/cnn.tdl"} {
+		out := filepath.Join(dir, filepath.Base(model))
+		d := pipeline.Dynamic{Symbol: "batch", Sizes: []int64{1, 8, 64, 256}}
+		res, err := pipeline.CompileDynamic(model, "", nil, d, out, pipeline.Options{Emit: []string{cpu.Kind.Module, simt.Kind.Module}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		params := res.Results[0].Params
+		for _, kind := range []string{cpu.Kind.Name, simt.Kind.Name} {
+			r, err := dynamic.Open(out, dynamic.OnKind(kind, executor.Options{}))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, n := range []int64{1, 7, 64, 256} {
+				m, err := pipeline.Load(model, "", map[string]ir.AttrValue{"batch": {Kind: ir.AttrInt, Int: n}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				inputs := randomInputs(m.Graph, n)
+				want, err := exec.Run(m.Graph, exec.Interp{}, inputs, params, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				got, err := r.Run(inputs, params)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for name, w := range want.Outputs {
+					tol := tensor.Exact
+					if kind == cpu.Kind.Name {
+						tol = tensor.Reordered(w.DType, 784)
+					}
+					if err := tensor.Compare(got[name], w, tol); err != nil {
+						b.Fatalf("%s, %s, batch %d: output %s: %v", model, kind, n, name, err)
+					}
+				}
+				if n >= 64 {
+					compareWithFixed(b, r, m, kind, inputs, params)
+				}
+			}
+			r.Close()
+		}
+	}
+}
+
+// compareWithFixed times the dynamic plan against m compiled for its
+// batch alone, alternating, and reports both medians and their ratio.
+func compareWithFixed(b *testing.B, r *dynamic.Runner, m *pipeline.Model, kind string, inputs, params map[string]*tensor.Tensor) {
+	res, err := pipeline.Compile(m, b.TempDir(), pipeline.Options{Emit: []string{cpu.Kind.Module, simt.Kind.Module}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fixed, err := executor.Open(res.Plan, res.Dir, kind, executor.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fixed.Close()
+	runs := 15
+	if kind == simt.Kind.Name {
+		runs = 7 // the emulator is slow
+	}
+	var dyn, fix []float64
+	for range runs {
+		for _, p := range []struct {
+			run   func(in, params map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error)
+			times *[]float64
+		}{{r.Run, &dyn}, {fixed.Run, &fix}} {
+			start := time.Now()
+			if _, err := p.run(inputs, params); err != nil {
+				b.Fatal(err)
+			}
+			*p.times = append(*p.times, time.Since(start).Seconds())
+		}
+	}
+	slices.Sort(dyn)
+	slices.Sort(fix)
+	dm, fm := dyn[len(dyn)/2], fix[len(fix)/2]
+	b.Logf("%s, %s, batch %s: dynamic %.3f ms, fixed %.3f ms, ratio %.3f", m.Graph.Name, kind, m.Graph.Inputs[0].Shape[0], dm*1e3, fm*1e3, dm/fm)
 }

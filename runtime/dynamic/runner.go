@@ -89,12 +89,35 @@ func (r *Runner) load(n int64) (*executor.Program, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.consistent(p, n); err != nil {
+		return nil, fmt.Errorf("%s: %w: compile the plan again", filepath.Join(r.dir, size.Plan.Path), err)
+	}
 	prog, err := r.loader(p, filepath.Join(r.dir, filepath.Dir(size.Plan.Path)))
 	if err != nil {
 		return nil, err
 	}
 	r.progs[n] = prog
 	return prog, nil
+}
+
+// consistent checks that plan p of size n takes and gives what the
+// largest size's does at n samples, and the same parameters.
+func (r *Runner) consistent(p *plan.Plan, n int64) error {
+	at := r.At(n)
+	same := func(a, b []plan.Binding) bool {
+		return slices.EqualFunc(a, b, func(x, y plan.Binding) bool {
+			return x.Name == y.Name && x.DType == y.DType && slices.Equal(x.Shape, y.Shape)
+		})
+	}
+	switch {
+	case !same(p.Inputs, at.Inputs):
+		return fmt.Errorf("its inputs are not those of a batch of %d", n)
+	case !same(p.Outputs, at.Outputs):
+		return fmt.Errorf("its outputs are not those of a batch of %d", n)
+	case !same(p.Params, r.Plan.Params):
+		return fmt.Errorf("its parameters are not the other sizes'")
+	}
+	return nil
 }
 
 // Params reads the parameters every plan shares: from given, else from
