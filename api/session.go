@@ -64,6 +64,8 @@ type CompileArgs struct {
 	Optimizer  string   `json:"optimizer,omitempty"`
 	LR         float64  `json:"lr,omitempty"`
 	LossScale  float64  `json:"loss_scale,omitempty"`
+	LRSchedule string   `json:"lr_schedule,omitempty"`
+	ClipNorm   float64  `json:"clip_norm,omitempty"`
 	Seed       uint64   `json:"seed,omitempty"`
 	Jobs       int      `json:"jobs,omitempty"`
 	// Dynamic compiles for any batch size, as --dynamic NAME[=N,...].
@@ -287,7 +289,7 @@ func compileModel(a *CompileArgs) (*model, error) {
 	}
 	c := pipeline.Choices{Devices: devices, Memory: a.Memory, NoOptimize: a.NoOptimize, Precision: prec, Backends: a.Backends}
 	if a.Train {
-		c.Train = &pipeline.TrainChoices{Loss: a.Loss, Optimizer: a.Optimizer, LR: a.LR, LossScale: a.LossScale}
+		c.Train = &pipeline.TrainChoices{Loss: a.Loss, Optimizer: a.Optimizer, LR: a.LR, LossScale: a.LossScale, Schedule: a.LRSchedule, ClipNorm: a.ClipNorm}
 	}
 	opts, err := c.Options()
 	if err != nil {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"strconv"
@@ -32,13 +33,18 @@ type Choices struct {
 }
 
 // TrainChoices are the training flags (--loss, --optimizer, --lr,
-// --loss-scale).
+// --loss-scale, --lr-schedule, --clip-norm).
 type TrainChoices struct {
 	Loss, Optimizer string
 	LR, LossScale   float64
+	// Schedule is --lr-schedule's specification (ParseSchedule; "":
+	// a constant rate).
+	Schedule string
+	ClipNorm float64
 }
 
-// Validate rejects unknown losses and optimizers and a negative rate.
+// Validate rejects unknown losses and optimizers, a negative rate or
+// clipping norm, and a schedule lr_schedule cannot follow.
 func (t *TrainChoices) Validate() error {
 	if !slices.Contains(autodiff.Losses, t.Loss) {
 		return fmt.Errorf("unknown loss %q (expected %s)", t.Loss, strings.Join(autodiff.Losses, " or "))
@@ -49,17 +55,63 @@ func (t *TrainChoices) Validate() error {
 	if t.LR < 0 {
 		return fmt.Errorf("--lr must not be negative")
 	}
-	return nil
+	if t.ClipNorm < 0 || math.IsNaN(t.ClipNorm) || math.IsInf(t.ClipNorm, 0) {
+		return fmt.Errorf("--clip-norm must be a positive number, or 0 for none")
+	}
+	_, err := ParseSchedule(t.Schedule)
+	return err
 }
 
 // Options are the training options of a graph computed in mode p: the
-// mode's loss scale unless LossScale gives one.
+// mode's loss scale unless LossScale gives one. The choices are valid
+// (Validate).
 func (t *TrainChoices) Options(p precision.Mode) autodiff.TrainOptions {
 	scale := t.LossScale
 	if scale == 0 {
 		scale = p.LossScale()
 	}
-	return autodiff.TrainOptions{Loss: t.Loss, Optimizer: t.Optimizer, LR: t.LR, LossScale: scale}
+	sched, _ := ParseSchedule(t.Schedule)
+	return autodiff.TrainOptions{Loss: t.Loss, Optimizer: t.Optimizer, LR: t.LR, LossScale: scale, Schedule: sched, ClipNorm: t.ClipNorm}
+}
+
+// ParseSchedule reads --lr-schedule: a comma-separated list of the decay
+// (none, step, exponential, linear, cosine) and NAME=VALUE settings of
+// warmup, total, every (steps), gamma and final, e.g.
+// "cosine,warmup=100,total=5000,final=0.05" or "step,every=1000,gamma=0.5".
+func ParseSchedule(spec string) (autodiff.Schedule, error) {
+	s := autodiff.Schedule{Gamma: 0.1, Every: 1}
+	if strings.TrimSpace(spec) == "" {
+		return s, nil
+	}
+	for _, item := range strings.Split(spec, ",") {
+		name, value, isSetting := strings.Cut(strings.TrimSpace(item), "=")
+		if !isSetting {
+			s.Decay = name
+			continue
+		}
+		var err error
+		switch name {
+		case "warmup":
+			s.Warmup, err = strconv.ParseInt(value, 10, 32)
+		case "total":
+			s.Total, err = strconv.ParseInt(value, 10, 32)
+		case "every":
+			s.Every, err = strconv.ParseInt(value, 10, 32)
+		case "gamma":
+			s.Gamma, err = strconv.ParseFloat(value, 64)
+		case "final":
+			s.Final, err = strconv.ParseFloat(value, 64)
+		default:
+			return s, fmt.Errorf("--lr-schedule %q: unknown setting %s (expected warmup, total, every, gamma or final)", spec, name)
+		}
+		if err != nil {
+			return s, fmt.Errorf("--lr-schedule %q: %s=%s is not a number", spec, name, value)
+		}
+	}
+	if err := s.Validate(); err != nil {
+		return s, fmt.Errorf("--lr-schedule %q: %w", spec, err)
+	}
+	return s, nil
 }
 
 // Options checks the choices and makes the compile's Options.

@@ -141,6 +141,7 @@ func ints(shape []int, vals ...int64) *tensor.Tensor {
 
 func aInt(n int64) ir.AttrValue     { return ir.AttrValue{Kind: ir.AttrInt, Int: n} }
 func aFloat(f float64) ir.AttrValue { return ir.AttrValue{Kind: ir.AttrFloat, Float: f} }
+func aStr(s string) ir.AttrValue    { return ir.AttrValue{Kind: ir.AttrString, Str: s} }
 func aBool(b bool) ir.AttrValue     { return ir.AttrValue{Kind: ir.AttrBool, Bool: b} }
 func aInts(ns ...int64) ir.AttrValue {
 	l := ir.AttrValue{Kind: ir.AttrList}

@@ -44,6 +44,31 @@ func init() {
 
 func optList(xs ...*tensor.Tensor) []*tensor.Tensor { return xs }
 
+// Learning-rate schedules at a few steps against their formulas.
+func init() {
+	for _, tc := range []struct {
+		name  string
+		attrs map[string]ir.AttrValue
+		t     float64
+		want  float64
+	}{
+		{"constant", nil, 7, 1},
+		{"warm-up", map[string]ir.AttrValue{"warmup": aInt(4)}, 3, 0.75},
+		{"after the warm-up", map[string]ir.AttrValue{"warmup": aInt(4)}, 9, 1},
+		{"step decay", map[string]ir.AttrValue{"decay": aStr("step"), "every": aInt(10), "gamma": aFloat(0.5)}, 25, 0.25},
+		{"exponential", map[string]ir.AttrValue{"decay": aStr("exponential"), "gamma": aFloat(0.9)}, 4, 0.9 * 0.9 * 0.9},
+		{"linear", map[string]ir.AttrValue{"decay": aStr("linear"), "total": aInt(100), "final": aFloat(0.1)}, 50, 0.1 + 0.9*0.5},
+		{"cosine after a warm-up", map[string]ir.AttrValue{"decay": aStr("cosine"), "warmup": aInt(10), "total": aInt(110)}, 35, 0.5 * (1 + math.Cos(math.Pi*0.25))},
+		{"cosine past its end", map[string]ir.AttrValue{"decay": aStr("cosine"), "total": aInt(10), "final": aFloat(0.2)}, 50, 0.2},
+	} {
+		want := tc.want
+		register(opCase{op: "lr_schedule", name: tc.name, attrs: tc.attrs, inputs: optList(tensor.FromFloats(lang.F32, nil, []float64{tc.t})),
+			want: func(in []*tensor.Tensor) []*tensor.Tensor {
+				return optList(tensor.FromFloats(lang.F32, nil, []float64{want}))
+			}, tol: 1e-6})
+	}
+}
+
 func init() {
 	x := floats([]int{2, 2}, 1, -2, 3, 4)
 	register(opCase{op: "zeros_like", name: "f32 zeros", inputs: optList(x),

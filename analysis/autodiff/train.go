@@ -24,6 +24,60 @@ type TrainOptions struct {
 	// Both steps are exact in binary arithmetic short of overflow, so
 	// the update is the unscaled one.
 	LossScale float64
+	// Schedule, when its Decay or Warmup is set, multiplies the learning
+	// rate at each step by the schedule's factor (lr_schedule of the
+	// step input): each parameter moves by the factor times the
+	// optimizer's step.
+	Schedule Schedule
+	// ClipNorm, when positive, scales the gradients together so that
+	// their global norm (of every trained parameter's, unscaled) is at
+	// most ClipNorm, before the optimizer.
+	ClipNorm float64
+}
+
+// Schedule is a learning-rate schedule: lr_schedule's attributes.
+type Schedule struct {
+	Decay         string // "" or "none", "step", "exponential", "linear", "cosine"
+	Warmup, Total int64
+	Every         int64
+	Gamma, Final  float64
+}
+
+// Decays lists the schedule's decays.
+var Decays = []string{"none", "step", "exponential", "linear", "cosine"}
+
+// Active says whether the schedule changes the learning rate.
+func (s Schedule) Active() bool { return s.Decay != "" && s.Decay != "none" || s.Warmup > 0 }
+
+// Validate rejects a schedule lr_schedule cannot follow.
+func (s Schedule) Validate() error {
+	switch {
+	case s.Decay != "" && !slices.Contains(Decays, s.Decay):
+		return fmt.Errorf("unknown learning-rate decay %q (expected %s)", s.Decay, strings.Join(Decays, ", "))
+	case s.Warmup < 0 || s.Total < 0 || s.Every < 0:
+		return fmt.Errorf("a learning-rate schedule's steps must not be negative")
+	case (s.Decay == "linear" || s.Decay == "cosine") && s.Total <= s.Warmup:
+		return fmt.Errorf("a %s decay needs its total steps (%d) beyond the warm-up (%d)", s.Decay, s.Total, s.Warmup)
+	case (s.Decay == "step" || s.Decay == "exponential") && (s.Gamma <= 0 || s.Gamma > 1):
+		return fmt.Errorf("a %s decay's gamma must be in (0, 1], found %g", s.Decay, s.Gamma)
+	case s.Decay == "step" && s.Every < 1:
+		return fmt.Errorf("a step decay needs every >= 1 step")
+	case s.Final < 0 || s.Final > 1:
+		return fmt.Errorf("a schedule's final factor must be in [0, 1], found %g", s.Final)
+	}
+	return nil
+}
+
+// attrs are lr_schedule's attributes for the schedule.
+func (s Schedule) attrs() map[string]ir.AttrValue {
+	decay := s.Decay
+	if decay == "" {
+		decay = "none"
+	}
+	ints := func(n int64) ir.AttrValue { return ir.AttrValue{Kind: ir.AttrInt, Int: n} }
+	floats := func(f float64) ir.AttrValue { return ir.AttrValue{Kind: ir.AttrFloat, Float: f} }
+	return map[string]ir.AttrValue{"decay": {Kind: ir.AttrString, Str: decay}, "warmup": ints(s.Warmup),
+		"total": ints(max(s.Total, 1)), "every": ints(max(s.Every, 1)), "gamma": floats(s.Gamma), "final": floats(s.Final)}
 }
 
 // Losses and Optimizers list the accepted names.
@@ -503,7 +557,31 @@ func (t *trainer) update(grads map[*ir.Value]*ir.Value, opts TrainOptions) error
 	if opts.LR != 0 {
 		attrs["lr"] = ir.AttrValue{Kind: ir.AttrFloat, Float: opts.LR}
 	}
-	var step *ir.Value
+	if opts.ClipNorm > 0 {
+		var err error
+		if grads, err = t.clip(grads, opts.ClipNorm); err != nil {
+			return err
+		}
+	}
+	var step, factor *ir.Value
+	stepInput := func() (*ir.Value, error) {
+		if step == nil {
+			var err error
+			step, err = t.input(StepInput, lang.F32, nil)
+			return step, err
+		}
+		return step, nil
+	}
+	if opts.Schedule.Active() {
+		if _, err := stepInput(); err != nil {
+			return err
+		}
+		n, err := t.call("lr_schedule", opts.Schedule.attrs(), "update", "lr_schedule", step)
+		if err != nil {
+			return err
+		}
+		factor = n.Outputs[0]
+	}
 	for _, p := range t.g.Params[:len(t.g.Params):len(t.g.Params)] {
 		g := grads[p.Value]
 		if g == nil {
@@ -515,11 +593,8 @@ func (t *trainer) update(grads map[*ir.Value]*ir.Value, opts TrainOptions) error
 		case "momentum":
 			inputs = append(inputs, t.state(p, "v"))
 		case "adam":
-			if step == nil {
-				var err error
-				if step, err = t.input(StepInput, lang.F32, nil); err != nil {
-					return err
-				}
+			if _, err := stepInput(); err != nil {
+				return err
 			}
 			inputs = append(inputs, t.state(p, "m"), t.state(p, "v"), step)
 		default:
@@ -533,9 +608,15 @@ func (t *trainer) update(grads map[*ir.Value]*ir.Value, opts TrainOptions) error
 		if err != nil {
 			return err
 		}
-		n.Outputs[0].Name = t.unique(p.Value.Name + ".next")
-		t.g.Outputs = append(t.g.Outputs, n.Outputs...)
-		t.next[p.Value.Name] = n.Outputs[0].Name
+		next := n.Outputs[0]
+		if factor != nil {
+			if next, err = t.scheduled(p.Value, next, factor); err != nil {
+				return err
+			}
+		}
+		next.Name = t.unique(p.Value.Name + ".next")
+		t.g.Outputs = append(append(t.g.Outputs, next), n.Outputs[1:]...)
+		t.next[p.Value.Name] = next.Name
 		for i, st := range inputs[2:] {
 			if st != step {
 				t.next[st.Name] = n.Outputs[1+i].Name // optimizer state, in input order
@@ -543,6 +624,115 @@ func (t *trainer) update(grads map[*ir.Value]*ir.Value, opts TrainOptions) error
 		}
 	}
 	return nil
+}
+
+// scheduled is the next value of p that moves it by factor times the
+// optimizer's step to stepped: p + factor·(stepped − p), the step of the
+// learning rate times factor, as every optimizer's step is proportional
+// to its rate and its state does not depend on it.
+func (t *trainer) scheduled(p, stepped, factor *ir.Value) (*ir.Value, error) {
+	stepped.Name = t.unique(p.Name + ".step")
+	delta, err := t.call("sub", nil, "update", p.Name+".delta", stepped, p)
+	if err != nil {
+		return nil, err
+	}
+	f, err := t.castTo(factor, p.DType)
+	if err != nil {
+		return nil, err
+	}
+	scaled, err := t.call("mul", nil, "update", p.Name+".scaled", delta.Outputs[0], f)
+	if err != nil {
+		return nil, err
+	}
+	next, err := t.call("add", nil, "update", p.Name+".scheduled", p, scaled.Outputs[0])
+	if err != nil {
+		return nil, err
+	}
+	return next.Outputs[0], nil
+}
+
+// clip scales every gradient by min(1, c / ‖g‖), ‖g‖ the global norm
+// of them all (summed in f32 or wider): c / max(‖g‖, c).
+func (t *trainer) clip(grads map[*ir.Value]*ir.Value, c float64) (map[*ir.Value]*ir.Value, error) {
+	var total *ir.Value
+	params := t.g.Params[:len(t.g.Params):len(t.g.Params)]
+	for _, p := range params {
+		g := grads[p.Value]
+		if g == nil {
+			continue
+		}
+		all := map[string]ir.AttrValue{"keepdims": {Kind: ir.AttrBool}}
+		wide, err := t.castTo(g, wider(g.DType))
+		if err != nil {
+			return nil, err
+		}
+		sq, err := t.call("reduce_sum_square", all, "update", p.Value.Name+".grad_square", wide)
+		if err != nil {
+			return nil, err
+		}
+		if total == nil {
+			total = sq.Outputs[0]
+			continue
+		}
+		sum, err := t.call("add", nil, "update", "grad_square_sum", total, sq.Outputs[0])
+		if err != nil {
+			return nil, err
+		}
+		total = sum.Outputs[0]
+	}
+	if total == nil {
+		return grads, nil
+	}
+	limit := &ir.Value{Name: t.unique("clip_norm"), DType: total.DType, Const: &ir.ConstData{Float: c}}
+	norm, err := t.call("sqrt", nil, "update", "grad_norm", total)
+	if err != nil {
+		return nil, err
+	}
+	most, err := t.call("max", nil, "update", "grad_norm_or_limit", norm.Outputs[0], limit)
+	if err != nil {
+		return nil, err
+	}
+	factor, err := t.call("div", nil, "update", "clip_factor", limit, most.Outputs[0])
+	if err != nil {
+		return nil, err
+	}
+	out := map[*ir.Value]*ir.Value{}
+	for _, p := range params {
+		g := grads[p.Value]
+		if g == nil {
+			continue
+		}
+		f, err := t.castTo(factor.Outputs[0], g.DType)
+		if err != nil {
+			return nil, err
+		}
+		clipped, err := t.call("mul", nil, "update", p.Value.Name+".grad_clipped", g, f)
+		if err != nil {
+			return nil, err
+		}
+		out[p.Value] = clipped.Outputs[0]
+	}
+	return out, nil
+}
+
+// wider is the dtype a sum of squares of dt is taken in: f32, or f64.
+func wider(dt lang.DType) lang.DType {
+	if dt == lang.F64 {
+		return lang.F64
+	}
+	return lang.F32
+}
+
+// castTo is v as dtype dt, through a cast node when it is another.
+func (t *trainer) castTo(v *ir.Value, dt lang.DType) (*ir.Value, error) {
+	if v.DType == dt {
+		return v, nil
+	}
+	n, err := t.call("cast_"+dt.String(), nil, "update", v.Name+"."+dt.String(), v)
+	if err != nil {
+		return nil, err
+	}
+	return n.Outputs[0], nil
 }
 
 // state adds an optimizer state parameter of p, initialised to zeros.

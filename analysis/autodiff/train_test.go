@@ -411,3 +411,106 @@ model m(x: f64[64]) {
 		}
 	}
 }
+
+// A schedule scales each step by its factor at the step, and clipping
+// scales every gradient by c / ‖g‖ when the global norm ‖g‖ exceeds c:
+// one step of each against the plain step's gradients.
+func TestScheduleAndClipping(t *testing.T) {
+	m, g := loadModel(t, "two.tdl", `
+model two(x: f64[3, 4]) {
+    w = param f64[4, 4] init normal(0.0, 0.5)
+    b = param f64[4] init normal(0.0, 0.5)
+    return matmul(x, w) + b
+}
+`)
+	x := tensor.New(lang.F64, []int{3, 4})
+	target := tensor.New(lang.F64, []int{3, 4})
+	for i := range x.Len() {
+		x.SetFlat(i, math.Sin(float64(i)))
+		target.SetFlat(i, math.Cos(float64(i)))
+	}
+	const step = 3
+	run := func(opts autodiff.TrainOptions) (params, outputs map[string]*tensor.Tensor) {
+		opts.Loss = "mse"
+		tg, next, err := autodiff.TrainingGraph(g, m, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := map[string]*tensor.Tensor{"x": x, autodiff.TargetInput: target}
+		for _, v := range tg.Inputs {
+			if v.Name == autodiff.StepInput {
+				in[v.Name] = tensor.Scalar(lang.F32, step)
+			}
+		}
+		res, err := exec.Run(tg, exec.Interp{}, in, nil, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]*tensor.Tensor{}
+		for p, o := range next {
+			out[p] = res.Outputs[o]
+		}
+		return res.Params, out
+	}
+	params, plain := run(autodiff.TrainOptions{LR: 1})
+	grad := map[string]*tensor.Tensor{} // w - w.next at a rate of 1
+	norm := 0.0
+	for _, name := range []string{"w", "b"} {
+		d := params[name].Clone()
+		for i := range d.Len() {
+			d.SetFlat(i, params[name].Flat(i)-plain[name].Flat(i))
+			norm += d.Flat(i) * d.Flat(i)
+		}
+		grad[name] = d
+	}
+	norm = math.Sqrt(norm)
+	cosine := autodiff.Schedule{Decay: "cosine", Warmup: 2, Total: 10, Final: 0.1}
+	// The factor is an f32, as the step input is.
+	factor := float64(float32(0.1 + 0.9*0.5*(1+math.Cos(math.Pi*float64(step-2)/8))))
+	for _, tc := range []struct {
+		name  string
+		opts  autodiff.TrainOptions
+		scale float64 // of the plain step
+	}{
+		{"clipped", autodiff.TrainOptions{LR: 0.5, ClipNorm: norm / 3}, 0.5 / 3},
+		{"not clipped below the limit", autodiff.TrainOptions{LR: 0.5, ClipNorm: norm * 2}, 0.5},
+		{"cosine schedule after a warm-up", autodiff.TrainOptions{LR: 0.5, Schedule: cosine}, 0.5 * factor},
+		{"both", autodiff.TrainOptions{LR: 0.5, Schedule: cosine, ClipNorm: norm / 4}, 0.5 * factor / 4},
+	} {
+		_, got := run(tc.opts)
+		for name, d := range grad {
+			want := params[name].Clone()
+			for i := range want.Len() {
+				want.SetFlat(i, params[name].Flat(i)-tc.scale*d.Flat(i))
+			}
+			if err := tensor.Compare(got[name], want, tensor.Tolerance{Rel: 1e-12, Abs: 1e-12}); err != nil {
+				t.Errorf("%s: %s: %v", tc.name, name, err)
+			}
+		}
+	}
+	// Adam's step under a schedule is its plain step times the factor;
+	// its moments are the plain ones.
+	_, adam := run(autodiff.TrainOptions{Optimizer: "adam"})
+	_, scheduled := run(autodiff.TrainOptions{Optimizer: "adam", Schedule: cosine})
+	for name, p := range params {
+		if _, ok := adam[name]; !ok {
+			continue
+		}
+		want := p.Clone()
+		if _, trained := grad[name]; trained {
+			for i := range want.Len() {
+				want.SetFlat(i, p.Flat(i)+factor*(adam[name].Flat(i)-p.Flat(i)))
+			}
+		} else {
+			want = adam[name]
+		}
+		if err := tensor.Compare(scheduled[name], want, tensor.Tolerance{Rel: 1e-12, Abs: 1e-15}); err != nil {
+			t.Errorf("adam under a schedule: %s: %v", name, err)
+		}
+	}
+	for _, bad := range []autodiff.Schedule{{Decay: "cosin"}, {Decay: "linear", Total: 5, Warmup: 5}, {Decay: "step", Gamma: 0.5}, {Decay: "exponential", Gamma: 2}, {Warmup: -1}} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%+v was accepted", bad)
+		}
+	}
+}

@@ -134,8 +134,8 @@ func fitModel(path string, f fitFlags, stdout, stderr io.Writer) error {
 func (f *fitFlags) recipe(model string) string {
 	sets := slices.Clone(f.sets)
 	slices.Sort(sets)
-	return fmt.Sprintf("model %s; set [%s]; loss %s; optimizer %s; lr %g; loss scale %g; precision %s",
-		model, strings.Join(sets, " "), f.train.loss, f.train.optimize, f.train.lr, f.train.lossScale, f.precision)
+	return fmt.Sprintf("model %s; set [%s]; loss %s; optimizer %s; lr %g; lr schedule %q; clip norm %g; loss scale %g; precision %s",
+		model, strings.Join(sets, " "), f.train.loss, f.train.optimize, f.train.lr, f.train.schedule, f.train.clipNorm, f.train.lossScale, f.precision)
 }
 
 // loadFitModels loads the model to train and the one to evaluate.

@@ -22,6 +22,8 @@ type trainFlags struct {
 	loss, optimize string
 	lr             float64
 	lossScale      float64
+	schedule       string
+	clipNorm       float64
 }
 
 func (f *trainFlags) register(fs *pflag.FlagSet) {
@@ -30,12 +32,15 @@ func (f *trainFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.optimize, "optimizer", "sgd", "the optimizer: "+strings.Join(autodiff.Optimizers, ", "))
 	fs.Float64Var(&f.lr, "lr", 0, "the learning rate (0: the optimizer's default)")
 	fs.Float64Var(&f.lossScale, "loss-scale", 0, "static loss scale, a power of two (0: the precision's default, 1024 in f16, else 1)")
+	fs.StringVar(&f.schedule, "lr-schedule", "", "the learning rate's schedule: a decay (none, step, exponential, linear, cosine) and settings, e.g. cosine,warmup=100,total=5000,final=0.05 (docs/training.md)")
+	fs.Float64Var(&f.clipNorm, "clip-norm", 0, "clip the gradients to this global norm (0: no clipping)")
 }
 
 // changed reports whether a training flag was given (an error without
 // --train, rather than being ignored).
 func (f *trainFlags) changed(fs *pflag.FlagSet) bool {
-	return fs.Changed("loss") || fs.Changed("optimizer") || fs.Changed("lr") || fs.Changed("steps") || fs.Changed("loss-scale")
+	return fs.Changed("loss") || fs.Changed("optimizer") || fs.Changed("lr") || fs.Changed("steps") || fs.Changed("loss-scale") ||
+		fs.Changed("lr-schedule") || fs.Changed("clip-norm")
 }
 
 // choices are the training choices the flags give (nil without --train).
@@ -43,19 +48,22 @@ func (f *trainFlags) choices() *pipeline.TrainChoices {
 	if !f.train {
 		return nil
 	}
-	return &pipeline.TrainChoices{Loss: f.loss, Optimizer: f.optimize, LR: f.lr, LossScale: f.lossScale}
+	return f.given()
 }
 
-// validate rejects unknown losses and optimizers (usage errors).
-func (f *trainFlags) validate() error {
-	t := pipeline.TrainChoices{Loss: f.loss, Optimizer: f.optimize, LR: f.lr, LossScale: f.lossScale}
-	return t.Validate()
+// given are the training choices the flags give, with --train or not.
+func (f *trainFlags) given() *pipeline.TrainChoices {
+	return &pipeline.TrainChoices{Loss: f.loss, Optimizer: f.optimize, LR: f.lr, LossScale: f.lossScale, Schedule: f.schedule, ClipNorm: f.clipNorm}
 }
+
+// validate rejects unknown losses and optimizers and bad schedules
+// (usage errors).
+func (f *trainFlags) validate() error { return f.given().Validate() }
 
 // trainingGraph builds the training graph of a model of m, to be
 // computed in mode p.
 func trainingGraph(m *check.Module, g *ir.Graph, f *trainFlags, p precision.Mode) (*ir.Graph, map[string]string, error) {
-	opts := (&pipeline.TrainChoices{Loss: f.loss, Optimizer: f.optimize, LR: f.lr, LossScale: f.lossScale}).Options(p)
+	opts := f.given().Options(p)
 	tg, next, err := autodiff.TrainingGraph(g, m, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: training graph of %s: %w", m.Path, g.Name, err)
