@@ -36,7 +36,7 @@ const maxDynamicSizes = 32
 // ParseDynamic reads --dynamic NAME or NAME=N,N,...
 func ParseDynamic(s string) (*Dynamic, error) {
 	name, list, hasList := strings.Cut(s, "=")
-	d := &Dynamic{Symbol: strings.TrimSpace(name), Sizes: DefaultDynamicSizes}
+	d := &Dynamic{Symbol: strings.TrimSpace(name), Sizes: slices.Clone(DefaultDynamicSizes)}
 	if d.Symbol == "" {
 		return nil, fmt.Errorf("--dynamic %q: expected NAME or NAME=N,N,... (the batch attribute, e.g. batch)", s)
 	}
@@ -79,9 +79,10 @@ func CompileDynamic(path, name string, set map[string]ir.AttrValue, d Dynamic, d
 		return nil, errors.New("--dynamic compiles inference plans: a training step reduces over the batch (its loss), so its batch is fixed")
 	case opts.Devices > 1:
 		return nil, errors.New("--dynamic compiles for one device")
-	case len(d.Sizes) == 0:
-		return nil, errors.New("--dynamic: no batch size")
+	case len(d.Sizes) == 0 || slices.Min(d.Sizes) < 1:
+		return nil, fmt.Errorf("--dynamic: batch sizes %v (positive ones are needed)", d.Sizes)
 	}
+	d.Sizes = slices.Compact(slices.Sorted(slices.Values(d.Sizes)))
 	f, err := loadModelFile(path)
 	if err != nil {
 		return nil, err

@@ -145,7 +145,11 @@ func TestDynamicPlanFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inputs := randomInputs(res.Results[0].Graph, 1)
+	one, err := pipeline.Load(path, "", map[string]ir.AttrValue{"batch": {Kind: ir.AttrInt, Int: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := randomInputs(one.Graph, 1)
 	for _, tc := range []struct {
 		file string
 		want string

@@ -38,6 +38,9 @@ type Result struct {
 // symbol sym, computes each sample on its own at every size of sizes
 // (see the package comment); an error names what it cannot prove.
 func Check(g *ir.Graph, sym string, sizes []int64) (*Result, error) {
+	// A read clamped to the batch's end at every size compiled (the next
+	// sample, at batch 1) shows at a larger one.
+	sizes = append(slices.Clone(sizes), slices.Max(sizes)+2)
 	c := &checker{sym: sym, sizes: sizes, axes: map[*ir.Value]Axis{}}
 	res := &Result{Symbol: sym}
 	for _, v := range g.Inputs {
@@ -99,6 +102,9 @@ func (c *checker) axisOf(v *ir.Value) (Axis, error) {
 			continue
 		}
 		coefs, constant, ok := e.Linear()
+		if others := slices.DeleteFunc(e.Symbols(), func(s string) bool { return s == c.sym }); len(others) > 0 {
+			return None, fmt.Errorf("%s: extent %s of its shape %s also depends on %s: give it with --set %s=N", v.Name, e, lang.ShapeString(v.Shape), others[0], others[0])
+		}
 		if !ok || constant != 0 || len(coefs) != 1 || coefs[c.sym] < 1 {
 			return None, fmt.Errorf("%s: extent %s of its shape %s is not a multiple of %s", v.Name, e, lang.ShapeString(v.Shape), c.sym)
 		}
@@ -145,9 +151,14 @@ func (c *checker) node(n *ir.Node) error {
 		c.axes[v] = outs[i]
 	}
 	if len(outs) == 0 || outs[0] == None {
-		return nil // computed without the batch: the same in every chunk
+		// Computed without the batch, it must be the same at every
+		// size: no extent or value of it may mention the symbol.
+		if c.mentionsSymbol(n.Inst) {
+			return fmt.Errorf("it is computed from the batch size %s without a batch dimension (a value that changes with the batch size)", c.sym)
+		}
+		return nil
 	}
-	if err := c.values(n.Inst); err != nil {
+	if err := c.translationInvariant(n.Inst); err != nil {
 		return err
 	}
 	return c.regions(n, outs)
@@ -161,64 +172,3 @@ func (c *checker) axis(v *ir.Value) Axis {
 	return None
 }
 
-// values refuses an instance that reduces over the batch or reads a
-// batch index or extent as a value, not as an index.
-func (c *checker) values(inst *ir.Instance) error {
-	for _, d := range append(slices.Clone(inst.Locals), inst.Outputs...) {
-		if err := c.expr(d.Body, false); err != nil {
-			return fmt.Errorf("%s: %w", d.Tensor.Name, err)
-		}
-	}
-	return nil
-}
-
-func (c *checker) batchDim(d lang.Dim) bool { return slices.Contains(d.Symbols(), c.sym) }
-
-func (c *checker) expr(e ir.Expr, inIndex bool) error {
-	switch e := e.(type) {
-	case *ir.Access:
-		for _, x := range e.Index {
-			if err := c.expr(x, true); err != nil {
-				return err
-			}
-		}
-		if e.Default != nil {
-			return c.expr(e.Default, false)
-		}
-		return nil
-	case *ir.Opaque:
-		for _, v := range e.Args {
-			for _, x := range v.Index {
-				if err := c.expr(x, true); err != nil {
-					return err
-				}
-			}
-		}
-		for _, x := range e.Index {
-			if err := c.expr(x, true); err != nil {
-				return err
-			}
-		}
-		return nil
-	case *ir.VarRef:
-		if !inIndex && c.batchDim(e.V.Extent) {
-			return fmt.Errorf("the batch index %s is used as a value", e.V.Name)
-		}
-	case *ir.Size:
-		if !inIndex && c.batchDim(e.D) {
-			return fmt.Errorf("the extent %s is used as a value", e.D)
-		}
-	case *ir.Reduce:
-		for _, v := range e.Vars {
-			if c.batchDim(v.Extent) {
-				return fmt.Errorf("it reduces over %s, of extent %s: a reduction over the batch", v.Name, v.Extent)
-			}
-		}
-	}
-	for _, x := range ir.Children(e) {
-		if err := c.expr(x, inIndex); err != nil {
-			return err
-		}
-	}
-	return nil
-}

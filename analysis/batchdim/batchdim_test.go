@@ -50,6 +50,15 @@ func TestSampleWiseModelsPass(t *testing.T) {
 		{"input extent symbol", `model m(x: f32[batch, 6]) {
     return sigmoid(x)
 }`, batchdim.Axis{Dim: 0, Factor: 1}, batchdim.Axis{Dim: 0, Factor: 1}},
+		{"positions of flattened rows", `op addpos(x: [M, D], p: [S, D]) -> [M, D] = lambda m, d: x[m, d] + p[m % S, d]
+model m<batch = 4>(x: f32[batch * 4, 8]) {
+    p = param f32[4, 8]
+    return addpos(x, p)
+}`, batchdim.Axis{Dim: 0, Factor: 4}, batchdim.Axis{Dim: 0, Factor: 4}},
+		{"a row's parity as a value", `op par(x: [M, D]) -> [M / 2, D] = lambda m, d: x[2 * m, d] * f32(1 + (2 * m) % 2)
+model m<batch = 4>(x: f32[batch * 4, 8]) {
+    return par(x)
+}`, batchdim.Axis{Dim: 0, Factor: 4}, batchdim.Axis{Dim: 0, Factor: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := checkSource(t, tc.src, nil)
@@ -101,7 +110,29 @@ model m<batch = 4>(x: f32[batch, 8]) {
 model m<batch = 4>(x: f32[batch, 8]) {
     t = param f32[16, 8]
     return lookup(x, t)
-}`, "depends on the sample"},
+}`, "does not follow the sample"},
+		// Found by trying to break it: each was accepted and gave wrong
+		// answers at a batch that was not compiled.
+		{"the batch size in a batch-free value", `model m<batch = 4>(x: f32[batch, 8]) {
+    return x / full<shape = [1], value = batch>()
+}`, "changes with the batch size"},
+		{"the batch index in another dimension's index", `op rot(x: [N, C]) -> [N, C] = lambda n, c: x[n, (c + n) % C]
+model m<batch = 4>(x: f32[batch, 8]) {
+    return rot(x)
+}`, "does not follow the sample"},
+		{"positions of the wrong period", `op addpos(x: [M, D], p: [S, D]) -> [M, D] = lambda m, d: x[m, d] + p[m % S, d]
+model m<batch = 4>(x: f32[batch * 4, 8]) {
+    p = param f32[3, 8]
+    return addpos(x, p)
+}`, "does not follow the sample"},
+		{"the batch extent in an index, in the sample at size 1", `op hi(x: [M, C]) -> [M / 2, C] = lambda n, c: x[n + M / 2, c]
+model m<batch = 4>(x: f32[batch * 2, 4]) {
+    return hi(x)
+}`, "does not follow the sample"},
+		{"the batch extent's parity in an index", `op f(x: [N, C]) -> [N, C] = lambda n, c: (x[n + N % 2, c] else 0.0)
+model m<batch = 4>(x: f32[batch, 8]) {
+    return f(x)
+}`, "does not follow the sample"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := checkSource(t, tc.src, nil)
@@ -109,5 +140,29 @@ model m<batch = 4>(x: f32[batch, 8]) {
 				t.Fatalf("got %v, want an error saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// The next sample, read where it exists, is out of range at batch 1: a
+// plan of size 1 alone must not be proved by it.
+func TestNextSampleRefusedWithSizeOne(t *testing.T) {
+	prog, err := check.NewProgram(parser.Parse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := prog.LoadSource("next.tdl", []byte(`op shift(x: [N, C]) -> [N, C] = lambda n, c: (x[n + 1, c] else 0)
+model m<batch = 4>(x: f32[batch, 8]) {
+    return shift(x)
+}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := m.SymbolicModel("", nil, "batch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := batchdim.Check(g, "batch", []int64{1}); err == nil || !strings.Contains(err.Error(), "outside its own") {
+		t.Fatalf("got %v, want the read of the next sample refused", err)
 	}
 }

@@ -49,7 +49,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "run", "unknown backend %q (expected %s or %s)", f.backend, cpu.Kind.Name, simt.Kind.Name)
 	case checkThreads(f.threads) != nil:
 		return usageError(stderr, "run", "%v", checkThreads(f.threads))
-	case f.batch < 0 || f.batch > maxBatch:
+	case f.batch < 0 || f.batch > maxBatch || fs.Changed("batch") && f.batch == 0:
 		return usageError(stderr, "run", "--batch must be 1 to %d", maxBatch)
 	}
 	specs, err := planio.Specs(f.ins)

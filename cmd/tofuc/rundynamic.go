@@ -32,6 +32,9 @@ func runDynamic(dir string, f runFlags, specs map[string]string, stdout io.Write
 	if err != nil {
 		return err
 	}
+	if err := r.CheckMemory(n); err != nil {
+		return err
+	}
 	ins := newInputs(r.At(n), f, specs)
 	if err := ins.read(); err != nil {
 		return err

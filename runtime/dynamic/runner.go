@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"tofuc/runtime/exec"
 	"tofuc/runtime/executor"
 	"tofuc/runtime/npy"
 	"tofuc/runtime/plan"
@@ -55,6 +56,15 @@ func Open(dir string, load Loader) (_ *Runner, err error) {
 	}
 	if err := r.checkAxes(); err != nil {
 		return nil, err
+	}
+	for _, size := range m.Sizes { // every size's plan, before any runs
+		p, err := readPlan(dir, size)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.consistent(p, size.N); err != nil {
+			return nil, fmt.Errorf("%s: %w: compile the plan again", filepath.Join(dir, size.Plan.Path), err)
+		}
 	}
 	prog, err := r.load(largest.N)
 	if err != nil {
@@ -149,10 +159,11 @@ func (r *Runner) At(n int64) *plan.Plan {
 	return &p
 }
 
-// FileBatch is the batch of the first batch input that specs (input
-// names to .npy files) gives, read from its file's header; ok is false
-// when specs gives none.
+// FileBatch is the batch of the batch inputs that specs (input names to
+// .npy files) gives, read from their files' headers, which must agree;
+// ok is false when specs gives none.
 func (r *Runner) FileBatch(specs map[string]string) (n int64, ok bool, err error) {
+	shapes := map[string][]int{}
 	for _, a := range r.Manifest.Inputs {
 		path, given := specs[a.Name]
 		if !given || !a.Batched() {
@@ -162,15 +173,29 @@ func (r *Runner) FileBatch(specs map[string]string) (n int64, ok bool, err error
 		if err != nil {
 			return 0, false, fmt.Errorf("--in %s: %w", a.Name, err)
 		}
-		shape := m.Shape()
+		shapes[a.Name] = m.Shape()
 		m.Close()
-		n, err := a.samples(shape)
-		if err != nil {
-			return 0, false, fmt.Errorf("--in %s: %w", a.Name, err)
-		}
-		return n, true, nil
 	}
-	return 0, false, nil
+	if len(shapes) == 0 {
+		return 0, false, nil
+	}
+	n, err = r.Batch(shapes)
+	return n, err == nil, err
+}
+
+// CheckMemory refuses a batch of n samples whose inputs and outputs
+// would not fit in this machine's memory, before any is allocated.
+func (r *Runner) CheckMemory(n int64) error {
+	at := r.At(n)
+	need := int64(0)
+	for _, b := range slices.Concat(at.Inputs, at.Outputs) {
+		cells, err := plan.Cells(b.Shape)
+		if err != nil {
+			return fmt.Errorf("a batch of %d samples: %s of shape %v is too large: %w", n, b.Name, b.Shape, err)
+		}
+		need += cells * tensor.ElementBytes
+	}
+	return exec.CheckMemory(fmt.Sprintf("a batch of %d samples (its inputs and outputs)", n), need)
 }
 
 // samples is the number of samples of a tensor of the shape given.
@@ -220,6 +245,9 @@ func (r *Runner) Run(inputs, params map[string]*tensor.Tensor) (map[string]*tens
 		return nil, err
 	}
 	if err := planio.Match(r.At(n).Inputs, inputs, "input"); err != nil {
+		return nil, err
+	}
+	if err := r.CheckMemory(n); err != nil {
 		return nil, err
 	}
 	r.mu.Lock()
