@@ -171,4 +171,3 @@ func (c *checker) axis(v *ir.Value) Axis {
 	}
 	return None
 }
-
