@@ -8,15 +8,24 @@
 // symbol (check.Module.SymbolicModel). A value carries the batch along at
 // most one dimension, whose extent is a constant multiple k of the symbol
 // (its batch axis: sample s is the block [k·s, k·s+k−1] of it), or does
-// not depend on the batch at all. For every operator it finds, by the
-// symbolic interval analysis of analysis/strategy, the split of its
-// outputs' batch axes, and proves that a worker computing sample s reads
-// only sample s of every batch input and the same part of every other
-// input, for every sample of every size compiled (symbolically where the
-// bounds simplify to constants, else by evaluating them at each sample).
-// It also refuses an operator that reduces over a batch variable, uses a
-// batch index or the batch extent as a value (`y[i] = x[i] * i`, a mean
-// over the batch), or produces a value without a batch axis from one with
-// it. What it cannot prove it refuses, naming the operator: a plan that
-// mixed samples would give silently wrong answers once padded or chunked.
+// not depend on the batch at all. Two properties are proved per operator:
+//
+//   - Locality: by the symbolic interval analysis of analysis/strategy,
+//     the worker computing sample s of the outputs (their batch axes
+//     split) reads only sample s of every batch input, and of every other
+//     input a part that does not move with s (symbolically where the
+//     bounds reduce to constants, else at every sample of every size
+//     compiled and of one size beyond).
+//   - Translation invariance (shift.go): a chunk computes its samples at
+//     positions of its own, so a sample must be computed the same way at
+//     every position. Every index into a batch axis moves by that
+//     tensor's k when the sample moves by one, every other index and
+//     every value not at all (`m % k` of a batch variable of factor k
+//     does not move; `n`, `(c + n) % C` and the batch extent do), and no
+//     reduction runs over a batch variable.
+//
+// An operator computed without the batch must not mention the batch
+// size at all (it would change with the chunk's size). What Check cannot
+// prove it refuses, naming the operator: a plan that mixed samples would
+// give silently wrong answers once padded or chunked.
 package batchdim
