@@ -108,7 +108,7 @@ func CompileDynamic(path, name string, set map[string]ir.AttrValue, d Dynamic, d
 	if err := res.finish(st.Path); err != nil {
 		return nil, err
 	}
-	if err := st.Commit(dynamic.ManifestFile, func() []string { return previousCompile(st.Dir) }); err != nil {
+	if err := commitLast(st, dynamic.ManifestFile); err != nil {
 		return nil, err
 	}
 	return res, nil

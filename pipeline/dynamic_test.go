@@ -285,3 +285,44 @@ func compareWithFixed(b *testing.B, r *dynamic.Runner, m *pipeline.Model, kind s
 	dm, fm := dyn[len(dyn)/2], fix[len(fix)/2]
 	b.Logf("%s, %s, batch %s: dynamic %.3f ms, fixed %.3f ms, ratio %.3f", m.Graph.Name, kind, m.Graph.Inputs[0].Shape[0], dm*1e3, fm*1e3, dm/fm)
 }
+
+// A compile into a folder that held a dynamic plan of other sizes, or a
+// plan of one size into one that held a dynamic plan, leaves only its
+// own files and folders.
+func TestDynamicPlanReplaced(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "seqmix.tdl")
+	if err := os.WriteFile(path, []byte(seqmix), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "plan")
+	opts := pipeline.Options{Emit: []string{cpu.Kind.Module}}
+	for _, sizes := range [][]int64{{1, 2}, {3}} {
+		if _, err := pipeline.CompileDynamic(path, "", nil, pipeline.Dynamic{Symbol: "batch", Sizes: sizes}, out, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries := func() []string {
+		var names []string
+		list, _ := os.ReadDir(out)
+		for _, e := range list {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	if got := entries(); !slices.Equal(got, []string{"batch-3", "dynamic.json", "params.npz"}) {
+		t.Errorf("after sizes 1, 2 then 3: %v", got)
+	}
+	m, err := pipeline.Load(path, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pipeline.Compile(m, out, opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range entries() {
+		if name == "dynamic.json" || strings.HasPrefix(name, "batch-") {
+			t.Errorf("a plan of one size left %s of the dynamic plan", name)
+		}
+	}
+}

@@ -27,8 +27,24 @@ import (
 
 // commit moves the files of staging folder st into its folder,
 // replacing the previous compile's.
-func commit(st *safefile.Staging) error {
-	return st.Commit("plan.json", func() []string { return previousCompile(st.Dir) })
+func commit(st *safefile.Staging) error { return commitLast(st, "plan.json") }
+
+// commitLast commits st with the file last moved last (a plan, or a
+// dynamic plan's manifest), replacing the previous compile's files, and
+// removes the folders of a previous dynamic plan's sizes left empty.
+func commitLast(st *safefile.Staging, last string) error {
+	var folders []string
+	if m, err := dynamic.Read(st.Dir); err == nil {
+		folders = m.Folders()
+	}
+	if err := st.Commit(last, func() []string { return previousCompile(st.Dir) }); err != nil {
+		return err
+	}
+	for _, sub := range folders {
+		os.Remove(filepath.Join(st.Dir, sub, "kernels")) // fails, as it should, unless empty
+		os.Remove(filepath.Join(st.Dir, sub))
+	}
+	return nil
 }
 
 // oldModules are the modules of the plan in dir, read without checking
