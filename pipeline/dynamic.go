@@ -33,7 +33,7 @@ var DefaultDynamicSizes = []int64{1, 2, 4, 8, 16, 32, 64, 128, 256}
 // compile).
 const maxDynamicSizes = 32
 
-// ParseDynamic reads --dynamic NAME or NAME=N,N,...
+// ParseDynamic reads --dynamic NAME, NAME=N,N,... or NAME=LO..HI.
 func ParseDynamic(s string) (*Dynamic, error) {
 	name, list, hasList := strings.Cut(s, "=")
 	d := &Dynamic{Symbol: strings.TrimSpace(name), Sizes: slices.Clone(DefaultDynamicSizes)}
@@ -44,12 +44,34 @@ func ParseDynamic(s string) (*Dynamic, error) {
 		return d, nil
 	}
 	d.Sizes = nil
-	for _, part := range strings.Split(list, ",") {
+	size := func(part string) (int64, error) {
 		n, err := strconv.ParseInt(strings.TrimSpace(part), 10, 64)
 		if err != nil || n < 1 || n > 1<<20 {
-			return nil, fmt.Errorf("--dynamic %s: %q is not a batch size (1 to %d)", s, part, 1<<20)
+			return 0, fmt.Errorf("--dynamic %s: %q is not a batch size (1 to %d)", s, part, 1<<20)
 		}
-		d.Sizes = append(d.Sizes, n)
+		return n, nil
+	}
+	if from, to, isRange := strings.Cut(list, ".."); isRange {
+		lo, err := size(from)
+		if err != nil {
+			return nil, err
+		}
+		hi, err := size(to)
+		if err != nil {
+			return nil, err
+		}
+		if lo > hi {
+			return nil, fmt.Errorf("--dynamic %s: an empty range", s)
+		}
+		d.Sizes = rangeSizes(lo, hi)
+	} else {
+		for _, part := range strings.Split(list, ",") {
+			n, err := size(part)
+			if err != nil {
+				return nil, err
+			}
+			d.Sizes = append(d.Sizes, n)
+		}
 	}
 	slices.Sort(d.Sizes)
 	d.Sizes = slices.Compact(d.Sizes)
@@ -57,6 +79,21 @@ func ParseDynamic(s string) (*Dynamic, error) {
 		return nil, fmt.Errorf("--dynamic %s: %d sizes, at most %d (each is a compile)", s, len(d.Sizes), maxDynamicSizes)
 	}
 	return d, nil
+}
+
+// rangeSizes are the sizes of --dynamic NAME=LO..HI: LO, the powers of
+// two between, and HI.
+func rangeSizes(lo, hi int64) []int64 {
+	out := []int64{lo}
+	for p := int64(1); p < hi; p *= 2 {
+		if p > lo {
+			out = append(out, p)
+		}
+	}
+	if hi > lo {
+		out = append(out, hi)
+	}
+	return out
 }
 
 // DynamicResult is a compiled dynamic plan: its manifest, and each

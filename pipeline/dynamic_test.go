@@ -326,3 +326,26 @@ func TestDynamicPlanReplaced(t *testing.T) {
 		}
 	}
 }
+
+func TestParseDynamic(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		want []int64
+	}{
+		{"batch", pipeline.DefaultDynamicSizes},
+		{"batch=64,1,8,8", []int64{1, 8, 64}},
+		{"batch=1..100", []int64{1, 2, 4, 8, 16, 32, 64, 100}},
+		{"batch=3..16", []int64{3, 4, 8, 16}},
+		{"batch=5..5", []int64{5}},
+	} {
+		d, err := pipeline.ParseDynamic(tc.spec)
+		if err != nil || d.Symbol != "batch" || !slices.Equal(d.Sizes, tc.want) {
+			t.Errorf("%s: %v, %v; want %v", tc.spec, d, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "=4", "batch=0", "batch=x", "batch=8..2", "batch=1..", "batch=-1,4"} {
+		if d, err := pipeline.ParseDynamic(bad); err == nil {
+			t.Errorf("%q gave %v", bad, d)
+		}
+	}
+}

@@ -41,7 +41,7 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	registerBackends(fs, &f.backends, "")
 	fs.IntVar(&f.jobs, "jobs", 0, "llc processes at once (0: all cores)")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of the parameters the model's weights do not give (written to DIR/params.npz)")
-	fs.StringVar(&f.dynamic, "dynamic", "", "compile for any batch size: NAME is the batch attribute or input extent, compiled at the sizes NAME=N,N,... (default 1, 2, 4, ..., 256) and run in chunks of them (docs/cli.md)")
+	fs.StringVar(&f.dynamic, "dynamic", "", "compile for any batch size: NAME is the batch attribute or input extent, compiled at the sizes NAME=N,N,... or NAME=LO..HI (default 1, 2, 4, ..., 256) and run in chunks of them (docs/cli.md)")
 	f.train.register(fs)
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
