@@ -55,8 +55,8 @@ func (t *TrainChoices) Validate() error {
 	if t.LR < 0 {
 		return fmt.Errorf("--lr must not be negative")
 	}
-	if t.ClipNorm < 0 || math.IsNaN(t.ClipNorm) || math.IsInf(t.ClipNorm, 0) {
-		return fmt.Errorf("--clip-norm must be a positive number, or 0 for none")
+	if !(t.ClipNorm >= 0 && t.ClipNorm <= math.MaxFloat32) {
+		return fmt.Errorf("--clip-norm must be a positive number at most %.4g (f32's largest), or 0 for none", math.MaxFloat32)
 	}
 	_, err := ParseSchedule(t.Schedule)
 	return err
@@ -78,40 +78,76 @@ func (t *TrainChoices) Options(p precision.Mode) autodiff.TrainOptions {
 // (none, step, exponential, linear, cosine) and NAME=VALUE settings of
 // warmup, total, every (steps), gamma and final, e.g.
 // "cosine,warmup=100,total=5000,final=0.05" or "step,every=1000,gamma=0.5".
+// An empty item, a second decay, a repeated setting and a setting the
+// decay does not read are refused.
 func ParseSchedule(spec string) (autodiff.Schedule, error) {
 	s := autodiff.Schedule{Gamma: 0.1, Every: 1}
 	if strings.TrimSpace(spec) == "" {
 		return s, nil
 	}
+	fail := func(format string, args ...any) (autodiff.Schedule, error) {
+		return s, fmt.Errorf("--lr-schedule %q: %s", spec, fmt.Sprintf(format, args...))
+	}
+	seen := map[string]bool{}
 	for _, item := range strings.Split(spec, ",") {
 		name, value, isSetting := strings.Cut(strings.TrimSpace(item), "=")
-		if !isSetting {
+		switch {
+		case name == "":
+			return fail("an empty item")
+		case !isSetting && s.Decay != "":
+			return fail("two decays, %s and %s", s.Decay, name)
+		case !isSetting:
 			s.Decay = name
 			continue
+		case seen[name]:
+			return fail("%s given twice", name)
 		}
-		var err error
-		switch name {
-		case "warmup":
-			s.Warmup, err = strconv.ParseInt(value, 10, 32)
-		case "total":
-			s.Total, err = strconv.ParseInt(value, 10, 32)
-		case "every":
-			s.Every, err = strconv.ParseInt(value, 10, 32)
-		case "gamma":
-			s.Gamma, err = strconv.ParseFloat(value, 64)
-		case "final":
-			s.Final, err = strconv.ParseFloat(value, 64)
-		default:
-			return s, fmt.Errorf("--lr-schedule %q: unknown setting %s (expected warmup, total, every, gamma or final)", spec, name)
-		}
-		if err != nil {
-			return s, fmt.Errorf("--lr-schedule %q: %s=%s is not a number", spec, name, value)
+		seen[name] = true
+		if err := setSchedule(&s, name, value); err != nil {
+			return fail("%v", err)
 		}
 	}
 	if err := s.Validate(); err != nil {
-		return s, fmt.Errorf("--lr-schedule %q: %w", spec, err)
+		return fail("%v", err)
+	}
+	for name := range seen {
+		if !slices.Contains(scheduleReads[s.Decay], name) {
+			return fail("%s does nothing with the decay %q (it reads %s)", name, s.Decay, strings.Join(scheduleReads[s.Decay], ", "))
+		}
 	}
 	return s, nil
+}
+
+// scheduleReads lists the settings each decay reads.
+var scheduleReads = map[string][]string{
+	"": {"warmup"}, "none": {"warmup"},
+	"step":        {"warmup", "every", "gamma"},
+	"exponential": {"warmup", "gamma"},
+	"linear":      {"warmup", "total", "final"},
+	"cosine":      {"warmup", "total", "final"},
+}
+
+// setSchedule sets one NAME=VALUE of a schedule.
+func setSchedule(s *autodiff.Schedule, name, value string) error {
+	var err error
+	switch name {
+	case "warmup":
+		s.Warmup, err = strconv.ParseInt(value, 10, 32)
+	case "total":
+		s.Total, err = strconv.ParseInt(value, 10, 32)
+	case "every":
+		s.Every, err = strconv.ParseInt(value, 10, 32)
+	case "gamma":
+		s.Gamma, err = strconv.ParseFloat(value, 64)
+	case "final":
+		s.Final, err = strconv.ParseFloat(value, 64)
+	default:
+		return fmt.Errorf("unknown setting %s (expected warmup, total, every, gamma or final)", name)
+	}
+	if err != nil {
+		return fmt.Errorf("%s=%s is not a number", name, value)
+	}
+	return nil
 }
 
 // Options checks the choices and makes the compile's Options.

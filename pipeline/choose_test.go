@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"math"
 	"testing"
 
 	"tofuc/runtime/plan"
@@ -31,6 +32,28 @@ func TestChoose(t *testing.T) {
 			if got := p.Placement[g].Chosen; got != want {
 				t.Errorf("%s: group %d chose %s, want %s", tc.name, g, got, want)
 			}
+		}
+	}
+}
+
+func TestParseSchedule(t *testing.T) {
+	good, err := ParseSchedule("cosine, warmup=10,total=100,final=0.1")
+	if err != nil || good.Decay != "cosine" || good.Warmup != 10 || good.Total != 100 || good.Final != 0.1 {
+		t.Errorf("cosine: %+v, %v", good, err)
+	}
+	for _, bad := range []string{
+		"cosine,total=10,", "cosine,,total=10", "cosine,linear,total=10", "step,every=2,every=3",
+		"final=0.5", "exponential,every=3", "step,gamma=nan", "cosine,total=5,final=nan", "step,gamma=1e-320",
+		"cosine", "cosin,total=5", "linear,total=5,warmup=5", "step,every=0", "warmup=-1", "step,gamma=x",
+	} {
+		if s, err := ParseSchedule(bad); err == nil {
+			t.Errorf("%q was accepted: %+v", bad, s)
+		}
+	}
+	for _, norm := range []float64{-1, math.NaN(), math.Inf(1), 1e39} {
+		c := TrainChoices{Loss: "mse", Optimizer: "sgd", ClipNorm: norm}
+		if c.Validate() == nil {
+			t.Errorf("--clip-norm %g was accepted", norm)
 		}
 	}
 }

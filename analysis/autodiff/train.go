@@ -58,11 +58,11 @@ func (s Schedule) Validate() error {
 		return fmt.Errorf("a learning-rate schedule's steps must not be negative")
 	case (s.Decay == "linear" || s.Decay == "cosine") && s.Total <= s.Warmup:
 		return fmt.Errorf("a %s decay needs its total steps (%d) beyond the warm-up (%d)", s.Decay, s.Total, s.Warmup)
-	case (s.Decay == "step" || s.Decay == "exponential") && (s.Gamma <= 0 || s.Gamma > 1):
-		return fmt.Errorf("a %s decay's gamma must be in (0, 1], found %g", s.Decay, s.Gamma)
+	case (s.Decay == "step" || s.Decay == "exponential") && !(float32(s.Gamma) > 0 && s.Gamma <= 1):
+		return fmt.Errorf("a %s decay's gamma must be in (0, 1] (and not 0 in f32), found %g", s.Decay, s.Gamma)
 	case s.Decay == "step" && s.Every < 1:
 		return fmt.Errorf("a step decay needs every >= 1 step")
-	case s.Final < 0 || s.Final > 1:
+	case !(s.Final >= 0 && s.Final <= 1):
 		return fmt.Errorf("a schedule's final factor must be in [0, 1], found %g", s.Final)
 	}
 	return nil
@@ -576,7 +576,12 @@ func (t *trainer) update(grads map[*ir.Value]*ir.Value, opts TrainOptions) error
 		if _, err := stepInput(); err != nil {
 			return err
 		}
-		n, err := t.call("lr_schedule", opts.Schedule.attrs(), "update", "lr_schedule", step)
+		// The factor in f64 for a model with f64 parameters, else f32.
+		at, err := t.castTo(step, t.widestParam())
+		if err != nil {
+			return err
+		}
+		n, err := t.call("lr_schedule", opts.Schedule.attrs(), "update", "lr_schedule", at)
 		if err != nil {
 			return err
 		}
@@ -713,6 +718,16 @@ func (t *trainer) clip(grads map[*ir.Value]*ir.Value, c float64) (map[*ir.Value]
 		out[p.Value] = clipped.Outputs[0]
 	}
 	return out, nil
+}
+
+// widestParam is f64 when a trained parameter is, else f32.
+func (t *trainer) widestParam() lang.DType {
+	for _, p := range t.g.Params {
+		if p.Trained() && p.Value.DType == lang.F64 {
+			return lang.F64
+		}
+	}
+	return lang.F32
 }
 
 // wider is the dtype a sum of squares of dt is taken in: f32, or f64.

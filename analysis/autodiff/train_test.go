@@ -465,8 +465,8 @@ model two(x: f64[3, 4]) {
 	}
 	norm = math.Sqrt(norm)
 	cosine := autodiff.Schedule{Decay: "cosine", Warmup: 2, Total: 10, Final: 0.1}
-	// The factor is an f32, as the step input is.
-	factor := float64(float32(0.1 + 0.9*0.5*(1+math.Cos(math.Pi*float64(step-2)/8))))
+	// The factor is computed in f64, as the model's parameters are.
+	factor := 0.1 + 0.9*0.5*(1+math.Cos(math.Pi*float64(step-2)/8))
 	for _, tc := range []struct {
 		name  string
 		opts  autodiff.TrainOptions

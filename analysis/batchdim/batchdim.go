@@ -91,6 +91,8 @@ type checker struct {
 	// axes holds the axis of every value seen; a value derived from the
 	// batch always has one (node refuses the others).
 	axes map[*ir.Value]Axis
+	// inputs are the inputs of the instance being proved.
+	inputs map[*ir.Tensor]bool
 }
 
 // axisOf finds the dimension of v whose extent mentions the symbol: it

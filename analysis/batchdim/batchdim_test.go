@@ -133,6 +133,17 @@ model m<batch = 4>(x: f32[batch * 2, 4]) {
 model m<batch = 4>(x: f32[batch, 8]) {
     return f(x)
 }`, "does not follow the sample"},
+		// Found by a second attempt.
+		{"a local read with a default past the sample", `op f(x: [N, C]) -> [N, C] =
+    let t: [N] = lambda i: 1.0 in
+    lambda n, c: x[n, c] + (t[n + 1] else 0.0)
+model m<batch = 4>(x: f32[batch, 8]) { return f(x) }`, "default along its batch dimension"},
+		{"a local of half the batch", `op f(x: [N, C]) -> [N, C] =
+    let t: [N / 2] = lambda i: 1.0 in
+    lambda n, c: x[n, c] + (t[2] else 0.0)
+model m<batch = 4>(x: f32[batch, 8]) { return f(x) }`, "not a multiple of batch"},
+		{"an index overflowing 64 bits", `op f(x: [N, C]) -> [N, C] = lambda n, c: x[n, (c + n * 4611686018427387904 * 2 / 4611686018427387904 + 2 * n) % 8]
+model m<batch = 4>(x: f32[batch, 8]) { return f(x) }`, "does not follow the sample"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := checkSource(t, tc.src, nil)

@@ -3,6 +3,7 @@ package batchdim
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	"tofuc/analysis/interval"
@@ -54,7 +55,18 @@ func (c *checker) batchDim(d lang.Dim) bool { return slices.Contains(d.Symbols()
 // sample the same way at every position (see above); it refuses
 // reductions over a batch variable.
 func (c *checker) translationInvariant(inst *ir.Instance) error {
+	c.inputs = map[*ir.Tensor]bool{}
+	for _, t := range inst.Inputs {
+		c.inputs[t] = true
+	}
 	for _, d := range slices.Concat(inst.Locals, inst.Outputs) {
+		for i := range d.Tensor.Shape {
+			if c.batchDim(d.Tensor.Shape[i]) {
+				if _, err := c.factor(d.Tensor, i); err != nil {
+					return err
+				}
+			}
+		}
 		env := interval.Env{}
 		for _, v := range d.Vars {
 			env[v] = interval.Range(v.Extent)
@@ -128,6 +140,9 @@ func (c *checker) accesses(e ir.Expr, env interval.Env) error {
 // access checks the index of one read of t (nil entries: a dimension
 // passed whole): along t's batch dimension it moves by t's factor, along
 // the others not at all; its default and its indices' reads are values.
+// A local read with a default along its batch dimension is refused: the
+// inputs' reads are proved within the sample (regions), a local's are
+// not, and whether the default applies would depend on the chunk.
 func (c *checker) access(t *ir.Tensor, index []ir.Expr, def ir.Expr, env interval.Env) error {
 	for d, x := range index {
 		if x == nil {
@@ -135,8 +150,14 @@ func (c *checker) access(t *ir.Tensor, index []ir.Expr, def ir.Expr, env interva
 		}
 		want := int64(0)
 		if c.batchDim(t.Shape[d]) {
-			coefs, _, _ := t.Shape[d].Linear()
-			want = coefs[c.sym]
+			f, err := c.factor(t, d)
+			if err != nil {
+				return err
+			}
+			if def != nil && !c.inputs[t] {
+				return fmt.Errorf("%s is read with a default along its batch dimension %d, which would apply at a chunk's end", t.Name, d)
+			}
+			want = f
 		}
 		if s, ok := c.shift(x, env); !ok || s != want {
 			return fmt.Errorf("the index of dimension %d of %s does not follow the sample (a sample would be computed differently at another place in the batch)", d, t.Name)
@@ -149,6 +170,16 @@ func (c *checker) access(t *ir.Tensor, index []ir.Expr, def ir.Expr, env interva
 		return c.value(def, env)
 	}
 	return nil
+}
+
+// factor is k where dimension d of t has the extent k·batch; another
+// extent mentioning the batch (N/2, N·N, N + 1) is refused.
+func (c *checker) factor(t *ir.Tensor, d int) (int64, error) {
+	coefs, constant, ok := t.Shape[d].Linear()
+	if !ok || constant != 0 || len(coefs) != 1 || coefs[c.sym] < 1 {
+		return 0, fmt.Errorf("%s's dimension %d has the extent %s, not a multiple of %s", t.Name, d, t.Shape[d], c.sym)
+	}
+	return coefs[c.sym], nil
 }
 
 // shift is how much integer expression e moves when the sample moves
@@ -174,7 +205,7 @@ func (c *checker) shift(e ir.Expr, env interval.Env) (int64, bool) {
 	case *ir.Unary:
 		s, ok := c.shift(e.X, env)
 		if e.Op == "-" {
-			return -s, ok
+			return lang.MulInt64(s, -1)
 		}
 		return 0, ok && s == 0
 	case *ir.Binary:
@@ -194,17 +225,20 @@ func (c *checker) binaryShift(e *ir.Binary, env interval.Env) (int64, bool) {
 	if !okL || !okR {
 		return 0, false
 	}
-	switch e.Op {
+	switch e.Op { // overflowing arithmetic is unknown
 	case ir.OpAdd:
-		return l + r, true
+		return lang.AddInt64(l, r)
 	case ir.OpSub:
-		return l - r, true
+		if r == math.MinInt64 {
+			return 0, false
+		}
+		return lang.AddInt64(l, -r)
 	case ir.OpMul:
 		if k, ok := constInt(e.R); ok {
-			return l * k, true
+			return lang.MulInt64(l, k)
 		}
 		if k, ok := constInt(e.L); ok {
-			return r * k, true
+			return lang.MulInt64(r, k)
 		}
 	case ir.OpDiv, ir.OpMod:
 		k, ok := constInt(e.R)
@@ -233,5 +267,5 @@ func constInt(e ir.Expr) (int64, bool) {
 // nonNegative reports whether e is provably at least 0 over env.
 func (c *checker) nonNegative(e ir.Expr, env interval.Env) bool {
 	iv, err := interval.Of(e, env)
-	return err == nil && iv.Lo.NonNegative()
+	return err == nil && !iv.Lo.Overflows() && !iv.Hi.Overflows() && iv.Lo.NonNegative()
 }

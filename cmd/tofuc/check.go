@@ -28,7 +28,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "check", "no files given")
 	}
 	if !tf.train && tf.changed(fs) {
-		return usageError(stderr, "check", "--loss, --optimizer, --lr and --loss-scale go with --train")
+		return usageError(stderr, "check", "--loss, --optimizer, --lr, --loss-scale, --lr-schedule and --clip-norm go with --train")
 	}
 	if err := tf.validate(); err != nil {
 		return usageError(stderr, "check", "%v", err)

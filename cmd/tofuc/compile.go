@@ -101,7 +101,7 @@ func (f *compileFlags) validate(nargs int, trainChanged bool) (pipeline.Options,
 // that the same flags build the same plan.
 func compileOptions(devices int, memory int64, noOptimize bool, prec precision.Mode, backends []string, train *trainFlags, trainChanged bool) (pipeline.Options, error) {
 	if !train.train && trainChanged {
-		return pipeline.Options{}, fmt.Errorf("--loss, --optimizer, --lr and --loss-scale go with --train")
+		return pipeline.Options{}, fmt.Errorf("--loss, --optimizer, --lr, --loss-scale, --lr-schedule and --clip-norm go with --train")
 	}
 	c := pipeline.Choices{Devices: devices, Memory: memory, NoOptimize: noOptimize, Precision: prec, Backends: backends, Train: train.choices()}
 	return c.Options()

@@ -85,7 +85,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	case checkThreads(f.threads) != nil:
 		return usageError(stderr, "eval", "%v", checkThreads(f.threads))
 	case !f.train.train && f.train.changed(fs):
-		return usageError(stderr, "eval", "--steps, --loss, --optimizer, --lr and --loss-scale go with --train")
+		return usageError(stderr, "eval", "--steps, --loss, --optimizer, --lr, --loss-scale, --lr-schedule and --clip-norm go with --train")
 	case f.op != "" && f.backend != "interp":
 		return usageError(stderr, "eval", "--op runs on the interpreter (compile a model to use --backend %s)", f.backend)
 	case !slices.Contains(pipeline.BackendNames, f.backend):

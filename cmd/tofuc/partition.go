@@ -100,7 +100,7 @@ func (f *partitionFlags) validate(nargs int, changed func(string) bool) ([]int, 
 	case f.tradeOff && f.reportDir == "":
 		return nil, fmt.Errorf("--memory-tradeoff goes with --report (the table is the report's)")
 	case !f.train.train && (changed("loss") || changed("optimizer") || changed("lr") || changed("loss-scale")):
-		return nil, fmt.Errorf("--loss, --optimizer, --lr and --loss-scale go with --train")
+		return nil, fmt.Errorf("--loss, --optimizer, --lr, --loss-scale, --lr-schedule and --clip-norm go with --train")
 	case f.objective != partition.Bytes && f.objective != partition.Time:
 		return nil, fmt.Errorf("--objective must be %s or %s", partition.Bytes, partition.Time)
 	case changed("seed") && f.objective != partition.Time:
