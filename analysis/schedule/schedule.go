@@ -73,9 +73,10 @@ func (k *Kernel) Root() *ir.Node { return k.Nodes[0] }
 
 // Build schedules g.
 func Build(g *ir.Graph) *Schedule {
-	s := &Schedule{Graph: g, Uses: map[*ir.Value]int{}, KernelOfValue: map[*ir.Value]int{}, producer: map[*ir.Value]*ir.Node{}, ready: map[*ir.Value]int{},
+	n := len(g.Nodes) // maps sized once: a search builds thousands of schedules
+	s := &Schedule{Graph: g, Uses: make(map[*ir.Value]int, 2*n), KernelOfValue: make(map[*ir.Value]int, n), producer: make(map[*ir.Value]*ir.Node, n), ready: make(map[*ir.Value]int, n),
 		precomputedLocal: map[nodeLocal]bool{}, prologue: map[*ir.Value]*ir.Node{}}
-	consumers := map[*ir.Value][]*ir.Node{}
+	consumers := make(map[*ir.Value][]*ir.Node, 2*n)
 	for _, n := range g.Nodes {
 		for _, v := range n.Inputs {
 			s.Uses[v]++
@@ -88,7 +89,7 @@ func Build(g *ir.Graph) *Schedule {
 	for _, v := range g.Outputs {
 		s.Uses[v] += 2
 	}
-	weight := map[*ir.Value]bool{}
+	weight := make(map[*ir.Value]bool, len(g.Params)+n)
 	for _, p := range g.Params {
 		weight[p.Value] = true
 	}

@@ -26,8 +26,8 @@ type site struct {
 	axis  int // for siblings: the concatenation axis
 }
 
-// apply returns a copy of g with the site rewritten; nil when the target
-// cannot be built or makes a cycle.
+// apply returns a copy of g with the site rewritten, not tidied (see
+// Optimizer.score); nil when the target cannot be built.
 func (rw *rewriter) apply(g *ir.Graph, s site, pos lang.Pos) *ir.Graph {
 	r := s.rule
 	out := clone(g)
@@ -65,9 +65,6 @@ func (rw *rewriter) apply(g *ir.Graph, s site, pos lang.Pos) *ir.Graph {
 			replaceUses(out, old, node.Outputs[0])
 			start += ext
 		}
-	}
-	if tidy(out) != nil {
-		return nil
 	}
 	return out
 }
@@ -194,8 +191,8 @@ func (rw *rewriter) siblingSites(r *Rule, a, b *ir.Node, prod map[*ir.Value]*ir.
 	return []site{{rule: inst, m: m, roots: []*ir.Value{a.Outputs[0], b.Outputs[0]}, axis: ax}}
 }
 
-// candidates lists every graph one rewrite away from g, with the rule
-// applied and the site, for matches with no node in outside (nodes made
+// candidates lists every graph one rewrite away from g, not tidied, with
+// the rule applied and the site, for matches with no node in outside (nodes made
 // by rewrites are never outside).
 func (rw *rewriter) candidates(g *ir.Graph, rules []*Rule, outside map[string]bool) []candidate {
 	prod := producers(g)

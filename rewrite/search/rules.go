@@ -25,6 +25,8 @@ type Rule struct {
 	// of L and R to that variable (input indices, node by node).
 	sibling bool
 	paths   [2][]int
+	// top is the node computing Src's result (see withRoot).
+	top *ir.Node
 }
 
 // template is what binding a rule's attributes from a match needs: the
@@ -53,7 +55,7 @@ func Directions(rules []*check.Rule) []*Rule {
 			if len(dir.src.Nodes) == 0 || !usesAll(dir.src, r.Inputs) {
 				continue
 			}
-			d := &Rule{Name: dir.name, Src: dir.src, Dst: dir.dst, Vars: r.Inputs, checked: r}
+			d := (&Rule{Name: dir.name, Src: dir.src, Dst: dir.dst, Vars: r.Inputs, checked: r}).withRoot()
 			if len(r.Decl.Attrs) > 0 && r.Module != nil {
 				t := &template{rule: r, reverse: dir.reverse, calls: map[lang.Pos]*lang.Call{}, attrs: map[string]bool{}}
 				for _, a := range r.Decl.Attrs {
@@ -87,9 +89,13 @@ func usesAll(g *ir.Graph, vars []*ir.Value) bool {
 	return true
 }
 
-// root is the node computing the side's result.
-func (r *Rule) root() *ir.Node {
-	return producers(r.Src)[r.Src.Outputs[0]]
+// root is the node computing the source side's result.
+func (r *Rule) root() *ir.Node { return r.top }
+
+// withRoot sets r's root from its source side and returns r.
+func (r *Rule) withRoot() *Rule {
+	r.top = producers(r.Src)[r.Src.Outputs[0]]
+	return r
 }
 
 // siblingPattern reports whether r's source is concat(L, R) with L and R
