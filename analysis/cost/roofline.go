@@ -110,7 +110,11 @@ func NewEstimator(d Device) *Estimator { return &Estimator{device: d, memo: &def
 
 // Roofline is Roofline(g, d) for the Estimator's device d.
 func (e *Estimator) Roofline(g *ir.Graph) (*Estimate, error) {
-	return rooflineOf(schedule.Build(g), e.device, e.memo)
+	build := schedule.Build
+	if !e.device.ChainedLaunches {
+		build = schedule.BuildUnchained // its estimate ignores chains
+	}
+	return rooflineOf(build(g), e.device, e.memo)
 }
 
 // defMemo remembers DefFLOPs and contractionOf per Def; a nil one
