@@ -25,8 +25,10 @@ type Rule struct {
 	// of L and R to that variable (input indices, node by node).
 	sibling bool
 	paths   [2][]int
-	// top is the node computing Src's result (see withRoot).
-	top *ir.Node
+	// srcProd maps each value of Src to its producer, and top is the
+	// node computing Src's result (see withRoot).
+	srcProd map[*ir.Value]*ir.Node
+	top     *ir.Node
 }
 
 // template is what binding a rule's attributes from a match needs: the
@@ -92,9 +94,11 @@ func usesAll(g *ir.Graph, vars []*ir.Value) bool {
 // root is the node computing the source side's result.
 func (r *Rule) root() *ir.Node { return r.top }
 
-// withRoot sets r's root from its source side and returns r.
+// withRoot sets r's producers and root from its source side, once for
+// the matches of r, and returns r.
 func (r *Rule) withRoot() *Rule {
-	r.top = producers(r.Src)[r.Src.Outputs[0]]
+	r.srcProd = producers(r.Src)
+	r.top = r.srcProd[r.Src.Outputs[0]]
 	return r
 }
 
@@ -107,7 +111,7 @@ func siblingPattern(r *Rule) ([2][]int, bool) {
 	if root == nil || root.Inst.Op != "concat" || len(root.Inputs) != 2 {
 		return paths, false
 	}
-	prod := producers(r.Src)
+	prod := r.srcProd
 	a, b := prod[root.Inputs[0]], prod[root.Inputs[1]]
 	if a == nil || b == nil {
 		return paths, false
