@@ -150,7 +150,7 @@ func factorOf(f ir.Expr, batch []*ir.Var) factor {
 // constants alone (the parameters among them), as analysis/schedule
 // finds them: the host packs a contraction's factor on them once.
 func weightValues(g *ir.Graph) map[*ir.Value]bool {
-	w := map[*ir.Value]bool{}
+	w := make(map[*ir.Value]bool, len(g.Params)+len(g.Nodes))
 	for _, p := range g.Params {
 		w[p.Value] = true
 	}

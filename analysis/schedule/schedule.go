@@ -82,10 +82,14 @@ func Build(g *ir.Graph) *Schedule {
 // chained launches (Kernel.Before): what an estimate for a device that
 // runs none reads, without the time of finding the pairs.
 func BuildUnchained(g *ir.Graph) *Schedule {
-	n := len(g.Nodes) // maps sized once: a search builds thousands of schedules
-	s := &Schedule{Graph: g, Uses: make(map[*ir.Value]int, 2*n), KernelOfValue: make(map[*ir.Value]int, n), producer: make(map[*ir.Value]*ir.Node, n), ready: make(map[*ir.Value]int, n),
+	// maps sized once: a search builds thousands of schedules
+	n, inputs := len(g.Nodes), len(g.Outputs)
+	for _, x := range g.Nodes {
+		inputs += len(x.Inputs)
+	}
+	s := &Schedule{Graph: g, Uses: make(map[*ir.Value]int, inputs), KernelOfValue: make(map[*ir.Value]int, n), producer: make(map[*ir.Value]*ir.Node, n), ready: make(map[*ir.Value]int, n),
 		precomputedLocal: map[nodeLocal]bool{}, prologue: map[*ir.Value]*ir.Node{}}
-	consumers := make(map[*ir.Value][]*ir.Node, 2*n)
+	consumers := make(map[*ir.Value][]*ir.Node, inputs)
 	for _, n := range g.Nodes {
 		for _, v := range n.Inputs {
 			s.Uses[v]++

@@ -57,7 +57,7 @@ func tidy(g *ir.Graph) error {
 }
 
 func producers(g *ir.Graph) map[*ir.Value]*ir.Node {
-	out := map[*ir.Value]*ir.Node{}
+	out := make(map[*ir.Value]*ir.Node, len(g.Nodes))
 	for _, n := range g.Nodes {
 		for _, v := range n.Outputs {
 			out[v] = n
@@ -66,11 +66,22 @@ func producers(g *ir.Graph) map[*ir.Value]*ir.Node {
 	return out
 }
 
+// edges is the number of g's node inputs and outputs, the most values a
+// map over g's values holds: maps are made that large (a search makes
+// them for each of thousands of graphs, and growing them cost more).
+func edges(g *ir.Graph) int {
+	n := len(g.Outputs)
+	for _, x := range g.Nodes {
+		n += len(x.Inputs) + len(x.Outputs)
+	}
+	return n
+}
+
 // topoSort orders the nodes so that producers come first (ties keep the
 // current order).
 func topoSort(g *ir.Graph) error {
 	prod := producers(g)
-	state := map[*ir.Node]int{} // 1 visiting, 2 done
+	state := make(map[*ir.Node]int, len(g.Nodes)) // 1 visiting, 2 done
 	var order []*ir.Node
 	var visit func(n *ir.Node) error
 	visit = func(n *ir.Node) error {
@@ -103,7 +114,7 @@ func topoSort(g *ir.Graph) error {
 
 // deadCode drops nodes none of whose outputs is used.
 func deadCode(g *ir.Graph) {
-	live := map[*ir.Value]bool{}
+	live := make(map[*ir.Value]bool, edges(g))
 	for _, v := range g.Outputs {
 		live[v] = true
 	}
@@ -131,8 +142,8 @@ func deadCode(g *ir.Graph) {
 // mergeCommon merges the first pair of nodes with the same operator,
 // attributes and inputs; it reports whether it merged one.
 func mergeCommon(g *ir.Graph) bool {
-	seen := map[uint64][]*ir.Node{}
-	ids := map[*ir.Value]uint64{}
+	seen := make(map[uint64][]*ir.Node, len(g.Nodes))
+	ids := make(map[*ir.Value]uint64, edges(g))
 	for _, n := range g.Nodes {
 		k := instHash(n.Inst)
 		for _, v := range n.Inputs {
@@ -201,7 +212,7 @@ func mix(h, x uint64) uint64 {
 // ok is false when the outputs read a cycle.
 func canonicalHash(g *ir.Graph) (h uint64, ok bool) {
 	prod := producers(g)
-	memo := make(map[*ir.Value]uint64, 2*len(g.Nodes))
+	memo := make(map[*ir.Value]uint64, edges(g))
 	visiting := map[*ir.Node]bool{}
 	var val func(v *ir.Value) uint64
 	val = func(v *ir.Value) uint64 {
