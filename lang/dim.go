@@ -373,7 +373,13 @@ func absorb(d, e Dim, kind atomKind) (Dim, bool) {
 }
 
 // Equal reports whether d and e are the same canonical expression.
-func (d Dim) Equal(e Dim) bool { return d.String() == e.String() }
+func (d Dim) Equal(e Dim) bool {
+	if a, ok := d.IsConst(); ok { // the common case, without printing
+		b, ok := e.IsConst()
+		return ok && a == b
+	}
+	return d.String() == e.String()
+}
 
 // Symbols returns the shape symbols d mentions, sorted.
 func (d Dim) Symbols() []string {

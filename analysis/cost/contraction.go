@@ -50,6 +50,50 @@ func IsContraction(d *ir.Def) bool {
 // (nil: none does); a factor all of whose reads are weights and that
 // reads no batch variable becomes the row side.
 func ContractionOf(d *ir.Def, weight func(*ir.Tensor) bool) (c ContractionShape, ok bool) {
+	f, ok := contractionOf(d)
+	return f.shape(weight), ok
+}
+
+// contraction is what ContractionOf reads from a Def whatever its
+// tensors hold: the shape with the smaller side as rows, and the tensors
+// each factor reads.
+type contraction struct {
+	ContractionShape
+	rows, cols factor
+}
+
+// factor is the tensors one factor of a contraction reads; batch says it
+// reads a batch variable (it never becomes the row side then).
+type factor struct {
+	tensors []*ir.Tensor
+	batch   bool
+}
+
+// onWeights says whether every tensor f reads (one at least) holds
+// weights and f reads no batch variable.
+func (f factor) onWeights(weight func(*ir.Tensor) bool) bool {
+	if weight == nil || f.batch || len(f.tensors) == 0 {
+		return false
+	}
+	for _, t := range f.tensors {
+		if !weight(t) {
+			return false
+		}
+	}
+	return true
+}
+
+// shape is the contraction's shape with the factor on weights as rows.
+func (c contraction) shape(weight func(*ir.Tensor) bool) ContractionShape {
+	s := c.ContractionShape
+	if !c.rows.onWeights(weight) && c.cols.onWeights(weight) {
+		s.Rows, s.Cols = s.Cols, s.Rows
+	}
+	return s
+}
+
+// contractionOf reads contraction d (ok false: d is not one).
+func contractionOf(d *ir.Def) (c contraction, ok bool) {
 	var sum *ir.Reduce
 	ir.Walk(d.Body, func(e ir.Expr) bool {
 		r, isReduce := e.(*ir.Reduce)
@@ -81,36 +125,32 @@ func ContractionOf(d *ir.Def, weight func(*ir.Tensor) bool) (c ContractionShape,
 	if ir.Extent(rows) > ir.Extent(cols) {
 		a, b, rows, cols = b, a, cols, rows
 	}
-	onWeights := func(f ir.Expr) bool {
-		if weight == nil {
-			return false
-		}
-		refs, all, some := ir.VarRefs(f), true, false
-		for _, v := range batch {
-			if refs[v] {
-				return false
-			}
-		}
-		ir.Walk(f, func(e ir.Expr) bool {
-			if x, isAccess := e.(*ir.Access); isAccess {
-				some = true
-				all = all && weight(x.T)
-			}
-			return true
-		})
-		return some && all
+	c.ContractionShape = ContractionShape{Batch: ir.Extent(batch), Rows: ir.Extent(rows), Cols: ir.Extent(cols), Depth: ir.Extent(sum.Vars)}
+	c.rows, c.cols = factorOf(a, batch), factorOf(b, batch)
+	return c, true
+}
+
+// factorOf is the tensors f reads and whether it reads one of batch.
+func factorOf(f ir.Expr, batch []*ir.Var) factor {
+	var out factor
+	refs := ir.VarRefs(f)
+	for _, v := range batch {
+		out.batch = out.batch || refs[v]
 	}
-	if !onWeights(a) && onWeights(b) {
-		rows, cols = cols, rows
-	}
-	return ContractionShape{Batch: ir.Extent(batch), Rows: ir.Extent(rows), Cols: ir.Extent(cols), Depth: ir.Extent(sum.Vars)}, true
+	ir.Walk(f, func(e ir.Expr) bool {
+		if x, isAccess := e.(*ir.Access); isAccess {
+			out.tensors = append(out.tensors, x.T)
+		}
+		return true
+	})
+	return out
 }
 
 // weightValues is the values of g computed from its parameters and
 // constants alone (the parameters among them), as analysis/schedule
 // finds them: the host packs a contraction's factor on them once.
 func weightValues(g *ir.Graph) map[*ir.Value]bool {
-	w := map[*ir.Value]bool{}
+	w := make(map[*ir.Value]bool, len(g.Params)+len(g.Nodes))
 	for _, p := range g.Params {
 		w[p.Value] = true
 	}

@@ -2,6 +2,7 @@ package cost
 
 import (
 	"fmt"
+	"sync"
 
 	"tofuc/analysis/schedule"
 	"tofuc/lang"
@@ -91,6 +92,75 @@ func Roofline(g *ir.Graph, d Device) (*Estimate, error) {
 
 // RooflineOf estimates the kernels of schedule s on d (see Roofline).
 func RooflineOf(s *schedule.Schedule, d Device) (*Estimate, error) {
+	return rooflineOf(s, d, nil)
+}
+
+// Estimator prices graphs as Roofline does, remembering what it reads
+// from each Def it meets (its FLOPs, a contraction's shape), so that
+// pricing many graphs that share their instances (a rewrite search's)
+// reads each Def once. Its methods may be called concurrently; the
+// instances of the graphs it prices must not change.
+type Estimator struct {
+	device Device
+	memo   *defMemo
+}
+
+// NewEstimator returns an Estimator for device d.
+func NewEstimator(d Device) *Estimator { return &Estimator{device: d, memo: &defMemo{}} }
+
+// Roofline is Roofline(g, d) for the Estimator's device d.
+func (e *Estimator) Roofline(g *ir.Graph) (*Estimate, error) {
+	build := schedule.Build
+	if !e.device.ChainedLaunches {
+		build = schedule.BuildUnchained // its estimate ignores chains
+	}
+	return rooflineOf(build(g), e.device, e.memo)
+}
+
+// defMemo remembers DefFLOPs and contractionOf per Def; a nil one
+// remembers nothing.
+type defMemo struct{ flops, contractions sync.Map }
+
+type flopsResult struct {
+	n   int64
+	err error
+}
+
+type contractionResult struct {
+	c  contraction
+	ok bool
+}
+
+func (m *defMemo) defFLOPs(d *ir.Def) (int64, error) {
+	if m == nil {
+		return DefFLOPs(d)
+	}
+	if r, ok := m.flops.Load(d); ok {
+		return r.(flopsResult).n, r.(flopsResult).err
+	}
+	n, err := DefFLOPs(d)
+	m.flops.Store(d, flopsResult{n, err})
+	return n, err
+}
+
+func (m *defMemo) isContraction(d *ir.Def) bool {
+	_, ok := m.contraction(d)
+	return ok
+}
+
+func (m *defMemo) contraction(d *ir.Def) (contraction, bool) {
+	if m == nil {
+		return contractionOf(d)
+	}
+	if r, ok := m.contractions.Load(d); ok {
+		return r.(contractionResult).c, r.(contractionResult).ok
+	}
+	c, ok := contractionOf(d)
+	m.contractions.Store(d, contractionResult{c, ok})
+	return c, ok
+}
+
+func rooflineOf(s *schedule.Schedule, d Device, memo *defMemo) (*Estimate, error) {
 	est := &Estimate{Device: d, Views: len(s.Views)}
 	weights := weightValues(s.Graph)
 	for k, kern := range s.Kernels {
@@ -98,7 +168,7 @@ func RooflineOf(s *schedule.Schedule, d Device) (*Estimate, error) {
 			est.Precomputed++
 			continue
 		}
-		ke, err := estimateKernel(s, k, d, weights)
+		ke, err := estimateKernel(s, k, d, weights, memo)
 		if err != nil {
 			return nil, err
 		}
@@ -128,18 +198,18 @@ func RooflineOf(s *schedule.Schedule, d Device) (*Estimate, error) {
 // Device.ComputeSeconds of its shape (ContractionOf, the factor computed
 // from the weights the row side).
 func EstimateKernel(s *schedule.Schedule, k int, d Device) (KernelEstimate, error) {
-	return estimateKernel(s, k, d, weightValues(s.Graph))
+	return estimateKernel(s, k, d, weightValues(s.Graph), nil)
 }
 
-func estimateKernel(s *schedule.Schedule, k int, d Device, weights map[*ir.Value]bool) (KernelEstimate, error) {
+func estimateKernel(s *schedule.Schedule, k int, d Device, weights map[*ir.Value]bool, memo *defMemo) (KernelEstimate, error) {
 	var ke KernelEstimate
 	kern := s.Kernels[k]
 	root := kern.Root()
-	f, err := DefFLOPs(kern.Def)
+	f, err := memo.defFLOPs(kern.Def)
 	if err == nil && schedule.Launches(root.Inst)[0] == kern.Def {
 		for _, l := range root.Inst.Locals {
 			if s.Recomputed(root, l) {
-				lf, lerr := DefFLOPs(l)
+				lf, lerr := memo.defFLOPs(l)
 				if err = lerr; err == nil {
 					f, err = checkedAdd(f, lf)
 				}
@@ -152,7 +222,7 @@ func estimateKernel(s *schedule.Schedule, k int, d Device, weights map[*ir.Value
 	ke.FLOPs = f
 	ke.Nodes = append(ke.Nodes, root.Name)
 	for _, n := range kern.Nodes[1:] {
-		f, err := fusedFLOPs(s, n)
+		f, err := fusedFLOPs(s, n, memo)
 		if err == nil {
 			ke.FLOPs, err = checkedAdd(ke.FLOPs, f)
 		}
@@ -174,7 +244,8 @@ func estimateKernel(s *schedule.Schedule, k int, d Device, weights map[*ir.Value
 		}
 	}
 	contractions := 0
-	if c, ok := ContractionOf(kern.Def, tensorWeight(root, weights)); ok {
+	if f, ok := memo.contraction(kern.Def); ok {
+		c := f.shape(tensorWeight(root, weights))
 		contractions = 1
 		ke.Contraction = &c
 		ke.Padding = c.Padding(d.TileRows, d.TileCols, d.NarrowCols)
@@ -186,7 +257,7 @@ func estimateKernel(s *schedule.Schedule, k int, d Device, weights map[*ir.Value
 		// launch and, once for the pair, a contraction's fixed cost
 		// beyond it (f½, fitted per launch).
 		launch, contractions = 0, 0
-	case before != nil && IsContraction(before.Def):
+	case before != nil && memo.isContraction(before.Def):
 		contractions = 1
 	}
 	ke.Time = max(d.ComputeSeconds(ke.FLOPs, ke.Padding, contractions), float64(ke.Bytes)/d.Bandwidth) + launch
@@ -215,10 +286,10 @@ func tensorBytes(dt lang.DType, shape []lang.Dim) int64 {
 // fusedFLOPs are the FLOPs of a node fused into a kernel: its output and
 // the locals recomputed there (those precomputed with the weights run
 // once, not per launch).
-func fusedFLOPs(s *schedule.Schedule, n *ir.Node) (int64, error) {
+func fusedFLOPs(s *schedule.Schedule, n *ir.Node, memo *defMemo) (int64, error) {
 	total := int64(0)
 	for _, d := range n.Inst.Outputs {
-		f, err := DefFLOPs(d)
+		f, err := memo.defFLOPs(d)
 		if err == nil {
 			total, err = checkedAdd(total, f)
 		}
@@ -230,7 +301,7 @@ func fusedFLOPs(s *schedule.Schedule, n *ir.Node) (int64, error) {
 		if !s.Recomputed(n, l) {
 			continue
 		}
-		f, err := DefFLOPs(l)
+		f, err := memo.defFLOPs(l)
 		if err == nil {
 			total, err = checkedAdd(total, f)
 		}

@@ -41,7 +41,7 @@ func (s *Schedule) chain() {
 func (s *Schedule) chainable(k int) (int, int) {
 	c := s.Kernels[k]
 	root := c.Root()
-	if c.Precomputed || c.Chained || len(root.Inst.Locals) > 0 || len(root.Inst.Outputs) != 1 || c.Def != root.Inst.Outputs[0] || holdsOpaque(c.Def.Body) {
+	if c.Precomputed || c.Chained || len(root.Inst.Locals) > 0 || len(root.Inst.Outputs) != 1 || c.Def != root.Inst.Outputs[0] {
 		return -1, 0
 	}
 	for i, v := range root.Inputs {
@@ -54,6 +54,9 @@ func (s *Schedule) chainable(k int) (int, int) {
 			continue
 		}
 		if rows, ok := rowsRead(c.Def, root.Inst.Inputs[i], v); ok && ir.Extent(c.Def.Vars[:rows]) >= 2*ChainChunk && ir.Extent(c.Def.Vars[rows:]) <= maxChainCols {
+			if holdsOpaque(c.Def.Body) { // walked last: most kernels fail sooner
+				return -1, 0
+			}
 			return p, rows
 		}
 	}

@@ -73,9 +73,23 @@ func (k *Kernel) Root() *ir.Node { return k.Nodes[0] }
 
 // Build schedules g.
 func Build(g *ir.Graph) *Schedule {
-	s := &Schedule{Graph: g, Uses: map[*ir.Value]int{}, KernelOfValue: map[*ir.Value]int{}, producer: map[*ir.Value]*ir.Node{}, ready: map[*ir.Value]int{},
+	s := BuildUnchained(g)
+	s.chain()
+	return s
+}
+
+// BuildUnchained schedules g as Build does but pairs no kernels into
+// chained launches (Kernel.Before): what an estimate for a device that
+// runs none reads, without the time of finding the pairs.
+func BuildUnchained(g *ir.Graph) *Schedule {
+	// maps sized once: a search builds thousands of schedules
+	n, inputs := len(g.Nodes), len(g.Outputs)
+	for _, x := range g.Nodes {
+		inputs += len(x.Inputs)
+	}
+	s := &Schedule{Graph: g, Uses: make(map[*ir.Value]int, inputs), KernelOfValue: make(map[*ir.Value]int, n), producer: make(map[*ir.Value]*ir.Node, n), ready: make(map[*ir.Value]int, n),
 		precomputedLocal: map[nodeLocal]bool{}, prologue: map[*ir.Value]*ir.Node{}}
-	consumers := map[*ir.Value][]*ir.Node{}
+	consumers := make(map[*ir.Value][]*ir.Node, inputs)
 	for _, n := range g.Nodes {
 		for _, v := range n.Inputs {
 			s.Uses[v]++
@@ -88,7 +102,7 @@ func Build(g *ir.Graph) *Schedule {
 	for _, v := range g.Outputs {
 		s.Uses[v] += 2
 	}
-	weight := map[*ir.Value]bool{}
+	weight := make(map[*ir.Value]bool, len(g.Params)+n)
 	for _, p := range g.Params {
 		weight[p.Value] = true
 	}
@@ -148,7 +162,6 @@ func Build(g *ir.Graph) *Schedule {
 			s.Kernels = append(s.Kernels, &Kernel{Nodes: []*ir.Node{n}, Def: d, Precomputed: precomputed})
 		}
 	}
-	s.chain()
 	return s
 }
 
@@ -226,8 +239,9 @@ func (s *Schedule) fusionTarget(n *ir.Node, onWeights map[*ir.Def]bool) int {
 	}
 	for i, v := range n.Inputs {
 		k, ok := s.KernelOfValue[v]
-		if ok && s.Uses[v] == 1 && v.DType.IsFloat() && lang.ShapeEqual(v.Shape, n.Outputs[0].Shape) && fusibleOn(n.Inst, i) &&
-			!s.Kernels[k].Precomputed && s.Kernels[k].Out() == v && s.readyAt(without(n.Inputs, i)...) < k {
+		// the walks of the lambda (fusibleOn) last: most inputs fail sooner
+		if ok && s.Uses[v] == 1 && v.DType.IsFloat() && !s.Kernels[k].Precomputed && s.Kernels[k].Out() == v &&
+			lang.ShapeEqual(v.Shape, n.Outputs[0].Shape) && s.readyAt(without(n.Inputs, i)...) < k && fusibleOn(n.Inst, i) {
 			return k
 		}
 	}
@@ -238,6 +252,9 @@ func (s *Schedule) fusionTarget(n *ir.Node, onWeights map[*ir.Def]bool) int {
 // and constants alone (through other such locals): with the weights, once,
 // rather than per run.
 func weightLocals(n *ir.Node, weight map[*ir.Value]bool) map[*ir.Def]bool {
+	if len(n.Inst.Locals) == 0 {
+		return nil // most nodes: no map to allocate
+	}
 	out := map[*ir.Def]bool{}
 	for _, d := range n.Inst.Locals {
 		ok := true

@@ -247,7 +247,8 @@ model m<batch = 1>(x: f32[batch, 3, 16], l: f32[batch, 16], y: i64[batch], q: f3
 // first's output, which nothing else reads: at 64 rows the two are one
 // launch (the first kernel chained before the second), the third layer a
 // launch of its own (a kernel is in one pair at most); at 32 rows, one
-// block of rows, nothing is chained.
+// block of rows, nothing is chained. BuildUnchained makes the same
+// kernels without the pair.
 func TestChain(t *testing.T) {
 	src := `model m<batch = 1>(x: f32[batch, 784]) {
     w1 = param f32[784, 128] init glorot()
@@ -278,6 +279,16 @@ func TestChain(t *testing.T) {
 		if tc.batch == 64 {
 			if c := s.Kernels[1]; c.Before != s.Kernels[0] || !s.Kernels[0].Chained || c.ChainRows != 1 || s.Kernels[2].Before != nil {
 				t.Errorf("batch 64: the first two kernels are not chained as one pair")
+			}
+		}
+		unchained := schedule.BuildUnchained(load(t, src, tc.batch))
+		if len(unchained.Kernels) != len(s.Kernels) {
+			t.Fatalf("batch %d: %d kernels unchained, %d chained", tc.batch, len(unchained.Kernels), len(s.Kernels))
+		}
+		for k, u := range unchained.Kernels {
+			c := s.Kernels[k]
+			if u.Before != nil || u.Chained || u.Def.Tensor.Name != c.Def.Tensor.Name || len(u.Nodes) != len(c.Nodes) || u.Precomputed != c.Precomputed {
+				t.Errorf("batch %d: kernel %d unchained differs from Build's but for its chain", tc.batch, k)
 			}
 		}
 	}

@@ -26,8 +26,8 @@ type site struct {
 	axis  int // for siblings: the concatenation axis
 }
 
-// apply returns a copy of g with the site rewritten; nil when the target
-// cannot be built or makes a cycle.
+// apply returns a copy of g with the site rewritten, not tidied (see
+// Optimizer.score); nil when the target cannot be built.
 func (rw *rewriter) apply(g *ir.Graph, s site, pos lang.Pos) *ir.Graph {
 	r := s.rule
 	out := clone(g)
@@ -65,9 +65,6 @@ func (rw *rewriter) apply(g *ir.Graph, s site, pos lang.Pos) *ir.Graph {
 			replaceUses(out, old, node.Outputs[0])
 			start += ext
 		}
-	}
-	if tidy(out) != nil {
-		return nil
 	}
 	return out
 }
@@ -132,21 +129,18 @@ func (rw *rewriter) node(op string, attrs map[string]ir.AttrValue, inputs []*ir.
 	return node, nil
 }
 
-// sites lists the matches of r rooted at n: for a template, each loose
-// match binds the attributes and the verified instance must match
-// exactly.
-func (rw *rewriter) sites(r *Rule, n *ir.Node, prod map[*ir.Value]*ir.Node) []site {
+// sites lists the matches of r rooted at n, given first, r's match at n
+// (firstMatches): exact for a rule, verified before its first use; loose
+// for a template, whose attributes it binds, the verified instance then
+// matching exactly.
+func (rw *rewriter) sites(r *Rule, n *ir.Node, first *match, prod map[*ir.Value]*ir.Node) []site {
 	if r.tmpl == nil {
-		if m := matchAt(r, n, prod, false); m != nil && rw.inst.verified(r) {
-			return []site{{rule: r, m: m, roots: []*ir.Value{n.Outputs[0]}}}
+		if rw.inst.verified(r) {
+			return []site{{rule: r, m: first, roots: []*ir.Value{n.Outputs[0]}}}
 		}
 		return nil
 	}
-	loose := matchAt(r, n, prod, true)
-	if loose == nil {
-		return nil
-	}
-	inst := rw.inst.bind(r, loose)
+	inst := rw.inst.bind(r, first)
 	if inst == nil {
 		return nil
 	}
@@ -154,6 +148,35 @@ func (rw *rewriter) sites(r *Rule, n *ir.Node, prod map[*ir.Value]*ir.Node) []si
 		return []site{{rule: inst, m: m, roots: []*ir.Value{n.Outputs[0]}}}
 	}
 	return nil
+}
+
+// ruleMatch is a rule's match at a node.
+type ruleMatch struct {
+	r *Rule
+	m *match
+}
+
+// firstMatches lists, for each node of g not in outside, the rules
+// rooted at its operator that match there, in rule order: exactly, or
+// loosely for a template. Matching reads the graph and the rules only,
+// so it runs on every core.
+func firstMatches(g *ir.Graph, rules []*Rule, outside map[string]bool, prod map[*ir.Value]*ir.Node) [][]ruleMatch {
+	out := make([][]ruleMatch, len(g.Nodes))
+	parallel(len(g.Nodes), func(i int) {
+		n := g.Nodes[i]
+		if outside[n.Name] {
+			return
+		}
+		for _, r := range rules {
+			if root := r.root(); root == nil || root.Inst.Op != n.Inst.Op {
+				continue
+			}
+			if m := matchAt(r, n, prod, r.tmpl != nil); m != nil {
+				out[i] = append(out[i], ruleMatch{r, m})
+			}
+		}
+	})
+	return out
 }
 
 // siblingSites lists the matches of a concat-rooted rule at two graph
@@ -194,8 +217,8 @@ func (rw *rewriter) siblingSites(r *Rule, a, b *ir.Node, prod map[*ir.Value]*ir.
 	return []site{{rule: inst, m: m, roots: []*ir.Value{a.Outputs[0], b.Outputs[0]}, axis: ax}}
 }
 
-// candidates lists every graph one rewrite away from g, with the rule
-// applied and the site, for matches with no node in outside (nodes made
+// candidates lists every graph one rewrite away from g, not tidied, with
+// the rule applied and the site, for matches with no node in outside (nodes made
 // by rewrites are never outside).
 func (rw *rewriter) candidates(g *ir.Graph, rules []*Rule, outside map[string]bool) []candidate {
 	prod := producers(g)
@@ -208,15 +231,10 @@ func (rw *rewriter) candidates(g *ir.Graph, rules []*Rule, outside map[string]bo
 			out = append(out, candidate{g: ng, rule: s.rule.Name, site: at})
 		}
 	}
-	for _, n := range g.Nodes {
-		if outside[n.Name] {
-			continue
-		}
-		for _, r := range rules {
-			if root := r.root(); root == nil || root.Inst.Op != n.Inst.Op {
-				continue
-			}
-			for _, s := range rw.sites(r, n, prod) {
+	for i, matches := range firstMatches(g, rules, outside, prod) {
+		n := g.Nodes[i]
+		for _, rm := range matches {
+			for _, s := range rw.sites(rm.r, n, rm.m, prod) {
 				add(s, n.Name, n.Pos)
 			}
 		}
@@ -225,9 +243,8 @@ func (rw *rewriter) candidates(g *ir.Graph, rules []*Rule, outside map[string]bo
 		if !r.sibling {
 			continue
 		}
-		rprod := producers(r.Src)
 		root := r.root()
-		opA, opB := rprod[root.Inputs[0]].Inst.Op, rprod[root.Inputs[1]].Inst.Op
+		opA, opB := r.srcProd[root.Inputs[0]].Inst.Op, r.srcProd[root.Inputs[1]].Inst.Op
 		// pairs must reach one graph value along the paths to the shared
 		// variable
 		byShared := map[*ir.Value][]*ir.Node{}

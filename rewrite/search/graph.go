@@ -3,6 +3,8 @@ package search
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -55,7 +57,7 @@ func tidy(g *ir.Graph) error {
 }
 
 func producers(g *ir.Graph) map[*ir.Value]*ir.Node {
-	out := map[*ir.Value]*ir.Node{}
+	out := make(map[*ir.Value]*ir.Node, len(g.Nodes))
 	for _, n := range g.Nodes {
 		for _, v := range n.Outputs {
 			out[v] = n
@@ -64,11 +66,22 @@ func producers(g *ir.Graph) map[*ir.Value]*ir.Node {
 	return out
 }
 
+// edges is the number of g's node inputs and outputs, the most values a
+// map over g's values holds: maps are made that large (a search makes
+// them for each of thousands of graphs, and growing them cost more).
+func edges(g *ir.Graph) int {
+	n := len(g.Outputs)
+	for _, x := range g.Nodes {
+		n += len(x.Inputs) + len(x.Outputs)
+	}
+	return n
+}
+
 // topoSort orders the nodes so that producers come first (ties keep the
 // current order).
 func topoSort(g *ir.Graph) error {
 	prod := producers(g)
-	state := map[*ir.Node]int{} // 1 visiting, 2 done
+	state := make(map[*ir.Node]int, len(g.Nodes)) // 1 visiting, 2 done
 	var order []*ir.Node
 	var visit func(n *ir.Node) error
 	visit = func(n *ir.Node) error {
@@ -101,7 +114,7 @@ func topoSort(g *ir.Graph) error {
 
 // deadCode drops nodes none of whose outputs is used.
 func deadCode(g *ir.Graph) {
-	live := map[*ir.Value]bool{}
+	live := make(map[*ir.Value]bool, edges(g))
 	for _, v := range g.Outputs {
 		live[v] = true
 	}
@@ -129,80 +142,112 @@ func deadCode(g *ir.Graph) {
 // mergeCommon merges the first pair of nodes with the same operator,
 // attributes and inputs; it reports whether it merged one.
 func mergeCommon(g *ir.Graph) bool {
-	seen := map[string]*ir.Node{}
+	seen := make(map[uint64][]*ir.Node, len(g.Nodes))
+	ids := make(map[*ir.Value]uint64, edges(g))
 	for _, n := range g.Nodes {
-		k := nodeKey(n, func(v *ir.Value) string { return fmt.Sprintf("%p", v) })
-		if m, ok := seen[k]; ok {
-			for i, v := range n.Outputs {
-				replaceUses(g, v, m.Outputs[i])
+		k := instHash(n.Inst)
+		for _, v := range n.Inputs {
+			id, ok := ids[v]
+			if !ok {
+				id = uint64(len(ids) + 1)
+				ids[v] = id
 			}
-			deadCode(g)
-			return true
+			k = mix(k, id)
 		}
-		seen[k] = n
+		for _, m := range seen[k] {
+			if instKey(m.Inst) == instKey(n.Inst) && slices.Equal(m.Inputs, n.Inputs) {
+				for i, v := range n.Outputs {
+					replaceUses(g, v, m.Outputs[i])
+				}
+				deadCode(g)
+				return true
+			}
+		}
+		seen[k] = append(seen[k], n)
 	}
 	return false
 }
 
-// instKeys caches each instance's operator and attributes as text
-// (instances are shared by the graphs of a search and never change).
-var instKeys sync.Map
+// instKeys caches each instance's operator and attributes as text, and
+// instHashes that text hashed (instances are shared by the graphs of a
+// search and never change).
+var instKeys, instHashes sync.Map
 
-func nodeKey(n *ir.Node, val func(*ir.Value) string) string {
+// instKey is inst's operator and attributes as text: instances with
+// equal keys compute the same function of their inputs.
+func instKey(inst *ir.Instance) string {
+	if k, ok := instKeys.Load(inst); ok {
+		return k.(string)
+	}
 	var b strings.Builder
-	k, ok := instKeys.Load(n.Inst)
-	if !ok {
-		var ib strings.Builder
-		ib.WriteString(n.Inst.Op)
-		for _, a := range n.Inst.Attrs {
-			ib.WriteString("|" + a.Name + "=" + a.Value.String())
-		}
-		k, _ = instKeys.LoadOrStore(n.Inst, ib.String())
+	b.WriteString(inst.Op)
+	for _, a := range inst.Attrs {
+		b.WriteString("|" + a.Name + "=" + a.Value.String())
 	}
-	b.WriteString(k.(string))
-	for _, v := range n.Inputs {
-		b.WriteString("|" + val(v))
+	k, _ := instKeys.LoadOrStore(inst, b.String())
+	return k.(string)
+}
+
+// instHash is instKey(inst) hashed.
+func instHash(inst *ir.Instance) uint64 {
+	if h, ok := instHashes.Load(inst); ok {
+		return h.(uint64)
 	}
-	return b.String()
+	h, _ := instHashes.LoadOrStore(inst, fnv64(instKey(inst)))
+	return h.(uint64)
+}
+
+// mix combines hash h with x, in order.
+func mix(h, x uint64) uint64 {
+	h ^= x
+	h *= 0xbf58476d1ce4e5b9
+	return h ^ h>>31
 }
 
 // canonicalHash identifies a graph by what it computes, independently of
 // node names and order: each value hashes its producer's operator,
-// attributes and input hashes.
-func canonicalHash(g *ir.Graph) uint64 {
+// attributes, inputs' hashes and output index; a constant its dtype and
+// value, an input or parameter its name. Only what the outputs read
+// counts, so tidying a graph keeps its hash (merged nodes hash alike);
+// ok is false when the outputs read a cycle.
+func canonicalHash(g *ir.Graph) (h uint64, ok bool) {
 	prod := producers(g)
-	memo := map[*ir.Value]string{}
-	var val func(v *ir.Value) string
-	val = func(v *ir.Value) string {
+	memo := make(map[*ir.Value]uint64, edges(g))
+	visiting := map[*ir.Node]bool{}
+	var val func(v *ir.Value) uint64
+	val = func(v *ir.Value) uint64 {
 		if h, ok := memo[v]; ok {
 			return h
 		}
-		var s string
+		var h uint64
 		switch n := prod[v]; {
 		case n != nil:
-			idx := 0
-			for i, o := range n.Outputs {
-				if o == v {
-					idx = i
-				}
+			if visiting[n] {
+				ok = false
+				return 0
 			}
-			s = hashString(fmt.Sprintf("%s#%d", nodeKey(n, val), idx))
+			visiting[n] = true
+			h = instHash(n.Inst)
+			for _, in := range n.Inputs {
+				h = mix(h, val(in))
+			}
+			h = mix(h, uint64(slices.Index(n.Outputs, v)))
+			delete(visiting, n)
 		case v.Const != nil:
-			s = fmt.Sprintf("c:%s:%v:%v", v.DType, v.Const.Float, v.Const.Int)
+			h = mix(mix(fnv64("c:"+v.DType.String()), math.Float64bits(v.Const.Float)), uint64(v.Const.Int))
 		default:
-			s = "in:" + v.Name
+			h = fnv64("in:" + v.Name)
 		}
-		memo[v] = s
-		return s
+		memo[v] = h
+		return h
 	}
-	var outs []string
+	ok = true
+	h = uint64(len(g.Outputs))
 	for _, v := range g.Outputs {
-		outs = append(outs, val(v))
+		h = mix(h, val(v))
 	}
-	return fnv64(strings.Join(outs, ";"))
+	return h, ok
 }
-
-func hashString(s string) string { return fmt.Sprintf("%016x", fnv64(s)) }
 
 func fnv64(s string) uint64 {
 	h := fnv.New64a()

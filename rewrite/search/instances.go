@@ -73,7 +73,7 @@ func (in *instances) bind(r *Rule, loose *match) *Rule {
 	if t.reverse {
 		src, dst = dst, src
 	}
-	d := &Rule{Name: r.Name + attrKey(set), Src: src, Dst: dst, Vars: cr.Inputs, sibling: r.sibling}
+	d := (&Rule{Name: r.Name + attrKey(set), Src: src, Dst: dst, Vars: cr.Inputs, sibling: r.sibling}).withRoot()
 	in.rules[key] = d
 	return d
 }

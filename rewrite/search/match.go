@@ -20,7 +20,7 @@ type match struct {
 
 func newMatch(r *Rule, prod map[*ir.Value]*ir.Node, loose bool) *match {
 	return &match{vals: map[*ir.Value]*ir.Value{}, nodes: map[*ir.Node]*ir.Node{}, syms: map[string]lang.Dim{},
-		loose: loose, prod: prod, rprod: producers(r.Src)}
+		loose: loose, prod: prod, rprod: r.srcProd}
 }
 
 // matchAt tries to map rule r's source onto the graph with its root at n.

@@ -25,6 +25,10 @@ type Rule struct {
 	// of L and R to that variable (input indices, node by node).
 	sibling bool
 	paths   [2][]int
+	// srcProd maps each value of Src to its producer, and top is the
+	// node computing Src's result (see withRoot).
+	srcProd map[*ir.Value]*ir.Node
+	top     *ir.Node
 }
 
 // template is what binding a rule's attributes from a match needs: the
@@ -53,7 +57,7 @@ func Directions(rules []*check.Rule) []*Rule {
 			if len(dir.src.Nodes) == 0 || !usesAll(dir.src, r.Inputs) {
 				continue
 			}
-			d := &Rule{Name: dir.name, Src: dir.src, Dst: dir.dst, Vars: r.Inputs, checked: r}
+			d := (&Rule{Name: dir.name, Src: dir.src, Dst: dir.dst, Vars: r.Inputs, checked: r}).withRoot()
 			if len(r.Decl.Attrs) > 0 && r.Module != nil {
 				t := &template{rule: r, reverse: dir.reverse, calls: map[lang.Pos]*lang.Call{}, attrs: map[string]bool{}}
 				for _, a := range r.Decl.Attrs {
@@ -87,9 +91,15 @@ func usesAll(g *ir.Graph, vars []*ir.Value) bool {
 	return true
 }
 
-// root is the node computing the side's result.
-func (r *Rule) root() *ir.Node {
-	return producers(r.Src)[r.Src.Outputs[0]]
+// root is the node computing the source side's result.
+func (r *Rule) root() *ir.Node { return r.top }
+
+// withRoot sets r's producers and root from its source side, once for
+// the matches of r, and returns r.
+func (r *Rule) withRoot() *Rule {
+	r.srcProd = producers(r.Src)
+	r.top = r.srcProd[r.Src.Outputs[0]]
+	return r
 }
 
 // siblingPattern reports whether r's source is concat(L, R) with L and R
@@ -101,7 +111,7 @@ func siblingPattern(r *Rule) ([2][]int, bool) {
 	if root == nil || root.Inst.Op != "concat" || len(root.Inputs) != 2 {
 		return paths, false
 	}
-	prod := producers(r.Src)
+	prod := r.srcProd
 	a, b := prod[root.Inputs[0]], prod[root.Inputs[1]]
 	if a == nil || b == nil {
 		return paths, false

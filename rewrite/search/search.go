@@ -3,6 +3,8 @@ package search
 import (
 	"container/heap"
 	"math"
+	"runtime"
+	"sync"
 	"time"
 
 	"tofuc/analysis/check"
@@ -58,7 +60,8 @@ type Optimizer struct {
 	rules []*Rule
 	rw    *rewriter
 	opts  Options
-	costs map[uint64]float64
+	costs map[uint64]float64 // by canonical hash
+	est   *cost.Estimator
 }
 
 // New makes an optimizer for rules (used in both directions where
@@ -70,7 +73,7 @@ func New(prog *check.Program, rules []*check.Rule, opts Options) *Optimizer {
 	if opts.Device.PeakFLOPS == 0 {
 		opts.Device = cost.H100
 	}
-	return &Optimizer{rules: Directions(rules), rw: &rewriter{prog: prog, inst: newInstances(prog)}, opts: opts, costs: map[uint64]float64{}}
+	return &Optimizer{rules: Directions(rules), rw: &rewriter{prog: prog, inst: newInstances(prog)}, opts: opts, costs: map[uint64]float64{}, est: cost.NewEstimator(opts.Device)}
 }
 
 // state is a graph in the search with the rewrites that led to it.
@@ -80,18 +83,90 @@ type state struct {
 	steps []Step
 }
 
-func (o *Optimizer) cost(g *ir.Graph) float64 {
-	h := canonicalHash(g)
+// cost is g's estimated time, memoized by g's canonical hash h.
+func (o *Optimizer) cost(g *ir.Graph, h uint64) float64 {
 	if c, ok := o.costs[h]; ok {
 		return c
 	}
-	e, err := cost.Roofline(g, o.opts.Device)
-	c := 1e30
-	if err == nil {
-		c = e.Time
-	}
+	c := o.estimate(g)
 	o.costs[h] = c
 	return c
+}
+
+// estimate is g's estimated time on the search's device (1e30 when the
+// roofline cannot price it).
+func (o *Optimizer) estimate(g *ir.Graph) float64 {
+	e, err := o.est.Roofline(g)
+	if err != nil {
+		return 1e30
+	}
+	return e.Time
+}
+
+// scored is a candidate graph not seen before, tidied, with its
+// canonical hash and estimated time.
+type scored struct {
+	candidate
+	hash uint64
+	cost float64
+}
+
+// score drops the candidates whose graph is in seen or reads a cycle,
+// marks the others seen, tidies and estimates them, in candidate order.
+// A graph is hashed before it is tidied (tidying keeps the hash), so a
+// graph seen before is never tidied; hashing, tidying and estimating run
+// on every core, with the outcome of one candidate after the other.
+func (o *Optimizer) score(cands []candidate, seen map[uint64]bool) []scored {
+	hashes := make([]uint64, len(cands))
+	acyclic := make([]bool, len(cands))
+	parallel(len(cands), func(i int) { hashes[i], acyclic[i] = canonicalHash(cands[i].g) })
+	var fresh []scored
+	for i, c := range cands {
+		if acyclic[i] && !seen[hashes[i]] {
+			seen[hashes[i]] = true
+			fresh = append(fresh, scored{candidate: c, hash: hashes[i]})
+		}
+	}
+	tidied := make([]bool, len(fresh))
+	known := make([]bool, len(fresh))
+	parallel(len(fresh), func(i int) {
+		s := &fresh[i]
+		if tidied[i] = tidy(s.g) == nil; tidied[i] {
+			if s.cost, known[i] = o.costs[s.hash]; !known[i] {
+				s.cost = o.estimate(s.g)
+			}
+		}
+	})
+	out := fresh[:0]
+	for i, s := range fresh {
+		if tidied[i] {
+			if !known[i] {
+				o.costs[s.hash] = s.cost
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// parallel runs f(0), ..., f(n-1) on GOMAXPROCS goroutines.
+func parallel(n int, f func(i int)) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // minGain is the least relative improvement that makes a graph the
@@ -114,22 +189,18 @@ const growthSlack = 2
 // beyond g only when it is cheaper than the best), graphs seen before
 // skipped (canonical hash).
 func (o *Optimizer) backtrack(g *ir.Graph, outside map[string]bool, alpha, gain float64, limit, slack int) (state, int) {
-	start := state{g: g, cost: o.cost(g)}
+	h, _ := canonicalHash(g)
+	start := state{g: g, cost: o.cost(g, h)}
 	best := start
 	q := &queue{start}
-	seen := map[uint64]bool{canonicalHash(g): true}
+	seen := map[uint64]bool{h: true}
 	explored := 0
 	for q.Len() > 0 && limit > 0 {
 		limit--
 		s := heap.Pop(q).(state)
-		for _, c := range o.rw.candidates(s.g, o.rules, outside) {
-			h := canonicalHash(c.g)
-			if seen[h] {
-				continue
-			}
-			seen[h] = true
+		for _, c := range o.score(o.rw.candidates(s.g, o.rules, outside), seen) {
 			explored++
-			n := state{g: c.g, cost: o.cost(c.g), steps: append(append([]Step(nil), s.steps...), Step{c.rule, c.site})}
+			n := state{g: c.g, cost: c.cost, steps: append(append([]Step(nil), s.steps...), Step{c.rule, c.site})}
 			cheaper := n.cost < best.cost
 			if n.cost < best.cost*(1-gain) {
 				best = n
@@ -159,7 +230,8 @@ func (o *Optimizer) Optimize(g *ir.Graph) (*Outcome, error) {
 		return nil, err
 	}
 	parts := o.split(g)
-	cur := state{g: g, cost: o.cost(g)}
+	h, _ := canonicalHash(g)
+	cur := state{g: g, cost: o.cost(g, h)}
 	explored := 0
 	progress := func(i int) {
 		if o.opts.Progress != nil {
