@@ -24,18 +24,36 @@ type Tools struct {
 
 var (
 	findOnce sync.Once
+	findMu   sync.Mutex
 	found    *Tools
 	findErr  error
+	cacheEnv string // the $TOFUC_CACHE found's cache is for
 )
 
 // Find locates the tools once per process: llc from $TOFUC_LLC, else
 // llc-14, else an llc on PATH that reports LLVM 14; the C compiler from
-// $CC, else cc or gcc. The cache is Default().
+// $CC, else cc or gcc. The cache is DefaultCache(), found again when
+// $TOFUC_CACHE has changed since (a test's own cache, or a program that
+// sets it after a first compile).
 func Find() (*Tools, error) {
 	findOnce.Do(func() {
 		found, findErr = find()
+		cacheEnv = os.Getenv("TOFUC_CACHE")
 	})
-	return found, findErr
+	if findErr != nil {
+		return nil, findErr
+	}
+	findMu.Lock()
+	defer findMu.Unlock()
+	if env := os.Getenv("TOFUC_CACHE"); env != cacheEnv {
+		t := *found
+		var err error
+		if t.Cache, err = DefaultCache(); err != nil {
+			return nil, err
+		}
+		found, cacheEnv = &t, env
+	}
+	return found, nil
 }
 
 func find() (*Tools, error) {
