@@ -149,12 +149,7 @@ func runPlan(dir string, f flags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var out planio.Folder
-	for _, path := range specs {
-		out.Read(path)
-	}
-	out.Read(f.params)
-	out.Outputs(outputs)
+	out := outputFolder(specs, f.params, outputs)
 	out.NextParams(p, params, outputs)
 	if err := out.Write(f.out, stdout); err != nil {
 		return err
@@ -221,11 +216,17 @@ func runDynamic(dir string, f flags, specs map[string]string, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
+	return outputFolder(specs, f.params, outputs).Write(f.out, stdout)
+}
+
+// outputFolder is a run's outputs, with the files it read (left in
+// place if they are in the output folder).
+func outputFolder(specs map[string]string, params string, outputs map[string]*tensor.Tensor) *planio.Folder {
 	var out planio.Folder
 	for _, path := range specs {
 		out.Read(path)
 	}
-	out.Read(f.params)
+	out.Read(params)
 	out.Outputs(outputs)
-	return out.Write(f.out, stdout)
+	return &out
 }

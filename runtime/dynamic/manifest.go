@@ -1,8 +1,6 @@
 package dynamic
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -115,12 +113,7 @@ func (m *Manifest) validate() error {
 func (m *Manifest) seal() string {
 	q := *m
 	q.Seal = ""
-	b, err := json.Marshal(&q)
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return plan.SealOf(&q)
 }
 
 // Write saves the manifest into dir, sealed.

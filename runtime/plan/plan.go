@@ -316,7 +316,13 @@ func Decode(path string, b []byte) (*Plan, error) {
 func (p *Plan) seal() string {
 	q := *p
 	q.Seal = ""
-	b, err := json.Marshal(&q)
+	return SealOf(&q)
+}
+
+// SealOf is the SHA-256 of v's JSON, in hex ("" if v has none): the seal
+// of a file tofuc writes, computed with the seal field empty.
+func SealOf(v any) string {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return ""
 	}
