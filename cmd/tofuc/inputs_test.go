@@ -108,7 +108,7 @@ func TestFlagAndNameMessages(t *testing.T) {
 		{[]string{"eval", "../../examples/mlp.tdl", "--random-input", "--out", dir}, "unknown flag: --random-input (did you mean --random-inputs?)"},
 		{[]string{"grad", "../../stdlib/nn.tdl", "--op", "sofmax"}, "no operator sofmax (did you mean softmax?)"},
 		{[]string{"strategies", "../../stdlib/linalg.tdl", "--op", "matmull"}, "no operator matmull in ../../stdlib/linalg.tdl (did you mean matmul?)"},
-		{[]string{"partition", "../../examples/mlp.tdl", "--devices", "2", "--loss-scale", "8"}, "--loss-scale go with --train"},
+		{[]string{"partition", "../../examples/mlp.tdl", "--devices", "2", "--loss-scale", "8"}, "--clip-norm go with --train"},
 		{[]string{"eval", "../../examples/mlp.tdl", "--in", "y=" + y, "--random-inputs", "--out", dir}, "graph mlp has no input y; its inputs: x"},
 	} {
 		status, _, stderr := tofuc(tc.args...)
