@@ -62,23 +62,11 @@ func (c *checker) regions(n *ir.Node, outs []Axis) error {
 // batch axis.
 func splitAlong(a *strategy.Analysis, outs []Axis) *strategy.Strategy {
 	for _, s := range a.Strategies {
-		if s.Kind != strategy.SplitOutput || len(s.Dims) != len(outs) {
-			continue
-		}
-		if sameDims(s.Dims, outs) {
+		if s.Kind == strategy.SplitOutput && slices.EqualFunc(s.Dims, outs, func(d int, o Axis) bool { return d == o.Dim }) {
 			return s
 		}
 	}
 	return nil
-}
-
-func sameDims(dims []int, outs []Axis) bool {
-	for i, d := range dims {
-		if outs[i].Dim != d {
-			return false
-		}
-	}
-	return true
 }
 
 // sameForEverySample refuses a region of an input without a batch that

@@ -135,12 +135,8 @@ func (m *defMemo) defFLOPs(d *ir.Def) (int64, error) {
 	if m == nil {
 		return DefFLOPs(d)
 	}
-	if r, ok := m.flops.Load(d); ok {
-		return r.(flopsResult).n, r.(flopsResult).err
-	}
-	n, err := DefFLOPs(d)
-	m.flops.Store(d, flopsResult{n, err})
-	return n, err
+	r := remember(&m.flops, d, func() flopsResult { n, err := DefFLOPs(d); return flopsResult{n, err} })
+	return r.n, r.err
 }
 
 func (m *defMemo) isContraction(d *ir.Def) bool {
@@ -152,12 +148,19 @@ func (m *defMemo) contraction(d *ir.Def) (contraction, bool) {
 	if m == nil {
 		return contractionOf(d)
 	}
-	if r, ok := m.contractions.Load(d); ok {
-		return r.(contractionResult).c, r.(contractionResult).ok
+	r := remember(&m.contractions, d, func() contractionResult { c, ok := contractionOf(d); return contractionResult{c, ok} })
+	return r.c, r.ok
+}
+
+// remember is the value stored for d in memo, computed and stored the
+// first time.
+func remember[V any](memo *sync.Map, d *ir.Def, compute func() V) V {
+	if r, ok := memo.Load(d); ok {
+		return r.(V)
 	}
-	c, ok := contractionOf(d)
-	m.contractions.Store(d, contractionResult{c, ok})
-	return c, ok
+	v := compute()
+	memo.Store(d, v)
+	return v
 }
 
 func rooflineOf(s *schedule.Schedule, d Device, memo *defMemo) (*Estimate, error) {

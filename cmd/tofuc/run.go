@@ -90,18 +90,7 @@ func runPlan(dir string, f runFlags, specs map[string]string, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	ins := newInputs(p, f, specs)
-	if err := ins.read(); err != nil {
-		return err
-	}
-	outputs, err := prog.Run(ins.values, params)
-	if err != nil {
-		return err
-	}
-	out := ins.folder()
-	out.Outputs(outputs)
-	out.NextParams(p, params, outputs)
-	return out.Write(f.out, stdout)
+	return newInputs(p, f, specs).runAndWrite(prog.Run, params, stdout)
 }
 
 // runInputs are a run's inputs: read from --in, or drawn from the seed.
@@ -137,8 +126,17 @@ func (in *runInputs) read() error {
 	return err
 }
 
-// folder is the run's output folder, with the inputs it drew.
-func (in *runInputs) folder() *planio.Folder {
+// runAndWrite reads or draws the inputs, runs them with params and
+// writes the inputs drawn, the outputs and, for a training plan, the
+// parameters for the next step, all or nothing.
+func (in *runInputs) runAndWrite(run func(inputs, params map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error), params map[string]*tensor.Tensor, stdout io.Writer) error {
+	if err := in.read(); err != nil {
+		return err
+	}
+	outputs, err := run(in.values, params)
+	if err != nil {
+		return err
+	}
 	var out planio.Folder
 	out.Read(readFiles(in.specs, in.flags.params)...)
 	for _, b := range in.plan.Inputs {
@@ -146,7 +144,9 @@ func (in *runInputs) folder() *planio.Folder {
 			addDrawn(&out, b.Name, t)
 		}
 	}
-	return &out
+	out.Outputs(outputs)
+	out.NextParams(in.plan, params, outputs)
+	return out.Write(in.flags.out, stdout)
 }
 
 // randomPlanInput draws a plan input as eval's --random-inputs does.

@@ -35,17 +35,7 @@ func runDynamic(dir string, f runFlags, specs map[string]string, stdout io.Write
 	if err := r.CheckMemory(n); err != nil {
 		return err
 	}
-	ins := newInputs(r.At(n), f, specs)
-	if err := ins.read(); err != nil {
-		return err
-	}
-	outputs, err := r.Run(ins.values, params)
-	if err != nil {
-		return err
-	}
-	out := ins.folder()
-	out.Outputs(outputs)
-	return out.Write(f.out, stdout)
+	return newInputs(r.At(n), f, specs).runAndWrite(r.Run, params, stdout)
 }
 
 // givenBatch is the batch a run of a dynamic plan computes: that of the
