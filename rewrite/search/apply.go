@@ -26,8 +26,9 @@ type site struct {
 	axis  int // for siblings: the concatenation axis
 }
 
-// apply returns a copy of g with the site rewritten, not tidied (see
-// Optimizer.score); nil when the target cannot be built.
+// apply returns a copy of g with the site rewritten, the nodes it makes
+// after g's, not tidied (see Optimizer.score); nil when the target cannot
+// be built.
 func (rw *rewriter) apply(g *ir.Graph, s site, pos lang.Pos) *ir.Graph {
 	r := s.rule
 	out := clone(g)
@@ -218,17 +219,22 @@ func (rw *rewriter) siblingSites(r *Rule, a, b *ir.Node, prod map[*ir.Value]*ir.
 }
 
 // candidates lists every graph one rewrite away from g, not tidied, with
-// the rule applied and the site, for matches with no node in outside (nodes made
-// by rewrites are never outside).
-func (rw *rewriter) candidates(g *ir.Graph, rules []*Rule, outside map[string]bool) []candidate {
+// the rule applied, the site and the nodes the rewrite made, for matches
+// with no node in outside (nodes made by rewrites are never outside) and,
+// with near not nil, a node in near.
+func (rw *rewriter) candidates(g *ir.Graph, rules []*Rule, outside, near map[string]bool) []candidate {
 	prod := producers(g)
 	var out []candidate
 	add := func(s site, at string, pos lang.Pos) {
-		if touches(s.m, outside) {
+		if touches(s.m, outside) || near != nil && !touches(s.m, near) {
 			return
 		}
 		if ng := rw.apply(g, s, pos); ng != nil {
-			out = append(out, candidate{g: ng, rule: s.rule.Name, site: at})
+			var made []string
+			for _, n := range ng.Nodes[len(g.Nodes):] {
+				made = append(made, n.Name)
+			}
+			out = append(out, candidate{g: ng, rule: s.rule.Name, site: at, made: made})
 		}
 	}
 	for i, matches := range firstMatches(g, rules, outside, prod) {
@@ -273,17 +279,20 @@ func (rw *rewriter) candidates(g *ir.Graph, rules []*Rule, outside map[string]bo
 	return out
 }
 
-func touches(m *match, outside map[string]bool) bool {
+// touches reports whether match m includes a node named in names.
+func touches(m *match, names map[string]bool) bool {
 	for _, n := range m.nodes {
-		if outside[n.Name] {
+		if names[n.Name] {
 			return true
 		}
 	}
 	return false
 }
 
-// candidate is a graph reached by one rewrite.
+// candidate is a graph reached by one rewrite, with the names of the
+// nodes the rewrite made.
 type candidate struct {
 	g          *ir.Graph
 	rule, site string
+	made       []string
 }

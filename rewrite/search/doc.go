@@ -11,7 +11,13 @@
 // make a cycle is dropped. Graphs above a threshold (30 operators) are
 // split recursively at minimum vertex cuts (max-flow, each operator
 // weighted by the rule matches that use it), each part searched on its
-// own, then a local search runs around the cuts. Rules are matched on the
+// own, then a local search runs around the cuts. A part is searched as a
+// graph of its own with a halo of its neighbours (priced, not rewritten),
+// so that a candidate costs what the part does, and its best is put back
+// and kept when the whole graph gains. A rewrite that does not advance is
+// a detour, expanded only next to the operators it made (enlarging a 1x1
+// convolution leads somewhere only by fusing it with a sibling); the
+// rules that match the graph are verified on every core before the search. Rules are matched on the
 // operator, its attributes and the shapes of the rule's variables, and the
 // target side is instantiated at the matched shapes. A rule with
 // attributes is a template: a loose match binds its attributes from the

@@ -49,6 +49,50 @@ func (in *instances) verify(name string, cr *check.Rule) bool {
 	return ok
 }
 
+// prefetch verifies, on every core, the rules and template instances
+// that match g as it is, which a search would otherwise verify one after
+// the other as it meets them; a rule that fails to elaborate is left to
+// bind, which reports it.
+func (in *instances) prefetch(g *ir.Graph, rules []*Rule) {
+	var names []string
+	var pending []*check.Rule
+	queued := map[string]bool{}
+	for _, matches := range firstMatches(g, rules, nil, producers(g)) {
+		for _, rm := range matches {
+			cr := rm.r.checked
+			name := ""
+			if rm.r.tmpl == nil {
+				name = cr.Decl.Name
+			} else if n, instance, err := instanceOf(rm.r, rm.m); err == nil {
+				name, cr = n, instance
+			} else {
+				continue
+			}
+			if _, done := in.proofs[name]; !done && !queued[name] {
+				queued[name] = true
+				names, pending = append(names, name), append(pending, cr)
+			}
+		}
+	}
+	for i, res := range smt.VerifyAll(pending, in.opts) {
+		res.Rule = names[i]
+		in.Results = append(in.Results, res)
+		in.proofs[names[i]] = res.Usable()
+	}
+}
+
+// instanceOf is the name and elaboration of template r's instance at the
+// attributes a loose match binds.
+func instanceOf(r *Rule, loose *match) (string, *check.Rule, error) {
+	set, ok := bindAttrs(r, loose)
+	if !ok {
+		return "", nil, fmt.Errorf("%s: the match binds no attributes", r.Name)
+	}
+	t := r.tmpl
+	cr, err := t.rule.Module.RuleWith(t.rule.Decl.Name, set)
+	return t.rule.Decl.Name + attrKey(set), cr, err
+}
+
 // bind returns the instance of template r at the attributes a loose match
 // binds, verified; nil when binding, elaboration or verification fails.
 func (in *instances) bind(r *Rule, loose *match) *Rule {
@@ -61,14 +105,14 @@ func (in *instances) bind(r *Rule, loose *match) *Rule {
 		return d
 	}
 	in.rules[key] = nil
-	t := r.tmpl
-	cr, err := t.rule.Module.RuleWith(t.rule.Decl.Name, set)
+	name, cr, err := instanceOf(r, loose)
 	if err != nil {
 		return nil
 	}
-	if !in.verify(t.rule.Decl.Name+attrKey(set), cr) {
+	if !in.verify(name, cr) {
 		return nil
 	}
+	t := r.tmpl
 	src, dst := cr.LHS, cr.RHS
 	if t.reverse {
 		src, dst = dst, src

@@ -25,7 +25,7 @@ func TestScoreMatchesPlainEvaluation(t *testing.T) {
 		for depth := 0; depth < 2; depth++ {
 			var next []state
 			for _, s := range frontier {
-				cands := o.rw.candidates(s.g, o.rules, nil)
+				cands := o.rw.candidates(s.g, o.rules, nil, nil)
 				for _, c := range cands {
 					before, ok := canonicalHash(c.g)
 					if !ok {
