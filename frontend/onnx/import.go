@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"tofuc/analysis/check"
@@ -549,13 +550,18 @@ func (imp *importer) foldLimit() int64 {
 	return MaxFoldElements
 }
 
-// fold evaluates an instance on known arguments with the interpreter.
+// fold evaluates an instance on known arguments with the interpreter
+// (a relayout by copying its elements).
 func (imp *importer) fold(inst *ir.Instance, args []*value) ([]*value, error) {
 	ins := make([]*tensor.Tensor, len(args))
 	for i, a := range args {
 		ins[i] = a.konst
 	}
-	res, err := interp.EvalInstance(inst, ins, nil)
+	res := relayout(inst, ins)
+	var err error
+	if res == nil {
+		res, err = interp.EvalInstance(inst, ins, nil)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("folding %s: %w", inst.Op, err)
 	}
@@ -568,6 +574,29 @@ func (imp *importer) fold(inst *ir.Instance, args []*value) ([]*value, error) {
 		return nil, fmt.Errorf("constant folding has computed more than %d elements in all; the model is too large to fold", budget)
 	}
 	return outs, nil
+}
+
+// relayouts are the standard operators whose output holds their input's
+// elements in the same (row-major) order, in another shape.
+var relayouts = map[string]bool{"reshape": true, "flatten": true, "squeeze": true, "unsqueeze": true}
+
+// relayout is the output of inst on ins when inst is a relayout: the
+// input's elements in the output's shape, copied rather than interpreted
+// one index at a time (a light model's reshaped weights took half of its
+// import). It is nil when inst is another operator, or when the shapes
+// do not fit, for the interpreter to evaluate (and report).
+func relayout(inst *ir.Instance, ins []*tensor.Tensor) []*tensor.Tensor {
+	if !relayouts[inst.Op] || len(ins) != 1 || len(inst.Outputs) != 1 {
+		return nil
+	}
+	out := inst.Outputs[0].Tensor
+	shape, ok := lang.ConstShape(out.Shape)
+	in := ins[0]
+	if !ok || out.DType != in.DType || tensor.NumElements(shape) != in.Len() {
+		return nil
+	}
+	t := &tensor.Tensor{DType: in.DType, Shape: shape, F: slices.Clone(in.F), I: slices.Clone(in.I)}
+	return []*tensor.Tensor{t}
 }
 
 // nodeOrigin describes ONNX node n for reports: its name and operator,
