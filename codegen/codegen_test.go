@@ -207,3 +207,29 @@ func TestNegativeExtentIsAnError(t *testing.T) {
 		t.Errorf("the failed compile wrote %s", dir)
 	}
 }
+
+// TestFailedModuleIsKept: when a module's compile fails for one target,
+// the compile fails naming the tool's message, and the module's text is
+// kept where the error says, for the person reading it.
+func TestFailedModuleIsKept(t *testing.T) {
+	tl := *tools(t)
+	fake := filepath.Join(t.TempDir(), "opt")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 'opt: out of luck' >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tl.Opt, tl.Cache = fake, nil // opt runs for the host and simt targets only
+	g := loadExample(t, "mlp", false, attrs("batch", 4))
+	failed := t.TempDir()
+	_, err := codegen.Compile(g, t.TempDir(), codegen.Options{Tools: &tl, FailedDir: failed})
+	if err == nil || !strings.Contains(err.Error(), "out of luck") || !strings.Contains(err.Error(), "failed.ll") {
+		t.Fatalf("a compile whose opt fails: %v", err)
+	}
+	kept, _ := filepath.Glob(filepath.Join(failed, "kernels", "*.failed.ll"))
+	if len(kept) == 0 {
+		t.Fatal("no module kept")
+	}
+	text, err := os.ReadFile(kept[0])
+	if err != nil || !strings.Contains(string(text), "define") {
+		t.Errorf("the kept module %s: %d bytes, %v", kept[0], len(text), err)
+	}
+}

@@ -3,6 +3,7 @@ package codegen
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -149,97 +150,141 @@ func (b *builder) group(jobs int) [][]int {
 }
 
 // compileModules lowers every module for the targets (once per distinct
-// lowering), compiles it for each in parallel, and has each target write
-// its files.
+// lowering), compiles each module for each target as a job of its own,
+// the largest first, opts.Jobs at a time (a module's three compiles one
+// after the other left a core idle at the end), and has the targets
+// write their files at the same time.
 func (b *builder) compileModules(dir string, modules [][]int, targets []target.Target, want target.Set, opts Options) error {
-	objs := make([][]target.Object, len(modules))
+	lowered := make([]loweredModule, len(modules))
 	errs := make([]error, len(modules))
-	sem := make(chan struct{}, opts.Jobs)
-	var wg sync.WaitGroup
+	parallelJobs(len(modules), opts.Jobs, func(i int) { lowered[i], errs[i] = b.lower(modules[i], targets) })
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	type job struct{ module, target int }
+	var jobs []job
+	for i := range modules {
+		for t := range targets {
+			jobs = append(jobs, job{i, t})
+		}
+	}
+	size := func(j job) int { return len(lowered[j.module].texts[targets[j.target].Machine()]) }
+	slices.SortStableFunc(jobs, func(a, c job) int { return cmp.Compare(size(c), size(a)) })
+	objs := make([][]target.Object, len(modules))
+	for i := range objs {
+		objs[i] = make([]target.Object, len(targets))
+	}
+	left := make([]int, len(modules)) // targets still compiling each module
+	for i := range left {
+		left[i] = len(targets)
+	}
 	var mu sync.Mutex
 	done := 0
-	for i, m := range modules {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			var failed string
-			objs[i], failed, errs[i] = b.compileModule(m, targets, want, opts)
-			if opts.Progress != nil {
-				mu.Lock()
-				done++
-				opts.Progress(done, len(modules))
-				mu.Unlock()
-			}
-			if errs[i] != nil && failed != "" {
-				// Keep the module that failed for the person reading the error.
-				path := filepath.Join(cmp.Or(opts.FailedDir, dir), target.ModuleFile(i, "failed.ll"))
-				if os.MkdirAll(filepath.Dir(path), 0o755) == nil && os.WriteFile(path, []byte(failed), 0o644) == nil {
-					errs[i] = fmt.Errorf("%w\n(the module is in %s)", errs[i], path)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
+	parallelJobs(len(jobs), opts.Jobs, func(k int) {
+		j := jobs[k]
+		text := lowered[j.module].texts[targets[j.target].Machine()]
+		o, err := targets[j.target].Compile(context.Background(), opts.Tools, text, lowered[j.module].kernels, want)
+		mu.Lock()
+		defer mu.Unlock()
+		objs[j.module][j.target] = o
+		if err != nil && errs[j.module] == nil {
+			errs[j.module] = keepFailed(err, text, j.module, dir, opts)
 		}
+		if left[j.module]--; left[j.module] == 0 && opts.Progress != nil {
+			done++
+			opts.Progress(done, len(modules))
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return b.finishTargets(dir, objs, targets, want, opts)
+}
+
+// keepFailed keeps the text of module i, which failed to compile with
+// err, for the person reading the error, and says where.
+func keepFailed(err error, text string, i int, dir string, opts Options) error {
+	path := filepath.Join(cmp.Or(opts.FailedDir, dir), target.ModuleFile(i, "failed.ll"))
+	if os.MkdirAll(filepath.Dir(path), 0o755) == nil && os.WriteFile(path, []byte(text), 0o644) == nil {
+		return fmt.Errorf("%w\n(the module is in %s)", err, path)
+	}
+	return err
+}
+
+// finishTargets has every target write its files for its compiled
+// modules (objs[module][target]), all targets at once, and records them
+// in the plan.
+func (b *builder) finishTargets(dir string, objs [][]target.Object, targets []target.Target, want target.Set, opts Options) error {
+	modules := make([]plan.Module, len(targets))
+	ok := make([]bool, len(targets))
+	errs := make([]error, len(targets))
+	parallelJobs(len(targets), len(targets), func(t int) {
+		per := make([]target.Object, len(objs))
+		for i := range objs {
+			per[i] = objs[i][t]
+		}
+		modules[t], ok[t], errs[t] = targets[t].Finish(context.Background(), opts.Tools, dir, per, want)
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	b.p.Modules = map[string]plan.Module{}
 	for t, tg := range targets {
-		per := make([]target.Object, len(modules))
-		for i := range modules {
-			per[i] = objs[i][t]
-		}
-		m, ok, err := tg.Finish(context.Background(), opts.Tools, dir, per, want)
-		if err != nil {
-			return err
-		}
-		if ok {
-			b.p.Modules[tg.Name()] = m
+		if ok[t] {
+			b.p.Modules[tg.Name()] = modules[t]
 		}
 	}
 	return nil
 }
 
-// compileModule lowers the kernels ids as one module for each lowering
-// the targets need and compiles it for each target; failed is the text
-// of the module whose compile failed.
-func (b *builder) compileModule(ids []int, targets []target.Target, want target.Set, opts Options) (objs []target.Object, failed string, err error) {
-	texts := map[emit.Machine]string{} // by lowering: nil is the host flavour
-	var sigs []target.Kernel
+// parallelJobs runs f(0), ..., f(n-1), at most jobs at once.
+func parallelJobs(n, jobs int, f func(k int)) {
+	sem := make(chan struct{}, max(1, jobs))
+	var wg sync.WaitGroup
+	for k := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			f(k)
+		}()
+	}
+	wg.Wait()
+}
+
+// loweredModule is a module's text in each lowering its targets compile
+// (by machine; nil is the host flavour) and its kernels' signatures.
+type loweredModule struct {
+	texts   map[emit.Machine]string
+	kernels []target.Kernel
+}
+
+// lower lowers the kernels ids as one module for each lowering the
+// targets need.
+func (b *builder) lower(ids []int, targets []target.Target) (loweredModule, error) {
+	out := loweredModule{texts: map[emit.Machine]string{}}
 	for _, tg := range targets {
 		mc := tg.Machine()
-		if _, ok := texts[mc]; ok {
+		if _, ok := out.texts[mc]; ok {
 			continue
 		}
 		m := newModule(mc, b.p.Precision)
 		for _, id := range ids {
 			k := &b.p.Kernels[id]
 			if err := m.Add(k.Name, b.units[id]); err != nil {
-				return nil, "", err
+				return out, err
 			}
 			// What the kernel is compiled for, which runtimes compare
 			// the plan with (plan.Built).
 			m.Data(plan.BuiltSymbol(k.Name), plan.EncodeBuilt(k.Built()))
 		}
-		texts[mc] = m.String()
+		out.texts[mc] = m.String()
 	}
 	for _, id := range ids {
-		sigs = append(sigs, target.Kernel{Name: b.p.Kernels[id].Name, Elems: emit.ArgElems(b.units[id])})
+		out.kernels = append(out.kernels, target.Kernel{Name: b.p.Kernels[id].Name, Elems: emit.ArgElems(b.units[id])})
 	}
-	ctx := context.Background()
-	for _, tg := range targets {
-		text := texts[tg.Machine()]
-		o, err := tg.Compile(ctx, opts.Tools, text, sigs, want)
-		if err != nil {
-			return nil, text, err
-		}
-		objs = append(objs, o)
-	}
-	return objs, "", nil
+	return out, nil
 }
 
 // newModule starts a module in the lowering of machine mc (nil: the
