@@ -2,14 +2,21 @@ package toolchain
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
+	"time"
+
+	"tofuc/lang/bytesize"
 )
 
 // Cache keeps tool outputs on disk by key. A nil *Cache caches nothing.
@@ -21,8 +28,12 @@ import (
 // removed and computed again, and Warnings is told, never used. Entries
 // are written to a temporary file and renamed into place, so that
 // readers see either no entry or a whole one.
+//
+// A cache holds at most Limit bytes: entries are trimmed, least recently
+// used first, when a put finds the cache untrimmed for an hour (Trim).
 type Cache struct {
-	Dir string
+	Dir   string
+	Limit int64 // bytes; 0: DefaultMaxBytes
 }
 
 // entryMagic starts every entry (the format's version).
@@ -75,9 +86,14 @@ func Warn(format string, args ...any) {
 }
 
 // DefaultCache is the cache under $TOFUC_CACHE, else the user's cache
-// directory (tofuc/v3 in it); caching is off when TOFUC_CACHE is "off",
-// or (with a warning) when the folder cannot be made.
+// directory (tofuc/v3 in it), of at most $TOFUC_CACHE_SIZE bytes (else
+// DefaultMaxBytes); caching is off when TOFUC_CACHE is "off", or (with a
+// warning) when the folder cannot be made.
 func DefaultCache() (*Cache, error) {
+	limit, err := limitFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	dir := os.Getenv("TOFUC_CACHE")
 	switch dir {
 	case "off":
@@ -93,7 +109,7 @@ func DefaultCache() (*Cache, error) {
 		Warn("the compile cache %s cannot be used (%v): compiling without it", dir, err)
 		return nil, nil
 	}
-	return &Cache{Dir: dir}, nil
+	return &Cache{Dir: dir, Limit: limit}, nil
 }
 
 // Key hashes the parts that determine a tool's output.
@@ -114,12 +130,17 @@ var ErrDamaged = errors.New("damaged")
 
 // Get returns the contents of the entry of key; found is false when there
 // is none. An entry that fails its check is removed, and the error
-// (ErrDamaged) says why.
+// (ErrDamaged) says why. An entry read is marked used (its modification
+// time, set again when an hour old), so that Trim keeps it.
 func (c *Cache) Get(key string) (b []byte, found bool, err error) {
 	if c == nil {
 		return nil, false, nil
 	}
 	path := c.Path(key)
+	if info, err := os.Stat(path); err == nil && time.Since(info.ModTime()) > time.Hour {
+		now := time.Now()
+		os.Chtimes(path, now, now)
+	}
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
@@ -184,8 +205,99 @@ func (c *Cache) Put(key string, b []byte) error {
 	}
 	if err != nil {
 		os.Remove(f.Name())
+		return err
 	}
-	return err
+	return c.trimNow()
+}
+
+// DefaultMaxBytes bounds a cache's size unless TOFUC_CACHE_SIZE says
+// otherwise: ccache's default. A compile of ResNet-50 keeps about 120 MB
+// (its parameters, kernels and plan), each llc run a few hundred KB; a
+// cache without a bound filled 62 GB of a development machine in two
+// days.
+const DefaultMaxBytes = 5 << 30
+
+// trimEvery is how often the cache is walked to be trimmed: a walk of
+// tens of thousands of entries takes a fraction of a second.
+const trimEvery = time.Hour
+
+// trimmedName is the file, in the cache folder, whose modification time
+// says when the cache was last trimmed.
+const trimmedName = "trimmed"
+
+// limitFromEnv is the bound TOFUC_CACHE_SIZE sets (a size such as
+// 10GiB, package lang/bytesize), 0 when it is not set.
+func limitFromEnv() (int64, error) {
+	env := os.Getenv("TOFUC_CACHE_SIZE")
+	if env == "" {
+		return 0, nil
+	}
+	n, err := bytesize.Parse(env)
+	if err != nil {
+		return 0, fmt.Errorf("TOFUC_CACHE_SIZE: %w", err)
+	}
+	return n, nil
+}
+
+// trimNow trims the cache when it was last trimmed trimEvery ago or more
+// (or never).
+func (c *Cache) trimNow() error {
+	marker := filepath.Join(c.Dir, trimmedName)
+	if info, err := os.Stat(marker); err == nil && time.Since(info.ModTime()) < trimEvery {
+		return nil
+	}
+	// Marked first: processes that put entries at the same time do not
+	// all walk the cache.
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		return err
+	}
+	return c.Trim(cmp.Or(c.Limit, DefaultMaxBytes))
+}
+
+// Trim removes the least recently used entries (by modification time,
+// which Get sets) until the cache holds at most nine tenths of limit
+// bytes, and the temporary files of writes that stopped an hour ago or
+// more. An entry removed while another process reads it stays readable
+// to it; one removed before it is read is computed again.
+func (c *Cache) Trim(limit int64) error {
+	type entry struct {
+		path string
+		size int64
+		used time.Time
+	}
+	var entries []entry
+	total := int64(0)
+	err := filepath.WalkDir(c.Dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() == trimmedName {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil // removed by another process meanwhile
+		}
+		if strings.HasPrefix(d.Name(), "tmp-") {
+			if time.Since(info.ModTime()) > time.Hour {
+				os.Remove(path)
+			}
+			return nil
+		}
+		entries = append(entries, entry{path, info.Size(), info.ModTime()})
+		total += info.Size()
+		return nil
+	})
+	if err != nil || total <= limit {
+		return err
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return a.used.Compare(b.used) })
+	for _, e := range entries {
+		if total <= limit/10*9 {
+			break
+		}
+		if os.Remove(e.path) == nil {
+			total -= e.size
+		}
+	}
+	return nil
 }
 
 // Do returns the cached output for key, or computes it with fn and keeps
