@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
 
@@ -61,6 +62,12 @@ func init() {
 }
 
 func main() {
+	// A compile allocates much and keeps little: collecting at five times
+	// the live heap, not twice, took about a second off a 14 s cold
+	// compile of ResNet-50 for a fifth more memory. GOGC, when set, wins.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
