@@ -286,14 +286,6 @@ func (t *trainer) input(name string, dt lang.DType, shape []lang.Dim) (*ir.Value
 	return v, nil
 }
 
-func intList(ns ...int64) ir.AttrValue {
-	l := ir.AttrValue{Kind: ir.AttrList}
-	for _, n := range ns {
-		l.List = append(l.List, ir.AttrValue{Kind: ir.AttrInt, Int: n})
-	}
-	return l
-}
-
 // loss adds the loss on the model's output y.
 func (t *trainer) loss(y *ir.Value, kind string) (*ir.Value, error) {
 	if !y.DType.IsFloat() {
@@ -318,11 +310,11 @@ func (t *trainer) loss(y *ir.Value, kind string) (*ir.Value, error) {
 			if !ok {
 				return nil, fmt.Errorf("cross-entropy over a symbolic number of classes")
 			}
-			r, err := t.call("reshape", map[string]ir.AttrValue{"shape": intList(-1, classes)}, "loss", "loss.logits", y)
+			r, err := t.call("reshape", map[string]ir.AttrValue{"shape": ir.IntList(-1, classes)}, "loss", "loss.logits", y)
 			if err != nil {
 				return nil, err
 			}
-			l, err := t.call("reshape", map[string]ir.AttrValue{"shape": intList(-1)}, "loss", "loss.labels", labels)
+			l, err := t.call("reshape", map[string]ir.AttrValue{"shape": ir.IntList(-1)}, "loss", "loss.labels", labels)
 			if err != nil {
 				return nil, err
 			}

@@ -22,25 +22,18 @@ func TestRelayoutFoldEqualsInterpreter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ints := func(xs ...int64) ir.AttrValue {
-		v := ir.AttrValue{Kind: ir.AttrList}
-		for _, x := range xs {
-			v.List = append(v.List, ir.AttrValue{Kind: ir.AttrInt, Int: x})
-		}
-		return v
-	}
 	cases := []struct {
 		op    string
 		attrs map[string]ir.AttrValue
 		shape []int
 	}{
-		{"reshape", map[string]ir.AttrValue{"shape": ints(6, -1)}, []int{2, 3, 4, 5}},
-		{"reshape", map[string]ir.AttrValue{"shape": ints(0, 3, 0, -1)}, []int{2, 5, 4, 3}},
-		{"reshape", map[string]ir.AttrValue{"shape": ints(-1)}, []int{3, 7, 2}},
+		{"reshape", map[string]ir.AttrValue{"shape": ir.IntList(6, -1)}, []int{2, 3, 4, 5}},
+		{"reshape", map[string]ir.AttrValue{"shape": ir.IntList(0, 3, 0, -1)}, []int{2, 5, 4, 3}},
+		{"reshape", map[string]ir.AttrValue{"shape": ir.IntList(-1)}, []int{3, 7, 2}},
 		{"flatten", map[string]ir.AttrValue{"axis": {Kind: ir.AttrInt, Int: 2}}, []int{2, 3, 4, 5}},
 		{"flatten", map[string]ir.AttrValue{"axis": {Kind: ir.AttrInt, Int: 0}}, []int{3, 4}},
-		{"squeeze", map[string]ir.AttrValue{"axes": ints(1, 3)}, []int{4, 1, 3, 1, 2}},
-		{"unsqueeze", map[string]ir.AttrValue{"axes": ints(0, 3)}, []int{3, 5, 2}},
+		{"squeeze", map[string]ir.AttrValue{"axes": ir.IntList(1, 3)}, []int{4, 1, 3, 1, 2}},
+		{"unsqueeze", map[string]ir.AttrValue{"axes": ir.IntList(0, 3)}, []int{3, 5, 2}},
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, c := range cases {

@@ -43,6 +43,15 @@ type AttrValue struct {
 	List  []AttrValue
 }
 
+// IntList is the attribute value listing xs.
+func IntList(xs ...int64) AttrValue {
+	v := AttrValue{Kind: AttrList}
+	for _, x := range xs {
+		v.List = append(v.List, AttrValue{Kind: AttrInt, Int: x})
+	}
+	return v
+}
+
 // AttrKind is the kind of an attribute value.
 type AttrKind uint8
 

@@ -95,14 +95,6 @@ func (op *Op) accepts(args []*node) bool {
 	return true
 }
 
-func ints(xs ...int64) ir.AttrValue {
-	v := ir.AttrValue{Kind: ir.AttrList}
-	for _, x := range xs {
-		v.List = append(v.List, ir.AttrValue{Kind: ir.AttrInt, Int: x})
-	}
-	return v
-}
-
 func numbered(ins []*Input) []*Input {
 	for i, in := range ins {
 		in.order = i
@@ -127,7 +119,7 @@ func Dense() World {
 		Ops: []*Op{
 			{Name: "ewadd", Op: "add", Format: "(% + %)", Arity: 2, Commutative: true},
 			{Name: "ewmul", Op: "mul", Format: "(% * %)", Arity: 2, Commutative: true},
-			{Name: "transpose", Op: "transpose", Attrs: map[string]ir.AttrValue{"perm": ints(1, 0)}, Format: "transpose<perm = [1, 0]>(%)", Arity: 1},
+			{Name: "transpose", Op: "transpose", Attrs: map[string]ir.AttrValue{"perm": ir.IntList(1, 0)}, Format: "transpose<perm = [1, 0]>(%)", Arity: 1},
 			{Name: "matmul", Op: "matmul", Format: "matmul(%, %)", Arity: 2},
 			{Name: "relu", Op: "relu", Format: "relu(%)", Arity: 1},
 			{Name: "concat0", Op: "concat", Attrs: map[string]ir.AttrValue{"axis": {Kind: ir.AttrInt}}, Format: "concat<axis = 0>(%, %)", Arity: 2},
@@ -143,8 +135,8 @@ func Dense() World {
 // and of kernels along outputs, and enlarge (a 1x1 kernel input padded to
 // 3x3). B = 1, C = 2, H = 4, W = 5 when fingerprinting.
 func Conv() World {
-	same := map[string]ir.AttrValue{"pads": ints(1, 1, 1, 1)}
-	pool := map[string]ir.AttrValue{"kernel_shape": ints(3, 3), "pads": ints(1, 1, 1, 1)}
+	same := map[string]ir.AttrValue{"pads": ir.IntList(1, 1, 1, 1)}
+	pool := map[string]ir.AttrValue{"kernel_shape": ir.IntList(3, 3), "pads": ir.IntList(1, 1, 1, 1)}
 	return World{
 		Name:    "conv",
 		Extents: map[string]int64{"B": 1, "C": 2, "H": 4, "W": 5},
@@ -163,7 +155,7 @@ func Conv() World {
 			{Name: "maxpool", Op: "max_pool2d", Attrs: pool, Format: "max_pool2d<kernel_shape = [3, 3], pads = [1, 1, 1, 1]>(%)", Arity: 1, Data: []bool{true}},
 			{Name: "concat_channels", Op: "concat", Attrs: map[string]ir.AttrValue{"axis": {Kind: ir.AttrInt, Int: 1}}, Format: "concat<axis = 1>(%, %)", Arity: 2, Data: []bool{true, true}},
 			{Name: "concat_kernels", Op: "concat", Attrs: map[string]ir.AttrValue{"axis": {Kind: ir.AttrInt}}, Format: "concat<axis = 0>(%, %)", Arity: 2, Kernel: []bool{true, true}},
-			{Name: "enlarge", Op: "pad", Attrs: map[string]ir.AttrValue{"pads": ints(0, 0, 1, 1, 0, 0, 1, 1)}, Format: "pad<pads = [0, 0, 1, 1, 0, 0, 1, 1]>(%)", Arity: 1, Kernel: []bool{true}, InputOnly: []bool{true}},
+			{Name: "enlarge", Op: "pad", Attrs: map[string]ir.AttrValue{"pads": ir.IntList(0, 0, 1, 1, 0, 0, 1, 1)}, Format: "pad<pads = [0, 0, 1, 1, 0, 0, 1, 1]>(%)", Arity: 1, Kernel: []bool{true}, InputOnly: []bool{true}},
 		},
 	}
 }

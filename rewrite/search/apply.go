@@ -56,7 +56,7 @@ func (rw *rewriter) apply(g *ir.Graph, s site, pos lang.Pos) *ir.Graph {
 		for _, old := range s.roots {
 			ext, _ := old.Shape[s.axis].IsConst()
 			attrs := map[string]ir.AttrValue{
-				"starts": intList(start), "ends": intList(start + ext), "axes": intList(int64(s.axis)),
+				"starts": ir.IntList(start), "ends": ir.IntList(start + ext), "axes": ir.IntList(int64(s.axis)),
 			}
 			node, err := rw.node("slice", attrs, []*ir.Value{result}, pos)
 			if err != nil {
@@ -68,14 +68,6 @@ func (rw *rewriter) apply(g *ir.Graph, s site, pos lang.Pos) *ir.Graph {
 		}
 	}
 	return out
-}
-
-func intList(xs ...int64) ir.AttrValue {
-	v := ir.AttrValue{Kind: ir.AttrList}
-	for _, x := range xs {
-		v.List = append(v.List, ir.AttrValue{Kind: ir.AttrInt, Int: x})
-	}
-	return v
 }
 
 // instantiate builds the graph node for rule node n, its inputs looked up
