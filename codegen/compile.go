@@ -171,8 +171,10 @@ func (b *builder) compileModules(dir string, modules [][]int, targets []target.T
 	size := func(j job) int { return len(lowered[j.module].texts[targets[j.target].Machine()]) }
 	slices.SortStableFunc(jobs, func(a, c job) int { return cmp.Compare(size(c), size(a)) })
 	objs := make([][]target.Object, len(modules))
+	failures := make([][]error, len(modules)) // by module and target
 	for i := range objs {
 		objs[i] = make([]target.Object, len(targets))
+		failures[i] = make([]error, len(targets))
 	}
 	left := make([]int, len(modules)) // targets still compiling each module
 	for i := range left {
@@ -186,15 +188,19 @@ func (b *builder) compileModules(dir string, modules [][]int, targets []target.T
 		o, err := targets[j.target].Compile(context.Background(), opts.Tools, text, lowered[j.module].kernels, want)
 		mu.Lock()
 		defer mu.Unlock()
-		objs[j.module][j.target] = o
-		if err != nil && errs[j.module] == nil {
-			errs[j.module] = keepFailed(err, text, j.module, dir, opts)
-		}
+		objs[j.module][j.target], failures[j.module][j.target] = o, err
 		if left[j.module]--; left[j.module] == 0 && opts.Progress != nil {
 			done++
 			opts.Progress(done, len(modules))
 		}
 	})
+	for i, byTarget := range failures {
+		// The first target's failure in target order is kept, whichever
+		// job ended first.
+		if t := slices.IndexFunc(byTarget, func(err error) bool { return err != nil }); t >= 0 {
+			errs[i] = keepFailed(byTarget[t], lowered[i].texts[targets[t].Machine()], i, dir, opts)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

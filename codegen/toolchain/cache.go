@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -90,15 +89,15 @@ func Warn(format string, args ...any) {
 // DefaultMaxBytes); caching is off when TOFUC_CACHE is "off", or (with a
 // warning) when the folder cannot be made.
 func DefaultCache() (*Cache, error) {
+	dir := os.Getenv("TOFUC_CACHE")
+	if dir == "off" {
+		return nil, nil
+	}
 	limit, err := limitFromEnv()
 	if err != nil {
 		return nil, err
 	}
-	dir := os.Getenv("TOFUC_CACHE")
-	switch dir {
-	case "off":
-		return nil, nil
-	case "":
+	if dir == "" {
 		base, err := os.UserCacheDir()
 		if err != nil {
 			return nil, nil // no home: compile without a cache
@@ -225,6 +224,10 @@ const trimEvery = time.Hour
 // says when the cache was last trimmed.
 const trimmedName = "trimmed"
 
+// MinBytes is the least bound TOFUC_CACHE_SIZE may set: less would not
+// hold a small model's compile (TOFUC_CACHE=off turns the cache off).
+const MinBytes = 1 << 20
+
 // limitFromEnv is the bound TOFUC_CACHE_SIZE sets (a size such as
 // 10GiB, package lang/bytesize), 0 when it is not set.
 func limitFromEnv() (int64, error) {
@@ -233,6 +236,9 @@ func limitFromEnv() (int64, error) {
 		return 0, nil
 	}
 	n, err := bytesize.Parse(env)
+	if err == nil && n < MinBytes {
+		err = fmt.Errorf("%q is less than 1 MiB, too small for a compile cache (TOFUC_CACHE=off turns it off)", env)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("TOFUC_CACHE_SIZE: %w", err)
 	}
@@ -257,8 +263,11 @@ func (c *Cache) trimNow() error {
 // Trim removes the least recently used entries (by modification time,
 // which Get sets) until the cache holds at most nine tenths of limit
 // bytes, and the temporary files of writes that stopped an hour ago or
-// more. An entry removed while another process reads it stays readable
-// to it; one removed before it is read is computed again.
+// more. Only files laid out as entries are counted and removed (a file
+// in a folder named by its first two characters, or a tmp- file there):
+// whatever else the folder holds is left alone. An entry removed while
+// another process reads it stays readable to it; one removed before it
+// is read is computed again.
 func (c *Cache) Trim(limit int64) error {
 	type entry struct {
 		path string
@@ -267,26 +276,37 @@ func (c *Cache) Trim(limit int64) error {
 	}
 	var entries []entry
 	total := int64(0)
-	err := filepath.WalkDir(c.Dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() == trimmedName {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil // removed by another process meanwhile
-		}
-		if strings.HasPrefix(d.Name(), "tmp-") {
-			if time.Since(info.ModTime()) > time.Hour {
-				os.Remove(path)
-			}
-			return nil
-		}
-		entries = append(entries, entry{path, info.Size(), info.ModTime()})
-		total += info.Size()
-		return nil
-	})
-	if err != nil || total <= limit {
+	folders, err := os.ReadDir(c.Dir)
+	if err != nil {
 		return err
+	}
+	for _, folder := range folders {
+		if !folder.IsDir() || len(folder.Name()) != 2 {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(c.Dir, folder.Name()))
+		if err != nil {
+			continue // removed by another process meanwhile
+		}
+		for _, f := range files {
+			info, err := f.Info()
+			if err != nil || !info.Mode().IsRegular() {
+				continue
+			}
+			path := filepath.Join(c.Dir, folder.Name(), f.Name())
+			switch {
+			case strings.HasPrefix(f.Name(), "tmp-"):
+				if time.Since(info.ModTime()) > time.Hour {
+					os.Remove(path)
+				}
+			case strings.HasPrefix(f.Name(), folder.Name()):
+				entries = append(entries, entry{path, info.Size(), info.ModTime()})
+				total += info.Size()
+			}
+		}
+	}
+	if total <= limit {
+		return nil
 	}
 	slices.SortFunc(entries, func(a, b entry) int { return a.used.Compare(b.used) })
 	for _, e := range entries {

@@ -12,7 +12,9 @@ import (
 // TestTrimKeepsTheRecentlyUsed: a cache over its limit loses its least
 // recently used entries, down to nine tenths of the limit, and keeps
 // those written or read lately (a read marks an old entry used); a
-// temporary file left by a write that stopped goes too.
+// temporary file left by a write that stopped goes too, and files that
+// are not entries stay, however old (TOFUC_CACHE may name a folder that
+// holds other things).
 func TestTrimKeepsTheRecentlyUsed(t *testing.T) {
 	c := &Cache{Dir: t.TempDir(), Limit: 10 << 10}
 	old := time.Now().Add(-48 * time.Hour)
@@ -32,6 +34,12 @@ func TestTrimKeepsTheRecentlyUsed(t *testing.T) {
 	stale := filepath.Join(filepath.Dir(c.Path(keys[0])), "tmp-123")
 	os.WriteFile(stale, []byte("cut short"), 0o644)
 	os.Chtimes(stale, old, old)
+	foreign := []string{filepath.Join(c.Dir, "notes.txt"), filepath.Join(c.Dir, "proj", "main.go"), filepath.Join(c.Dir, "ab", "zz-not-an-entry")}
+	for _, f := range foreign {
+		os.MkdirAll(filepath.Dir(f), 0o755)
+		os.WriteFile(f, make([]byte, 20<<10), 0o644)
+		os.Chtimes(f, old, old)
+	}
 	if err := c.Trim(c.Limit); err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +58,11 @@ func TestTrimKeepsTheRecentlyUsed(t *testing.T) {
 	}
 	if _, err := os.Stat(stale); err == nil {
 		t.Error("a temporary file a day old was kept")
+	}
+	for _, f := range foreign {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("%s, not an entry, was removed", f)
+		}
 	}
 }
 
@@ -96,8 +109,14 @@ func TestCacheSizeFromEnvironment(t *testing.T) {
 	if err != nil || c.Limit != 3<<30 {
 		t.Fatalf("limit %v, %v; want 3 GiB", c, err)
 	}
-	t.Setenv("TOFUC_CACHE_SIZE", "lots")
-	if _, err := DefaultCache(); err == nil || !strings.Contains(err.Error(), "TOFUC_CACHE_SIZE") {
-		t.Errorf("TOFUC_CACHE_SIZE=lots: %v", err)
+	for _, bad := range []string{"lots", "0", "0.5", "512KiB"} {
+		t.Setenv("TOFUC_CACHE_SIZE", bad)
+		if _, err := DefaultCache(); err == nil || !strings.Contains(err.Error(), "TOFUC_CACHE_SIZE") {
+			t.Errorf("TOFUC_CACHE_SIZE=%s: %v", bad, err)
+		}
+	}
+	t.Setenv("TOFUC_CACHE", "off")
+	if c, err := DefaultCache(); c != nil || err != nil {
+		t.Errorf("TOFUC_CACHE=off with a bad TOFUC_CACHE_SIZE: %v, %v", c, err)
 	}
 }

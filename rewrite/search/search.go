@@ -258,28 +258,39 @@ func union(set map[string]bool, names []string) map[string]bool {
 	return out
 }
 
+// focusHops is how far from the nodes a detour made its next rewrites
+// may lie. One hop lost a gain on a generated block (81.05 → 54.04 µs
+// where the unfocused search reached 51.04: a chain of detours through
+// a bias split, an enlargement and a sibling's fusion) and explored 340
+// graphs on ResNet-50; two hops find 51.04 and explore 845.
+const focusHops = 2
+
 // focusNear is nil for a nil focus (every match is a candidate), else
-// the names of the nodes of g in focus and of those next to them: the
-// producers of their inputs, the consumers of their outputs, and the
-// other consumers of their inputs (siblings, which a concat rule fuses).
+// the names of the nodes of g within focusHops of those in focus, a hop
+// joining nodes that share a value: a producer and its consumers, and
+// the consumers of one input (siblings, which a concat rule fuses).
 func focusNear(g *ir.Graph, focus map[string]bool) map[string]bool {
 	if focus == nil {
 		return nil
 	}
 	near := map[string]bool{}
-	touched := map[*ir.Value]bool{}
-	for _, n := range g.Nodes {
-		if focus[n.Name] {
-			near[n.Name] = true
-			for _, v := range append(append([]*ir.Value(nil), n.Inputs...), n.Outputs...) {
-				touched[v] = true
+	for name := range focus {
+		near[name] = true
+	}
+	for range focusHops {
+		touched := map[*ir.Value]bool{}
+		for _, n := range g.Nodes {
+			if near[n.Name] {
+				for _, v := range append(append([]*ir.Value(nil), n.Inputs...), n.Outputs...) {
+					touched[v] = true
+				}
 			}
 		}
-	}
-	for _, n := range g.Nodes {
-		for _, v := range append(append([]*ir.Value(nil), n.Inputs...), n.Outputs...) {
-			if touched[v] {
-				near[n.Name] = true
+		for _, n := range g.Nodes {
+			for _, v := range append(append([]*ir.Value(nil), n.Inputs...), n.Outputs...) {
+				if touched[v] {
+					near[n.Name] = true
+				}
 			}
 		}
 	}

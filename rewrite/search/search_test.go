@@ -163,8 +163,8 @@ func compareWithExhaustive(t *testing.T, p *check.Program, rules []*check.Rule, 
 // rewrite that does not advance) only next to the nodes the detour made
 // finds what the unfocused search finds, here a gain behind a detour
 // (enlarging a 1x1 convolution to fuse it with its 3x3 sibling), in
-// fewer graphs: the neutral batch-norm folds are not combined with every
-// detour.
+// fewer graphs (367 against 558 when written): detours far from the
+// first are not combined with it.
 func TestFocusedSearchFindsDetours(t *testing.T) {
 	p, rules := setup(t)
 	m, err := p.Load("testdata/small.tdl")
@@ -198,7 +198,25 @@ func TestFocusedSearchFindsDetours(t *testing.T) {
 	if !fused || focused.cost > start*(1-minGain) {
 		t.Errorf("the focused search did not fuse the siblings: %v, %g -> %g", focused.steps, start, focused.cost)
 	}
-	if 2*nFocused > nFree {
+	if nFocused >= nFree {
 		t.Errorf("the focused search explored %d graphs, the unfocused one %d", nFocused, nFree)
+	}
+}
+
+// TestDetourChains: on a block whose best rewrites pass through a chain
+// of detours at neighbouring operators (a bias split, an enlargement, a
+// sibling's fusion), the focused search reaches what the unfocused one
+// does: 81.05 → 51.04 µs on the H100 roofline when this test was written,
+// where a focus of one hop stopped at 54.04 (0.667 of the start).
+func TestDetourChains(t *testing.T) {
+	p, rules := setup(t)
+	g := model(t, p, "testdata/detour_chain.tdl", nil)
+	out, err := New(p, rules, Options{}).Optimize(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%.2f -> %.2f us, %d rewrites, %d graphs", out.Before.Time*1e6, out.After.Time*1e6, len(out.Steps), out.Explored)
+	if ratio := out.After.Time / out.Before.Time; ratio > 0.65 {
+		t.Errorf("optimised to %.3f of the start, want at most 0.65 (0.630 when written)", ratio)
 	}
 }
