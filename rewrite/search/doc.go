@@ -15,7 +15,7 @@
 // graph of its own with a halo of its neighbours (priced, not rewritten),
 // so that a candidate costs what the part does, and its best is put back
 // and kept when the whole graph gains. A rewrite that does not advance is
-// a detour, expanded only next to the operators it made (enlarging a 1x1
+// a detour, expanded only near the operators it made (enlarging a 1x1
 // convolution leads somewhere only by fusing it with a sibling); the
 // rules that match the graph are verified on every core before the search. Rules are matched on the
 // operator, its attributes and the shapes of the rule's variables, and the
