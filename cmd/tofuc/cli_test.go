@@ -55,7 +55,7 @@ func TestExitStatuses(t *testing.T) {
 
 func TestVersionNamesTools(t *testing.T) {
 	_, out, _ := tofuc("version")
-	for _, want := range []string{"tofuc ", "llc:", "z3:", "cuda:"} {
+	for _, want := range []string{"tofuc ", "llc:", "cache:", "z3:", "cuda:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("version output lacks %q:\n%s", want, out)
 		}

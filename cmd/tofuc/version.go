@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -29,15 +30,20 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// describeTools names the code generator's tools (codegen/toolchain
-// finds them), or says what is missing.
+// describeTools names the code generator's tools and compile cache
+// (codegen/toolchain finds them), or says what is missing or wrong.
 func describeTools(stdout io.Writer) {
 	t, err := toolchain.Find()
 	if err != nil {
-		fmt.Fprintf(stdout, "llc, opt, cc: %v\n", err)
+		fmt.Fprintf(stdout, "tools: %v\n", err)
 		return
 	}
 	fmt.Fprintf(stdout, "llc:  %s (%s)\nopt:  %s\ncc:   %s\n", t.LLC, t.LLCVersion, t.Opt, t.CC)
+	if t.Cache == nil {
+		fmt.Fprintln(stdout, "cache: off")
+		return
+	}
+	fmt.Fprintf(stdout, "cache: %s (at most %d MiB, TOFUC_CACHE_SIZE)\n", t.Cache.Dir, cmp.Or(t.Cache.Limit, toolchain.DefaultMaxBytes)>>20)
 }
 
 // describeLibrary looks for a shared library where the dynamic loader would.
