@@ -85,9 +85,10 @@ func Warn(format string, args ...any) {
 }
 
 // DefaultCache is the cache under $TOFUC_CACHE, else the user's cache
-// directory (tofuc/v3 in it), of at most $TOFUC_CACHE_SIZE bytes (else
-// DefaultMaxBytes); caching is off when TOFUC_CACHE is "off", or (with a
-// warning) when the folder cannot be made.
+// directory (tofuc/v3 in it), of at most $TOFUC_CACHE_SIZE bytes (else,
+// or with a warning when that is not a size, DefaultMaxBytes); caching
+// is off when TOFUC_CACHE is "off", or (with a warning) when the folder
+// cannot be made.
 func DefaultCache() (*Cache, error) {
 	dir := os.Getenv("TOFUC_CACHE")
 	if dir == "off" {
@@ -95,7 +96,8 @@ func DefaultCache() (*Cache, error) {
 	}
 	limit, err := limitFromEnv()
 	if err != nil {
-		return nil, err
+		// Said, not fatal: tools that cannot compile read as missing.
+		Warn("%v; the cache holds at most %d MiB", err, DefaultMaxBytes>>20)
 	}
 	if dir == "" {
 		base, err := os.UserCacheDir()
@@ -178,7 +180,8 @@ func unseal(raw []byte, key string) ([]byte, error) {
 
 // Put keeps b as the entry of key: written to a temporary file beside
 // it and renamed into place (the temporary file is removed when that
-// fails).
+// fails). It then trims the cache when that is due (trimNow); the error
+// is the write's or the trim's.
 func (c *Cache) Put(key string, b []byte) error {
 	if c == nil {
 		return nil
@@ -237,7 +240,7 @@ func limitFromEnv() (int64, error) {
 	}
 	n, err := bytesize.Parse(env)
 	if err == nil && n < MinBytes {
-		err = fmt.Errorf("%q is less than 1 MiB, too small for a compile cache (TOFUC_CACHE=off turns it off)", env)
+		err = fmt.Errorf("%q is less than %d MiB, too small for a compile cache (TOFUC_CACHE=off turns it off)", env, MinBytes>>20)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("TOFUC_CACHE_SIZE: %w", err)
@@ -263,9 +266,9 @@ func (c *Cache) trimNow() error {
 // Trim removes the least recently used entries (by modification time,
 // which Get sets) until the cache holds at most nine tenths of limit
 // bytes, and the temporary files of writes that stopped an hour ago or
-// more. Only files laid out as entries are counted and removed (a file
-// in a folder named by its first two characters, or a tmp- file there):
-// whatever else the folder holds is left alone. An entry removed while
+// more. Only entries are counted and removed: files in a folder named by
+// their first two characters (tmp- files there) that start with an
+// entry's header; whatever else the folder holds is left alone. An entry removed while
 // another process reads it stays readable to it; one removed before it
 // is read is computed again.
 func (c *Cache) Trim(limit int64) error {
@@ -294,12 +297,16 @@ func (c *Cache) Trim(limit int64) error {
 				continue
 			}
 			path := filepath.Join(c.Dir, folder.Name(), f.Name())
+			tmp := strings.HasPrefix(f.Name(), "tmp-")
+			if !tmp && !strings.HasPrefix(f.Name(), folder.Name()) || !isEntry(path) {
+				continue
+			}
 			switch {
-			case strings.HasPrefix(f.Name(), "tmp-"):
+			case tmp:
 				if time.Since(info.ModTime()) > time.Hour {
 					os.Remove(path)
 				}
-			case strings.HasPrefix(f.Name(), folder.Name()):
+			default:
 				entries = append(entries, entry{path, info.Size(), info.ModTime()})
 				total += info.Size()
 			}
@@ -318,6 +325,18 @@ func (c *Cache) Trim(limit int64) error {
 		}
 	}
 	return nil
+}
+
+// isEntry says whether the file at path starts with an entry's header.
+func isEntry(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, len(entryMagic))
+	_, err = io.ReadFull(f, head)
+	return err == nil && string(head) == entryMagic
 }
 
 // Do returns the cached output for key, or computes it with fn and keeps

@@ -582,8 +582,8 @@ var relayouts = map[string]bool{"reshape": true, "flatten": true, "squeeze": tru
 
 // relayout is the output of inst on ins when inst is a relayout: the
 // input's elements in the output's shape, copied rather than interpreted
-// one index at a time (a light model's reshaped weights took half of its
-// import). It is nil when inst is another operator, or when the shapes
+// one index at a time (a light model's reshaped weights took two fifths
+// of its import). It is nil when inst is another operator, or when the shapes
 // do not fit, for the interpreter to evaluate (and report).
 func relayout(inst *ir.Instance, ins []*tensor.Tensor) []*tensor.Tensor {
 	if !relayouts[inst.Op] || len(ins) != 1 || len(inst.Outputs) != 1 {

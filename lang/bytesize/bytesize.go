@@ -11,6 +11,8 @@ var units = map[string]float64{
 	"": 1, "b": 1,
 	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
 	"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+	"ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30, "ti": 1 << 40, // as ccache writes them
+	"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
 }
 
 // Parse reads s as a number of bytes.

@@ -51,8 +51,8 @@ func (in *instances) verify(name string, cr *check.Rule) bool {
 
 // prefetch verifies, on every core, the rules and template instances
 // that match g as it is, which a search would otherwise verify one after
-// the other as it meets them; a rule that fails to elaborate is left to
-// bind, which reports it.
+// the other as it meets them; an instance that fails to elaborate is
+// left to bind, which does not use it.
 func (in *instances) prefetch(g *ir.Graph, rules []*Rule) {
 	var names []string
 	var pending []*check.Rule

@@ -40,13 +40,7 @@ const haloDepth = 3
 // haloOf is the set of the names of g's nodes not in part within
 // haloDepth producer or consumer edges of a node in part.
 func haloOf(g *ir.Graph, part map[string]bool) map[string]bool {
-	prod := producers(g)
-	cons := map[*ir.Value][]*ir.Node{}
-	for _, n := range g.Nodes {
-		for _, v := range n.Inputs {
-			cons[v] = append(cons[v], n)
-		}
-	}
+	prod, cons := producers(g), consumers(g)
 	reached := map[*ir.Node]bool{}
 	var frontier []*ir.Node
 	for _, n := range g.Nodes {
@@ -82,10 +76,9 @@ func haloOf(g *ir.Graph, part map[string]bool) map[string]bool {
 }
 
 // subgraph is the graph of g's nodes named in part or halo (shared, not
-// copied):
-// its inputs are g's inputs it reads and the values of other nodes it
-// reads, its parameters those it reads, its outputs the values it makes
-// that other nodes or g's outputs read, in node order.
+// copied): its inputs are g's inputs it reads and the values of other
+// nodes it reads, its parameters those it reads, its outputs the values
+// it makes that other nodes or g's outputs read, in node order.
 func subgraph(g *ir.Graph, part, halo map[string]bool) *ir.Graph {
 	in := func(n *ir.Node) bool { return part[n.Name] || halo[n.Name] }
 	sub := &ir.Graph{Name: g.Name}

@@ -265,17 +265,20 @@ func union(set map[string]bool, names []string) map[string]bool {
 // graphs on ResNet-50; two hops find 51.04 and explore 845.
 const focusHops = 2
 
-// focusNear is nil for a nil focus (every match is a candidate), else
-// the names of the nodes of g within focusHops of those in focus, a hop
+// focusNear is nil when no node of g is in focus (every match is a
+// candidate), else the names of the nodes of g within focusHops of those
+// in focus, a hop
 // joining nodes that share a value: a producer and its consumers, and
 // the consumers of one input (siblings, which a concat rule fuses).
 func focusNear(g *ir.Graph, focus map[string]bool) map[string]bool {
-	if focus == nil {
-		return nil
-	}
 	near := map[string]bool{}
-	for name := range focus {
-		near[name] = true
+	for _, n := range g.Nodes {
+		if focus[n.Name] {
+			near[n.Name] = true
+		}
+	}
+	if len(near) == 0 {
+		return nil // no focus, or the detour made nothing that tidying kept
 	}
 	for range focusHops {
 		touched := map[*ir.Value]bool{}
@@ -364,5 +367,3 @@ func (q *queue) Pop() any {
 	*q = old[:len(old)-1]
 	return x
 }
-
-var zzRules = map[string]int{}
