@@ -2,6 +2,7 @@ package stdlib_test
 
 import (
 	"tofuc/lang"
+	"tofuc/lang/ir"
 	"tofuc/runtime/tensor"
 )
 
@@ -84,7 +85,7 @@ func init() {
 	// conv builds a case of op against refConv.
 	conv := func(op, name string, x, w *tensor.Tensor, strides, pads, dil []int, group int) opCase {
 		return opCase{op: op, name: name,
-			attrs:  spA("strides", aInts(ints64(strides...)...), "pads", aInts(ints64(pads...)...), "dilations", aInts(ints64(dil...)...), "group", aInt(int64(group))),
+			attrs:  spA("strides", ir.IntList(ints64(strides...)...), "pads", ir.IntList(ints64(pads...)...), "dilations", ir.IntList(ints64(dil...)...), "group", aInt(int64(group))),
 			inputs: []*tensor.Tensor{x, w},
 			want: spOne(func(in []*tensor.Tensor) *tensor.Tensor {
 				return refConv(in[0], in[1], strides, pads, dil, group)
@@ -105,7 +106,7 @@ func init() {
 			want: spOne(func(in []*tensor.Tensor) *tensor.Tensor {
 				return spF32([]int{1, 1, 3, 4}, func(o []int) float64 { return in[0].At(0, 0, o[2], o[3]+2) })
 			})},
-		opCase{op: "conv2d", name: "one-hot filter with padding shifts in zeros", attrs: spA("pads", aInts(1, 1, 1, 1)),
+		opCase{op: "conv2d", name: "one-hot filter with padding shifts in zeros", attrs: spA("pads", ir.IntList(1, 1, 1, 1)),
 			inputs: []*tensor.Tensor{xs, oneHot(3, 3, 2, 0)},
 			want: spOne(func(in []*tensor.Tensor) *tensor.Tensor {
 				return spF32([]int{1, 1, 5, 6}, func(o []int) float64 {
@@ -129,7 +130,7 @@ func init() {
 		conv("conv3d", "defaults", randn(117, 1, 2, 3, 4, 3), randn(118, 2, 2, 2, 2, 2), []int{1, 1, 1}, []int{0, 0, 0, 0, 0, 0}, []int{1, 1, 1}, 1),
 		conv("conv3d", "stride, asymmetric pads, dilation, groups", randn(119, 1, 2, 4, 5, 4), randn(120, 4, 1, 2, 3, 2), []int{1, 2, 1}, []int{1, 0, 1, 0, 1, 1}, []int{2, 1, 1}, 2),
 		opCase{op: "conv2d_bias", name: "strided, padded, grouped, plus bias",
-			attrs:  spA("strides", aInts(2, 2), "pads", aInts(1, 0, 0, 1), "group", aInt(2)),
+			attrs:  spA("strides", ir.IntList(2, 2), "pads", ir.IntList(1, 0, 0, 1), "group", aInt(2)),
 			inputs: []*tensor.Tensor{randn(121, 2, 4, 5, 5), randn(122, 2, 2, 3, 3), randn(123, 2)},
 			want: spOne(func(in []*tensor.Tensor) *tensor.Tensor {
 				// The bias is added before the rounding to f32, as in the operator.
@@ -146,8 +147,8 @@ func init() {
 
 	ct := func(name string, x, w *tensor.Tensor, strides, pads, dil, outPad []int, group int) opCase {
 		return opCase{op: "conv_transpose2d", name: name,
-			attrs: spA("strides", aInts(ints64(strides...)...), "pads", aInts(ints64(pads...)...), "dilations", aInts(ints64(dil...)...),
-				"output_padding", aInts(ints64(outPad...)...), "group", aInt(int64(group))),
+			attrs: spA("strides", ir.IntList(ints64(strides...)...), "pads", ir.IntList(ints64(pads...)...), "dilations", ir.IntList(ints64(dil...)...),
+				"output_padding", ir.IntList(ints64(outPad...)...), "group", aInt(int64(group))),
 			inputs: []*tensor.Tensor{x, w},
 			want: spOne(func(in []*tensor.Tensor) *tensor.Tensor {
 				return refConvTranspose2d(in[0], in[1], strides, pads, dil, outPad, group)
@@ -158,7 +159,7 @@ func init() {
 		ct("defaults", randn(130, 1, 2, 3, 3), randn(131, 2, 3, 2, 2), []int{1, 1}, []int{0, 0, 0, 0}, []int{1, 1}, []int{0, 0}, 1),
 		ct("stride 2, pads, output_padding", randn(132, 2, 2, 3, 4), randn(133, 2, 3, 3, 3), []int{2, 2}, []int{1, 0, 0, 1}, []int{1, 1}, []int{1, 1}, 1),
 		ct("stride (2, 3), dilation 2, groups", randn(134, 1, 4, 3, 3), randn(135, 4, 2, 2, 3), []int{2, 3}, []int{1, 2, 1, 0}, []int{2, 1}, []int{1, 2}, 2),
-		opCase{op: "conv_transpose2d", name: "hand stride 2", attrs: spA("strides", aInts(2, 2)),
+		opCase{op: "conv_transpose2d", name: "hand stride 2", attrs: spA("strides", ir.IntList(2, 2)),
 			inputs: []*tensor.Tensor{floats([]int{1, 1, 2, 2}, 1, 2, 3, 4), floats([]int{1, 1, 2, 2}, 1, 10, 100, 1000)},
 			want: spConst(floats([]int{1, 1, 4, 4},
 				1, 10, 2, 20,

@@ -143,13 +143,6 @@ func aInt(n int64) ir.AttrValue     { return ir.AttrValue{Kind: ir.AttrInt, Int:
 func aFloat(f float64) ir.AttrValue { return ir.AttrValue{Kind: ir.AttrFloat, Float: f} }
 func aStr(s string) ir.AttrValue    { return ir.AttrValue{Kind: ir.AttrString, Str: s} }
 func aBool(b bool) ir.AttrValue     { return ir.AttrValue{Kind: ir.AttrBool, Bool: b} }
-func aInts(ns ...int64) ir.AttrValue {
-	l := ir.AttrValue{Kind: ir.AttrList}
-	for _, n := range ns {
-		l.List = append(l.List, aInt(n))
-	}
-	return l
-}
 
 // mapF applies f element-wise (the expectation of a unary element-wise
 // operator), rounding to the input's dtype.

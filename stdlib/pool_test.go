@@ -2,6 +2,7 @@ package stdlib_test
 
 import (
 	"math"
+	"tofuc/lang/ir"
 
 	"tofuc/lang"
 	"tofuc/runtime/tensor"
@@ -85,8 +86,8 @@ func init() {
 		return out
 	}
 	pool := func(op, name string, x *tensor.Tensor, p poolAttrs) opCase {
-		attrs := spA("kernel_shape", aInts(i64s(p.kernel)...), "strides", aInts(i64s(p.strides)...),
-			"pads", aInts(i64s(p.pads)...), "dilations", aInts(i64s(p.dil)...), "ceil_mode", aInt(map[bool]int64{false: 0, true: 1}[p.ceil]))
+		attrs := spA("kernel_shape", ir.IntList(i64s(p.kernel)...), "strides", ir.IntList(i64s(p.strides)...),
+			"pads", ir.IntList(i64s(p.pads)...), "dilations", ir.IntList(i64s(p.dil)...), "ceil_mode", aInt(map[bool]int64{false: 0, true: 1}[p.ceil]))
 		if op == "avg_pool2d" {
 			attrs["count_include_pad"] = aInt(map[bool]int64{false: 0, true: 1}[p.includePad])
 		}
@@ -134,22 +135,22 @@ func init() {
 		pool("avg_pool2d", "count_include_pad, ceil mode", xc, inc(ceilCase)),
 		pool("avg_pool2d", "count_include_pad, asymmetric pads", xg, inc(general)),
 		// Hand-computed expectations.
-		opCase{op: "max_pool2d", name: "hand k 2 s 2", attrs: spA("strides", aInts(2, 2)), inputs: []*tensor.Tensor{x44},
+		opCase{op: "max_pool2d", name: "hand k 2 s 2", attrs: spA("strides", ir.IntList(2, 2)), inputs: []*tensor.Tensor{x44},
 			want: spConst(floats([]int{1, 1, 2, 2}, 5, 7, 13, 15))},
-		opCase{op: "avg_pool2d", name: "hand pads 1, count_include_pad 0", attrs: spA("pads", aInts(1, 1, 1, 1)),
+		opCase{op: "avg_pool2d", name: "hand pads 1, count_include_pad 0", attrs: spA("pads", ir.IntList(1, 1, 1, 1)),
 			inputs: []*tensor.Tensor{floats([]int{1, 1, 2, 2}, 1, 2, 3, 4)},
 			want:   spConst(floats([]int{1, 1, 3, 3}, 1, 1.5, 2, 2, 2.5, 3, 3, 3.5, 4))},
-		opCase{op: "avg_pool2d", name: "hand pads 1, count_include_pad 1", attrs: spA("pads", aInts(1, 1, 1, 1), "count_include_pad", aInt(1)),
+		opCase{op: "avg_pool2d", name: "hand pads 1, count_include_pad 1", attrs: spA("pads", ir.IntList(1, 1, 1, 1), "count_include_pad", aInt(1)),
 			inputs: []*tensor.Tensor{floats([]int{1, 1, 2, 2}, 1, 2, 3, 4)},
 			want:   spConst(floats([]int{1, 1, 3, 3}, 0.25, 0.75, 0.5, 1, 2.5, 1.5, 0.75, 1.75, 1))},
-		opCase{op: "avg_pool2d", name: "hand ceil mode k 2 s 2 on 3x3", attrs: spA("strides", aInts(2, 2), "ceil_mode", aInt(1)),
+		opCase{op: "avg_pool2d", name: "hand ceil mode k 2 s 2 on 3x3", attrs: spA("strides", ir.IntList(2, 2), "ceil_mode", aInt(1)),
 			inputs: []*tensor.Tensor{spSeq(1, 1, 3, 3)},
 			want:   spConst(floats([]int{1, 1, 2, 2}, 3, 4.5, 7.5, 9))},
 		opCase{op: "max_pool2d_with_indices", name: "hand ties take the first, flat over N and C",
 			inputs: []*tensor.Tensor{floats([]int{1, 2, 2, 3}, 1, 5, 5, 5, 2, 0, 7, 7, 7, 7, 7, 7)},
 			want: spConst(floats([]int{1, 2, 1, 2}, 5, 5, 7, 7),
 				ints([]int{1, 2, 1, 2}, 1, 1, 6, 7))},
-		opCase{op: "max_pool2d_with_indices", name: "hand padded window", attrs: spA("pads", aInts(1, 1, 0, 0), "strides", aInts(2, 2)),
+		opCase{op: "max_pool2d_with_indices", name: "hand padded window", attrs: spA("pads", ir.IntList(1, 1, 0, 0), "strides", ir.IntList(2, 2)),
 			inputs: []*tensor.Tensor{floats([]int{1, 1, 3, 3}, -1, -2, -3, -4, -5, -6, -7, -8, -9)},
 			want: spConst(floats([]int{1, 1, 2, 2}, -1, -2, -4, -5),
 				ints([]int{1, 1, 2, 2}, 0, 1, 3, 4))},

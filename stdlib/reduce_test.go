@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"tofuc/lang/ir"
 
 	"tofuc/lang"
 	"tofuc/runtime/tensor"
@@ -117,19 +118,19 @@ func init() {
 				// Another formula, or maybe another order of the additions.
 				tol = 1e-6
 			}
-			register(opCase{op: op, name: c.name, attrs: spA("axes", aInts(c.axes...), "keepdims", aBool(c.keep)),
+			register(opCase{op: op, name: c.name, attrs: spA("axes", ir.IntList(c.axes...), "keepdims", aBool(c.keep)),
 				inputs: []*tensor.Tensor{in}, tol: tol,
 				want: spOne(func(in []*tensor.Tensor) *tensor.Tensor { return refReduce(in[0], axes, c.keep, ref) })})
 		}
 	}
 	m23 := floats([]int{2, 3}, 1, 2, 3, 4, 5, 6)
 	register(
-		opCase{op: "reduce_sum", name: "hand axes [0] no keepdims", attrs: spA("axes", aInts(0), "keepdims", aBool(false)),
+		opCase{op: "reduce_sum", name: "hand axes [0] no keepdims", attrs: spA("axes", ir.IntList(0), "keepdims", aBool(false)),
 			inputs: []*tensor.Tensor{m23}, want: spConst(floats([]int{3}, 5, 7, 9))},
 		opCase{op: "reduce_sum", name: "hand defaults (all, keepdims)", inputs: []*tensor.Tensor{m23}, want: spConst(floats([]int{1, 1}, 21))},
-		opCase{op: "reduce_mean", name: "hand axes [1]", attrs: spA("axes", aInts(1)), inputs: []*tensor.Tensor{m23}, want: spConst(floats([]int{2, 1}, 2, 5))},
-		opCase{op: "reduce_prod", name: "hand axes [-1]", attrs: spA("axes", aInts(-1)), inputs: []*tensor.Tensor{m23}, want: spConst(floats([]int{2, 1}, 6, 120))},
-		opCase{op: "reduce_logsumexp", name: "large values do not overflow", attrs: spA("axes", aInts(1), "keepdims", aBool(false)),
+		opCase{op: "reduce_mean", name: "hand axes [1]", attrs: spA("axes", ir.IntList(1)), inputs: []*tensor.Tensor{m23}, want: spConst(floats([]int{2, 1}, 2, 5))},
+		opCase{op: "reduce_prod", name: "hand axes [-1]", attrs: spA("axes", ir.IntList(-1)), inputs: []*tensor.Tensor{m23}, want: spConst(floats([]int{2, 1}, 6, 120))},
+		opCase{op: "reduce_logsumexp", name: "large values do not overflow", attrs: spA("axes", ir.IntList(1), "keepdims", aBool(false)),
 			inputs: []*tensor.Tensor{floats([]int{2, 2}, 1000, 1000, -1000, -1000)},
 			want:   spConst(floats([]int{2}, 1000+math.Ln2, -1000+math.Ln2))},
 	)
@@ -210,7 +211,7 @@ func init() {
 		cum("hand axis -2 reverse exclusive", -2, 1, 1, floats([]int{2, 4}, 5, 6, 7, 8, 0, 0, 0, 0)),
 		opCase{op: "reduce_sum", name: "rank 1 to a scalar", attrs: spA("keepdims", aBool(false)), inputs: []*tensor.Tensor{floats([]int{4}, 1, 2, 3, 4)},
 			want: spConst(floats(nil, 10))},
-		opCase{op: "reduce_max", name: "i64 stays i64", attrs: spA("axes", aInts(0), "keepdims", aBool(false)), inputs: []*tensor.Tensor{ints([]int{2, 2}, 3, -7, 1, 9)},
+		opCase{op: "reduce_max", name: "i64 stays i64", attrs: spA("axes", ir.IntList(0), "keepdims", aBool(false)), inputs: []*tensor.Tensor{ints([]int{2, 2}, 3, -7, 1, 9)},
 			want: spConst(ints([]int{2}, 3, 9))},
 		opCase{op: "cumsum", name: "random axis 1 vs loop", attrs: spA("axis", aInt(1)), inputs: []*tensor.Tensor{randn(302, 2, 5, 3)},
 			want: spOne(func(in []*tensor.Tensor) *tensor.Tensor {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"tofuc/lang/ir"
 
 	"tofuc/lang"
 	"tofuc/runtime/tensor"
@@ -119,23 +120,23 @@ func init() {
 	register(
 		opCase{op: "transpose", name: "hand 2-d, empty perm", inputs: []*tensor.Tensor{spSeq(2, 3)},
 			want: spConst(floats([]int{3, 2}, 1, 4, 2, 5, 3, 6))},
-		opCase{op: "transpose", name: "perm [2, 0, 1]", attrs: spA("perm", aInts(2, 0, 1)), inputs: []*tensor.Tensor{x},
+		opCase{op: "transpose", name: "perm [2, 0, 1]", attrs: spA("perm", ir.IntList(2, 0, 1)), inputs: []*tensor.Tensor{x},
 			want: spOne(func(in []*tensor.Tensor) *tensor.Tensor {
 				return spF32([]int{4, 2, 3}, func(o []int) float64 { return in[0].At(o[1], o[2], o[0]) })
 			})},
 		opCase{op: "transpose", name: "empty perm reverses", inputs: []*tensor.Tensor{x},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor { return refTranspose(x, 2, 1, 0) })},
-		opCase{op: "transpose", name: "perm [0, 2, 1, 3]", attrs: spA("perm", aInts(0, 2, 1, 3)), inputs: []*tensor.Tensor{randn(501, 2, 3, 2, 2)},
+		opCase{op: "transpose", name: "perm [0, 2, 1, 3]", attrs: spA("perm", ir.IntList(0, 2, 1, 3)), inputs: []*tensor.Tensor{randn(501, 2, 3, 2, 2)},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor { return refTranspose(x, 0, 2, 1, 3) })},
-		opCase{op: "reshape", name: "[0, -1]", attrs: spA("shape", aInts(0, -1)), inputs: []*tensor.Tensor{seq},
+		opCase{op: "reshape", name: "[0, -1]", attrs: spA("shape", ir.IntList(0, -1)), inputs: []*tensor.Tensor{seq},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor { return refReshape(x, 2, 12) })},
-		opCase{op: "reshape", name: "[4, 0, -1]", attrs: spA("shape", aInts(4, 0, -1)), inputs: []*tensor.Tensor{seq},
+		opCase{op: "reshape", name: "[4, 0, -1]", attrs: spA("shape", ir.IntList(4, 0, -1)), inputs: []*tensor.Tensor{seq},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor { return refReshape(x, 4, 3, 2) })},
 		opCase{op: "reshape", name: "default [-1]", inputs: []*tensor.Tensor{seq},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor { return refReshape(x, 24) })},
-		opCase{op: "reshape", name: "[3, -1, 2, 2]", attrs: spA("shape", aInts(3, -1, 2, 2)), inputs: []*tensor.Tensor{x},
+		opCase{op: "reshape", name: "[3, -1, 2, 2]", attrs: spA("shape", ir.IntList(3, -1, 2, 2)), inputs: []*tensor.Tensor{x},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor { return refReshape(x, 3, 2, 2, 2) })},
-		opCase{op: "reshape", name: "hand [3, 2]", attrs: spA("shape", aInts(3, 2)), inputs: []*tensor.Tensor{spSeq(2, 3)},
+		opCase{op: "reshape", name: "hand [3, 2]", attrs: spA("shape", ir.IntList(3, 2)), inputs: []*tensor.Tensor{spSeq(2, 3)},
 			want: spConst(floats([]int{3, 2}, 1, 2, 3, 4, 5, 6))},
 	)
 	for _, c := range []struct {
@@ -148,23 +149,23 @@ func init() {
 	x1312 := randn(502, 1, 3, 1, 2)
 	x32 := randn(503, 3, 2)
 	register(
-		opCase{op: "squeeze", name: "axes [0, 2]", attrs: spA("axes", aInts(0, 2)), inputs: []*tensor.Tensor{x1312},
+		opCase{op: "squeeze", name: "axes [0, 2]", attrs: spA("axes", ir.IntList(0, 2)), inputs: []*tensor.Tensor{x1312},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor { return refReshape(x, 3, 2) })},
-		opCase{op: "squeeze", name: "axes [-2]", attrs: spA("axes", aInts(-2)), inputs: []*tensor.Tensor{x1312},
+		opCase{op: "squeeze", name: "axes [-2]", attrs: spA("axes", ir.IntList(-2)), inputs: []*tensor.Tensor{x1312},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor { return refReshape(x, 1, 3, 2) })},
 		opCase{op: "squeeze", name: "default axes [0]", inputs: []*tensor.Tensor{x1312},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor { return refReshape(x, 3, 1, 2) })},
-		opCase{op: "unsqueeze", name: "axes [0, 3]", attrs: spA("axes", aInts(0, 3)), inputs: []*tensor.Tensor{x32},
+		opCase{op: "unsqueeze", name: "axes [0, 3]", attrs: spA("axes", ir.IntList(0, 3)), inputs: []*tensor.Tensor{x32},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor { return refReshape(x, 1, 3, 2, 1) })},
-		opCase{op: "unsqueeze", name: "axes [1]", attrs: spA("axes", aInts(1)), inputs: []*tensor.Tensor{x32},
+		opCase{op: "unsqueeze", name: "axes [1]", attrs: spA("axes", ir.IntList(1)), inputs: []*tensor.Tensor{x32},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor { return refReshape(x, 3, 1, 2) })},
-		opCase{op: "unsqueeze", name: "axes [-1]", attrs: spA("axes", aInts(-1)), inputs: []*tensor.Tensor{x32},
+		opCase{op: "unsqueeze", name: "axes [-1]", attrs: spA("axes", ir.IntList(-1)), inputs: []*tensor.Tensor{x32},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor { return refReshape(x, 3, 2, 1) })},
-		opCase{op: "unsqueeze", name: "axes [3, 0] unsorted", attrs: spA("axes", aInts(3, 0)), inputs: []*tensor.Tensor{x32},
+		opCase{op: "unsqueeze", name: "axes [3, 0] unsorted", attrs: spA("axes", ir.IntList(3, 0)), inputs: []*tensor.Tensor{x32},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor { return refReshape(x, 1, 3, 2, 1) })},
-		opCase{op: "unsqueeze", name: "axes [-1, 1]", attrs: spA("axes", aInts(-1, 1)), inputs: []*tensor.Tensor{x32},
+		opCase{op: "unsqueeze", name: "axes [-1, 1]", attrs: spA("axes", ir.IntList(-1, 1)), inputs: []*tensor.Tensor{x32},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor { return refReshape(x, 3, 1, 2, 1) })},
-		opCase{op: "squeeze", name: "axes [2, 0] unsorted", attrs: spA("axes", aInts(2, 0)), inputs: []*tensor.Tensor{x1312},
+		opCase{op: "squeeze", name: "axes [2, 0] unsorted", attrs: spA("axes", ir.IntList(2, 0)), inputs: []*tensor.Tensor{x1312},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor { return refReshape(x, 3, 2) })},
 		opCase{op: "unsqueeze", name: "default axes [0]", inputs: []*tensor.Tensor{x32},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor { return refReshape(x, 1, 3, 2) })},
@@ -217,7 +218,7 @@ func init() {
 		if op == "split" {
 			attrs["at"] = aInt(at[0])
 		} else {
-			attrs["at"] = aInts(at...)
+			attrs["at"] = ir.IntList(at...)
 		}
 		return opCase{op: op, name: name, attrs: attrs, inputs: []*tensor.Tensor{x},
 			want: func(in []*tensor.Tensor) []*tensor.Tensor { return parts(in[0], axis, cuts...) }}
@@ -241,7 +242,7 @@ func init() {
 
 	// slice
 	slice := func(name string, x *tensor.Tensor, starts, ends, axes, steps []int64) opCase {
-		return opCase{op: "slice", name: name, attrs: spA("starts", aInts(starts...), "ends", aInts(ends...), "axes", aInts(axes...), "steps", aInts(steps...)),
+		return opCase{op: "slice", name: name, attrs: spA("starts", ir.IntList(starts...), "ends", ir.IntList(ends...), "axes", ir.IntList(axes...), "steps", ir.IntList(steps...)),
 			inputs: []*tensor.Tensor{x},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor {
 				for i := range starts {
@@ -266,9 +267,9 @@ func init() {
 		slice("axes empty, steps empty", x56, []int64{1, 2}, []int64{3, 5}, nil, nil),
 		slice("negative axis, start beyond the end clamps", x56, []int64{10}, []int64{-7}, []int64{-1}, []int64{-3}),
 		slice("start below zero clamps", seq, []int64{-10, 1}, []int64{2, 3}, []int64{2, 0}, []int64{1, 1}),
-		opCase{op: "slice", name: "hand", attrs: spA("starts", aInts(1), "ends", aInts(-1), "axes", aInts(1)), inputs: []*tensor.Tensor{spSeq(2, 4)},
+		opCase{op: "slice", name: "hand", attrs: spA("starts", ir.IntList(1), "ends", ir.IntList(-1), "axes", ir.IntList(1)), inputs: []*tensor.Tensor{spSeq(2, 4)},
 			want: spConst(floats([]int{2, 2}, 2, 3, 6, 7))},
-		opCase{op: "slice", name: "hand reverse", attrs: spA("starts", aInts(-1), "ends", aInts(-9), "steps", aInts(-2)), inputs: []*tensor.Tensor{spSeq(5)},
+		opCase{op: "slice", name: "hand reverse", attrs: spA("starts", ir.IntList(-1), "ends", ir.IntList(-9), "steps", ir.IntList(-2)), inputs: []*tensor.Tensor{spSeq(5)},
 			want: spConst(floats([]int{3}, 5, 3, 1))},
 	)
 
@@ -278,7 +279,7 @@ func init() {
 		for i, v := range pads {
 			p[i] = int64(v)
 		}
-		return opCase{op: "pad", name: name, attrs: spA("pads", aInts(p...), "value", aFloat(value)), inputs: []*tensor.Tensor{x},
+		return opCase{op: "pad", name: name, attrs: spA("pads", ir.IntList(p...), "value", aFloat(value)), inputs: []*tensor.Tensor{x},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor {
 				r := x.Rank()
 				shape := make([]int, r)
@@ -298,7 +299,7 @@ func init() {
 			})}
 	}
 	pad2 := func(op, name string, x *tensor.Tensor, pads ...int) opCase {
-		return opCase{op: op, name: name, attrs: spA("pads", aInts(int64(pads[0]), int64(pads[1]), int64(pads[2]), int64(pads[3]))),
+		return opCase{op: op, name: name, attrs: spA("pads", ir.IntList(int64(pads[0]), int64(pads[1]), int64(pads[2]), int64(pads[3]))),
 			inputs: []*tensor.Tensor{x},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor {
 				r := x.Rank()
@@ -322,14 +323,14 @@ func init() {
 			})}
 	}
 	register(
-		opCase{op: "pad", name: "hand", attrs: spA("pads", aInts(1, 0, 0, 2), "value", aFloat(9)), inputs: []*tensor.Tensor{spSeq(2, 2)},
+		opCase{op: "pad", name: "hand", attrs: spA("pads", ir.IntList(1, 0, 0, 2), "value", aFloat(9)), inputs: []*tensor.Tensor{spSeq(2, 2)},
 			want: spConst(floats([]int{3, 4}, 9, 9, 9, 9, 1, 2, 9, 9, 3, 4, 9, 9))},
 		pad("3-d with value", x, -2.5, 1, 0, 2, 0, 1, 1),
 		pad("negative pads crop", seq, 0, 0, -1, 1, 1, 0, -2),
 		pad("default value 0", randn(540, 3), 0, 2, 1),
-		opCase{op: "pad_edge2d", name: "hand", attrs: spA("pads", aInts(1, 1, 0, 2)), inputs: []*tensor.Tensor{spSeq(2, 2)},
+		opCase{op: "pad_edge2d", name: "hand", attrs: spA("pads", ir.IntList(1, 1, 0, 2)), inputs: []*tensor.Tensor{spSeq(2, 2)},
 			want: spConst(floats([]int{3, 5}, 1, 1, 2, 2, 2, 1, 1, 2, 2, 2, 3, 3, 4, 4, 4))},
-		opCase{op: "pad_reflect2d", name: "hand", attrs: spA("pads", aInts(1, 2, 1, 1)), inputs: []*tensor.Tensor{spSeq(2, 3)},
+		opCase{op: "pad_reflect2d", name: "hand", attrs: spA("pads", ir.IntList(1, 2, 1, 1)), inputs: []*tensor.Tensor{spSeq(2, 3)},
 			want: spConst(floats([]int{4, 6}, 6, 5, 4, 5, 6, 5, 3, 2, 1, 2, 3, 2, 6, 5, 4, 5, 6, 5, 3, 2, 1, 2, 3, 2))},
 		pad2("pad_edge2d", "batch of 2, wide pads", randn(541, 2, 3, 4), 2, 3, 1, 4),
 		pad2("pad_reflect2d", "batch of 2", randn(542, 2, 3, 4), 2, 3, 1, 2),
@@ -338,19 +339,19 @@ func init() {
 
 	// tile, expand
 	register(
-		opCase{op: "tile", name: "hand [2, 3]", attrs: spA("repeats", aInts(2, 3)), inputs: []*tensor.Tensor{floats([]int{1, 2}, 1, 2)},
+		opCase{op: "tile", name: "hand [2, 3]", attrs: spA("repeats", ir.IntList(2, 3)), inputs: []*tensor.Tensor{floats([]int{1, 2}, 1, 2)},
 			want: spConst(floats([]int{2, 6}, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2))},
-		opCase{op: "tile", name: "3-d", attrs: spA("repeats", aInts(1, 3, 2)), inputs: []*tensor.Tensor{x},
+		opCase{op: "tile", name: "3-d", attrs: spA("repeats", ir.IntList(1, 3, 2)), inputs: []*tensor.Tensor{x},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor {
 				return spF32([]int{2, 9, 8}, func(o []int) float64 { return x.At(o[0], o[1]%3, o[2]%4) })
 			})},
-		opCase{op: "expand", name: "[3, 1] to [2, 1, 4]", attrs: spA("shape", aInts(2, 1, 4)), inputs: []*tensor.Tensor{floats([]int{3, 1}, 1, 2, 3)},
+		opCase{op: "expand", name: "[3, 1] to [2, 1, 4]", attrs: spA("shape", ir.IntList(2, 1, 4)), inputs: []*tensor.Tensor{floats([]int{3, 1}, 1, 2, 3)},
 			want: spOne(func([]*tensor.Tensor) *tensor.Tensor {
 				return spF32([]int{2, 3, 4}, func(o []int) float64 { return float64(o[1] + 1) })
 			})},
-		opCase{op: "expand", name: "[3] by [2, 1]", attrs: spA("shape", aInts(2, 1)), inputs: []*tensor.Tensor{floats([]int{3}, 1, 2, 3)},
+		opCase{op: "expand", name: "[3] by [2, 1]", attrs: spA("shape", ir.IntList(2, 1)), inputs: []*tensor.Tensor{floats([]int{3}, 1, 2, 3)},
 			want: spConst(floats([]int{2, 3}, 1, 2, 3, 1, 2, 3))},
-		opCase{op: "expand", name: "shorter shape keeps x", attrs: spA("shape", aInts(4)), inputs: []*tensor.Tensor{x},
+		opCase{op: "expand", name: "shorter shape keeps x", attrs: spA("shape", ir.IntList(4)), inputs: []*tensor.Tensor{x},
 			want: same(func(x *tensor.Tensor) *tensor.Tensor { return x })},
 	)
 
@@ -497,7 +498,7 @@ func init() {
 					assertClose(t, fmt.Sprintf("heads %d", h), m[0], in[0], 0)
 				}
 			}},
-		opCase{op: "upsample_nearest2d", name: "hand scales [2, 3]", attrs: spA("scales", aInts(2, 3)), inputs: []*tensor.Tensor{spSeq(1, 2, 2)},
+		opCase{op: "upsample_nearest2d", name: "hand scales [2, 3]", attrs: spA("scales", ir.IntList(2, 3)), inputs: []*tensor.Tensor{spSeq(1, 2, 2)},
 			want: spConst(floats([]int{1, 4, 6},
 				1, 1, 1, 2, 2, 2,
 				1, 1, 1, 2, 2, 2,
@@ -547,12 +548,12 @@ func init() {
 
 	// Creation.
 	register(
-		opCase{op: "full", name: "[2, 3] of 2.5", attrs: spA("shape", aInts(2, 3), "value", aFloat(2.5)),
+		opCase{op: "full", name: "[2, 3] of 2.5", attrs: spA("shape", ir.IntList(2, 3), "value", aFloat(2.5)),
 			want: spConst(floats([]int{2, 3}, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5))},
 		opCase{op: "full", name: "scalar default", want: spConst(floats(nil, 0))},
-		opCase{op: "zeros", name: "[2, 1, 2]", attrs: spA("shape", aInts(2, 1, 2)), want: spConst(tensor.New(lang.F32, []int{2, 1, 2}))},
-		opCase{op: "ones", name: "[3]", attrs: spA("shape", aInts(3)), want: spConst(floats([]int{3}, 1, 1, 1))},
-		opCase{op: "ones", name: "[2, 2]", attrs: spA("shape", aInts(2, 2)), want: spConst(floats([]int{2, 2}, 1, 1, 1, 1))},
+		opCase{op: "zeros", name: "[2, 1, 2]", attrs: spA("shape", ir.IntList(2, 1, 2)), want: spConst(tensor.New(lang.F32, []int{2, 1, 2}))},
+		opCase{op: "ones", name: "[3]", attrs: spA("shape", ir.IntList(3)), want: spConst(floats([]int{3}, 1, 1, 1))},
+		opCase{op: "ones", name: "[2, 2]", attrs: spA("shape", ir.IntList(2, 2)), want: spConst(floats([]int{2, 2}, 1, 1, 1, 1))},
 		opCase{op: "arange", name: "2 to 9 by 3", attrs: spA("start", aInt(2), "limit", aInt(9), "delta", aInt(3)), want: spConst(ints([]int{3}, 2, 5, 8))},
 		opCase{op: "arange", name: "-3 to 2", attrs: spA("start", aInt(-3), "limit", aInt(2)), want: spConst(ints([]int{5}, -3, -2, -1, 0, 1))},
 		opCase{op: "arange", name: "empty when limit < start", attrs: spA("start", aInt(5), "limit", aInt(2)), want: spConst(ints([]int{0}))},

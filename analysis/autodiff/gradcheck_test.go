@@ -66,28 +66,21 @@ func TestGradientsWithAttributes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ints := func(ns ...int64) ir.AttrValue {
-		l := ir.AttrValue{Kind: ir.AttrList}
-		for _, n := range ns {
-			l.List = append(l.List, ir.AttrValue{Kind: ir.AttrInt, Int: n})
-		}
-		return l
-	}
 	one := func(n int64) ir.AttrValue { return ir.AttrValue{Kind: ir.AttrInt, Int: n} }
 	for _, tc := range []struct {
 		op     string
 		attrs  map[string]ir.AttrValue
 		shapes [][]int64
 	}{
-		{"conv1d", map[string]ir.AttrValue{"strides": ints(2), "pads": ints(1, 0), "dilations": ints(2)}, nil},
-		{"conv2d", map[string]ir.AttrValue{"strides": ints(2, 1), "pads": ints(1, 0, 0, 1), "dilations": ints(1, 2)}, nil},
+		{"conv1d", map[string]ir.AttrValue{"strides": ir.IntList(2), "pads": ir.IntList(1, 0), "dilations": ir.IntList(2)}, nil},
+		{"conv2d", map[string]ir.AttrValue{"strides": ir.IntList(2, 1), "pads": ir.IntList(1, 0, 0, 1), "dilations": ir.IntList(1, 2)}, nil},
 		{"conv2d", map[string]ir.AttrValue{"group": one(2)}, [][]int64{{2, 4, 5, 5}, {4, 2, 3, 3}}},
-		{"conv3d", map[string]ir.AttrValue{"strides": ints(1, 2, 1), "pads": ints(0, 1, 0, 0, 1, 1)}, nil},
-		{"conv_transpose2d", map[string]ir.AttrValue{"strides": ints(2, 2), "pads": ints(1, 0, 0, 1)}, nil},
-		{"max_pool2d", map[string]ir.AttrValue{"kernel_shape": ints(2, 2), "strides": ints(2, 1), "pads": ints(1, 0, 0, 1)}, nil},
-		{"max_pool2d", map[string]ir.AttrValue{"kernel_shape": ints(3, 2), "strides": ints(2, 2), "ceil_mode": one(1)}, nil},
-		{"avg_pool2d", map[string]ir.AttrValue{"kernel_shape": ints(2, 3), "strides": ints(1, 2), "pads": ints(1, 1, 0, 1)}, nil},
-		{"avg_pool2d", map[string]ir.AttrValue{"kernel_shape": ints(2, 2), "strides": ints(2, 2), "pads": ints(1, 1, 1, 1), "count_include_pad": one(1)}, nil},
+		{"conv3d", map[string]ir.AttrValue{"strides": ir.IntList(1, 2, 1), "pads": ir.IntList(0, 1, 0, 0, 1, 1)}, nil},
+		{"conv_transpose2d", map[string]ir.AttrValue{"strides": ir.IntList(2, 2), "pads": ir.IntList(1, 0, 0, 1)}, nil},
+		{"max_pool2d", map[string]ir.AttrValue{"kernel_shape": ir.IntList(2, 2), "strides": ir.IntList(2, 1), "pads": ir.IntList(1, 0, 0, 1)}, nil},
+		{"max_pool2d", map[string]ir.AttrValue{"kernel_shape": ir.IntList(3, 2), "strides": ir.IntList(2, 2), "ceil_mode": one(1)}, nil},
+		{"avg_pool2d", map[string]ir.AttrValue{"kernel_shape": ir.IntList(2, 3), "strides": ir.IntList(1, 2), "pads": ir.IntList(1, 1, 0, 1)}, nil},
+		{"avg_pool2d", map[string]ir.AttrValue{"kernel_shape": ir.IntList(2, 2), "strides": ir.IntList(2, 2), "pads": ir.IntList(1, 1, 1, 1), "count_include_pad": one(1)}, nil},
 	} {
 		t.Run(tc.op, func(t *testing.T) {
 			c, err := opcase.New(p.StdOps()[tc.op], opcase.Options{Any: lang.F64, Float: lang.F64, Attrs: tc.attrs, Shapes: tc.shapes})

@@ -255,6 +255,50 @@ func fnv64(s string) uint64 {
 	return h.Sum64()
 }
 
+// around is the set of the names of g's nodes within hops of a node
+// named in seeds, those included: a hop joins a node to the producers of
+// its inputs and the consumers of its outputs and, with siblings, to the
+// other consumers of its inputs (which a concat rule fuses).
+func around(g *ir.Graph, seeds map[string]bool, hops int, siblings bool) map[string]bool {
+	prod, cons := producers(g), consumers(g)
+	out := map[string]bool{}
+	var frontier []*ir.Node
+	for _, n := range g.Nodes {
+		if seeds[n.Name] {
+			out[n.Name] = true
+			frontier = append(frontier, n)
+		}
+	}
+	for range hops {
+		var next []*ir.Node
+		reach := func(m *ir.Node) {
+			if !out[m.Name] {
+				out[m.Name] = true
+				next = append(next, m)
+			}
+		}
+		for _, n := range frontier {
+			for _, v := range n.Inputs {
+				if p := prod[v]; p != nil {
+					reach(p)
+				}
+				if siblings {
+					for _, c := range cons[v] {
+						reach(c)
+					}
+				}
+			}
+			for _, v := range n.Outputs {
+				for _, c := range cons[v] {
+					reach(c)
+				}
+			}
+		}
+		frontier = next
+	}
+	return out
+}
+
 // consumers maps each value to the nodes that read it, in node order.
 func consumers(g *ir.Graph) map[*ir.Value][]*ir.Node {
 	out := map[*ir.Value][]*ir.Node{}

@@ -33,7 +33,8 @@ func newInstances(prog *check.Program) *instances {
 // verified reports whether rule r (not a template) may be used,
 // verifying it the first time.
 func (in *instances) verified(r *Rule) bool {
-	return in.verify(r.checked.Decl.Name, r.checked)
+	name, cr, _ := proofOf(r, nil)
+	return in.verify(name, cr)
 }
 
 // verify verifies cr under name once and reports whether it is usable.
@@ -59,16 +60,8 @@ func (in *instances) prefetch(g *ir.Graph, rules []*Rule) {
 	queued := map[string]bool{}
 	for _, matches := range firstMatches(g, rules, nil, producers(g)) {
 		for _, rm := range matches {
-			cr := rm.r.checked
-			name := ""
-			if rm.r.tmpl == nil {
-				name = cr.Decl.Name
-			} else if n, instance, err := instanceOf(rm.r, rm.m); err == nil {
-				name, cr = n, instance
-			} else {
-				continue
-			}
-			if _, done := in.proofs[name]; !done && !queued[name] {
+			name, cr, ok := proofOf(rm.r, rm.m)
+			if _, done := in.proofs[name]; ok && !done && !queued[name] {
 				queued[name] = true
 				names, pending = append(names, name), append(pending, cr)
 			}
@@ -81,13 +74,25 @@ func (in *instances) prefetch(g *ir.Graph, rules []*Rule) {
 	}
 }
 
-// instanceOf is the name and elaboration of template r's instance at the
-// attributes a loose match binds.
-func instanceOf(r *Rule, loose *match) (string, *check.Rule, error) {
-	set, ok := bindAttrs(r, loose)
-	if !ok {
-		return "", nil, fmt.Errorf("%s: the match binds no attributes", r.Name)
+// proofOf is the name and elaboration under which rule r, matched by m
+// (loosely for a template), is verified: a template's instance at the
+// attributes m binds; ok is false when they cannot be bound or the
+// instance elaborated.
+func proofOf(r *Rule, m *match) (name string, cr *check.Rule, ok bool) {
+	if r.tmpl == nil {
+		return r.checked.Decl.Name, r.checked, true
 	}
+	set, ok := bindAttrs(r, m)
+	if !ok {
+		return "", nil, false
+	}
+	name, cr, err := instanceOf(r, set)
+	return name, cr, err == nil
+}
+
+// instanceOf is the name and elaboration of template r's instance at
+// the attributes set (bindAttrs).
+func instanceOf(r *Rule, set map[string]ir.AttrValue) (string, *check.Rule, error) {
 	t := r.tmpl
 	cr, err := t.rule.Module.RuleWith(t.rule.Decl.Name, set)
 	return t.rule.Decl.Name + attrKey(set), cr, err
@@ -105,7 +110,7 @@ func (in *instances) bind(r *Rule, loose *match) *Rule {
 		return d
 	}
 	in.rules[key] = nil
-	name, cr, err := instanceOf(r, loose)
+	name, cr, err := instanceOf(r, set)
 	if err != nil {
 		return nil
 	}

@@ -40,37 +40,9 @@ const haloDepth = 3
 // haloOf is the set of the names of g's nodes not in part within
 // haloDepth producer or consumer edges of a node in part.
 func haloOf(g *ir.Graph, part map[string]bool) map[string]bool {
-	prod, cons := producers(g), consumers(g)
-	reached := map[*ir.Node]bool{}
-	var frontier []*ir.Node
-	for _, n := range g.Nodes {
-		if part[n.Name] {
-			reached[n] = true
-			frontier = append(frontier, n)
-		}
-	}
-	halo := map[string]bool{}
-	for range haloDepth {
-		var next []*ir.Node
-		for _, n := range frontier {
-			var near []*ir.Node
-			for _, v := range n.Inputs {
-				if p := prod[v]; p != nil {
-					near = append(near, p)
-				}
-			}
-			for _, v := range n.Outputs {
-				near = append(near, cons[v]...)
-			}
-			for _, m := range near {
-				if !reached[m] {
-					reached[m] = true
-					halo[m.Name] = true
-					next = append(next, m)
-				}
-			}
-		}
-		frontier = next
+	halo := around(g, part, haloDepth, false)
+	for name := range part {
+		delete(halo, name)
 	}
 	return halo
 }

@@ -271,31 +271,9 @@ const focusHops = 2
 // joining nodes that share a value: a producer and its consumers, and
 // the consumers of one input (siblings, which a concat rule fuses).
 func focusNear(g *ir.Graph, focus map[string]bool) map[string]bool {
-	near := map[string]bool{}
-	for _, n := range g.Nodes {
-		if focus[n.Name] {
-			near[n.Name] = true
-		}
-	}
+	near := around(g, focus, focusHops, true)
 	if len(near) == 0 {
 		return nil // no focus, or the detour made nothing that tidying kept
-	}
-	for range focusHops {
-		touched := map[*ir.Value]bool{}
-		for _, n := range g.Nodes {
-			if near[n.Name] {
-				for _, v := range append(append([]*ir.Value(nil), n.Inputs...), n.Outputs...) {
-					touched[v] = true
-				}
-			}
-		}
-		for _, n := range g.Nodes {
-			for _, v := range append(append([]*ir.Value(nil), n.Inputs...), n.Outputs...) {
-				if touched[v] {
-					near[n.Name] = true
-				}
-			}
-		}
 	}
 	return near
 }

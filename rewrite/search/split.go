@@ -142,40 +142,21 @@ func (o *Optimizer) cutNeighbourhood(g *ir.Graph, parts []map[string]bool) map[s
 			partOf[name] = i
 		}
 	}
-	adj := map[*ir.Node][]*ir.Node{}
+	samePart := func(a, b *ir.Node) bool {
+		pa, okA := partOf[a.Name]
+		pb, okB := partOf[b.Name]
+		return okA && okB && pa == pb
+	}
 	prod := producers(g)
+	cut := map[string]bool{}
 	for _, n := range g.Nodes {
 		for _, v := range n.Inputs {
-			if p := prod[v]; p != nil {
-				adj[n] = append(adj[n], p)
-				adj[p] = append(adj[p], n)
+			if p := prod[v]; p != nil && !samePart(p, n) {
+				cut[n.Name], cut[p.Name] = true, true
 			}
 		}
 	}
-	frontier := map[*ir.Node]bool{}
-	for n, ns := range adj {
-		pn, ok := partOf[n.Name]
-		for _, m := range ns {
-			if pm, ok2 := partOf[m.Name]; !ok || !ok2 || pm != pn {
-				frontier[n] = true
-			}
-		}
-	}
-	for range 2 {
-		next := map[*ir.Node]bool{}
-		for n := range frontier {
-			next[n] = true
-			for _, m := range adj[n] {
-				next[m] = true
-			}
-		}
-		frontier = next
-	}
-	out := map[string]bool{}
-	for n := range frontier {
-		out[n.Name] = true
-	}
-	return out
+	return around(g, cut, 2, false)
 }
 
 // flow is a max-flow network (Edmonds-Karp) on adjacency lists.
