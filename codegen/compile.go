@@ -161,22 +161,40 @@ func (b *builder) compileModules(dir string, modules [][]int, targets []target.T
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	objs, failures := compileJobs(lowered, targets, want, opts)
+	for i, byTarget := range failures {
+		// The first target's failure in target order is kept, whichever
+		// job ended first.
+		if t := slices.IndexFunc(byTarget, func(err error) bool { return err != nil }); t >= 0 {
+			errs[i] = keepFailed(byTarget[t], lowered[i].texts[targets[t].Machine()], i, dir, opts)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return b.finishTargets(dir, objs, targets, want, opts)
+}
+
+// compileJobs compiles each lowered module for each target, the largest
+// texts first, opts.Jobs at a time, and returns the objects and the
+// failures by module and target.
+func compileJobs(lowered []loweredModule, targets []target.Target, want target.Set, opts Options) ([][]target.Object, [][]error) {
 	type job struct{ module, target int }
 	var jobs []job
-	for i := range modules {
+	for i := range lowered {
 		for t := range targets {
 			jobs = append(jobs, job{i, t})
 		}
 	}
 	size := func(j job) int { return len(lowered[j.module].texts[targets[j.target].Machine()]) }
 	slices.SortStableFunc(jobs, func(a, c job) int { return cmp.Compare(size(c), size(a)) })
-	objs := make([][]target.Object, len(modules))
-	failures := make([][]error, len(modules)) // by module and target
+	objs := make([][]target.Object, len(lowered))
+	failures := make([][]error, len(lowered)) // by module and target
 	for i := range objs {
 		objs[i] = make([]target.Object, len(targets))
 		failures[i] = make([]error, len(targets))
 	}
-	left := make([]int, len(modules)) // targets still compiling each module
+	left := make([]int, len(lowered)) // targets still compiling each module
 	for i := range left {
 		left[i] = len(targets)
 	}
@@ -191,20 +209,10 @@ func (b *builder) compileModules(dir string, modules [][]int, targets []target.T
 		objs[j.module][j.target], failures[j.module][j.target] = o, err
 		if left[j.module]--; left[j.module] == 0 && opts.Progress != nil {
 			done++
-			opts.Progress(done, len(modules))
+			opts.Progress(done, len(lowered))
 		}
 	})
-	for i, byTarget := range failures {
-		// The first target's failure in target order is kept, whichever
-		// job ended first.
-		if t := slices.IndexFunc(byTarget, func(err error) bool { return err != nil }); t >= 0 {
-			errs[i] = keepFailed(byTarget[t], lowered[i].texts[targets[t].Machine()], i, dir, opts)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	return b.finishTargets(dir, objs, targets, want, opts)
+	return objs, failures
 }
 
 // keepFailed keeps the text of module i, which failed to compile with
