@@ -1,12 +1,12 @@
 package codegen
 
 import (
-	"slices"
-
 	"fmt"
+	"slices"
 
 	"tofuc/codegen/kernel"
 	"tofuc/lang"
+	"tofuc/runtime/hostlib"
 	"tofuc/runtime/plan"
 )
 
@@ -19,62 +19,95 @@ const minLibraryFLOPs = 1 << 16
 // epilogue to read.
 type productKey struct{ k *kernel.Kernel }
 
-// offerLibraries adds, for a contraction kernel k that is a strided
-// matrix product, the variants of a placement group (docs/placement.md)
-// that run it on each of the builder's library backends: the library's
-// call, then k's epilogue reading the product unless k's output is the
-// product itself. It returns the group, or -1 when k is not offered; the
-// caller launches k as the group's generated variant.
+// libraryCall is a kernel's sum as a library's call: the backends that
+// can make it, its FLOPs, and the step that makes it on one of them,
+// writing the buffer of key.
+type libraryCall struct {
+	backends []string
+	flops    int64
+	step     func(backend string, key any) (plan.Step, error)
+}
+
+// offerLibraries adds, for a contraction kernel k whose sum a library
+// can compute (a strided matrix product, a convolution), the variants
+// of a placement group (docs/placement.md) that run it on each library
+// backend that can: the library's call, then k's epilogue reading the
+// product unless k's output is the product itself. It returns the
+// group, or -1 when k is not offered; the caller launches k as the
+// group's generated variant.
 func (b *builder) offerLibraries(device int, k *kernel.Kernel) (int, error) {
 	if len(b.backends) == 0 || !b.p.Precision.InF32() {
 		return -1, nil
 	}
-	s, ok := k.StridedGEMM()
-	if !ok || 2*s.M*s.N*s.K*kernel.Product(s.Batch) < minLibraryFLOPs {
+	call, ok := b.libraryCall(k)
+	if !ok || len(call.backends) == 0 || call.flops < minLibraryFLOPs {
 		return -1, nil
 	}
 	group := len(b.p.Placement)
 	cKey := any(k.Out().Key)
 	if !k.SumOnly() {
 		cKey = productKey{k}
-	}
-	call, ok := gemmCall(s, b.backends[0])
-	if !ok {
-		return -1, nil
-	}
-	if !k.SumOnly() {
 		b.buffer(cKey, k.Label+" product", device, lang.F32, k.Shape, plan.RoleWorkspace)
 	}
-	if err := b.bindCall(k, s, call, cKey); err != nil {
-		return -1, err
-	}
-	for _, backend := range b.backends {
-		c := *call
-		c.Backend = backend
-		b.addStep(device, false, plan.Step{Op: plan.Library, GEMM: &c, Label: k.Label, Pos: posOf(k),
-			Place: &plan.Placed{Group: group, Variants: []string{backend}}})
+	for _, backend := range call.backends {
+		s, err := call.step(backend, cKey)
+		if err != nil {
+			return -1, err
+		}
+		s.Op, s.Label, s.Pos = plan.Library, k.Label, posOf(k)
+		s.Place = &plan.Placed{Group: group, Variants: []string{backend}}
+		b.addStep(device, false, s)
 	}
 	if !k.SumOnly() {
 		idx, err := b.launch(device, false, k.ReadSum(cKey))
 		if err != nil {
 			return -1, err
 		}
-		b.p.Steps[device][idx].Place = &plan.Placed{Group: group, Variants: slices.Clone(b.backends)}
+		b.p.Steps[device][idx].Place = &plan.Placed{Group: group, Variants: slices.Clone(call.backends)}
 	}
 	b.p.Placement = append(b.p.Placement, plan.PlaceGroup{Label: k.Label, Pos: posOf(k),
-		Candidates: append(append([]string{}, b.backends...), plan.Generated), Chosen: plan.Generated})
+		Candidates: append(slices.Clone(call.backends), plan.Generated), Chosen: plan.Generated})
 	return group, nil
 }
 
-// gemmCall is backend's call of strided product s, its buffers not yet
-// bound; ok is false when a library cannot make it (a layout BLAS does
-// not read, results of a batch that interleave, a step backwards:
+// libraryCall is k's sum as a library's call, when one can make it: a
+// strided matrix product on every backend, else a convolution on those
+// that have them.
+func (b *builder) libraryCall(k *kernel.Kernel) (libraryCall, bool) {
+	if s, ok := k.StridedGEMM(); ok {
+		if gemm, ok := gemmCall(s); ok {
+			return libraryCall{backends: b.backends, flops: gemm.FLOPs(), step: func(backend string, key any) (plan.Step, error) {
+				c := *gemm
+				c.Backend = backend
+				return plan.Step{GEMM: &c}, b.bindCall(k, s, &c, key)
+			}}, true
+		}
+	}
+	if cv, ok := k.Convolution(); ok {
+		var backends []string
+		for _, name := range b.backends {
+			if hostlib.RunsConvolutions(name) {
+				backends = append(backends, name)
+			}
+		}
+		return libraryCall{backends: backends, flops: cv.Call.FLOPs(), step: func(backend string, key any) (plan.Step, error) {
+			c := cv.Call
+			c.Backend = backend
+			return plan.Step{Conv: &c}, b.bindConv(k, cv, &c, key)
+		}}, true
+	}
+	return libraryCall{}, false
+}
+
+// gemmCall is the call of strided product s, its library and buffers
+// not yet set; ok is false when a library cannot make it (a layout BLAS
+// does not read, results of a batch that interleave, a step backwards:
 // plan.GEMMCall.Check).
-func gemmCall(s *kernel.Strided, backend string) (*plan.GEMMCall, bool) {
+func gemmCall(s *kernel.Strided) (*plan.GEMMCall, bool) {
 	matrix := func(m kernel.StridedMatrix) plan.Matrix {
 		return plan.Matrix{Offset: m.Offset, Row: m.Row, Col: m.Col, Batch: m.Batch}
 	}
-	call := &plan.GEMMCall{Backend: backend, M: s.M, N: s.N, K: s.K, Batch: s.Batch, A: matrix(s.A), B: matrix(s.B), C: matrix(s.C)}
+	call := &plan.GEMMCall{Backend: "any", M: s.M, N: s.N, K: s.K, Batch: s.Batch, A: matrix(s.A), B: matrix(s.B), C: matrix(s.C)}
 	return call, call.Check() == nil
 }
 
@@ -90,6 +123,23 @@ func (b *builder) bindCall(k *kernel.Kernel, s *kernel.Strided, call *plan.GEMMC
 			return fmt.Errorf("%s: argument %v has no buffer", k.Label, m.key)
 		}
 		m.to.Buffer = id
+		b.touch(id)
+	}
+	return nil
+}
+
+// bindConv sets the buffers of call, convolution cv of kernel k into
+// the buffer of yKey, and touches them.
+func (b *builder) bindConv(k *kernel.Kernel, cv *kernel.Conv, call *plan.ConvCall, yKey any) error {
+	for _, t := range []struct {
+		to  *plan.Dense
+		key any
+	}{{&call.X, k.Args[cv.X].Key}, {&call.W, k.Args[cv.W].Key}, {&call.Y, yKey}} {
+		id, ok := b.bufferOf[t.key]
+		if !ok {
+			return fmt.Errorf("%s: argument %v has no buffer", k.Label, t.key)
+		}
+		t.to.Buffer = id
 		b.touch(id)
 	}
 	return nil

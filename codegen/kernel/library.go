@@ -16,9 +16,10 @@ type SumIn struct {
 	Arg    int
 }
 
-// ReadSum returns the epilogue of k's GEMM computed by a library into
-// the buffer key (f32, of k's output shape): k, reading its sum there
-// instead of computing it, on the host only.
+// ReadSum returns the epilogue of k's sum (its only reduction: a GEMM
+// or a convolution) computed by a library into the buffer key (f32, of
+// k's output shape): k, reading its sum there instead of computing it,
+// on the host only.
 func (k *Kernel) ReadSum(key any) *Kernel {
 	e := *k
 	e.Label = k.Label + " (epilogue)"
@@ -26,14 +27,15 @@ func (k *Kernel) ReadSum(key any) *Kernel {
 	e.GEMM, e.Reductions, e.ReduceLen = nil, nil, 0
 	e.Args = slices.Clone(k.Args)
 	e.argBeforeOutput(Arg{Key: key, DType: lang.F32, Shape: k.Shape})
-	e.SumIn = &SumIn{Reduce: k.GEMM.Sum, Arg: len(e.Args) - 2}
+	e.SumIn = &SumIn{Reduce: k.Reductions[0], Arg: len(e.Args) - 2}
 	return &e
 }
 
-// SumOnly reports whether k's output is its GEMM's sum itself, in f32:
-// a library's product can write it with no epilogue.
+// SumOnly reports whether k's output is its only reduction itself, in
+// f32: a library's product or convolution can write it with no
+// epilogue.
 func (k *Kernel) SumOnly() bool {
-	return len(k.Stages) == 1 && k.Stages[0].Body == ir.Expr(k.GEMM.Sum) && k.Out().DType == lang.F32
+	return len(k.Stages) == 1 && len(k.Reductions) == 1 && k.Stages[0].Body == ir.Expr(k.Reductions[0]) && k.Out().DType == lang.F32
 }
 
 // Strided is a kernel's GEMM as a strided, batched product of matrices

@@ -176,7 +176,7 @@ func (pr *Program) newTimer() (*timer, error) {
 	for _, ref := range pr.steps.order {
 		o := pr.steps.ops[ref.Device][ref.Step]
 		dev := pr.devs[ref.Device]
-		if o.gemm == nil && (o.launch == nil || !dev.Runs(&pr.Plan.Kernels[o.launch.k])) {
+		if o.lib == nil && (o.launch == nil || !dev.Runs(&pr.Plan.Kernels[o.launch.k])) {
 			continue
 		}
 		var err error
@@ -193,8 +193,8 @@ func (pr *Program) newTimer() (*timer, error) {
 func (pr *Program) kernelTiming(ref plan.StepRef, s Stats) KernelTiming {
 	o := pr.steps.ops[ref.Device][ref.Step]
 	var kt KernelTiming
-	if o.gemm != nil {
-		kt = pr.libraryTiming(ref, o.gemm, s)
+	if o.lib != nil {
+		kt = pr.libraryTiming(ref, o.lib, s)
 	} else {
 		k := &pr.Plan.Kernels[o.launch.k]
 		kt = KernelTiming{Device: ref.Device, Step: ref.Step, Label: k.Label, Kernel: k.Name, Kind: k.Kind,

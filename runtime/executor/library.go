@@ -50,11 +50,16 @@ func (pr *Program) library(d Device, s *plan.Step, where string) (func() error, 
 	if !ok { // a validated plan runs its library steps on a host only
 		return nil, fmt.Errorf("the library step runs on a host, not on %s", d.Name())
 	}
-	lib, err := hostlib.Open(s.GEMM.Backend)
+	lib, err := hostlib.Open(s.LibraryCall().Library())
 	if err != nil {
 		return nil, err
 	}
-	c := s.GEMM
+	var buffers []int
+	if c := s.GEMM; c != nil {
+		buffers = []int{c.A.Buffer, c.B.Buffer, c.C.Buffer}
+	} else {
+		buffers = []int{s.Conv.X.Buffer, s.Conv.W.Buffer, s.Conv.Y.Buffer}
+	}
 	return func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -62,27 +67,27 @@ func (pr *Program) library(d Device, s *plan.Step, where string) (func() error, 
 			}
 		}()
 		var ptrs [3]unsafe.Pointer
-		for i, m := range []plan.Matrix{c.A, c.B, c.C} {
-			b := pr.Plan.Buffers[m.Buffer]
-			mem, err := dev.Bytes(pr.addr(m.Buffer), b.Bytes)
+		for i, id := range buffers {
+			mem, err := dev.Bytes(pr.addr(id), pr.Plan.Buffers[id].Bytes)
 			if err != nil {
 				return fmt.Errorf("%s: %w", where, err)
 			}
 			ptrs[i] = unsafe.Pointer(unsafe.SliceData(mem))
 		}
-		lib.GEMM(c, ptrs[0], ptrs[1], ptrs[2])
+		if s.Conv != nil {
+			if err := lib.Conv(s.Conv, ptrs[0], ptrs[1], ptrs[2]); err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+			return nil
+		}
+		lib.GEMM(s.GEMM, ptrs[0], ptrs[1], ptrs[2])
 		return nil
 	}, nil
 }
 
 // libraryTiming describes the timing s of library step ref, which runs
 // call c: its FLOPs and the bytes of its operands.
-func (pr *Program) libraryTiming(ref plan.StepRef, c *plan.GEMMCall, s Stats) KernelTiming {
-	batch, _ := plan.Cells(c.Batch)
-	kt := KernelTiming{Device: ref.Device, Step: ref.Step, Label: pr.steps.steps[ref.Device][ref.Step].Label,
-		Kernel: c.Backend + " sgemm", Kind: "library", FLOPs: 2 * c.M * c.N * c.K * batch, Time: s}
-	for _, o := range c.Operands() {
-		kt.Bytes += 4 * o.Rows * o.Cols * batch
-	}
-	return kt
+func (pr *Program) libraryTiming(ref plan.StepRef, c plan.LibraryCall, s Stats) KernelTiming {
+	return KernelTiming{Device: ref.Device, Step: ref.Step, Label: pr.steps.steps[ref.Device][ref.Step].Label,
+		Kernel: c.Library() + " " + c.Name(), Kind: "library", FLOPs: c.FLOPs(), Bytes: c.Bytes(), Time: s}
 }

@@ -53,9 +53,9 @@ type op struct {
 	copies []transfer
 	launch *launch
 	host   func() error
-	// gemm is a library step's call (run by host), which is timed as
+	// lib is a library step's call (run by host), which is timed as
 	// launches are.
-	gemm *plan.GEMMCall
+	lib plan.LibraryCall
 }
 
 // transfer copies rows from device from's memory at src to dst.
@@ -229,7 +229,7 @@ func (pr *Program) op(d, i int, s *plan.Step) (op, error) {
 		return op{host: pr.opaque(pr.devs[d].(HostDevice), s, s.Where(d, i))}, nil
 	case plan.Library:
 		call, err := pr.library(pr.devs[d], s, s.Where(d, i))
-		return op{host: call, gemm: s.GEMM}, err
+		return op{host: call, lib: s.LibraryCall()}, err
 	}
 	return op{}, fmt.Errorf("unknown step %q", s.Op)
 }

@@ -19,18 +19,20 @@ type Library struct {
 	Version string // the library's own account of its version
 	sgemm   func(transA, transB bool, m, n, k int64, a unsafe.Pointer, lda int64, b unsafe.Pointer, ldb int64, c unsafe.Pointer, ldc int64)
 	threads func(n int)
+	dnnl    *dnnlAPI // oneDNN's primitives (convolutions); nil in other libraries
 }
 
 // spec is how to load one library.
 type spec struct {
 	name, file, debian string
 	load               func(h uintptr, l *Library) error
+	convolutions       bool // whether it has Conv
 }
 
 // specs are the libraries tofuc knows, in the order placement lists them.
 var specs = []spec{
-	{"openblas", "libopenblas.so.0", "libopenblas0-pthread", loadOpenBLAS},
-	{"onednn", "libdnnl.so.2", "libdnnl2", loadOneDNN},
+	{"openblas", "libopenblas.so.0", "libopenblas0-pthread", loadOpenBLAS, false},
+	{"onednn", "libdnnl.so.2", "libdnnl2", loadOneDNN, true},
 }
 
 // Names are the backends this package can call, whether their library
@@ -81,6 +83,17 @@ func Open(name string) (*Library, error) {
 	l.threads(threads)
 	loaded[name] = l
 	return l, nil
+}
+
+// RunsConvolutions reports whether backend name's library has
+// convolutions (Library.Conv), whether it is present or not.
+func RunsConvolutions(name string) bool {
+	for _, s := range specs {
+		if s.name == name {
+			return s.convolutions
+		}
+	}
+	return false
 }
 
 // Available are the backends whose library loads here.

@@ -72,10 +72,16 @@ func loadOneDNN(h uintptr, l *Library) error {
 	v := version()
 	l.Version = fmt.Sprintf("oneDNN %d.%d.%d", v.Major, v.Minor, v.Patch)
 	// OpenMP's thread count is the calling thread's: it is set on the
-	// thread that calls dnnl_sgemm, just before, with the goroutine held
-	// on that thread between the two calls.
+	// thread that calls oneDNN, just before, with the goroutine held on
+	// that thread between the two calls.
 	var threads atomic.Int32
 	l.threads = func(n int) { threads.Store(int32(n)) }
+	inThreads := func(f func()) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		setThreads(threads.Load())
+		f()
+	}
 	trans := func(t bool) byte {
 		if t {
 			return 'T'
@@ -85,13 +91,12 @@ func loadOneDNN(h uintptr, l *Library) error {
 	l.sgemm = func(ta, tb bool, m, n, k int64, a unsafe.Pointer, lda int64, b unsafe.Pointer, ldb int64, c unsafe.Pointer, ldc int64) {
 		// The call is validated: dnnl_sgemm's only failure would be a
 		// bad argument.
-		runtime.LockOSThread()
-		setThreads(threads.Load())
-		st := sgemm(trans(ta), trans(tb), m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
-		runtime.UnlockOSThread()
+		var st int32
+		inThreads(func() { st = sgemm(trans(ta), trans(tb), m, n, k, 1, a, lda, b, ldb, 0, c, ldc) })
 		if st != 0 {
 			panic(fmt.Sprintf("dnnl_sgemm: status %d", st))
 		}
 	}
-	return nil
+	l.dnnl, err = bindDNNL(h, inThreads)
+	return err
 }

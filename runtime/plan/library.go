@@ -109,23 +109,68 @@ func (o Operand) span() int64 {
 	return 1 + (o.Rows-1)*o.Matrix.Row + (o.Cols-1)*o.Matrix.Col
 }
 
-// checkLibrary checks a library step of device d: its call (Check), in
-// a placement group's library variants only (never the generated one,
-// which every device runs), and each operand an f32 buffer of the
-// device that holds every element the call reads or writes.
+// LibraryCall is what a library step asks of its library: a GEMMCall
+// or a ConvCall.
+type LibraryCall interface {
+	Library() string // the backend
+	Name() string    // what it computes, for timings ("sgemm")
+	Check() error
+	FLOPs() int64
+	Bytes() int64
+}
+
+// LibraryCall is library step s's call, nil for other steps.
+func (s *Step) LibraryCall() LibraryCall {
+	switch {
+	case s.GEMM != nil:
+		return s.GEMM
+	case s.Conv != nil:
+		return s.Conv
+	}
+	return nil
+}
+
+func (c *GEMMCall) Library() string { return c.Backend }
+func (c *GEMMCall) Name() string    { return "sgemm" }
+func (c *ConvCall) Library() string { return c.Backend }
+func (c *ConvCall) Name() string    { return "convolution" }
+
+// FLOPs are the product's multiplications and additions.
+func (c *GEMMCall) FLOPs() int64 {
+	batch, _ := Cells(c.Batch)
+	return 2 * c.M * c.N * c.K * batch
+}
+
+// Bytes are the bytes of its matrices.
+func (c *GEMMCall) Bytes() int64 {
+	batch, _ := Cells(c.Batch)
+	var n int64
+	for _, o := range c.Operands() {
+		n += 4 * o.Rows * o.Cols * batch
+	}
+	return n
+}
+
+// checkLibrary checks a library step of device d: its one call
+// (Check), in a placement group's library variants only (never the
+// generated one, which every device runs), and each operand an f32
+// buffer of the device that holds every element the call reads or
+// writes.
 func (p *Plan) checkLibrary(d int, s *Step) error {
-	c := s.GEMM
-	if c == nil || s.Place == nil {
-		return fmt.Errorf("a library step needs a gemm call and a placement group")
+	if (s.GEMM == nil) == (s.Conv == nil) || s.Place == nil {
+		return fmt.Errorf("a library step needs one call (gemm or conv) and a placement group")
 	}
 	if slices.Contains(s.Place.Variants, Generated) {
 		return fmt.Errorf("a library step in the %q variant, which every device runs", Generated)
 	}
-	if err := c.Check(); err != nil {
+	if err := s.LibraryCall().Check(); err != nil {
 		return err
 	}
-	for _, o := range c.Operands() {
-		if err := p.checkOperand(d, c, o); err != nil {
+	if s.Conv != nil {
+		return p.checkConv(d, s.Conv)
+	}
+	for _, o := range s.GEMM.Operands() {
+		if err := p.checkOperand(d, s.GEMM, o); err != nil {
 			return fmt.Errorf("gemm.%s: %w", o.Name, err)
 		}
 	}

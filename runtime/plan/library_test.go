@@ -36,7 +36,7 @@ func TestLibraryRefuses(t *testing.T) {
 		edit func(p *Plan)
 		want string
 	}{
-		{"no group", func(p *Plan) { p.Steps[0][0].Place = nil }, "needs a gemm call and a placement group"},
+		{"no group", func(p *Plan) { p.Steps[0][0].Place = nil }, "needs one call (gemm or conv) and a placement group"},
 		{"in the generated variant", func(p *Plan) { p.Steps[0][0].Place.Variants = []string{Generated} }, `a library step in the "generated" variant`},
 		{"a negative batch stride", func(p *Plan) {
 			g := gemm(p)

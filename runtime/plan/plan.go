@@ -211,7 +211,7 @@ const (
 	Copy   = "copy"
 	Reduce = "reduce"
 	Opaque = "opaque"
-	// Library: a vendor library's call on the host (GEMM), in a
+	// Library: a vendor library's call on the host (GEMM or Conv), in a
 	// placement group.
 	Library = "library"
 )
@@ -237,8 +237,9 @@ type Step struct {
 	// Opaque: an opaque function called on the host, writing buffer To
 	// (see OpaqueCall).
 	Call *OpaqueCall `json:"call,omitempty"`
-	// Library: the library's matrix product.
+	// Library: the library's matrix product, or its convolution.
 	GEMM *GEMMCall `json:"gemm,omitempty"`
+	Conv *ConvCall `json:"conv,omitempty"`
 	// Place, when not nil, makes the step one variant's of a placement
 	// group: it runs only when that variant is in force.
 	Place *Placed `json:"place,omitempty"`
