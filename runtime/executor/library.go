@@ -59,6 +59,9 @@ func (pr *Program) library(d Device, s *plan.Step, where string) (func() error, 
 		buffers = []int{c.A.Buffer, c.B.Buffer, c.C.Buffer}
 	} else {
 		buffers = []int{s.Conv.X.Buffer, s.Conv.W.Buffer, s.Conv.Y.Buffer}
+		if err := lib.PrepareConv(s.Conv); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", where, lib.Version, err)
+		}
 	}
 	return func() (err error) {
 		defer func() {

@@ -163,6 +163,17 @@ func (l *Library) Conv(c *plan.ConvCall, x, w, y unsafe.Pointer) error {
 	return l.dnnl.run(p, ptrs)
 }
 
+// PrepareConv makes convolution c's primitive (oneDNN compiles its
+// kernel then), so that its first call does not, and says here if the
+// library cannot make it.
+func (l *Library) PrepareConv(c *plan.ConvCall) error {
+	if l.dnnl == nil {
+		return fmt.Errorf("backend %s has no convolutions", l.Name)
+	}
+	_, err := l.dnnl.prim(c)
+	return err
+}
+
 // prim returns the primitive of c, made at its first call.
 func (a *dnnlAPI) prim(c *plan.ConvCall) (*convPrim, error) {
 	shape := *c
