@@ -79,7 +79,7 @@ func (b *builder) libraryCall(k *kernel.Kernel) (libraryCall, bool) {
 			return libraryCall{backends: b.backends, flops: gemm.FLOPs(), step: func(backend string, key any) (plan.Step, error) {
 				c := *gemm
 				c.Backend = backend
-				return plan.Step{GEMM: &c}, b.bindCall(k, s, &c, key)
+				return plan.Step{GEMM: &c}, b.bindOperands(k, []*int{&c.A.Buffer, &c.B.Buffer, &c.C.Buffer}, k.Args[s.A.Arg].Key, k.Args[s.B.Arg].Key, key)
 			}}, true
 		}
 	}
@@ -93,7 +93,7 @@ func (b *builder) libraryCall(k *kernel.Kernel) (libraryCall, bool) {
 		return libraryCall{backends: backends, flops: cv.Call.FLOPs(), step: func(backend string, key any) (plan.Step, error) {
 			c := cv.Call
 			c.Backend = backend
-			return plan.Step{Conv: &c}, b.bindConv(k, cv, &c, key)
+			return plan.Step{Conv: &c}, b.bindOperands(k, []*int{&c.X.Buffer, &c.W.Buffer, &c.Y.Buffer}, k.Args[cv.X].Key, k.Args[cv.W].Key, key)
 		}}, true
 	}
 	return libraryCall{}, false
@@ -111,35 +111,15 @@ func gemmCall(s *kernel.Strided) (*plan.GEMMCall, bool) {
 	return call, call.Check() == nil
 }
 
-// bindCall sets the buffers of call, strided product s of kernel k
-// into the buffer of cKey, and touches them.
-func (b *builder) bindCall(k *kernel.Kernel, s *kernel.Strided, call *plan.GEMMCall, cKey any) error {
-	for _, m := range []struct {
-		to  *plan.Matrix
-		key any
-	}{{&call.A, k.Args[s.A.Arg].Key}, {&call.B, k.Args[s.B.Arg].Key}, {&call.C, cKey}} {
-		id, ok := b.bufferOf[m.key]
+// bindOperands sets each of ids to the buffer of the key at its place, and
+// touches them: a library call's operands, arguments of kernel k.
+func (b *builder) bindOperands(k *kernel.Kernel, ids []*int, keys ...any) error {
+	for i, key := range keys {
+		id, ok := b.bufferOf[key]
 		if !ok {
-			return fmt.Errorf("%s: argument %v has no buffer", k.Label, m.key)
+			return fmt.Errorf("%s: argument %v has no buffer", k.Label, key)
 		}
-		m.to.Buffer = id
-		b.touch(id)
-	}
-	return nil
-}
-
-// bindConv sets the buffers of call, convolution cv of kernel k into
-// the buffer of yKey, and touches them.
-func (b *builder) bindConv(k *kernel.Kernel, cv *kernel.Conv, call *plan.ConvCall, yKey any) error {
-	for _, t := range []struct {
-		to  *plan.Dense
-		key any
-	}{{&call.X, k.Args[cv.X].Key}, {&call.W, k.Args[cv.W].Key}, {&call.Y, yKey}} {
-		id, ok := b.bufferOf[t.key]
-		if !ok {
-			return fmt.Errorf("%s: argument %v has no buffer", k.Label, t.key)
-		}
-		t.to.Buffer = id
+		*ids[i] = id
 		b.touch(id)
 	}
 	return nil
