@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"tofuc/codegen/toolchain"
 	"tofuc/runtime/plan"
 )
 
@@ -54,6 +55,35 @@ func TestParseSchedule(t *testing.T) {
 		c := TrainChoices{Loss: "mse", Optimizer: "sgd", ClipNorm: norm}
 		if c.Validate() == nil {
 			t.Errorf("--clip-norm %g was accepted", norm)
+		}
+	}
+}
+
+// TestProfileKeyNamesTheCall: a group's key in the profile database
+// names each library step's call, a convolution's as a product's, and
+// not the buffers the plan put its operands in.
+func TestProfileKeyNamesTheCall(t *testing.T) {
+	tools, err := toolchain.Find()
+	if err != nil {
+		t.Skip(err)
+	}
+	key := func(s plan.Step) string {
+		s.Op, s.Place = plan.Library, &plan.Placed{Group: 0, Variants: []string{"onednn"}}
+		p := &plan.Plan{Steps: [][]plan.Step{{s}}, Placement: []plan.PlaceGroup{{}}}
+		return profileKey(p, 0, tools, 2)
+	}
+	conv := func(pad int64, buf int) plan.Step {
+		return plan.Step{Conv: &plan.ConvCall{Backend: "onednn", PadsBegin: []int64{pad}, X: plan.Dense{Buffer: buf}}}
+	}
+	gemm := func(k int64, buf int) plan.Step {
+		return plan.Step{GEMM: &plan.GEMMCall{Backend: "onednn", K: k, A: plan.Matrix{Buffer: buf}}}
+	}
+	for name, call := range map[string]func(int64, int) plan.Step{"conv": conv, "gemm": gemm} {
+		if key(call(1, 3)) != key(call(1, 7)) {
+			t.Errorf("%s: the key changed with a buffer id", name)
+		}
+		if key(call(1, 3)) == key(call(2, 3)) {
+			t.Errorf("%s: two calls share a key", name)
 		}
 	}
 }

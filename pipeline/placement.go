@@ -315,11 +315,9 @@ func profileKey(p *plan.Plan, g int, tools *toolchain.Tools, threads int) string
 				continue
 			}
 			switch {
-			case s.GEMM != nil:
-				c := *s.GEMM
-				c.A.Buffer, c.B.Buffer, c.C.Buffer = 0, 0, 0
-				lib, _ := hostlib.Open(c.Backend)
-				b, _ := json.Marshal(c)
+			case s.Op == plan.Library:
+				lib, _ := hostlib.Open(s.LibraryCall().Library())
+				b, _ := json.Marshal(callWithoutBuffers(&s))
 				fmt.Fprintf(h, "%v %s %s\n", s.Place.Variants, libVersion(lib), b)
 			case s.Op == plan.Launch:
 				fmt.Fprintf(h, "%v %s\n", s.Place.Variants, p.Kernels[s.Kernel].Name)
@@ -327,6 +325,19 @@ func profileKey(p *plan.Plan, g int, tools *toolchain.Tools, threads int) string
 		}
 	}
 	return "profile-" + hex.EncodeToString(h.Sum(nil))
+}
+
+// callWithoutBuffers is library step s's call with its buffer ids
+// zeroed: what it computes, wherever the plan put its operands.
+func callWithoutBuffers(s *plan.Step) any {
+	if c := s.GEMM; c != nil {
+		g := *c
+		g.A.Buffer, g.B.Buffer, g.C.Buffer = 0, 0, 0
+		return g
+	}
+	c := *s.Conv
+	c.X.Buffer, c.W.Buffer, c.Y.Buffer = 0, 0, 0
+	return c
 }
 
 func libVersion(l *hostlib.Library) string {
