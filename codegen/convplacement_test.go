@@ -21,7 +21,9 @@ import (
 // one, 1-D and 3-D ones, one whose input is read at stride 2 where the
 // kernel ends before the image does; and, not convolutions a library
 // may compute, a transposed convolution, one whose padding reads 1,
-// one whose channels rotate, and one that reads its images in reverse.
+// one whose channels rotate, one that reads its images in reverse, and
+// two whose image index lacks the output's row (a stride of 0) or the
+// kernel's row (a dilation of 0).
 const convModel = `
 op pad_one(x: [N, C, H, W], w: [O, C, 3, 3]) -> [N, O, H, W] =
     lambda n, o, oh, ow: sum(lambda c, kh, kw: (x[n, c, oh + kh - 1, ow + kw - 1] else 1.0) * w[o, c, kh, kw])
@@ -31,6 +33,12 @@ op rotated(x: [N, C, H, W], w: [O, C, 3, 3]) -> [N, O, H - 2, W - 2] =
 
 op reversed(x: [N, C, H, W], w: [O, C, 3, 3]) -> [N, O, H - 2, W - 2] =
     lambda n, o, oh, ow: sum(lambda c, kh, kw: x[N - 1 - n, c, oh + kh, ow + kw] * w[o, c, kh, kw])
+
+op no_oh(x: [N, C, H, W], w: [O, C, 3, 3]) -> [N, O, H - 2, W - 2] =
+    lambda n, o, oh, ow: sum(lambda c, kh < 3, kw < 3: x[n, c, kh, ow + kw] * w[o, c, kh, kw])
+
+op no_kh(x: [N, C, H, W], w: [O, C, 3, 3]) -> [N, O, H - 2, W - 2] =
+    lambda n, o, oh, ow: sum(lambda c, kh < 3, kw < 3: x[n, c, oh, ow + kw] * w[o, c, kh, kw])
 
 model convs(img: f32[2, 16, 15, 15], stem: f32[1, 3, 32, 32], w3: f32[24, 16, 3, 3], b24: f32[24], w7: f32[16, 3, 7, 7],
             dw: f32[16, 1, 3, 3], dw2: f32[32, 1, 3, 3], small: f32[1, 64, 7, 7], dw5: f32[64, 1, 5, 5], wg: f32[24, 4, 3, 3],
@@ -51,7 +59,9 @@ model convs(img: f32[2, 16, 15, 15], stem: f32[1, 3, 32, 32], w3: f32[24, 16, 3,
     p1 = pad_one(img, w3)
     rot = rotated(img, w3)
     rev = reversed(img, w3)
-    return c3, cs, cd, ca, cstem, cdw, cdw2, cdw5, cg, c1d, c3d, ctail, ct, p1, rot, rev
+    noh = no_oh(img, w3)
+    nkh = no_kh(img, w3)
+    return c3, cs, cd, ca, cstem, cdw, cdw2, cdw5, cg, c1d, c3d, ctail, ct, p1, rot, rev, noh, nkh
 }
 `
 
@@ -87,6 +97,47 @@ func TestConvPlacement(t *testing.T) {
 		}
 		matchInterp(t, variant, g, c.Plan, dir, false, func(lang.DType) tensor.Tolerance {
 			return rounding.ModelTolerance(precision.F32, 1)
+		})
+	}
+}
+
+// TestNoConvolutionOfNoChannels: a convolution-like kernel over an
+// image of no channels compiles (it is no convolution a library can
+// compute), where it divided by zero.
+func TestNoConvolutionOfNoChannels(t *testing.T) {
+	g := modelFromSource(t, `
+op pconv(x: [N, C, H, W], w: [O, K, 3, 3]) -> [N, O, H, W] =
+    lambda n, o, oh, ow: sum(lambda c < K, kh, kw: (x[n, c, oh + kh - 1, ow + kw - 1] else 0) * w[o, c, kh, kw])
+
+model zc(x: f32[2, 0, 12, 12], w: f32[16, 1, 3, 3]) { return pconv(x, w) }
+`)
+	c, err := codegen.Compile(g, t.TempDir(), codegen.Options{Emit: []string{"host"}, Tools: tools(t), Precision: precision.F32, Backends: []string{"onednn"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Plan.Placement) != 0 {
+		t.Errorf("%d placement groups, want none", len(c.Plan.Placement))
+	}
+}
+
+// TestTruncatedProductsAreNoContraction: a sum of products each
+// truncated to an integer is no sum of products (ir.Product looked
+// through every cast, and the kernels summed the products whole).
+func TestTruncatedProductsAreNoContraction(t *testing.T) {
+	g := modelFromSource(t, `
+op imm(a: [M, K], b: [K, N]) -> [M, N] = lambda i, j: sum(lambda k: f32(i32(a[i, k] * b[k, j])))
+op icv(x: [N, C, H, W], w: [O, C, 3, 3]) -> [N, O, H - 2, W - 2] =
+    lambda n, o, oh, ow: sum(lambda c, kh, kw: f32(i32(x[n, c, oh + kh, ow + kw] * w[o, c, kh, kw])))
+model m(a: f32[64, 64], b: f32[64, 64], x: f32[2, 8, 12, 12], w: f32[16, 8, 3, 3]) { return imm(a, b), icv(x, w) }
+`)
+	for _, mode := range []precision.Mode{precision.Exact, precision.F32} {
+		dir := t.TempDir()
+		c, err := codegen.Compile(g, dir, codegen.Options{Emit: []string{"host"}, Tools: tools(t), Precision: mode, Backends: []string{"onednn"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		matchInterp(t, mode.String(), g, c.Plan, dir, false, func(lang.DType) tensor.Tolerance {
+			return rounding.ModelTolerance(mode, 1)
 		})
 	}
 }

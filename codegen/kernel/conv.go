@@ -95,12 +95,15 @@ func (k *Kernel) convolution(r *ir.Reduce, x, w ir.Expr) (*Conv, bool) {
 			return nil, false
 		}
 	}
-	if !k.imageIndex(c, xa, sumVar) || !groupedChannel(c, xa.Index[1], k.Vars[1], sumVar[1]) {
+	if !k.imageIndex(c, xa, sumVar) {
 		return nil, false
 	}
 	call := c.Call
 	call.Backend = "any" // checked apart from the library, not yet chosen
-	return c, call.Check() == nil
+	if call.Check() != nil || !groupedChannel(c, xa.Index[1], k.Vars[1], sumVar[1]) {
+		return nil, false
+	}
+	return c, true
 }
 
 // imageIndex reads the batch and spatial dimensions of x's read: the
@@ -130,6 +133,9 @@ func (k *Kernel) imageIndex(c *Conv, xa *ir.Access, sumVar []*ir.Var) bool {
 			}
 		}
 		in, kern, out, begin := c.Call.In[d], c.Call.Kernel[d], c.Call.Out[d], -konst
+		if out > 1 && af.Coef(k.Vars[2+d]) == 0 || kern > 1 && af.Coef(sumVar[2+d]) == 0 {
+			return false // a stride or dilation of 0: every output reads alike, or every tap
+		}
 		end := max(0, (out-1)*stride+dilation*(kern-1)+1-in-begin)
 		if plan.ConvOutExtent(in, kern, stride, dilation, begin, end) != out {
 			return false
@@ -148,6 +154,10 @@ func groupedChannel(c *Conv, ch ir.Expr, o, cv *ir.Var) bool {
 	cg, og := c.Call.C/c.Call.Group, c.Call.O/c.Call.Group
 	if c.Call.O%c.Call.Group != 0 || c.Call.O*cg > maxChannelChecks {
 		return false
+	}
+	if af, ok := ir.AffineOf(ch, nil); ok && c.Call.Group == 1 {
+		v, single := singleVar(af, cg) // an ungrouped channel: c itself
+		return single && v == cv
 	}
 	at := map[*ir.Var]int64{}
 	for oi := range c.Call.O {

@@ -1,12 +1,16 @@
 package ir
 
+import "tofuc/lang"
+
 // Product is the product a sum of products sums, through the casts
 // around it, or nil when r's body is no product.
 func Product(r *Reduce) *Binary {
 	body := r.Body
 	for {
+		// Only a cast that keeps every value (a float widened) leaves
+		// the sum one of products: f32(i32(x*w)) truncates each.
 		c, ok := body.(*Cast)
-		if !ok {
+		if !ok || !widens(c.X.Type(), c.T) {
 			break
 		}
 		body = c.X
@@ -70,4 +74,10 @@ func VarRefs(e Expr) map[*Var]bool {
 		return true
 	})
 	return out
+}
+
+// widens reports whether a cast from float type from to float type to
+// keeps every value.
+func widens(from, to lang.DType) bool {
+	return from.IsFloat() && to.IsFloat() && to.Bits() > from.Bits()
 }

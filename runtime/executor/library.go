@@ -60,7 +60,7 @@ func (pr *Program) library(d Device, s *plan.Step, where string) (func() error, 
 	} else {
 		buffers = []int{s.Conv.X.Buffer, s.Conv.W.Buffer, s.Conv.Y.Buffer}
 		if err := lib.PrepareConv(s.Conv); err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", where, lib.Version, err)
+			return nil, fmt.Errorf("%s: %w", lib.Version, err)
 		}
 	}
 	return func() (err error) {

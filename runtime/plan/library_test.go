@@ -113,3 +113,53 @@ func TestInForce(t *testing.T) {
 		t.Error("the library step runs in the wrong variant")
 	}
 }
+
+// withConv is withLibrary with its library step a 1-D convolution on
+// oneDNN: y [1, 1, 4] = x [1, 1, 4] convolved with one weight of m.
+func withConv() *Plan {
+	p := withLibrary()
+	p.Placement[0].Candidates, p.Placement[0].Chosen = []string{"onednn", Generated}, "onednn"
+	s := &p.Steps[0][0]
+	s.GEMM, s.Place.Variants = nil, []string{"onednn"}
+	s.Conv = &ConvCall{Backend: "onednn", N: 1, C: 1, O: 1, Group: 1, In: []int64{4}, Kernel: []int64{1}, Out: []int64{4},
+		Strides: []int64{1}, Dilations: []int64{1}, PadsBegin: []int64{0}, PadsEnd: []int64{0},
+		X: Dense{Buffer: 0}, W: Dense{Buffer: 5}, Y: Dense{Buffer: 1}}
+	return p
+}
+
+// TestConvRefuses: convolution steps that do not hold together are
+// refused, naming what is wrong.
+func TestConvRefuses(t *testing.T) {
+	if err := withConv().Validate(); err != nil {
+		t.Fatalf("the plan to edit: %v", err)
+	}
+	conv := func(p *Plan) *ConvCall { return p.Steps[0][0].Conv }
+	for _, tc := range []struct {
+		name string
+		edit func(p *Plan)
+		want string
+	}{
+		{"both calls", func(p *Plan) { p.Steps[0][0].GEMM = withLibrary().Steps[0][0].GEMM }, "needs one call (gemm or conv)"},
+		{"groups not dividing", func(p *Plan) { conv(p).Group = 2 }, "2 groups do not divide 1 input and 1 output channels"},
+		{"no groups", func(p *Plan) { conv(p).Group = 0 }, "out of [1,"},
+		{"a wrong output extent", func(p *Plan) { conv(p).Out = []int64{3} }, "output extent 3 of spatial dimension 0, want 4"},
+		{"four spatial dimensions", func(p *Plan) {
+			c := conv(p)
+			c.In, c.Kernel, c.Out = []int64{1, 1, 2, 2}, []int64{1, 1, 1, 1}, []int64{1, 1, 2, 2}
+		}, "4 spatial dimensions"},
+		{"a short list", func(p *Plan) { conv(p).Strides = nil }, "conv.strides has 0 entries"},
+		{"a stride of zero", func(p *Plan) { conv(p).Strides = []int64{0} }, "out of [1,"},
+		{"a negative pad", func(p *Plan) { conv(p).PadsEnd = []int64{-1} }, "out of [0,"},
+		{"an f64 result", func(p *Plan) { conv(p).Y.Buffer = 6 }, "conv.y: buffer 6 is f64 on device 0"},
+		{"a result past its buffer", func(p *Plan) { conv(p).Y.Offset = 1 }, "conv.y: reaches element 4 of buffer 1"},
+		{"a missing buffer", func(p *Plan) { conv(p).W.Buffer = 99 }, "conv.w: buffer 99 does not exist"},
+		{"a result into an input", func(p *Plan) { conv(p).Y.Buffer = 0 }, "writes buffer 0 (x), which holds a tile of an input"},
+	} {
+		p := withConv()
+		tc.edit(p)
+		err := p.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
