@@ -59,9 +59,11 @@ func (pr *Program) library(d Device, s *plan.Step, where string) (func() error, 
 		buffers = []int{c.A.Buffer, c.B.Buffer, c.C.Buffer}
 	} else {
 		buffers = []int{s.Conv.X.Buffer, s.Conv.W.Buffer, s.Conv.Y.Buffer}
-		if err := lib.PrepareConv(s.Conv); err != nil {
+		release, err := lib.AcquireConv(s.Conv)
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", lib.Version, err)
 		}
+		pr.releases = append(pr.releases, release)
 	}
 	return func() (err error) {
 		defer func() {

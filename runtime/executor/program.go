@@ -33,6 +33,9 @@ type Program struct {
 	// where it is not the plan's choice, and why.
 	inForce []string
 	Notes   []string
+	// releases free the library resources the program holds (oneDNN's
+	// convolutions).
+	releases []func()
 }
 
 // list is one list of steps (the plan's Init or Steps), prepared.
@@ -281,6 +284,10 @@ func (pr *Program) launch(d, k int, ids []int, staged map[int]Ptr) (*launch, err
 
 // Close frees the program's memory and closes its devices.
 func (pr *Program) Close() error {
+	for _, release := range pr.releases {
+		release()
+	}
+	pr.releases = nil
 	var errs []error
 	for _, a := range pr.args {
 		errs = append(errs, a.Free())

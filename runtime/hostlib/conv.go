@@ -73,6 +73,9 @@ type dnnlAPI struct {
 	mdEqual         func(a, b *memDesc) int32
 	mdSize          func(md *memDesc) uintptr
 	primCreate      func(prim *uintptr, pd uintptr) int32
+	primDestroy     func(prim uintptr) int32
+	memDestroy      func(mem uintptr) int32
+	streamDestroy   func(stream uintptr) int32
 	memCreate       func(mem *uintptr, md *memDesc, engine uintptr, handle uintptr) int32
 	memSetHandle    func(mem uintptr, handle unsafe.Pointer) int32
 	execute         func(prim, stream uintptr, nargs int32, args *execArg) int32
@@ -102,7 +105,8 @@ func bindDNNL(h uintptr, inThreads func(f func())) (*dnnlAPI, error) {
 		"dnnl_memory_desc_init_by_tag":               &a.mdInitByTag,
 		"dnnl_dilated_convolution_forward_desc_init": &a.convInit,
 		"dnnl_primitive_attr_create":                 &a.attrCreate, "dnnl_primitive_attr_set_scratchpad_mode": &a.attrScratchpad,
-		"dnnl_memory_desc_get_size":  &a.mdSize,
+		"dnnl_memory_desc_get_size": &a.mdSize, "dnnl_primitive_destroy": &a.primDestroy,
+		"dnnl_memory_destroy": &a.memDestroy, "dnnl_stream_destroy": &a.streamDestroy,
 		"dnnl_primitive_desc_create": &a.pdCreate, "dnnl_reorder_primitive_desc_create": &a.reorderPDCreate,
 		"dnnl_primitive_desc_query_md": &a.pdQueryMD, "dnnl_primitive_desc_destroy": &a.pdDestroy,
 		"dnnl_memory_desc_equal": &a.mdEqual, "dnnl_primitive_create": &a.primCreate,
@@ -141,6 +145,7 @@ func dnnlStatus(fn string, st int32) error {
 // its own stream.
 type convPrim struct {
 	mu      sync.Mutex
+	holders int // callers that hold it (acquire); dnnlAPI.mu guards it
 	stream  uintptr
 	conv    uintptr
 	scratch [4]uintptr // the convolution's, then each reorder's; 0 where none
@@ -151,46 +156,91 @@ type convPrim struct {
 
 // Conv runs convolution c on the tensors at x, w and y (their buffers'
 // first elements). The call must have been validated (plan.Validate).
+// Its primitive is made for the call and freed after it unless a
+// caller holds it (AcquireConv).
 func (l *Library) Conv(c *plan.ConvCall, x, w, y unsafe.Pointer) error {
 	if l.dnnl == nil {
 		return fmt.Errorf("backend %s has no convolutions", l.Name)
 	}
-	p, err := l.dnnl.prim(c)
+	p, release, err := l.dnnl.acquire(c)
 	if err != nil {
 		return err
 	}
+	defer release()
 	ptrs := [3]unsafe.Pointer{unsafe.Add(x, 4*c.X.Offset), unsafe.Add(w, 4*c.W.Offset), unsafe.Add(y, 4*c.Y.Offset)}
 	return l.dnnl.run(p, ptrs)
 }
 
-// PrepareConv makes convolution c's primitive (oneDNN compiles its
-// kernel then), so that its first call does not, and says here if the
-// library cannot make it.
-func (l *Library) PrepareConv(c *plan.ConvCall) error {
+// AcquireConv makes convolution c's primitive (oneDNN compiles its
+// kernel then), or takes the one made for another caller, and holds it
+// until release: a program holds its convolutions from its load, so
+// that a convolution the library cannot make is said then, and its
+// calls do not make them again.
+func (l *Library) AcquireConv(c *plan.ConvCall) (release func(), err error) {
 	if l.dnnl == nil {
-		return fmt.Errorf("backend %s has no convolutions", l.Name)
+		return nil, fmt.Errorf("backend %s has no convolutions", l.Name)
 	}
-	_, err := l.dnnl.prim(c)
-	return err
+	_, release, err = l.dnnl.acquire(c)
+	return release, err
 }
 
-// prim returns the primitive of c, made at its first call.
-func (a *dnnlAPI) prim(c *plan.ConvCall) (*convPrim, error) {
+// convKey keys a convolution's primitive: its call without its library
+// and its operands' places.
+func convKey(c *plan.ConvCall) string {
 	shape := *c
 	shape.Backend, shape.X, shape.W, shape.Y = "", plan.Dense{}, plan.Dense{}, plan.Dense{}
 	b, _ := json.Marshal(shape)
-	key := string(b)
+	return string(b)
+}
+
+// acquire holds the primitive of c, made if no caller holds it, until
+// release, which frees it when it was the last holder.
+func (a *dnnlAPI) acquire(c *plan.ConvCall) (p *convPrim, release func(), err error) {
+	key := convKey(c)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if p, ok := a.convs[key]; ok {
-		return p, nil
+	p, ok := a.convs[key]
+	if !ok {
+		if p, err = a.newConv(c); err != nil {
+			return nil, nil, err
+		}
+		a.convs[key] = p
 	}
-	p, err := a.newConv(c)
-	if err != nil {
-		return nil, err
+	p.holders++
+	var once sync.Once
+	return p, func() { once.Do(func() { a.release(key, p) }) }, nil
+}
+
+// release drops a holder of primitive p, freeing it after the last.
+func (a *dnnlAPI) release(key string, p *convPrim) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if p.holders--; p.holders == 0 {
+		delete(a.convs, key)
+		a.destroy(p)
 	}
-	a.convs[key] = p
-	return p, nil
+}
+
+// destroy frees what p holds, waiting for a call that runs it.
+func (a *dnnlAPI) destroy(p *convPrim) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, prim := range append([]uintptr{p.conv}, p.reorder[:]...) {
+		if prim != 0 {
+			a.primDestroy(prim)
+		}
+		if i < 3 && p.inner[i] != 0 && p.inner[i] != p.plain[i] {
+			a.memDestroy(p.inner[i])
+		}
+	}
+	for _, m := range append(p.plain[:], p.scratch[:]...) {
+		if m != 0 {
+			a.memDestroy(m)
+		}
+	}
+	if p.stream != 0 {
+		a.streamDestroy(p.stream)
+	}
 }
 
 // newConv makes c's primitive. An ungrouped convolution reads and
@@ -234,18 +284,28 @@ func (a *dnnlAPI) newConv(c *plan.ConvCall) (*convPrim, error) {
 	}
 	defer a.pdDestroy(pd)
 	p := &convPrim{}
-	if err := dnnlStatus("dnnl_stream_create", a.streamCreate(&p.stream, a.engine, dnnlStreamDefault)); err != nil {
+	if err := a.fill(p, pd, &plain); err != nil {
+		a.destroy(p)
 		return nil, err
 	}
+	return p, nil
+}
+
+// fill makes p's stream, its primitive of pd and the memories and
+// reorders of its operands, whose plan layouts are plain.
+func (a *dnnlAPI) fill(p *convPrim, pd uintptr, plain *[3]memDesc) error {
+	if err := dnnlStatus("dnnl_stream_create", a.streamCreate(&p.stream, a.engine, dnnlStreamDefault)); err != nil {
+		return err
+	}
 	if err := a.primitive(&p.conv, &p.scratch[0], pd); err != nil {
-		return nil, err
+		return err
 	}
 	for i, what := range []int32{dnnlQuerySrcMD, dnnlQueryWeightsMD, dnnlQueryDstMD} {
 		if err := a.memories(p, i, &plain[i], a.pdQueryMD(pd, what, 0), i == 2); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // memories makes operand i's memories: the plan's (its address set at
