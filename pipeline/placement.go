@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"tofuc/analysis/report"
 	"tofuc/codegen/toolchain"
@@ -63,18 +64,18 @@ func place(p *plan.Plan, dir string, params map[string]*tensor.Tensor, opts Opti
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
+	start := time.Now()
 	inputs := placementInputs(p)
 	keys := make([]string, len(p.Placement))
-	missing := false
+	cost := placementCost{}
 	for g := range p.Placement {
 		keys[g] = profileKey(p, g, tools, threads)
 		if t, ok := lookupProfile(tools, keys[g]); ok && len(t) == len(p.Placement[g].Candidates) {
 			p.Placement[g].Millis = t
-		} else {
-			missing = true
+			cost.GroupsKnown++
 		}
 	}
-	if missing {
+	if cost.GroupsKnown < len(p.Placement) {
 		prog.Show("placement: timing %d groups on %d backends", len(p.Placement), len(candidates(p)))
 		if err := measure(p, dir, inputs, params, threads); err != nil {
 			return report.Section{}, fmt.Errorf("placement: %w", err)
@@ -85,7 +86,8 @@ func place(p *plan.Plan, dir string, params map[string]*tensor.Tensor, opts Opti
 	}
 	planKey := wholePlanKey(p, keys)
 	walls, ok := lookupProfile(tools, planKey)
-	if !ok || len(walls) != len(candidates(p)) {
+	cost.PlansKnown = ok && len(walls) == len(candidates(p))
+	if !cost.PlansKnown {
 		prog.Show("placement: timing the plan with each library")
 		if walls, err = planTimes(p, dir, inputs, params, threads); err != nil {
 			return report.Section{}, fmt.Errorf("placement: %w", err)
@@ -96,7 +98,25 @@ func place(p *plan.Plan, dir string, params map[string]*tensor.Tensor, opts Opti
 	if err := p.Write(filepath.Join(dir, "plan.json")); err != nil {
 		return report.Section{}, err
 	}
-	return placementSection(p, threads, walls), nil
+	cost.Seconds = time.Since(start).Seconds()
+	return placementSection(p, threads, walls, cost), nil
+}
+
+// placementCost is what a placement took: its time, and what it found
+// in the profile database instead of measuring.
+type placementCost struct {
+	Seconds     float64 `json:"seconds"`
+	GroupsKnown int     `json:"groups_known"` // groups whose times the database held
+	PlansKnown  bool    `json:"plans_known"`  // whether it held the whole plans' times
+}
+
+// String says the cost in a line of the report.
+func (c placementCost) String(groups int) string {
+	plans := "measured"
+	if c.PlansKnown {
+		plans = "from the profile database"
+	}
+	return fmt.Sprintf("placement took %.2f s: %d of %d parts' times from the profile database, the whole plans' %s", c.Seconds, c.GroupsKnown, groups, plans)
 }
 
 // wholePlanKey keys the whole plan's times in the profile database: its
@@ -383,20 +403,21 @@ type PlacementData struct {
 	// the generated kernels alone), of which the least was chosen.
 	PlanMillis map[string]float64 `json:"plan_millis"`
 	Groups     []PlacementRow     `json:"groups"`
+	Cost       placementCost      `json:"cost"`
 }
 
 // placementSection is the report's section on p's placement: the whole
 // plan's time with each library, then per group every candidate's
 // measured time and the one chosen.
-func placementSection(p *plan.Plan, threads int, walls map[string]float64) report.Section {
+func placementSection(p *plan.Plan, threads int, walls map[string]float64, cost placementCost) report.Section {
 	all := candidates(p)
-	data := PlacementData{Threads: threads, PlanMillis: walls}
+	data := PlacementData{Threads: threads, PlanMillis: walls, Cost: cost}
 	line := "the whole plan:"
 	for _, c := range all {
 		line += fmt.Sprintf(" %s %.3f ms,", c, walls[c])
 	}
 	lines := []string{fmt.Sprintf("%d parts of the plan placed by measured time on this host (%d threads)", len(p.Placement), threads),
-		strings.TrimSuffix(line, ","), "per part, in ms:"}
+		strings.TrimSuffix(line, ","), cost.String(len(p.Placement)), "per part, in ms:"}
 	head := fmt.Sprintf("%-10s", "chosen")
 	for _, c := range all {
 		head += fmt.Sprintf(" %10s", c)

@@ -98,6 +98,9 @@ func TestPlacement(t *testing.T) {
 	if err != nil || !strings.Contains(string(report), "Placement") {
 		t.Errorf("the report has no placement section (%v)", err)
 	}
+	if want := fmt.Sprintf(": 0 of %d parts' times from the profile database, the whole plans' measured", len(res.Plan.Placement)); !strings.Contains(string(report), want) {
+		t.Errorf("the report does not say %q:\n%s", want, report)
+	}
 	written, err := plan.Read(filepath.Join(res.Dir, "plan.json"))
 	if err != nil || !slices.EqualFunc(written.Placement, res.Plan.Placement, func(a, b plan.PlaceGroup) bool { return a.Chosen == b.Chosen }) {
 		t.Errorf("plan.json does not hold the choices (%v)", err)
@@ -112,6 +115,10 @@ func TestPlacement(t *testing.T) {
 	}
 	if again.Cached || second.timed() {
 		t.Errorf("the second compile (cached %v) timed the groups again: %v", again.Cached, second.lines)
+	}
+	report, err = os.ReadFile(filepath.Join(again.Dir, "report.txt"))
+	if want := fmt.Sprintf(": %d of %[1]d parts' times from the profile database, the whole plans' from the profile database", len(res.Plan.Placement)); err != nil || !strings.Contains(string(report), want) {
+		t.Errorf("the second report does not say %q (%v)", want, err)
 	}
 	for g, pg := range again.Plan.Placement {
 		if pg.Chosen != res.Plan.Placement[g].Chosen {
