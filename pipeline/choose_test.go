@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"tofuc/codegen/toolchain"
@@ -9,7 +10,8 @@ import (
 )
 
 // TestChoose: the plan takes the library whose plan, timed whole, was
-// fastest, in the groups where it beats the generated kernel; the
+// fastest, in the groups where it beats the generated kernel; each
+// group's fastest variant when the mixed plan was fastest; the
 // generated kernels everywhere when the generated plan was fastest.
 func TestChoose(t *testing.T) {
 	group := func(gen, openblas, onednn float64) plan.PlaceGroup {
@@ -26,6 +28,8 @@ func TestChoose(t *testing.T) {
 		{"the generated plan fastest", map[string]float64{plan.Generated: 18, "openblas": 20, "onednn": 19}, []string{plan.Generated, plan.Generated, plan.Generated}},
 		{"a library's plan faster by less than the margin", map[string]float64{plan.Generated: 20, "openblas": 19.2, "onednn": 21}, []string{plan.Generated, plan.Generated, plan.Generated}},
 		{"a library's plan faster by more than the margin", map[string]float64{plan.Generated: 20, "openblas": 18.8, "onednn": 21}, []string{"openblas", "openblas", plan.Generated}},
+		{"the mixed plan fastest", map[string]float64{plan.Generated: 30, "openblas": 20, "onednn": 19, mixed: 18}, []string{"onednn", "openblas", "onednn"}},
+		{"the mixed plan slower than a library's", map[string]float64{plan.Generated: 30, "openblas": 20, "onednn": 19, mixed: 19.5}, []string{"onednn", plan.Generated, "onednn"}},
 	} {
 		p := &plan.Plan{Placement: []plan.PlaceGroup{group(10, 5, 4), group(10, 3, 10), group(1, 2, 0.5)}}
 		choose(p, tc.walls)
@@ -85,5 +89,22 @@ func TestProfileKeyNamesTheCall(t *testing.T) {
 		if key(call(1, 3)) == key(call(2, 3)) {
 			t.Errorf("%s: two calls share a key", name)
 		}
+	}
+}
+
+// TestPlanChoices: the mixed plan is timed only where it mixes
+// libraries.
+func TestPlanChoices(t *testing.T) {
+	group := func(gen, openblas, onednn float64) plan.PlaceGroup {
+		return plan.PlaceGroup{Candidates: []string{"onednn", "openblas", plan.Generated},
+			Millis: map[string]float64{plan.Generated: gen, "openblas": openblas, "onednn": onednn}}
+	}
+	two := &plan.Plan{Placement: []plan.PlaceGroup{group(10, 5, 4), group(10, 3, 10)}}
+	if got := planChoices(two); len(got) != 4 || got[3] != mixed {
+		t.Errorf("two libraries each fastest somewhere: %v", got)
+	}
+	one := &plan.Plan{Placement: []plan.PlaceGroup{group(10, 5, 4), group(10, 30, 9)}}
+	if got := planChoices(one); slices.Contains(got, mixed) {
+		t.Errorf("one library fastest everywhere: %v", got)
 	}
 }

@@ -86,7 +86,7 @@ func place(p *plan.Plan, dir string, params map[string]*tensor.Tensor, opts Opti
 	}
 	planKey := wholePlanKey(p, keys)
 	walls, ok := lookupProfile(tools, planKey)
-	cost.PlansKnown = ok && len(walls) == len(candidates(p))
+	cost.PlansKnown = ok && len(walls) == len(planChoices(p))
 	if !cost.PlansKnown {
 		prog.Show("placement: timing the plan with each library")
 		if walls, err = planTimes(p, dir, inputs, params, threads); err != nil {
@@ -140,11 +140,22 @@ func wholePlanKey(p *plan.Plan, groupKeys []string) string {
 	return "profile-plan-" + hex.EncodeToString(h.Sum(nil))
 }
 
+// mixed is the whole plan with each group on its own fastest variant,
+// libraries mixed. Timed whole beside each library's plan, it wins only
+// where the groups it moves gain more than the libraries' threads cost
+// each other (GEMMs on OpenBLAS and convolutions on oneDNN).
+const mixed = "mixed"
+
 // assign puts every group on library lib where its measured time beats
-// the generated kernel's, on the generated kernel elsewhere.
+// the generated kernel's, on the generated kernel elsewhere; for mixed,
+// every group on its fastest variant.
 func assign(p *plan.Plan, lib string) {
 	for g := range p.Placement {
 		pg := &p.Placement[g]
+		if lib == mixed {
+			pg.Chosen = fastest(pg)
+			continue
+		}
 		pg.Chosen = plan.Generated
 		if ms, ok := pg.Millis[lib]; ok && ms < pg.Millis[plan.Generated] {
 			pg.Chosen = lib
@@ -152,17 +163,46 @@ func assign(p *plan.Plan, lib string) {
 	}
 }
 
-// choose assigns the groups to the library whose plan, timed whole, was
-// fastest (walls: each library's plan, and the generated one's, in ms).
-// Two libraries are never mixed in one plan, and a library's plan is
-// timed whole rather than added up from its groups: a library's threads
-// slow the work around its calls (OpenBLAS's spin after a call, oneDNN's
-// OpenMP threads start the next), which timing the groups alone does not
-// show (docs/placement.md). A library's plan must beat the generated
-// one by libraryMargin to be chosen.
+// fastest is group pg's variant of least measured time (the first of
+// its candidates among equals).
+func fastest(pg *plan.PlaceGroup) string {
+	best := plan.Generated
+	for _, c := range pg.Candidates {
+		if ms, ok := pg.Millis[c]; ok && ms < pg.Millis[best] {
+			best = c
+		}
+	}
+	return best
+}
+
+// planChoices are the whole plans placement times: the generated one,
+// each library's, and the mixed one where it puts groups on two
+// libraries or more (otherwise it is one library's plan).
+func planChoices(p *plan.Plan) []string {
+	out := candidates(p)
+	libs := map[string]bool{}
+	for g := range p.Placement {
+		if f := fastest(&p.Placement[g]); f != plan.Generated {
+			libs[f] = true
+		}
+	}
+	if len(libs) > 1 {
+		out = append(out, mixed)
+	}
+	return out
+}
+
+// choose assigns the groups as the plan that, timed whole, was fastest
+// (walls: each of planChoices, in ms): the generated one, a library's,
+// or the mixed one. A plan is timed whole rather than added up from its
+// groups: a library's threads slow the work around its calls
+// (OpenBLAS's spin after a call, oneDNN's OpenMP threads start the
+// next), which timing the groups alone does not show
+// (docs/placement.md). A library's plan must beat the generated one by
+// libraryMargin to be chosen.
 func choose(p *plan.Plan, walls map[string]float64) {
 	best, bar := plan.Generated, walls[plan.Generated]*(1-libraryMargin)
-	for _, lib := range candidates(p)[1:] {
+	for _, lib := range planChoices(p)[1:] {
 		if ms, ok := walls[lib]; ok && ms < bar {
 			best, bar = lib, ms
 		}
@@ -179,12 +219,12 @@ func choose(p *plan.Plan, walls map[string]float64) {
 // (docs/benchmarks.md).
 const libraryMargin = 0.05
 
-// planTimes times plan p whole with each library's assignment and with
-// the generated kernels alone (alternately: timeVariants), and returns
+// planTimes times plan p whole with each of planChoices (each library's
+// assignment, the mixed one, the generated kernels alone) (alternately: timeVariants), and returns
 // each one's median time in ms.
 func planTimes(p *plan.Plan, dir string, inputs, params map[string]*tensor.Tensor, threads int) (map[string]float64, error) {
 	runs := map[string][]float64{}
-	err := timeVariants(p, dir, threads, func(lib string) { assign(p, lib) }, func(lib string, pr *executor.Program) error {
+	err := timeVariants(p, dir, threads, planChoices(p), func(lib string) { assign(p, lib) }, func(lib string, pr *executor.Program) error {
 		t, err := pr.Bench(inputs, params, 1)
 		if err == nil {
 			runs[lib] = append(runs[lib], t.Plan.Median*1e3)
@@ -198,7 +238,7 @@ func planTimes(p *plan.Plan, dir string, inputs, params map[string]*tensor.Tenso
 	return walls, err
 }
 
-// timeVariants loads plan p on the cpu runtime once per candidate
+// timeVariants loads plan p on the cpu runtime once per variant
 // (inForce(v) setting the groups before each load), then calls run
 // placementRuns rounds, each candidate's program once in turn: run
 // times it with Bench, which warms it up first (so that a library's
@@ -207,8 +247,7 @@ func planTimes(p *plan.Plan, dir string, inputs, params map[string]*tensor.Tenso
 // would have the garbage collector take a core). Alternating, the
 // candidates share the load of a busy machine alike: timed one after the
 // other, one could take a quiet minute and another a busy one.
-func timeVariants(p *plan.Plan, dir string, threads int, inForce func(variant string), run func(variant string, pr *executor.Program) error) error {
-	variants := candidates(p)
+func timeVariants(p *plan.Plan, dir string, threads int, variants []string, inForce func(variant string), run func(variant string, pr *executor.Program) error) error {
 	progs := make([]*executor.Program, 0, len(variants))
 	defer func() {
 		for _, pr := range progs {
@@ -264,7 +303,7 @@ func measure(p *plan.Plan, dir string, inputs, params map[string]*tensor.Tensor,
 			}
 		}
 	}
-	err := timeVariants(p, dir, threads, inForce, func(variant string, pr *executor.Program) error {
+	err := timeVariants(p, dir, threads, candidates(p), inForce, func(variant string, pr *executor.Program) error {
 		t, err := pr.Bench(inputs, params, 1)
 		if err != nil {
 			return err
@@ -413,7 +452,7 @@ func placementSection(p *plan.Plan, threads int, walls map[string]float64, cost 
 	all := candidates(p)
 	data := PlacementData{Threads: threads, PlanMillis: walls, Cost: cost}
 	line := "the whole plan:"
-	for _, c := range all {
+	for _, c := range planChoices(p) {
 		line += fmt.Sprintf(" %s %.3f ms,", c, walls[c])
 	}
 	lines := []string{fmt.Sprintf("%d parts of the plan placed by measured time on this host (%d threads)", len(p.Placement), threads),
