@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -211,17 +212,27 @@ func TestModesMatchExact(t *testing.T) {
 	}
 }
 
-// TestPlacedTrainingStep compiles the MLP's training step in f32 with
+// TestPlacedTrainingStep compiles the MLP's and the CNN's training steps in f32 with
 // the host libraries offered: its forward and backward products get
-// placement groups, and the step run with each variant in force (the
-// generated kernels, each library) matches the exact mode's plan under
-// the f32 policy.
+// placement groups, the CNN's convolutions too, and the step run with
+// each variant in force (the generated kernels, each library) matches
+// the exact mode's plan under the f32 policy.
 func TestPlacedTrainingStep(t *testing.T) {
 	backends := hostlib.Available()
 	if len(backends) == 0 {
 		t.Skip("no library backend on this machine (libopenblas0-pthread, libdnnl2)")
 	}
-	e := modelcase.Case{File: "mlp", Train: true, Devices: 1, Classes: 10, Set: map[string]any{"batch": 128, "hidden": 256}}
+	for _, e := range []modelcase.Case{
+		{File: "mlp", Train: true, Devices: 1, Classes: 10, Set: map[string]any{"batch": 128, "hidden": 256}},
+		{File: "cnn", Train: true, Devices: 1, Classes: 10, Set: map[string]any{"batch": 8}},
+	} {
+		t.Run(e.File, func(t *testing.T) { placedTrainingStep(t, e, backends) })
+	}
+}
+
+// placedTrainingStep checks TestPlacedTrainingStep's case e: the MLP's
+// forward and backward products, the CNN's convolutions (on oneDNN).
+func placedTrainingStep(t *testing.T, e modelcase.Case, backends []string) {
 	ref := compile(t, e)
 	want, err := hostRun(t, ref, cpu.Kind.Name, ref.Params)
 	if err != nil {
@@ -229,12 +240,24 @@ func TestPlacedTrainingStep(t *testing.T) {
 	}
 	e.Precision, e.Backends = precision.F32, backends
 	m := compile(t, e)
-	if len(m.Plan.Placement) < 4 {
+	convs := 0
+	for _, s := range m.Plan.Steps[0] {
+		if s.Conv != nil {
+			convs++
+		}
+	}
+	switch {
+	case e.File == "mlp" && len(m.Plan.Placement) < 4:
 		t.Fatalf("%d placement groups, want the forward and backward products", len(m.Plan.Placement))
+	case e.File == "cnn" && slices.Contains(backends, "onednn") && convs == 0:
+		t.Fatal("no convolution placed on oneDNN")
 	}
 	for _, variant := range append([]string{plan.Generated}, backends...) {
-		for g := range m.Plan.Placement {
-			m.Plan.Placement[g].Chosen = variant
+		for g, pg := range m.Plan.Placement {
+			m.Plan.Placement[g].Chosen = plan.Generated
+			if slices.Contains(pg.Candidates, variant) {
+				m.Plan.Placement[g].Chosen = variant
+			}
 		}
 		got, err := hostRun(t, m, cpu.Kind.Name, ref.Params)
 		if err != nil {
