@@ -57,7 +57,7 @@ func NewHost(p *plan.Plan, dir, module string, threads int) (*HostEngine, error)
 	}
 	e.lib = lib
 	if threads > 1 {
-		e.pool = newPool(threads - 1)
+		e.pool = newPool(threads-1, spinFor)
 	}
 	return e, nil
 }
@@ -65,6 +65,14 @@ func NewHost(p *plan.Plan, dir, module string, threads int) (*HostEngine, error)
 // RunsLibraries reports that the host runs the library steps of
 // placement groups (runtime/hostlib), as the plan chose them.
 func (e *HostEngine) RunsLibraries() bool { return true }
+
+// Quiet makes the pool's idle workers sleep until the next launch, for a
+// library's call that follows (host.LibraryEngine).
+func (e *HostEngine) Quiet() {
+	if e.pool != nil {
+		e.pool.quiet()
+	}
+}
 
 // Runs reports whether k runs on the host (plan.Kernel.OnHost).
 func (e *HostEngine) Runs(k *plan.Kernel) bool { return k.OnHost() }

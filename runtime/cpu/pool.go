@@ -20,10 +20,19 @@ const spinFor = 200 * time.Microsecond
 // processor until the scheduler preempted the poller: ResNet-50 took
 // 61 ms instead of 47), then sleeps until a launch wakes it.
 type pool struct {
+	spin    time.Duration // how long an idle worker polls
 	workers []*worker
 	current atomic.Pointer[job]
 	quit    atomic.Bool
+	// parked makes idle workers sleep at once instead of polling, until
+	// the next launch (quiet).
+	parked atomic.Bool
 }
+
+// quiet makes the idle workers sleep now: what the host runs next is no
+// launch (a library's call, whose own threads need the cores that
+// polling workers would hold).
+func (p *pool) quiet() { p.parked.Store(true) }
 
 // worker is one of a pool's goroutines.
 type worker struct {
@@ -38,9 +47,10 @@ type job struct {
 	next, done atomic.Int64
 }
 
-// newPool starts a pool of workers goroutines besides the caller's.
-func newPool(workers int) *pool {
-	p := &pool{}
+// newPool starts a pool of workers goroutines besides the caller's,
+// which poll for spin after a launch (spinFor).
+func newPool(workers int, spin time.Duration) *pool {
+	p := &pool{spin: spin}
 	for range workers {
 		w := &worker{wake: make(chan struct{}, 1)}
 		p.workers = append(p.workers, w)
@@ -53,6 +63,7 @@ func newPool(workers int) *pool {
 // the workers, and returns when all have returned.
 func (p *pool) run(pieces int64, call func(piece int64)) {
 	j := &job{pieces: pieces, call: call}
+	p.parked.Store(false)
 	p.current.Store(j)
 	for _, w := range p.workers {
 		if w.sleeping.Swap(false) {
@@ -87,9 +98,10 @@ func (p *pool) work(w *worker) {
 }
 
 // await returns the pool's job once it is not seen, or nil once the pool
-// is closed: it polls for spinFor, then sleeps until signalled.
+// is closed: it polls for spinFor (not while the pool is parked), then
+// sleeps until signalled.
 func (p *pool) await(w *worker, seen *job) *job {
-	deadline := time.Now().Add(spinFor)
+	deadline := time.Now().Add(p.spin)
 	for i := 0; ; i++ {
 		if p.quit.Load() {
 			return nil
@@ -98,7 +110,7 @@ func (p *pool) await(w *worker, seen *job) *job {
 			return j
 		}
 		runtime.Gosched()
-		if i%64 != 63 || time.Now().Before(deadline) {
+		if !p.parked.Load() && (i%64 != 63 || time.Now().Before(deadline)) {
 			continue
 		}
 		w.sleeping.Store(true)
@@ -109,7 +121,7 @@ func (p *pool) await(w *worker, seen *job) *job {
 			continue
 		}
 		<-w.wake
-		deadline = time.Now().Add(spinFor)
+		deadline = time.Now().Add(p.spin)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 // to back) or asleep (a pause longer than spinFor), with more workers
 // than pieces and fewer.
 func TestPoolRunsEveryPiece(t *testing.T) {
-	p := newPool(3)
+	p := newPool(3, spinFor)
 	defer p.close()
 	for launch := range 300 {
 		pieces := int64(1 + launch%37)
@@ -37,7 +37,7 @@ func TestPoolRunsEveryPiece(t *testing.T) {
 // TestPoolClose: closing a pool stops its workers, asleep or polling.
 func TestPoolClose(t *testing.T) {
 	before := runtime.NumGoroutine()
-	asleep, polling := newPool(4), newPool(4)
+	asleep, polling := newPool(4, spinFor), newPool(4, spinFor)
 	asleep.run(8, func(int64) {})
 	polling.run(8, func(int64) {})
 	time.Sleep(5 * spinFor)
@@ -58,7 +58,7 @@ func TestPoolClose(t *testing.T) {
 // only two goroutines at once can do, after pauses that put the
 // workers to sleep and without them (launches back to back).
 func TestPoolWorkersHelp(t *testing.T) {
-	p := newPool(1)
+	p := newPool(1, spinFor)
 	defer p.close()
 	for launch := range 100 {
 		if launch%10 == 0 {
@@ -80,5 +80,31 @@ func TestPoolWorkersHelp(t *testing.T) {
 		if failed.Load() {
 			t.Fatalf("launch %d: a piece waited a second for the other to start: no worker took it", launch)
 		}
+	}
+}
+
+// TestQuietPoolSleeps: after quiet, an idle worker sleeps at once,
+// where it would poll for its whole spin (a minute here) and hold a core
+// that a library's threads need.
+func TestQuietPoolSleeps(t *testing.T) {
+	p := newPool(1, time.Minute)
+	defer p.close()
+	p.run(2, func(int64) {})
+	time.Sleep(10 * time.Millisecond)
+	if p.workers[0].sleeping.Load() {
+		t.Fatal("the worker slept before its spin ended")
+	}
+	p.quiet()
+	deadline := time.Now().Add(5 * time.Second)
+	for !p.workers[0].sleeping.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker still polls 5 s after quiet")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var ran atomic.Int32
+	p.run(4, func(int64) { ran.Add(1) }) // a launch wakes it
+	if ran.Load() != 4 {
+		t.Fatalf("%d of 4 pieces ran after a quiet pool's launch", ran.Load())
 	}
 }

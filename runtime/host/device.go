@@ -132,6 +132,10 @@ func (d *device) Runs(k *plan.Kernel) bool { return d.sys.engine.Runs(k) }
 type LibraryEngine interface {
 	Engine
 	RunsLibraries() bool
+	// Quiet makes the engine's idle threads sleep now, not poll for the
+	// next launch: the host function that follows (a library's call)
+	// has threads of its own that need the cores.
+	Quiet()
 }
 
 // RunsLibraries reports whether the engine is a LibraryEngine that runs
@@ -277,8 +281,16 @@ func (d *device) Launch(k int, a *executor.Args) error {
 	}})
 }
 
-// Do enqueues f (executor.HostDevice).
-func (d *device) Do(f func() error) error { return d.enqueue(task{run: f}) }
+// Do enqueues f (executor.HostDevice), run with the engine's idle
+// threads quiet.
+func (d *device) Do(f func() error) error {
+	return d.enqueue(task{run: func() error {
+		if le, ok := d.sys.engine.(LibraryEngine); ok {
+			le.Quiet()
+		}
+		return f()
+	}})
+}
 
 // argBytes is the size of an argument.
 func argBytes(a plan.Arg) int64 {
