@@ -52,8 +52,9 @@ func ResolveBackends(list []string) ([]string, error) {
 // rewrites the plan with the choices and returns the report's placement
 // section. First each group's candidates are timed (or read from the
 // profile database); then each library's plan (the library in every
-// group it beats the generated kernel in) and the generated plan are
-// timed whole, and the fastest of those plans is the choice.
+// group it beats the generated kernel in), the mixed plan (planChoices)
+// and the generated plan are timed whole, and the fastest of those
+// plans is the choice.
 func place(p *plan.Plan, dir string, params map[string]*tensor.Tensor, opts Options) (report.Section, error) {
 	prog := opts.progress()
 	tools, err := toolchain.Find()
@@ -75,7 +76,9 @@ func place(p *plan.Plan, dir string, params map[string]*tensor.Tensor, opts Opti
 			cost.GroupsKnown++
 		}
 	}
-	if cost.GroupsKnown < len(p.Placement) {
+	measured := cost.GroupsKnown < len(p.Placement)
+	if measured { // every group again, timed in the same runs
+		cost.GroupsKnown = 0
 		prog.Show("placement: timing %d groups on %d backends", len(p.Placement), len(candidates(p)))
 		if err := measure(p, dir, inputs, params, threads); err != nil {
 			return report.Section{}, fmt.Errorf("placement: %w", err)
@@ -84,9 +87,11 @@ func place(p *plan.Plan, dir string, params map[string]*tensor.Tensor, opts Opti
 			storeProfile(tools, keys[g], pg.Millis)
 		}
 	}
+	// Plans whose groups were just timed are timed again: their stored
+	// times were of the plans the old group times made.
 	planKey := wholePlanKey(p, keys)
 	walls, ok := lookupProfile(tools, planKey)
-	cost.PlansKnown = ok && len(walls) == len(planChoices(p))
+	cost.PlansKnown = ok && !measured && timesAll(walls, planChoices(p))
 	if !cost.PlansKnown {
 		prog.Show("placement: timing the plan with each library")
 		if walls, err = planTimes(p, dir, inputs, params, threads); err != nil {
@@ -100,6 +105,16 @@ func place(p *plan.Plan, dir string, params map[string]*tensor.Tensor, opts Opti
 	}
 	cost.Seconds = time.Since(start).Seconds()
 	return placementSection(p, threads, walls, cost), nil
+}
+
+// timesAll reports whether walls holds a time for each of plans.
+func timesAll(walls map[string]float64, plans []string) bool {
+	for _, name := range plans {
+		if _, ok := walls[name]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // placementCost is what a placement took: its time, and what it found
@@ -163,8 +178,8 @@ func assign(p *plan.Plan, lib string) {
 	}
 }
 
-// fastest is group pg's variant of least measured time (the first of
-// its candidates among equals).
+// fastest is group pg's variant of least measured time (the generated
+// kernel, then the first of its candidates, among equals).
 func fastest(pg *plan.PlaceGroup) string {
 	best := plan.Generated
 	for _, c := range pg.Candidates {
@@ -438,8 +453,9 @@ type PlacementRow struct {
 // PlacementData is the placement section's data in report.json.
 type PlacementData struct {
 	Threads int `json:"threads"`
-	// PlanMillis is the whole plan's time with each library (and with
-	// the generated kernels alone), of which the least was chosen.
+	// PlanMillis is the whole plan's time with each library, mixed
+	// (where timed) and with the generated kernels alone, of which the
+	// least was chosen (a library's plan by libraryMargin).
 	PlanMillis map[string]float64 `json:"plan_millis"`
 	Groups     []PlacementRow     `json:"groups"`
 	Cost       placementCost      `json:"cost"`

@@ -91,8 +91,14 @@ func TestPlacement(t *testing.T) {
 			}
 		}
 	}
-	if len(libraries) > 1 {
-		t.Errorf("the plan mixes libraries %v", libraries)
+	if len(libraries) > 1 { // the mixed plan: every group on its fastest
+		for _, pg := range res.Plan.Placement {
+			for c, ms := range pg.Millis {
+				if ms < pg.Millis[pg.Chosen] {
+					t.Errorf("%s: the plan mixes libraries %v, and chose %s over the faster %s", pg.Label, libraries, pg.Chosen, c)
+				}
+			}
+		}
 	}
 	report, err := os.ReadFile(filepath.Join(res.Dir, "report.txt"))
 	if err != nil || !strings.Contains(string(report), "Placement") {
@@ -193,4 +199,51 @@ func missingLibrary(t *testing.T, res *pipeline.Result) {
 		t.Errorf("notes %q: want one saying that the steps placed on nolib run the generated kernels", notes)
 	}
 	matchesInterp(t, res)
+}
+
+// TestPlacementWithOneGroupMissing: with one group's profile entry
+// gone, placement times every group and the whole plans again, and the
+// report says so (it said the other groups' times came from the
+// profile database, and reused whole-plan times of the old groups).
+func TestPlacementWithOneGroupMissing(t *testing.T) {
+	backends := hostlib.Available()
+	if len(backends) == 0 {
+		t.Skip("no library backend on this machine (libopenblas0-pthread, libdnnl2)")
+	}
+	cache := t.TempDir()
+	t.Setenv("TOFUC_CACHE", cache)
+	path := filepath.Join(t.TempDir(), "placed.tdl")
+	if err := os.WriteFile(path, []byte(placedModel), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := pipeline.Load(path, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := pipeline.Options{Precision: precision.F32, Backends: backends, Emit: []string{"host", "report"}, Progress: &shows{}}
+	if _, err := pipeline.Compile(m, filepath.Join(t.TempDir(), "out"), opts); err != nil {
+		t.Fatal(err)
+	}
+	var groupEntries []string
+	err = filepath.WalkDir(cache, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), "profile-") && !strings.HasPrefix(d.Name(), "profile-plan-") {
+			groupEntries = append(groupEntries, p)
+		}
+		return err
+	})
+	if err != nil || len(groupEntries) < 2 {
+		t.Fatalf("%d group entries in the profile database (%v), want 2 or more", len(groupEntries), err)
+	}
+	if err := os.Remove(groupEntries[0]); err != nil {
+		t.Fatal(err)
+	}
+	opts.NoOptimize = true // a new compile, the same kernels
+	again, err := pipeline.Compile(m, filepath.Join(t.TempDir(), "out"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := os.ReadFile(filepath.Join(again.Dir, "report.txt"))
+	if want := fmt.Sprintf(": 0 of %d parts' times from the profile database, the whole plans' measured", len(again.Plan.Placement)); err != nil || !strings.Contains(string(report), want) {
+		t.Errorf("the report does not say %q (%v):\n%s", want, err, report)
+	}
 }

@@ -18,6 +18,12 @@ type HostEngine struct {
 	pool    *pool // threads-1 workers, where there are several threads
 }
 
+// The host runs libraries' steps and quiets its pool before them.
+var (
+	_ host.LibraryEngine = (*HostEngine)(nil)
+	_ host.Quieter       = (*HostEngine)(nil)
+)
+
 // Kind is the devices that run a plan's host module with this
 // package's engine: `tofuc run --backend cpu`.
 var Kind = executor.Kind{Name: "cpu", Module: Module, Summary: "host kernels, natively", Open: open}
@@ -67,7 +73,7 @@ func NewHost(p *plan.Plan, dir, module string, threads int) (*HostEngine, error)
 func (e *HostEngine) RunsLibraries() bool { return true }
 
 // Quiet makes the pool's idle workers sleep until the next launch, for a
-// library's call that follows (host.LibraryEngine).
+// host function that follows (host.Quieter).
 func (e *HostEngine) Quiet() {
 	if e.pool != nil {
 		e.pool.quiet()

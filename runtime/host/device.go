@@ -132,9 +132,12 @@ func (d *device) Runs(k *plan.Kernel) bool { return d.sys.engine.Runs(k) }
 type LibraryEngine interface {
 	Engine
 	RunsLibraries() bool
-	// Quiet makes the engine's idle threads sleep now, not poll for the
-	// next launch: the host function that follows (a library's call)
-	// has threads of its own that need the cores.
+}
+
+// Quieter is an engine whose idle threads poll for the next launch.
+// Quiet makes them sleep now: the host function that follows (a
+// library's call) may have threads of its own that need the cores.
+type Quieter interface {
 	Quiet()
 }
 
@@ -285,8 +288,8 @@ func (d *device) Launch(k int, a *executor.Args) error {
 // threads quiet.
 func (d *device) Do(f func() error) error {
 	return d.enqueue(task{run: func() error {
-		if le, ok := d.sys.engine.(LibraryEngine); ok {
-			le.Quiet()
+		if q, ok := d.sys.engine.(Quieter); ok {
+			q.Quiet()
 		}
 		return f()
 	}})
