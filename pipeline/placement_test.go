@@ -52,19 +52,7 @@ func (s *shows) timed() bool {
 // same kernels reads instead of timing them; the plan's results match
 // the interpreter.
 func TestPlacement(t *testing.T) {
-	backends := hostlib.Available()
-	if len(backends) == 0 {
-		t.Skip("no library backend on this machine (libopenblas0-pthread, libdnnl2)")
-	}
-	t.Setenv("TOFUC_CACHE", t.TempDir())
-	path := filepath.Join(t.TempDir(), "placed.tdl")
-	if err := os.WriteFile(path, []byte(placedModel), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m, err := pipeline.Load(path, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, backends, _ := loadPlaced(t)
 	var first shows
 	opts := pipeline.Options{Precision: precision.F32, Backends: backends, Emit: []string{"host", "report"}, Progress: &first}
 	res, err := pipeline.Compile(m, filepath.Join(t.TempDir(), "out"), opts)
@@ -206,26 +194,13 @@ func missingLibrary(t *testing.T, res *pipeline.Result) {
 // report says so (it said the other groups' times came from the
 // profile database, and reused whole-plan times of the old groups).
 func TestPlacementWithOneGroupMissing(t *testing.T) {
-	backends := hostlib.Available()
-	if len(backends) == 0 {
-		t.Skip("no library backend on this machine (libopenblas0-pthread, libdnnl2)")
-	}
-	cache := t.TempDir()
-	t.Setenv("TOFUC_CACHE", cache)
-	path := filepath.Join(t.TempDir(), "placed.tdl")
-	if err := os.WriteFile(path, []byte(placedModel), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m, err := pipeline.Load(path, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, backends, cache := loadPlaced(t)
 	opts := pipeline.Options{Precision: precision.F32, Backends: backends, Emit: []string{"host", "report"}, Progress: &shows{}}
 	if _, err := pipeline.Compile(m, filepath.Join(t.TempDir(), "out"), opts); err != nil {
 		t.Fatal(err)
 	}
 	var groupEntries []string
-	err = filepath.WalkDir(cache, func(p string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(cache, func(p string, d os.DirEntry, err error) error {
 		if err == nil && strings.HasPrefix(d.Name(), "profile-") && !strings.HasPrefix(d.Name(), "profile-plan-") {
 			groupEntries = append(groupEntries, p)
 		}
@@ -246,4 +221,24 @@ func TestPlacementWithOneGroupMissing(t *testing.T) {
 	if want := fmt.Sprintf(": 0 of %d parts' times from the profile database, the whole plans' measured", len(again.Plan.Placement)); err != nil || !strings.Contains(string(report), want) {
 		t.Errorf("the report does not say %q (%v):\n%s", want, err, report)
 	}
+}
+
+// loadPlaced loads placedModel with a compile cache of its own, and the
+// library backends here; it skips the test where there are none.
+func loadPlaced(t *testing.T) (m *pipeline.Model, backends []string, cache string) {
+	backends = hostlib.Available()
+	if len(backends) == 0 {
+		t.Skip("no library backend on this machine (libopenblas0-pthread, libdnnl2)")
+	}
+	cache = t.TempDir()
+	t.Setenv("TOFUC_CACHE", cache)
+	path := filepath.Join(t.TempDir(), "placed.tdl")
+	if err := os.WriteFile(path, []byte(placedModel), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := pipeline.Load(path, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, backends, cache
 }
