@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"tofuc/runtime/plan"
+	"tofuc/runtime/tensor"
 )
 
 // TestConv: oneDNN's convolutions, over random extents, groups
@@ -149,19 +150,20 @@ func referenceConv(c *plan.ConvCall, x, w []float32) (out, bound []float64) {
 	return out, bound
 }
 
-// forEach calls f with every index of shape, row-major.
+// forEach calls f with every index of shape, row-major
+// (tensor.ForEachIndex in int64).
 func forEach(shape []int64, f func(idx []int64)) {
-	idx := make([]int64, len(shape))
-	n, _ := plan.Cells(shape)
-	for range n {
-		f(idx)
-		for d := len(idx) - 1; d >= 0; d-- {
-			if idx[d]++; idx[d] < shape[d] {
-				break
-			}
-			idx[d] = 0
-		}
+	dims := make([]int, len(shape))
+	for d, n := range shape {
+		dims[d] = int(n)
 	}
+	idx := make([]int64, len(shape))
+	tensor.ForEachIndex(dims, func(_ int, at []int) {
+		for d, v := range at {
+			idx[d] = int64(v)
+		}
+		f(idx)
+	})
 }
 
 // TestConvReleased: a convolution's primitive lives while a caller
