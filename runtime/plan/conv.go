@@ -3,8 +3,6 @@ package plan
 import (
 	"fmt"
 	"slices"
-
-	"tofuc/lang"
 )
 
 // ConvCall is a library's direct convolution in single precision,
@@ -107,30 +105,26 @@ func (c *ConvCall) Check() error {
 	return nil
 }
 
-// operands are the call's tensors with their names and shapes.
-func (c *ConvCall) operands() [3]struct {
+// convOperand is a tensor of a ConvCall: its name, place and shape.
+type convOperand struct {
 	name  string
 	at    Dense
 	shape []int64
-} {
+}
+
+// operands are the call's tensors.
+func (c *ConvCall) operands() [3]convOperand {
 	x, w, y := c.Shapes()
-	return [3]struct {
-		name  string
-		at    Dense
-		shape []int64
-	}{{"x", c.X, x}, {"w", c.W, w}, {"y", c.Y, y}}
+	return [3]convOperand{{"x", c.X, x}, {"w", c.W, w}, {"y", c.Y, y}}
 }
 
 // checkConv checks a checked call's tensors: each in an f32 buffer of
 // device d that holds all its elements.
 func (p *Plan) checkConv(d int, c *ConvCall) error {
 	for _, o := range c.operands() {
-		b, err := p.buffer(o.at.Buffer)
+		b, err := p.f32Buffer(d, o.at.Buffer)
 		if err != nil {
 			return fmt.Errorf("conv.%s: %w", o.name, err)
-		}
-		if b.Device != d || b.DType != lang.F32.String() {
-			return fmt.Errorf("conv.%s: buffer %d is %s on device %d, not f32 on device %d", o.name, o.at.Buffer, b.DType, b.Device, d)
 		}
 		need, _ := Cells(o.shape)
 		if have, err := Cells(b.Shape); err != nil || o.at.Offset+need > have {

@@ -213,12 +213,9 @@ func (c *GEMMCall) Check() error {
 // buffer of device d.
 func (p *Plan) checkOperand(d int, c *GEMMCall, o Operand) error {
 	m := o.Matrix
-	b, err := p.buffer(m.Buffer)
+	b, err := p.f32Buffer(d, m.Buffer)
 	if err != nil {
 		return err
-	}
-	if b.Device != d || b.DType != lang.F32.String() {
-		return fmt.Errorf("buffer %d is %s on device %d, not f32 on device %d", m.Buffer, b.DType, b.Device, d)
 	}
 	last := m.Offset + o.span() - 1 // each term below 2^62: no overflow
 	for i, n := range c.Batch {
@@ -228,6 +225,19 @@ func (p *Plan) checkOperand(d int, c *GEMMCall, o Operand) error {
 		return fmt.Errorf("reaches element %d of buffer %d (%s, shape %v)", last, m.Buffer, b.Name, b.Shape)
 	}
 	return nil
+}
+
+// f32Buffer is buffer id, which a library call of device d reads or
+// writes: an error unless it is an f32 buffer of d.
+func (p *Plan) f32Buffer(d, id int) (Buffer, error) {
+	b, err := p.buffer(id)
+	if err != nil {
+		return Buffer{}, err
+	}
+	if b.Device != d || b.DType != lang.F32.String() {
+		return Buffer{}, fmt.Errorf("buffer %d is %s on device %d, not f32 on device %d", id, b.DType, b.Device, d)
+	}
+	return b, nil
 }
 
 // disjointBatch reports an error when two batch entries of a result,
