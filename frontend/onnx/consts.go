@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/lang"
 	"tofuc/runtime/tensor"
 )
@@ -113,15 +114,18 @@ func convRange(c *nodeCtx) {
 	c.out(0, constValue("", t, false))
 }
 
-func convCast(c *nodeCtx) {
-	dt, err := DType(int32(c.intAttr("to", 0)))
-	if err != nil {
-		c.fail("%v", err)
-	}
-	c.out(0, c.cast(c.must(0), dt))
-}
+func convCast(c *nodeCtx) { c.out(0, c.castTo(c.must(0), int32(c.intAttr("to", 0)))) }
 
-func convCastLike(c *nodeCtx) { c.out(0, c.cast(c.must(0), c.must(1).typ.DType)) }
+// convCastLike casts to the element type of input 1, which, for a narrow
+// type, is not its carrier's (narrow.go).
+func convCastLike(c *nodeCtx) {
+	target := c.must(1)
+	if et := c.imp.elemType(c.node.GetInput()[1]); narrowTypes[onnxpb.TensorProto_DataType(et)] != nil {
+		c.out(0, c.castTo(c.must(0), et))
+		return
+	}
+	c.out(0, c.cast(c.must(0), target.typ.DType))
+}
 
 // castTensor converts t to dt as ONNX Cast does: floats to integers
 // truncate, anything nonzero is true.

@@ -144,6 +144,10 @@ type importer struct {
 	// foldedElements counts the elements computed by folding, bounded by
 	// 8 times the fold limit.
 	foldedElements int64
+	// elemTypes caches the ONNX element types of values, producers the
+	// node making each (narrow.go).
+	elemTypes map[string]int32
+	producers map[string]*onnxpb.NodeProto
 }
 
 // Import converts an ONNX model into a TDL model.

@@ -40,9 +40,12 @@ var dtypeOf = map[onnxpb.TensorProto_DataType]lang.DType{
 
 // DType returns the TDL dtype of an ONNX element type.
 func DType(elem int32) (lang.DType, error) {
+	if nt := narrowTypes[onnxpb.TensorProto_DataType(elem)]; nt != nil {
+		return nt.carrier, nil
+	}
 	dt, ok := dtypeOf[onnxpb.TensorProto_DataType(elem)]
 	if !ok {
-		return lang.Invalid, fmt.Errorf("element type %s is not supported (TDL has floats, integers and bools; no strings, complex numbers or 4- and 8-bit floats)", onnxpb.TensorProto_DataType(elem))
+		return lang.Invalid, fmt.Errorf("element type %s is not supported (TDL has floats, integers and bools; no strings or complex numbers)", onnxpb.TensorProto_DataType(elem))
 	}
 	return dt, nil
 }
@@ -91,6 +94,13 @@ func ReadSequenceFile(path string) ([]*tensor.Tensor, error) {
 // Tensor converts a TensorProto; dir is where external data files are
 // looked up.
 func Tensor(tp *onnxpb.TensorProto, dir string) (*tensor.Tensor, error) {
+	if nt := narrowTypes[onnxpb.TensorProto_DataType(tp.GetDataType())]; nt != nil {
+		shape, n, err := tensorShape(tp.GetDims())
+		if err != nil {
+			return nil, err
+		}
+		return decodeNarrow(tp, nt, dir, shape, n)
+	}
 	dt, err := DType(tp.GetDataType())
 	if err != nil {
 		return nil, err
