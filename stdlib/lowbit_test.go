@@ -8,7 +8,8 @@ import (
 )
 
 // Interpreter cases for stdlib/lowbit.tdl, by hand: ties, subnormals,
-// saturation and overflow of float8 formats, and e8m0's rounding modes.
+// saturation and overflow of float8 formats, e8m0's rounding modes, and
+// blocks of a blocked quantization's scale.
 // frontend/onnx's narrow_test.go checks every format against its table of
 // values.
 
@@ -30,5 +31,7 @@ func init() {
 			ewT(f32, s(3), 3, 4, 0.3)),
 		ewFixed("round_e8m0", "nearest, ties up, no saturation", map[string]ir.AttrValue{"mode": aInt(2), "saturate": aBool(false)},
 			ewT(f32, s(4), 4, 2, 0.25, ewNaN), ewT(f32, s(4), 3, 2.9, 0.3, ewInf)),
+		ewFixed("repeat_blocks", "blocks of 2 along axis 1, cut to 3", map[string]ir.AttrValue{"axis": aInt(1), "block_size": aInt(2), "n": aInt(3)},
+			ewT(f32, s(2, 3), 1, 1, 2, 3, 3, 4), ewT(f32, s(2, 2), 1, 2, 3, 4)),
 	)
 }

@@ -69,21 +69,30 @@ func (w window) attrs() []attr {
 // bias is conv2d_bias, the others add the bias with bias_add.
 func convConv(c *nodeCtx) {
 	x, w, b := c.must(0), c.must(1), c.in(2)
+	if b != nil && rank(x) == 4 {
+		c.out(0, c.call1("conv2d_bias", c.convAttrs(x, w), x, w, b))
+		return
+	}
+	y := c.conv(x, w)
+	if b != nil {
+		y = c.call1("bias_add", []attr{intA("axis", 1)}, y, b)
+	}
+	c.out(0, y)
+}
+
+// conv is the node's convolution of x by w, without a bias.
+func (c *nodeCtx) conv(x, w *value) *value {
 	ops := map[int]string{3: "conv1d", 4: "conv2d", 5: "conv3d"}
 	op, ok := ops[rank(x)]
 	if !ok {
 		c.fail("%d-D convolution is not supported", rank(x)-2)
 	}
-	attrs := append(c.window(x, c.kernel(w)).attrs(), intA("group", c.intAttr("group", 1)))
-	if b != nil && op == "conv2d" {
-		c.out(0, c.call1("conv2d_bias", attrs, x, w, b))
-		return
-	}
-	y := c.call1(op, attrs, x, w)
-	if b != nil {
-		y = c.call1("bias_add", []attr{intA("axis", 1)}, y, b)
-	}
-	c.out(0, y)
+	return c.call1(op, c.convAttrs(x, w), x, w)
+}
+
+// convAttrs are the stdlib convolution's attributes from the node's.
+func (c *nodeCtx) convAttrs(x, w *value) []attr {
+	return append(c.window(x, c.kernel(w)).attrs(), intA("group", c.intAttr("group", 1)))
 }
 
 // kernel is kernel_shape, or the spatial extents of the weight w.

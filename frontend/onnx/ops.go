@@ -28,6 +28,14 @@ func init() {
 		"CastLike":        {convert: convCastLike},
 		"Dropout":         {convert: convDropout, consts: []int{1, 2}},
 
+		"QuantizeLinear":        {convert: convQuantizeLinear},
+		"DequantizeLinear":      {convert: convDequantizeLinear},
+		"DynamicQuantizeLinear": {convert: convDynamicQuantizeLinear},
+		"MatMulInteger":         {convert: convMatMulInteger},
+		"ConvInteger":           {convert: convConvInteger},
+		"QLinearMatMul":         {convert: convQLinearMatMul},
+		"QLinearConv":           {convert: convQLinearConv},
+
 		"Conv":               {convert: convConv},
 		"ConvTranspose":      {convert: convConvTranspose},
 		"MaxPool":            {convert: convMaxPool},
