@@ -136,6 +136,53 @@ func init() {
 				return []*tensor.Tensor{floats([]int{1, 1}, math.Tanh(-0.95))}
 			}},
 	)
+	// The steps, their input projected by project and R transposed, against
+	// the cells.
+	lstmStep := func(in []*tensor.Tensor) []*tensor.Tensor {
+		return []*tensor.Tensor{project(in[0], in[3], in[5], 0, 4*H), in[1], in[2], transpose2(in[4]), in[6]}
+	}
+	gruStep := []*tensor.Tensor{project(x, gruIn[2], gruIn[4], 0), h, transpose2(gruIn[3]), tensor.FromFloats(gruIn[4].DType, []int{3 * H}, gruIn[4].F[3*H:])}
+	rnnStep := []*tensor.Tensor{project(x, rnnIn[2], rnnIn[4], 0, H), h, transpose2(rnnIn[3])}
+	of := func(in []*tensor.Tensor, want func([]*tensor.Tensor) []*tensor.Tensor) func([]*tensor.Tensor) []*tensor.Tensor {
+		return func([]*tensor.Tensor) []*tensor.Tensor { return want(in) }
+	}
+	// lstm_step stacks h' and c' on an axis before the last.
+	stacked := func(want func([]*tensor.Tensor) []*tensor.Tensor) func([]*tensor.Tensor) []*tensor.Tensor {
+		return func(in []*tensor.Tensor) []*tensor.Tensor {
+			hc := want(in)
+			out := tensor.New(hc[0].DType, []int{B, 2, H})
+			for n := range B {
+				for s := range 2 {
+					for j := range H {
+						out.Set(hc[s].At(n, j), n, s, j)
+					}
+				}
+			}
+			return []*tensor.Tensor{out}
+		}
+	}
+	rnnTanh := rnnAttrs([]onnxref.Activation{act("softsign")}, 0.8)
+	register(
+		opCase{op: "lstm_step", name: "defaults", tol: 1e-5, inputs: lstmStep(lstmIn), want: of(lstmIn, stacked(lstmDefault.lstm))},
+		opCase{op: "lstm_step", name: "clip 0.5, input_forget, hardsigmoid, relu, scaledtanh", tol: 1e-5, inputs: lstmStep(lstmIn),
+			attrs: lstmCustom.attrs, want: of(lstmIn, stacked(lstmCustom.lstm))},
+		opCase{op: "gru_step", name: "defaults", tol: 1e-5, inputs: gruStep, want: of(gruIn, gruDefault.gru)},
+		opCase{op: "gru_step", name: "linear_before_reset (PyTorch)", tol: 1e-5, inputs: gruStep, attrs: gruPyTorch.attrs, want: of(gruIn, gruPyTorch.gru)},
+		opCase{op: "gru_step", name: "clip 0.4, elu, softsign", tol: 1e-5, inputs: gruStep, attrs: gruCustom.attrs, want: of(gruIn, gruCustom.gru)},
+		opCase{op: "rnn_step", name: "softsign, clip 0.8", tol: 1e-5, inputs: rnnStep, attrs: rnnTanh.attrs, want: of(rnnIn, rnnTanh.rnn)},
+	)
+	// Two cells stacked (a bidirectional layer's directions): each is its
+	// own step, the second with other weights and states.
+	lstmIn2 := []*tensor.Tensor{randn(92, B, I), randn(93, B, H), randn(94, B, H), randn(95, 4*H, I), randn(96, 4*H, H), randn(97, 8*H), randn(98, 3*H)}
+	one, two := lstmStep(lstmIn), lstmStep(lstmIn2)
+	both := make([]*tensor.Tensor, len(one))
+	for i := range one {
+		both[i] = stackFirst(one[i], two[i])
+	}
+	register(opCase{op: "lstm_step", name: "two directions stacked", tol: 1e-5, inputs: both,
+		want: func([]*tensor.Tensor) []*tensor.Tensor {
+			return []*tensor.Tensor{stackFirst(stacked(lstmDefault.lstm)(lstmIn)[0], stacked(lstmDefault.lstm)(lstmIn2)[0])}
+		}})
 	// Every activation, in the Elman cell (clipped) and as the GRU's f.
 	for _, a := range rnnActivations {
 		rnn := rnnAttrs([]onnxref.Activation{a}, 1.5)
@@ -145,4 +192,46 @@ func init() {
 			opCase{op: "gru_cell", name: "f = " + a.Name, tol: 1e-5, inputs: gruIn, attrs: gru.attrs, want: gru.gru},
 		)
 	}
+}
+
+// project is x W^T plus the blocks of b starting at offsets, each as wide
+// as W has rows: a step's input projection with its biases.
+func project(x, W, b *tensor.Tensor, offsets ...int) *tensor.Tensor {
+	n, k, g := x.Shape[0], x.Shape[1], W.Shape[0]
+	out := tensor.New(x.DType, []int{n, g})
+	for i := range n {
+		for j := range g {
+			v := 0.0
+			for l := range k {
+				v += x.At(i, l) * W.At(j, l)
+			}
+			for _, o := range offsets {
+				v += b.Flat(o + j)
+			}
+			out.Set(v, i, j)
+		}
+	}
+	return out
+}
+
+// stackFirst stacks tensors of one shape on a new leading axis.
+func stackFirst(ts ...*tensor.Tensor) *tensor.Tensor {
+	out := tensor.New(ts[0].DType, append([]int{len(ts)}, ts[0].Shape...))
+	for i, t := range ts {
+		for e := range t.Len() {
+			out.SetFlat(i*t.Len()+e, t.Flat(e))
+		}
+	}
+	return out
+}
+
+// transpose2 is a matrix transposed.
+func transpose2(m *tensor.Tensor) *tensor.Tensor {
+	out := tensor.New(m.DType, []int{m.Shape[1], m.Shape[0]})
+	for i := range m.Shape[0] {
+		for j := range m.Shape[1] {
+			out.Set(m.At(i, j), j, i)
+		}
+	}
+	return out
 }

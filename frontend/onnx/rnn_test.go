@@ -62,6 +62,14 @@ func TestImportRecurrent(t *testing.T) {
 		{name: "rnn relu, clip, batch-major", op: "RNN", reverse: []bool{false},
 			attrs: []*onnxpb.AttributeProto{onnxbuild.Strings("activations", "Relu"), onnxbuild.Float("clip", 1.5), onnxbuild.Int("layout", 1)},
 			cell:  onnxref.Cell{Activations: []onnxref.Activation{act("relu")}, Clip: 1.5}, batchMajor: true},
+		// Bidirectional without lengths: the directions run stacked, the
+		// reverse one's input reversed in time.
+		{name: "lstm bidirectional, initial states", op: "LSTM", reverse: []bool{false, true},
+			attrs: []*onnxpb.AttributeProto{onnxbuild.String("direction", "bidirectional")},
+			cell:  onnxref.Cell{Activations: []onnxref.Activation{sig, tanh, tanh}}, initial: true},
+		{name: "gru bidirectional, linear_before_reset, batch-major", op: "GRU", reverse: []bool{false, true},
+			attrs: []*onnxpb.AttributeProto{onnxbuild.String("direction", "bidirectional"), onnxbuild.Int("linear_before_reset", 1), onnxbuild.Int("layout", 1)},
+			cell:  onnxref.Cell{Activations: []onnxref.Activation{sig, tanh}, LinearBeforeReset: true}, batchMajor: true},
 		{name: "rnn bidirectional defaults, lengths", op: "RNN", reverse: []bool{false, true},
 			attrs: []*onnxpb.AttributeProto{onnxbuild.String("direction", "bidirectional")},
 			cell:  onnxref.Cell{Activations: []onnxref.Activation{tanh}}, lens: []int64{1, 4, 3}},
