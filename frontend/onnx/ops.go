@@ -124,6 +124,7 @@ func init() {
 		"Pad":          {convert: convPad, consts: []int{1, 2, 3}},
 		"Tile":         {convert: convTile, consts: []int{1}},
 		"DepthToSpace": {convert: convDepthToSpace},
+		"GridSample":   {convert: convGridSample},
 		"SpaceToDepth": {convert: convSpaceToDepth},
 		"Expand":       {convert: convExpand, consts: []int{1}},
 		"Gather": {convert: func(c *nodeCtx) {

@@ -1,5 +1,7 @@
 package onnx
 
+import "fmt"
+
 // Spatial and sampling operators: DepthToSpace, SpaceToDepth, GridSample,
 // AffineGrid, Col2Im, CenterCropPad, MaxUnpool, RoiAlign.
 
@@ -44,4 +46,48 @@ func (c *nodeCtx) blocksize(x *value) int64 {
 		c.fail("blocksize %d is not positive", b)
 	}
 	return b
+}
+
+// convGridSample maps GridSample (opset 16: 2-D, modes bilinear,
+// nearest, bicubic; opset 20 on: N-D, linear, nearest, cubic) for 1, 2
+// or 3 spatial axes: stdlib grid_taps per axis (the input's extent
+// known), then grid_gather1d, 2d or 3d over the axes' taps.
+func convGridSample(c *nodeCtx) {
+	x, grid := c.must(0), c.must(1)
+	r := rank(x) - 2
+	if r < 1 || r > 3 {
+		c.fail("GridSample over %d spatial axes is not supported (1, 2 or 3 are)", r)
+	}
+	if !x.typ.DType.IsFloat() || !grid.typ.DType.IsFloat() {
+		c.fail("GridSample of %s input at a %s grid is not supported (floating point only)", x.typ.DType, grid.typ.DType)
+	}
+	if rank(grid) != r+2 {
+		c.fail("the grid has rank %d; it must be %d for an input of rank %d", rank(grid), r+2, rank(x))
+	}
+	if n := c.extent(grid, r+1); n != int64(r) {
+		c.fail("the grid's last extent is %d; it must be %d, the input's spatial rank", n, r)
+	}
+	mode := c.stringAttr("mode", "linear")
+	switch mode {
+	case "bilinear":
+		mode = "linear"
+	case "bicubic":
+		mode = "cubic"
+	case "linear", "nearest", "cubic":
+	default:
+		c.fail("mode %q is none of linear (bilinear), nearest, cubic (bicubic)", mode)
+	}
+	padding := c.stringAttr("padding_mode", "zeros")
+	if padding != "zeros" && padding != "border" && padding != "reflection" {
+		c.fail("padding_mode %q is none of zeros, border, reflection", padding)
+	}
+	align := c.intAttr("align_corners", 0) != 0
+	args := []*value{x}
+	for a := range r {
+		// Grid component r - 1 - a is the coordinate along spatial axis a.
+		taps := c.call("grid_taps", []attr{intA("size", c.extent(x, 2+a)), intA("comp", int64(r-1-a)),
+			stringA("mode", mode), stringA("padding_mode", padding), boolA("align_corners", align)}, grid)
+		args = append(args, taps...)
+	}
+	c.out(0, c.call1(fmt.Sprintf("grid_gather%dd", r), nil, args...))
 }
