@@ -296,14 +296,37 @@ func usedValues(g *onnxpb.GraphProto) map[string]bool {
 }
 
 // compileTimeInputs finds the graph values that some node reads in an
-// input slot it needs at import.
+// input slot it needs at import, and the values those are computed from
+// (an expanded function's pads from its shape input: Max, Sub, Div,
+// Concat), but not through Shape and Size, which read only the extents
+// of their input.
 func compileTimeInputs(g *onnxpb.GraphProto) map[string]bool {
 	needed := map[string]bool{}
+	producer := map[string]*onnxpb.NodeProto{}
+	var work []string
 	for _, n := range g.GetNode() {
+		for _, out := range n.GetOutput() {
+			producer[out] = n
+		}
 		conv := converters[n.GetOpType()]
 		for _, i := range conv.consts {
-			if i < len(n.GetInput()) {
+			if i < len(n.GetInput()) && !needed[n.GetInput()[i]] {
 				needed[n.GetInput()[i]] = true
+				work = append(work, n.GetInput()[i])
+			}
+		}
+	}
+	for len(work) > 0 {
+		v := work[len(work)-1]
+		work = work[:len(work)-1]
+		n := producer[v]
+		if n == nil || n.GetOpType() == "Shape" || n.GetOpType() == "Size" {
+			continue
+		}
+		for _, in := range n.GetInput() {
+			if in != "" && !needed[in] {
+				needed[in] = true
+				work = append(work, in)
 			}
 		}
 	}

@@ -91,3 +91,42 @@ func convGridSample(c *nodeCtx) {
 	}
 	c.out(0, c.call1(fmt.Sprintf("grid_gather%dd", r), nil, args...))
 }
+
+// convCenterCropPad maps CenterCropPad (opset 18) to one stdlib pad:
+// an axis longer than its target loses floor((extent - target) / 2)
+// elements at its start (a negative pad) and the rest at its end, a
+// shorter one gains floor((target - extent) / 2) zeros at its start and
+// the rest at its end. The shape must be known at import; the extents
+// of the axes it names too.
+func convCenterCropPad(c *nodeCtx) {
+	x := c.must(0)
+	r := rank(x)
+	shape := c.knownInts(1, "shape")
+	axes := c.intsAttr("axes", nil)
+	if axes == nil {
+		for a := range r {
+			axes = append(axes, int64(a))
+		}
+	}
+	if len(shape) != len(axes) {
+		c.fail("%d target extents for %d axes", len(shape), len(axes))
+	}
+	pads := make([]int64, 2*r)
+	seen := map[int64]bool{}
+	for i, a := range c.axes(axes, r) {
+		if seen[a] {
+			c.fail("axis %d is listed twice", a)
+		}
+		seen[a] = true
+		n, target := c.extent(x, int(a)), shape[i]
+		if target < 0 {
+			c.fail("target extent %d is negative", target)
+		}
+		if target < n {
+			pads[a], pads[int(a)+r] = -((n - target) / 2), -(n - target - (n-target)/2)
+		} else {
+			pads[a], pads[int(a)+r] = (target-n)/2, target-n-(target-n)/2
+		}
+	}
+	c.out(0, c.call1("pad", []attr{intsA("pads", pads), floatA("value", 0)}, x))
+}
