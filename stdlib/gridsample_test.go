@@ -15,7 +15,8 @@ import (
 // composed as the ONNX GridSample converter composes them, against a direct
 // Go evaluation of ONNX GridSample: every mode, padding mode and
 // align_corners, over 1, 2 and 3 spatial axes, at grid points inside, on
-// the edges of and far outside [-1, 1] (several reflections).
+// the edges of and far outside [-1, 1] (several reflections); and
+// affine_grid2d/3d against a direct AffineGrid.
 
 // refGridSample is ONNX GridSample of x [N, C, *S] at grid [N, *O, r].
 func refGridSample(x, grid *tensor.Tensor, mode, padding string, align bool) *tensor.Tensor {
@@ -210,4 +211,54 @@ func init() {
 			inputs: []*tensor.Tensor{spSeq(1, 1, 2, 2, 2), ints(s(1, 1, 1), 1), floats(s(1, 1, 1), 1), ints(s(1, 1, 1), 0), floats(s(1, 1, 1), 1), ints(s(1, 1, 1), 1), floats(s(1, 1, 1), 2)},
 			want:   spConst(floats(s(1, 1, 1), 12))}, // x[0, 0, 1, 0, 1] = 6, weight 2
 	)
+}
+
+// refAffineGrid is ONNX AffineGrid of theta [N, r, r + 1] over the
+// spatial extents dims: theta times the base point (x, y, (z,) 1), its
+// coordinates in the reverse order of dims.
+func refAffineGrid(theta *tensor.Tensor, dims []int, align bool) *tensor.Tensor {
+	r := len(dims)
+	n := theta.Shape[0]
+	y := tensor.New(theta.DType, append(append([]int{n}, dims...), r))
+	base := func(i, s int) float64 {
+		if align {
+			if s == 1 {
+				return -1
+			}
+			return -1 + 2*float64(i)/float64(s-1)
+		}
+		return (2*float64(i)+1)/float64(s) - 1
+	}
+	tensor.ForEachIndex(y.Shape, func(_ int, idx []int) {
+		b, at, k := idx[0], idx[1:1+r], idx[1+r]
+		v := theta.At(b, k, r)
+		for j := range r {
+			// Component j of the base point runs along spatial axis r - 1 - j.
+			v += theta.At(b, k, j) * base(at[r-1-j], dims[r-1-j])
+		}
+		y.Set(v, idx...)
+	})
+	return y
+}
+
+func init() {
+	theta2, theta3 := randn(41, 2, 2, 3), randn(42, 2, 3, 4)
+	for _, align := range []bool{false, true} {
+		for _, hw := range [][]int{{3, 4}, {1, 5}} {
+			register(opCase{op: "affine_grid2d", name: fmt.Sprintf("direct, %v, align_corners %v", hw, align),
+				attrs:  map[string]ir.AttrValue{"H": aInt(int64(hw[0])), "W": aInt(int64(hw[1])), "align_corners": aBool(align)},
+				inputs: []*tensor.Tensor{theta2}, tol: 1e-6,
+				want: func(in []*tensor.Tensor) []*tensor.Tensor {
+					return []*tensor.Tensor{refAffineGrid(in[0], hw, align)}
+				}})
+		}
+		for _, dhw := range [][]int{{2, 3, 4}, {3, 1, 2}} {
+			register(opCase{op: "affine_grid3d", name: fmt.Sprintf("direct, %v, align_corners %v", dhw, align),
+				attrs:  map[string]ir.AttrValue{"D": aInt(int64(dhw[0])), "H": aInt(int64(dhw[1])), "W": aInt(int64(dhw[2])), "align_corners": aBool(align)},
+				inputs: []*tensor.Tensor{theta3}, tol: 1e-6,
+				want: func(in []*tensor.Tensor) []*tensor.Tensor {
+					return []*tensor.Tensor{refAffineGrid(in[0], dhw, align)}
+				}})
+		}
+	}
 }

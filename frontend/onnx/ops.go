@@ -126,6 +126,7 @@ func init() {
 		"DepthToSpace":  {convert: convDepthToSpace},
 		"CenterCropPad": {convert: convCenterCropPad, consts: []int{1}},
 		"GridSample":    {convert: convGridSample},
+		"AffineGrid":    {convert: convAffineGrid, consts: []int{1}},
 		"SpaceToDepth":  {convert: convSpaceToDepth},
 		"Expand":        {convert: convExpand, consts: []int{1}},
 		"Gather": {convert: func(c *nodeCtx) {

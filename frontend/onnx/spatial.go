@@ -130,3 +130,31 @@ func convCenterCropPad(c *nodeCtx) {
 	}
 	c.out(0, c.call1("pad", []attr{intsA("pads", pads), floatA("value", 0)}, x))
 }
+
+// convAffineGrid maps AffineGrid (opset 20; size known at import) to
+// stdlib affine_grid2d or affine_grid3d.
+func convAffineGrid(c *nodeCtx) {
+	theta := c.must(0)
+	size := c.knownInts(1, "size")
+	if len(size) != 4 && len(size) != 5 {
+		c.fail("size has %d entries; it must be [N, C, H, W] or [N, C, D, H, W]", len(size))
+	}
+	if !theta.typ.DType.IsFloat() {
+		c.fail("theta of %s is not supported (floating point only)", theta.typ.DType)
+	}
+	r := len(size) - 2
+	if rank(theta) != 3 || c.extent(theta, 1) != int64(r) || c.extent(theta, 2) != int64(r+1) {
+		c.fail("theta is %s; it must be [N, %d, %d] for a size of %d entries", theta.typ.Shape, r, r+1, len(size))
+	}
+	if n, ok := theta.typ.Shape[0].IsConst(); ok && n != size[0] {
+		c.fail("theta has %d matrices for a batch of %d", n, size[0])
+	}
+	attrs := []attr{boolA("align_corners", c.intAttr("align_corners", 0) != 0)}
+	for i, name := range []string{"D", "H", "W"}[3-r:] {
+		if size[2+i] <= 0 {
+			c.fail("spatial extent %d is not positive", size[2+i])
+		}
+		attrs = append(attrs, intA(name, size[2+i]))
+	}
+	c.out(0, c.call1(fmt.Sprintf("affine_grid%dd", r), attrs, theta))
+}
