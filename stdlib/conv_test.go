@@ -1,6 +1,9 @@
 package stdlib_test
 
 import (
+	"fmt"
+	"testing"
+
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/tensor"
@@ -167,4 +170,94 @@ func init() {
 				3, 30, 4, 40,
 				300, 3000, 400, 4000))},
 	)
+}
+
+// refCol2Im is ONNX Col2Im of x [N, C · prod(block), L] into an image
+// of extents image: every column entry added at its image position.
+func refCol2Im(x *tensor.Tensor, image, block, strides, dilations, pads []int) *tensor.Tensor {
+	r := len(image)
+	kernel := 1
+	for _, k := range block {
+		kernel *= k
+	}
+	blocks := make([]int, r)
+	for a := range r {
+		blocks[a] = (image[a]+pads[a]+pads[a+r]-dilations[a]*(block[a]-1)-1)/strides[a] + 1
+	}
+	n, ch := x.Shape[0], x.Shape[1]/kernel
+	y := tensor.New(x.DType, append([]int{n, ch}, image...))
+	tensor.ForEachIndex(x.Shape, func(_ int, idx []int) {
+		b, col, l := idx[0], idx[1], idx[2]
+		k := unravelInts(col%kernel, block)
+		o := unravelInts(l, blocks)
+		at := []int{b, col / kernel}
+		for a := range r {
+			p := o[a]*strides[a] + k[a]*dilations[a] - pads[a]
+			if p < 0 || p >= image[a] {
+				return
+			}
+			at = append(at, p)
+		}
+		y.Set(y.At(at...)+x.At(idx...), at...)
+	})
+	return y
+}
+
+func unravelInts(i int, dims []int) []int {
+	out := make([]int, len(dims))
+	for a := len(dims) - 1; a >= 0; a-- {
+		out[a] = i % dims[a]
+		i /= dims[a]
+	}
+	return out
+}
+
+// TestCol2Im composes reshape, transpose and col2im_axis as the ONNX
+// converter does and compares with refCol2Im: 1-, 2- and 3-D, with
+// strides, dilations, pads, overlapping and gapped blocks.
+func TestCol2Im(t *testing.T) {
+	cases := []struct{ image, block, strides, dilations, pads []int }{
+		{[]int{7}, []int{3}, []int{2}, []int{1}, []int{1, 0}},
+		{[]int{5, 5}, []int{2, 3}, []int{1, 1}, []int{1, 1}, []int{0, 0, 0, 0}},
+		{[]int{6, 5}, []int{2, 2}, []int{2, 3}, []int{2, 1}, []int{1, 0, 1, 2}},
+		{[]int{3, 4, 5}, []int{2, 1, 3}, []int{1, 2, 1}, []int{1, 1, 2}, []int{0, 1, 1, 1, 0, 2}},
+	}
+	for i, c := range cases {
+		t.Run(fmt.Sprint(c.image, c.block, c.strides, c.dilations, c.pads), func(t *testing.T) {
+			r := len(c.image)
+			kernel, total := 1, 1
+			var blocks []int64
+			for a := range r {
+				kernel *= c.block[a]
+				nb := (c.image[a]+c.pads[a]+c.pads[a+r]-c.dilations[a]*(c.block[a]-1)-1)/c.strides[a] + 1
+				blocks = append(blocks, int64(nb))
+				total *= nb
+			}
+			x := randn(uint64(60+i), 2, 3*kernel, total)
+			shape := []int64{0, 3}
+			for _, k := range c.block {
+				shape = append(shape, int64(k))
+			}
+			y := eval(t, "reshape", map[string]ir.AttrValue{"shape": ir.IntList(append(shape, blocks...)...)}, x)[0]
+			perm := []int64{0, 1}
+			for a := range r {
+				perm = append(perm, int64(2+a), int64(2+r+a))
+			}
+			y = eval(t, "transpose", map[string]ir.AttrValue{"perm": ir.IntList(perm...)}, y)[0]
+			for a := range r {
+				y = eval(t, "col2im_axis", map[string]ir.AttrValue{"axis": aInt(int64(2 + a)), "size": aInt(int64(c.image[a])),
+					"stride": aInt(int64(c.strides[a])), "dilation": aInt(int64(c.dilations[a])), "pad": aInt(int64(c.pads[a]))}, y)[0]
+			}
+			assertClose(t, "col2im", y, refCol2Im(x, c.image, c.block, c.strides, c.dilations, c.pads), 1e-5)
+		})
+	}
+}
+
+func init() {
+	s := func(dims ...int) []int { return dims }
+	register(opCase{op: "col2im_axis", name: "by hand: kernel 2, stride 2, pad 1 over 4",
+		attrs:  map[string]ir.AttrValue{"size": aInt(4), "stride": aInt(2), "pad": aInt(1)},
+		inputs: []*tensor.Tensor{floats(s(2, 3), 1, 2, 3, 10, 20, 30)},
+		// p + 1 = 2l + k: p 0 is (k 1, l 0), p 1 (k 0, l 1), p 2 (k 1, l 1), p 3 (k 0, l 2).
+		want: spConst(floats(s(4), 10, 2, 20, 3))})
 }

@@ -127,6 +127,7 @@ func init() {
 		"CenterCropPad": {convert: convCenterCropPad, consts: []int{1}},
 		"GridSample":    {convert: convGridSample},
 		"AffineGrid":    {convert: convAffineGrid, consts: []int{1}},
+		"Col2Im":        {convert: convCol2Im, consts: []int{1, 2}},
 		"SpaceToDepth":  {convert: convSpaceToDepth},
 		"Expand":        {convert: convExpand, consts: []int{1}},
 		"Gather": {convert: func(c *nodeCtx) {

@@ -1,6 +1,9 @@
 package onnx
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Spatial and sampling operators: DepthToSpace, SpaceToDepth, GridSample,
 // AffineGrid, Col2Im, CenterCropPad, MaxUnpool, RoiAlign.
@@ -157,4 +160,61 @@ func convAffineGrid(c *nodeCtx) {
 		attrs = append(attrs, intA(name, size[2+i]))
 	}
 	c.out(0, c.call1(fmt.Sprintf("affine_grid%dd", r), attrs, theta))
+}
+
+// convCol2Im maps Col2Im (opset 18; image_shape and block_shape known at
+// import): the input [N, C · prod(block), L] is reshaped to [N, C,
+// *block, *blocks] and transposed to pair each kernel axis with its
+// axis of blocks, then stdlib col2im_axis turns each pair into an image
+// axis.
+func convCol2Im(c *nodeCtx) {
+	x := c.must(0)
+	image, block := c.knownInts(1, "image_shape"), c.knownInts(2, "block_shape")
+	r := len(image)
+	if r == 0 || len(block) != r {
+		c.fail("image_shape has %d entries and block_shape %d; they must be as many, at least one", r, len(block))
+	}
+	if rank(x) != 3 {
+		c.fail("the input has rank %d; it must be 3 ([N, C · prod(block_shape), L])", rank(x))
+	}
+	ones := func() []int64 { return slices.Repeat([]int64{1}, r) }
+	strides, dilations := c.intsAttr("strides", ones()), c.intsAttr("dilations", ones())
+	pads := c.intsAttr("pads", make([]int64, 2*r))
+	if len(strides) != r || len(dilations) != r || len(pads) != 2*r {
+		c.fail("%d strides, %d dilations and %d pads for %d spatial axes", len(strides), len(dilations), len(pads), r)
+	}
+	kernel, blocks := int64(1), make([]int64, r)
+	total := int64(1)
+	for a := range r {
+		if block[a] <= 0 || image[a] <= 0 || strides[a] <= 0 || dilations[a] <= 0 || pads[a] < 0 || pads[a+r] < 0 {
+			c.fail("axis %d: image extent %d, block %d, stride %d, dilation %d, pads %d and %d must be positive (pads nonnegative)",
+				a, image[a], block[a], strides[a], dilations[a], pads[a], pads[a+r])
+		}
+		kernel *= block[a]
+		span := image[a] + pads[a] + pads[a+r] - dilations[a]*(block[a]-1) - 1
+		if span < 0 {
+			c.fail("axis %d: a block of %d (dilation %d) does not fit the padded image of %d", a, block[a], dilations[a], image[a]+pads[a]+pads[a+r])
+		}
+		blocks[a] = span/strides[a] + 1
+		total *= blocks[a]
+	}
+	ch := c.extent(x, 1)
+	if ch%kernel != 0 {
+		c.fail("%d input channels are not a multiple of the block's %d positions", ch, kernel)
+	}
+	if l := c.extent(x, 2); l != total {
+		c.fail("the input has %d blocks; the image, block, strides, dilations and pads give %d", l, total)
+	}
+	shape := append(append([]int64{0, ch / kernel}, block...), blocks...)
+	y := c.call1("reshape", []attr{intsA("shape", shape)}, x)
+	perm := []int64{0, 1}
+	for a := range r {
+		perm = append(perm, int64(2+a), int64(2+r+a))
+	}
+	y = c.call1("transpose", []attr{intsA("perm", perm)}, y)
+	for a := range r {
+		y = c.call1("col2im_axis", []attr{intA("axis", int64(2+a)), intA("size", image[a]), intA("stride", strides[a]),
+			intA("dilation", dilations[a]), intA("pad", pads[a])}, y)
+	}
+	c.out(0, y)
 }
