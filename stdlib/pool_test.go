@@ -188,3 +188,20 @@ func init() {
 		opCase{op: "global_max_pool", name: "1 spatial axis", inputs: []*tensor.Tensor{randn(207, 2, 2, 5)}, want: spatialMean(true)},
 	)
 }
+
+func init() {
+	// max_unpool against a direct loop: the last of equal indices wins,
+	// positions no index names are 0.
+	x := randn(77, 6)
+	idx := ints([]int{6}, 3, 0, 11, 3, 7, 5)
+	register(opCase{op: "max_unpool", name: "direct, [3, 4], a repeated index",
+		attrs:  map[string]ir.AttrValue{"shape": ir.IntList(3, 4)},
+		inputs: []*tensor.Tensor{x, idx},
+		want: func(in []*tensor.Tensor) []*tensor.Tensor {
+			y := tensor.New(lang.F32, []int{3, 4})
+			for k := range in[0].Len() {
+				y.SetFlat(int(in[1].I[k]), in[0].Flat(k))
+			}
+			return []*tensor.Tensor{y}
+		}})
+}

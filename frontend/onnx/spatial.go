@@ -218,3 +218,53 @@ func convCol2Im(c *nodeCtx) {
 	}
 	c.out(0, y)
 }
+
+// convMaxUnpool maps MaxUnpool (opsets 9 on; output_shape known at
+// import) to stdlib max_unpool on the flattened input and indices: the
+// indices are positions in the shape (in - 1) · stride + kernel - pads
+// on each spatial axis; an output_shape larger than that pads it with
+// zeros at the end of each axis, as the ONNX reference does. Every
+// output position compares with every index: the cost is the product of
+// the output's and the input's sizes.
+func convMaxUnpool(c *nodeCtx) {
+	x, indices := c.must(0), c.must(1)
+	r := rank(x) - 2
+	if r < 1 {
+		c.fail("the input has rank %d; it must be [N, C, *spatial]", rank(x))
+	}
+	if !slices.Equal(c.dims(x), c.dims(indices)) {
+		c.fail("the indices are %s; they must have the input's shape %s", indices.typ.Shape, x.typ.Shape)
+	}
+	kernel := c.intsAttr("kernel_shape", nil)
+	strides := c.intsAttr("strides", slices.Repeat([]int64{1}, r))
+	pads := c.intsAttr("pads", make([]int64, 2*r))
+	if len(kernel) != r || len(strides) != r || len(pads) != 2*r {
+		c.fail("kernel_shape (%d entries, required), strides (%d) and pads (%d) do not fit %d spatial axes", len(kernel), len(strides), len(pads), r)
+	}
+	inferred := c.dims(x)[:2]
+	for a := range r {
+		n := (c.extent(x, 2+a)-1)*strides[a] + kernel[a] - pads[a] - pads[a+r]
+		if n <= 0 {
+			c.fail("spatial axis %d unpools to %d positions", a, n)
+		}
+		inferred = append(inferred, n)
+	}
+	flat := func(v *value) *value { return c.call1("reshape", []attr{intsA("shape", []int64{-1})}, v) }
+	y := c.call1("max_unpool", []attr{intsA("shape", inferred)}, flat(x), flat(indices))
+	shape := c.knownInts(2, "output_shape")
+	if shape == nil || slices.Equal(shape, inferred) {
+		c.out(0, y)
+		return
+	}
+	if len(shape) != len(inferred) {
+		c.fail("output_shape has %d entries for an input of rank %d", len(shape), rank(x))
+	}
+	grow := make([]int64, 2*len(shape))
+	for a, n := range shape {
+		if n < inferred[a] {
+			c.fail("output_shape %v is smaller than the unpooled shape %v on axis %d", shape, inferred, a)
+		}
+		grow[len(shape)+a] = n - inferred[a]
+	}
+	c.out(0, c.call1("pad", []attr{intsA("pads", grow), floatA("value", 0)}, y))
+}
