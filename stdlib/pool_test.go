@@ -1,7 +1,9 @@
 package stdlib_test
 
 import (
+	"fmt"
 	"math"
+
 	"tofuc/lang/ir"
 
 	"tofuc/lang"
@@ -204,4 +206,97 @@ func init() {
 			}
 			return []*tensor.Tensor{y}
 		}})
+}
+
+// refRoiAlign is ONNX RoiAlign as its reference computes it: per region
+// and bin, gh x gw bilinear samples (weights and clamped neighbours
+// precomputed), averaged or the largest weighted neighbour.
+func refRoiAlign(x, rois, batch *tensor.Tensor, oh, ow, ratio int, scale float64, half bool, mode string) *tensor.Tensor {
+	h, w := x.Shape[2], x.Shape[3]
+	nr, ch := rois.Shape[0], x.Shape[1]
+	y := tensor.New(x.DType, []int{nr, ch, oh, ow})
+	off := 0.0
+	if half {
+		off = 0.5
+	}
+	// axis gives a sample's low and high neighbours and fraction past the
+	// low one, or false outside [-1, n].
+	axis := func(v float64, n int) (lo, hi int, frac float64, ok bool) {
+		if v < -1 || v > float64(n) {
+			return 0, 0, 0, false
+		}
+		v = max(v, 0)
+		lo = int(v)
+		if lo >= n-1 {
+			return n - 1, n - 1, 0, true
+		}
+		return lo, lo + 1, v - float64(lo), true
+	}
+	for r := range nr {
+		x0, y0 := rois.At(r, 0)*scale-off, rois.At(r, 1)*scale-off
+		rw, rh := rois.At(r, 2)*scale-off-x0, rois.At(r, 3)*scale-off-y0
+		if !half {
+			rw, rh = max(rw, 1), max(rh, 1)
+		}
+		gh, gw := ratio, ratio
+		if ratio == 0 {
+			gh, gw = int(math.Ceil(rh/float64(oh))), int(math.Ceil(rw/float64(ow)))
+		}
+		b := int(batch.Flat(r))
+		for c := range ch {
+			for p := range oh {
+				for q := range ow {
+					total, best, seen := 0.0, 0.0, false
+					for i := 0; i < gh; i++ {
+						for j := 0; j < gw; j++ {
+							sy := y0 + float64(p)*rh/float64(oh) + (float64(i)+0.5)*rh/float64(oh)/float64(gh)
+							sx := x0 + float64(q)*rw/float64(ow) + (float64(j)+0.5)*rw/float64(ow)/float64(gw)
+							yl, yh, ly, oky := axis(sy, h)
+							xl, xh, lx, okx := axis(sx, w)
+							v := [4]float64{}
+							if oky && okx {
+								v = [4]float64{(1 - ly) * (1 - lx) * x.At(b, c, yl, xl), (1 - ly) * lx * x.At(b, c, yl, xh),
+									ly * (1 - lx) * x.At(b, c, yh, xl), ly * lx * x.At(b, c, yh, xh)}
+							}
+							total += v[0] + v[1] + v[2] + v[3]
+							m := max(v[0], v[1], v[2], v[3])
+							if !seen || m > best {
+								best, seen = m, true
+							}
+						}
+					}
+					if mode == "max" {
+						y.Set(best, r, c, p, q)
+					} else {
+						y.Set(total/float64(max(gh*gw, 1)), r, c, p, q)
+					}
+				}
+			}
+		}
+	}
+	return y
+}
+
+func init() {
+	x := randn(78, 2, 3, 6, 7)
+	// Regions inside, partly outside, past the image, degenerate (x2 < x1), on image 1 and 0.
+	rois := floats([]int{5, 4}, 0.5, 1, 4.2, 5.5, -2, -1.5, 3, 2, 5, 4, 9, 8.5, 3, 3, 2.5, 3.2, 0, 0, 6.9, 5.9)
+	batch := ints([]int{5}, 0, 1, 1, 0, 1)
+	for _, half := range []bool{true, false} {
+		for _, mode := range []string{"avg", "max"} {
+			for _, ratio := range []int{0, 2} {
+				gh, gw := int64(ratio), int64(ratio)
+				if ratio == 0 {
+					gh, gw = 4, 4 // above ceil(extent / bins) for these regions
+				}
+				register(opCase{op: "roi_align", name: fmt.Sprintf("direct, half_pixel %v, %s, sampling_ratio %d", half, mode, ratio),
+					attrs: map[string]ir.AttrValue{"OH": aInt(3), "OW": aInt(2), "grid_h": aInt(gh), "grid_w": aInt(gw),
+						"sampling_ratio": aInt(int64(ratio)), "spatial_scale": aFloat(0.8), "half_pixel": aBool(half), "mode": aStr(mode)},
+					inputs: []*tensor.Tensor{x, rois, batch}, tol: 1e-5,
+					want: func(in []*tensor.Tensor) []*tensor.Tensor {
+						return []*tensor.Tensor{refRoiAlign(in[0], in[1], in[2], 3, 2, ratio, 0.8, half, mode)}
+					}})
+			}
+		}
+	}
 }

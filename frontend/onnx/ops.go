@@ -129,6 +129,7 @@ func init() {
 		"AffineGrid":    {convert: convAffineGrid, consts: []int{1}},
 		"Col2Im":        {convert: convCol2Im, consts: []int{1, 2}},
 		"MaxUnpool":     {convert: convMaxUnpool, consts: []int{2}},
+		"RoiAlign":      {convert: convRoiAlign},
 		"SpaceToDepth":  {convert: convSpaceToDepth},
 		"Expand":        {convert: convExpand, consts: []int{1}},
 		"Gather": {convert: func(c *nodeCtx) {

@@ -2,7 +2,10 @@ package onnx
 
 import (
 	"fmt"
+	"math"
 	"slices"
+
+	"tofuc/runtime/tensor"
 )
 
 // Spatial and sampling operators: DepthToSpace, SpaceToDepth, GridSample,
@@ -267,4 +270,68 @@ func convMaxUnpool(c *nodeCtx) {
 		grow[len(shape)+a] = n - inferred[a]
 	}
 	c.out(0, c.call1("pad", []attr{intsA("pads", grow), floatA("value", 0)}, y))
+}
+
+// convRoiAlign maps RoiAlign (opsets 10 on; coordinate_transformation_mode
+// since 16, output_half_pixel before) to stdlib roi_align. Its sampling
+// grid is sampling_ratio samples per bin along each axis; with
+// sampling_ratio 0 it depends on each region's extent, so the rois must
+// be known at import to bound it.
+func convRoiAlign(c *nodeCtx) {
+	x, rois, batch := c.must(0), c.must(1), c.must(2)
+	if rank(x) != 4 {
+		c.fail("the input has rank %d; it must be 4 ([N, C, H, W])", rank(x))
+	}
+	if !x.typ.DType.IsFloat() || !rois.typ.DType.IsFloat() {
+		c.fail("RoiAlign of %s input at %s rois is not supported (floating point only)", x.typ.DType, rois.typ.DType)
+	}
+	if rank(rois) != 2 || c.extent(rois, 1) != 4 || rank(batch) != 1 {
+		c.fail("rois are %s and batch_indices %s; they must be [R, 4] and [R]", rois.typ.Shape, batch.typ.Shape)
+	}
+	coord := "output_half_pixel"
+	if c.opset() >= 16 {
+		coord = c.stringAttr("coordinate_transformation_mode", "half_pixel")
+	}
+	if coord != "half_pixel" && coord != "output_half_pixel" {
+		c.fail("coordinate_transformation_mode %q is neither half_pixel nor output_half_pixel", coord)
+	}
+	mode := c.stringAttr("mode", "avg")
+	if mode != "avg" && mode != "max" {
+		c.fail("mode %q is neither avg nor max", mode)
+	}
+	oh, ow := c.intAttr("output_height", 1), c.intAttr("output_width", 1)
+	ratio, scale := c.intAttr("sampling_ratio", 0), c.floatAttr("spatial_scale", 1)
+	if oh <= 0 || ow <= 0 || ratio < 0 {
+		c.fail("output_height %d and output_width %d must be positive, sampling_ratio %d nonnegative", oh, ow, ratio)
+	}
+	gh, gw := ratio, ratio
+	if ratio == 0 {
+		if rois.konst == nil {
+			c.fail("sampling_ratio 0 (a sampling grid from each region's extent) needs the rois known at import; give sampling_ratio > 0 or constant rois")
+		}
+		gh, gw = roiGrid(rois.konst, scale, coord == "half_pixel", oh, ow)
+	}
+	c.out(0, c.call1("roi_align", []attr{intA("OH", oh), intA("OW", ow), intA("grid_h", gh), intA("grid_w", gw),
+		intA("sampling_ratio", ratio), floatA("spatial_scale", scale), boolA("half_pixel", coord == "half_pixel"), stringA("mode", mode)},
+		x, rois, batch))
+}
+
+// roiGrid is the largest sampling grid of known rois [R, 4] with
+// sampling_ratio 0: ceil(extent / bins) along each axis, at least 1.
+func roiGrid(rois *tensor.Tensor, scale float64, half bool, oh, ow int64) (gh, gw int64) {
+	gh, gw = 1, 1
+	off := 0.0
+	if half {
+		off = 0.5
+	}
+	for r := range rois.Shape[0] {
+		h := (rois.At(r, 3)*scale - off) - (rois.At(r, 1)*scale - off)
+		w := (rois.At(r, 2)*scale - off) - (rois.At(r, 0)*scale - off)
+		if !half {
+			h, w = max(h, 1), max(w, 1)
+		}
+		gh = max(gh, int64(math.Ceil(h/float64(oh))))
+		gw = max(gw, int64(math.Ceil(w/float64(ow))))
+	}
+	return gh, gw
 }
