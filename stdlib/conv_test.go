@@ -2,6 +2,7 @@ package stdlib_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"tofuc/lang"
@@ -260,4 +261,63 @@ func init() {
 		inputs: []*tensor.Tensor{floats(s(2, 3), 1, 2, 3, 10, 20, 30)},
 		// p + 1 = 2l + k: p 0 is (k 1, l 0), p 1 (k 0, l 1), p 2 (k 1, l 1), p 3 (k 0, l 2).
 		want: spConst(floats(s(4), 10, 2, 20, 3))})
+}
+
+// refDeformConv2d is ONNX DeformConv in 2-D without bias as its
+// reference computes it: each tap bilinearly sampled (0 outside x) at
+// its regular position plus its offset, times its mask and weight.
+func refDeformConv2d(x, w, offset, mask *tensor.Tensor, strides, pads, dil []int, group, og int) *tensor.Tensor {
+	n, ch, h, wd := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
+	o, cg, kh, kw := w.Shape[0], w.Shape[1], w.Shape[2], w.Shape[3]
+	oh, ow := offset.Shape[2], offset.Shape[3]
+	y := tensor.New(x.DType, []int{n, o, oh, ow})
+	at := func(b, c, i, j int) float64 {
+		if i < 0 || i >= h || j < 0 || j >= wd {
+			return 0
+		}
+		return x.At(b, c, i, j)
+	}
+	for b := range n {
+		for oc := range o {
+			for p := range oh {
+				for q := range ow {
+					sum := 0.0
+					for cc := range cg {
+						cin := oc/(o/group)*cg + cc
+						g := cin / (ch / og)
+						for i := range kh {
+							for j := range kw {
+								k := (g*kh+i)*kw + j
+								sh := float64(p*strides[0]-pads[0]+i*dil[0]) + offset.At(b, 2*k, p, q)
+								sw := float64(q*strides[1]-pads[1]+j*dil[1]) + offset.At(b, 2*k+1, p, q)
+								fh, fw := math.Floor(sh), math.Floor(sw)
+								lh, lw := sh-fh, sw-fw
+								hi, wi := int(fh), int(fw)
+								v := (1-lh)*(1-lw)*at(b, cin, hi, wi) + (1-lh)*lw*at(b, cin, hi, wi+1) +
+									lh*(1-lw)*at(b, cin, hi+1, wi) + lh*lw*at(b, cin, hi+1, wi+1)
+								sum += w.At(oc, cc, i, j) * mask.At(b, k, p, q) * v
+							}
+						}
+					}
+					y.Set(sum, b, oc, p, q)
+				}
+			}
+		}
+	}
+	return y
+}
+
+func init() {
+	x := randn(91, 2, 4, 5, 6)
+	w := randn(92, 6, 2, 2, 3)                                                            // group 2: 6 outputs of 2 input channels each
+	offset := mapF(randn(93, 2, 2*2*6, 3, 2), func(v float64) float64 { return 1.5 * v }) // offset_group 2, outputs 3 x 2
+	mask := mapF(randn(94, 2, 2*6, 3, 2), math.Abs)
+	strides, pads, dil := []int{2, 3}, []int{1, 0, 1, 2}, []int{1, 2}
+	register(opCase{op: "deform_conv2d", name: "direct, group 2, offset_group 2, strides, pads, dilations, mask",
+		attrs: map[string]ir.AttrValue{"strides": ir.IntList(2, 3), "pads": ir.IntList(1, 0, 1, 2), "dilations": ir.IntList(1, 2),
+			"group": aInt(2), "offset_group": aInt(2)},
+		inputs: []*tensor.Tensor{x, w, offset, mask}, tol: 1e-5,
+		want: func(in []*tensor.Tensor) []*tensor.Tensor {
+			return []*tensor.Tensor{refDeformConv2d(in[0], in[1], in[2], in[3], strides, pads, dil, 2, 2)}
+		}})
 }

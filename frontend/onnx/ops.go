@@ -130,6 +130,7 @@ func init() {
 		"Col2Im":        {convert: convCol2Im, consts: []int{1, 2}},
 		"MaxUnpool":     {convert: convMaxUnpool, consts: []int{2}},
 		"RoiAlign":      {convert: convRoiAlign},
+		"DeformConv":    {convert: convDeformConv},
 		"SpaceToDepth":  {convert: convSpaceToDepth},
 		"Expand":        {convert: convExpand, consts: []int{1}},
 		"Gather": {convert: func(c *nodeCtx) {

@@ -335,3 +335,59 @@ func roiGrid(rois *tensor.Tensor, scale float64, half bool, oh, ow int64) (gh, g
 	}
 	return gh, gw
 }
+
+// convDeformConv maps DeformConv (opset 19) in 2-D to stdlib
+// deform_conv2d (a missing mask is ones), then bias_add.
+func convDeformConv(c *nodeCtx) {
+	x, w, offset := c.must(0), c.must(1), c.must(2)
+	if rank(x) != 4 || rank(w) != 4 || rank(offset) != 4 {
+		c.fail("DeformConv over %d spatial axes is not supported (2 is)", rank(x)-2)
+	}
+	if !x.typ.DType.IsFloat() || !offset.typ.DType.IsFloat() {
+		c.fail("DeformConv of %s input at %s offsets is not supported (floating point only)", x.typ.DType, offset.typ.DType)
+	}
+	kh, kw := c.extent(w, 2), c.extent(w, 3)
+	if k := c.intsAttr("kernel_shape", nil); k != nil && !slices.Equal(k, []int64{kh, kw}) {
+		c.fail("kernel_shape %v differs from the weights' %v", k, []int64{kh, kw})
+	}
+	strides := c.intsAttr("strides", []int64{1, 1})
+	dilations := c.intsAttr("dilations", []int64{1, 1})
+	pads := c.intsAttr("pads", []int64{0, 0, 0, 0})
+	if len(strides) != 2 || len(dilations) != 2 || len(pads) != 4 {
+		c.fail("%d strides, %d dilations and %d pads for 2 spatial axes", len(strides), len(dilations), len(pads))
+	}
+	if min(strides[0], strides[1], dilations[0], dilations[1]) <= 0 || min(pads[0], pads[1], pads[2], pads[3]) < 0 {
+		c.fail("strides %v and dilations %v must be positive, pads %v nonnegative", strides, dilations, pads)
+	}
+	group, og := c.intAttr("group", 1), c.intAttr("offset_group", 1)
+	ch, o := c.extent(x, 1), c.extent(w, 0)
+	if group <= 0 || og <= 0 || ch%group != 0 || o%group != 0 || ch%og != 0 || c.extent(w, 1) != ch/group {
+		c.fail("group %d and offset_group %d do not divide %d input and %d output channels (weights %s)", group, og, ch, o, w.typ.Shape)
+	}
+	oh, ow := c.extent(offset, 2), c.extent(offset, 3)
+	for a, n := range []int64{oh, ow} {
+		in := c.extent(x, 2+a)
+		if want := (in+pads[a]+pads[a+2]-dilations[a]*([]int64{kh, kw}[a]-1)-1)/strides[a] + 1; n != want {
+			c.fail("the offset's extent %d on spatial axis %d is not the convolution's %d", n, a, want)
+		}
+	}
+	if n := c.extent(offset, 1); n != og*kh*kw*2 {
+		c.fail("the offset has %d channels; offset_group %d and a %dx%d kernel need %d", n, og, kh, kw, og*kh*kw*2)
+	}
+	mask := c.in(4)
+	if mask == nil {
+		ones := tensor.New(x.typ.DType, []int{int(c.extent(x, 0)), int(og * kh * kw), int(oh), int(ow)})
+		for i := range ones.Len() {
+			ones.SetFlat(i, 1)
+		}
+		mask = constValue("", ones, false)
+	} else if !slices.Equal(c.dims(mask), []int64{c.extent(x, 0), og * kh * kw, oh, ow}) {
+		c.fail("the mask is %s; it must be [N, %d, %d, %d]", mask.typ.Shape, og*kh*kw, oh, ow)
+	}
+	y := c.call1("deform_conv2d", []attr{intsA("strides", strides), intsA("pads", pads), intsA("dilations", dilations),
+		intA("group", group), intA("offset_group", og)}, x, w, offset, mask)
+	if b := c.in(3); b != nil {
+		y = c.call1("bias_add", []attr{intA("axis", 1)}, y, b)
+	}
+	c.out(0, y)
+}
