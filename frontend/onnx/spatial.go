@@ -9,7 +9,7 @@ import (
 )
 
 // Spatial and sampling operators: DepthToSpace, SpaceToDepth, GridSample,
-// AffineGrid, Col2Im, CenterCropPad, MaxUnpool, RoiAlign.
+// AffineGrid, Col2Im, CenterCropPad, MaxUnpool, RoiAlign, DeformConv.
 
 // convDepthToSpace maps DepthToSpace (4-D; mode since opset 11, DCR
 // before) to stdlib depth_to_space.
