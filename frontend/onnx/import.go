@@ -102,10 +102,12 @@ type value struct {
 	typ   check.TensorType
 	konst *tensor.Tensor // known at import
 	sym   []lang.Dim     // a shape value with symbolic elements (symshape.go)
-	seq   []*value       // a sequence of known length: its elements (sequence.go)
-	init  bool           // an ONNX initializer: a parameter when used as data
-	input bool           // a model input
-	name  string         // TDL name, assigned when the model is printed
+	seq   []*value       // a sequence of known length: its elements, non-nil (sequence.go)
+	opt   bool           // an optional whose presence is known at import: elem, or nil when empty
+	elem  *value
+	init  bool   // an ONNX initializer: a parameter when used as data
+	input bool   // a model input
+	name  string // TDL name, assigned when the model is printed
 }
 
 // stmt is one call in the model body.
@@ -271,7 +273,7 @@ func (imp *importer) bindSequence(name string) error {
 	if !ok {
 		return errors.New("it is a sequence; its length and element types must be known at import")
 	}
-	seq := &value{onnx: name}
+	seq := &value{onnx: name, seq: []*value{}}
 	for i, typ := range types {
 		v := &value{onnx: fmt.Sprintf("%s_%d", name, i), typ: typ, input: true}
 		seq.seq = append(seq.seq, v)
@@ -281,57 +283,94 @@ func (imp *importer) bindSequence(name string) error {
 	return nil
 }
 
-// usedValues are the values read by a node or returned by the graph.
+// usedValues are the values read by a node or returned by the graph,
+// its subgraphs' included.
 func usedValues(g *onnxpb.GraphProto) map[string]bool {
 	used := map[string]bool{}
-	for _, n := range g.GetNode() {
-		for _, in := range n.GetInput() {
-			used[in] = true
+	var walk func(g *onnxpb.GraphProto)
+	walk = func(g *onnxpb.GraphProto) {
+		for _, n := range g.GetNode() {
+			for _, in := range n.GetInput() {
+				used[in] = true
+			}
+			for _, sub := range subgraphs(n) {
+				walk(sub)
+			}
+		}
+		for _, out := range g.GetOutput() {
+			used[out.GetName()] = true
 		}
 	}
-	for _, out := range g.GetOutput() {
-		used[out.GetName()] = true
-	}
+	walk(g)
 	return used
 }
 
-// compileTimeInputs finds the graph values that some node reads in an
-// input slot it needs at import, and the values those are computed from
-// (an expanded function's pads from its shape input: Max, Sub, Div,
-// Concat), but not through Shape and Size, which read only the extents
-// of their input.
-func compileTimeInputs(g *onnxpb.GraphProto) map[string]bool {
-	needed := map[string]bool{}
-	producer := map[string]*onnxpb.NodeProto{}
-	var work []string
-	for _, n := range g.GetNode() {
-		for _, out := range n.GetOutput() {
-			producer[out] = n
+// subgraphs are the graph attributes of n (the bodies of If, Loop, Scan
+// and SequenceMap).
+func subgraphs(n *onnxpb.NodeProto) []*onnxpb.GraphProto {
+	var out []*onnxpb.GraphProto
+	for _, a := range n.GetAttribute() {
+		if a.GetG() != nil {
+			out = append(out, a.GetG())
 		}
-		conv := converters[n.GetOpType()]
-		for _, i := range conv.consts {
-			if i < len(n.GetInput()) && !needed[n.GetInput()[i]] {
-				needed[n.GetInput()[i]] = true
-				work = append(work, n.GetInput()[i])
+		out = append(out, a.GetGraphs()...)
+	}
+	return out
+}
+
+// compileTimeInputs finds the graph values that some node (in the graph
+// or its subgraphs) reads in an input slot it needs at import, and those
+// such a value is computed from, up to the operators that read only
+// their input's shape (shapeOnly).
+func compileTimeInputs(g *onnxpb.GraphProto) map[string]bool {
+	producer := map[string]*onnxpb.NodeProto{}
+	var slots []string
+	var walk func(g *onnxpb.GraphProto)
+	walk = func(g *onnxpb.GraphProto) {
+		for _, n := range g.GetNode() {
+			for _, out := range n.GetOutput() {
+				producer[out] = n
+			}
+			for _, i := range converters[n.GetOpType()].consts {
+				if i < len(n.GetInput()) {
+					slots = append(slots, n.GetInput()[i])
+				}
+			}
+			for _, sub := range subgraphs(n) {
+				walk(sub)
 			}
 		}
 	}
-	for len(work) > 0 {
-		v := work[len(work)-1]
-		work = work[:len(work)-1]
-		n := producer[v]
-		if n == nil || n.GetOpType() == "Shape" || n.GetOpType() == "Size" {
-			continue
+	walk(g)
+	needed := map[string]bool{}
+	var trace func(name string)
+	trace = func(name string) {
+		if name == "" || needed[name] {
+			return
+		}
+		needed[name] = true
+		n := producer[name]
+		if n == nil || shapeOnly[n.GetOpType()] {
+			return
 		}
 		for _, in := range n.GetInput() {
-			if in != "" && !needed[in] {
-				needed[in] = true
-				work = append(work, in)
+			trace(in)
+		}
+		for _, sub := range subgraphs(n) {
+			for _, out := range sub.GetOutput() {
+				trace(out.GetName())
 			}
 		}
+	}
+	for _, name := range slots {
+		trace(name)
 	}
 	return needed
 }
+
+// shapeOnly are the operators whose result depends on their input's
+// shape (or a sequence's length, an optional's presence) alone.
+var shapeOnly = map[string]bool{"Shape": true, "Size": true, "SequenceLength": true, "OptionalHasElement": true}
 
 func (imp *importer) inputType(vi *onnxpb.ValueInfoProto) (check.TensorType, error) {
 	tt := vi.GetType().GetTensorType()
@@ -444,6 +483,9 @@ func (imp *importer) result(g *onnxpb.GraphProto) (*Result, error) {
 		if v == nil {
 			return nil, fmt.Errorf("%s: graph output %q is not computed by any node", imp.model.Path, vi.GetName())
 		}
+		if v.opt {
+			return nil, fmt.Errorf("%s: graph output %q is an optional; only tensors and sequences of tensors are supported", imp.model.Path, vi.GetName())
+		}
 		if v.seq == nil {
 			outs = append(outs, v)
 			ports = append(ports, Port{ONNX: vi.GetName()})
@@ -493,6 +535,9 @@ func (imp *importer) callStmt(op string, attrs []attr, args []*value) ([]*value,
 	for i, a := range args {
 		if a.seq != nil {
 			return nil, fmt.Errorf("a sequence is not supported as an input of %s", op)
+		}
+		if a.opt {
+			return nil, fmt.Errorf("an optional is not supported as an input of %s (OptionalGetElement gives its element)", op)
 		}
 		if a.sym != nil {
 			return nil, fmt.Errorf("%s of the symbolic shape %s is not supported", op, lang.ShapeString(a.sym))

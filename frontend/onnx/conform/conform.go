@@ -412,6 +412,7 @@ func dataInputs(m *onnx.Model) []*onnxpb.ValueInfoProto {
 func (in feed) types() map[string][]check.TensorType {
 	out := map[string][]check.TensorType{}
 	for name, ts := range in.seqs {
+		out[name] = []check.TensorType{} // an empty sequence has no elements
 		for _, t := range ts {
 			shape := make([]lang.Dim, len(t.Shape))
 			for i, n := range t.Shape {
