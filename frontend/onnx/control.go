@@ -8,6 +8,7 @@ import (
 
 	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/lang"
+	"tofuc/runtime/tensor"
 )
 
 // Control flow is resolved at import: If takes the branch its condition
@@ -88,33 +89,45 @@ func convIf(c *nodeCtx) {
 	if n := tensorElems(cond); n != 1 {
 		c.fail("its condition has %d elements; it must have one", n)
 	}
-	if cond.konst != nil {
+	take := func(t *tensor.Tensor) {
 		branch, what := els, "else_branch"
-		if cond.konst.Flat(0) != 0 {
+		if t.Flat(0) != 0 {
 			branch, what = then, "then_branch"
 		}
 		for i, v := range c.subgraph(what, branch, nil) {
 			c.out(i, v)
 		}
+	}
+	if cond.konst != nil {
+		take(cond.konst)
 		return
 	}
+	stmts := len(c.imp.stmts)
 	a, b := c.subgraph("then_branch", then, nil), c.subgraph("else_branch", els, nil)
 	if len(a) != len(b) {
 		c.fail("its branches have %d and %d outputs", len(a), len(b))
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if c.wants(i) && (x.isSeq() || y.isSeq() || x.opt || y.opt || x.sym != nil || y.sym != nil ||
+			x.typ.DType != y.typ.DType || !lang.ShapeEqual(x.typ.Shape, y.typ.Shape)) {
+			// A condition that is a graph input given in Options.Known
+			// chooses the branch; the input stays, unread.
+			if known := c.imp.opts.Known[cond.onnx]; cond.input && known != nil && known.Len() == 1 {
+				c.imp.stmts = c.imp.stmts[:stmts]
+				take(known)
+				return
+			}
+			c.fail("its condition must be known at import: output %d of its branches is not a tensor of one type and shape in both (%s and %s)", i, describe(x), describe(y))
+		}
 	}
 	if rank(cond) > 0 {
 		cond = c.call1("reshape", []attr{intsA("shape", []int64{})}, cond)
 	}
 	for i := range a {
-		if !c.wants(i) {
-			continue
+		if c.wants(i) {
+			c.out(i, c.call1("where", nil, cond, a[i], b[i]))
 		}
-		x, y := a[i], b[i]
-		if x.isSeq() || y.isSeq() || x.opt || y.opt || x.sym != nil || y.sym != nil ||
-			x.typ.DType != y.typ.DType || !lang.ShapeEqual(x.typ.Shape, y.typ.Shape) {
-			c.fail("its condition must be known at import: output %d of its branches is not a tensor of one type and shape in both (%s and %s)", i, describe(x), describe(y))
-		}
-		c.out(i, c.call1("where", nil, cond, x, y))
 	}
 }
 
@@ -162,11 +175,11 @@ func convLoop(c *nodeCtx) {
 	body := c.graphAttr("body")
 	trips := int64(-1)
 	if c.in(0) != nil {
-		t := c.known(0, "trip count")
-		if t.Len() != 1 {
-			c.fail("its trip count has %d elements", t.Len())
+		t := c.knownInts(0, "trip count")
+		if len(t) != 1 || t[0] < 0 {
+			c.fail("its trip count is %v; it must be one count, at least 0", t)
 		}
-		trips = int64(t.Flat(0))
+		trips = t[0]
 	}
 	hasCond := c.in(1) != nil
 	cond := true

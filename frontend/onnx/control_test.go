@@ -130,3 +130,39 @@ func TestImportLoop(t *testing.T) {
 		t.Errorf("run-time condition: %v", err)
 	}
 }
+
+// TestImportSequenceOps edits a list of tensors at import: insert from
+// the back, erase, at, length, and both ConcatFromSequence forms.
+func TestImportSequenceOps(t *testing.T) {
+	f32 := onnxpb.TensorProto_FLOAT
+	nodes := []*onnxpb.NodeProto{
+		onnxbuild.Node("SequenceConstruct", []string{"a", "b", "c"}, []string{"s0"}),
+		onnxbuild.Node("SequenceInsert", []string{"s0", "d", "minus1"}, []string{"s1"}), // a b d c
+		onnxbuild.Node("SequenceErase", []string{"s1", "zero"}, []string{"s2"}),         // b d c
+		onnxbuild.Node("SequenceAt", []string{"s2", "one"}, []string{"at"}),
+		onnxbuild.Node("SequenceLength", []string{"s2"}, []string{"n"}),
+		onnxbuild.Node("ConcatFromSequence", []string{"s2"}, []string{"cat"}, onnxbuild.Int("axis", 0)),
+		onnxbuild.Node("ConcatFromSequence", []string{"s2"}, []string{"stacked"}, onnxbuild.Int("axis", -1), onnxbuild.Int("new_axis", 1)),
+	}
+	var ins []*onnxpb.ValueInfoProto
+	feed := map[string]*tensor.Tensor{}
+	for k, name := range []string{"a", "b", "c", "d"} {
+		ins = append(ins, onnxbuild.TensorInfo(name, f32, 2))
+		feed[name] = tensor.FromFloats(lang.F32, []int{2}, []float64{float64(10 * k), float64(10*k + 1)})
+	}
+	g := onnxbuild.Graph("g", nodes, ins, []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("at", f32), onnxbuild.TensorInfo("n", onnxpb.TensorProto_INT64),
+		onnxbuild.TensorInfo("cat", f32), onnxbuild.TensorInfo("stacked", f32)},
+		onnxbuild.Int64Tensor("minus1", -1), onnxbuild.Int64Tensor("zero", 0), onnxbuild.Int64Tensor("one", 1))
+	_, got := run(t, model(g, 13), Options{}, feed, nil)
+	want := []*tensor.Tensor{
+		feed["d"],
+		tensor.Scalar(lang.I64, 3),
+		tensor.FromFloats(lang.F32, []int{6}, []float64{10, 11, 30, 31, 20, 21}),
+		tensor.FromFloats(lang.F32, []int{2, 3}, []float64{10, 30, 20, 11, 31, 21}),
+	}
+	for i, w := range want {
+		if err := tensor.Compare(got[i], w, tensor.Exact); err != nil {
+			t.Errorf("output %d: %v", i, err)
+		}
+	}
+}

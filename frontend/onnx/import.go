@@ -37,6 +37,10 @@ type Options struct {
 	// Sequences gives the element types of graph inputs that are
 	// sequences: such an input is one model input per element.
 	Sequences map[string][]check.TensorType
+	// Optionals says whether each graph input that is an optional holds
+	// an element: one that does is the model input (or inputs, for a
+	// sequence) of its element, one that does not is no model input.
+	Optionals map[string]bool
 }
 
 // Result is an imported model.
@@ -244,6 +248,12 @@ func (imp *importer) bindInputs(g *onnxpb.GraphProto) error {
 			imp.values[name] = constValue(name, t, false)
 			continue
 		}
+		if opt := vi.GetType().GetOptionalType(); opt != nil {
+			if err := imp.bindOptional(name, opt.GetElemType()); err != nil {
+				return fmt.Errorf("%s: input %q: %w", imp.model.Path, name, err)
+			}
+			continue
+		}
 		if vi.GetType().GetSequenceType() != nil {
 			if err := imp.bindSequence(name); err != nil {
 				return fmt.Errorf("%s: input %q: %w", imp.model.Path, name, err)
@@ -280,6 +290,35 @@ func (imp *importer) bindSequence(name string) error {
 		imp.addInput(v, Port{ONNX: name, Shape: typ.Shape, Seq: true, Elem: i})
 	}
 	imp.values[name] = seq
+	return nil
+}
+
+// bindOptional binds an optional input, whose presence Options.Optionals
+// gives: an empty optional, or one holding a model input of type elem
+// (a sequence's elements, Options.Sequences, one input each).
+func (imp *importer) bindOptional(name string, elem *onnxpb.TypeProto) error {
+	present, ok := imp.opts.Optionals[name]
+	if !ok {
+		return errors.New("it is an optional; whether it holds an element must be known at import")
+	}
+	if !present {
+		imp.values[name] = &value{onnx: name, opt: true}
+		return nil
+	}
+	if elem.GetSequenceType() != nil {
+		if err := imp.bindSequence(name); err != nil {
+			return err
+		}
+		imp.values[name] = &value{onnx: name, opt: true, elem: imp.values[name]}
+		return nil
+	}
+	typ, err := imp.inputType(&onnxpb.ValueInfoProto{Name: &name, Type: elem})
+	if err != nil {
+		return err
+	}
+	v := &value{onnx: name, typ: typ, input: true}
+	imp.values[name] = &value{onnx: name, opt: true, elem: v}
+	imp.addInput(v, Port{ONNX: name, Shape: typ.Shape})
 	return nil
 }
 
@@ -484,7 +523,10 @@ func (imp *importer) result(g *onnxpb.GraphProto) (*Result, error) {
 			return nil, fmt.Errorf("%s: graph output %q is not computed by any node", imp.model.Path, vi.GetName())
 		}
 		if v.opt {
-			return nil, fmt.Errorf("%s: graph output %q is an optional; only tensors and sequences of tensors are supported", imp.model.Path, vi.GetName())
+			// An optional is its element, or no output when it is empty.
+			if v = v.elem; v == nil {
+				continue
+			}
 		}
 		if v.seq == nil {
 			outs = append(outs, v)

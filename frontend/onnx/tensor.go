@@ -91,6 +91,43 @@ func ReadSequenceFile(path string) ([]*tensor.Tensor, error) {
 	return out, nil
 }
 
+// ReadOptionalFile reads a serialized OptionalProto (a test's input or
+// output that is an optional): a tensor, a sequence of tensors (isSeq),
+// or nothing (present false).
+func ReadOptionalFile(path string) (t *tensor.Tensor, seq []*tensor.Tensor, isSeq, present bool, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, false, false, err
+	}
+	var op onnxpb.OptionalProto
+	if err := proto.Unmarshal(data, &op); err != nil {
+		return nil, nil, false, false, fmt.Errorf("%s: not a serialized ONNX optional: %w", path, err)
+	}
+	switch et := op.GetElemType(); {
+	case et == int32(onnxpb.OptionalProto_TENSOR) && op.GetTensorValue() != nil:
+		t, err = Tensor(op.GetTensorValue(), filepath.Dir(path))
+		return t, nil, false, true, err
+	case et == int32(onnxpb.OptionalProto_SEQUENCE) && op.GetSequenceValue() != nil:
+		sp := op.GetSequenceValue()
+		if et := sp.GetElemType(); et != int32(onnxpb.SequenceProto_TENSOR) && et != int32(onnxpb.SequenceProto_UNDEFINED) {
+			return nil, nil, false, false, fmt.Errorf("%s: an optional sequence of %s is not supported (only of tensors)", path, onnxpb.SequenceProto_DataType(et))
+		}
+		seq = []*tensor.Tensor{}
+		for i, tp := range sp.GetTensorValues() {
+			e, err := Tensor(tp, filepath.Dir(path))
+			if err != nil {
+				return nil, nil, false, false, fmt.Errorf("%s: element %d: %w", path, i, err)
+			}
+			seq = append(seq, e)
+		}
+		return nil, seq, true, true, nil
+	case et == int32(onnxpb.OptionalProto_UNDEFINED) || op.GetTensorValue() == nil && op.GetSequenceValue() == nil:
+		return nil, nil, false, false, nil // an empty optional
+	default:
+		return nil, nil, false, false, fmt.Errorf("%s: an optional of %s is not supported (only of a tensor or a sequence of tensors)", path, onnxpb.OptionalProto_DataType(et))
+	}
+}
+
 // Tensor converts a TensorProto; dir is where external data files are
 // looked up.
 func Tensor(tp *onnxpb.TensorProto, dir string) (*tensor.Tensor, error) {

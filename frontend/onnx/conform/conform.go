@@ -66,17 +66,21 @@ type dataSet struct {
 	outputs []datum
 }
 
-// datum is a test input or output: a tensor, or a sequence of them.
+// datum is a test input or output: a tensor, or a sequence of them; an
+// optional (isOpt) holds one of those, or nothing (none).
 type datum struct {
-	tensor *tensor.Tensor
-	seq    []*tensor.Tensor
-	isSeq  bool
+	tensor      *tensor.Tensor
+	seq         []*tensor.Tensor
+	isSeq       bool
+	isOpt, none bool
 }
 
-// feed holds a model's inputs by ONNX name: tensors, and sequences.
+// feed holds a model's inputs by ONNX name: tensors, and sequences; an
+// optional's presence in present, its element among the others.
 type feed struct {
 	tensors map[string]*tensor.Tensor
 	seqs    map[string][]*tensor.Tensor
+	present map[string]bool
 }
 
 // Config tunes Run.
@@ -185,7 +189,7 @@ func runSet(m *onnx.Model, set dataSet, cfg Config, tdlPath string) (Status, str
 	if err != nil {
 		return Fail, err.Error(), 0
 	}
-	res, err := onnx.Import(m, onnx.Options{Known: in.tensors, Sequences: in.types(), Program: cfg.Program})
+	res, err := onnx.Import(m, onnx.Options{Known: in.tensors, Sequences: in.types(), Optionals: in.present, Program: cfg.Program})
 	var unsup *onnx.UnsupportedError
 	if errors.As(err, &unsup) {
 		return Unsupported, unsupportedSummary(unsup), 0
@@ -237,6 +241,9 @@ func compareOutput(p precision.Mode, depth int, got, want *tensor.Tensor) error 
 func flatten(data []datum) []*tensor.Tensor {
 	var out []*tensor.Tensor
 	for _, d := range data {
+		if d.none {
+			continue // an empty optional: no output
+		}
 		if d.isSeq {
 			out = append(out, d.seq...)
 		} else {
@@ -373,9 +380,13 @@ func bindSymbols(set map[string]ir.AttrValue, shape []lang.Dim, x *tensor.Tensor
 // no initializer; a missing one is arange(n).reshape(shape) / n in its
 // declared dtype (float32 for the light models) with symbolic extents 1.
 func graphInputs(m *onnx.Model, data []datum) (feed, error) {
-	in := feed{tensors: map[string]*tensor.Tensor{}, seqs: map[string][]*tensor.Tensor{}}
+	in := feed{tensors: map[string]*tensor.Tensor{}, seqs: map[string][]*tensor.Tensor{}, present: map[string]bool{}}
 	for k, vi := range dataInputs(m) {
+		if k < len(data) && data[k].isOpt {
+			in.present[vi.GetName()] = !data[k].none
+		}
 		switch {
+		case k < len(data) && data[k].none:
 		case k < len(data) && data[k].isSeq:
 			in.seqs[vi.GetName()] = data[k].seq
 		case k < len(data):
@@ -469,6 +480,9 @@ func unsupportedTypes(m *onnx.Model) string {
 	g := m.Proto.GetGraph()
 	for _, vi := range append(append([]*onnxpb.ValueInfoProto{}, g.GetInput()...), g.GetOutput()...) {
 		typ := vi.GetType()
+		if opt := typ.GetOptionalType(); opt != nil {
+			typ = opt.GetElemType()
+		}
 		if seq := typ.GetSequenceType(); seq != nil {
 			typ = seq.GetElemType()
 		}
@@ -513,7 +527,7 @@ func discoverDir(dir string, m *onnx.Model) ([]dataSet, error) {
 	if len(setDirs) == 0 {
 		return nil, fmt.Errorf("%s has no test_data_set_* directories", dir)
 	}
-	inSeq, outSeq := sequences(dataInputs(m)), sequences(m.Proto.GetGraph().GetOutput())
+	inSeq, outSeq := kinds(dataInputs(m)), kinds(m.Proto.GetGraph().GetOutput())
 	var sets []dataSet
 	for _, d := range setDirs {
 		ins, err := readNumbered(filepath.Join(d, "input_%d.pb"), inSeq)
@@ -529,26 +543,51 @@ func discoverDir(dir string, m *onnx.Model) ([]dataSet, error) {
 	return sets, nil
 }
 
-// sequences reports which of the values are sequences.
-func sequences(vis []*onnxpb.ValueInfoProto) []bool {
-	out := make([]bool, len(vis))
+// valueKind is how a test's data file holds a value.
+type valueKind int
+
+const (
+	tensorKind valueKind = iota
+	sequenceKind
+	optionalKind
+)
+
+// kinds says which of the values are sequences and optionals.
+func kinds(vis []*onnxpb.ValueInfoProto) []valueKind {
+	out := make([]valueKind, len(vis))
 	for i, vi := range vis {
-		out[i] = vi.GetType().GetSequenceType() != nil
+		switch typ := vi.GetType(); {
+		case typ.GetOptionalType() != nil:
+			out[i] = optionalKind
+		case typ.GetSequenceType() != nil:
+			out[i] = sequenceKind
+		}
 	}
 	return out
 }
 
 // readNumbered reads pattern with 0, 1, ... until a file is missing; the
-// files where seq is true are sequences.
-func readNumbered(pattern string, seq []bool) ([]datum, error) {
+// files are tensors unless kinds says otherwise.
+func readNumbered(pattern string, kinds []valueKind) ([]datum, error) {
 	var out []datum
 	for i := 0; ; i++ {
 		var d datum
 		var err error
 		path := fmt.Sprintf(pattern, i)
-		if d.isSeq = i < len(seq) && seq[i]; d.isSeq {
+		kind := tensorKind
+		if i < len(kinds) {
+			kind = kinds[i]
+		}
+		switch kind {
+		case sequenceKind:
+			d.isSeq = true
 			d.seq, err = onnx.ReadSequenceFile(path)
-		} else {
+		case optionalKind:
+			var present bool
+			d.isOpt = true
+			d.tensor, d.seq, d.isSeq, present, err = onnx.ReadOptionalFile(path)
+			d.none = err == nil && !present
+		default:
 			d.tensor, err = onnx.ReadTensorFile(path)
 		}
 		if missingFile(err, path) {

@@ -1,6 +1,6 @@
 // The subset of ONNX's protobuf schema (onnx/onnx.proto, IR version 10)
 // that tofuc reads: models, graphs, nodes, attributes, tensors, sequences
-// of tensors (test data) and value types. Written for tofuc from the ONNX IR specification; the field
+// of tensors and optionals (test data) and value types. Written for tofuc from the ONNX IR specification; the field
 // numbers are ONNX's, so files written by any ONNX producer decode, and
 // fields not listed here are kept as unknown fields and ignored.
 //
@@ -369,6 +369,74 @@ func (x *SequenceProto_DataType) UnmarshalJSON(b []byte) error {
 // Deprecated: Use SequenceProto_DataType.Descriptor instead.
 func (SequenceProto_DataType) EnumDescriptor() ([]byte, []int) {
 	return file_onnx_proto_rawDescGZIP(), []int{12, 0}
+}
+
+type OptionalProto_DataType int32
+
+const (
+	OptionalProto_UNDEFINED     OptionalProto_DataType = 0
+	OptionalProto_TENSOR        OptionalProto_DataType = 1
+	OptionalProto_SPARSE_TENSOR OptionalProto_DataType = 2
+	OptionalProto_SEQUENCE      OptionalProto_DataType = 3
+	OptionalProto_MAP           OptionalProto_DataType = 4
+	OptionalProto_OPTIONAL      OptionalProto_DataType = 5
+)
+
+// Enum value maps for OptionalProto_DataType.
+var (
+	OptionalProto_DataType_name = map[int32]string{
+		0: "UNDEFINED",
+		1: "TENSOR",
+		2: "SPARSE_TENSOR",
+		3: "SEQUENCE",
+		4: "MAP",
+		5: "OPTIONAL",
+	}
+	OptionalProto_DataType_value = map[string]int32{
+		"UNDEFINED":     0,
+		"TENSOR":        1,
+		"SPARSE_TENSOR": 2,
+		"SEQUENCE":      3,
+		"MAP":           4,
+		"OPTIONAL":      5,
+	}
+)
+
+func (x OptionalProto_DataType) Enum() *OptionalProto_DataType {
+	p := new(OptionalProto_DataType)
+	*p = x
+	return p
+}
+
+func (x OptionalProto_DataType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OptionalProto_DataType) Descriptor() protoreflect.EnumDescriptor {
+	return file_onnx_proto_enumTypes[4].Descriptor()
+}
+
+func (OptionalProto_DataType) Type() protoreflect.EnumType {
+	return &file_onnx_proto_enumTypes[4]
+}
+
+func (x OptionalProto_DataType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Do not use.
+func (x *OptionalProto_DataType) UnmarshalJSON(b []byte) error {
+	num, err := protoimpl.X.UnmarshalJSONEnum(x.Descriptor(), b)
+	if err != nil {
+		return err
+	}
+	*x = OptionalProto_DataType(num)
+	return nil
+}
+
+// Deprecated: Use OptionalProto_DataType.Descriptor instead.
+func (OptionalProto_DataType) EnumDescriptor() ([]byte, []int) {
+	return file_onnx_proto_rawDescGZIP(), []int{13, 0}
 }
 
 type ModelProto struct {
@@ -1312,6 +1380,7 @@ type TypeProto struct {
 	//	*TypeProto_TensorType
 	//	*TypeProto_SequenceType
 	//	*TypeProto_SparseTensorType
+	//	*TypeProto_OptionalType
 	Value         isTypeProto_Value `protobuf_oneof:"value"`
 	Denotation    *string           `protobuf:"bytes,6,opt,name=denotation" json:"denotation,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1382,6 +1451,15 @@ func (x *TypeProto) GetSparseTensorType() *TypeProto_Tensor {
 	return nil
 }
 
+func (x *TypeProto) GetOptionalType() *TypeProto_Optional {
+	if x != nil {
+		if x, ok := x.Value.(*TypeProto_OptionalType); ok {
+			return x.OptionalType
+		}
+	}
+	return nil
+}
+
 func (x *TypeProto) GetDenotation() string {
 	if x != nil && x.Denotation != nil {
 		return *x.Denotation
@@ -1405,11 +1483,17 @@ type TypeProto_SparseTensorType struct {
 	SparseTensorType *TypeProto_Tensor `protobuf:"bytes,8,opt,name=sparse_tensor_type,json=sparseTensorType,oneof"`
 }
 
+type TypeProto_OptionalType struct {
+	OptionalType *TypeProto_Optional `protobuf:"bytes,9,opt,name=optional_type,json=optionalType,oneof"`
+}
+
 func (*TypeProto_TensorType) isTypeProto_Value() {}
 
 func (*TypeProto_SequenceType) isTypeProto_Value() {}
 
 func (*TypeProto_SparseTensorType) isTypeProto_Value() {}
+
+func (*TypeProto_OptionalType) isTypeProto_Value() {}
 
 // A sequence value (ONNX's onnx-data.proto); tofuc reads sequences of
 // tensors, the inputs and outputs of the conformance tests.
@@ -1473,6 +1557,76 @@ func (x *SequenceProto) GetTensorValues() []*TensorProto {
 	return nil
 }
 
+// An optional value (ONNX's onnx-data.proto): a tensor, a sequence of
+// tensors, or nothing (elem_type UNDEFINED, no value).
+type OptionalProto struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          *string                `protobuf:"bytes,1,opt,name=name" json:"name,omitempty"`
+	ElemType      *int32                 `protobuf:"varint,2,opt,name=elem_type,json=elemType" json:"elem_type,omitempty"`
+	TensorValue   *TensorProto           `protobuf:"bytes,3,opt,name=tensor_value,json=tensorValue" json:"tensor_value,omitempty"`
+	SequenceValue *SequenceProto         `protobuf:"bytes,5,opt,name=sequence_value,json=sequenceValue" json:"sequence_value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OptionalProto) Reset() {
+	*x = OptionalProto{}
+	mi := &file_onnx_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OptionalProto) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OptionalProto) ProtoMessage() {}
+
+func (x *OptionalProto) ProtoReflect() protoreflect.Message {
+	mi := &file_onnx_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OptionalProto.ProtoReflect.Descriptor instead.
+func (*OptionalProto) Descriptor() ([]byte, []int) {
+	return file_onnx_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *OptionalProto) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *OptionalProto) GetElemType() int32 {
+	if x != nil && x.ElemType != nil {
+		return *x.ElemType
+	}
+	return 0
+}
+
+func (x *OptionalProto) GetTensorValue() *TensorProto {
+	if x != nil {
+		return x.TensorValue
+	}
+	return nil
+}
+
+func (x *OptionalProto) GetSequenceValue() *SequenceProto {
+	if x != nil {
+		return x.SequenceValue
+	}
+	return nil
+}
+
 type TensorProto_Segment struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Begin         *int64                 `protobuf:"varint,1,opt,name=begin" json:"begin,omitempty"`
@@ -1483,7 +1637,7 @@ type TensorProto_Segment struct {
 
 func (x *TensorProto_Segment) Reset() {
 	*x = TensorProto_Segment{}
-	mi := &file_onnx_proto_msgTypes[13]
+	mi := &file_onnx_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1495,7 +1649,7 @@ func (x *TensorProto_Segment) String() string {
 func (*TensorProto_Segment) ProtoMessage() {}
 
 func (x *TensorProto_Segment) ProtoReflect() protoreflect.Message {
-	mi := &file_onnx_proto_msgTypes[13]
+	mi := &file_onnx_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1539,7 +1693,7 @@ type TensorShapeProto_Dimension struct {
 
 func (x *TensorShapeProto_Dimension) Reset() {
 	*x = TensorShapeProto_Dimension{}
-	mi := &file_onnx_proto_msgTypes[14]
+	mi := &file_onnx_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1551,7 +1705,7 @@ func (x *TensorShapeProto_Dimension) String() string {
 func (*TensorShapeProto_Dimension) ProtoMessage() {}
 
 func (x *TensorShapeProto_Dimension) ProtoReflect() protoreflect.Message {
-	mi := &file_onnx_proto_msgTypes[14]
+	mi := &file_onnx_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1625,7 +1779,7 @@ type TypeProto_Tensor struct {
 
 func (x *TypeProto_Tensor) Reset() {
 	*x = TypeProto_Tensor{}
-	mi := &file_onnx_proto_msgTypes[15]
+	mi := &file_onnx_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1637,7 +1791,7 @@ func (x *TypeProto_Tensor) String() string {
 func (*TypeProto_Tensor) ProtoMessage() {}
 
 func (x *TypeProto_Tensor) ProtoReflect() protoreflect.Message {
-	mi := &file_onnx_proto_msgTypes[15]
+	mi := &file_onnx_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1676,7 +1830,7 @@ type TypeProto_Sequence struct {
 
 func (x *TypeProto_Sequence) Reset() {
 	*x = TypeProto_Sequence{}
-	mi := &file_onnx_proto_msgTypes[16]
+	mi := &file_onnx_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1688,7 +1842,7 @@ func (x *TypeProto_Sequence) String() string {
 func (*TypeProto_Sequence) ProtoMessage() {}
 
 func (x *TypeProto_Sequence) ProtoReflect() protoreflect.Message {
-	mi := &file_onnx_proto_msgTypes[16]
+	mi := &file_onnx_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,6 +1859,50 @@ func (*TypeProto_Sequence) Descriptor() ([]byte, []int) {
 }
 
 func (x *TypeProto_Sequence) GetElemType() *TypeProto {
+	if x != nil {
+		return x.ElemType
+	}
+	return nil
+}
+
+type TypeProto_Optional struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ElemType      *TypeProto             `protobuf:"bytes,1,opt,name=elem_type,json=elemType" json:"elem_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TypeProto_Optional) Reset() {
+	*x = TypeProto_Optional{}
+	mi := &file_onnx_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TypeProto_Optional) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TypeProto_Optional) ProtoMessage() {}
+
+func (x *TypeProto_Optional) ProtoReflect() protoreflect.Message {
+	mi := &file_onnx_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TypeProto_Optional.ProtoReflect.Descriptor instead.
+func (*TypeProto_Optional) Descriptor() ([]byte, []int) {
+	return file_onnx_proto_rawDescGZIP(), []int{11, 2}
+}
+
+func (x *TypeProto_Optional) GetElemType() *TypeProto {
 	if x != nil {
 		return x.ElemType
 	}
@@ -1884,12 +2082,13 @@ const file_onnx_proto_rawDesc = "" +
 	"\n" +
 	"denotation\x18\x03 \x01(\tR\n" +
 	"denotationB\a\n" +
-	"\x05value\"\xa5\x03\n" +
+	"\x05value\"\xac\x04\n" +
 	"\tTypeProto\x12?\n" +
 	"\vtensor_type\x18\x01 \x01(\v2\x1c.tofuc.onnx.TypeProto.TensorH\x00R\n" +
 	"tensorType\x12E\n" +
 	"\rsequence_type\x18\x04 \x01(\v2\x1e.tofuc.onnx.TypeProto.SequenceH\x00R\fsequenceType\x12L\n" +
-	"\x12sparse_tensor_type\x18\b \x01(\v2\x1c.tofuc.onnx.TypeProto.TensorH\x00R\x10sparseTensorType\x12\x1e\n" +
+	"\x12sparse_tensor_type\x18\b \x01(\v2\x1c.tofuc.onnx.TypeProto.TensorH\x00R\x10sparseTensorType\x12E\n" +
+	"\roptional_type\x18\t \x01(\v2\x1e.tofuc.onnx.TypeProto.OptionalH\x00R\foptionalType\x12\x1e\n" +
 	"\n" +
 	"denotation\x18\x06 \x01(\tR\n" +
 	"denotation\x1aY\n" +
@@ -1897,6 +2096,8 @@ const file_onnx_proto_rawDesc = "" +
 	"\telem_type\x18\x01 \x01(\x05R\belemType\x122\n" +
 	"\x05shape\x18\x02 \x01(\v2\x1c.tofuc.onnx.TensorShapeProtoR\x05shape\x1a>\n" +
 	"\bSequence\x122\n" +
+	"\telem_type\x18\x01 \x01(\v2\x15.tofuc.onnx.TypeProtoR\belemType\x1a>\n" +
+	"\bOptional\x122\n" +
 	"\telem_type\x18\x01 \x01(\v2\x15.tofuc.onnx.TypeProtoR\belemTypeB\a\n" +
 	"\x05value\"\xdd\x01\n" +
 	"\rSequenceProto\x12\x12\n" +
@@ -1910,7 +2111,20 @@ const file_onnx_proto_rawDesc = "" +
 	"\rSPARSE_TENSOR\x10\x02\x12\f\n" +
 	"\bSEQUENCE\x10\x03\x12\a\n" +
 	"\x03MAP\x10\x04\x12\f\n" +
-	"\bOPTIONAL\x10\x05B\x1aZ\x18tofuc/frontend/onnx/onnxpb"
+	"\bOPTIONAL\x10\x05\"\x9d\x02\n" +
+	"\rOptionalProto\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
+	"\telem_type\x18\x02 \x01(\x05R\belemType\x12:\n" +
+	"\ftensor_value\x18\x03 \x01(\v2\x17.tofuc.onnx.TensorProtoR\vtensorValue\x12@\n" +
+	"\x0esequence_value\x18\x05 \x01(\v2\x19.tofuc.onnx.SequenceProtoR\rsequenceValue\"]\n" +
+	"\bDataType\x12\r\n" +
+	"\tUNDEFINED\x10\x00\x12\n" +
+	"\n" +
+	"\x06TENSOR\x10\x01\x12\x11\n" +
+	"\rSPARSE_TENSOR\x10\x02\x12\f\n" +
+	"\bSEQUENCE\x10\x03\x12\a\n" +
+	"\x03MAP\x10\x04\x12\f\n" +
+	"\bOPTIONAL\x10\x05B\x1cZ\x1atofuc/frontend/onnx/onnxpb"
 
 var (
 	file_onnx_proto_rawDescOnce sync.Once
@@ -1924,67 +2138,74 @@ func file_onnx_proto_rawDescGZIP() []byte {
 	return file_onnx_proto_rawDescData
 }
 
-var file_onnx_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_onnx_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_onnx_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_onnx_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_onnx_proto_goTypes = []any{
 	(AttributeProto_AttributeType)(0),  // 0: tofuc.onnx.AttributeProto.AttributeType
 	(TensorProto_DataType)(0),          // 1: tofuc.onnx.TensorProto.DataType
 	(TensorProto_DataLocation)(0),      // 2: tofuc.onnx.TensorProto.DataLocation
 	(SequenceProto_DataType)(0),        // 3: tofuc.onnx.SequenceProto.DataType
-	(*ModelProto)(nil),                 // 4: tofuc.onnx.ModelProto
-	(*OperatorSetIdProto)(nil),         // 5: tofuc.onnx.OperatorSetIdProto
-	(*StringStringEntryProto)(nil),     // 6: tofuc.onnx.StringStringEntryProto
-	(*GraphProto)(nil),                 // 7: tofuc.onnx.GraphProto
-	(*NodeProto)(nil),                  // 8: tofuc.onnx.NodeProto
-	(*FunctionProto)(nil),              // 9: tofuc.onnx.FunctionProto
-	(*AttributeProto)(nil),             // 10: tofuc.onnx.AttributeProto
-	(*ValueInfoProto)(nil),             // 11: tofuc.onnx.ValueInfoProto
-	(*TensorProto)(nil),                // 12: tofuc.onnx.TensorProto
-	(*SparseTensorProto)(nil),          // 13: tofuc.onnx.SparseTensorProto
-	(*TensorShapeProto)(nil),           // 14: tofuc.onnx.TensorShapeProto
-	(*TypeProto)(nil),                  // 15: tofuc.onnx.TypeProto
-	(*SequenceProto)(nil),              // 16: tofuc.onnx.SequenceProto
-	(*TensorProto_Segment)(nil),        // 17: tofuc.onnx.TensorProto.Segment
-	(*TensorShapeProto_Dimension)(nil), // 18: tofuc.onnx.TensorShapeProto.Dimension
-	(*TypeProto_Tensor)(nil),           // 19: tofuc.onnx.TypeProto.Tensor
-	(*TypeProto_Sequence)(nil),         // 20: tofuc.onnx.TypeProto.Sequence
+	(OptionalProto_DataType)(0),        // 4: tofuc.onnx.OptionalProto.DataType
+	(*ModelProto)(nil),                 // 5: tofuc.onnx.ModelProto
+	(*OperatorSetIdProto)(nil),         // 6: tofuc.onnx.OperatorSetIdProto
+	(*StringStringEntryProto)(nil),     // 7: tofuc.onnx.StringStringEntryProto
+	(*GraphProto)(nil),                 // 8: tofuc.onnx.GraphProto
+	(*NodeProto)(nil),                  // 9: tofuc.onnx.NodeProto
+	(*FunctionProto)(nil),              // 10: tofuc.onnx.FunctionProto
+	(*AttributeProto)(nil),             // 11: tofuc.onnx.AttributeProto
+	(*ValueInfoProto)(nil),             // 12: tofuc.onnx.ValueInfoProto
+	(*TensorProto)(nil),                // 13: tofuc.onnx.TensorProto
+	(*SparseTensorProto)(nil),          // 14: tofuc.onnx.SparseTensorProto
+	(*TensorShapeProto)(nil),           // 15: tofuc.onnx.TensorShapeProto
+	(*TypeProto)(nil),                  // 16: tofuc.onnx.TypeProto
+	(*SequenceProto)(nil),              // 17: tofuc.onnx.SequenceProto
+	(*OptionalProto)(nil),              // 18: tofuc.onnx.OptionalProto
+	(*TensorProto_Segment)(nil),        // 19: tofuc.onnx.TensorProto.Segment
+	(*TensorShapeProto_Dimension)(nil), // 20: tofuc.onnx.TensorShapeProto.Dimension
+	(*TypeProto_Tensor)(nil),           // 21: tofuc.onnx.TypeProto.Tensor
+	(*TypeProto_Sequence)(nil),         // 22: tofuc.onnx.TypeProto.Sequence
+	(*TypeProto_Optional)(nil),         // 23: tofuc.onnx.TypeProto.Optional
 }
 var file_onnx_proto_depIdxs = []int32{
-	5,  // 0: tofuc.onnx.ModelProto.opset_import:type_name -> tofuc.onnx.OperatorSetIdProto
-	7,  // 1: tofuc.onnx.ModelProto.graph:type_name -> tofuc.onnx.GraphProto
-	6,  // 2: tofuc.onnx.ModelProto.metadata_props:type_name -> tofuc.onnx.StringStringEntryProto
-	9,  // 3: tofuc.onnx.ModelProto.functions:type_name -> tofuc.onnx.FunctionProto
-	8,  // 4: tofuc.onnx.GraphProto.node:type_name -> tofuc.onnx.NodeProto
-	12, // 5: tofuc.onnx.GraphProto.initializer:type_name -> tofuc.onnx.TensorProto
-	13, // 6: tofuc.onnx.GraphProto.sparse_initializer:type_name -> tofuc.onnx.SparseTensorProto
-	11, // 7: tofuc.onnx.GraphProto.input:type_name -> tofuc.onnx.ValueInfoProto
-	11, // 8: tofuc.onnx.GraphProto.output:type_name -> tofuc.onnx.ValueInfoProto
-	11, // 9: tofuc.onnx.GraphProto.value_info:type_name -> tofuc.onnx.ValueInfoProto
-	10, // 10: tofuc.onnx.NodeProto.attribute:type_name -> tofuc.onnx.AttributeProto
+	6,  // 0: tofuc.onnx.ModelProto.opset_import:type_name -> tofuc.onnx.OperatorSetIdProto
+	8,  // 1: tofuc.onnx.ModelProto.graph:type_name -> tofuc.onnx.GraphProto
+	7,  // 2: tofuc.onnx.ModelProto.metadata_props:type_name -> tofuc.onnx.StringStringEntryProto
+	10, // 3: tofuc.onnx.ModelProto.functions:type_name -> tofuc.onnx.FunctionProto
+	9,  // 4: tofuc.onnx.GraphProto.node:type_name -> tofuc.onnx.NodeProto
+	13, // 5: tofuc.onnx.GraphProto.initializer:type_name -> tofuc.onnx.TensorProto
+	14, // 6: tofuc.onnx.GraphProto.sparse_initializer:type_name -> tofuc.onnx.SparseTensorProto
+	12, // 7: tofuc.onnx.GraphProto.input:type_name -> tofuc.onnx.ValueInfoProto
+	12, // 8: tofuc.onnx.GraphProto.output:type_name -> tofuc.onnx.ValueInfoProto
+	12, // 9: tofuc.onnx.GraphProto.value_info:type_name -> tofuc.onnx.ValueInfoProto
+	11, // 10: tofuc.onnx.NodeProto.attribute:type_name -> tofuc.onnx.AttributeProto
 	0,  // 11: tofuc.onnx.AttributeProto.type:type_name -> tofuc.onnx.AttributeProto.AttributeType
-	12, // 12: tofuc.onnx.AttributeProto.t:type_name -> tofuc.onnx.TensorProto
-	7,  // 13: tofuc.onnx.AttributeProto.g:type_name -> tofuc.onnx.GraphProto
-	13, // 14: tofuc.onnx.AttributeProto.sparse_tensor:type_name -> tofuc.onnx.SparseTensorProto
-	12, // 15: tofuc.onnx.AttributeProto.tensors:type_name -> tofuc.onnx.TensorProto
-	7,  // 16: tofuc.onnx.AttributeProto.graphs:type_name -> tofuc.onnx.GraphProto
-	15, // 17: tofuc.onnx.ValueInfoProto.type:type_name -> tofuc.onnx.TypeProto
-	17, // 18: tofuc.onnx.TensorProto.segment:type_name -> tofuc.onnx.TensorProto.Segment
-	6,  // 19: tofuc.onnx.TensorProto.external_data:type_name -> tofuc.onnx.StringStringEntryProto
+	13, // 12: tofuc.onnx.AttributeProto.t:type_name -> tofuc.onnx.TensorProto
+	8,  // 13: tofuc.onnx.AttributeProto.g:type_name -> tofuc.onnx.GraphProto
+	14, // 14: tofuc.onnx.AttributeProto.sparse_tensor:type_name -> tofuc.onnx.SparseTensorProto
+	13, // 15: tofuc.onnx.AttributeProto.tensors:type_name -> tofuc.onnx.TensorProto
+	8,  // 16: tofuc.onnx.AttributeProto.graphs:type_name -> tofuc.onnx.GraphProto
+	16, // 17: tofuc.onnx.ValueInfoProto.type:type_name -> tofuc.onnx.TypeProto
+	19, // 18: tofuc.onnx.TensorProto.segment:type_name -> tofuc.onnx.TensorProto.Segment
+	7,  // 19: tofuc.onnx.TensorProto.external_data:type_name -> tofuc.onnx.StringStringEntryProto
 	2,  // 20: tofuc.onnx.TensorProto.data_location:type_name -> tofuc.onnx.TensorProto.DataLocation
-	12, // 21: tofuc.onnx.SparseTensorProto.values:type_name -> tofuc.onnx.TensorProto
-	12, // 22: tofuc.onnx.SparseTensorProto.indices:type_name -> tofuc.onnx.TensorProto
-	18, // 23: tofuc.onnx.TensorShapeProto.dim:type_name -> tofuc.onnx.TensorShapeProto.Dimension
-	19, // 24: tofuc.onnx.TypeProto.tensor_type:type_name -> tofuc.onnx.TypeProto.Tensor
-	20, // 25: tofuc.onnx.TypeProto.sequence_type:type_name -> tofuc.onnx.TypeProto.Sequence
-	19, // 26: tofuc.onnx.TypeProto.sparse_tensor_type:type_name -> tofuc.onnx.TypeProto.Tensor
-	12, // 27: tofuc.onnx.SequenceProto.tensor_values:type_name -> tofuc.onnx.TensorProto
-	14, // 28: tofuc.onnx.TypeProto.Tensor.shape:type_name -> tofuc.onnx.TensorShapeProto
-	15, // 29: tofuc.onnx.TypeProto.Sequence.elem_type:type_name -> tofuc.onnx.TypeProto
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	13, // 21: tofuc.onnx.SparseTensorProto.values:type_name -> tofuc.onnx.TensorProto
+	13, // 22: tofuc.onnx.SparseTensorProto.indices:type_name -> tofuc.onnx.TensorProto
+	20, // 23: tofuc.onnx.TensorShapeProto.dim:type_name -> tofuc.onnx.TensorShapeProto.Dimension
+	21, // 24: tofuc.onnx.TypeProto.tensor_type:type_name -> tofuc.onnx.TypeProto.Tensor
+	22, // 25: tofuc.onnx.TypeProto.sequence_type:type_name -> tofuc.onnx.TypeProto.Sequence
+	21, // 26: tofuc.onnx.TypeProto.sparse_tensor_type:type_name -> tofuc.onnx.TypeProto.Tensor
+	23, // 27: tofuc.onnx.TypeProto.optional_type:type_name -> tofuc.onnx.TypeProto.Optional
+	13, // 28: tofuc.onnx.SequenceProto.tensor_values:type_name -> tofuc.onnx.TensorProto
+	13, // 29: tofuc.onnx.OptionalProto.tensor_value:type_name -> tofuc.onnx.TensorProto
+	17, // 30: tofuc.onnx.OptionalProto.sequence_value:type_name -> tofuc.onnx.SequenceProto
+	15, // 31: tofuc.onnx.TypeProto.Tensor.shape:type_name -> tofuc.onnx.TensorShapeProto
+	16, // 32: tofuc.onnx.TypeProto.Sequence.elem_type:type_name -> tofuc.onnx.TypeProto
+	16, // 33: tofuc.onnx.TypeProto.Optional.elem_type:type_name -> tofuc.onnx.TypeProto
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_onnx_proto_init() }
@@ -1996,8 +2217,9 @@ func file_onnx_proto_init() {
 		(*TypeProto_TensorType)(nil),
 		(*TypeProto_SequenceType)(nil),
 		(*TypeProto_SparseTensorType)(nil),
+		(*TypeProto_OptionalType)(nil),
 	}
-	file_onnx_proto_msgTypes[14].OneofWrappers = []any{
+	file_onnx_proto_msgTypes[15].OneofWrappers = []any{
 		(*TensorShapeProto_Dimension_DimValue)(nil),
 		(*TensorShapeProto_Dimension_DimParam)(nil),
 	}
@@ -2006,8 +2228,8 @@ func file_onnx_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_onnx_proto_rawDesc), len(file_onnx_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   17,
+			NumEnums:      5,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
