@@ -166,3 +166,33 @@ func TestImportSequenceOps(t *testing.T) {
 		}
 	}
 }
+
+// TestImportScan8 scans each batch element of an opset-8 Scan; its
+// sequence_lens, a graph input bound at import, must be the full length.
+func TestImportScan8(t *testing.T) {
+	f32, i64 := onnxpb.TensorProto_FLOAT, onnxpb.TensorProto_INT64
+	body := onnxbuild.Graph("body", []*onnxpb.NodeProto{
+		onnxbuild.Node("Add", []string{"s", "xt"}, []string{"s2"}),
+		onnxbuild.Node("Identity", []string{"s2"}, []string{"yt"})},
+		[]*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("s", f32, 1), onnxbuild.TensorInfo("xt", f32, 1)},
+		[]*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("s2", f32, 1), onnxbuild.TensorInfo("yt", f32, 1)})
+	g := onnxbuild.Graph("g", []*onnxpb.NodeProto{onnxbuild.Node("Scan", []string{"lens", "s0", "x"}, []string{"s", "y"},
+		graphAttr("body", body), onnxbuild.Int("num_scan_inputs", 1), onnxbuild.Ints("directions", 1))},
+		[]*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("lens", i64, 2), onnxbuild.TensorInfo("s0", f32, 2, 1), onnxbuild.TensorInfo("x", f32, 2, 3, 1)},
+		[]*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("s", f32), onnxbuild.TensorInfo("y", f32)})
+	s0 := tensor.FromFloats(lang.F32, []int{2, 1}, []float64{0, 100})
+	x := tensor.FromFloats(lang.F32, []int{2, 3, 1}, []float64{1, 2, 3, 4, 5, 6})
+	full := map[string]*tensor.Tensor{"lens": tensor.FromInts(lang.I64, []int{2}, []int64{3, 3})}
+	_, got := run(t, model(g, 8), Options{Known: full}, map[string]*tensor.Tensor{"s0": s0, "x": x}, nil)
+	// Reverse: steps read x[b, 2], x[b, 1], x[b, 0].
+	if err := tensor.Compare(got[0], tensor.FromFloats(lang.F32, []int{2, 1}, []float64{6, 115}), tensor.Exact); err != nil {
+		t.Errorf("final state: %v", err)
+	}
+	if err := tensor.Compare(got[1], tensor.FromFloats(lang.F32, []int{2, 3, 1}, []float64{3, 5, 6, 106, 111, 115}), tensor.Exact); err != nil {
+		t.Errorf("scan output: %v", err)
+	}
+	short := map[string]*tensor.Tensor{"lens": tensor.FromInts(lang.I64, []int{2}, []int64{3, 2})}
+	if _, err := Import(model(g, 8), Options{Known: short}); err == nil || !strings.Contains(err.Error(), "only full-length sequences are supported") {
+		t.Errorf("a shorter sequence: %v", err)
+	}
+}

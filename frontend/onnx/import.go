@@ -234,7 +234,7 @@ func (imp *importer) bindInitializers(g *onnxpb.GraphProto) error {
 // except those an operator needs at compile time, which take their values
 // from Options.Known.
 func (imp *importer) bindInputs(g *onnxpb.GraphProto) error {
-	needed := compileTimeInputs(g)
+	needed := compileTimeInputs(g, imp.opset)
 	for _, vi := range g.GetInput() {
 		name := vi.GetName()
 		if imp.values[name] != nil {
@@ -361,7 +361,7 @@ func subgraphs(n *onnxpb.NodeProto) []*onnxpb.GraphProto {
 // or its subgraphs) reads in an input slot it needs at import, and those
 // such a value is computed from, up to the operators that read only
 // their input's shape (shapeOnly).
-func compileTimeInputs(g *onnxpb.GraphProto) map[string]bool {
+func compileTimeInputs(g *onnxpb.GraphProto, opset int64) map[string]bool {
 	producer := map[string]*onnxpb.NodeProto{}
 	var slots []string
 	var walk func(g *onnxpb.GraphProto)
@@ -370,7 +370,11 @@ func compileTimeInputs(g *onnxpb.GraphProto) map[string]bool {
 			for _, out := range n.GetOutput() {
 				producer[out] = n
 			}
-			for _, i := range converters[n.GetOpType()].consts {
+			consts := converters[n.GetOpType()].consts
+			if n.GetOpType() == "Scan" && opset < 9 {
+				consts = []int{0} // Scan-8's sequence_lens; Scan-9 has none
+			}
+			for _, i := range consts {
 				if i < len(n.GetInput()) {
 					slots = append(slots, n.GetInput()[i])
 				}
