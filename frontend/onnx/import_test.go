@@ -480,7 +480,7 @@ func TestImportMalformedNodesAreErrors(t *testing.T) {
 			onnxbuild.Node("Range", []string{"zero", "nan", "one"}, []string{"r"}),
 			onnxbuild.Node("FancyOp", []string{"v"}, []string{"f"}),
 		},
-		Initializer: []*onnxpb.TensorProto{onnxbuild.Int64Tensor("pads", 1, 1), onnxbuild.FloatTensor("w1", []int64{3}, 1, 2, 3),
+		Initializer: []*onnxpb.TensorProto{onnxbuild.Int64Tensor("pads", -1, 1), onnxbuild.FloatTensor("w1", []int64{3}, 1, 2, 3),
 			onnxbuild.FloatTensor("zero", nil, 0), onnxbuild.FloatTensor("nan", nil, float32(math.NaN())), onnxbuild.FloatTensor("one", nil, 1)},
 		Input:  []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("v", onnxpb.TensorProto_FLOAT, 4), onnxbuild.TensorInfo("m4", onnxpb.TensorProto_FLOAT, 1, 1, 4, 4)},
 		Output: []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("p", onnxpb.TensorProto_FLOAT, 6)},
@@ -492,6 +492,53 @@ func TestImportMalformedNodesAreErrors(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "internal error") {
 		t.Errorf("a converter panicked:\n%v", err)
+	}
+}
+
+// Pad's edge, reflect and wrap modes on any axes, pads past the extent
+// included, against a direct evaluation of NumPy's rules.
+func TestImportPadModesOnAnyAxis(t *testing.T) {
+	x := tensor.New(lang.F32, []int{2, 3, 2})
+	for i := range x.Len() {
+		x.SetFlat(i, float64(i+1))
+	}
+	pads := []int64{1, 0, 3, 2, 0, 1} // axis 0: 1, 2; axis 2: 3, 1
+	for _, mode := range []string{"edge", "reflect", "wrap"} {
+		g := &onnxpb.GraphProto{
+			Node:        []*onnxpb.NodeProto{onnxbuild.Node("Pad", []string{"x", "pads"}, []string{"y"}, onnxbuild.String("mode", mode))},
+			Initializer: []*onnxpb.TensorProto{onnxbuild.Int64Tensor("pads", pads...)},
+			Input:       []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("x", onnxpb.TensorProto_FLOAT, 2, 3, 2)},
+			Output:      []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("y", onnxpb.TensorProto_FLOAT, 5, 3, 6)},
+		}
+		_, outs := run(t, model(g, 19), Options{}, map[string]*tensor.Tensor{"x": x}, nil)
+		// src maps a padded position to the input's along an axis of n.
+		src := func(j, n int) int {
+			switch mode {
+			case "edge":
+				return min(max(j, 0), n-1)
+			case "wrap":
+				return ((j % n) + n) % n
+			}
+			for j < 0 || j >= n { // reflect about the ends, again and again
+				if j < 0 {
+					j = -j
+				} else {
+					j = 2*(n-1) - j
+				}
+			}
+			return j
+		}
+		want := tensor.New(lang.F32, []int{5, 3, 6})
+		for a := range 5 {
+			for b := range 3 {
+				for c := range 6 {
+					want.Set(x.At(src(a-1, 2), b, src(c-3, 2)), a, b, c)
+				}
+			}
+		}
+		if err := tensor.Compare(outs[0], want, tensor.Exact); err != nil {
+			t.Errorf("mode %s: %v", mode, err)
+		}
 	}
 }
 

@@ -186,26 +186,54 @@ func convPad(c *nodeCtx) {
 	switch mode := c.stringAttr("mode", "constant"); mode {
 	case "constant":
 		c.out(0, c.call1("pad", []attr{intsA("pads", pads), floatA("value", value)}, x))
-	case "edge", "reflect":
-		if r < 2 {
-			c.fail("mode %q needs a tensor of rank 2 or more", mode)
-		}
-		for i := range r - 2 {
-			if pads[i] != 0 || pads[r+i] != 0 {
-				c.fail("mode %q pads only the last two axes", mode)
+	case "edge", "reflect", "wrap":
+		for i := range 2 * r {
+			if pads[i] < 0 {
+				c.fail("mode %q cannot crop (pad %d)", mode, pads[i])
 			}
 		}
-		p := []int64{pads[r-2], pads[r-1], pads[2*r-2], pads[2*r-1]}
-		dims := c.dims(x)
-		for i, d := range []int64{dims[r-2], dims[r-1], dims[r-2], dims[r-1]} {
-			if p[i] < 0 || mode == "reflect" && p[i] > d-1 {
-				c.fail("mode %q cannot pad %d on an axis of extent %d", mode, p[i], d)
-			}
+		if c.lastTwoPadded(x, pads, mode) {
+			p := []int64{pads[r-2], pads[r-1], pads[2*r-2], pads[2*r-1]}
+			c.out(0, c.call1("pad_"+mode+"2d", []attr{intsA("pads", p)}, x))
+			return
 		}
-		c.out(0, c.call1("pad_"+mode+"2d", []attr{intsA("pads", p)}, x))
+		// Any axes: one pad_axis per padded axis.
+		y := x
+		for a := range r {
+			if pads[a] == 0 && pads[r+a] == 0 {
+				continue
+			}
+			if c.extent(x, a) == 0 {
+				c.fail("mode %q cannot pad an empty axis", mode)
+			}
+			y = c.call1("pad_axis", []attr{intA("axis", int64(a)), intA("before", pads[a]), intA("after", pads[r+a]), stringA("mode", mode)}, y)
+		}
+		c.out(0, y)
 	default:
 		c.fail("mode %q is not supported", mode)
 	}
+}
+
+// lastTwoPadded reports whether pad_edge2d or pad_reflect2d does the
+// padding: only the last two axes padded, reflect by less than their
+// extents.
+func (c *nodeCtx) lastTwoPadded(x *value, pads []int64, mode string) bool {
+	r := rank(x)
+	if mode == "wrap" || r < 2 {
+		return false
+	}
+	for i := range r - 2 {
+		if pads[i] != 0 || pads[r+i] != 0 {
+			return false
+		}
+	}
+	for k, a := range []int{r - 2, r - 1, 2*r - 2, 2*r - 1} {
+		n, ok := x.typ.Shape[(r-2)+k%2].IsConst()
+		if !ok || mode == "reflect" && pads[a] > n-1 {
+			return false
+		}
+	}
+	return true
 }
 
 // scatterPads expands pads given for some axes to every axis.
