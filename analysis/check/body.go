@@ -362,6 +362,15 @@ func (c *instCtx) call(e *lang.Call) ir.Expr {
 		}
 		return c.math(e)
 	}
+	if e.Name == "bitcast" {
+		return c.bitcast(e)
+	}
+	if n, ok := ir.BitFuncs[e.Name]; ok {
+		if len(e.Args) != n {
+			c.fail(e.Pos, "%s takes %d arguments, found %d", e.Name, n, len(e.Args))
+		}
+		return c.bits(e)
+	}
 	if _, ok := builtins[e.Name]; ok {
 		return c.constExpr(e.Pos, c.ev.eval(e))
 	}
@@ -386,6 +395,9 @@ func (c *instCtx) like(e *lang.Call) ir.Expr {
 func mathNames() []string {
 	out := []string{"sum", "prod", "select", "like"}
 	for n := range ir.MathFuncs {
+		out = append(out, n)
+	}
+	for n := range ir.BitFuncs {
 		out = append(out, n)
 	}
 	return out
@@ -422,6 +434,57 @@ func (c *instCtx) math(e *lang.Call) ir.Expr {
 		c.weak[call] = true
 	}
 	return call
+}
+
+// bits elaborates a bit function of integers (ir.BitFuncs): the
+// operands of a binary one unify as arithmetic's do, and the result has
+// their dtype.
+func (c *instCtx) bits(e *lang.Call) ir.Expr {
+	args := make([]ir.Expr, len(e.Args))
+	for i, a := range e.Args {
+		args[i] = c.elab(a)
+	}
+	weak := c.weak[args[0]]
+	t := args[0].Type()
+	if len(args) == 2 {
+		args[0], args[1], t = c.unify(args[0], args[1])
+		weak = weak && c.weak[args[1]]
+	}
+	if !t.IsInt() {
+		c.fail(e.Pos, "%s works on the bits of integers, found %s (bitcast(x, i32) reinterprets a float's bits)", e.Name, t)
+	}
+	call := &ir.Call{Fn: e.Name, Args: args, T: t}
+	if weak {
+		c.weak[call] = true
+	}
+	return call
+}
+
+// bitcast(x, T) reinterprets the bits of x as dtype T, of the same width
+// (bool is 8 bits wide).
+func (c *instCtx) bitcast(e *lang.Call) ir.Expr {
+	if len(e.Args) != 2 {
+		c.fail(e.Pos, "bitcast takes a value and a dtype: bitcast(x, i32), found %d arguments", len(e.Args))
+	}
+	id, ok := e.Args[1].(*lang.Ident)
+	t := lang.Invalid
+	if ok {
+		t = lang.ParseDType(id.Name)
+	}
+	if t == lang.Invalid {
+		c.fail(e.Args[1].ExprPos(), "the second argument of bitcast must be a dtype (i32, f32, ...)")
+	}
+	x := c.elab(e.Args[0])
+	if c.weak[x] {
+		c.fail(e.Args[0].ExprPos(), "bitcast of an untyped value: convert it first (bitcast(f32(1.0), i32))")
+	}
+	if x.Type().Bits() != t.Bits() {
+		c.fail(e.Pos, "bitcast from %s to %s: the widths differ (%d and %d bits)", x.Type(), t, x.Type().Bits(), t.Bits())
+	}
+	if x.Type() == t {
+		return x
+	}
+	return &ir.Call{Fn: "bitcast", Args: []ir.Expr{x}, T: t}
 }
 
 func (c *instCtx) selectExpr(e *lang.Call) ir.Expr {

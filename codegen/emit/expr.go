@@ -382,6 +382,9 @@ func (f *fn) speculatable(e tir.Expr) bool {
 }
 
 func (f *fn) call(e *tir.Call) value.Value {
+	if _, ok := tir.BitFuncs[e.Fn]; ok {
+		return f.bitCall(e)
+	}
 	if v, ok := f.constValue(e); ok {
 		return f.float(v, e.T)
 	}
@@ -412,6 +415,93 @@ func (f *fn) call(e *tir.Call) value.Value {
 		return f.convert(f.b.NewZExt(f.b.NewFCmp(enum.FPredOEQ, abs, f.float(math.Inf(1), p)), types.I64), lang.Bool, e.T, false)
 	}
 	return f.convert(f.mathCall(e.Fn, args...), p, e.T, false)
+}
+
+// bitCall lowers a bit function (lang/ir.BitFuncs) as the interpreter
+// computes it (ir.IntBitFunc, ir.BitsOf, ir.FromBits).
+func (f *fn) bitCall(e *tir.Call) value.Value {
+	t := e.T
+	if e.Fn == "bitcast" {
+		return f.valueOfBits(f.bitsOf(f.expr(e.Args[0]), e.Args[0].Type()), t)
+	}
+	if !t.IsInt() {
+		fail("%s of %s: bit functions work on integers", e.Fn, t)
+	}
+	a := f.exprTo(e.Args[0], t)
+	switch e.Fn {
+	case "bitnot":
+		return f.wrap(f.b.NewXor(a, i64(-1)), t)
+	}
+	b := f.exprTo(e.Args[1], t)
+	switch e.Fn {
+	case "bitand":
+		return f.b.NewAnd(a, b)
+	case "bitor":
+		return f.b.NewOr(a, b)
+	case "bitxor":
+		return f.b.NewXor(a, b)
+	}
+	// Counts outside [0, width) shift every bit out; LLVM leaves them
+	// undefined, so the count is clamped (an unsigned comparison: a
+	// negative count is large).
+	width := i64(int64(t.Bits()))
+	big := f.b.NewICmp(enum.IPredUGE, b, width)
+	switch e.Fn {
+	case "shl":
+		safe := f.b.NewSelect(big, i64(0), b)
+		return f.b.NewSelect(big, i64(0), f.wrap(f.b.NewShl(a, safe), t))
+	case "shr":
+		if t.IsSigned() {
+			return f.b.NewAShr(a, f.b.NewSelect(big, i64(63), b))
+		}
+		safe := f.b.NewSelect(big, i64(0), b)
+		return f.b.NewSelect(big, i64(0), f.b.NewLShr(a, safe))
+	}
+	fail("unknown bit function %s", e.Fn)
+	return nil
+}
+
+// bitsOf is the bit pattern of x, a domain value of dtype t, as an
+// integer of t's width (floats rounded to t first, as stored).
+func (f *fn) bitsOf(x value.Value, t lang.DType) value.Value {
+	switch t {
+	case lang.F64:
+		return f.b.NewBitCast(f.widen(x), types.I64)
+	case lang.F32:
+		return f.b.NewBitCast(f.single(x), types.I32)
+	case lang.F16:
+		return f.b.NewCall(f.m.helper(floatToF16), f.single(x))
+	case lang.BF16:
+		return f.b.NewCall(f.m.helper(floatToBF16), f.single(x))
+	}
+	if t.Bits() == 64 {
+		return x
+	}
+	return f.b.NewTrunc(x, types.NewInt(uint64(t.Bits())))
+}
+
+// valueOfBits is the domain value of dtype t with bit pattern x, an
+// integer of t's width.
+func (f *fn) valueOfBits(x value.Value, t lang.DType) value.Value {
+	switch t {
+	case lang.F64:
+		return f.b.NewBitCast(x, types.Double)
+	case lang.F32:
+		return f.toDomain(f.b.NewBitCast(x, types.Float), t)
+	case lang.F16:
+		return f.toDomain(f.b.NewCall(f.m.helper(f16ToDouble), x), t)
+	case lang.BF16:
+		return f.toDomain(f.b.NewCall(f.m.helper(bf16ToDouble), x), t)
+	case lang.Bool:
+		return f.b.NewZExt(f.b.NewICmp(enum.IPredNE, x, constant.NewInt(types.I8, 0)), types.I64)
+	}
+	switch {
+	case t.Bits() == 64:
+		return x
+	case t.IsSigned():
+		return f.b.NewSExt(x, types.I64)
+	}
+	return f.b.NewZExt(x, types.I64)
 }
 
 // mathCall calls the math library's function name (codegen/mathir) on

@@ -80,7 +80,11 @@ func init() {
 		"LessOrEqual": {convert: binop("less_equal")}, "Greater": {convert: binop("greater")},
 		"GreaterOrEqual": {convert: binop("greater_equal")},
 		"And":            {convert: binop("and")}, "Or": {convert: binop("or")}, "Xor": {convert: binop("xor")},
-		"Not": {convert: unary("not")},
+		"Not":        {convert: unary("not")},
+		"BitwiseAnd": {convert: binop("bitwise_and")}, "BitwiseOr": {convert: binop("bitwise_or")},
+		"BitwiseXor": {convert: binop("bitwise_xor")}, "BitwiseNot": {convert: unary("bitwise_not")},
+		"BitShift": {convert: convBitShift},
+		"BitCast":  {convert: convBitCast},
 		"Where": {convert: func(c *nodeCtx) {
 			c.out(0, c.call1("where", nil, c.must(0), c.must(1), c.must(2)))
 		}},

@@ -341,6 +341,11 @@ func (l *lowerer) call(fr *frame, e *ir.Call) (poly, error) {
 		}
 		args[i] = p
 	}
+	if e.Fn == "bitcast" {
+		// One uninterpreted function per target dtype: the same bits
+		// read as i32 and as u32 differ.
+		return fnPoly(e.Fn+"."+e.T.String(), args...), nil
+	}
 	return fnPoly(e.Fn, args...), nil
 }
 

@@ -8,6 +8,9 @@ import (
 )
 
 func (c *compiler) call(e *ir.Call) (code, error) {
+	if _, ok := ir.BitFuncs[e.Fn]; ok {
+		return c.bitCall(e)
+	}
 	arity, ok := ir.MathFuncs[e.Fn]
 	if !ok {
 		return code{}, fmt.Errorf("unknown function %s", e.Fn)
@@ -93,4 +96,47 @@ func intCall(fn string, p lang.DType, args []code, exprs []ir.Expr) iexpr {
 		}
 		return x
 	}
+}
+
+// bitCall computes a bit function (ir.BitFuncs): bitcast reads its
+// argument's bits as its dtype, the others work on integers of the
+// call's dtype (ir.IntBitFunc).
+func (c *compiler) bitCall(e *ir.Call) (code, error) {
+	if len(e.Args) != ir.BitFuncs[e.Fn] {
+		return code{}, fmt.Errorf("%s takes %d arguments, got %d", e.Fn, ir.BitFuncs[e.Fn], len(e.Args))
+	}
+	args := make([]code, len(e.Args))
+	for i, a := range e.Args {
+		x, err := c.compile(a)
+		if err != nil {
+			return code{}, err
+		}
+		args[i] = x
+	}
+	if e.Fn == "bitcast" {
+		from, to := e.Args[0].Type(), e.T
+		if from.Bits() != to.Bits() {
+			return code{}, fmt.Errorf("bitcast from %s to %s: the widths differ", from, to)
+		}
+		x := args[0]
+		bits := func(f *frame) uint64 { return ir.BitsOf(from, 0, x.i(f)) }
+		if from.IsFloat() {
+			bits = func(f *frame) uint64 { return ir.BitsOf(from, x.f(f), 0) }
+		}
+		if to.IsFloat() {
+			return code{f: func(f *frame) float64 { v, _ := ir.FromBits(to, bits(f)); return v }}, nil
+		}
+		return code{i: func(f *frame) int64 { _, v := ir.FromBits(to, bits(f)); return v }}, nil
+	}
+	t := e.T
+	if !t.IsInt() {
+		return code{}, fmt.Errorf("%s of %s: bit functions work on integers", e.Fn, t)
+	}
+	a := convert(args[0], e.Args[0].Type(), t, false).i
+	if len(args) == 1 {
+		return code{i: func(f *frame) int64 { return ir.IntBitFunc(e.Fn, t, a(f), 0) }}, nil
+	}
+	b := convert(args[1], e.Args[1].Type(), t, false).i
+	fn := e.Fn
+	return code{i: func(f *frame) int64 { return ir.IntBitFunc(fn, t, a(f), b(f)) }}, nil
 }

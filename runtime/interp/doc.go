@@ -64,6 +64,11 @@
 //     an integer or bool, abs, max, min and sign are computed on integers
 //     (abs wraps: abs(i8 -128) is -128); every other function converts its
 //     arguments to float64. isnan and isinf of an integer are false.
+//   - Call of a bit function (ir.BitFuncs): bitand, bitor, bitxor,
+//     bitnot, shl and shr on integers of the call's dtype, as
+//     ir.IntBitFunc computes them; bitcast reads the bit pattern of its
+//     argument (a float rounded to its dtype first, ir.BitsOf) as the
+//     call's dtype (ir.FromBits).
 //   - Reduce: the identity (sum 0, prod 1, max -Inf or the smallest value
 //     of an integer T, min +Inf or the largest) combined with Body for
 //     every tuple of Vars in row-major order (first var outermost), in
