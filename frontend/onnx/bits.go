@@ -39,3 +39,41 @@ func convBitCast(c *nodeCtx) {
 	}
 	c.out(0, c.call1(op, nil, x))
 }
+
+// convWindow maps HannWindow, HammingWindow and BlackmanWindow (size
+// known at import) to the stdlib window in f64, cast to output_datatype.
+func convWindow(op string) func(*nodeCtx) {
+	return func(c *nodeCtx) {
+		size := c.knownInts(0, "size")
+		if len(size) != 1 || size[0] < 0 {
+			c.fail("size must be one non-negative integer, found %v", size)
+		}
+		dt, err := DType(int32(c.intAttr("output_datatype", 1)))
+		if err != nil {
+			c.fail("%v", err)
+		}
+		periodic := c.intAttr("periodic", 1)
+		if periodic != 0 && periodic != 1 {
+			c.fail("periodic = %d (0 or 1)", periodic)
+		}
+		w := c.call1(op, []attr{intA("n", size[0]), intA("periodic", periodic)})
+		c.out(0, c.cast(w, dt))
+	}
+}
+
+// convEyeLike maps EyeLike to stdlib eye_like, cast to dtype when given.
+func convEyeLike(c *nodeCtx) {
+	x := c.must(0)
+	if rank(x) != 2 {
+		c.fail("the input must be 2-D, found rank %d", rank(x))
+	}
+	y := c.call1("eye_like", []attr{intA("k", c.intAttr("k", 0))}, x)
+	if c.has("dtype") {
+		dt, err := DType(int32(c.intAttr("dtype", 0)))
+		if err != nil {
+			c.fail("%v", err)
+		}
+		y = c.cast(y, dt)
+	}
+	c.out(0, y)
+}

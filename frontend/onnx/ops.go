@@ -83,8 +83,12 @@ func init() {
 		"Not":        {convert: unary("not")},
 		"BitwiseAnd": {convert: binop("bitwise_and")}, "BitwiseOr": {convert: binop("bitwise_or")},
 		"BitwiseXor": {convert: binop("bitwise_xor")}, "BitwiseNot": {convert: unary("bitwise_not")},
-		"BitShift": {convert: convBitShift},
-		"BitCast":  {convert: convBitCast},
+		"BitShift":       {convert: convBitShift},
+		"BitCast":        {convert: convBitCast},
+		"EyeLike":        {convert: convEyeLike},
+		"HannWindow":     {convert: convWindow("hann_window"), consts: []int{0}},
+		"HammingWindow":  {convert: convWindow("hamming_window"), consts: []int{0}},
+		"BlackmanWindow": {convert: convWindow("blackman_window"), consts: []int{0}},
 		"Where": {convert: func(c *nodeCtx) {
 			c.out(0, c.call1("where", nil, c.must(0), c.must(1), c.must(2)))
 		}},
