@@ -1,6 +1,11 @@
 package onnx
 
-import "strings"
+import (
+	"strings"
+
+	"tofuc/lang"
+	"tofuc/runtime/tensor"
+)
 
 // convBitShift maps BitShift to stdlib shift_left or shift_right
 // (direction LEFT or RIGHT; ONNX defines it on unsigned integers, where
@@ -76,4 +81,29 @@ func convEyeLike(c *nodeCtx) {
 		y = c.cast(y, dt)
 	}
 	c.out(0, y)
+}
+
+// convGroupNorm maps GroupNormalization to stdlib group_norm, whose scale
+// and bias are per channel as since opset 21; before, they are per group
+// and are gathered to the channels.
+func convGroupNorm(c *nodeCtx) {
+	x, scale, bias := c.must(0), c.must(1), c.must(2)
+	if rank(x) < 2 {
+		c.fail("the input must have a channel axis, found rank %d", rank(x))
+	}
+	g := c.intAttr("num_groups", 0)
+	ch := c.extent(x, 1)
+	if g <= 0 || ch%g != 0 {
+		c.fail("num_groups = %d must divide the %d channels", g, ch)
+	}
+	if c.opset() < 21 {
+		idx := make([]int64, ch)
+		for i := range idx {
+			idx[i] = int64(i) / (ch / g)
+		}
+		at := constValue("", tensor.FromInts(lang.I64, []int{len(idx)}, idx), false)
+		scale = c.call1("gather", []attr{intA("axis", 0)}, scale, at)
+		bias = c.call1("gather", []attr{intA("axis", 0)}, bias, at)
+	}
+	c.out(0, c.call1("group_norm", []attr{intA("num_groups", g), floatA("epsilon", c.floatAttr("epsilon", 1e-5))}, x, scale, bias))
 }

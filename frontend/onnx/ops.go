@@ -51,6 +51,7 @@ func init() {
 			c.out(0, c.call1("instance_norm", []attr{floatA("epsilon", c.floatAttr("epsilon", 1e-5))}, c.must(0), c.must(1), c.must(2)))
 		}},
 		"LayerNormalization":        {convert: convLayerNorm},
+		"GroupNormalization":        {convert: convGroupNorm},
 		"RMSNormalization":          {convert: convRMSNorm},
 		"LRN":                       {convert: convLRN},
 		"MeanVarianceNormalization": {convert: convMVN},
