@@ -107,3 +107,25 @@ func convGroupNorm(c *nodeCtx) {
 	}
 	c.out(0, c.call1("group_norm", []attr{intA("num_groups", g), floatA("epsilon", c.floatAttr("epsilon", 1e-5))}, x, scale, bias))
 }
+
+// convDet maps Det on [*, M, M] to M - 1 stdlib det_steps (Gaussian
+// elimination with partial pivoting, which keeps the determinant) and
+// the product of the triangular result's diagonal.
+func convDet(c *nodeCtx) {
+	x := c.must(0)
+	r := rank(x)
+	if r < 2 {
+		c.fail("the input must be a matrix or a batch of them, found rank %d", r)
+	}
+	m := c.extent(x, r-1)
+	if c.extent(x, r-2) != m {
+		c.fail("the matrices must be square, found %d x %d", c.extent(x, r-2), m)
+	}
+	if !x.typ.DType.IsFloat() {
+		c.fail("the input must be a float tensor, found %s", x.typ.DType)
+	}
+	for k := int64(0); k+1 < m; k++ {
+		x = c.call1("det_step", []attr{intA("k", k)}, x)
+	}
+	c.out(0, c.call1("diagonal_prod", nil, x))
+}

@@ -46,6 +46,7 @@ func init() {
 		"Gemm":               {convert: convGemm},
 		"MatMul":             {convert: convMatMul},
 		"Einsum":             {convert: convEinsum},
+		"Det":                {convert: convDet},
 		"BatchNormalization": {convert: convBatchNorm},
 		"InstanceNormalization": {convert: func(c *nodeCtx) {
 			c.out(0, c.call1("instance_norm", []attr{floatA("epsilon", c.floatAttr("epsilon", 1e-5))}, c.must(0), c.must(1), c.must(2)))
