@@ -129,3 +129,43 @@ func convDet(c *nodeCtx) {
 	}
 	c.out(0, c.call1("diagonal_prod", nil, x))
 }
+
+// convDFT maps DFT to stdlib dft: the axis is the attribute before
+// opset 20 (default 1) and input 2 since (default -2), counted in the
+// input's rank (its last axis, real or complex, excluded); dft_length,
+// input 1, must be known at import, as must the axis's extent.
+func convDFT(c *nodeCtx) {
+	x := c.must(0)
+	r := rank(x)
+	if r < 2 {
+		c.fail("the input must be [..., N, ..., 1 or 2], found rank %d", r)
+	}
+	axis := c.intAttr("axis", 1)
+	if c.opset() >= 20 {
+		axis = -2
+		if c.in(2) != nil {
+			axis = int64(c.knownFloat(2, "axis", 0))
+		}
+	}
+	if axis < 0 {
+		axis += int64(r)
+	}
+	if axis < 0 || axis > int64(r)-2 {
+		c.fail("axis %d is outside the signal axes of a rank-%d input", axis, r)
+	}
+	if ch := c.extent(x, r-1); ch != 1 && ch != 2 {
+		c.fail("the last axis must hold 1 (real) or 2 (complex) values, found %d", ch)
+	}
+	length := c.extent(x, int(axis))
+	if c.in(1) != nil {
+		length = int64(c.knownFloat(1, "dft_length", 0))
+	}
+	if length < 1 {
+		c.fail("dft_length = %d (it must be positive)", length)
+	}
+	inverse, onesided := c.intAttr("inverse", 0), c.intAttr("onesided", 0)
+	if inverse != 0 && inverse != 1 || onesided != 0 && onesided != 1 {
+		c.fail("inverse = %d, onesided = %d (each 0 or 1)", inverse, onesided)
+	}
+	c.out(0, c.call1("dft", []attr{intA("axis", axis), intA("length", length), intA("inverse", inverse), intA("onesided", onesided)}, x))
+}

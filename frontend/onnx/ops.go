@@ -47,6 +47,7 @@ func init() {
 		"MatMul":             {convert: convMatMul},
 		"Einsum":             {convert: convEinsum},
 		"Det":                {convert: convDet},
+		"DFT":                {convert: convDFT, consts: []int{1, 2}},
 		"BatchNormalization": {convert: convBatchNorm},
 		"InstanceNormalization": {convert: func(c *nodeCtx) {
 			c.out(0, c.call1("instance_norm", []attr{floatA("epsilon", c.floatAttr("epsilon", 1e-5))}, c.must(0), c.must(1), c.must(2)))
