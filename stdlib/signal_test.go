@@ -81,3 +81,55 @@ func b2i(b bool) int64 {
 	}
 	return 0
 }
+
+// stftGo is stdlib stft's definition on x [B, L, C] with window w.
+func stftGo(x, w *tensor.Tensor, step, length int, onesided bool) *tensor.Tensor {
+	b, l, ch, nw := x.Shape[0], x.Shape[1], x.Shape[2], w.Shape[0]
+	frames, k := (l-length)/step+1, length
+	if onesided {
+		k = length/2 + 1
+	}
+	out := tensor.New(x.DType, []int{b, frames, k, 2})
+	for bi := range b {
+		for f := range frames {
+			for ki := range k {
+				var s complex128
+				for n := 0; n < min(nw, length); n++ {
+					t := f*step + n
+					if t >= l {
+						continue
+					}
+					v := complex(x.At(bi, t, 0), 0)
+					if ch == 2 {
+						v += complex(0, x.At(bi, t, 1))
+					}
+					s += v * complex(w.At(n), 0) * cmplx.Exp(complex(0, -2*math.Pi*float64(ki*n)/float64(length)))
+				}
+				out.Set(real(s), bi, f, ki, 0)
+				out.Set(imag(s), bi, f, ki, 1)
+			}
+		}
+	}
+	return out
+}
+
+func init() {
+	sig := randn(43, 2, 20, 1)
+	csig := randn(44, 1, 12, 2)
+	win := randn(45, 8)
+	short := randn(46, 5)
+	for _, c := range []struct {
+		name         string
+		x, w         *tensor.Tensor
+		step, length int
+		onesided     bool
+	}{
+		{"real, window 8, step 4, onesided", sig, win, 4, 8, true},
+		{"real, window 8, step 3, both sides", sig, win, 3, 8, false},
+		{"complex, window 5 padded to frames of 6, step 2", csig, short, 2, 6, false},
+		{"real, window 8 cut to frames of 6, step 5", sig, win, 5, 6, true},
+	} {
+		attrs := spA("step", aInt(int64(c.step)), "length", aInt(int64(c.length)), "onesided", aInt(b2i(c.onesided)))
+		register(opCase{op: "stft", name: c.name, attrs: attrs, inputs: []*tensor.Tensor{c.x, c.w}, tol: 1e-5, want: spConst(stftGo(c.x, c.w, c.step, c.length, c.onesided))})
+	}
+}

@@ -169,3 +169,47 @@ func convDFT(c *nodeCtx) {
 	}
 	c.out(0, c.call1("dft", []attr{intA("axis", axis), intA("length", length), intA("inverse", inverse), intA("onesided", onesided)}, x))
 }
+
+// convSTFT maps STFT to stdlib stft: frame_step (input 1) and
+// frame_length (input 3, else the window's length, else the signal's)
+// known at import; without a window (input 2) the frames are unweighted.
+func convSTFT(c *nodeCtx) {
+	x := c.must(0)
+	if rank(x) != 3 {
+		c.fail("the signal must be [batch, length, 1 or 2], found rank %d", rank(x))
+	}
+	if ch := c.extent(x, 2); ch != 1 && ch != 2 {
+		c.fail("the last axis must hold 1 (real) or 2 (complex) values, found %d", ch)
+	}
+	step := int64(c.knownFloat(1, "frame_step", 0))
+	if step < 1 {
+		c.fail("frame_step = %d (it must be positive)", step)
+	}
+	n := c.extent(x, 1)
+	length := n
+	w := c.in(2)
+	if w != nil {
+		if rank(w) != 1 {
+			c.fail("the window must be 1-D, found rank %d", rank(w))
+		}
+		length = c.extent(w, 0)
+	}
+	if c.in(3) != nil {
+		length = int64(c.knownFloat(3, "frame_length", 0))
+	}
+	if length < 1 || length > n {
+		c.fail("frame_length = %d must be in [1, %d] (the signal's length)", length, n)
+	}
+	if w == nil {
+		ones := make([]float64, length)
+		for i := range ones {
+			ones[i] = 1
+		}
+		w = constValue("", tensor.FromFloats(x.typ.DType, []int{int(length)}, ones), false)
+	}
+	onesided := c.intAttr("onesided", 1)
+	if onesided != 0 && onesided != 1 {
+		c.fail("onesided = %d (0 or 1)", onesided)
+	}
+	c.out(0, c.call1("stft", []attr{intA("step", step), intA("length", length), intA("onesided", onesided)}, x, w))
+}

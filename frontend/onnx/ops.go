@@ -48,6 +48,7 @@ func init() {
 		"Einsum":             {convert: convEinsum},
 		"Det":                {convert: convDet},
 		"DFT":                {convert: convDFT, consts: []int{1, 2}},
+		"STFT":               {convert: convSTFT, consts: []int{1, 3}},
 		"BatchNormalization": {convert: convBatchNorm},
 		"InstanceNormalization": {convert: func(c *nodeCtx) {
 			c.out(0, c.call1("instance_norm", []attr{floatA("epsilon", c.floatAttr("epsilon", 1e-5))}, c.must(0), c.must(1), c.must(2)))
