@@ -133,3 +133,38 @@ func init() {
 		register(opCase{op: "stft", name: c.name, attrs: attrs, inputs: []*tensor.Tensor{c.x, c.w}, tol: 1e-5, want: spConst(stftGo(c.x, c.w, c.step, c.length, c.onesided))})
 	}
 }
+
+// melGo fills the triangles of stdlib mel_weight_matrix as the ONNX
+// reference's loops do.
+func melGo(bins []int64, k int) *tensor.Tensor {
+	m := len(bins) - 2
+	out := tensor.New(lang.F64, []int{k, m})
+	for i := range m {
+		l, c, h := int(bins[i]), int(bins[i+1]), int(bins[i+2])
+		if c == l {
+			out.Set(1, c, i)
+		} else {
+			for j := l; j <= c; j++ {
+				out.Set(float64(j-l)/float64(c-l), j, i)
+			}
+		}
+		for j := c; j < h; j++ {
+			out.Set(float64(h-j)/float64(h-c), j, i)
+		}
+	}
+	return out
+}
+
+func init() {
+	for _, c := range []struct {
+		name string
+		bins []int64
+		k    int
+	}{
+		{"rising edges, 5 mels over 9 bins", []int64{0, 1, 3, 4, 4, 6, 8}, 9},
+		{"equal edges", []int64{2, 2, 2, 5}, 6},
+	} {
+		register(opCase{op: "mel_weight_matrix", name: c.name, attrs: spA("K", aInt(int64(c.k))),
+			inputs: []*tensor.Tensor{ints([]int{len(c.bins)}, c.bins...)}, want: spConst(melGo(c.bins, c.k))})
+	}
+}

@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"math"
 	"strings"
 
 	"tofuc/lang"
@@ -212,4 +213,63 @@ func convSTFT(c *nodeCtx) {
 		c.fail("onesided = %d (0 or 1)", onesided)
 	}
 	c.out(0, c.call1("stft", []attr{intA("step", step), intA("length", length), intA("onesided", onesided)}, x, w))
+}
+
+// convMelWeightMatrix maps MelWeightMatrix to stdlib mel_weight_matrix
+// over the frequency bin edges, which it computes from its inputs (all
+// known at import) as the ONNX reference does, in the dtype of the edge
+// frequencies up to the mel steps and in f64 after.
+func convMelWeightMatrix(c *nodeCtx) {
+	mels := int64(c.knownFloat(0, "num_mel_bins", 0))
+	dftLength := int64(c.knownFloat(1, "dft_length", 0))
+	rate := c.knownFloat(2, "sample_rate", 0)
+	lower, upper := c.knownFloat(3, "lower_edge_hertz", 0), c.knownFloat(4, "upper_edge_hertz", 0)
+	if mels < 1 || dftLength < 1 || rate <= 0 {
+		c.fail("num_mel_bins = %d, dft_length = %d and sample_rate = %g must be positive", mels, dftLength, rate)
+	}
+	if lower < 0 || upper < lower {
+		c.fail("lower_edge_hertz = %g and upper_edge_hertz = %g must satisfy 0 <= lower <= upper", lower, upper)
+	}
+	round := func(v float64) float64 { return v }
+	if c.must(3).typ.DType == lang.F32 {
+		round = func(v float64) float64 { return float64(float32(v)) }
+	}
+	mel := func(hz float64) float64 { return round(2595 * round(math.Log10(round(1+round(hz/700))))) }
+	low := mel(lower)
+	step := round((mel(upper) - low) / float64(mels+2))
+	k := dftLength/2 + 1
+	bins := make([]int64, mels+2)
+	for i := range bins {
+		hz := 700 * (math.Pow(10, (float64(i)*step+low)/2595) - 1)
+		b := pyFloorDiv(float64(dftLength+1)*hz, rate)
+		// The reference writes the triangles' points up to the last
+		// edge (excluded): every edge must lie among the K bins.
+		if b < 0 || b > float64(k) || i <= int(mels) && b >= float64(k) {
+			c.fail("frequency bin %d lies at %g, outside the %d spectrogram bins (lower the upper edge below the Nyquist frequency)", i, b, k)
+		}
+		bins[i] = int64(b)
+	}
+	dt, err := DType(int32(c.intAttr("output_datatype", 1)))
+	if err != nil {
+		c.fail("%v", err)
+	}
+	at := constValue("", tensor.FromInts(lang.I64, []int{len(bins)}, bins), false)
+	c.out(0, c.cast(c.call1("mel_weight_matrix", []attr{intA("K", k)}, at), dt))
+}
+
+// pyFloorDiv is Python's (and NumPy's) floor division of floats a // b.
+func pyFloorDiv(a, b float64) float64 {
+	mod := math.Mod(a, b)
+	div := (a - mod) / b
+	if mod != 0 && (b < 0) != (mod < 0) {
+		div--
+	}
+	if div == 0 {
+		return math.Copysign(0, a/b)
+	}
+	f := math.Floor(div)
+	if div-f > 0.5 {
+		f++
+	}
+	return f
 }

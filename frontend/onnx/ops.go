@@ -49,6 +49,7 @@ func init() {
 		"Det":                {convert: convDet},
 		"DFT":                {convert: convDFT, consts: []int{1, 2}},
 		"STFT":               {convert: convSTFT, consts: []int{1, 3}},
+		"MelWeightMatrix":    {convert: convMelWeightMatrix, consts: []int{0, 1, 2, 3, 4}},
 		"BatchNormalization": {convert: convBatchNorm},
 		"InstanceNormalization": {convert: func(c *nodeCtx) {
 			c.out(0, c.call1("instance_norm", []attr{floatA("epsilon", c.floatAttr("epsilon", 1e-5))}, c.must(0), c.must(1), c.must(2)))
