@@ -360,7 +360,7 @@ func subgraphs(n *onnxpb.NodeProto) []*onnxpb.GraphProto {
 // compileTimeInputs finds the graph values that some node (in the graph
 // or its subgraphs) reads in an input slot it needs at import, and those
 // such a value is computed from, up to the operators that read only
-// their input's shape (shapeOnly).
+// their input's shape or dtype (shapeOnlyInput).
 func compileTimeInputs(g *onnxpb.GraphProto, opset int64) map[string]bool {
 	producer := map[string]*onnxpb.NodeProto{}
 	var slots []string
@@ -393,11 +393,13 @@ func compileTimeInputs(g *onnxpb.GraphProto, opset int64) map[string]bool {
 		}
 		needed[name] = true
 		n := producer[name]
-		if n == nil || shapeOnly[n.GetOpType()] {
+		if n == nil {
 			return
 		}
-		for _, in := range n.GetInput() {
-			trace(in)
+		for i, in := range n.GetInput() {
+			if !shapeOnlyInput(n.GetOpType(), i) {
+				trace(in)
+			}
 		}
 		for _, sub := range subgraphs(n) {
 			for _, out := range sub.GetOutput() {
@@ -411,9 +413,18 @@ func compileTimeInputs(g *onnxpb.GraphProto, opset int64) map[string]bool {
 	return needed
 }
 
-// shapeOnly are the operators whose result depends on their input's
-// shape (or a sequence's length, an optional's presence) alone.
-var shapeOnly = map[string]bool{"Shape": true, "Size": true, "SequenceLength": true, "OptionalHasElement": true}
+// shapeOnlyInput reports whether input i of an operator is read only for
+// its shape or dtype (or a sequence's length, an optional's presence),
+// not its values.
+func shapeOnlyInput(op string, i int) bool {
+	switch op {
+	case "Shape", "Size", "SequenceLength", "OptionalHasElement", "EyeLike":
+		return i == 0
+	case "CastLike":
+		return i == 1
+	}
+	return false
+}
 
 func (imp *importer) inputType(vi *onnxpb.ValueInfoProto) (check.TensorType, error) {
 	tt := vi.GetType().GetTensorType()

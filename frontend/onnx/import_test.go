@@ -148,6 +148,32 @@ func TestImportBindsShapeInputsFromKnownValues(t *testing.T) {
 	}
 }
 
+// TestImportBindsInputsComputedIntoShapes: a graph input from which a
+// compile-time input is computed (Reshape's shape as x's shape plus
+// an offset) must be known too, but not one read only for its shape (x).
+func TestImportBindsInputsComputedIntoShapes(t *testing.T) {
+	g := &onnxpb.GraphProto{
+		Node: []*onnxpb.NodeProto{
+			onnxbuild.Node("Shape", []string{"x"}, []string{"s"}),
+			onnxbuild.Node("Add", []string{"s", "d"}, []string{"shape"}),
+			onnxbuild.Node("ConstantOfShape", []string{"shape"}, []string{"y"}),
+		},
+		Input:  []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("x", onnxpb.TensorProto_FLOAT, 2, 3), onnxbuild.TensorInfo("d", onnxpb.TensorProto_INT64, 2)},
+		Output: []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("y", onnxpb.TensorProto_FLOAT)},
+	}
+	if _, err := Import(model(g, 13), Options{}); err == nil || !strings.Contains(err.Error(), `input "d" must be known at import`) {
+		t.Fatalf("without a value: %v", err)
+	}
+	d := tensor.FromInts(lang.I64, []int{2}, []int64{1, -1})
+	res, outs := run(t, model(g, 13), Options{Known: map[string]*tensor.Tensor{"d": d}}, map[string]*tensor.Tensor{"x": tensor.New(lang.F32, []int{2, 3})}, nil)
+	if len(res.Inputs) != 1 || res.Inputs[0].ONNX != "x" {
+		t.Errorf("inputs %v, want only x", res.Inputs)
+	}
+	if s := outs[0].Shape; len(s) != 2 || s[0] != 3 || s[1] != 2 {
+		t.Errorf("shape %v, want [3 2]", s)
+	}
+}
+
 func TestImportNamesAreValidAndDistinct(t *testing.T) {
 	g := &onnxpb.GraphProto{
 		Node: []*onnxpb.NodeProto{
