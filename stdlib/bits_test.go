@@ -99,24 +99,21 @@ func init() {
 	for i, v := range f64v {
 		f64bits[i] = int64(math.Float64bits(v))
 	}
-	u32bits := make([]int64, len(f32bits))
-	for i, b := range f32bits {
-		u32bits[i] = int64(uint32(b))
+	i16bits := func(h ...uint16) *tensor.Tensor {
+		v := make([]int64, len(h))
+		for i, b := range h {
+			v[i] = int64(int16(b))
+		}
+		return ewI(lang.I16, s(len(h)), v...)
 	}
 	register(
-		ewFixed("bitcast_i32", "f32", nil, ewI(lang.I32, s(2, 3), f32bits...), ewT(lang.F32, s(2, 3), f32v...)),
-		ewFixed("bitcast_u32", "f32", nil, ewI(lang.U32, s(6), u32bits...), ewT(lang.F32, s(6), f32v...)),
-		ewFixed("bitcast_f32", "i32", nil, ewT(lang.F32, s(6), f32v...), ewI(lang.I32, s(6), f32bits...)),
-		ewFixed("bitcast_i64", "f64", nil, ewI(lang.I64, s(4), f64bits...), ewT(lang.F64, s(4), f64v...)),
-		ewFixed("bitcast_u64", "f64", nil, ewI(lang.U64, s(4), f64bits...), ewT(lang.F64, s(4), f64v...)),
-		ewFixed("bitcast_f64", "i64", nil, ewT(lang.F64, s(4), f64v...), ewI(lang.I64, s(4), f64bits...)),
-		ewFixed("bitcast_u8", "i8", nil, ewI(lang.U8, s(3), 0xff, 0x80, 5), ewI(lang.I8, s(3), -1, -128, 5)),
-		ewFixed("bitcast_u8", "bool", nil, ewI(lang.U8, s(2), 1, 0), ewB(s(2), true, false)),
-		ewFixed("bitcast_i8", "u8", nil, ewI(lang.I8, s(3), -1, -128, 5), ewI(lang.U8, s(3), 0xff, 0x80, 5)),
-		ewFixed("bitcast_bool", "u8 (nonzero is true)", nil, ewB(s(3), true, false, true), ewI(lang.U8, s(3), 1, 0, 2)),
-		ewFixed("bitcast_i16", "f16", nil, ewI(lang.I16, s(3), 0x3c00, -0x4000, 0x7c00), ewT(lang.F16, s(3), 1, -2, math.Inf(1))),
-		ewFixed("bitcast_u16", "bf16", nil, ewI(lang.U16, s(2), 0x3f80, 0xc000), ewT(lang.BF16, s(2), 1, -2)),
-		ewFixed("bitcast_f16", "u16", nil, ewT(lang.F16, s(2), 1, -2), ewI(lang.U16, s(2), 0x3c00, 0xc000)),
-		ewFixed("bitcast_bf16", "i16", nil, ewT(lang.BF16, s(2), 1, -2), ewI(lang.I16, s(2), 0x3f80, -0x4000)),
+		ewFixed("bitcast_f32_to_i32", "f32 [2,3]", nil, ewI(lang.I32, s(2, 3), f32bits...), ewT(lang.F32, s(2, 3), f32v...)),
+		ewFixed("bitcast_i32_to_f32", "i32", nil, ewT(lang.F32, s(6), f32v...), ewI(lang.I32, s(6), f32bits...)),
+		ewFixed("bitcast_f64_to_i64", "f64", nil, ewI(lang.I64, s(4), f64bits...), ewT(lang.F64, s(4), f64v...)),
+		ewFixed("bitcast_i64_to_f64", "i64", nil, ewT(lang.F64, s(4), f64v...), ewI(lang.I64, s(4), f64bits...)),
+		ewFixed("bitcast_f16_to_i16", "f16", nil, i16bits(0x3c00, 0xc000, 0x7c00, 0x0001, 0x8000), ewT(lang.F16, s(5), 1, -2, math.Inf(1), 0x1p-24, math.Copysign(0, -1))),
+		ewFixed("bitcast_i16_to_f16", "i16", nil, ewT(lang.F16, s(4), 1, -2, math.Inf(-1), 0x1p-24), i16bits(0x3c00, 0xc000, 0xfc00, 0x0001)),
+		ewFixed("bitcast_bf16_to_i16", "bf16", nil, i16bits(0x3f80, 0xc000, 0x7f80), ewT(lang.BF16, s(3), 1, -2, math.Inf(1))),
+		ewFixed("bitcast_i16_to_bf16", "i16", nil, ewT(lang.BF16, s(3), 1, -2, 0x1p-133), i16bits(0x3f80, 0xc000, 0x0001)),
 	)
 }

@@ -23,8 +23,10 @@ func convBitShift(c *nodeCtx) {
 	}
 }
 
-// convBitCast maps BitCast (opset 26) to stdlib bitcast_T: the bits of
-// each element read as dtype to, of the same width.
+// convBitCast maps BitCast (opset 26): between integers (and bool, 8
+// bits wide) of one width it is a cast, which keeps the bits (wrapping);
+// a float goes to or comes from the signed integer of its width through
+// stdlib bitcast_F_to_I or bitcast_I_to_F.
 func convBitCast(c *nodeCtx) {
 	x := c.must(0)
 	to, err := DType(int32(c.intAttr("to", 0)))
@@ -35,15 +37,16 @@ func convBitCast(c *nodeCtx) {
 	if from.Bits() != to.Bits() {
 		c.fail("from %s to %s: the widths differ (%d and %d bits)", from, to, from.Bits(), to.Bits())
 	}
-	if from == to {
-		c.out(0, x)
+	bits := map[int]lang.DType{8: lang.I8, 16: lang.I16, 32: lang.I32, 64: lang.I64}[from.Bits()]
+	if from.IsFloat() {
+		x = c.call1("bitcast_"+from.String()+"_to_"+bits.String(), nil, x)
+	}
+	if !to.IsFloat() {
+		c.out(0, c.cast(x, to))
 		return
 	}
-	op := "bitcast_" + to.String()
-	if c.imp.prog.StdOps()[op] == nil {
-		c.fail("bit casts to %s are not supported", to)
-	}
-	c.out(0, c.call1(op, nil, x))
+	x = c.cast(x, bits)
+	c.out(0, c.call1("bitcast_"+bits.String()+"_to_"+to.String(), nil, x))
 }
 
 // convWindow maps HannWindow, HammingWindow and BlackmanWindow (size
