@@ -49,6 +49,9 @@ op badmask<flag = true>(x: [N]) -> [N] = lambda i: select(flag && 3, 0.0, x[i])
 
 op guarded<axes: list = []>(x: [N]) -> [N] = lambda i: select(len(axes) > 0 && axes[0] == i, 0.0, x[i])
 op ramp(x: [N]) -> [N] = lambda i: x[i] * float(i)
+op shifted(x: [N]) -> [N] = lambda i: shl(x[i], 1)
+op widened(x: [N]) -> [N] = lambda i: bitcast(x[i], f64)
+op reread(x: [N]) -> [N] = lambda i: bitcast(x[i], x)
 `
 
 var instFile = func() *lang.File {
@@ -241,8 +244,17 @@ func TestInstantiateErrors(t *testing.T) {
 		{"badmask", nil, []string{"f32[4]"}, "ops.tdl:33:64: && needs two bools, found bool and i64"},
 		// float() of an index gave 0.
 		{"ramp", nil, []string{"f32[4]"}, "ops.tdl:36:43: an index is not a compile-time number: convert it in a lambda with f32(...) or f64(...)"},
+		// Bit functions take integers; bitcast keeps the width.
+		{"shifted", nil, []string{"f32[4]"}, "ops.tdl:37:39: shl works on the bits of integers, found f32 (bitcast(x, i32) reinterprets a float's bits)"},
+		{"shifted", nil, []string{"u8[4]"}, ""},
+		{"widened", nil, []string{"f32[4]"}, "ops.tdl:38:39: bitcast from f32 to f64: the widths differ (32 and 64 bits)"},
+		{"widened", nil, []string{"i64[4]"}, ""},
+		{"reread", nil, []string{"i32[4]"}, "ops.tdl:39:52: the second argument of bitcast must be a dtype (i32, f32, ...)"},
 	} {
 		_, err := instantiate(t, c.op, c.attrs, c.inputs...)
+		if c.want == "" && err == nil {
+			continue // a well-typed neighbour of an error
+		}
 		if err == nil || err.Error() != c.want {
 			t.Errorf("%s%v:\n got  %v\n want %s", c.op, c.inputs, err, c.want)
 		}
