@@ -3,6 +3,7 @@ package onnx
 import (
 	"strings"
 
+	"tofuc/lang"
 	"tofuc/runtime/tensor"
 )
 
@@ -566,4 +567,51 @@ func (c *nodeCtx) nllLoss(logp, target, weight *value) *value {
 		c.fail("reduction %q is none of none, sum, mean", r)
 		return nil
 	}
+}
+
+// convGroupNorm maps GroupNormalization to stdlib group_norm, whose scale
+// and bias are per channel as since opset 21; before, they are per group
+// and are gathered to the channels.
+func convGroupNorm(c *nodeCtx) {
+	x, scale, bias := c.must(0), c.must(1), c.must(2)
+	if rank(x) < 2 {
+		c.fail("the input must have a channel axis, found rank %d", rank(x))
+	}
+	g := c.intAttr("num_groups", 0)
+	ch := c.extent(x, 1)
+	if g <= 0 || ch%g != 0 {
+		c.fail("num_groups = %d must divide the %d channels", g, ch)
+	}
+	if c.opset() < 21 {
+		idx := make([]int64, ch)
+		for i := range idx {
+			idx[i] = int64(i) / (ch / g)
+		}
+		at := constValue("", tensor.FromInts(lang.I64, []int{len(idx)}, idx), false)
+		scale = c.call1("gather", []attr{intA("axis", 0)}, scale, at)
+		bias = c.call1("gather", []attr{intA("axis", 0)}, bias, at)
+	}
+	c.out(0, c.call1("group_norm", []attr{intA("num_groups", g), floatA("epsilon", c.floatAttr("epsilon", 1e-5))}, x, scale, bias))
+}
+
+// convDet maps Det on [*, M, M] to M - 1 stdlib det_steps (Gaussian
+// elimination with partial pivoting, which keeps the determinant) and
+// the product of the triangular result's diagonal.
+func convDet(c *nodeCtx) {
+	x := c.must(0)
+	r := rank(x)
+	if r < 2 {
+		c.fail("the input must be a matrix or a batch of them, found rank %d", r)
+	}
+	m := c.extent(x, r-1)
+	if c.extent(x, r-2) != m {
+		c.fail("the matrices must be square, found %d x %d", c.extent(x, r-2), m)
+	}
+	if !x.typ.DType.IsFloat() {
+		c.fail("the input must be a float tensor, found %s", x.typ.DType)
+	}
+	for k := int64(0); k+1 < m; k++ {
+		x = c.call1("det_step", []attr{intA("k", k)}, x)
+	}
+	c.out(0, c.call1("diagonal_prod", nil, x))
 }

@@ -459,3 +459,20 @@ func convReverseSequence(c *nodeCtx) {
 		c.fail("batch_axis = %d and time_axis = %d (one must be 0, the other 1)", batch, time)
 	}
 }
+
+// convEyeLike maps EyeLike to stdlib eye_like, cast to dtype when given.
+func convEyeLike(c *nodeCtx) {
+	x := c.must(0)
+	if rank(x) != 2 {
+		c.fail("the input must be 2-D, found rank %d", rank(x))
+	}
+	y := c.call1("eye_like", []attr{intA("k", c.intAttr("k", 0))}, x)
+	if c.has("dtype") {
+		dt, err := DType(int32(c.intAttr("dtype", 0)))
+		if err != nil {
+			c.fail("%v", err)
+		}
+		y = c.cast(y, dt)
+	}
+	c.out(0, y)
+}
