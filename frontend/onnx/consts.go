@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/lang"
 	"tofuc/runtime/tensor"
 )
@@ -119,12 +118,7 @@ func convCast(c *nodeCtx) { c.out(0, c.castTo(c.must(0), int32(c.intAttr("to", 0
 // convCastLike casts to the element type of input 1, which, for a narrow
 // type, is not its carrier's (narrow.go).
 func convCastLike(c *nodeCtx) {
-	target := c.must(1)
-	if et := c.imp.elemType(c.node.GetInput()[1]); narrowTypes[onnxpb.TensorProto_DataType(et)] != nil {
-		c.out(0, c.castTo(c.must(0), et))
-		return
-	}
-	c.out(0, c.cast(c.must(0), target.typ.DType))
+	c.out(0, c.castTo(c.must(0), c.elemTypeOf(1)))
 }
 
 // castTensor converts t to dt as ONNX Cast does: floats to integers

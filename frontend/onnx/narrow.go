@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/lang"
@@ -218,41 +219,88 @@ func (imp *importer) elemType(name string) int32 {
 		et = quantizedElemType(n, imp.elemType)
 	case movesData[n.GetOpType()] && len(n.GetInput()) > 0:
 		et = imp.elemType(n.GetInput()[0])
+	case n.GetOpType() == "Where" && len(n.GetInput()) == 3:
+		if et = imp.elemType(n.GetInput()[1]); et == 0 {
+			et = imp.elemType(n.GetInput()[2])
+		}
+	default:
+		et = imp.branchElemType(n, name)
 	}
 	imp.elemTypes[name] = et
 	return et
 }
 
+// branchElemType is the element type of output name of a node with
+// subgraphs (If, Loop, Scan): that of the same output of its first
+// subgraph that knows it, or 0.
+func (imp *importer) branchElemType(n *onnxpb.NodeProto, name string) int32 {
+	k := slices.Index(n.GetOutput(), name)
+	for _, sub := range subgraphs(n) {
+		// Loop's and Scan's body outputs start with the condition (Loop)
+		// or the carried values: only If's line up with the node's.
+		if n.GetOpType() != "If" || k >= len(sub.GetOutput()) {
+			break
+		}
+		if et := imp.elemType(sub.GetOutput()[k].GetName()); et != 0 {
+			return et
+		}
+	}
+	return 0
+}
+
+// indexElemTypes records the declared element types and the producing
+// node of every value of the graph and of its subgraphs (If branches,
+// loop bodies).
 func (imp *importer) indexElemTypes() {
-	g := imp.model.Proto.GetGraph()
 	imp.elemTypes, imp.producers = map[string]int32{}, map[string]*onnxpb.NodeProto{}
-	for _, vis := range [][]*onnxpb.ValueInfoProto{g.GetInput(), g.GetOutput(), g.GetValueInfo()} {
-		for _, vi := range vis {
-			if tt := vi.GetType().GetTensorType(); tt != nil && tt.GetElemType() != 0 {
-				imp.elemTypes[vi.GetName()] = tt.GetElemType()
+	var walk func(g *onnxpb.GraphProto)
+	walk = func(g *onnxpb.GraphProto) {
+		for _, vis := range [][]*onnxpb.ValueInfoProto{g.GetInput(), g.GetOutput(), g.GetValueInfo()} {
+			for _, vi := range vis {
+				if tt := vi.GetType().GetTensorType(); tt != nil && tt.GetElemType() != 0 {
+					imp.elemTypes[vi.GetName()] = tt.GetElemType()
+				}
+			}
+		}
+		for _, tp := range g.GetInitializer() {
+			imp.elemTypes[tp.GetName()] = tp.GetDataType()
+		}
+		for _, n := range g.GetNode() {
+			for _, out := range n.GetOutput() {
+				imp.producers[out] = n
+			}
+			for _, sub := range subgraphs(n) {
+				walk(sub)
 			}
 		}
 	}
-	for _, tp := range g.GetInitializer() {
-		imp.elemTypes[tp.GetName()] = tp.GetDataType()
+	walk(imp.model.Proto.GetGraph())
+}
+
+// elemTypeOf is the ONNX element type of input i: as elemType finds it,
+// else that of its TDL dtype (a narrow type is found by elemType or not
+// at all: an unknown one would be its carrier's).
+func (c *nodeCtx) elemTypeOf(i int) int32 {
+	if et := c.imp.elemType(c.node.GetInput()[i]); et != 0 {
+		return et
 	}
-	for _, n := range g.GetNode() {
-		for _, out := range n.GetOutput() {
-			imp.producers[out] = n
+	dt := c.must(i).typ.DType
+	for et, d := range dtypeOf {
+		if d == dt {
+			return int32(et)
 		}
 	}
+	return 0
 }
 
 // quantizedElemType is QuantizeLinear's output type: output_dtype, else
-// the zero point's type, else UINT8.
+// the zero point's type (0 when elemType does not know it), else UINT8.
 func quantizedElemType(n *onnxpb.NodeProto, elemType func(string) int32) int32 {
 	if et := attrInt(n, "output_dtype", 0); et != 0 {
 		return int32(et)
 	}
 	if in := n.GetInput(); len(in) > 2 && in[2] != "" {
-		if et := elemType(in[2]); et != 0 {
-			return et
-		}
+		return elemType(in[2])
 	}
 	return int32(onnxpb.TensorProto_UINT8)
 }

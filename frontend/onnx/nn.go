@@ -240,8 +240,11 @@ func convGemm(c *nodeCtx) {
 
 // convMatMul maps MatMul with NumPy's rules: a 1-D operand gets a unit
 // axis that is removed from the result.
-func convMatMul(c *nodeCtx) {
-	a, b := c.must(0), c.must(1)
+func convMatMul(c *nodeCtx) { c.out(0, c.matmul(c.must(0), c.must(1))) }
+
+// matmul is ONNX's MatMul of a and b: `matmul` for 2-D, `matmul_broadcast`
+// for batches, 1-D operands given a unit axis that is squeezed away.
+func (c *nodeCtx) matmul(a, b *value) *value {
 	var drop []int64
 	if rank(a) == 1 {
 		a = c.call1("unsqueeze", []attr{intsA("axes", []int64{0})}, a)
@@ -260,7 +263,7 @@ func convMatMul(c *nodeCtx) {
 	if len(drop) > 0 {
 		y = c.call1("squeeze", []attr{intsA("axes", c.axes(drop, rank(y)))}, y)
 	}
-	c.out(0, y)
+	return y
 }
 
 // convEinsum maps one- and two-operand einsums onto the stdlib einsum

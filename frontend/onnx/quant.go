@@ -95,7 +95,11 @@ func convQuantizeLinear(c *nodeCtx) {
 	if z := c.in(2); z != nil {
 		zp = c.quantParam(z, x, block)
 	}
-	c.out(0, c.requantize(q, zp, quantizedElemType(c.node, c.imp.elemType), c.intAttr("saturate", 1) != 0))
+	elem := quantizedElemType(c.node, c.imp.elemType)
+	if elem == 0 {
+		elem = c.elemTypeOf(2)
+	}
+	c.out(0, c.requantize(q, zp, elem, c.intAttr("saturate", 1) != 0))
 }
 
 // convDequantizeLinear is y = (x - zero_point) * scale, computed in f32
@@ -160,20 +164,12 @@ func (c *nodeCtx) rowParam(p *value) *value {
 	return p
 }
 
-// matmulF64 is the ONNX MatMul of two f64 matrices (or batches of them).
-func (c *nodeCtx) matmulF64(a, b *value) *value {
-	if rank(a) == 2 && rank(b) == 2 {
-		return c.call1("matmul", nil, a, b)
-	}
-	return c.call1("matmul_broadcast", nil, a, b)
-}
-
 // convMatMulInteger is (a - a_zero_point) (b - b_zero_point) in i32,
 // zero points per tensor, per row of a or per column of b.
 func convMatMulInteger(c *nodeCtx) {
 	a := c.centred(c.must(0), c.in(2), c.rowParam)
 	b := c.centred(c.must(1), c.in(3), nil)
-	c.out(0, c.cast(c.matmulF64(a, b), lang.I32))
+	c.out(0, c.cast(c.matmul(a, b), lang.I32))
 }
 
 // convQLinearMatMul requantizes the integer product of the centred
@@ -183,8 +179,8 @@ func convQLinearMatMul(c *nodeCtx) {
 	a := c.centred(c.must(0), c.in(2), c.rowParam)
 	b := c.centred(c.must(3), c.in(5), nil)
 	scale := c.call1("div", nil, c.call1("mul", nil, c.rowParam(c.must(1)), c.must(4)), c.must(6))
-	y := c.call1("mul", nil, c.matmulF64(a, b), c.cast(scale, lang.F64))
-	c.out(0, c.requantize(y, c.in(7), c.imp.elemType(c.node.GetInput()[7]), true))
+	y := c.call1("mul", nil, c.matmul(a, b), c.cast(scale, lang.F64))
+	c.out(0, c.requantize(y, c.in(7), c.elemTypeOf(7), true))
 }
 
 // channelParam shapes a per-output-channel parameter of a convolution
@@ -232,5 +228,5 @@ func convQLinearConv(c *nodeCtx) {
 	}
 	scale := c.call1("div", nil, c.call1("mul", nil, c.must(1), ws), c.must(6))
 	y = c.call1("mul", nil, y, c.cast(scale, lang.F64))
-	c.out(0, c.requantize(y, c.in(7), c.imp.elemType(c.node.GetInput()[7]), true))
+	c.out(0, c.requantize(y, c.in(7), c.elemTypeOf(7), true))
 }

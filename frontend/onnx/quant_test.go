@@ -73,3 +73,42 @@ func TestQLinearMatMulPerRowAndColumn(t *testing.T) {
 		}
 	}
 }
+
+// TestTypesOfComputedValues: the element type a conversion depends on is
+// found where no value_info declares it: a zero point computed by Neg is
+// int8 (not the default uint8), a float8 CastLike target reached through
+// Where rounds, and MatMulInteger takes a 1-D operand as MatMul does.
+func TestTypesOfComputedValues(t *testing.T) {
+	i8 := &onnxpb.TensorProto{Name: proto.String("z"), DataType: proto.Int32(int32(onnxpb.TensorProto_INT8)), Int32Data: []int32{5}}
+	fp8 := &onnxpb.TensorProto{Name: proto.String("t"), Dims: []int64{1}, DataType: proto.Int32(int32(onnxpb.TensorProto_FLOAT8E4M3FN)), RawData: []byte{0x38}}
+	g := onnxbuild.Graph("types",
+		[]*onnxpb.NodeProto{
+			onnxbuild.Node("Neg", []string{"z"}, []string{"zn"}),
+			onnxbuild.Node("QuantizeLinear", []string{"x", "s", "zn"}, []string{"q"}),
+			onnxbuild.Node("Where", []string{"c", "t", "t"}, []string{"w"}),
+			onnxbuild.Node("CastLike", []string{"x", "w"}, []string{"y"}),
+			onnxbuild.Node("MatMulInteger", []string{"a", "b"}, []string{"m"}),
+		},
+		[]*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("x", onnxpb.TensorProto_FLOAT, 3), onnxbuild.TensorInfo("c", onnxpb.TensorProto_BOOL, 1)},
+		[]*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("q", onnxpb.TensorProto_INT8, 3), onnxbuild.TensorInfo("y", onnxpb.TensorProto_FLOAT8E4M3FN, 3),
+			onnxbuild.TensorInfo("m", onnxpb.TensorProto_INT32, 2)},
+		i8, fp8, onnxbuild.FloatTensor("s", nil, 2), u8Tensor("a", []int64{3}, 1, 2, 3), u8Tensor("b", []int64{3, 2}, 1, 0, 0, 1, 1, 1))
+	x := tensor.FromFloats(lang.F32, []int{3}, []float64{-20, 1000, 17})
+	c := tensor.New(lang.Bool, []int{1})
+	_, outs := run(t, model(g, 21), Options{}, map[string]*tensor.Tensor{"x": x, "c": c}, nil)
+	for _, check := range []struct {
+		what string
+		got  *tensor.Tensor
+		want []float64
+	}{
+		{"QuantizeLinear to int8", outs[0], []float64{-15, 127, 3}},
+		{"CastLike to FLOAT8E4M3FN", outs[1], []float64{-20, 448, 16}},
+		{"MatMulInteger of a 1-D a", outs[2], []float64{4, 5}},
+	} {
+		for i, w := range check.want {
+			if g := check.got.Flat(i); g != w {
+				t.Errorf("%s: element %d is %g, want %g (dtype %s)", check.what, i, g, w, check.got.DType)
+			}
+		}
+	}
+}
