@@ -196,9 +196,28 @@ func unsupportedReason(n *onnxpb.NodeProto) string {
 		return "operators of domain " + d + " are not supported"
 	}
 	if _, ok := converters[n.GetOpType()]; !ok {
+		if why, ok := whyNoConverter[n.GetOpType()]; ok {
+			return why
+		}
 		return "no TDL equivalent yet"
 	}
 	return ""
+}
+
+// whyNoConverter says why an operator without a converter has none,
+// where the reason is not just work left to do.
+var whyNoConverter = map[string]string{
+	"NonZero":           "its output's extent depends on the input's values (TDL shapes are fixed at compile time)",
+	"Unique":            "its output's extent depends on the input's values (TDL shapes are fixed at compile time)",
+	"Compress":          "its output's extent depends on the condition's values (TDL shapes are fixed at compile time)",
+	"NonMaxSuppression": "its output's extent depends on the input's values (TDL shapes are fixed at compile time)",
+	"RandomUniformLike": "it draws random numbers, which TDL models do not (give the values as an input)",
+	"RandomUniform":     "it draws random numbers, which TDL models do not (give the values as an input)",
+	"RandomNormal":      "it draws random numbers, which TDL models do not (give the values as an input)",
+	"RandomNormalLike":  "it draws random numbers, which TDL models do not (give the values as an input)",
+	"Multinomial":       "it draws random numbers, which TDL models do not (give the values as an input)",
+	"Bernoulli":         "it draws random numbers, which TDL models do not (give the values as an input)",
+	"ImageDecoder":      "it decodes image files (bytes), which TDL tensors of numbers do not hold (decode before the model)",
 }
 
 // unconvertible are g's nodes of operators that have no converter.
