@@ -342,6 +342,11 @@ func (l *lowerer) call(fr *frame, e *ir.Call) (poly, error) {
 		args[i] = p
 	}
 	if e.Fn == "bitcast" {
+		if e.Args[0].Type().IsFloat() {
+			// A float's bits are not a function of its real value:
+			// 0.0 and -0.0 are equal, their bits are not.
+			return nil, &unsupported{"bitcast of a float (its bits, the sign of zero, are not a function of its value)"}
+		}
 		// One uninterpreted function per target dtype: the same bits
 		// read as i32 and as u32 differ.
 		return fnPoly(e.Fn+"."+e.T.String(), args...), nil

@@ -3,6 +3,8 @@ package smt
 import (
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -198,4 +200,23 @@ func TestTimeoutEndsTheRule(t *testing.T) {
 		t.Errorf("%s with a %s timeout: %s after %s (%s)", res.Rule, limit, res.Status, res.Time, res.Reason)
 	}
 	t.Logf("%s with a %s timeout: %s after %s", res.Rule, limit, res.Status, res.Time)
+}
+
+// TestBitcastOfFloatIsNotProved: a float's bits are not a function of its
+// value (0.0 and -0.0), so a rule that holds for the values but not the
+// bits is never proved.
+func TestBitcastOfFloatIsNotProved(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bitcast.tdl")
+	src := `op bits(x: f32[N]) -> i32[N] = lambda i: bitcast(x[i], i32)
+op plus_zero(x: f32[N]) -> [N] = lambda i: x[i] + 0.0
+rule bits_plus_zero(x: f32[N]): bits(plus_zero(x)) == bits(x)
+`
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range VerifyAll(loadRules(t, path), Options{}) {
+		if r.Status == Proved || r.Status == Bounded {
+			t.Errorf("%s: %s, but bitcast(-0.0 + 0.0) is not bitcast(-0.0)", r.Rule, r.Status)
+		}
+	}
 }
