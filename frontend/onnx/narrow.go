@@ -173,7 +173,11 @@ func (c *nodeCtx) roundNarrow(v *value, nt *narrowType, saturate bool, e8m0Mode 
 	case nt.carrier == lang.F32:
 		return c.call1("round_e8m0", []attr{intA("mode", e8m0Mode), boolA("saturate", saturate)}, c.cast(v, lang.F32))
 	}
-	// Integers wrap as C casts do: floats truncate first.
+	// ONNX's int4 and int2 pages: floats round to the nearest integer,
+	// ties to even, and every value then keeps its low bits (wraps).
+	if v.typ.DType.IsFloat() {
+		v = c.call1("round", nil, v)
+	}
 	span := constValue("", tensor.Scalar(lang.I64, float64(nt.hi-nt.lo+1)), false)
 	lo := constValue("", tensor.Scalar(lang.I64, float64(nt.lo)), false)
 	offset := c.call1("sub", nil, c.cast(v, lang.I64), lo)
