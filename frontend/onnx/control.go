@@ -77,9 +77,8 @@ func (c *nodeCtx) subgraph(what string, g *onnxpb.GraphProto, ins []*value) []*v
 	return outs
 }
 
-// convIf takes the branch a condition known at import names; otherwise
-// it evaluates both branches and selects each output with where, which
-// needs tensors of one type and shape from both.
+// convIf takes the branch a condition known at import names (or given
+// in Options.Known for a graph input); otherwise it refuses.
 func convIf(c *nodeCtx) {
 	cond := c.must(0)
 	then, els := c.graphAttr("then_branch"), c.graphAttr("else_branch")
@@ -102,33 +101,15 @@ func convIf(c *nodeCtx) {
 		take(cond.konst)
 		return
 	}
-	stmts := len(c.imp.stmts)
-	a, b := c.subgraph("then_branch", then, nil), c.subgraph("else_branch", els, nil)
-	if len(a) != len(b) {
-		c.fail("its branches have %d and %d outputs", len(a), len(b))
+	// A condition that is a graph input given in Options.Known chooses
+	// the branch; the input stays, unread.
+	if known := c.imp.opts.Known[cond.onnx]; cond.input && known != nil && known.Len() == 1 {
+		take(known)
+		return
 	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if c.wants(i) && (x.isSeq() || y.isSeq() || x.opt || y.opt || x.sym != nil || y.sym != nil ||
-			x.typ.DType != y.typ.DType || !lang.ShapeEqual(x.typ.Shape, y.typ.Shape)) {
-			// A condition that is a graph input given in Options.Known
-			// chooses the branch; the input stays, unread.
-			if known := c.imp.opts.Known[cond.onnx]; cond.input && known != nil && known.Len() == 1 {
-				c.imp.stmts = c.imp.stmts[:stmts]
-				take(known)
-				return
-			}
-			c.fail("its condition must be known at import: output %d of its branches is not a tensor of one type and shape in both (%s and %s)", i, describe(x), describe(y))
-		}
-	}
-	if rank(cond) > 0 {
-		cond = c.call1("reshape", []attr{intsA("shape", []int64{})}, cond)
-	}
-	for i := range a {
-		if c.wants(i) {
-			c.out(i, c.call1("where", nil, cond, a[i], b[i]))
-		}
-	}
+	// Both branches computed and one chosen by where would run the branch
+	// not taken, whose reads (a gather guarded by the condition) may fail.
+	c.fail("its condition is computed from the data, not known at import; only a branch chosen at import is imported (give the inputs the condition comes from with --known)")
 }
 
 // describe names a value's kind and type for messages.

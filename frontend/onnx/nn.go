@@ -3,6 +3,7 @@ package onnx
 import (
 	"strings"
 
+	"tofuc/frontend/onnx/onnxpb"
 	"tofuc/lang"
 	"tofuc/runtime/tensor"
 )
@@ -585,6 +586,15 @@ func convGroupNorm(c *nodeCtx) {
 	if g <= 0 || ch%g != 0 {
 		c.fail("num_groups = %d must divide the %d channels", g, ch)
 	}
+	per := ch // scale and bias per channel (opset 21), or per group before
+	if c.opset() < 21 {
+		per = g
+	}
+	for i, p := range []*value{scale, bias} {
+		if rank(p) != 1 || c.extent(p, 0) != per {
+			c.fail("input %d has shape %s; opset %d needs [%d]", i+1, lang.ShapeString(p.typ.Shape), c.opset(), per)
+		}
+	}
 	if c.opset() < 21 {
 		idx := make([]int64, ch)
 		for i := range idx {
@@ -594,7 +604,20 @@ func convGroupNorm(c *nodeCtx) {
 		scale = c.call1("gather", []attr{intA("axis", 0)}, scale, at)
 		bias = c.call1("gather", []attr{intA("axis", 0)}, bias, at)
 	}
-	c.out(0, c.call1("group_norm", []attr{intA("num_groups", g), floatA("epsilon", c.floatAttr("epsilon", 1e-5))}, x, scale, bias))
+	// Opset 21's stash_type (default FLOAT) is the type the statistics
+	// are computed in: a narrower input is normalised in it.
+	dt := x.typ.DType
+	if c.opset() >= 21 {
+		stash, err := DType(int32(c.intAttr("stash_type", int64(onnxpb.TensorProto_FLOAT))))
+		if err != nil || !stash.IsFloat() {
+			c.fail("stash_type %d is not a float type", c.intAttr("stash_type", 1))
+		}
+		if stash.Bits() > dt.Bits() {
+			x, scale, bias = c.cast(x, stash), c.cast(scale, stash), c.cast(bias, stash)
+		}
+	}
+	y := c.call1("group_norm", []attr{intA("num_groups", g), floatA("epsilon", c.floatAttr("epsilon", 1e-5))}, x, scale, bias)
+	c.out(0, c.cast(y, dt))
 }
 
 // convDet maps Det on [*, M, M] to M - 1 stdlib det_steps (Gaussian
