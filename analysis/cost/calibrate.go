@@ -137,7 +137,8 @@ type Calibration struct {
 // it. Then:
 //   - MemoryBandwidth: the large add's bytes over its kernel's time;
 //   - LaunchSeconds: what the tiny add's kernel takes beyond its
-//     roofline time (an element-wise kernel's fixed cost);
+//     roofline time (an element-wise kernel's fixed cost), or all of it
+//     where the roofline, at memory's bandwidth, exceeds it;
 //   - StepSeconds: the smaller of the tiny models' runs beyond their
 //     kernels (the runtime's fixed cost per step);
 //   - PeakFLOPS and ContractionHalfFLOPs: Hockney's r∞ and f½ fitted to
@@ -180,7 +181,14 @@ func Calibrate(d *TopologyDevice, c Calibration) error {
 	d.MemoryBandwidth = float64(add.est.Bytes) / add.Kernels
 	// The add's FLOPs are no more than its bytes: its roofline is its
 	// memory time.
-	d.LaunchSeconds = max(0, tinyAdd.Kernels-float64(tinyAdd.est.Bytes)/d.MemoryBandwidth) / float64(max(1, tinyAdd.est.Launches))
+	fixed := tinyAdd.Kernels - float64(tinyAdd.est.Bytes)/d.MemoryBandwidth
+	if fixed <= 0 {
+		// The tiny add's few bytes sit in cache, which the large add's
+		// bandwidth (memory's, lower still on a loaded host) does not
+		// describe: its whole time is fixed cost.
+		fixed = tinyAdd.Kernels
+	}
+	d.LaunchSeconds = fixed / float64(max(1, tinyAdd.est.Launches))
 	// A step costs what the cheaper tiny run took beyond its kernels
 	// (the one with the least to copy).
 	d.StepSeconds = min(max(0, tinyAdd.Median-tinyAdd.Kernels), max(0, tinyMatmul.Median-tinyMatmul.Kernels))
