@@ -23,7 +23,8 @@ const calibrateRounds = 3
 // timed in calibrateRounds rounds of --runs runs:
 //   - memory_bandwidth: the large add's bytes over its kernel's time;
 //   - launch_seconds: what the tiny add's kernel takes beyond its
-//     roofline time (an element-wise kernel's fixed cost);
+//     roofline time (an element-wise kernel's fixed cost), or all of it
+//     where that roofline exceeds it;
 //   - step_seconds: the smaller of the tiny models' runs beyond their
 //     kernels (the runtime's fixed cost per step);
 //   - peak_flops and contraction_half_flops: Hockney's r∞ and f½
