@@ -210,13 +210,9 @@ func (imp *importer) elemType(name string) int32 {
 	switch {
 	case n == nil:
 	case n.GetOpType() == "Constant":
-		for _, a := range n.GetAttribute() {
-			if a.GetName() == "value" {
-				et = a.GetT().GetDataType()
-			}
-		}
+		et = nodeAttribute(n, "value").GetT().GetDataType()
 	case n.GetOpType() == "Cast":
-		et = int32(attrInt(n, "to", 0))
+		et = int32(nodeAttribute(n, "to").GetI())
 	case n.GetOpType() == "CastLike" && len(n.GetInput()) > 1:
 		et = imp.elemType(n.GetInput()[1])
 	case n.GetOpType() == "QuantizeLinear":
@@ -300,22 +296,13 @@ func (c *nodeCtx) elemTypeOf(i int) int32 {
 // quantizedElemType is QuantizeLinear's output type: output_dtype, else
 // the zero point's type (0 when elemType does not know it), else UINT8.
 func quantizedElemType(n *onnxpb.NodeProto, elemType func(string) int32) int32 {
-	if et := attrInt(n, "output_dtype", 0); et != 0 {
+	if et := nodeAttribute(n, "output_dtype").GetI(); et != 0 {
 		return int32(et)
 	}
 	if in := n.GetInput(); len(in) > 2 && in[2] != "" {
 		return elemType(in[2])
 	}
 	return int32(onnxpb.TensorProto_UINT8)
-}
-
-func attrInt(n *onnxpb.NodeProto, name string, def int64) int64 {
-	for _, a := range n.GetAttribute() {
-		if a.GetName() == name {
-			return a.GetI()
-		}
-	}
-	return def
 }
 
 // castTo converts v to the ONNX element type elem as Cast does.

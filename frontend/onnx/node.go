@@ -104,8 +104,11 @@ func (c *nodeCtx) call1(op string, attrs []attr, args ...*value) *value {
 	return c.call(op, attrs, args...)[0]
 }
 
-func (c *nodeCtx) attribute(name string) *onnxpb.AttributeProto {
-	for _, a := range c.node.GetAttribute() {
+func (c *nodeCtx) attribute(name string) *onnxpb.AttributeProto { return nodeAttribute(c.node, name) }
+
+// nodeAttribute is n's attribute called name, or nil.
+func nodeAttribute(n *onnxpb.NodeProto, name string) *onnxpb.AttributeProto {
+	for _, a := range n.GetAttribute() {
 		if a.GetName() == name {
 			return a
 		}

@@ -40,7 +40,13 @@ func (c *nodeCtx) quantParam(p, x *value, block int64) *value {
 	case rank(p) != 1:
 		c.fail("a scale or zero point of rank %d needs block_size (per tensor it is a scalar, per axis 1-D)", rank(p))
 	}
-	shape := make([]int64, rank(x))
+	return c.alongAxis(p, rank(x), axis)
+}
+
+// alongAxis reshapes the 1-D p to rank r, its extents on axis and 1 on
+// every other axis, so that it broadcasts along axis.
+func (c *nodeCtx) alongAxis(p *value, r int, axis int64) *value {
+	shape := make([]int64, r)
 	for i := range shape {
 		shape[i] = 1
 	}
@@ -190,12 +196,7 @@ func (c *nodeCtx) channelParam(w *value) func(*value) *value {
 		if rank(p) != 1 || c.dims(p)[0] == 1 {
 			return p
 		}
-		shape := make([]int64, rank(w))
-		for i := range shape {
-			shape[i] = 1
-		}
-		shape[0] = -1
-		return c.call1("reshape", []attr{intsA("shape", shape)}, p)
+		return c.alongAxis(p, rank(w), 0)
 	}
 }
 
@@ -219,12 +220,7 @@ func convQLinearConv(c *nodeCtx) {
 	}
 	ws := c.must(4)
 	if rank(ws) == 1 && c.dims(ws)[0] != 1 {
-		shape := make([]int64, rank(y)-1)
-		for i := range shape {
-			shape[i] = 1
-		}
-		shape[0] = -1
-		ws = c.call1("reshape", []attr{intsA("shape", shape)}, ws)
+		ws = c.alongAxis(ws, rank(y)-1, 0) // [M, 1, ...] against y's channels
 	}
 	scale := c.call1("div", nil, c.call1("mul", nil, c.must(1), ws), c.must(6))
 	y = c.call1("mul", nil, y, c.cast(scale, lang.F64))
