@@ -3,6 +3,7 @@ package codegen
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"tofuc/analysis/schedule"
 	"tofuc/codegen/blocking"
@@ -109,8 +110,13 @@ func (b *builder) gpuHalves(s *schedule.Schedule, kern *schedule.Kernel) error {
 	return nil
 }
 
-// packKey is the buffer of a contraction's weights packed for the host.
-type packKey struct{ label string }
+// packKey is the buffer of a contraction's weights packed for the host:
+// the packing kernel's name (its IR, so the factor's lambda, shapes and
+// blocking) and the buffers that factor reads. Kernels that pack the
+// same factor of the same weights alike share one packed copy: an
+// unrolled recurrent layer's steps each multiply by the same R, and 16
+// copies of it (256 KiB each) left none in the cache.
+type packKey struct{ kernel, factors string }
 
 // prepack makes the weight factor of a contraction its row side and packs
 // it once, when the weights are bound, for the host's micro-kernel (the
@@ -136,12 +142,39 @@ func (b *builder) prepack(k *kernel.Kernel, weights map[any]bool) error {
 		}
 		g.Swap()
 	}
-	key := packKey{k.Label}
 	n := blocking.PackedLen(g)
+	pk := k.PackKernel(nil, n)
+	key, err := b.packKeyOf(pk)
+	if err != nil {
+		return err
+	}
+	pk.Args[len(pk.Args)-1].Key = key
+	_, packed := b.bufferOf[key]
+	k.ReadPacked(key, n)
+	if packed {
+		return nil
+	}
 	id := b.buffer(key, k.Label+" packed", 0, lang.F32, []int64{n}, plan.RoleWorkspace)
 	b.keep(id)
-	_, err := b.launch(0, true, k.PackKernel(key, n))
+	_, err = b.launch(0, true, pk)
 	return err
+}
+
+// packKeyOf is the key of the buffer packing kernel pk writes.
+func (b *builder) packKeyOf(pk *kernel.Kernel) (packKey, error) {
+	name, err := kernelName(pk, b.p.Precision)
+	if err != nil {
+		return packKey{}, err
+	}
+	var factors []string
+	for _, key := range pk.FactorKeys(pk.GEMM.A) {
+		id, ok := b.bufferOf[key]
+		if !ok {
+			return packKey{}, fmt.Errorf("%s: its weights %v have no buffer", pk.Label, key)
+		}
+		factors = append(factors, fmt.Sprint(id))
+	}
+	return packKey{kernel: name, factors: strings.Join(factors, ",")}, nil
 }
 
 // valueBuffer returns the buffer of graph value v on device 0.

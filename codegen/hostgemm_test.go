@@ -134,6 +134,35 @@ model m(x: f32[64, 64]) {
 	}
 }
 
+// TestPackedWeightsShared: contractions that pack the same weight alike
+// (an unrolled recurrence's steps, each multiplying by R) share one
+// packed copy, packed once; another weight of the same shape, packed by
+// the same kernel, gets its own. Equal to the interpreter.
+func TestPackedWeightsShared(t *testing.T) {
+	const src = `model m(x1: f32[8, 64], x2: f32[8, 64], x3: f32[8, 64]) {
+    w = param f32[64, 96] init glorot()
+    v = param f32[64, 96] init glorot()
+    return matmul(x1, w), relu(matmul(x2, w)), matmul(x3, v)
+}`
+	c := compileMatching(t, tools(t), "shared packing", src, 64)
+	packs, buffers := 0, 0
+	for _, steps := range c.Plan.Init {
+		for _, st := range steps {
+			if strings.HasSuffix(st.Label, "(packed weights)") {
+				packs++
+			}
+		}
+	}
+	for _, b := range c.Plan.Buffers {
+		if strings.HasSuffix(b.Name, " packed") {
+			buffers++
+		}
+	}
+	if packs != 2 || buffers != 2 {
+		t.Errorf("%d packing launches and %d packed buffers, want 2 of each (w once, v once)", packs, buffers)
+	}
+}
+
 // TestEmptyDepthGEMM: a contraction over an empty depth runs no block
 // of the micro-kernel, so its tasks zero their sums (f32, as for every
 // depth of one block) before the epilogue; equal to the interpreter.
@@ -195,4 +224,26 @@ func microKernels(t *testing.T, dir string) map[string]bool {
 		}
 	}
 	return types
+}
+
+// TestElementGrainByWork: a kernel of a few operations an element keeps
+// the host grain of 4,096 elements (one thread for an addition of 4,096),
+// kernels of exponentials a grain small enough that two threads share
+// 4,096 elements; equal to the interpreter.
+func TestElementGrainByWork(t *testing.T) {
+	const src = `model m(x: f32[16, 256]) {
+    return add(x, x), tanh(sigmoid(x) * tanh(x) + sigmoid(tanh(x)))
+}`
+	c := compileMatching(t, tools(t), "grains", src, 1)
+	grains := map[string]int64{}
+	for _, k := range c.Plan.Kernels {
+		grains[k.Label] = k.HostGrain
+	}
+	for label, g := range grains {
+		plain := label == "add (add)"
+		if plain && g != 4096 || !plain && (g <= 0 || g > 2048) {
+			t.Errorf("host grains %v: want 4096 for the addition, at most 2048 for the exponentials", grains)
+			break
+		}
+	}
 }

@@ -362,6 +362,10 @@ var costlyFuncs = map[string]bool{"exp": true, "log": true, "tanh": true, "sigmo
 	"sin": true, "cos": true, "tan": true, "asin": true, "acos": true, "atan": true, "sinh": true, "cosh": true,
 	"asinh": true, "acosh": true, "atanh": true, "atan2": true}
 
+// CostlyFunc reports whether math function fn is one of costlyFuncs:
+// tens of operations per value where most are one.
+func CostlyFunc(fn string) bool { return costlyFuncs[fn] }
+
 // holdsCostlyCall reports whether e calls one of costlyFuncs and no
 // opaque function.
 func holdsCostlyCall(e ir.Expr) bool {

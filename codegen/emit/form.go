@@ -138,8 +138,23 @@ func blockCovering(n int64) int64 {
 }
 
 // elementRange is the host range of a kernel whose calls compute output
-// elements.
-func elementRange(k *kernel.Kernel) (items, grain int64) { return k.Elements, 4096 }
+// elements: a grain of 4,096 elements of a few operations each (an
+// addition: more threads would cost more to wake than they save),
+// fewer of costlier ones (kernel.Kernel.ElementWork), down to
+// minElementGrain. An LSTM step's 4,096 gates (eight exponentials each)
+// ran on one thread.
+func elementRange(k *kernel.Kernel) (items, grain int64) {
+	return k.Elements, max(minElementGrain, plainGrain*plainWork/max(plainWork, k.ElementWork()))
+}
+
+// plainGrain elements of plainWork operations each are the least work
+// a host thread is given; a grain is never below minElementGrain
+// elements (a few vectors).
+const (
+	plainGrain      = 4096
+	plainWork       = 4
+	minElementGrain = 256
+)
 
 // hostElements lowers the host flavour of a kernel computed element by
 // element, elements [begin, end) in one thread.

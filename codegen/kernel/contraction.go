@@ -25,7 +25,7 @@ type GEMM struct {
 	K     []*ir.Var // the sum's variables
 	// PackedA, when not nil, is the key of an argument holding A already
 	// packed for the host micro-kernel (computed once with the weights by
-	// the kernel PackKernel returns); the host flavour reads it instead
+	// the kernel PackKernel returns, ReadPacked); the host flavour reads it instead
 	// of packing A.
 	PackedA any
 	// SharedB, when not nil, is the key of a workspace argument into
@@ -78,22 +78,28 @@ func (k *Kernel) FactorKeys(factor ir.Expr) []any {
 	return out
 }
 
-// PackKernel returns the kernel that packs k's A factor into the buffer
-// key (to run once with the weights, in the host flavour only: PackOnly),
-// and makes k read it: the packed buffer becomes k's argument before its
-// output. elements is the packed buffer's length, which the host
-// flavour's register blocking decides (codegen/blocking.PackedLen).
+// PackKernel returns the kernel that packs k's A factor into a buffer
+// of elements floats, key, to run once with the weights (in the host
+// flavour only: PackOnly). elements is the packed buffer's length, which
+// the host flavour's register blocking decides (codegen/blocking.PackedLen).
+// The key is not part of the kernel's IR: packing kernels of equal IR
+// reading the same buffers write the same values.
 func (k *Kernel) PackKernel(key any, elements int64) *Kernel {
-	packed := Arg{Key: key, DType: lang.F32, Shape: []int64{elements}}
 	pk := *k
 	pk.Label = k.Label + " (packed weights)"
 	pk.PackOnly = true
-	pk.Args = append(append([]Arg(nil), k.Args[:len(k.Args)-1]...), Arg{Key: key, DType: lang.F32, Shape: packed.Shape, Written: true})
+	pk.Args = append(append([]Arg(nil), k.Args[:len(k.Args)-1]...), Arg{Key: key, DType: lang.F32, Shape: []int64{elements}, Written: true})
 	g := *k.GEMM
 	pk.GEMM = &g
-	k.argBeforeOutput(packed)
-	k.GEMM.PackedA = key
 	return &pk
+}
+
+// ReadPacked makes k read its A factor from the buffer key of elements
+// floats that PackKernel's kernel writes: the packed buffer becomes k's
+// argument before its output.
+func (k *Kernel) ReadPacked(key any, elements int64) {
+	k.argBeforeOutput(Arg{Key: key, DType: lang.F32, Shape: []int64{elements}})
+	k.GEMM.PackedA = key
 }
 
 // ShareB gives k's GEMM a workspace argument of elements floats, key,

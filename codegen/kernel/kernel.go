@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"tofuc/analysis/schedule"
@@ -158,6 +159,69 @@ func (r *Rows) Work(k *Kernel) int64 {
 		}
 	}
 	return work
+}
+
+// costlyCallWork is what ElementWork counts for a call of a costly math
+// function (schedule.CostlyFunc): a vectorised exp or tanh is a
+// polynomial, a scaling and a division, some twenty operations.
+const costlyCallWork = 20
+
+// ElementWork estimates the operations of one output element of k: every
+// read and operation of its stages' lambdas (variables and constants are
+// none), the locals it recomputes counted at every read, a reduction's
+// body at every term, a costly math call as costlyCallWork.
+func (k *Kernel) ElementWork() int64 {
+	memo := map[*ir.Def]int64{}
+	var work func(e ir.Expr) int64
+	work = func(e ir.Expr) int64 {
+		n := int64(0)
+		ir.Walk(e, func(x ir.Expr) bool {
+			switch x := x.(type) {
+			case *ir.Reduce:
+				n = satAdd(n, satMul(ir.Extent(x.Vars), work(x.Body)))
+				return false
+			case *ir.Call:
+				if schedule.CostlyFunc(x.Fn) {
+					n = satAdd(n, costlyCallWork)
+					return true
+				}
+			case *ir.Access:
+				if l := k.source[x.T].Local; l != nil {
+					w, ok := memo[l]
+					if !ok {
+						w = work(l.Body)
+						memo[l] = w
+					}
+					n = satAdd(n, w)
+				}
+			case *ir.VarRef, *ir.Const:
+				return true // operands, not operations
+			}
+			n = satAdd(n, 1)
+			return true
+		})
+		return n
+	}
+	total := int64(0)
+	for _, st := range k.Stages {
+		total = satAdd(total, work(st.Body))
+	}
+	return total
+}
+
+// satAdd and satMul are a + b and a · b for a, b ≥ 0, at most MaxInt64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func satMul(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
 }
 
 // terms is the number of terms of reductions rs, at least 1.

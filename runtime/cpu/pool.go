@@ -71,7 +71,23 @@ func (p *pool) run(pieces int64, call func(piece int64)) {
 		}
 	}
 	j.take()
-	for j.done.Load() < pieces {
+	for i := 0; j.done.Load() < pieces; i++ {
+		yieldEvery(i)
+	}
+}
+
+// yieldsAfter is how many polls of an atomic a goroutine makes between
+// yields of its processor. Yielding at every poll put both of a 2-thread
+// pool's goroutines in the scheduler's lock: about an eighth of a
+// recurrent layer's run (its launches are a few microseconds each) was
+// runtime.lock2, unlock2, goschedImpl, wakep and findRunnable under perf.
+const yieldsAfter = 64
+
+// yieldEvery yields the processor at every yieldsAfter-th poll i, so that
+// a goroutine waiting for a processor (the launcher, back from a kernel)
+// still gets one soon.
+func yieldEvery(i int) {
+	if i%yieldsAfter == yieldsAfter-1 {
 		runtime.Gosched()
 	}
 }
@@ -109,8 +125,8 @@ func (p *pool) await(w *worker, seen *job) *job {
 		if j := p.current.Load(); j != seen {
 			return j
 		}
-		runtime.Gosched()
-		if !p.parked.Load() && (i%64 != 63 || time.Now().Before(deadline)) {
+		yieldEvery(i)
+		if !p.parked.Load() && (i%yieldsAfter != yieldsAfter-1 || time.Now().Before(deadline)) {
 			continue
 		}
 		w.sleeping.Store(true)
