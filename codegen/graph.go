@@ -119,9 +119,8 @@ func (b *builder) gpuHalves(s *schedule.Schedule, kern *schedule.Kernel) error {
 type packKey struct{ kernel, factors string }
 
 // prepack makes the weight factor of a contraction its row side and packs
-// it once, when the weights are bound, for the host's micro-kernel (the
-// same for every batch index: a factor that reads a batch variable is
-// packed per call).
+// it once, when the weights are bound, for the host's micro-kernel (once
+// for every batch index where the factor reads a batch variable).
 func (b *builder) prepack(k *kernel.Kernel, weights map[any]bool) error {
 	g := k.GEMM
 	if g == nil {
@@ -134,7 +133,7 @@ func (b *builder) prepack(k *kernel.Kernel, weights map[any]bool) error {
 				return false
 			}
 		}
-		return len(keys) > 0 && !g.ReadsBatch(f)
+		return len(keys) > 0
 	}
 	if !onWeights(g.A) {
 		if !onWeights(g.B) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"tofuc/codegen"
+	"tofuc/codegen/blocking"
 	"tofuc/lang"
 	"tofuc/runtime/tensor"
 )
@@ -160,6 +161,47 @@ func TestPackedWeightsShared(t *testing.T) {
 	}
 	if packs != 2 || buffers != 2 {
 		t.Errorf("%d packing launches and %d packed buffers, want 2 of each (w once, v once)", packs, buffers)
+	}
+}
+
+// TestPackedWeightsPerBatch: a weight that differs along the batch (a
+// stack of recurrent cells' R, read w[d, k, j]) is packed once with the
+// weights, every batch index's strips, not at every call; its rows the
+// weight's columns whichever side it is written on. Equal to the
+// interpreter.
+func TestPackedWeightsPerBatch(t *testing.T) {
+	mr, _, _ := blocking.HostTile()
+	for _, tc := range []struct{ name, src string }{
+		{"weight second", `op bmm(x: [D, M, K], w: [D, K, N]) -> [D, M, N] = lambda d, i, j: sum(lambda k: x[d, i, k] * w[d, k, j])
+model m(x: f32[3, 20, 70]) {
+    w = param f32[3, 70, 50] init glorot()
+    return bmm(x, w)
+}`},
+		{"weight first", `op bmm(w: [D, N, K], x: [D, M, K]) -> [D, M, N] = lambda d, i, j: sum(lambda k: w[d, j, k] * x[d, i, k])
+model m(x: f32[3, 60, 70]) {
+    w = param f32[3, 50, 70] init glorot()
+    return bmm(w, x)
+}`},
+	} {
+		c := compileMatching(t, tools(t), tc.name, tc.src, 70)
+		packs := 0
+		for _, steps := range c.Plan.Init {
+			for _, st := range steps {
+				if strings.HasSuffix(st.Label, "(packed weights)") {
+					packs++
+				}
+			}
+		}
+		var packed []int64
+		for _, b := range c.Plan.Buffers {
+			if strings.HasSuffix(b.Name, " packed") {
+				packed = append(packed, b.Shape[0])
+			}
+		}
+		want := 3 * blocking.CeilDiv(50, mr) * mr * 70
+		if packs != 1 || len(packed) != 1 || packed[0] != want {
+			t.Errorf("%s: %d packing launches, packed buffers of %v floats; want 1 of %d", tc.name, packs, packed, want)
+		}
 	}
 }
 

@@ -195,10 +195,30 @@ func SharedBLen(g *kernel.GEMM) int64 {
 }
 
 // PackedLen is the length of a GEMM's A factor packed for this host's
-// micro-kernel: its rows rounded up to whole strips, times the depth.
+// micro-kernel: PackedStrips strips of MR rows, each the whole depth.
 func PackedLen(g *kernel.GEMM) int64 {
 	s := NewShape(g)
-	return (s.Rows + s.MR - 1) / s.MR * s.MR * s.Depth
+	return PackedStrips(g) * s.MR * s.Depth
+}
+
+// PackedStrips is the number of strips of a GEMM's A factor packed for
+// this host's micro-kernel: its rows in strips of MR (the last one
+// padded), once per batch index where A differs between them (a grouped
+// convolution's weights, a stack of recurrent cells' R), else once.
+func PackedStrips(g *kernel.GEMM) int64 {
+	s := NewShape(g)
+	strips := CeilDiv(s.Rows, s.MR)
+	if g.ReadsBatch(g.A) {
+		strips *= s.Batch
+	}
+	return strips
+}
+
+// PackedStrideOf is the distance between two batch indices' packings of
+// a GEMM's A factor where it differs between them.
+func PackedStrideOf(g *kernel.GEMM) int64 {
+	s := NewShape(g)
+	return CeilDiv(s.Rows, s.MR) * s.MR * s.Depth
 }
 
 // GEMMTasks is the host range of a contraction kernel: the items that

@@ -177,7 +177,7 @@ func (f *fn) gemmBlock(t *gemmTask, r0, rows, jc, nc value.Value) {
 			// weights, or packed here for the block.
 			strip := func(ir value.Value) value.Value {
 				if t.packed != nil {
-					return f.b.NewGetElementPtr(types.Float, t.packed, f.b.NewAdd(f.b.NewMul(ir, i64(s.Depth)), f.b.NewMul(pc, i64(s.MR))))
+					return f.packedStrip(t.packed, s, ir, pc)
 				}
 				return f.b.NewGetElementPtr(types.Float, t.ap, f.b.NewMul(f.b.NewSub(ir, ic), kc))
 			}

@@ -27,17 +27,39 @@ import (
 
 // packStrips packs strips [begin, end) of A for a PackOnly kernel, strip
 // after strip: Apk[(strip·depth + k)·MR + i], so that a block of depth
-// starting at pc of the strip at row ir begins at ir·depth + pc·MR.
+// starting at pc of the strip at row ir begins at ir·depth + pc·MR; where
+// A differs between batch indices, strip item of batch index b is item -
+// b·strips, packed PackedStrideOf floats after b's (packedStrip).
 func (f *fn) packStrips(begin, end value.Value) {
 	g := f.k.GEMM
 	s := blocking.NewShape(g)
 	out := f.bufs[len(f.bufs)-1]
-	f.unflatten(i64(0), g.Batch, extents(g.Batch))
-	f.loop(begin, end, i64(1), func(strip value.Value) {
+	strips := blocking.CeilDiv(s.Rows, s.MR)
+	if !g.ReadsBatch(g.A) {
+		f.unflatten(i64(0), g.Batch, extents(g.Batch))
+	}
+	f.loop(begin, end, i64(1), func(item value.Value) {
+		strip := item
+		if g.ReadsBatch(g.A) {
+			f.unflatten(f.b.NewUDiv(item, i64(strips)), g.Batch, extents(g.Batch))
+			strip = f.b.NewURem(item, i64(strips))
+		}
 		ir := f.b.NewMul(strip, i64(s.MR))
-		ap := f.b.NewGetElementPtr(types.Float, out, f.b.NewMul(ir, i64(s.Depth)))
-		f.packA(g, s, ap, i64(0), i64(s.Depth), ir)
+		f.packA(g, s, f.packedStrip(out, s, ir, i64(0)), i64(0), i64(s.Depth), ir)
 	})
+}
+
+// packedStrip is where the block at depth pc of the strip at row ir of
+// A packed with the weights begins, for the bound batch index where A
+// differs between batch indices.
+func (f *fn) packedStrip(packed value.Value, s blocking.Shape, ir, pc value.Value) value.Value {
+	g := f.k.GEMM
+	var off value.Value = f.b.NewAdd(f.b.NewMul(ir, i64(s.Depth)), f.b.NewMul(pc, i64(s.MR)))
+	if g.ReadsBatch(g.A) {
+		batch := flatIndex(f, f.varValues(g.Batch), extents(g.Batch))
+		off = f.b.NewAdd(off, f.b.NewMul(batch, i64(blocking.PackedStrideOf(g))))
+	}
+	return f.b.NewGetElementPtr(types.Float, packed, off)
 }
 
 // packShared lowers pack item item: the block of depth and the chunk of

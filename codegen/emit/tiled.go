@@ -109,8 +109,7 @@ func stageSize(p precision.Mode) int64 {
 
 func (tiledForm) HostRange(k *kernel.Kernel) (items, grain int64) {
 	if k.PackOnly {
-		s := blocking.NewShape(k.GEMM)
-		return (s.Rows + s.MR - 1) / s.MR, 1 // strips
+		return blocking.PackedStrips(k.GEMM), 1
 	}
 	return blocking.GEMMTasks(k.GEMM), 1
 }
