@@ -29,6 +29,18 @@ func (f *fn) gemmEpilogue(t *gemmTask, r0, rows, jc, nc value.Value) {
 	// (flatCols), rather than a run per row of the image, most of it
 	// scalar where rows are shorter than vectors.
 	last := commonSuffix(g.Cols, f.k.Vars)
+	if len(last) == 0 && len(commonSuffix(g.Rows, f.k.Vars)) > 0 {
+		// The rows end the output (x · W with the weights W as A, the
+		// rows their columns): a column of C is a run of the output.
+		// Stored row by row, the tile's values would go one at a time
+		// to addresses an output row apart (a 256 × 64 × 1024 linear
+		// layer: 1.1 ms, most of it in those stores).
+		f.forRange(jc, nc, g.Cols, func(j value.Value) {
+			f.forRange(r0, rows, g.Rows, func(i value.Value) { element(i, j) })
+		})
+		f.hoisted = nil
+		return
+	}
 	if len(last) < 2 {
 		f.forRange(r0, rows, g.Rows, func(i value.Value) {
 			f.forRange(jc, nc, g.Cols, func(j value.Value) { element(i, j) })
