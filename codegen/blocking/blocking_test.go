@@ -41,7 +41,8 @@ func TestGPUTile(t *testing.T) {
 // TestSplit checks the host's split into tasks (at an AVX-512 tile, 8
 // × 32, so that it does not depend on the host) against what Split
 // promises: the chunks cover the columns and rows, B is shared where
-// rows are split or the column chunks' panels are uneven and it fits,
+// rows are split or the column chunks' panels are uneven and it fits
+// and is not too small,
 // and sharing never leaves fewer tasks than splitting columns gave, up
 // to four.
 func TestSplit(t *testing.T) {
@@ -59,6 +60,8 @@ func TestSplit(t *testing.T) {
 		{32, 64, 64, 64, true},    // a batch matmul
 		{1, 1000, 1, 4096, false}, // a fully connected layer at batch 1
 		{1, 3, 5, 7, true},        // smaller than a tile
+		{2, 512, 1, 128, true},    // a stack of two LSTM cells' states times R at batch 1: too little B to share
+		{2, 512, 16, 128, true},   // and at batch 16
 	} {
 		name := fmt.Sprintf("%d×%d×%d depth %d share %v", tc.batch, tc.rows, tc.cols, tc.depth, tc.share)
 		s := newSplit(tc.rows, tc.cols, tc.depth, tc.batch, mr, nr, tc.share)
@@ -83,7 +86,7 @@ func TestSplit(t *testing.T) {
 		if cols != tc.cols || rows != tc.rows {
 			t.Errorf("%s: the chunks cover %d columns and %d rows", name, cols, rows)
 		}
-		fits := 4*tc.batch*tc.depth*CeilDiv(tc.cols, nr)*nr <= budgetShared
+		fits := 4*tc.batch*tc.depth*CeilDiv(tc.cols, nr)*nr <= budgetShared && 4*tc.depth*tc.cols > minSharedB
 		wanted := tc.share && fits && (plain.RowChunks > 1 || !plain.evenPanels(tc.cols, nr))
 		if s.Shared && !wanted {
 			t.Errorf("%s: B shared where the tasks need not share it", name)

@@ -40,6 +40,7 @@ const (
 	maxNC        = 512       // a task's most columns
 	budgetC      = 1 << 20   // bytes of a task's sums
 	budgetShared = 16 << 20  // bytes of B packed for all tasks
+	minSharedB   = 64 << 10  // bytes of a batch index's B below which each task packs its own
 	f32Blocks    = 4         // blocks of the depth whose sums C may add in f32 (F32Sums)
 )
 
@@ -102,7 +103,11 @@ func ShapeOf(g *kernel.GEMM, share bool) Shape {
 //
 // Split rows would each pack the same columns of B, and column chunks
 // of unequal panels (196 columns: 1, 2, 2 and 2 panels of 32) leave
-// threads waiting; either way B is shared when it fits budgetShared:
+// threads waiting; either way B is shared when it fits budgetShared and
+// a batch index's B is more than minSharedB (a smaller one, a recurrent
+// state of a few rows, each task packs in less time than the wait for
+// the items packing it: a stacked LSTM at batch 1 took 1.38–1.56 ms a
+// run sharing it, 1.13–1.30 not):
 // the kernel's first items pack all of B into a workspace (every batch
 // index, every block of the depth, in parallel), and then the tasks
 // split columns only as the L2 budget asks and rows into at least
@@ -131,7 +136,7 @@ func newSplit(rows, cols, depth, batch, mr, nr int64, share bool) Split {
 	}
 	b.ColChunks = max(1, min(chunks, b.Quanta))
 	b.RowChunks = b.rowsFor(rows, cols, batch, 4, 1)
-	if share && (b.RowChunks > 1 || !b.evenPanels(cols, nr)) && 4*batch*depth*CeilDiv(cols, nr)*nr <= budgetShared {
+	if share && (b.RowChunks > 1 || !b.evenPanels(cols, nr)) && 4*batch*depth*CeilDiv(cols, nr)*nr <= budgetShared && 4*depth*cols > minSharedB {
 		// Shared, unless that leaves fewer tasks than there were, up
 		// to four (a few strips of rows cannot make up for the
 		// column chunks).
