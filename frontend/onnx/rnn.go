@@ -255,7 +255,7 @@ func (c *nodeCtx) direction(l *layer, d int) (ys, final []*value) {
 		if reverse && l.lens == nil {
 			t = l.steps - 1 - k
 		}
-		xt := named(c.call1("take", []attr{intA("index", t)}, xw), fmt.Sprintf("%s_%d", c.node.GetInput()[0], t))
+		xt := named(c.timeStep(xw, t), fmt.Sprintf("%s_%d", c.node.GetInput()[0], t))
 		next := c.stepStates(l, c.call1(l.rec.step, l.attrs[d], append(append([]*value{xt}, states...), weights...)...))
 		y := next[0]
 		if l.lens != nil {
@@ -307,7 +307,7 @@ func (c *nodeCtx) bothDirections(l *layer) (ys, finals [][]*value) {
 	xs := c.call1("stack", []attr{intA("axis", 1)}, xw0, backwards)
 	ys = make([][]*value, 2)
 	for k := range l.steps {
-		xt := named(take(xs, k), fmt.Sprintf("%s_%d", c.node.GetInput()[0], k))
+		xt := named(c.timeStep(xs, k), fmt.Sprintf("%s_%d", c.node.GetInput()[0], k))
 		states = c.stepStates(l, c.call1(l.rec.step, l.attrs[0], append(append([]*value{xt}, states...), weights...)...))
 		for d := range ys {
 			ys[d] = append(ys[d], take(states[0], int64(d)))
@@ -349,6 +349,16 @@ func (c *nodeCtx) directionInputs(l *layer, d int) (xw *value, weights, states [
 	W := c.call1("transpose", []attr{intsA("perm", []int64{1, 0})}, c.ofDirection(1, d, false))
 	xw = named(c.call1("linear", nil, x, W, bias), fmt.Sprintf("%s_proj%d", c.node.GetInput()[0], d))
 	return xw, weights, states
+}
+
+// timeStep is time t of the projected inputs xw [T, ...]: a slice of one
+// step (a view of xw, where the plan allows) squeezed, so that the steps'
+// kernels read it at the view's offset and are one kernel; a take would
+// fold t into each step's code, a kernel per step (32 distinct copies of
+// an LSTM's step, none of them in the instruction cache).
+func (c *nodeCtx) timeStep(xw *value, t int64) *value {
+	one := c.call1("slice", []attr{intsA("starts", []int64{t}), intsA("ends", []int64{t + 1}), intsA("axes", []int64{0})}, xw)
+	return c.call1("squeeze", []attr{intsA("axes", []int64{0})}, one)
 }
 
 // stepStates splits a step's result into its states: the LSTM's step
