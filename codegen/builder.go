@@ -162,7 +162,7 @@ func (b *builder) opaqueSteps(device int, init bool, k *kernel.Kernel) error {
 	for i, c := range k.Opaques {
 		shape := append(append([]int64{}, c.Batch...), c.Shape...)
 		to := b.buffer(c.Result, fmt.Sprintf("%s/opaque%d", k.Label, i), device, c.DType, shape, plan.RoleWorkspace)
-		if k.PackOnly && !slices.Contains(k.FactorKeys(k.GEMM.A), c.Result) {
+		if k.PackOnly && !slices.Contains(k.FactorKeys(k.GEMM.PackedFactor()), c.Result) {
 			// Packing the weights reads no other call's result, and the
 			// other calls may read values computed per run: their
 			// buffers are passed unread.

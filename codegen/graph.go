@@ -118,9 +118,17 @@ func (b *builder) gpuHalves(s *schedule.Schedule, kern *schedule.Kernel) error {
 // copies of it (256 KiB each) left none in the cache.
 type packKey struct{ kernel, factors string }
 
-// prepack makes the weight factor of a contraction its row side and packs
-// it once, when the weights are bound, for the host's micro-kernel (once
-// for every batch index where the factor reads a batch variable).
+// prepack packs the weight factor of a contraction once, when the
+// weights are bound, for the host's micro-kernel (once for every batch
+// index where the factor reads a batch variable). The weights are B
+// where their variables end the output (x · W) and the other factor
+// fills a strip of rows at least: the micro-kernel's tiles then run
+// along the output's rows, which its epilogue stores as they are (as A,
+// the tiles ran across them, a store or a read an output row apart for
+// every element: a ViT's projections took twice as long as unpacked).
+// Elsewhere they are A: a convolution's (its channels precede the
+// image's pixels), or beside a vector (batch 1: the narrow kernel streams
+// A).
 func (b *builder) prepack(k *kernel.Kernel, weights map[any]bool) error {
 	g := k.GEMM
 	if g == nil {
@@ -135,21 +143,37 @@ func (b *builder) prepack(k *kernel.Kernel, weights map[any]bool) error {
 		}
 		return len(keys) > 0
 	}
-	if !onWeights(g.A) {
-		if !onWeights(g.B) {
-			return nil
-		}
+	switch {
+	case onWeights(g.A):
+	case onWeights(g.B):
 		g.Swap()
+	default:
+		return nil
 	}
-	n := blocking.PackedLen(g)
-	pk := k.PackKernel(nil, n)
+	// The weights are A now.
+	mr, _, _ := blocking.HostTile()
+	if len(ir.CommonSuffix(g.Rows, k.Vars)) > 0 && ir.Extent(g.Cols) >= mr {
+		g.Swap()
+		return b.packWeights(k, blocking.PackedBLen(g), k.PackBKernel, k.ReadPackedB)
+	}
+	return b.packWeights(k, blocking.PackedLen(g), k.PackKernel, k.ReadPacked)
+}
+
+// packWeights launches, with the weights, the kernel that newPack makes
+// to pack n floats of k's weight factor, where no kernel packed the same
+// weights alike before, and makes k read them (read).
+func (b *builder) packWeights(k *kernel.Kernel, n int64, newPack func(key any, n int64) *kernel.Kernel, read func(key any, n int64)) error {
+	pk := newPack(nil, n)
 	key, err := b.packKeyOf(pk)
 	if err != nil {
 		return err
 	}
 	pk.Args[len(pk.Args)-1].Key = key
+	if pk.GEMM.BPacked {
+		pk.GEMM.SharedB = key
+	}
 	_, packed := b.bufferOf[key]
-	k.ReadPacked(key, n)
+	read(key, n)
 	if packed {
 		return nil
 	}
@@ -166,7 +190,7 @@ func (b *builder) packKeyOf(pk *kernel.Kernel) (packKey, error) {
 		return packKey{}, err
 	}
 	var factors []string
-	for _, key := range pk.FactorKeys(pk.GEMM.A) {
+	for _, key := range pk.FactorKeys(pk.GEMM.PackedFactor()) {
 		id, ok := b.bufferOf[key]
 		if !ok {
 			return packKey{}, fmt.Errorf("%s: its weights %v have no buffer", pk.Label, key)

@@ -166,11 +166,11 @@ func TestPackedWeightsShared(t *testing.T) {
 
 // TestPackedWeightsPerBatch: a weight that differs along the batch (a
 // stack of recurrent cells' R, read w[d, k, j]) is packed once with the
-// weights, every batch index's strips, not at every call; its rows the
-// weight's columns whichever side it is written on. Equal to the
+// weights, every batch index's panels, not at every call; as B (its
+// columns end the output) whichever side it is written on. Equal to the
 // interpreter.
 func TestPackedWeightsPerBatch(t *testing.T) {
-	mr, _, _ := blocking.HostTile()
+	_, nr, _ := blocking.HostTile()
 	for _, tc := range []struct{ name, src string }{
 		{"weight second", `op bmm(x: [D, M, K], w: [D, K, N]) -> [D, M, N] = lambda d, i, j: sum(lambda k: x[d, i, k] * w[d, k, j])
 model m(x: f32[3, 20, 70]) {
@@ -198,9 +198,48 @@ model m(x: f32[3, 60, 70]) {
 				packed = append(packed, b.Shape[0])
 			}
 		}
-		want := 3 * blocking.CeilDiv(50, mr) * mr * 70
+		want := 3 * 70 * blocking.CeilDiv(50, nr) * nr
 		if packs != 1 || len(packed) != 1 || packed[0] != want {
 			t.Errorf("%s: %d packing launches, packed buffers of %v floats; want 1 of %d", tc.name, packs, packed, want)
+		}
+	}
+}
+
+// TestWeightsPackedAsB: a layer's weights whose columns end the output
+// (x · W) are packed once as B, in the panels of NR columns, where the
+// other factor fills a strip of rows; beside a single row (batch 1) as A
+// for the narrow kernel; a convolution's as A (its output channels come
+// before the pixels). Equal to the interpreter.
+func TestWeightsPackedAsB(t *testing.T) {
+	mr, nr, _ := blocking.HostTile()
+	for _, tc := range []struct {
+		name, src string
+		want      int64
+	}{
+		{"linear", `model m(x: f32[2, 20, 64]) {
+    w = param f32[64, 100] init glorot()
+    b = param f32[100] init glorot()
+    return linear(x, w, b)
+}`, 64 * blocking.CeilDiv(100, nr) * nr},
+		{"batch 1", `model m(x: f32[1, 64]) {
+    w = param f32[64, 100] init glorot()
+    b = param f32[100] init glorot()
+    return linear(x, w, b)
+}`, blocking.CeilDiv(100, mr) * mr * 64},
+		{"convolution", `model m(x: f32[1, 8, 12, 12]) {
+    w = param f32[20, 8, 3, 3] init glorot()
+    return conv2d(x, w)
+}`, blocking.CeilDiv(20, mr) * mr * 72},
+	} {
+		c := compileMatching(t, tools(t), tc.name, tc.src, 72)
+		var packed []int64
+		for _, b := range c.Plan.Buffers {
+			if strings.HasSuffix(b.Name, " packed") {
+				packed = append(packed, b.Shape[0])
+			}
+		}
+		if len(packed) != 1 || packed[0] != tc.want {
+			t.Errorf("%s: packed buffers of %v floats, want one of %d", tc.name, packed, tc.want)
 		}
 	}
 }

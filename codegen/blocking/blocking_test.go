@@ -64,8 +64,8 @@ func TestSplit(t *testing.T) {
 		{2, 512, 16, 128, true},   // and at batch 16
 	} {
 		name := fmt.Sprintf("%d×%d×%d depth %d share %v", tc.batch, tc.rows, tc.cols, tc.depth, tc.share)
-		s := newSplit(tc.rows, tc.cols, tc.depth, tc.batch, mr, nr, tc.share)
-		plain := newSplit(tc.rows, tc.cols, tc.depth, tc.batch, mr, nr, false)
+		s := newSplit(tc.rows, tc.cols, tc.depth, tc.batch, mr, nr, tc.share, false)
+		plain := newSplit(tc.rows, tc.cols, tc.depth, tc.batch, mr, nr, false, false)
 		cols, rows := int64(0), int64(0)
 		for c := range s.ColChunks {
 			lo := min(tc.cols, s.Quanta*c/s.ColChunks*ColQuantum)
@@ -100,7 +100,7 @@ func TestSplit(t *testing.T) {
 	}
 	// docs/codegen.md: 196 columns in four chunks are 1, 2, 2 and 2
 	// panels of 32, uneven.
-	if s := newSplit(256, 196, 2304, 1, mr, nr, false); s.ColChunks != 4 || s.evenPanels(196, nr) {
+	if s := newSplit(256, 196, 2304, 1, mr, nr, false, false); s.ColChunks != 4 || s.evenPanels(196, nr) {
 		t.Errorf("196 columns: %d chunks, even panels %v", s.ColChunks, s.evenPanels(196, nr))
 	}
 }

@@ -75,16 +75,20 @@ type Shape struct {
 }
 
 // NewShape is the blocking of g, sharing B where g has the workspace
-// for it (SharedBLen).
-func NewShape(g *kernel.GEMM) Shape { return ShapeOf(g, g.SharedB != nil) }
+// for it (SharedBLen) or B packed with the weights (BPacked).
+func NewShape(g *kernel.GEMM) Shape { return shapeOf(g, g.SharedB != nil, g.BPacked) }
 
 // ShapeOf is the blocking of g, sharing B only where share says the
 // kernel has the workspace.
-func ShapeOf(g *kernel.GEMM, share bool) Shape {
+func ShapeOf(g *kernel.GEMM, share bool) Shape { return shapeOf(g, share, false) }
+
+// shapeOf is ShapeOf, B always shared and never packed by the kernel
+// where packed says it was packed with the weights.
+func shapeOf(g *kernel.GEMM, share, packed bool) Shape {
 	s := Shape{Rows: ir.Extent(g.Rows), Cols: ir.Extent(g.Cols), Depth: ir.Extent(g.K), Batch: ir.Extent(g.Batch)}
 	s.VL = HostLanes()
 	s.MR, s.NR, _ = HostTile()
-	s.Split = newSplit(s.Rows, s.Cols, s.Depth, s.Batch, s.MR, s.NR, share)
+	s.Split = newSplit(s.Rows, s.Cols, s.Depth, s.Batch, s.MR, s.NR, share, packed)
 	return s
 }
 
@@ -123,8 +127,9 @@ type Split struct {
 }
 
 // newSplit is the split of a contraction's shape; B is shared only
-// where share says the kernel has the workspace.
-func newSplit(rows, cols, depth, batch, mr, nr int64, share bool) Split {
+// where share says the kernel has the workspace, and always, without
+// items packing it, where packed says it was packed with the weights.
+func newSplit(rows, cols, depth, batch, mr, nr int64, share, packed bool) Split {
 	b := Split{Quanta: max(1, CeilDiv(cols, ColQuantum)), Strips: max(1, CeilDiv(rows, mr))}
 	nc := int64(min(maxNC, max(64, budgetB/(4*KC)/64*64)))
 	chunks := CeilDiv(cols, nc)
@@ -136,7 +141,7 @@ func newSplit(rows, cols, depth, batch, mr, nr int64, share bool) Split {
 	}
 	b.ColChunks = max(1, min(chunks, b.Quanta))
 	b.RowChunks = b.rowsFor(rows, cols, batch, 4, 1)
-	if share && (b.RowChunks > 1 || !b.evenPanels(cols, nr)) && 4*batch*depth*CeilDiv(cols, nr)*nr <= budgetShared && 4*depth*cols > minSharedB {
+	if packed || share && (b.RowChunks > 1 || !b.evenPanels(cols, nr)) && 4*batch*depth*CeilDiv(cols, nr)*nr <= budgetShared && 4*depth*cols > minSharedB {
 		// Shared, unless that leaves fewer tasks than there were, up
 		// to four (a few strips of rows cannot make up for the
 		// column chunks).
@@ -146,10 +151,12 @@ func newSplit(rows, cols, depth, batch, mr, nr int64, share bool) Split {
 		if sb.RowChunks*sb.ColChunks < min(4, b.RowChunks*b.ColChunks) {
 			sb.RowChunks = sb.rowsFor(rows, cols, batch, 8, 1)
 		}
-		if sb.RowChunks*sb.ColChunks >= min(4, b.RowChunks*b.ColChunks) {
+		if packed || sb.RowChunks*sb.ColChunks >= min(4, b.RowChunks*b.ColChunks) {
 			b = sb
 			b.Shared = true
-			b.PackItems = batch * CeilDiv(depth, KC) * b.ColChunks
+			if !packed {
+				b.PackItems = batch * CeilDiv(depth, KC) * b.ColChunks
+			}
 		}
 	}
 	b.Cols1 = b.widestCols(cols)
@@ -197,6 +204,30 @@ func SharedBLen(g *kernel.GEMM) int64 {
 		return 0
 	}
 	return s.Batch * s.Depth * CeilDiv(s.Cols, s.NR) * s.NR
+}
+
+// PackedBLen is the length of a GEMM's B factor packed with the weights
+// (kernel.GEMM.BPacked): SharedBLen's panels, for every batch index
+// where B reads a batch variable, else once.
+func PackedBLen(g *kernel.GEMM) int64 {
+	s := shapeOf(g, true, true)
+	n := s.Depth * CeilDiv(s.Cols, s.NR) * s.NR
+	if g.ReadsBatch(g.B) {
+		n *= s.Batch
+	}
+	return n
+}
+
+// PackedBItems is the host range of the kernel packing a GEMM's B with
+// the weights: an item per block of the depth and chunk of columns, of
+// every batch index where B reads a batch variable, else of one.
+func PackedBItems(g *kernel.GEMM) int64 {
+	s := shapeOf(g, true, true)
+	n := CeilDiv(s.Depth, KC) * s.ColChunks
+	if g.ReadsBatch(g.B) {
+		n *= s.Batch
+	}
+	return n
 }
 
 // PackedLen is the length of a GEMM's A factor packed for this host's

@@ -211,11 +211,17 @@ func (f *fn) panelsOf(s blocking.Shape, nc value.Value) value.Value {
 }
 
 // sharedBlock is where the block at depth pc of the columns from jc (a
-// multiple of NR) begins in the shared B of the bound batch index.
+// multiple of NR) begins in the shared B of the bound batch index (B
+// packed with the weights once for all batch indices where it reads
+// none).
 func (f *fn) sharedBlock(shared value.Value, s blocking.Shape, pc, jc value.Value) value.Value {
+	g := f.k.GEMM
 	colsPad := blocking.CeilDiv(s.Cols, s.NR) * s.NR
-	batch := flatIndex(f, f.varValues(f.k.GEMM.Batch), extents(f.k.GEMM.Batch))
-	var off value.Value = f.b.NewMul(batch, i64(s.Depth*colsPad))
+	var off value.Value = i64(0)
+	if !g.BPacked || g.ReadsBatch(g.B) {
+		batch := flatIndex(f, f.varValues(g.Batch), extents(g.Batch))
+		off = f.b.NewMul(batch, i64(s.Depth*colsPad))
+	}
 	off = f.b.NewAdd(off, f.b.NewMul(f.b.NewUDiv(jc, i64(s.NR)), i64(s.Depth*s.NR)))
 	off = f.b.NewAdd(off, f.b.NewMul(pc, i64(s.NR)))
 	return f.b.NewGetElementPtr(types.Float, shared, off)

@@ -28,8 +28,8 @@ func (f *fn) gemmEpilogue(t *gemmTask, r0, rows, jc, nc value.Value) {
 	// columns before them, read and stored at their flat index
 	// (flatCols), rather than a run per row of the image, most of it
 	// scalar where rows are shorter than vectors.
-	last := commonSuffix(g.Cols, f.k.Vars)
-	if len(last) == 0 && len(commonSuffix(g.Rows, f.k.Vars)) > 0 {
+	last := tir.CommonSuffix(g.Cols, f.k.Vars)
+	if len(last) == 0 && len(tir.CommonSuffix(g.Rows, f.k.Vars)) > 0 {
 		// The rows end the output (x · W with the weights W as A, the
 		// rows their columns): a column of C is a run of the output.
 		// Stored row by row, the tile's values would go one at a time
@@ -68,15 +68,6 @@ func (f *fn) gemmEpilogue(t *gemmTask, r0, rows, jc, nc value.Value) {
 		})
 	})
 	f.hoisted = nil
-}
-
-// commonSuffix is the longest list of variables that ends both a and b.
-func commonSuffix(a, b []*tir.Var) []*tir.Var {
-	n := 0
-	for n < len(a) && n < len(b) && a[len(a)-1-n] == b[len(b)-1-n] {
-		n++
-	}
-	return a[len(a)-n:]
 }
 
 // flatCols are variables that are the last indices of the element

@@ -25,6 +25,19 @@ import (
 // weights by a PackOnly kernel), a full strip transposed in registers
 // where A is contiguous along the depth.
 
+// packWeights lowers items [begin, end) of a PackOnly kernel: strips of
+// A (packStrips), or of B packed with the weights the blocks of a
+// shared B (packShared).
+func (f *fn) packWeights(begin, end value.Value) {
+	if !f.k.GEMM.BPacked {
+		f.packStrips(begin, end)
+		return
+	}
+	s := blocking.NewShape(f.k.GEMM)
+	out := f.bufs[len(f.bufs)-1]
+	f.loop(begin, end, i64(1), func(item value.Value) { f.packShared(out, s, item) })
+}
+
 // packStrips packs strips [begin, end) of A for a PackOnly kernel, strip
 // after strip: Apk[(strip·depth + k)·MR + i], so that a block of depth
 // starting at pc of the strip at row ir begins at ir·depth + pc·MR; where

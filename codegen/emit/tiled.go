@@ -108,7 +108,10 @@ func stageSize(p precision.Mode) int64 {
 }
 
 func (tiledForm) HostRange(k *kernel.Kernel) (items, grain int64) {
-	if k.PackOnly {
+	switch {
+	case k.PackOnly && k.GEMM.BPacked:
+		return blocking.PackedBItems(k.GEMM), 1
+	case k.PackOnly:
 		return blocking.PackedStrips(k.GEMM), 1
 	}
 	return blocking.GEMMTasks(k.GEMM), 1
@@ -118,7 +121,7 @@ func (tiledForm) GPU(f *Func) { f.f.tiledLoop() }
 
 func (tiledForm) Host(f *Func, begin, end value.Value) {
 	if f.f.k.PackOnly {
-		f.f.packStrips(begin, end)
+		f.f.packWeights(begin, end)
 		return
 	}
 	f.f.gemmHost(begin, end)

@@ -32,6 +32,20 @@ type GEMM struct {
 	// which the host flavour's first items pack all of B for its tasks
 	// (codegen/blocking.SharedBLen); the GPU flavour does not read it.
 	SharedB any
+	// BPacked says that SharedB holds B packed once with the weights
+	// (by the kernel PackBKernel returns: every batch index's B where B
+	// reads a batch variable, else one, codegen/blocking.PackedBLen),
+	// which the host flavour reads and does not pack.
+	BPacked bool
+}
+
+// PackedFactor is the factor a packing kernel (PackOnly) packs: B where
+// BPacked, else A.
+func (g *GEMM) PackedFactor() ir.Expr {
+	if g.BPacked {
+		return g.B
+	}
+	return g.A
 }
 
 // Swap makes B the row side and A the column side.
@@ -94,12 +108,26 @@ func (k *Kernel) PackKernel(key any, elements int64) *Kernel {
 	return &pk
 }
 
+// PackBKernel is PackKernel for k's B factor, all of it packed in the
+// panels of a shared B (codegen/blocking.PackedBLen floats).
+func (k *Kernel) PackBKernel(key any, elements int64) *Kernel {
+	pk := k.PackKernel(key, elements)
+	pk.GEMM.SharedB, pk.GEMM.BPacked = key, true
+	return pk
+}
+
 // ReadPacked makes k read its A factor from the buffer key of elements
 // floats that PackKernel's kernel writes: the packed buffer becomes k's
 // argument before its output.
 func (k *Kernel) ReadPacked(key any, elements int64) {
 	k.argBeforeOutput(Arg{Key: key, DType: lang.F32, Shape: []int64{elements}})
 	k.GEMM.PackedA = key
+}
+
+// ReadPackedB is ReadPacked for B, packed by PackBKernel's kernel.
+func (k *Kernel) ReadPackedB(key any, elements int64) {
+	k.argBeforeOutput(Arg{Key: key, DType: lang.F32, Shape: []int64{elements}})
+	k.GEMM.SharedB, k.GEMM.BPacked = key, true
 }
 
 // ShareB gives k's GEMM a workspace argument of elements floats, key,

@@ -106,8 +106,9 @@ type Kernel struct {
 	// Rows describes a kernel that computes its output a row at a time
 	// (nil otherwise).
 	Rows *Rows
-	// PackOnly marks a kernel that only packs its GEMM's A factor into
-	// its output (see GEMM.PackKernel); it does nothing on a GPU.
+	// PackOnly marks a kernel that only packs its GEMM's A factor (B where
+	// BPacked) into its output (see Kernel.PackKernel); it does nothing
+	// on a GPU.
 	PackOnly bool
 	// Before, when not nil, is the kernel whose output this one reads
 	// and that its launch computes first, a block of rows at a time
@@ -332,9 +333,9 @@ func (k *Kernel) Writes() []int {
 }
 
 // sharesB reports whether key is the workspace k's host GEMM packs B
-// into.
+// into (not B packed with the weights, which it only reads).
 func (k *Kernel) sharesB(key any) bool {
-	return k.GEMM != nil && k.GEMM.SharedB != nil && key == k.GEMM.SharedB
+	return k.GEMM != nil && k.GEMM.SharedB != nil && !k.GEMM.BPacked && key == k.GEMM.SharedB
 }
 
 // HostOnly reports whether only the host runs k: a packing kernel or a

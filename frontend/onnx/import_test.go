@@ -642,3 +642,58 @@ func TestDropoutInTraining(t *testing.T) {
 		t.Errorf("ratio 0.1: %v", err)
 	}
 }
+
+// TestImportMatMulOfWeights: MatMul of a batch of rows by a 2-D matrix
+// (a layer's weights) is linear_nobias, whose matrix is read at its own
+// indices only, so that the batch is the product's rows (as
+// matmul_broadcast it was a batch of one-row products); a batch by a
+// batch stays matmul_broadcast. Both equal to a direct product.
+func TestImportMatMulOfWeights(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		wShape []int64
+		want   string
+	}{{"2-D weights", []int64{3, 2}, "linear_nobias(x, w)"}, {"batched", []int64{2, 3, 2}, "matmul_broadcast(x, w)"}} {
+		n := int64(1)
+		for _, d := range tc.wShape {
+			n *= d
+		}
+		w := make([]float32, n)
+		for i := range w {
+			w[i] = float32(i%5) - 2
+		}
+		g := &onnxpb.GraphProto{
+			Node:        []*onnxpb.NodeProto{onnxbuild.Node("MatMul", []string{"x", "w"}, []string{"y"})},
+			Initializer: []*onnxpb.TensorProto{onnxbuild.FloatTensor("w", tc.wShape, w...)},
+			Input:       []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("x", onnxpb.TensorProto_FLOAT, 2, 4, 3)},
+			Output:      []*onnxpb.ValueInfoProto{onnxbuild.TensorInfo("y", onnxpb.TensorProto_FLOAT)},
+		}
+		x := tensor.New(lang.F32, []int{2, 4, 3})
+		for i := range x.Len() {
+			x.SetFlat(i, float64(i%7)-3)
+		}
+		res, outs := run(t, model(g, 13), Options{}, map[string]*tensor.Tensor{"x": x}, nil)
+		if !strings.Contains(string(res.Source), tc.want) {
+			t.Errorf("%s: no %s in\n%s", tc.name, tc.want, res.Source)
+		}
+		want := tensor.New(lang.F32, []int{2, 4, 2})
+		for b := range 2 {
+			for i := range 4 {
+				for j := range 2 {
+					sum := 0.0
+					for k := range 3 {
+						wk := k*2 + j
+						if len(tc.wShape) == 3 {
+							wk += b * 6
+						}
+						sum += x.F[(b*4+i)*3+k] * float64(w[wk])
+					}
+					want.F[(b*4+i)*2+j] = sum
+				}
+			}
+		}
+		if err := tensor.Compare(outs[0], want, tensor.Exact); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}

@@ -87,6 +87,15 @@ func IndexModDim(a Expr, d lang.Dim) Expr {
 	return IndexBin(OpMod, a, IndexDim(d))
 }
 
+// CommonSuffix is the longest list of variables that ends both a and b.
+func CommonSuffix(a, b []*Var) []*Var {
+	n := 0
+	for n < len(a) && n < len(b) && a[len(a)-1-n] == b[len(b)-1-n] {
+		n++
+	}
+	return a[len(a)-n:]
+}
+
 // Extent is the number of index tuples of vars (1 for none), their
 // extents concrete.
 func Extent(vars []*Var) int64 {
