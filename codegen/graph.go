@@ -58,7 +58,7 @@ func (b *builder) singleDevice(g *ir.Graph) error {
 		}
 		if kern.Precomputed {
 			weights[kn.Out().Key] = true
-		} else if err := b.prepack(kn, weights); err != nil {
+		} else if err := b.prepack(kn, weights, kern.Before != nil); err != nil {
 			return err
 		}
 		if kern.Before != nil {
@@ -66,7 +66,7 @@ func (b *builder) singleDevice(g *ir.Graph) error {
 			if err != nil {
 				return err
 			}
-			if err := b.prepack(before, weights); err != nil {
+			if err := b.prepack(before, weights, true); err != nil {
 				return err
 			}
 			kn.Before, kn.ChainRows = before, kern.ChainRows
@@ -127,9 +127,10 @@ type packKey struct{ kernel, factors string }
 // the tiles ran across them, a store or a read an output row apart for
 // every element: a ViT's projections took twice as long as unpacked).
 // Elsewhere they are A: a convolution's (its channels precede the
-// image's pixels), or beside a vector (batch 1: the narrow kernel streams
-// A).
-func (b *builder) prepack(k *kernel.Kernel, weights map[any]bool) error {
+// image's pixels), beside a vector (batch 1: the narrow kernel streams
+// A), and in a chained launch (chained: its tasks run both halves' products
+// a block of rows at a time, emit's chainRows, and pack B themselves).
+func (b *builder) prepack(k *kernel.Kernel, weights map[any]bool, chained bool) error {
 	g := k.GEMM
 	if g == nil {
 		return nil
@@ -152,7 +153,7 @@ func (b *builder) prepack(k *kernel.Kernel, weights map[any]bool) error {
 	}
 	// The weights are A now.
 	mr, _, _ := blocking.HostTile()
-	if len(ir.CommonSuffix(g.Rows, k.Vars)) > 0 && ir.Extent(g.Cols) >= mr {
+	if !chained && len(ir.CommonSuffix(g.Rows, k.Vars)) > 0 && ir.Extent(g.Cols) >= mr {
 		g.Swap()
 		return b.packWeights(k, blocking.PackedBLen(g), k.PackBKernel, k.ReadPackedB)
 	}
@@ -162,16 +163,13 @@ func (b *builder) prepack(k *kernel.Kernel, weights map[any]bool) error {
 // packWeights launches, with the weights, the kernel that newPack makes
 // to pack n floats of k's weight factor, where no kernel packed the same
 // weights alike before, and makes k read them (read).
-func (b *builder) packWeights(k *kernel.Kernel, n int64, newPack func(key any, n int64) *kernel.Kernel, read func(key any, n int64)) error {
-	pk := newPack(nil, n)
+func (b *builder) packWeights(k *kernel.Kernel, n int64, newPack func(n int64) *kernel.Kernel, read func(key any, n int64)) error {
+	pk := newPack(n)
 	key, err := b.packKeyOf(pk)
 	if err != nil {
 		return err
 	}
-	pk.Args[len(pk.Args)-1].Key = key
-	if pk.GEMM.BPacked {
-		pk.GEMM.SharedB = key
-	}
+	pk.SetPackKey(key)
 	_, packed := b.bufferOf[key]
 	read(key, n)
 	if packed {

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -240,6 +241,83 @@ func TestWeightsPackedAsB(t *testing.T) {
 		}
 		if len(packed) != 1 || packed[0] != tc.want {
 			t.Errorf("%s: packed buffers of %v floats, want one of %d", tc.name, packed, tc.want)
+		}
+	}
+}
+
+// TestPackedWeightsNotCopiedPerBatch: a weight broadcast over a batch
+// (matmul_broadcast reads it through a local at every batch index,
+// naming the batch without depending on it) is packed once, not once per
+// batch index; the weights of a chained launch's halves, whose tasks
+// pack B themselves a block of rows at a time, stay A. Equal to the
+// interpreter.
+func TestPackedWeightsNotCopiedPerBatch(t *testing.T) {
+	mr, nr, _ := blocking.HostTile()
+	for _, tc := range []struct {
+		name, src string
+		want      []int64
+	}{
+		{"broadcast", `model m(x: f32[16, 20, 64], y: f32[16, 1, 64]) {
+    w = param f32[64, 90] init glorot()
+    return matmul_broadcast(x, w)
+}`, []int64{64 * blocking.CeilDiv(90, nr) * nr}},
+		{"chained", `model m(x: f32[100, 40]) {
+    w1 = param f32[40, 200] init glorot()
+    b1 = param f32[200] init zeros()
+    w2 = param f32[200, 300] init glorot()
+    b2 = param f32[300] init zeros()
+    return relu(linear(relu(linear(x, w1, b1)), w2, b2))
+}`, []int64{blocking.CeilDiv(200, mr) * mr * 40, blocking.CeilDiv(300, mr) * mr * 200}},
+	} {
+		c := compileMatching(t, tools(t), tc.name, tc.src, 200)
+		var packed []int64
+		for _, b := range c.Plan.Buffers {
+			if strings.HasSuffix(b.Name, " packed") {
+				packed = append(packed, b.Shape[0])
+			}
+		}
+		slices.Sort(packed)
+		if !slices.Equal(packed, tc.want) {
+			t.Errorf("%s: packed buffers of %v floats, want %v", tc.name, packed, tc.want)
+		}
+	}
+}
+
+// TestVectorProductsElementwise: a batch of vector products is computed
+// element by element (the threads form) where its sums are short (a
+// depthwise 3 × 3 convolution) or its batch is wide (grouped and 9 × 9
+// depthwise convolutions, whose channels are the batch), and as packed
+// products where a few long sums (a stack of two cells' state times R at
+// batch 1) would stream their weights.
+func TestVectorProductsElementwise(t *testing.T) {
+	for _, tc := range []struct{ name, src, form string }{
+		{"depthwise 3 × 3", `model m(x: f32[1, 32, 14, 14]) {
+    w = param f32[32, 1, 3, 3] init glorot()
+    return conv2d<group = 32>(x, w)
+}`, "threads"},
+		{"depthwise 9 × 9", `model m(x: f32[1, 32, 14, 14]) {
+    w = param f32[32, 1, 9, 9] init glorot()
+    return conv2d<group = 32, pads = [4, 4, 4, 4]>(x, w)
+}`, "threads"},
+		{"grouped", `model m(x: f32[1, 24, 10, 10]) {
+    w = param f32[24, 8, 3, 3] init glorot()
+    return conv2d<group = 3>(x, w)
+}`, "threads"},
+		{"stacked cells", `op bmv(h: [D, K], r: [D, K, N]) -> [D, N] = lambda d, j: sum(lambda k: h[d, k] * r[d, k, j])
+model m(h: f32[2, 128]) {
+    r = param f32[2, 128, 512] init glorot()
+    return bmv(h, r)
+}`, "tiled"},
+	} {
+		c := compileMatching(t, tools(t), tc.name, tc.src, 128)
+		var forms []string
+		for _, k := range c.Plan.Kernels {
+			if !k.HostOnly {
+				forms = append(forms, k.Form)
+			}
+		}
+		if len(forms) != 1 || forms[0] != tc.form {
+			t.Errorf("%s: forms %v, want %s", tc.name, forms, tc.form)
 		}
 	}
 }

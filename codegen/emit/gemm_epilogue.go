@@ -30,11 +30,13 @@ func (f *fn) gemmEpilogue(t *gemmTask, r0, rows, jc, nc value.Value) {
 	// scalar where rows are shorter than vectors.
 	last := tir.CommonSuffix(g.Cols, f.k.Vars)
 	if len(last) == 0 && len(tir.CommonSuffix(g.Rows, f.k.Vars)) > 0 {
-		// The rows end the output (x · W with the weights W as A, the
-		// rows their columns): a column of C is a run of the output.
-		// Stored row by row, the tile's values would go one at a time
-		// to addresses an output row apart (a 256 × 64 × 1024 linear
-		// layer: 1.1 ms, most of it in those stores).
+		// The rows end the output (x · W with the weights W as A,
+		// the rows their columns: beside fewer rows of x than a strip,
+		// or in a chained launch; codegen's prepack packs W as B
+		// elsewhere): a column of C is a run of the output. Stored row
+		// by row, the tile's values would go one at a time to addresses
+		// an output row apart (a 256 × 64 × 1024 linear layer with W as
+		// A: 1.1 ms, most of it in those stores, 0.3–0.43 ms so).
 		f.forRange(jc, nc, g.Cols, func(j value.Value) {
 			f.forRange(r0, rows, g.Rows, func(i value.Value) { element(i, j) })
 		})

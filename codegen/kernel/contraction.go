@@ -37,6 +37,9 @@ type GEMM struct {
 	// reads a batch variable, else one, codegen/blocking.PackedBLen),
 	// which the host flavour reads and does not pack.
 	BPacked bool
+	// batchA and batchB say whether A and B may differ from one batch
+	// index to the next (ReadsBatch).
+	batchA, batchB bool
 }
 
 // PackedFactor is the factor a packing kernel (PackOnly) packs: B where
@@ -52,19 +55,19 @@ func (g *GEMM) PackedFactor() ir.Expr {
 func (g *GEMM) Swap() {
 	g.A, g.B = g.B, g.A
 	g.Rows, g.Cols = g.Cols, g.Rows
+	g.batchA, g.batchB = g.batchB, g.batchA
 }
 
-// ReadsBatch says whether factor reads a batch variable: such a factor
-// differs from one batch index to the next (a grouped convolution's
-// weights), so it cannot be packed once for all of them.
+// ReadsBatch says whether factor, A or B, may differ from one batch
+// index to the next (a grouped convolution's weights, a stack of cells'
+// R), so that it cannot be packed once for all of them. A factor that
+// names a batch variable without depending on it (matmul_broadcast's
+// weight, read through a local at every batch index) does not.
 func (g *GEMM) ReadsBatch(factor ir.Expr) bool {
-	refs := ir.VarRefs(factor)
-	for _, v := range g.Batch {
-		if refs[v] {
-			return true
-		}
+	if factor == g.B {
+		return g.batchB
 	}
-	return false
+	return g.batchA
 }
 
 // FactorKeys are the keys of the argument buffers a factor of k's GEMM
@@ -93,16 +96,17 @@ func (k *Kernel) FactorKeys(factor ir.Expr) []any {
 }
 
 // PackKernel returns the kernel that packs k's A factor into a buffer
-// of elements floats, key, to run once with the weights (in the host
-// flavour only: PackOnly). elements is the packed buffer's length, which
-// the host flavour's register blocking decides (codegen/blocking.PackedLen).
-// The key is not part of the kernel's IR: packing kernels of equal IR
-// reading the same buffers write the same values.
-func (k *Kernel) PackKernel(key any, elements int64) *Kernel {
+// of elements floats, to run once with the weights (in the host flavour
+// only: PackOnly); SetPackKey names the buffer. elements is the packed
+// buffer's length, which the host flavour's register blocking decides
+// (codegen/blocking.PackedLen). The buffer's key is not part of the
+// kernel's IR: packing kernels of equal IR reading the same buffers
+// write the same values.
+func (k *Kernel) PackKernel(elements int64) *Kernel {
 	pk := *k
 	pk.Label = k.Label + " (packed weights)"
 	pk.PackOnly = true
-	pk.Args = append(append([]Arg(nil), k.Args[:len(k.Args)-1]...), Arg{Key: key, DType: lang.F32, Shape: []int64{elements}, Written: true})
+	pk.Args = append(append([]Arg(nil), k.Args[:len(k.Args)-1]...), Arg{DType: lang.F32, Shape: []int64{elements}, Written: true})
 	g := *k.GEMM
 	pk.GEMM = &g
 	return &pk
@@ -110,10 +114,19 @@ func (k *Kernel) PackKernel(key any, elements int64) *Kernel {
 
 // PackBKernel is PackKernel for k's B factor, all of it packed in the
 // panels of a shared B (codegen/blocking.PackedBLen floats).
-func (k *Kernel) PackBKernel(key any, elements int64) *Kernel {
-	pk := k.PackKernel(key, elements)
-	pk.GEMM.SharedB, pk.GEMM.BPacked = key, true
+func (k *Kernel) PackBKernel(elements int64) *Kernel {
+	pk := k.PackKernel(elements)
+	pk.GEMM.BPacked = true
 	return pk
+}
+
+// SetPackKey names the buffer packing kernel k writes: its output's key,
+// and a packed B's SharedB.
+func (k *Kernel) SetPackKey(key any) {
+	k.Args[len(k.Args)-1].Key = key
+	if k.GEMM.BPacked {
+		k.GEMM.SharedB = key
+	}
 }
 
 // ReadPacked makes k read its A factor from the buffer key of elements
@@ -150,13 +163,19 @@ func gemmFactorType(t lang.DType) bool {
 	return t.IsFloat() && t != lang.F64
 }
 
-// maxVectorProductDepth is the longest sum of a batch of vector products
-// computed element by element (gemm): a depthwise convolution's window
-// (49 taps at 7 × 7). A longer one, a stack of recurrent cells' state
-// times R at batch 1 (128 terms), streams its weights, packed once, in
-// the micro-kernel: element by element it took 83 µs a step for 2 × 512
-// sums of 128, 1.6 GFLOP/s.
-const maxVectorProductDepth = 64
+// A batch of vector products is computed element by element (gemm) where
+// its sums are at most maxVectorProductDepth terms (a depthwise
+// convolution's window, 49 taps at 7 × 7) or its batch is at least
+// minVectorProductBatch (the channels of a grouped or depthwise
+// convolution of a larger window, whose per-channel products tiled took
+// twice as long). A few long sums, a stack of two recurrent cells' state
+// times R at batch 1 (128 terms), stream their weights, packed once, in
+// the micro-kernel: element by element they took 83 µs a step for 2 ×
+// 512 sums of 128, 1.6 GFLOP/s.
+const (
+	maxVectorProductDepth = 64
+	minVectorProductBatch = 16
+)
 
 // gemm recognises the first stage of a contraction kernel whose sum
 // and factors are floating point no wider than f32: the host GEMM
@@ -200,10 +219,40 @@ func (b *builder) gemm() *GEMM {
 		c.A, c.B = c.B, c.A
 		c.Rows, c.Cols = c.Cols, c.Rows
 	}
-	if ir.Extent(c.Rows) == 1 && ir.Extent(c.K) <= maxVectorProductDepth && k.bothStep(c) && k.vectorises(c.A) && k.vectorises(c.B) {
+	if ir.Extent(c.Rows) == 1 && (ir.Extent(c.K) <= maxVectorProductDepth || ir.Extent(c.Batch) >= minVectorProductBatch) && k.bothStep(c) && k.vectorises(c.A) && k.vectorises(c.B) {
 		return nil // a batch of vector products, vectorised element by element
 	}
+	c.batchA, c.batchB = k.dependsOnAny(c.A, c.Batch), k.dependsOnAny(c.B, c.Batch)
 	return c
+}
+
+// dependsOnAny reports whether factor's value may change along one of
+// vars: it steps along it (stepsAlong) or names it outside the indices
+// of its reads.
+func (k *Kernel) dependsOnAny(factor ir.Expr, vars []*ir.Var) bool {
+	for _, v := range vars {
+		if k.stepsAlong(factor, v) || namesOutsideReads(factor, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// namesOutsideReads reports whether e refers to v other than in the
+// index of a read (a select on v, v as a value).
+func namesOutsideReads(e ir.Expr, v *ir.Var) bool {
+	switch x := e.(type) {
+	case *ir.VarRef:
+		return x.V == v
+	case *ir.Access:
+		return x.Default != nil && namesOutsideReads(x.Default, v)
+	}
+	for _, c := range ir.Children(e) {
+		if namesOutsideReads(c, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // bothStep reports whether both factors of c change along one of its

@@ -78,7 +78,7 @@ func convRecurrent(r recurrence) func(*nodeCtx) {
 		if l.stackable() {
 			ys, finals = c.bothDirections(l)
 		}
-		for d := range l.reverse[len(ys):] {
+		for d := len(ys); d < len(l.reverse); d++ {
 			y, final := c.direction(l, d)
 			ys, finals = append(ys, y), append(finals, final)
 		}
