@@ -395,16 +395,24 @@ func TestResealedPlanFaults(t *testing.T) {
 			p.Buffers[b].Offset, p.Buffers[b].ViewOf = p.Buffers[0].Offset, 0
 		}},
 		{"a view_of larger than its buffer", "mlp", "are not part of buffer", func(t *testing.T, p *plan.Plan) {
-			// The largest workspace made a view of a smaller buffer that
-			// it overruns inside the arena (which buffers those are
-			// depends on the host's vector width).
-			b := largest(p, func(b plan.Buffer) bool { return b.Role == plan.RoleWorkspace })
-			w := p.Buffers[b]
-			base := largest(p, func(x plan.Buffer) bool {
-				return x.ID != w.ID && x.ViewOf < 0 && x.Device == w.Device && x.Bytes < w.Bytes && x.Offset+w.Bytes <= p.ArenaBytes[w.Device]
-			})
+			// A workspace made a view of a smaller buffer that it
+			// overruns inside the arena: the largest workspace that has
+			// one (which buffers those are depends on the host's vector
+			// width and on how its GEMMs pack their weights).
+			b, base := -1, -1
+			for _, w := range p.Buffers {
+				if w.Role != plan.RoleWorkspace || b >= 0 && w.Bytes <= p.Buffers[b].Bytes {
+					continue
+				}
+				x := largest(p, func(x plan.Buffer) bool {
+					return x.ID != w.ID && x.ViewOf < 0 && x.Device == w.Device && x.Bytes < w.Bytes && x.Offset+w.Bytes <= p.ArenaBytes[w.Device]
+				})
+				if x >= 0 {
+					b, base = w.ID, x
+				}
+			}
 			if base < 0 {
-				t.Fatal("no buffer smaller than the largest workspace that it would overrun inside the arena")
+				t.Fatal("no workspace that a smaller buffer's view would overrun inside the arena")
 			}
 			p.Buffers[b].Offset, p.Buffers[b].ViewOf = p.Buffers[base].Offset, p.Buffers[base].ID
 		}},
