@@ -406,3 +406,33 @@ func TestElementGrainByWork(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallContractionOneThread: a contraction of under 128 kFLOP (a GRU
+// step at batch 1) is one piece of work, its tasks all in one grain; a
+// larger one splits its tasks among the threads. Equal to the
+// interpreter.
+func TestSmallContractionOneThread(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		one       bool
+	}{
+		{"small", `model m(h: f32[1, 64]) {
+    r = param f32[64, 192] init glorot()
+    return matmul(h, r)
+}`, true},
+		{"large", `model m(h: f32[16, 256]) {
+    r = param f32[256, 512] init glorot()
+    return matmul(h, r)
+}`, false},
+	} {
+		c := compileMatching(t, tools(t), tc.name, tc.src, 256)
+		for _, k := range c.Plan.Kernels {
+			if k.HostOnly || k.Form != "tiled" {
+				continue
+			}
+			if one := k.HostGrain >= k.HostRange; one != tc.one || k.HostRange < 2 {
+				t.Errorf("%s: host range %d, grain %d; want one grain %v", tc.name, k.HostRange, k.HostGrain, tc.one)
+			}
+		}
+	}
+}
