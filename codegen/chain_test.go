@@ -2,6 +2,15 @@ package codegen_test
 
 import "testing"
 
+// chainedMLP is two layers whose launches chain, the weights A in both.
+const chainedMLP = `model m(x: f32[100, 40]) {
+    w1 = param f32[40, 200] init glorot()
+    b1 = param f32[200] init zeros()
+    w2 = param f32[200, 300] init glorot()
+    b2 = param f32[300] init zeros()
+    return relu(linear(relu(linear(x, w1, b1)), w2, b2))
+}`
+
 // TestChainedLaunches: a linear layer reading whole rows of the previous
 // reduction kernel's output, and nothing else reading it, runs in that
 // kernel's launch, block of rows by block of rows, equal to the
@@ -27,13 +36,7 @@ func TestChainedLaunches(t *testing.T) {
 		{"rows side", `model m(x: f32[100, 8], y: f32[8, 200], z: f32[200, 300]) {
     return matmul(relu(matmul(x, y)), z)
 }`, 1, 1},
-		{"weights", `model m(x: f32[100, 40]) {
-    w1 = param f32[40, 200] init glorot()
-    b1 = param f32[200] init zeros()
-    w2 = param f32[200, 300] init glorot()
-    b2 = param f32[300] init zeros()
-    return relu(linear(relu(linear(x, w1, b1)), w2, b2))
-}`, 1, 1},
+		{"weights", chainedMLP, 1, 1},
 		{"columns side", `model m(x: f32[130, 16]) {
     w1 = param f32[16, 8] init glorot()
     b1 = param f32[8] init zeros()

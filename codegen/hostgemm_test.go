@@ -261,13 +261,7 @@ func TestPackedWeightsNotCopiedPerBatch(t *testing.T) {
     w = param f32[64, 90] init glorot()
     return matmul_broadcast(x, w)
 }`, []int64{64 * blocking.CeilDiv(90, nr) * nr}},
-		{"chained", `model m(x: f32[100, 40]) {
-    w1 = param f32[40, 200] init glorot()
-    b1 = param f32[200] init zeros()
-    w2 = param f32[200, 300] init glorot()
-    b2 = param f32[300] init zeros()
-    return relu(linear(relu(linear(x, w1, b1)), w2, b2))
-}`, []int64{blocking.CeilDiv(200, mr) * mr * 40, blocking.CeilDiv(300, mr) * mr * 200}},
+		{"chained", chainedMLP, []int64{blocking.CeilDiv(200, mr) * mr * 40, blocking.CeilDiv(300, mr) * mr * 200}},
 	} {
 		c := compileMatching(t, tools(t), tc.name, tc.src, 200)
 		var packed []int64

@@ -239,22 +239,28 @@ func PackedLen(g *kernel.GEMM) int64 {
 
 // PackedStrips is the number of strips of a GEMM's A factor packed for
 // this host's micro-kernel: its rows in strips of MR (the last one
-// padded), once per batch index where A differs between them (a grouped
-// convolution's weights, a stack of recurrent cells' R), else once.
+// padded, StripsOf), once per batch index where A differs between them
+// (a grouped convolution's weights, a stack of recurrent cells' R), else
+// once.
 func PackedStrips(g *kernel.GEMM) int64 {
-	s := NewShape(g)
-	strips := CeilDiv(s.Rows, s.MR)
+	strips := StripsOf(g)
 	if g.ReadsBatch(g.A) {
-		strips *= s.Batch
+		strips *= NewShape(g).Batch
 	}
 	return strips
+}
+
+// StripsOf is the number of strips of MR rows of one batch index's A.
+func StripsOf(g *kernel.GEMM) int64 {
+	s := NewShape(g)
+	return CeilDiv(s.Rows, s.MR)
 }
 
 // PackedStrideOf is the distance between two batch indices' packings of
 // a GEMM's A factor where it differs between them.
 func PackedStrideOf(g *kernel.GEMM) int64 {
 	s := NewShape(g)
-	return CeilDiv(s.Rows, s.MR) * s.MR * s.Depth
+	return StripsOf(g) * s.MR * s.Depth
 }
 
 // GEMMTasks is the host range of a contraction kernel: the items that

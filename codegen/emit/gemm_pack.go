@@ -47,7 +47,7 @@ func (f *fn) packStrips(begin, end value.Value) {
 	g := f.k.GEMM
 	s := blocking.NewShape(g)
 	out := f.bufs[len(f.bufs)-1]
-	strips := blocking.CeilDiv(s.Rows, s.MR)
+	strips := blocking.StripsOf(g)
 	if !g.ReadsBatch(g.A) {
 		f.unflatten(i64(0), g.Batch, extents(g.Batch))
 	}
