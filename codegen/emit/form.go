@@ -56,10 +56,11 @@ var (
 
 // The forms of this package, the most general first (forms are tried
 // newest first): a chained launch, then a kernel computing row locals,
-// then a contraction on tensor cores (in the tf32, bf16 and f16 modes), any
+// a depthwise convolution (planes, on the host), then a contraction on
+// tensor cores (in the tf32, bf16 and f16 modes), any
 // contraction, a long reduction, and any kernel.
 func init() {
-	for _, f := range []Form{threadsForm{}, blocksForm{}, tiledForm{}, tensorCoreForm{mode: precision.TF32}, tensorCoreForm{mode: precision.BF16}, tensorCoreForm{mode: precision.F16}, rowsForm{}, chainForm{}} {
+	for _, f := range []Form{threadsForm{}, blocksForm{}, tiledForm{}, tensorCoreForm{mode: precision.TF32}, tensorCoreForm{mode: precision.BF16}, tensorCoreForm{mode: precision.F16}, planesForm{}, rowsForm{}, chainForm{}} {
 		RegisterForm(f)
 	}
 }

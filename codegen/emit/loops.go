@@ -431,6 +431,11 @@ const CacheLine = 64
 // sums straddled two lines) as a pointer to elem; freeScratch frees it.
 func (f *fn) scratch(bytes int64, elem types.Type) value.Value {
 	alloc := f.m.declare("aligned_alloc", types.I8Ptr, types.I64, types.I64)
+	if len(alloc.ReturnAttrs) == 0 {
+		// Fresh memory: LLVM, given no target triple, does not know
+		// aligned_alloc, and would think scratch may alias the buffers.
+		alloc.ReturnAttrs = []ir.ReturnAttribute{enum.ReturnAttrNoAlias}
+	}
 	size := max(1, blocking.CeilDiv(bytes, CacheLine)) * CacheLine // a multiple of the alignment, as C11 asks
 	return f.b.NewBitCast(f.b.NewCall(alloc, i64(CacheLine), i64(size)), types.NewPointer(elem))
 }
