@@ -160,12 +160,21 @@ const (
 // hostElements lowers the host flavour of a kernel computed element by
 // element, elements [begin, end) in one thread.
 func (f *fn) hostElements(begin, end value.Value) {
-	if len(f.k.Vars) == 0 || extent(f.k.Vars[len(f.k.Vars)-1]) < blocking.HostLanes()/2 {
+	if len(f.k.Vars) == 0 {
+		f.loop(begin, end, i64(1), f.element)
+		return
+	}
+	reads := f.interiorReads()
+	if len(reads) == 0 {
+		f.mergedRuns(begin, end)
+		return
+	}
+	if extent(f.k.Vars[len(f.k.Vars)-1]) < blocking.HostLanes()/2 {
 		// Runs shorter than the vectorised tail (half a vector, the
 		// toolchain's epilogue vectorisation) would pay a vector loop's
 		// set-up each: one flat loop, the index divided per element.
 		f.loop(begin, end, i64(1), f.element)
 		return
 	}
-	f.storeRuns(begin, end, f.interiorReads())
+	f.storeRuns(begin, end, reads)
 }

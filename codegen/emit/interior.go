@@ -4,6 +4,8 @@ import (
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
+	"tofuc/codegen/blocking"
+	"tofuc/lang"
 	tir "tofuc/lang/ir"
 )
 
@@ -190,3 +192,42 @@ func (f *fn) storeRuns(begin, end value.Value, reads []interiorRead) {
 		})
 	})
 }
+
+// mergedRuns stores elements [begin, end) of a kernel with no checked
+// reads to make unchecked, in runs of its last variables merged until
+// a run is at least mergedRun elements (or is every variable): rows
+// shorter than a vector would each be a scalar loop (an EfficientNet's
+// SiLU over 672 channels of 14 × 14 took 0.5 ms for 131,712 elements).
+// A read whose last indices are the merged variables takes the run's
+// flat index (flatCols); others divide it into the variables, which
+// LLVM vectorises too.
+func (f *fn) mergedRuns(begin, end value.Value) {
+	vars := f.k.Vars
+	merged, span := 1, extent(vars[len(vars)-1])
+	for merged < len(vars) && span < mergedRun() {
+		merged++
+		span *= extent(vars[len(vars)-merged])
+	}
+	if merged == 1 {
+		f.storeRuns(begin, end, nil)
+		return
+	}
+	last := vars[len(vars)-merged:]
+	group := &tir.Var{Name: "run", Extent: lang.Const(span)}
+	runVars := append(append([]*tir.Var(nil), vars[:len(vars)-merged]...), group)
+	kernelVars := f.kernelVars()
+	out := f.bufs[len(f.bufs)-1]
+	f.forRuns(begin, f.b.NewSub(end, begin), runVars, func(t, run value.Value) {
+		s0 := f.vars[group]
+		f.vectorLoop(i64(0), run, func(u value.Value) {
+			flat := f.b.NewAdd(s0, u)
+			f.unflatten(flat, last, extents(last))
+			f.flatCols = &flatCols{vars: last, index: flat, kernel: kernelVars}
+			f.store(out, f.b.NewAdd(begin, f.b.NewAdd(t, u)), f.computeStages(), f.k.Out().DType)
+			f.flatCols = nil
+		})
+	})
+}
+
+// mergedRun is the shortest run mergedRuns makes: eight vectors.
+func mergedRun() int64 { return 8 * blocking.HostLanes() }
