@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"tofuc/lang"
 	"tofuc/lang/ir"
 )
 
@@ -317,4 +318,61 @@ func sortedNames(set map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// keepOutputNames returns g with the outputs named as orig's: a rewrite
+// at an output gives it the value its rule made (rw3.0), and runtimes
+// and users find outputs by name (a model's y1, chained matrix products
+// rewritten, was asked for and reported never computed). The value a
+// node makes takes the output's name; an output that is an input, a
+// parameter, another output's value or would clash with a name is
+// copied by an identity node of that name.
+func (rw *rewriter) keepOutputNames(orig, g *ir.Graph) (*ir.Graph, error) {
+	out := clone(g)
+	names := map[string]bool{}
+	for _, v := range out.Inputs {
+		names[v.Name] = true
+	}
+	for _, p := range out.Params {
+		names[p.Value.Name] = true
+	}
+	producer := map[*ir.Value]*ir.Node{}
+	for _, n := range out.Nodes {
+		for _, v := range n.Outputs {
+			names[v.Name], producer[v] = true, n
+		}
+	}
+	for i, v := range out.Outputs {
+		want := orig.Outputs[i].Name
+		if v.Name == want {
+			continue
+		}
+		named := &ir.Value{Name: want, DType: v.DType, Shape: v.Shape}
+		if n := producer[v]; n != nil && !names[want] && !outputTwice(out, v) {
+			n.Outputs = slices.Clone(n.Outputs)
+			n.Outputs[slices.Index(n.Outputs, v)] = named
+			replaceUses(out, v, named)
+		} else {
+			id, err := rw.node("identity", nil, []*ir.Value{v}, lang.Pos{})
+			if err != nil {
+				return nil, err
+			}
+			id.Outputs[0] = named
+			out.Nodes = append(out.Nodes, id)
+			out.Outputs[i] = named
+		}
+		names[want] = true
+	}
+	return out, nil
+}
+
+// outputTwice reports whether v is more than one of g's outputs.
+func outputTwice(g *ir.Graph, v *ir.Value) bool {
+	count := 0
+	for _, o := range g.Outputs {
+		if o == v {
+			count++
+		}
+	}
+	return count > 1
 }

@@ -99,7 +99,14 @@ func sameOutputs(t *testing.T, what string, g, opt *ir.Graph, params map[string]
 		t.Fatalf("%s optimised: %v", what, err)
 	}
 	for i, v := range g.Outputs {
-		want, got := a.Outputs[v.Name], b.Outputs[opt.Outputs[i].Name]
+		if opt.Outputs[i].Name != v.Name {
+			t.Errorf("%s: output %d is named %s, want %s", what, i, opt.Outputs[i].Name, v.Name)
+		}
+		want, got := a.Outputs[v.Name], b.Outputs[v.Name]
+		if got == nil {
+			t.Errorf("%s: no output %s", what, v.Name)
+			continue
+		}
 		if err := tensor.Compare(got, want, rewriteTolerance(g)); err != nil {
 			t.Errorf("%s output %s: %v", what, v.Name, err)
 		}

@@ -291,6 +291,8 @@ func (o *Optimizer) Exhaustive(g *ir.Graph, limit int) (*Outcome, error) {
 // at the cuts.
 func (o *Optimizer) Optimize(g *ir.Graph) (*Outcome, error) {
 	t0 := time.Now()
+	orig := g
+	g = clone(g) // tidy merges outputs computed alike, which the caller's graph keeps apart
 	if err := tidy(g); err != nil {
 		return nil, err
 	}
@@ -316,7 +318,7 @@ func (o *Optimizer) Optimize(g *ir.Graph) (*Outcome, error) {
 		cur, n = o.within(cur, o.cutNeighbourhood(cur.g, parts))
 		explored += n
 	}
-	return o.outcome(g, cur, explored, len(parts), t0)
+	return o.outcome(orig, cur, explored, len(parts), t0)
 }
 
 func (o *Optimizer) outcome(g *ir.Graph, best state, explored, parts int, t0 time.Time) (*Outcome, error) {
@@ -324,11 +326,15 @@ func (o *Optimizer) outcome(g *ir.Graph, best state, explored, parts int, t0 tim
 	if err != nil {
 		return nil, err
 	}
-	after, err := cost.Roofline(best.g, o.opts.Device)
+	final, err := o.rw.keepOutputNames(g, best.g)
 	if err != nil {
 		return nil, err
 	}
-	return &Outcome{Graph: best.g, Before: before, After: after, Steps: best.steps, Explored: explored, Time: time.Since(t0), Parts: parts,
+	after, err := cost.Roofline(final, o.opts.Device)
+	if err != nil {
+		return nil, err
+	}
+	return &Outcome{Graph: final, Before: before, After: after, Steps: best.steps, Explored: explored, Time: time.Since(t0), Parts: parts,
 		Verified: append([]smt.Result(nil), o.rw.inst.Results...)}, nil
 }
 

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -218,5 +219,35 @@ func TestDetourChains(t *testing.T) {
 	t.Logf("%.2f -> %.2f us, %d rewrites, %d graphs", out.Before.Time*1e6, out.After.Time*1e6, len(out.Steps), out.Explored)
 	if ratio := out.After.Time / out.Before.Time; ratio > 0.65 {
 		t.Errorf("optimised to %.3f of the start, want at most 0.65 (0.630 when written)", ratio)
+	}
+}
+
+// TestOutputsKeepTheirNames: rewrites at a model's outputs leave them
+// named as before: a chained product of a weight with itself (rewritten
+// to one product), an output that becomes the input (x * 1.0), and two
+// outputs that become one value.
+func TestOutputsKeepTheirNames(t *testing.T) {
+	p, rules := setup(t)
+	for i, src := range []string{
+		"model chain(x: f32[8, 8]) {\n    w = param f32[8, 8]\n    y0 = matmul(x, w)\n    y1 = matmul(y0, w)\n    return y1\n}\n",
+		"model one(x: f32[8, 8]) {\n    y = x * 1.0\n    return y\n}\n",
+		"model twice(x: f32[8, 8]) {\n    w = param f32[8, 8]\n    a = matmul(matmul(x, w), w)\n    b = matmul(matmul(x, w), w)\n    return a, b\n}\n",
+	} {
+		m, err := p.LoadSource(fmt.Sprintf("names%d.tdl", i), []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := m.Model(m.File.Models[0].Name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := New(p, rules, Options{MaxGraphs: 50}).Optimize(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Steps) == 0 {
+			t.Errorf("%s: no rewrite applied", g.Name)
+		}
+		sameOutputs(t, g.Name, g, out.Graph, nil)
 	}
 }
