@@ -94,11 +94,11 @@ func identityOfStage(a *ir.Access, k *Kernel) bool {
 
 // inRange reports whether affine index x provably stays in [0, n).
 func inRange(x ir.Expr, n int64) bool {
-	a, ok := ir.AffineOf(x, nil)
-	if !ok {
-		return false
+	lo, hi, ok := ir.IndexRange(x, extentOf)
+	if a, affine := ir.AffineOf(x, nil); affine {
+		// Its terms merged: i + k - k has the range of i.
+		lo, hi, ok = a.Bounds(extentOf)
 	}
-	lo, hi, ok := a.Bounds(func(v *ir.Var) (int64, bool) { return v.Extent.IsConst() })
 	return ok && lo >= 0 && hi < n
 }
 

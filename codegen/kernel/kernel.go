@@ -380,7 +380,7 @@ func Build(label string, out any, stages []Stage) (*Kernel, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", label, err)
 		}
-		b.k.Stages = append(b.k.Stages, d)
+		b.k.Stages = append(b.k.Stages, b.composeViews(d))
 	}
 	for _, d := range b.k.Stages {
 		if err := b.accesses(d.Body); err != nil {

@@ -2,10 +2,19 @@ package ir
 
 // Map rebuilds e bottom-up: every node is copied with its children mapped,
 // then passed to f, whose result replaces it. The original is not changed.
-func Map(e Expr, f func(Expr) Expr) Expr {
+func Map(e Expr, f func(Expr) Expr) Expr { return MapUnless(e, nil, f) }
+
+// MapUnless is Map that keeps every node for which skip (when not nil)
+// reports true as it is, itself and what is below it: neither copied
+// nor passed to f.
+func MapUnless(e Expr, skip func(Expr) bool, f func(Expr) Expr) Expr {
 	if e == nil {
 		return nil
 	}
+	if skip != nil && skip(e) {
+		return e
+	}
+	Map := func(x Expr, f func(Expr) Expr) Expr { return MapUnless(x, skip, f) }
 	maps := func(xs []Expr) []Expr {
 		out := make([]Expr, len(xs))
 		for i, x := range xs {
