@@ -509,6 +509,9 @@ func (f *fn) valueOfBits(x value.Value, t lang.DType) value.Value {
 // one (Lib.Func32), else are widened to double and the result rounded
 // back to float.
 func (f *fn) mathCall(name string, args ...value.Value) value.Value {
+	if v, ok := f.constBound(name, args); ok {
+		return v
+	}
 	if fn, ok := f.m.math.Func32(name); ok && args[0].Type().Equal(types.Float) {
 		return f.b.NewCall(fn, args...)
 	}
@@ -702,4 +705,35 @@ func (f *fn) summed(arg int) value.Value {
 		idx[i] = f.vars[v]
 	}
 	return f.load(f.bufs[arg], flatIndex(f, idx, f.k.Shape), lang.F32)
+}
+
+// constBound computes max or min of a value and a constant c as Go's
+// math.Max and Min do, in one comparison and a select: x where x is NaN
+// or beyond c, else c. That holds for every c but NaN, the infinity on
+// the bound's side (which wins over NaN) and the zero of the other sign
+// (max(+0, -0) is +0 whichever comes first). The library's general form
+// tests both operands for signed zeros and infinities: a ReLU6's clip
+// was 16 vector operations, the most of a depthwise convolution's
+// epilogue.
+func (f *fn) constBound(name string, args []value.Value) (value.Value, bool) {
+	if (name != "max" && name != "min") || len(args) != 2 {
+		return nil, false
+	}
+	for i, a := range args {
+		c, ok := a.(*constant.Float)
+		if !ok || c.NaN || c.X == nil {
+			continue
+		}
+		infinite, negative, zero := c.X.IsInf(), c.X.Signbit(), c.X.Sign() == 0
+		pred := enum.FPredUGT
+		if name == "min" {
+			pred, negative = enum.FPredULT, !negative
+		}
+		if infinite && !negative || zero && negative {
+			continue
+		}
+		x := args[1-i]
+		return f.b.NewSelect(f.b.NewFCmp(pred, x, c), x, c), true
+	}
+	return nil, false
 }

@@ -174,8 +174,9 @@ func (f *fn) planesHost(pl planes, begin, end value.Value) {
 }
 
 // fillPlane copies input plane image into the scratch's sets of rows,
-// at column padLf of each row that holds an input row; the rest of the
-// scratch stays zero.
+// at column padLf of each row that holds an input row, a vector at a
+// time, the last masked (maskedRun: a row of 28 was one vector and 12
+// scalar copies); the rest of the scratch stays zero.
 func (f *fn) fillPlane(pl planes, image, scratch value.Value, setLen int64) {
 	sets, rows := pl.sets()
 	for s := range sets {
@@ -198,9 +199,7 @@ func (f *fn) fillPlane(pl planes, image, scratch value.Value, setLen int64) {
 			in := f.b.NewAdd(f.b.NewMul(r, i64(scale)), i64(shift))
 			src := f.b.NewGetElementPtr(types.Float, image, f.b.NewMul(in, i64(pl.w)))
 			dst := f.b.NewGetElementPtr(types.Float, scratch, f.b.NewAdd(i64(s*setLen+pl.padLf), f.b.NewMul(r, i64(pl.pitch()))))
-			f.vectorLoop(i64(0), i64(pl.w), func(j value.Value) {
-				f.b.NewStore(f.b.NewLoad(types.Float, f.b.NewGetElementPtr(types.Float, src, j)), f.b.NewGetElementPtr(types.Float, dst, j))
-			})
+			f.maskedRun(dst, src, i64(pl.w))
 		})
 	}
 }
@@ -274,11 +273,13 @@ func laneMask(lanes []int64) constant.Constant {
 // output's rows and columns take their flat index (flatCols).
 func (f *fn) planeEpilogue(pl planes, n, o, acc, flat value.Value, outPitch int64) {
 	vl := blocking.HostLanes()
-	for i := range pl.outH {
+	f.loop(i64(0), i64(pl.outH), i64(1), func(i value.Value) {
+		from := f.b.NewGetElementPtr(types.Float, acc, f.b.NewMul(i, i64(outPitch)))
+		to := f.b.NewGetElementPtr(types.Float, flat, f.b.NewMul(i, i64(pl.outW)))
 		for c := int64(0); c < pl.outW; c += vl {
-			f.copyVector(f.b.NewGetElementPtr(types.Float, acc, i64(i*outPitch+c)), f.b.NewGetElementPtr(types.Float, flat, i64(i*pl.outW+c)))
+			f.copyVector(f.b.NewGetElementPtr(types.Float, from, i64(c)), f.b.NewGetElementPtr(types.Float, to, i64(c)))
 		}
-	}
+	})
 	f.memoryBarrier()
 	sum := f.k.Reductions[0]
 	vars := f.k.Vars
@@ -295,13 +296,7 @@ func (f *fn) planeEpilogue(pl planes, n, o, acc, flat value.Value, outPitch int6
 	})
 	f.hoisted = nil
 	out := f.b.NewGetElementPtr(types.Float, f.bufs[len(f.bufs)-1], f.b.NewMul(f.b.NewAdd(f.b.NewMul(n, i64(pl.o)), o), i64(size)))
-	whole := size / vl * vl
-	for c := int64(0); c < whole; c += vl {
-		f.copyVector(f.b.NewGetElementPtr(types.Float, flat, i64(c)), f.b.NewGetElementPtr(types.Float, out, i64(c)))
-	}
-	for c := whole; c < size; c++ {
-		f.b.NewStore(f.b.NewLoad(types.Float, f.b.NewGetElementPtr(types.Float, flat, i64(c))), f.b.NewGetElementPtr(types.Float, out, i64(c)))
-	}
+	f.maskedRun(out, flat, i64(size))
 }
 
 // copyVector copies a host vector of floats from src to dst, neither

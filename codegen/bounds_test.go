@@ -1,0 +1,59 @@
+package codegen_test
+
+import (
+	"math"
+	"testing"
+
+	"tofuc/codegen"
+	"tofuc/lang"
+	"tofuc/lang/precision"
+	"tofuc/runtime/exec"
+	"tofuc/runtime/tensor"
+)
+
+// TestConstantBounds: max and min of a value and a constant (a clip, a
+// ReLU, clip's infinite defaults, a negative zero) are computed as the
+// interpreter computes them, to the bit, NaN, infinities and signed
+// zeros included, in the exact and f32 modes (emit's constBound for
+// most constants, the math library's general form for the others).
+func TestConstantBounds(t *testing.T) {
+	g := modelFromSource(t, `
+model bounds(x: f32[12]) {
+    return clip<min = 0.0, max = 6.0>(x), relu(x), clip(x), clip<min = -1.5>(x), clip<max = 0.0>(x), clip<min = -0.0, max = -0.0>(x), clip<min = -inf>(x), clip<max = inf>(x), clip<min = inf, max = inf>(x), clip<min = -inf, max = -inf>(x), clip<min = 1e-45>(x)
+}
+`)
+	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 6, -1.5, 7.25, -3, 0.5, 1e-40, -1e-40}
+	x := tensor.New(lang.F32, []int{len(specials)})
+	for i, v := range specials {
+		x.SetFlat(i, v)
+	}
+	in := map[string]*tensor.Tensor{"x": x}
+	want, err := exec.Run(g, exec.Interp{}, in, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []precision.Mode{precision.Exact, precision.F32} {
+		dir := t.TempDir()
+		c, err := codegen.Compile(g, dir, codegen.Options{Tools: tools(t), Precision: mode, Emit: []string{"host"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range loadPlan(t, c.Plan, dir, false) {
+			got, err := l.p.Run(in, want.Params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(want.Outputs) != 11 {
+				t.Fatalf("%d outputs, want 11", len(want.Outputs))
+			}
+			for name, w := range want.Outputs {
+				for i := range w.Len() {
+					a, b := got[name].Flat(i), w.Flat(i)
+					if math.Float64bits(a) != math.Float64bits(b) && !(math.IsNaN(a) && math.IsNaN(b)) {
+						t.Errorf("%s %s: output %s at %g: %g, want %g", mode, l.name, name, specials[i], a, b)
+					}
+				}
+			}
+		}
+	}
+}
