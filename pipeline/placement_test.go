@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"tofuc/analysis/rounding"
+	"tofuc/codegen"
 	"tofuc/lang"
 	"tofuc/lang/precision"
 	"tofuc/pipeline"
@@ -59,11 +60,11 @@ func TestPlacement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Plan.Placement) != 2 || !first.timed() {
-		t.Fatalf("%d placement groups, timed %v: want 2, timed", len(res.Plan.Placement), first.timed())
+	if len(res.Placement) != 2 || !first.timed() {
+		t.Fatalf("%d placement groups, timed %v: want 2, timed", len(res.Placement), first.timed())
 	}
 	libraries := map[string]bool{}
-	for _, pg := range res.Plan.Placement {
+	for _, pg := range res.Placement {
 		if len(pg.Millis) != len(backends)+1 {
 			t.Errorf("%s: times %v, want one per candidate %v", pg.Label, pg.Millis, pg.Candidates)
 		}
@@ -80,7 +81,7 @@ func TestPlacement(t *testing.T) {
 		}
 	}
 	if len(libraries) > 1 { // the mixed plan: every group on its fastest
-		for _, pg := range res.Plan.Placement {
+		for _, pg := range res.Placement {
 			for c, ms := range pg.Millis {
 				if ms < pg.Millis[pg.Chosen] {
 					t.Errorf("%s: the plan mixes libraries %v, and chose %s over the faster %s", pg.Label, libraries, pg.Chosen, c)
@@ -92,11 +93,17 @@ func TestPlacement(t *testing.T) {
 	if err != nil || !strings.Contains(string(report), "Placement") {
 		t.Errorf("the report has no placement section (%v)", err)
 	}
-	if want := fmt.Sprintf(": 0 of %d parts' times from the profile database, the whole plans' measured", len(res.Plan.Placement)); !strings.Contains(string(report), want) {
+	if want := fmt.Sprintf(": 0 of %d parts' times from the profile database, the whole plans' measured", len(res.Placement)); !strings.Contains(string(report), want) {
 		t.Errorf("the report does not say %q:\n%s", want, report)
 	}
 	written, err := plan.Read(filepath.Join(res.Dir, "plan.json"))
-	if err != nil || !slices.EqualFunc(written.Placement, res.Plan.Placement, func(a, b plan.PlaceGroup) bool { return a.Chosen == b.Chosen }) {
+	if len(libraries) == 0 {
+		// Every part generated: the plan without groups, as with no
+		// library offered.
+		if err != nil || len(written.Placement) != 0 || len(res.Plan.Placement) != 0 {
+			t.Errorf("every part generated, and plan.json has %d placement groups (%v), want none", len(written.Placement), err)
+		}
+	} else if err != nil || !slices.EqualFunc(written.Placement, res.Placement, func(a, b plan.PlaceGroup) bool { return a.Chosen == b.Chosen }) {
 		t.Errorf("plan.json does not hold the choices (%v)", err)
 	}
 	matchesInterp(t, res)
@@ -111,15 +118,15 @@ func TestPlacement(t *testing.T) {
 		t.Errorf("the second compile (cached %v) timed the groups again: %v", again.Cached, second.lines)
 	}
 	report, err = os.ReadFile(filepath.Join(again.Dir, "report.txt"))
-	if want := fmt.Sprintf(": %d of %[1]d parts' times from the profile database, the whole plans' from the profile database", len(res.Plan.Placement)); err != nil || !strings.Contains(string(report), want) {
+	if want := fmt.Sprintf(": %d of %[1]d parts' times from the profile database, the whole plans' from the profile database", len(res.Placement)); err != nil || !strings.Contains(string(report), want) {
 		t.Errorf("the second report does not say %q (%v)", want, err)
 	}
-	for g, pg := range again.Plan.Placement {
-		if pg.Chosen != res.Plan.Placement[g].Chosen {
-			t.Errorf("%s: the profile database's choice %s differs from the measured %s", pg.Label, pg.Chosen, res.Plan.Placement[g].Chosen)
+	for g, pg := range again.Placement {
+		if pg.Chosen != res.Placement[g].Chosen {
+			t.Errorf("%s: the profile database's choice %s differs from the measured %s", pg.Label, pg.Chosen, res.Placement[g].Chosen)
 		}
 	}
-	t.Run("missing library", func(t *testing.T) { missingLibrary(t, res) })
+	t.Run("missing library", func(t *testing.T) { missingLibrary(t, res, backends) })
 }
 
 // matchesInterp runs the compiled plan of res on the cpu runtime
@@ -155,8 +162,18 @@ func matchesInterp(t *testing.T, res *pipeline.Result) {
 
 // missingLibrary: a plan whose groups chose a library this host cannot
 // load (renamed "nolib") runs the generated kernels instead, says so in
-// one note, and its results still match.
-func missingLibrary(t *testing.T, res *pipeline.Result) {
+// one note, and its results still match. The plan is res's graph's,
+// compiled with its placement groups whatever placement chose.
+func missingLibrary(t *testing.T, placed *pipeline.Result, backends []string) {
+	dir := t.TempDir()
+	c, err := codegen.Compile(placed.Graph, dir, codegen.Options{Emit: []string{"host"}, Precision: precision.F32, Backends: backends})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &pipeline.Result{Plan: c.Plan, Dir: dir, Graph: placed.Graph, Params: placed.Params}
+	if len(res.Plan.Placement) == 0 {
+		t.Fatal("the plan has no placement groups")
+	}
 	from := res.Plan.Placement[0].Candidates[0]
 	rename := func(names []string) {
 		for i, n := range names {
@@ -218,7 +235,7 @@ func TestPlacementWithOneGroupMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	report, err := os.ReadFile(filepath.Join(again.Dir, "report.txt"))
-	if want := fmt.Sprintf(": 0 of %d parts' times from the profile database, the whole plans' measured", len(again.Plan.Placement)); err != nil || !strings.Contains(string(report), want) {
+	if want := fmt.Sprintf(": 0 of %d parts' times from the profile database, the whole plans' measured", len(again.Placement)); err != nil || !strings.Contains(string(report), want) {
 		t.Errorf("the report does not say %q (%v):\n%s", want, err, report)
 	}
 }
