@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -227,9 +228,11 @@ func compile(m *Model, dir, final string, opts Options) (*Result, error) {
 			// ran 5% slower than with --backends none.
 			p.Show("placement chose no library: compiling without placement groups")
 			copts.Backends = nil
+			grouped := c.Plan
 			if c, err = codegen.Compile(g, dir, copts); err != nil {
 				return nil, err
 			}
+			removeUnused(dir, grouped, c.Plan)
 			c.Plan.Next = next
 			if err := writeParams(c.Plan, dir, params); err != nil {
 				return nil, err
@@ -467,4 +470,22 @@ func choseLibrary(p *plan.Plan) bool {
 		}
 	}
 	return false
+}
+
+// removeUnused removes from dir the files of old's modules that p does
+// not use (a plan compiled again in the same folder).
+func removeUnused(dir string, old, p *plan.Plan) {
+	used := map[string]bool{}
+	for _, m := range p.Modules {
+		for _, f := range append(slices.Clone(m.Files), m.IR...) {
+			used[f.Path] = true
+		}
+	}
+	for _, m := range old.Modules {
+		for _, f := range append(slices.Clone(m.Files), m.IR...) {
+			if !used[f.Path] {
+				os.Remove(filepath.Join(dir, f.Path))
+			}
+		}
+	}
 }

@@ -708,8 +708,8 @@ func (f *fn) summed(arg int) value.Value {
 }
 
 // constBound computes max or min of a value and a constant c as Go's
-// math.Max and Min do, in one comparison and a select: x where x is NaN
-// or beyond c, else c. That holds for every c but NaN, the infinity on
+// math.Max and Min do, in two comparisons and selects: x where x is
+// beyond c, NaN where x is NaN, else c. That holds for every c but NaN, the infinity on
 // the bound's side (which wins over NaN) and the zero of the other sign
 // (max(+0, -0) is +0 whichever comes first). The library's general form
 // tests both operands for signed zeros and infinities: a ReLU6's clip
@@ -733,7 +733,10 @@ func (f *fn) constBound(name string, args []value.Value) (value.Value, bool) {
 			continue
 		}
 		x := args[1-i]
-		return f.b.NewSelect(f.b.NewFCmp(pred, x, c), x, c), true
+		bound := f.b.NewSelect(f.b.NewFCmp(pred, x, c), x, c)
+		// NaN as Go's: the canonical one, not x's sign and payload.
+		nan := constant.NewFloat(x.Type().(*types.FloatType), math.NaN())
+		return f.b.NewSelect(f.b.NewFCmp(enum.FPredUNO, x, x), nan, bound), true
 	}
 	return nil, false
 }

@@ -70,7 +70,7 @@ func binaryRange(op BinOp, l1, h1, l2, h2 int64) (lo, hi int64, ok bool) {
 	case OpSub:
 		lo, hi = l1-h2, h1-l2
 	case OpMul:
-		if max(abs(l1), abs(h1)) > 1<<30 && max(abs(l2), abs(h2)) > 1<<30 {
+		if !productSmall(max(abs(l1), abs(h1)), max(abs(l2), abs(h2))) {
 			return 0, 0, false
 		}
 		p := []int64{l1 * l2, l1 * h2, h1 * l2, h1 * h2}
@@ -95,6 +95,10 @@ func binaryRange(op BinOp, l1, h1, l2, h2 int64) (lo, hi int64, ok bool) {
 }
 
 func small(n int64) bool { return n > -rangeLimit && n < rangeLimit }
+
+// productSmall reports whether a·b is below rangeLimit, a and b at
+// least 0 (and below it).
+func productSmall(a, b int64) bool { return a == 0 || b < rangeLimit/a }
 
 func abs(n int64) int64 {
 	if n < 0 {
@@ -150,7 +154,7 @@ type linTerm struct {
 func linearOf(e Expr, extent func(*Var) (int64, bool)) (linear, bool) {
 	switch x := e.(type) {
 	case *Const:
-		return linear{c: x.Int}, !x.T.IsFloat()
+		return linear{c: x.Int}, !x.T.IsFloat() && small(x.Int)
 	case *Unary:
 		if x.Op == "-" && x.T == lang.I64 {
 			l, ok := linearOf(x.X, extent)
@@ -223,8 +227,14 @@ func divided(op BinOp, sum Expr, k int64, extent func(*Var) (int64, bool)) (Expr
 	if !ok {
 		return nil, false
 	}
+	// Every term, and their sum, stays below rangeLimit: a term at most
+	// rangeLimit / (terms + 1).
+	limit := rangeLimit / int64(len(l.terms)+1)
+	if abs(l.c) >= limit {
+		return nil, false
+	}
 	for _, t := range l.terms {
-		if !small(t.coef) || abs(t.coef) > rangeLimit/max(abs(t.lo), abs(t.hi), 1) {
+		if !productSmall(abs(t.coef), max(abs(t.lo), abs(t.hi))) || abs(t.coef)*max(abs(t.lo), abs(t.hi)) >= limit {
 			return nil, false
 		}
 	}

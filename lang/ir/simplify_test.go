@@ -218,3 +218,19 @@ func TestSimplifyIndexRandomSums(t *testing.T) {
 		t.Errorf("%d of 2000 expressions simplified, want at least 500", simplified)
 	}
 }
+
+// TestIndexRangeRefusesOverflow: a product whose range would leave
+// int64 has no range (it would have been [0, 0] at i = 1 of 3 for
+// (i·2³³)·2³⁰, wrapped), and a sum of huge terms is not simplified.
+func TestIndexRangeRefusesOverflow(t *testing.T) {
+	extent := func(v *Var) (int64, bool) { return v.Extent.IsConst() }
+	i := &VarRef{V: &Var{Name: "i", Extent: lang.Const(3)}}
+	huge := IndexMul(IndexMul(i, 1<<33), 1<<30)
+	if lo, hi, ok := IndexRange(huge, extent); ok {
+		t.Errorf("(i·2³³)·2³⁰ has the range [%d, %d]", lo, hi)
+	}
+	sum := IndexBin(OpDiv, IndexAdd(IndexMul(i, 1<<58), IndexMul(i, 1<<58)), IndexConst(1<<58))
+	if got := ExprString(SimplifyIndex(sum, extent)); got != ExprString(sum) {
+		t.Errorf("%s simplified to %s", ExprString(sum), got)
+	}
+}

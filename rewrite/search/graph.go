@@ -325,43 +325,61 @@ func sortedNames(set map[string]bool) []string {
 // and users find outputs by name (a model's y1, chained matrix products
 // rewritten, was asked for and reported never computed). The value a
 // node makes takes the output's name; an output that is an input, a
-// parameter, another output's value or would clash with a name is
-// copied by an identity node of that name.
+// parameter or another output's value is copied by an identity node of
+// that name. An intermediate value that holds the name already (an
+// output's old value, still read) is renamed first.
 func (rw *rewriter) keepOutputNames(orig, g *ir.Graph) (*ir.Graph, error) {
 	out := clone(g)
-	names := map[string]bool{}
+	byName := map[string]*ir.Value{}
 	for _, v := range out.Inputs {
-		names[v.Name] = true
+		byName[v.Name] = v
 	}
 	for _, p := range out.Params {
-		names[p.Value.Name] = true
+		byName[p.Value.Name] = p.Value
 	}
 	producer := map[*ir.Value]*ir.Node{}
 	for _, n := range out.Nodes {
 		for _, v := range n.Outputs {
-			names[v.Name], producer[v] = true, n
+			byName[v.Name], producer[v] = v, n
 		}
+	}
+	rename := func(v *ir.Value, name string) *ir.Value {
+		named := &ir.Value{Name: name, DType: v.DType, Shape: v.Shape}
+		n := producer[v]
+		n.Outputs = slices.Clone(n.Outputs)
+		n.Outputs[slices.Index(n.Outputs, v)] = named
+		replaceUses(out, v, named)
+		producer[named], byName[name] = n, named
+		return named
 	}
 	for i, v := range out.Outputs {
 		want := orig.Outputs[i].Name
 		if v.Name == want {
 			continue
 		}
-		named := &ir.Value{Name: want, DType: v.DType, Shape: v.Shape}
-		if n := producer[v]; n != nil && !names[want] && !outputTwice(out, v) {
-			n.Outputs = slices.Clone(n.Outputs)
-			n.Outputs[slices.Index(n.Outputs, v)] = named
-			replaceUses(out, v, named)
-		} else {
-			id, err := rw.node("identity", nil, []*ir.Value{v}, lang.Pos{})
-			if err != nil {
-				return nil, err
+		if other := byName[want]; other != nil {
+			if producer[other] == nil || slices.Contains(out.Outputs, other) {
+				continue // an input's or another output's name: kept as it is
 			}
-			id.Outputs[0] = named
-			out.Nodes = append(out.Nodes, id)
-			out.Outputs[i] = named
+			fresh := want + "'"
+			for byName[fresh] != nil {
+				fresh += "'"
+			}
+			rename(other, fresh)
 		}
-		names[want] = true
+		if producer[v] != nil && !outputTwice(out, v) {
+			rename(v, want)
+			continue
+		}
+		id, err := rw.node("identity", nil, []*ir.Value{v}, lang.Pos{})
+		if err != nil {
+			return nil, err
+		}
+		named := &ir.Value{Name: want, DType: v.DType, Shape: v.Shape}
+		id.Outputs[0] = named
+		out.Nodes = append(out.Nodes, id)
+		out.Outputs[i] = named
+		producer[named], byName[want] = id, named
 	}
 	return out, nil
 }
