@@ -59,6 +59,11 @@ type Options struct {
 	// GOMAXPROCS).
 	Backends []string
 	Threads  int
+	// AllVariants keeps the placement groups in the plan even where
+	// placement chose no library (elsewhere the plan is compiled again
+	// without them): a plan in which each variant can be put in force,
+	// as tests of every library's results do.
+	AllVariants bool
 	// Progress, when not nil, is told what a long compile is doing.
 	Progress Progress
 }
@@ -221,7 +226,7 @@ func compile(m *Model, dir, final string, opts Options) (*Result, error) {
 		}
 		rep.SetSection(sec)
 		placed = c.Plan.Placement
-		if opts.Devices <= 1 && !choseLibrary(c.Plan) {
+		if opts.Devices <= 1 && !opts.AllVariants && !choseLibrary(c.Plan) {
 			// Every part generated: the plan without placement groups.
 			// Its generated variants were laid out beside the
 			// libraries' (other kernels, a larger arena): MobileNetV2

@@ -32,7 +32,8 @@ type Case struct {
 	Set     map[string]any // attribute values: int or bool
 	// Precision is the arithmetic of the kernels (lang/precision).
 	Precision precision.Mode
-	// Backends are the host libraries placement offers (docs/placement.md).
+	// Backends are the host libraries placement offers (docs/placement.md);
+	// the plan keeps every group's variants (pipeline.Options.AllVariants).
 	Backends []string
 }
 
@@ -69,7 +70,7 @@ func (c Case) Compile(dir string, emit []string) (*Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := pipeline.Options{Devices: c.Devices, Emit: emit, Seed: 1, Precision: c.Precision, Backends: c.Backends}
+	opts := pipeline.Options{Devices: c.Devices, Emit: emit, Seed: 1, Precision: c.Precision, Backends: c.Backends, AllVariants: len(c.Backends) > 0}
 	if c.Train {
 		opts.Train = &autodiff.TrainOptions{}
 	}
