@@ -20,6 +20,10 @@ func (f *fn) access(a *tir.Access) value.Value {
 		fail("tensor %s is not bound", a.T.Name)
 	}
 	switch {
+	case src.Const != nil && src.Const.T.IsFloat():
+		// A folded constant tensor holds its dtype's values, as the
+		// interpreter stores them: 1e39 in an f32 tensor is +inf.
+		return f.float(a.T.DType.RoundFloat(src.Const.Float), src.Const.T)
 	case src.Const != nil:
 		return f.expr(src.Const)
 	case src.Stage >= 0:
