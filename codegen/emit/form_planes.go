@@ -18,21 +18,21 @@ import (
 // The planes form: a depthwise convolution on the host, one output
 // plane (an image's channel) a call's item. Computed element by element
 // (the threads form), a 3 × 3 depthwise convolution of 384 channels of
-// 14 × 14 took 270 µs on two threads: rows of 14 are shorter than a
+// 14 × 14 took 260 µs on two threads: rows of 14 are shorter than a
 // vector, and the outputs next to the border take the checked scalar
 // path. Here a call copies each input plane it needs into zero-padded
-// scratch rows, once, computes the plane's sums as one flat vector loop
-// over the padded rows (the columns past the output's computed and
-// dropped), and then runs the kernel's epilogue (a bias, a clip, a
-// residual) over the output's elements, reading the sums. The GPU
-// computes it as the threads form does.
+// scratch rows, once (fillPlane), computes the plane's sums as one flat
+// vector loop over the padded rows, the columns past the output's
+// computed and dropped (planeSums), and then runs the kernel's epilogue
+// (a bias, a clip, a residual) over the plane in scratch and copies it
+// out (planeEpilogue). The GPU computes it as the threads form does.
 //
 // A stride along the rows takes one set of scratch rows per kernel row
 // (row r of set kh is input row stride·r + kh·dilation − pad), so that
-// every set is read at the output's row pitch; a stride along the
-// columns is a strided read, which LLVM vectorises as interleaved
-// loads. Only the f32 modes: the exact mode's kernels keep the
-// interpreter's order of additions, element by element.
+// every set is read at the output's row pitch; a column stride of 2
+// reads two vectors and keeps the even lanes. Only the f32 modes: the
+// exact mode's kernels keep the interpreter's order of additions,
+// element by element.
 type planesForm struct{}
 
 func (planesForm) Name() string { return "planes" }
@@ -47,7 +47,8 @@ func (planesForm) Launch(k *kernel.Kernel, p precision.Mode) Launch {
 }
 
 // HostRange: the output's planes, a grain of at least planeWork
-// multiply-adds.
+// multiply-adds. (The form applies in the f32 modes only, where the
+// geometry is the same in each: F32 stands for them.)
 func (planesForm) HostRange(k *kernel.Kernel) (items, grain int64) {
 	pl, _ := depthwisePlanes(k, precision.F32)
 	perPlane := max(1, pl.outH*pl.outW*pl.kh*pl.kw)
