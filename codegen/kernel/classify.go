@@ -92,12 +92,16 @@ func identityOfStage(a *ir.Access, k *Kernel) bool {
 	return false
 }
 
-// inRange reports whether affine index x provably stays in [0, n).
+// inRange reports whether index x provably stays in [0, n): an affine
+// x by its merged terms (i + k - k has the range of i), another by
+// ir.IndexRange (divisions and remainders).
 func inRange(x ir.Expr, n int64) bool {
-	lo, hi, ok := ir.IndexRange(x, extentOf)
-	if a, affine := ir.AffineOf(x, nil); affine {
-		// Its terms merged: i + k - k has the range of i.
+	var lo, hi int64
+	a, ok := ir.AffineOf(x, nil)
+	if ok {
 		lo, hi, ok = a.Bounds(extentOf)
+	} else {
+		lo, hi, ok = ir.IndexRange(x, extentOf)
 	}
 	return ok && lo >= 0 && hi < n
 }

@@ -32,20 +32,19 @@ func (b *builder) composeViews(d *ir.Def) *ir.Def {
 		if !ok {
 			return e
 		}
-		a = b.throughViews(a)
-		for i, x := range a.Index {
-			a.Index[i] = ir.SimplifyIndex(x, extentOf)
-		}
-		return a
+		return b.throughViews(a)
 	})
 	return &ir.Def{Pos: d.Pos, Tensor: d.Tensor, Vars: d.Vars, Body: body}
 }
 
-// throughViews follows a read of a local whose body is a read of the
-// same dtype, at an index in the local's range (so that neither its
-// default nor a range error applies): the read becomes the body's, its
-// variables replaced by a's index, until the source is no such local.
+// throughViews simplifies a's index (a is Map's copy, changed in place)
+// and follows a read of a local whose body is a read of the same dtype,
+// at an index in the local's range (so that neither its default nor a
+// range error applies): the read becomes the body's, its variables
+// replaced by a's index and simplified, until the source is no such
+// local.
 func (b *builder) throughViews(a *ir.Access) *ir.Access {
+	simplifyIndex(a)
 	for {
 		src, ok := b.k.source[a.T]
 		if !ok || src.Local == nil {
@@ -70,9 +69,7 @@ func (b *builder) throughViews(a *ir.Access) *ir.Access {
 		if !ok {
 			return a
 		}
-		for i, x := range composed.Index {
-			composed.Index[i] = ir.SimplifyIndex(x, extentOf)
-		}
+		simplifyIndex(composed)
 		composed.Pos = a.Pos
 		a = composed
 	}
@@ -95,4 +92,11 @@ func readAt(a *ir.Access, at map[*ir.Var]ir.Expr) (*ir.Access, bool) {
 		return x
 	})
 	return out.(*ir.Access), ok
+}
+
+// simplifyIndex simplifies each index of a in place (ir.SimplifyIndex).
+func simplifyIndex(a *ir.Access) {
+	for i, x := range a.Index {
+		a.Index[i] = ir.SimplifyIndex(x, extentOf)
+	}
 }
