@@ -378,8 +378,9 @@ func median(xs []float64) float64 {
 
 // profileKey keys group g's measurements in the profile database: the
 // machine (the toolchain's identity, which names the host CPU), the
-// threads, and each variant's steps (a library's version and call
-// without its buffers; a kernel's name, which hashes its code).
+// threads, and each variant's steps (a library's version, how this
+// tofuc calls it and the call without its buffers; a kernel's name,
+// which hashes its code).
 func profileKey(p *plan.Plan, g int, tools *toolchain.Tools, threads int) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\nthreads %d\n", tools.Identity(), threads)
@@ -392,7 +393,7 @@ func profileKey(p *plan.Plan, g int, tools *toolchain.Tools, threads int) string
 			case s.Op == plan.Library:
 				lib, _ := hostlib.Open(s.LibraryCall().Library())
 				b, _ := json.Marshal(callWithoutBuffers(&s))
-				fmt.Fprintf(h, "%v %s %s\n", s.Place.Variants, libVersion(lib), b)
+				fmt.Fprintf(h, "%v %s calls %d %s\n", s.Place.Variants, libVersion(lib), hostlib.CallsRevision, b)
 			case s.Op == plan.Launch:
 				fmt.Fprintf(h, "%v %s\n", s.Place.Variants, p.Kernels[s.Kernel].Name)
 			}

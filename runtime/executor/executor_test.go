@@ -349,6 +349,59 @@ model prep(x: f32[4, 8]) {
 	}
 }
 
+// TestLibraryWeightsRebound runs convolutions on oneDNN, which keeps
+// their weights in its own layout from one run to the next while the
+// parameters stay bound, with one set of parameters, another map, then
+// the first again: each run matches the exact plan's with the same
+// parameters under the f32 policy.
+func TestLibraryWeightsRebound(t *testing.T) {
+	if _, err := hostlib.Open("onednn"); err != nil {
+		t.Skip(err)
+	}
+	e := modelcase.Case{File: "convs", Devices: 1, Source: `
+model convs(x: f32[2, 8, 14, 14]) {
+    w1 = param f32[16, 8, 3, 3] init glorot()
+    w2 = param f32[16, 1, 3, 3] init glorot()
+    y = relu(conv2d<pads = [1, 1, 1, 1]>(x, w1))
+    return conv2d<pads = [1, 1, 1, 1], group = 16>(y, w2)
+}`}
+	ref := compile(t, e)
+	e.Precision, e.Backends = precision.F32, []string{"onednn"}
+	m := compile(t, e)
+	for g := range m.Plan.Placement {
+		m.Plan.Placement[g].Chosen = "onednn"
+	}
+	if len(m.Plan.Placement) != 2 {
+		t.Fatalf("%d placement groups, want both convolutions'", len(m.Plan.Placement))
+	}
+	other := map[string]*tensor.Tensor{}
+	for name, p := range m.Params {
+		q := p.Clone()
+		for i := range q.Len() {
+			q.SetFlat(i, q.Flat(i)*-1.5+0.25)
+		}
+		other[name] = q
+	}
+	pr := load(t, m, cpu.Kind.Name, false)
+	for i, params := range []map[string]*tensor.Tensor{m.Params, other, m.Params} {
+		want, err := hostRun(t, ref, cpu.Kind.Name, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			got, err := pr.Run(m.Inputs, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, w := range want {
+				if err := rounding.CompareModel(precision.F32, ref.Depth, got[name], w); err != nil {
+					t.Errorf("run %d: output %s: %v", i, name, err)
+				}
+			}
+		}
+	}
+}
+
 // TestIndexOutOfRange feeds a token id beyond the vocabulary: the error
 // is the same on every device, word for word, and the host kernels' too.
 // (One id only: with several, which failing thread reports first is up

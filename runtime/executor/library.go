@@ -55,10 +55,12 @@ func (pr *Program) library(d Device, s *plan.Step, where string) (func() error, 
 		return nil, err
 	}
 	var buffers []int
+	fixedWeights := false // W holds parameters: only a binding changes it
 	if c := s.GEMM; c != nil {
 		buffers = []int{c.A.Buffer, c.B.Buffer, c.C.Buffer}
 	} else {
 		buffers = []int{s.Conv.X.Buffer, s.Conv.W.Buffer, s.Conv.Y.Buffer}
+		fixedWeights = pr.Plan.HoldsParameter(s.Conv.W.Buffer)
 		release, err := lib.AcquireConv(s.Conv)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", lib.Version, err)
@@ -80,7 +82,11 @@ func (pr *Program) library(d Device, s *plan.Step, where string) (func() error, 
 			ptrs[i] = unsafe.Pointer(unsafe.SliceData(mem))
 		}
 		if s.Conv != nil {
-			if err := lib.Conv(s.Conv, ptrs[0], ptrs[1], ptrs[2]); err != nil {
+			var binding uint64 // 0: the weights may have changed
+			if fixedWeights {
+				binding = pr.binding
+			}
+			if err := lib.Conv(s.Conv, ptrs[0], ptrs[1], ptrs[2], binding); err != nil {
 				return fmt.Errorf("%s: %w", where, err)
 			}
 			return nil

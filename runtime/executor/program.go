@@ -23,7 +23,11 @@ type Program struct {
 	init, steps      *list
 	args             []*Args
 	bound            map[string]*tensor.Tensor // the parameters last bound
-	mu               sync.Mutex
+	// binding numbers that binding, unique in the process: a library
+	// that keeps what it made of the parameters (oneDNN's reordered
+	// weights) makes it again for another number.
+	binding uint64
+	mu      sync.Mutex
 	// Timing makes Run time every launch (StepTimes), with events on
 	// the devices' streams.
 	Timing bool

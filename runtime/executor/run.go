@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 
 	"tofuc/lang"
 	"tofuc/runtime/native"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/tensor"
 )
+
+// bindings numbers the parameter bindings of every program in the
+// process (Program.binding).
+var bindings atomic.Uint64
 
 // Run binds the parameters (running the init steps when they changed
 // since the last run: other tensors, compared by identity), writes the
@@ -40,6 +45,7 @@ func (pr *Program) Run(inputs, params map[string]*tensor.Tensor) (map[string]*te
 func (pr *Program) prepareRun(inputs, params map[string]*tensor.Tensor) error {
 	if pr.bound == nil || !maps.Equal(params, pr.bound) {
 		pr.bound = nil // until the init steps have run
+		pr.binding = bindings.Add(1)
 		if err := pr.write(pr.Plan.Params, params, "parameter"); err != nil {
 			return err
 		}

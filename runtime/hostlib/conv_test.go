@@ -67,7 +67,7 @@ func checkConv(t *testing.T, lib *Library, r *rand.Rand, c *plan.ConvCall, trial
 	}
 	guard := append([]float32(nil), bufs[2]...)
 	conv := func() error {
-		return lib.Conv(c, unsafe.Pointer(&bufs[0][0]), unsafe.Pointer(&bufs[1][0]), unsafe.Pointer(&bufs[2][0]))
+		return lib.Conv(c, unsafe.Pointer(&bufs[0][0]), unsafe.Pointer(&bufs[1][0]), unsafe.Pointer(&bufs[2][0]), 0)
 	}
 	if err1, err2 := onTwoThreads(conv, conv); err1 != nil || err2 != nil {
 		t.Fatalf("trial %d (%+v): %v, %v", trial, c, err1, err2)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -12,6 +13,13 @@ import (
 	"tofuc/runtime/plan"
 	"tofuc/runtime/tensor"
 )
+
+// CallsRevision numbers the way this package calls the libraries (the
+// layouts it asks for, what it reorders when): a profile database keys
+// its times with it, so that times measured the old way are not reused.
+// Revision 2: every convolution in oneDNN's layouts, the weights
+// reordered once per binding.
+const CallsRevision = 2
 
 // Library is a loaded vendor library.
 type Library struct {
@@ -47,14 +55,21 @@ func Names() []string {
 
 // quietThreads is, per library, the environment variable (and value)
 // that makes its threads sleep soon after a call instead of spinning,
-// unless the user set it: spinning, they take the cores from the
-// generated kernels that run between the library's calls. OpenBLAS's
-// threads spin 2^28 cycles by default, 2^16 (about 25 µs) here: on
-// ResNet-50 with its 1×1 convolutions on OpenBLAS the whole plan took
-// 150.8 ms against 74.2 ms (docs/placement.md).
-var quietThreads = map[string][2]string{
-	"openblas": {"OPENBLAS_THREAD_TIMEOUT", "16"},
-	"onednn":   {"OMP_WAIT_POLICY", "PASSIVE"},
+// unless the user set it or one of its others: spinning, they take the
+// cores from the generated kernels that run between the library's
+// calls. OpenBLAS's threads spin 2^28 cycles by default, 2^16 (about
+// 25 µs) here: on ResNet-50 with its 1×1 convolutions on OpenBLAS the
+// whole plan took 150.8 ms against 74.2 ms. oneDNN's OpenMP threads
+// spin 10,000 rounds (libgomp counts about 100,000 a millisecond): not
+// spinning at all, they slept and woke between a convolution's reorders
+// and its kernel, and a 3 × 3 convolution took 1.05 ms against 0.80
+// (docs/placement.md).
+var quietThreads = map[string]struct {
+	name, value string
+	others      []string // the user's setting of one of these is kept too
+}{
+	"openblas": {"OPENBLAS_THREAD_TIMEOUT", "16", nil},
+	"onednn":   {"GOMP_SPINCOUNT", "10000", []string{"OMP_WAIT_POLICY"}},
 }
 
 var (
@@ -123,8 +138,8 @@ func load(name string) (*Library, error) {
 		if s.name != name {
 			continue
 		}
-		if v, ok := quietThreads[s.name]; ok && os.Getenv(v[0]) == "" {
-			os.Setenv(v[0], v[1])
+		if q, ok := quietThreads[s.name]; ok && !slices.ContainsFunc(append(q.others, q.name), isSet) {
+			os.Setenv(q.name, q.value)
 		}
 		runtime.LockOSThread() // dlerror's message is the thread's
 		h, err := purego.Dlopen(s.file, purego.RTLD_NOW|purego.RTLD_LOCAL)
@@ -139,6 +154,11 @@ func load(name string) (*Library, error) {
 		return l, nil
 	}
 	return nil, fmt.Errorf("no backend %q (known: %v)", name, Names())
+}
+
+func isSet(name string) bool {
+	_, ok := os.LookupEnv(name)
+	return ok
 }
 
 // register binds fn to the library's function called sym.

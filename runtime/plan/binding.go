@@ -129,6 +129,26 @@ func volume(box []Dim) int64 {
 	return n
 }
 
+// HoldsParameter reports whether buffer id of a validated plan holds a
+// parameter's tile, or shares its view root with one: only the runtime
+// writes those, when it binds parameters.
+func (p *Plan) HoldsParameter(id int) bool {
+	root := func(id int) int {
+		for p.Buffers[id].ViewOf >= 0 { // a validated plan's views end
+			id = p.Buffers[id].ViewOf
+		}
+		return id
+	}
+	for _, b := range p.Params {
+		for _, t := range b.Tiles {
+			if root(t.Buffer) == root(id) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // heldRoots marks the buffers holding, or whose views hold, a tile of an
 // input or a parameter: the runtime writes them before the steps, which
 // only read them.
