@@ -109,6 +109,10 @@ gpu-bundle: deps build
 			./$(BIN) compile tools/gpu/bench/$$m.tdl -o $(GPU_DIR)/bench/$$m-$$p --precision $$p --emit ptx,plan || exit 1; \
 		done; \
 	done
+	# The same products on cuBLAS where it loads (docs/placement.md).
+	for m in matmul mlp bert; do for p in f32 tf32; do \
+		./$(BIN) compile tools/gpu/bench/$$m.tdl -o $(GPU_DIR)/bench/$$m-$$p-cublas --precision $$p --backends cublas --emit ptx,plan || exit 1; \
+	done; done
 	./$(BIN) import $(R50) -o $(GPU_DIR)/tmp/r50-b1.tdl
 	sed 's/f32\[1, 3, 224, 224\]/f32[32, 3, 224, 224]/; s/reshape<shape = \[1, 2048\]>/reshape<shape = [32, 2048]>/' \
 		$(GPU_DIR)/tmp/r50-b1.tdl > $(GPU_DIR)/tmp/r50-b32.tdl

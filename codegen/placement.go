@@ -6,6 +6,7 @@ import (
 
 	"tofuc/codegen/kernel"
 	"tofuc/lang"
+	"tofuc/lang/precision"
 	"tofuc/runtime/hostlib"
 	"tofuc/runtime/plan"
 )
@@ -76,7 +77,7 @@ func (b *builder) offerLibraries(device int, k *kernel.Kernel) (int, error) {
 func (b *builder) libraryCall(k *kernel.Kernel) (libraryCall, bool) {
 	if s, ok := k.StridedGEMM(); ok {
 		if gemm, ok := gemmCall(s); ok {
-			return libraryCall{backends: b.backends, flops: gemm.FLOPs(), step: func(backend string, key any) (plan.Step, error) {
+			return libraryCall{backends: b.gemmBackends(), flops: gemm.FLOPs(), step: func(backend string, key any) (plan.Step, error) {
 				c := *gemm
 				c.Backend = backend
 				return plan.Step{GEMM: &c}, b.bindOperands(k, []*int{&c.A.Buffer, &c.B.Buffer, &c.C.Buffer}, k.Args[s.A.Arg].Key, k.Args[s.B.Arg].Key, key)
@@ -97,6 +98,17 @@ func (b *builder) libraryCall(k *kernel.Kernel) (libraryCall, bool) {
 		}}, true
 	}
 	return libraryCall{}, false
+}
+
+// gemmBackends are the backends offered a GEMM: every one, but cuBLAS
+// only in the f32 and tf32 modes, which its math modes compute (f32, or
+// TF32 tensor cores); the modes that round operands to 16 bits get the
+// generated tensor-core kernels.
+func (b *builder) gemmBackends() []string {
+	if b.p.Precision == precision.F32 || b.p.Precision == precision.TF32 {
+		return b.backends
+	}
+	return slices.DeleteFunc(slices.Clone(b.backends), func(name string) bool { return name == plan.CUBLAS })
 }
 
 // gemmCall is the call of strided product s, its library and buffers

@@ -197,9 +197,7 @@ func compile(m *Model, dir, final string, opts Options) (*Result, error) {
 		return nil, err
 	}
 	copts := codegen.Options{Emit: emit, Jobs: opts.Jobs, Precision: opts.Precision, FailedDir: final, Progress: func(done, total int) { p.Count("compiling kernel modules", done, total) }}
-	if emit == nil || slices.Contains(emit, cpu.Module) {
-		copts.Backends = opts.Backends // placed by timing the host's kernels
-	}
+	copts.Backends = offeredBackends(opts.Backends, emit)
 	var c *codegen.Compiled
 	if opts.Devices <= 1 {
 		p.Show("lowering %d operators", len(g.Nodes))
@@ -219,14 +217,14 @@ func compile(m *Model, dir, final string, opts Options) (*Result, error) {
 		return nil, err
 	}
 	var placed []plan.PlaceGroup
-	if len(c.Plan.Placement) > 0 {
+	if hostGroups(c.Plan) {
 		sec, err := place(c.Plan, dir, params, opts)
 		if err != nil {
 			return nil, err
 		}
 		rep.SetSection(sec)
 		placed = c.Plan.Placement
-		if opts.Devices <= 1 && !opts.AllVariants && !choseLibrary(c.Plan) {
+		if opts.Devices <= 1 && !opts.AllVariants && !choseLibrary(c.Plan) && !gpuGroups(c.Plan) {
 			// Every part generated: the plan without placement groups.
 			// Its generated variants were laid out beside the
 			// libraries' (other kernels, a larger arena): MobileNetV2
@@ -468,6 +466,40 @@ func initialParams(g *ir.Graph, weights map[string]*tensor.Tensor, seed uint64) 
 }
 
 // choseLibrary reports whether placement put any part of p on a library.
+// offeredBackends are the backends of list that the plan's
+// contractions are offered to: the host's libraries where the host
+// module is emitted (placed by timing the host's kernels), the GPU's
+// where the PTX is (chosen where the plan runs: runtime/cuda).
+func offeredBackends(list, emit []string) []string {
+	var out []string
+	for _, b := range list {
+		module := cpu.Module
+		if slices.Contains(plan.GPUBackends, b) {
+			module = "ptx"
+		}
+		if emit == nil || slices.Contains(emit, module) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// hostGroups reports whether a placement group of p has a host
+// library's candidate, which placement times here.
+func hostGroups(p *plan.Plan) bool {
+	return slices.ContainsFunc(p.Placement, func(pg plan.PlaceGroup) bool {
+		return slices.ContainsFunc(pg.Candidates, func(c string) bool { return c != plan.Generated && !slices.Contains(plan.GPUBackends, c) })
+	})
+}
+
+// gpuGroups reports whether a placement group of p has a GPU library's
+// candidate: the plan keeps its groups for the GPU.
+func gpuGroups(p *plan.Plan) bool {
+	return slices.ContainsFunc(p.Placement, func(pg plan.PlaceGroup) bool {
+		return slices.ContainsFunc(pg.Candidates, func(c string) bool { return slices.Contains(plan.GPUBackends, c) })
+	})
+}
+
 func choseLibrary(p *plan.Plan) bool {
 	for _, pg := range p.Placement {
 		if pg.Chosen != plan.Generated {

@@ -36,6 +36,8 @@ func ResolveBackends(list []string) ([]string, error) {
 		case "all":
 			out = append(out, hostlib.Available()...)
 		case "none", plan.Generated:
+		case plan.CUBLAS: // loaded where the plan runs, on a GPU
+			out = append(out, name)
 		default:
 			if _, err := hostlib.Open(name); err != nil {
 				return nil, err
@@ -296,7 +298,7 @@ func candidates(p *plan.Plan) []string {
 	out := []string{plan.Generated}
 	for _, pg := range p.Placement {
 		for _, c := range pg.Candidates {
-			if !slices.Contains(out, c) {
+			if !slices.Contains(out, c) && !slices.Contains(plan.GPUBackends, c) {
 				out = append(out, c)
 			}
 		}

@@ -145,6 +145,9 @@ func runPlan(dir string, f flags, stdout io.Writer) error {
 	}
 	defer prog.Close()
 	fmt.Fprintf(stdout, "%s: %d logical devices on %s\n", p.Model, p.Devices, gpuNames(devs))
+	for _, n := range prog.Notes { // a library the plan's steps need, missing here
+		fmt.Fprintf(stdout, "note: %s\n", n)
+	}
 	outputs, err := prog.Run(inputs, params)
 	if err != nil {
 		return err

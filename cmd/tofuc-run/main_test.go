@@ -6,12 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"tofuc/codegen/toolchain"
 	"tofuc/internal/fakecuda"
 	"tofuc/internal/modelcase"
+	"tofuc/lang/precision"
 	"tofuc/runtime/cuda"
 	"tofuc/runtime/executor"
 	"tofuc/runtime/npy"
@@ -87,12 +89,17 @@ type compiled struct {
 }
 
 func compileMLP(t *testing.T) *compiled {
+	return compileCase(t, modelcase.Case{File: "mlp", Devices: 1})
+}
+
+// compileCase compiles case e's PTX and SIMT modules.
+func compileCase(t *testing.T, e modelcase.Case) *compiled {
 	t.Helper()
 	if _, err := toolchain.Find(); err != nil {
 		t.Skip(err)
 	}
 	c := &compiled{dir: t.TempDir()}
-	comp, err := modelcase.Case{File: "mlp", Devices: 1}.Compile(c.dir, []string{"ptx", "simt"})
+	comp, err := e.Compile(c.dir, []string{"ptx", "simt"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +142,65 @@ func TestInputErrors(t *testing.T) {
 	}
 }
 
+// onFakeDriver makes runCmd open the fake driver at lib, running c's
+// kernels under the SIMT emulator.
+func onFakeDriver(t *testing.T, c *compiled, lib string) {
+	t.Setenv("FAKECUDA_SIMT", filepath.Join(c.dir, c.plan.Modules["simt"].Files[0].Path))
+	open := openDevices
+	t.Cleanup(func() { openDevices = open })
+	openDevices = func(p *plan.Plan, dir string) ([]executor.Device, string, error) {
+		d, err := cuda.LoadFrom(lib)
+		if err != nil {
+			return nil, "", err
+		}
+		devs, err := d.Open(p, dir)
+		return devs, d.Describe(), err
+	}
+}
+
+// TestMissingCUBLAS runs the MLP compiled with cuBLAS offered where
+// there is no cuBLAS: one note says so, and the generated kernels give
+// the simt runtime's outputs.
+func TestMissingCUBLAS(t *testing.T) {
+	c := compileCase(t, modelcase.Case{File: "mlp", Devices: 1, Precision: precision.F32, Backends: []string{plan.CUBLAS}})
+	if len(c.plan.Placement) == 0 {
+		t.Fatal("no placement group offered to cuBLAS")
+	}
+	lib, err := fakecuda.Build(t.TempDir())
+	if err != nil {
+		t.Skip(err)
+	}
+	onFakeDriver(t, c, lib)
+	t.Setenv("TOFUC_LIBCUBLAS", "/nonexistent/libcublas.so.12")
+	out := t.TempDir()
+	status, stdout, stderr := runCmd(c.dir, "--in", "x="+c.input, "--params", c.params, "--out", out)
+	if status != exitOK {
+		t.Fatalf("status %d: %s", status, stderr)
+	}
+	notes := regexp.MustCompile(`(?m)^note: backend cublas: no cuBLAS .*/nonexistent/libcublas.so.12.*generated kernels instead$`).FindAllString(stdout, -1)
+	if len(notes) != 1 {
+		t.Errorf("want one note on cuBLAS, stdout:\n%s", stdout)
+	}
+	ref, err := executor.Open(c.plan, c.dir, simt.Kind.Name, executor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	want, err := ref.Run(map[string]*tensor.Tensor{"x": c.x}, c.weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range want {
+		got, err := npy.ReadFile(filepath.Join(out, name+".npy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tensor.Compare(got, w, tensor.Exact); err != nil {
+			t.Errorf("output %s: %v", name, err)
+		}
+	}
+}
+
 // TestRunAndBench runs the MLP through the CUDA binding on the fake
 // driver (kernels under the SIMT emulator): the outputs equal the simt
 // runtime's, and --bench times every launch and writes its JSON.
@@ -144,17 +210,7 @@ func TestRunAndBench(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	t.Setenv("FAKECUDA_SIMT", filepath.Join(c.dir, c.plan.Modules["simt"].Files[0].Path))
-	open := openDevices
-	defer func() { openDevices = open }()
-	openDevices = func(p *plan.Plan, dir string) ([]executor.Device, string, error) {
-		d, err := cuda.LoadFrom(lib)
-		if err != nil {
-			return nil, "", err
-		}
-		devs, err := d.Open(p, dir)
-		return devs, d.Describe(), err
-	}
+	onFakeDriver(t, c, lib)
 	out := t.TempDir()
 	jsonPath := filepath.Join(t.TempDir(), "timings.json")
 	status, stdout, stderr := runCmd(c.dir, "--in", "x="+c.input, "--params", c.params, "--out", out, "--bench", "--runs", "2", "--json", jsonPath, "--copy-bytes", "4096")

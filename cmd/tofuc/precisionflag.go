@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"tofuc/runtime/hostlib"
+	"tofuc/runtime/plan"
 
 	"github.com/spf13/pflag"
 
@@ -35,5 +36,5 @@ func registerPrecision(fs *pflag.FlagSet, p *precision.Mode, what string) {
 // registerBackends adds --backends to fs: the vendor libraries placement
 // may choose beside the generated kernels (docs/placement.md).
 func registerBackends(fs *pflag.FlagSet, list *[]string, what string) {
-	fs.StringSliceVar(list, "backends", []string{"all"}, what+"the host libraries offered the contractions beside tofuc's kernels, placed by measured time in the f32 modes: all (those found), none, or a list of "+strings.Join(hostlib.Names(), ", ")+" (docs/placement.md)")
+	fs.StringSliceVar(list, "backends", []string{"all"}, what+"the libraries offered the contractions beside tofuc's kernels: all (the host's found here), none, or a list of "+strings.Join(hostlib.Names(), ", ")+" (the host's, placed by measured time in the modes but exact) and "+strings.Join(plan.GPUBackends, ", ")+" (a GPU's, in f32 and tf32, loaded where the plan runs) (docs/placement.md)")
 }

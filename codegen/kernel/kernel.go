@@ -340,7 +340,7 @@ func (k *Kernel) sharesB(key any) bool {
 
 // HostOnly reports whether only the host runs k: a packing kernel or a
 // chained launch. It does nothing on a GPU.
-func (k *Kernel) HostOnly() bool { return k.PackOnly || k.Before != nil || k.SumIn != nil }
+func (k *Kernel) HostOnly() bool { return k.PackOnly || k.Before != nil }
 
 // ChainRowCount is the number of rows of a chained launch: index tuples
 // of k's first ChainRows variables.

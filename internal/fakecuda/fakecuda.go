@@ -1,7 +1,8 @@
-// Package fakecuda builds a fake CUDA driver library for tests on
-// machines without a GPU (see csrc/fakecuda.c): runtime/cuda loads it as it
-// would load libcuda.so.1, and it runs kernels under tofuc's SIMT
-// emulator, from the plan's SIMT module named by $FAKECUDA_SIMT.
+// Package fakecuda builds fake CUDA libraries for tests on machines
+// without a GPU: the driver (csrc/fakecuda.c), which runtime/cuda loads
+// as it would load libcuda.so.1 and which runs kernels under tofuc's
+// SIMT emulator, from the plan's SIMT module named by $FAKECUDA_SIMT;
+// and cuBLAS (csrc/fakecublas.c), on the fake driver's memory.
 package fakecuda
 
 import (
@@ -12,27 +13,42 @@ import (
 	"path/filepath"
 )
 
-//go:embed csrc/fakecuda.c
-var source []byte
+var (
+	//go:embed csrc/fakecuda.c
+	driverSource []byte
+	//go:embed csrc/fakecublas.c
+	cublasSource []byte
+)
 
 // Build compiles the fake driver into dir with the C compiler ($CC, else
 // cc) and returns the library's path.
 func Build(dir string) (string, error) {
+	return build(dir, "fakecuda.c", driverSource, "libcuda.so.1")
+}
+
+// BuildCUBLAS compiles the fake cuBLAS into dir and returns the
+// library's path ($TOFUC_LIBCUBLAS for runtime/cuda). It runs in a
+// process that has loaded the fake driver.
+func BuildCUBLAS(dir string) (string, error) {
+	return build(dir, "fakecublas.c", cublasSource, "libcublas.so.12")
+}
+
+func build(dir, name string, source []byte, lib string) (string, error) {
 	cc := os.Getenv("CC")
 	if cc == "" {
 		cc = "cc"
 	}
 	if _, err := exec.LookPath(cc); err != nil {
-		return "", fmt.Errorf("no C compiler to build the fake CUDA driver: %w", err)
+		return "", fmt.Errorf("no C compiler to build the fake %s: %w", lib, err)
 	}
-	src := filepath.Join(dir, "fakecuda.c")
+	src := filepath.Join(dir, name)
 	if err := os.WriteFile(src, source, 0o644); err != nil {
 		return "", err
 	}
-	lib := filepath.Join(dir, "libcuda.so.1")
-	out, err := exec.Command(cc, "-std=c11", "-O1", "-Wall", "-Werror", "-shared", "-fPIC", "-o", lib, src, "-ldl").CombinedOutput()
+	out := filepath.Join(dir, lib)
+	msg, err := exec.Command(cc, "-std=c11", "-O1", "-Wall", "-Werror", "-shared", "-fPIC", "-o", out, src, "-ldl").CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("building the fake CUDA driver: %w\n%s", err, out)
+		return "", fmt.Errorf("building the fake %s: %w\n%s", lib, err, msg)
 	}
-	return lib, nil
+	return out, nil
 }

@@ -24,7 +24,9 @@ type context struct {
 	modules  []uintptr
 	funcs    []uintptr // per plan kernel
 	maxPitch int64
-	users    int // the open logical devices on it
+	users    int        // the open logical devices on it
+	blas     uintptr    // its cuBLAS handle, made on first use (handle)
+	blasAPI  *cublasAPI // the cuBLAS that made it
 }
 
 // device is a logical device of a plan: a stream on a GPU's context.
@@ -153,6 +155,7 @@ func (c *context) release() error {
 	d := c.drv
 	var errs []error
 	errs = append(errs, c.do(func() error {
+		errs = append(errs, c.destroyHandle())
 		for _, m := range c.modules {
 			errs = append(errs, d.check("cuModuleUnload", d.cuModuleUnload(m)))
 		}

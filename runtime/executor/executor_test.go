@@ -402,6 +402,74 @@ model convs(x: f32[2, 8, 14, 14]) {
 	}
 }
 
+// TestCUBLASSteps compiles an MLP and a transformer in f32 and tf32
+// with cuBLAS offered and runs them on the fake driver's GPUs with the
+// fake cuBLAS: every product's group runs its cuBLAS step (timed as a
+// library call), the epilogues run on the GPU, and the outputs match
+// the cpu runtime's plan, which runs the generated variants, under the
+// mode's policy.
+func TestCUBLASSteps(t *testing.T) {
+	drv, err := fakeDriver()
+	if err != nil {
+		t.Skip(err)
+	}
+	lib, err := fakecuda.BuildCUBLAS(t.TempDir())
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Setenv("TOFUC_LIBCUBLAS", lib)
+	for _, e := range []modelcase.Case{
+		{File: "mlp", Devices: 1, Classes: 10, Precision: precision.F32, Set: map[string]any{"batch": 16, "hidden": 64}},
+		{File: "transformer", Devices: 1, Classes: 50, Precision: precision.TF32, Set: map[string]any{"hidden": 32, "seq": 8, "batch": 2, "vocab": 50}},
+	} {
+		e.Backends = []string{plan.CUBLAS}
+		m := compile(t, e)
+		groups := len(m.Plan.Placement)
+		if groups == 0 {
+			t.Fatalf("%s: no placement group offered to cuBLAS", e)
+		}
+		want, err := hostRun(t, m, cpu.Kind.Name, m.Params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("FAKECUDA_SIMT", filepath.Join(m.Dir, m.Plan.Modules[simt.Module].Files[0].Path))
+		devs, err := drv.Open(m.Plan, m.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := executor.Load(m.Plan, devs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pr.Close()
+		if len(pr.Notes) > 0 {
+			t.Errorf("%s: %v", e, pr.Notes)
+		}
+		got, err := pr.Run(m.Inputs, m.Params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, w := range want {
+			if err := rounding.CompareModel(e.Precision, m.Depth, got[name], w); err != nil {
+				t.Errorf("%s: output %s: %v", e, name, err)
+			}
+		}
+		timing, err := pr.Bench(m.Inputs, m.Params, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		for _, k := range timing.Kernels {
+			if k.Kernel == plan.CUBLAS+" sgemm" {
+				calls++
+			}
+		}
+		if calls != groups {
+			t.Errorf("%s: %d cuBLAS calls timed, want one for each of the %d groups", e, calls, groups)
+		}
+	}
+}
+
 // TestIndexOutOfRange feeds a token id beyond the vocabulary: the error
 // is the same on every device, word for word, and the host kernels' too.
 // (One id only: with several, which failing thread reports first is up

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 
@@ -17,38 +18,74 @@ type LibraryDevice interface {
 	RunsLibraries() bool
 }
 
+// StreamLibraryDevice is a device with vendor libraries of its own (a
+// GPU's cuBLAS) that run a plan's library steps on its stream.
+type StreamLibraryDevice interface {
+	Device
+	// LoadLibrary loads backend's library for the device, or says why
+	// it cannot (another device's library, or missing here).
+	LoadLibrary(backend string) error
+	// Library enqueues library step s, its operands' buffers at ptrs
+	// (a GEMM's A, B and C).
+	Library(s *plan.Step, ptrs []Ptr) error
+}
+
+// ErrOtherDevice is StreamLibraryDevice.LoadLibrary's error for a
+// backend of another kind of device (a host library on a GPU): no
+// library is missing.
+var ErrOtherDevice = errors.New("a library of another kind of device")
+
 // chooseVariants sets the variant of every placement group that the
-// program runs: the plan's choice where every device runs libraries and
-// that library loads, the generated kernels elsewhere (with a note
-// saying why, where the plan chose a library).
+// program runs. On hosts that run libraries: the plan's choice, where
+// that library loads. On devices with libraries of their own (GPUs):
+// the group's first candidate that they load, none of which the compile
+// could time (docs/placement.md). Elsewhere, and where the library is
+// missing, the generated kernels, with a note saying why.
 func (pr *Program) chooseVariants() {
-	hosts := true
-	for _, d := range pr.devs {
-		ld, ok := d.(LibraryDevice)
-		hosts = hosts && ok && ld.RunsLibraries()
-	}
 	missing := map[string]error{}
-	pr.inForce = pr.Plan.InForce(func(backend string) bool {
-		if !hosts {
-			return false
-		}
-		if _, err := hostlib.Open(backend); err != nil {
-			missing[backend] = err
-			return false
+	can := func(backend string) bool {
+		for _, d := range pr.devs {
+			if err := runsLibrary(d, backend); err != nil {
+				if !errors.Is(err, ErrOtherDevice) {
+					missing[backend] = err
+				}
+				return false
+			}
 		}
 		return true
-	})
+	}
+	if _, ok := pr.devs[0].(StreamLibraryDevice); ok {
+		pr.inForce = pr.Plan.FirstCandidates(can)
+	} else {
+		pr.inForce = pr.Plan.InForce(can)
+	}
 	for backend, err := range missing {
 		pr.Notes = append(pr.Notes, fmt.Sprintf("%v: the plan's steps placed on %s run tofuc's generated kernels instead", err, backend))
 	}
+}
+
+// runsLibrary says why device d cannot run backend's library steps, if
+// it cannot.
+func runsLibrary(d Device, backend string) error {
+	switch ld := d.(type) {
+	case StreamLibraryDevice:
+		return ld.LoadLibrary(backend)
+	case LibraryDevice:
+		if !ld.RunsLibraries() {
+			return fmt.Errorf("%s runs no library", d.Name())
+		}
+		_, err := hostlib.Open(backend)
+		return err
+	}
+	return fmt.Errorf("%s runs no library", d.Name())
 }
 
 // library returns the call of library step s on device dev, run on the
 // host in the device's order.
 func (pr *Program) library(d Device, s *plan.Step, where string) (func() error, error) {
 	dev, ok := d.(HostDevice)
-	if !ok { // a validated plan runs its library steps on a host only
-		return nil, fmt.Errorf("the library step runs on a host, not on %s", d.Name())
+	if !ok {
+		return nil, fmt.Errorf("the library step runs on a host or a GPU, not on %s", d.Name())
 	}
 	lib, err := hostlib.Open(s.LibraryCall().Library())
 	if err != nil {
@@ -94,6 +131,27 @@ func (pr *Program) library(d Device, s *plan.Step, where string) (func() error, 
 		lib.GEMM(s.GEMM, ptrs[0], ptrs[1], ptrs[2])
 		return nil
 	}, nil
+}
+
+// streamLibrary returns the call that enqueues library step s on
+// device d's stream.
+func (pr *Program) streamLibrary(d StreamLibraryDevice, s *plan.Step, where string) func() error {
+	var buffers []int
+	if c := s.GEMM; c != nil {
+		buffers = []int{c.A.Buffer, c.B.Buffer, c.C.Buffer}
+	} else {
+		buffers = []int{s.Conv.X.Buffer, s.Conv.W.Buffer, s.Conv.Y.Buffer}
+	}
+	ptrs := make([]Ptr, len(buffers))
+	for i, id := range buffers {
+		ptrs[i] = pr.addr(id)
+	}
+	return func() error {
+		if err := d.Library(s, ptrs); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		return nil
+	}
 }
 
 // libraryTiming describes the timing s of library step ref, which runs

@@ -60,8 +60,11 @@ type op struct {
 	copies []transfer
 	launch *launch
 	host   func() error
-	// lib is a library step's call (run by host), which is timed as
-	// launches are.
+	// stream enqueues a library step's call on the device's stream (a
+	// GPU's library).
+	stream func() error
+	// lib is a library step's call (run by host or stream), which is
+	// timed as launches are.
 	lib plan.LibraryCall
 }
 
@@ -235,6 +238,9 @@ func (pr *Program) op(d, i int, s *plan.Step) (op, error) {
 	case plan.Opaque:
 		return op{host: pr.opaque(pr.devs[d].(HostDevice), s, s.Where(d, i))}, nil
 	case plan.Library:
+		if sd, ok := pr.devs[d].(StreamLibraryDevice); ok {
+			return op{stream: pr.streamLibrary(sd, s, s.Where(d, i)), lib: s.LibraryCall()}, nil
+		}
 		call, err := pr.library(pr.devs[d], s, s.Where(d, i))
 		return op{host: call, lib: s.LibraryCall()}, err
 	}

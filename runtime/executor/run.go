@@ -201,6 +201,11 @@ func (pr *Program) enqueue(l *list, ref plan.StepRef, t *timer) error {
 			return err
 		}
 	}
+	if o.stream != nil {
+		if err := pr.timed(dev, ref, t, o.stream); err != nil {
+			return err
+		}
+	}
 	if e, ok := l.events[ref]; ok {
 		return dev.Record(e)
 	}

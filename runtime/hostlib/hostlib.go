@@ -11,7 +11,6 @@ import (
 	"github.com/ebitengine/purego"
 
 	"tofuc/runtime/plan"
-	"tofuc/runtime/tensor"
 )
 
 // CallsRevision numbers the way this package calls the libraries (the
@@ -184,11 +183,7 @@ func (l *Library) GEMM(c *plan.GEMMCall, a, b, out unsafe.Pointer) {
 	ta, lda, _ := A.Layout()
 	tb, ldb, _ := B.Layout()
 	_, ldc, _ := C.Layout()
-	batch := make([]int, len(c.Batch))
-	for d, n := range c.Batch {
-		batch[d] = int(n)
-	}
-	tensor.ForEachIndex(batch, func(_ int, idx []int) {
+	c.ForEachEntry(func(idx []int) {
 		pa := at(a, A.Matrix, idx)
 		pb := at(b, B.Matrix, idx)
 		pc := at(out, C.Matrix, idx)
@@ -198,9 +193,5 @@ func (l *Library) GEMM(c *plan.GEMMCall, a, b, out unsafe.Pointer) {
 
 // at is the address of matrix m's batch entry idx in the buffer at base.
 func at(base unsafe.Pointer, m *plan.Matrix, idx []int) unsafe.Pointer {
-	off := m.Offset
-	for d, i := range idx {
-		off += int64(i) * m.Batch[d]
-	}
-	return unsafe.Add(base, off*4)
+	return unsafe.Add(base, m.EntryOffset(idx)*4)
 }

@@ -13,6 +13,14 @@ import (
 // every plan (a GPU runs it, and a host whose library is missing).
 const Generated = "generated"
 
+// CUBLAS is the backend of library steps that cuBLAS runs on a GPU.
+// GPUBackends are the backends of a GPU's libraries, which the GPU
+// runtime loads where the plan runs (runtime/cuda); the others are the
+// host's (runtime/hostlib).
+const CUBLAS = "cublas"
+
+var GPUBackends = []string{CUBLAS}
+
 // PlaceGroup is a part of the plan that can run on several backends
 // (docs/placement.md): tofuc's generated kernel, or a vendor library's
 // call followed by a generated epilogue. Its steps carry Place.
@@ -64,6 +72,35 @@ type Matrix struct {
 	Row    int64   `json:"row"`
 	Col    int64   `json:"col"`
 	Batch  []int64 `json:"batch"`
+}
+
+// EntryOffset is the offset, in elements, of the matrix's batch entry
+// idx in its buffer.
+func (m *Matrix) EntryOffset(idx []int) int64 {
+	off := m.Offset
+	for d, i := range idx {
+		off += int64(i) * m.Batch[d]
+	}
+	return off
+}
+
+// ForEachEntry calls f with the index of every batch entry of the
+// call, in row-major order (once, with no index, without a batch).
+func (c *GEMMCall) ForEachEntry(f func(idx []int)) {
+	idx := make([]int, len(c.Batch))
+	for {
+		f(idx)
+		d := len(idx) - 1
+		for ; d >= 0; d-- {
+			if idx[d]++; int64(idx[d]) < c.Batch[d] {
+				break
+			}
+			idx[d] = 0
+		}
+		if d < 0 {
+			return
+		}
+	}
 }
 
 // maxBLASDim bounds every extent, stride and offset of a GEMMCall: BLAS
@@ -297,6 +334,23 @@ func (p *Plan) InForce(can func(variant string) bool) []string {
 		out[g] = Generated
 		if pg.Chosen != Generated && can(pg.Chosen) {
 			out[g] = pg.Chosen
+		}
+	}
+	return out
+}
+
+// FirstCandidates is, for every group, its first candidate other than
+// Generated that can run (can), else Generated: the variants of a
+// device whose libraries the compile could not time (a GPU's).
+func (p *Plan) FirstCandidates(can func(variant string) bool) []string {
+	out := make([]string, len(p.Placement))
+	for g, pg := range p.Placement {
+		out[g] = Generated
+		for _, c := range pg.Candidates {
+			if c != Generated && can(c) {
+				out[g] = c
+				break
+			}
 		}
 	}
 	return out

@@ -24,6 +24,10 @@ COMPARE=${COMPARE:-1}
 BENCH=${BENCH:-$(ls bench)}
 PTXAS=${PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
 mkdir -p "$OUT/in"
+# cuBLAS for the plans compiled with --backends cublas: the toolkit's, or
+# PyTorch's wheel's (docs/placement.md, "GPU libraries").
+wheel=$(python3 -c 'import nvidia.cublas as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${wheel:-/nonexistent}:${LD_LIBRARY_PATH:-}"
 summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
 
 { nvidia-smi; ./tofuc-run --help | head -1; } >"$OUT/machine.txt" 2>&1
@@ -49,7 +53,7 @@ for b in $BENCH; do
 	flags=$(python3 make_inputs.py "bench/$b" "$OUT/in/$b") || { summary "$b: no inputs"; continue; }
 	# shellcheck disable=SC2086 # flags are words
 	timeout "$STEP_TIMEOUT" ./tofuc-run "bench/$b" $flags --out "$OUT/$b" --bench --runs "$RUNS" >"$OUT/$b.txt" 2>&1
-	summary "tofuc $b: exit $?, $(grep -m1 ' on .* devices: median' "$OUT/$b.txt")"
+	summary "tofuc $b: exit $?, $(grep -m1 ' on .* devices: median' "$OUT/$b.txt") $(grep -m1 '^note:' "$OUT/$b.txt")"
 done
 [ -f "$OUT/chain.txt" ] && summary "device-to-device copy (tofuc-run, chain): $(grep -m1 'device-to-device copy' "$OUT/chain.txt")"
 [ "$COMPARE" = 1 ] || exit 0

@@ -64,6 +64,14 @@ static int inside(uint64_t p, uint64_t n, struct ctx *c) {
 	return a != NULL && a->ctx == c && p + n <= a->base + a->size;
 }
 
+// For the fake cuBLAS (fakecublas.c), which finds them in the global
+// namespace: the current context, whether [p, p+n) lies in its memory,
+// and a stream's context.
+void *fakecuda_current(void) { return current; }
+int fakecuda_inside(uint64_t p, uint64_t n) { return current != NULL && inside(p, n, current); }
+struct stream;
+void *fakecuda_stream_context(struct stream *s);
+
 CUresult cuInit(unsigned flags) { return flags == 0 ? OK : INVALID_VALUE; }
 CUresult cuDriverGetVersion(int *v) { *v = 13000; return OK; }
 
@@ -279,6 +287,7 @@ CUresult cuStreamCreate(struct stream **s, unsigned flags) {
 	(*s)->ctx = current;
 	return OK;
 }
+void *fakecuda_stream_context(struct stream *s) { return s == NULL ? NULL : s->ctx; }
 #define NEED_STREAM(s) do { NEED_CONTEXT(); if ((s) == NULL || (s)->ctx != current) return INVALID_HANDLE; } while (0)
 CUresult cuStreamDestroy_v2(struct stream *s) { NEED_STREAM(s); free(s); return OK; }
 CUresult cuStreamSynchronize(struct stream *s) { NEED_STREAM(s); return OK; }
