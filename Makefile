@@ -109,7 +109,8 @@ gpu-bundle: deps build
 			./$(BIN) compile tools/gpu/bench/$$m.tdl -o $(GPU_DIR)/bench/$$m-$$p --precision $$p --emit ptx,plan || exit 1; \
 		done; \
 	done
-	# The same products on cuBLAS where it loads (docs/placement.md).
+	# The same products on cuBLAS where it loads, ResNet-50's convolutions
+	# on cuDNN below (docs/placement.md, "GPU libraries").
 	for m in matmul mlp bert; do for p in f32 tf32; do \
 		./$(BIN) compile tools/gpu/bench/$$m.tdl -o $(GPU_DIR)/bench/$$m-$$p-cublas --precision $$p --backends cublas --emit ptx,plan || exit 1; \
 	done; done
@@ -119,6 +120,8 @@ gpu-bundle: deps build
 	cp $(GPU_DIR)/tmp/r50-b1.npz $(GPU_DIR)/tmp/r50-b32.npz
 	for b in 1 32; do for p in exact f32 tf32 bf16 f16; do \
 		./$(BIN) compile $(GPU_DIR)/tmp/r50-b$$b.tdl -o $(GPU_DIR)/bench/r50-b$$b-$$p --precision $$p --emit ptx,plan || exit 1; \
+	done; for p in f32 tf32; do \
+		./$(BIN) compile $(GPU_DIR)/tmp/r50-b$$b.tdl -o $(GPU_DIR)/bench/r50-b$$b-$$p-libs --precision $$p --backends cublas,cudnn --emit ptx,plan || exit 1; \
 	done; done
 	# Weights are drawn on the GPU machine (make_inputs.py); the emulator's
 	# shared objects stay here.

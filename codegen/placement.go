@@ -85,13 +85,7 @@ func (b *builder) libraryCall(k *kernel.Kernel) (libraryCall, bool) {
 		}
 	}
 	if cv, ok := k.Convolution(); ok {
-		var backends []string
-		for _, name := range b.backends {
-			if hostlib.RunsConvolutions(name) {
-				backends = append(backends, name)
-			}
-		}
-		return libraryCall{backends: backends, flops: cv.Call.FLOPs(), step: func(backend string, key any) (plan.Step, error) {
+		return libraryCall{backends: b.convBackends(&cv.Call), flops: cv.Call.FLOPs(), step: func(backend string, key any) (plan.Step, error) {
 			c := cv.Call
 			c.Backend = backend
 			return plan.Step{Conv: &c}, b.bindOperands(k, []*int{&c.X.Buffer, &c.W.Buffer, &c.Y.Buffer}, k.Args[cv.X].Key, k.Args[cv.W].Key, key)
@@ -100,15 +94,32 @@ func (b *builder) libraryCall(k *kernel.Kernel) (libraryCall, bool) {
 	return libraryCall{}, false
 }
 
-// gemmBackends are the backends offered a GEMM: every one, but cuBLAS
-// only in the f32 and tf32 modes, which its math modes compute (f32, or
-// TF32 tensor cores); the modes that round operands to 16 bits get the
-// generated tensor-core kernels.
+// gemmBackends are the backends offered a GEMM: the host's libraries,
+// and cuBLAS in the modes its math computes (gpuMode).
 func (b *builder) gemmBackends() []string {
-	if b.p.Precision == precision.F32 || b.p.Precision == precision.TF32 {
-		return b.backends
+	return slices.DeleteFunc(slices.Clone(b.backends), func(name string) bool {
+		return name == plan.CUDNN || name == plan.CUBLAS && !b.gpuMode()
+	})
+}
+
+// convBackends are the backends offered convolution c: the host's
+// libraries with convolutions, and cuDNN where it can compute c, in the
+// modes its math computes (gpuMode).
+func (b *builder) convBackends(c *plan.ConvCall) []string {
+	var out []string
+	for _, name := range b.backends {
+		if hostlib.RunsConvolutions(name) || name == plan.CUDNN && b.gpuMode() && c.RunsOnCUDNN() {
+			out = append(out, name)
+		}
 	}
-	return slices.DeleteFunc(slices.Clone(b.backends), func(name string) bool { return name == plan.CUBLAS })
+	return out
+}
+
+// gpuMode reports whether the GPU's libraries compute the plan's mode:
+// f32 (no tensor cores) and tf32 (TF32 tensor cores). The modes that
+// round operands to 16 bits get the generated tensor-core kernels.
+func (b *builder) gpuMode() bool {
+	return b.p.Precision == precision.F32 || b.p.Precision == precision.TF32
 }
 
 // gemmCall is the call of strided product s, its library and buffers

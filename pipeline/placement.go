@@ -36,7 +36,7 @@ func ResolveBackends(list []string) ([]string, error) {
 		case "all":
 			out = append(out, hostlib.Available()...)
 		case "none", plan.Generated:
-		case plan.CUBLAS: // loaded where the plan runs, on a GPU
+		case plan.CUBLAS, plan.CUDNN: // loaded where the plan runs, on a GPU
 			out = append(out, name)
 		default:
 			if _, err := hostlib.Open(name); err != nil {

@@ -2,7 +2,8 @@
 // without a GPU: the driver (csrc/fakecuda.c), which runtime/cuda loads
 // as it would load libcuda.so.1 and which runs kernels under tofuc's
 // SIMT emulator, from the plan's SIMT module named by $FAKECUDA_SIMT;
-// and cuBLAS (csrc/fakecublas.c), on the fake driver's memory.
+// cuBLAS (csrc/fakecublas.c) and cuDNN (csrc/fakecudnn.c), on the fake
+// driver's memory.
 package fakecuda
 
 import (
@@ -18,6 +19,8 @@ var (
 	driverSource []byte
 	//go:embed csrc/fakecublas.c
 	cublasSource []byte
+	//go:embed csrc/fakecudnn.c
+	cudnnSource []byte
 )
 
 // Build compiles the fake driver into dir with the C compiler ($CC, else
@@ -31,6 +34,13 @@ func Build(dir string) (string, error) {
 // process that has loaded the fake driver.
 func BuildCUBLAS(dir string) (string, error) {
 	return build(dir, "fakecublas.c", cublasSource, "libcublas.so.12")
+}
+
+// BuildCUDNN compiles the fake cuDNN into dir and returns the library's
+// path ($TOFUC_LIBCUDNN for runtime/cuda). It runs in a process that has
+// loaded the fake driver.
+func BuildCUDNN(dir string) (string, error) {
+	return build(dir, "fakecudnn.c", cudnnSource, "libcudnn.so.9")
 }
 
 func build(dir, name string, source []byte, lib string) (string, error) {

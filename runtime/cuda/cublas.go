@@ -223,25 +223,38 @@ func at(base uint64, m *plan.Matrix, idx []int) uint64 {
 	return base + uint64(m.EntryOffset(idx))*4
 }
 
-// LoadLibrary loads backend's library for the device: cuBLAS; a host
-// library is executor.ErrOtherDevice.
+// LoadLibrary loads backend's library for the device: cuBLAS or cuDNN;
+// a host library is executor.ErrOtherDevice.
 func (v *device) LoadLibrary(backend string) error {
-	if backend != plan.CUBLAS {
-		return fmt.Errorf("backend %s: %w", backend, executor.ErrOtherDevice)
+	var err error
+	switch backend {
+	case plan.CUBLAS:
+		_, err = loadCUBLAS()
+	case plan.CUDNN:
+		_, err = loadCUDNN()
+	default:
+		err = fmt.Errorf("backend %s: %w", backend, executor.ErrOtherDevice)
 	}
-	_, err := loadCUBLAS()
 	return err
 }
 
 // Library enqueues library step s on the device's stream, its operands
-// at ptrs: a GEMM on cuBLAS.
+// at ptrs: a GEMM on cuBLAS, a convolution on cuDNN.
 func (v *device) Library(s *plan.Step, ptrs []executor.Ptr) error {
-	api, err := loadCUBLAS()
-	if err != nil {
-		return err
+	switch {
+	case s.GEMM != nil && s.GEMM.Backend == plan.CUBLAS:
+		api, err := loadCUBLAS()
+		if err != nil {
+			return err
+		}
+		return v.gemm(api, s.GEMM, uint64(ptrs[0]), uint64(ptrs[1]), uint64(ptrs[2]))
+	case s.Conv != nil && s.Conv.Backend == plan.CUDNN:
+		api, err := loadCUDNN()
+		if err != nil {
+			return err
+		}
+		return v.conv(api, s.Conv, uint64(ptrs[0]), uint64(ptrs[1]), uint64(ptrs[2]))
 	}
-	if s.GEMM == nil || s.GEMM.Backend != plan.CUBLAS {
-		return fmt.Errorf("a GPU runs cuBLAS's GEMMs only, not %s's %s", s.LibraryCall().Library(), s.LibraryCall().Name())
-	}
-	return v.gemm(api, s.GEMM, uint64(ptrs[0]), uint64(ptrs[1]), uint64(ptrs[2]))
+	c := s.LibraryCall()
+	return fmt.Errorf("a GPU runs cuBLAS's products and cuDNN's convolutions, not %s's %s", c.Library(), c.Name())
 }

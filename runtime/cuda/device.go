@@ -27,6 +27,9 @@ type context struct {
 	users    int        // the open logical devices on it
 	blas     uintptr    // its cuBLAS handle, made on first use (handle)
 	blasAPI  *cublasAPI // the cuBLAS that made it
+	dnn      uintptr    // its cuDNN handle, made on first use (cudnnHandle)
+	dnnAPI   *cudnnAPI  // the cuDNN that made it
+	convs    map[string]*cudnnConv
 }
 
 // device is a logical device of a plan: a stream on a GPU's context.
@@ -155,7 +158,7 @@ func (c *context) release() error {
 	d := c.drv
 	var errs []error
 	errs = append(errs, c.do(func() error {
-		errs = append(errs, c.destroyHandle())
+		errs = append(errs, c.destroyHandle(), c.destroyCUDNN())
 		for _, m := range c.modules {
 			errs = append(errs, d.check("cuModuleUnload", d.cuModuleUnload(m)))
 		}

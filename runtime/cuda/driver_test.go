@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -57,10 +58,21 @@ func TestCopyDescriptorLayout(t *testing.T) {
 	}
 }
 
+// fakeDriverLib is the fake driver, built once per process: the fake
+// cuBLAS and cuDNN find the driver's functions by name among those
+// loaded, the first copy's.
+var fakeDriverLib = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "fakecuda")
+	if err != nil {
+		return "", err
+	}
+	return fakecuda.Build(dir)
+})
+
 // fake loads the fake driver (internal/fakecuda) with n GPUs.
 func fake(t *testing.T, n string) *Driver {
 	t.Helper()
-	lib, err := fakecuda.Build(t.TempDir())
+	lib, err := fakeDriverLib()
 	if err != nil {
 		t.Skip(err)
 	}

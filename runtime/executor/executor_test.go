@@ -402,27 +402,34 @@ model convs(x: f32[2, 8, 14, 14]) {
 	}
 }
 
-// TestCUBLASSteps compiles an MLP and a transformer in f32 and tf32
-// with cuBLAS offered and runs them on the fake driver's GPUs with the
-// fake cuBLAS: every product's group runs its cuBLAS step (timed as a
-// library call), the epilogues run on the GPU, and the outputs match
-// the cpu runtime's plan, which runs the generated variants, under the
-// mode's policy.
-func TestCUBLASSteps(t *testing.T) {
+// TestGPULibrarySteps compiles an MLP (f32), a transformer (tf32) and a
+// CNN (f32) with cuBLAS and cuDNN offered and runs them on the fake
+// driver's GPUs with the fake libraries: every group runs its library
+// step (timed as a library call), the epilogues run on the GPU, and the
+// outputs match the cpu runtime's plan, which runs the generated
+// variants, under the mode's policy.
+func TestGPULibrarySteps(t *testing.T) {
 	drv, err := fakeDriver()
 	if err != nil {
 		t.Skip(err)
 	}
-	lib, err := fakecuda.BuildCUBLAS(t.TempDir())
-	if err != nil {
-		t.Skip(err)
+	dir := t.TempDir()
+	for _, build := range []struct {
+		env   string
+		build func(string) (string, error)
+	}{{"TOFUC_LIBCUBLAS", fakecuda.BuildCUBLAS}, {"TOFUC_LIBCUDNN", fakecuda.BuildCUDNN}} {
+		lib, err := build.build(dir)
+		if err != nil {
+			t.Skip(err)
+		}
+		t.Setenv(build.env, lib)
 	}
-	t.Setenv("TOFUC_LIBCUBLAS", lib)
 	for _, e := range []modelcase.Case{
 		{File: "mlp", Devices: 1, Classes: 10, Precision: precision.F32, Set: map[string]any{"batch": 16, "hidden": 64}},
 		{File: "transformer", Devices: 1, Classes: 50, Precision: precision.TF32, Set: map[string]any{"hidden": 32, "seq": 8, "batch": 2, "vocab": 50}},
+		{File: "cnn", Devices: 1, Classes: 10, Precision: precision.F32, Set: map[string]any{"batch": 2}},
 	} {
-		e.Backends = []string{plan.CUBLAS}
+		e.Backends = plan.GPUBackends
 		m := compile(t, e)
 		groups := len(m.Plan.Placement)
 		if groups == 0 {
@@ -458,14 +465,14 @@ func TestCUBLASSteps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		calls := 0
+		calls := map[string]int{}
 		for _, k := range timing.Kernels {
-			if k.Kernel == plan.CUBLAS+" sgemm" {
-				calls++
+			if k.Kind == "library" {
+				calls[k.Kernel]++
 			}
 		}
-		if calls != groups {
-			t.Errorf("%s: %d cuBLAS calls timed, want one for each of the %d groups", e, calls, groups)
+		if calls[plan.CUBLAS+" sgemm"]+calls[plan.CUDNN+" convolution"] != groups || e.File == "cnn" && calls[plan.CUDNN+" convolution"] == 0 {
+			t.Errorf("%s: library calls timed %v, want one for each of the %d groups, cuDNN's among them in the CNN", e, calls, groups)
 		}
 	}
 }

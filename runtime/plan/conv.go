@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -49,6 +50,18 @@ func ConvOutExtent(in, kernel, stride, dilation, padBegin, padEnd int64) int64 {
 		return 0
 	}
 	return span/stride + 1
+}
+
+// RunsOnCUDNN reports whether cuDNN's convolution can compute the
+// call: equal pads at both ends of each dimension, and every tensor's
+// elements counted by a C int (its descriptors' strides).
+func (c *ConvCall) RunsOnCUDNN() bool {
+	for _, shape := range c.operands() {
+		if n, err := Cells(shape.shape); err != nil || n > math.MaxInt32 {
+			return false
+		}
+	}
+	return slices.Equal(c.PadsBegin, c.PadsEnd)
 }
 
 // Shapes are the shapes of X, W and Y.

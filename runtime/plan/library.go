@@ -13,13 +13,16 @@ import (
 // every plan (a GPU runs it, and a host whose library is missing).
 const Generated = "generated"
 
-// CUBLAS is the backend of library steps that cuBLAS runs on a GPU.
-// GPUBackends are the backends of a GPU's libraries, which the GPU
-// runtime loads where the plan runs (runtime/cuda); the others are the
-// host's (runtime/hostlib).
-const CUBLAS = "cublas"
+// CUBLAS and CUDNN are the backends of library steps that cuBLAS
+// (products) and cuDNN (convolutions) run on a GPU. GPUBackends are the
+// backends of a GPU's libraries, which the GPU runtime loads where the
+// plan runs (runtime/cuda); the others are the host's (runtime/hostlib).
+const (
+	CUBLAS = "cublas"
+	CUDNN  = "cudnn"
+)
 
-var GPUBackends = []string{CUBLAS}
+var GPUBackends = []string{CUBLAS, CUDNN}
 
 // PlaceGroup is a part of the plan that can run on several backends
 // (docs/placement.md): tofuc's generated kernel, or a vendor library's

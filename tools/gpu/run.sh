@@ -24,10 +24,13 @@ COMPARE=${COMPARE:-1}
 BENCH=${BENCH:-$(ls bench)}
 PTXAS=${PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
 mkdir -p "$OUT/in"
-# cuBLAS for the plans compiled with --backends cublas: the toolkit's, or
-# PyTorch's wheel's (docs/placement.md, "GPU libraries").
-wheel=$(python3 -c 'import nvidia.cublas as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${wheel:-/nonexistent}:${LD_LIBRARY_PATH:-}"
+# cuBLAS and cuDNN for the plans compiled with --backends cublas,cudnn:
+# the toolkit's, or PyTorch's wheels' (docs/placement.md, "GPU libraries").
+wheels=$(python3 -c 'import importlib, os
+for n in ("cublas", "cudnn"):
+    try: print(os.path.join(list(importlib.import_module("nvidia." + n).__path__)[0], "lib"), end=":")
+    except Exception: pass' 2>/dev/null)
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${wheels}${LD_LIBRARY_PATH:-}"
 summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
 
 { nvidia-smi; ./tofuc-run --help | head -1; } >"$OUT/machine.txt" 2>&1
