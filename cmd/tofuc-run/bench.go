@@ -22,17 +22,20 @@ type benchReport struct {
 	// 10^9), the yardstick of memory-bound kernels.
 	CopyBytes int64   `json:"copy_bytes"`
 	CopyGBps  float64 `json:"copy_gbps"`
+	// Placement is each placement group's variants as timed on the GPU
+	// and the one chosen (executor.PlaceOnDevices).
+	Placement []executor.GroupChoice `json:"placement,omitempty"`
 	*executor.Timing
 }
 
 // bench times the plan and its kernels, prints the table and writes the
 // JSON.
-func bench(prog *executor.Program, dev executor.Device, driver string, inputs, params map[string]*tensor.Tensor, f flags, stdout io.Writer) error {
+func bench(prog *executor.Program, dev executor.Device, driver string, inputs, params map[string]*tensor.Tensor, placed []executor.GroupChoice, f flags, stdout io.Writer) error {
 	t, err := prog.Bench(inputs, params, f.runs)
 	if err != nil {
 		return err
 	}
-	r := &benchReport{Model: prog.Plan.Model, Devices: prog.Plan.Devices, GPUs: dev.Name(), Driver: driver, CopyBytes: f.copyBytes, Timing: t}
+	r := &benchReport{Model: prog.Plan.Model, Devices: prog.Plan.Devices, GPUs: dev.Name(), Driver: driver, CopyBytes: f.copyBytes, Placement: placed, Timing: t}
 	if f.copyBytes > 0 {
 		if r.CopyGBps, err = executor.CopyBandwidth(dev, f.copyBytes, f.runs); err != nil {
 			return fmt.Errorf("copy bandwidth: %w", err)

@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -152,6 +154,10 @@ func runPlan(dir string, f flags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	placed := prog.Placement()
+	if len(placed) > 0 {
+		fmt.Fprintf(stdout, "placement, timed on the GPU: %s\n", placementSummary(placed))
+	}
 	out := outputFolder(specs, f.params, outputs)
 	out.NextParams(p, params, outputs)
 	if err := out.Write(f.out, stdout); err != nil {
@@ -160,7 +166,21 @@ func runPlan(dir string, f flags, stdout io.Writer) error {
 	if !f.bench {
 		return nil
 	}
-	return bench(prog, devs[0], driver, inputs, params, f, stdout)
+	return bench(prog, devs[0], driver, inputs, params, placed, f, stdout)
+}
+
+// placementSummary counts the groups each variant runs.
+func placementSummary(placed []executor.GroupChoice) string {
+	count := map[string]int{}
+	for _, c := range placed {
+		count[c.Chosen]++
+	}
+	names := slices.Sorted(maps.Keys(count))
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = fmt.Sprintf("%d on %s", count[name], name)
+	}
+	return fmt.Sprintf("%d parts, %s", len(placed), strings.Join(parts, ", "))
 }
 
 // gpuNames lists the distinct GPUs behind the devices.

@@ -74,6 +74,9 @@ func (pr *Program) Bench(inputs, params map[string]*tensor.Tensor, runs int) (*T
 	if err := pr.prepareRun(inputs, params); err != nil {
 		return nil, err
 	}
+	if err := pr.placeOnDevices(); err != nil {
+		return nil, err
+	}
 	if err := pr.run(pr.steps, nil); err != nil { // a warm-up
 		return nil, err
 	}
@@ -170,13 +173,13 @@ func (pr *Program) StepTimes() []StepTime {
 }
 
 // newTimer creates timing events around every launch and library call
-// of the steps.
+// of the steps in force.
 func (pr *Program) newTimer() (*timer, error) {
 	t := &timer{start: map[plan.StepRef]Event{}, end: map[plan.StepRef]Event{}}
 	for _, ref := range pr.steps.order {
 		o := pr.steps.ops[ref.Device][ref.Step]
 		dev := pr.devs[ref.Device]
-		if o.lib == nil && (o.launch == nil || !dev.Runs(&pr.Plan.Kernels[o.launch.k])) {
+		if o.lib == nil && (o.launch == nil || !dev.Runs(&pr.Plan.Kernels[o.launch.k])) || !pr.steps.steps[ref.Device][ref.Step].Place.Runs(pr.inForce) {
 			continue
 		}
 		var err error

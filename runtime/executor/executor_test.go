@@ -404,8 +404,8 @@ model convs(x: f32[2, 8, 14, 14]) {
 
 // TestGPULibrarySteps compiles an MLP (f32), a transformer (tf32) and a
 // CNN (f32) with cuBLAS and cuDNN offered and runs them on the fake
-// driver's GPUs with the fake libraries: every group runs its library
-// step (timed as a library call), the epilogues run on the GPU, and the
+// driver's GPUs with the fake libraries, unmeasured: every group runs
+// its library step (timed as a library call), the epilogues run on the GPU, and the
 // outputs match the cpu runtime's plan, which runs the generated
 // variants, under the mode's policy.
 func TestGPULibrarySteps(t *testing.T) {
@@ -449,6 +449,7 @@ func TestGPULibrarySteps(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer pr.Close()
+		pr.Unmeasured = true // the libraries in force (TestPlaceOnDevices measures)
 		if len(pr.Notes) > 0 {
 			t.Errorf("%s: %v", e, pr.Notes)
 		}
@@ -474,6 +475,67 @@ func TestGPULibrarySteps(t *testing.T) {
 		if calls[plan.CUBLAS+" sgemm"]+calls[plan.CUDNN+" convolution"] != groups || e.File == "cnn" && calls[plan.CUDNN+" convolution"] == 0 {
 			t.Errorf("%s: library calls timed %v, want one for each of the %d groups, cuDNN's among them in the CNN", e, calls, groups)
 		}
+	}
+}
+
+// TestPlaceOnDevices: on the fake GPUs, the first run times every
+// group's cuBLAS step against its generated kernel and keeps the
+// faster (Program.Placement): cuBLAS where each launch takes 50 ms more, the generated
+// kernels where each product on cuBLAS does; the outputs stay the cpu
+// runtime's either way. The model's products have no epilogue, so that
+// a group on cuBLAS launches no kernel.
+func TestPlaceOnDevices(t *testing.T) {
+	drv, err := fakeDriver()
+	if err != nil {
+		t.Skip(err)
+	}
+	lib, err := fakecuda.BuildCUBLAS(t.TempDir())
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Setenv("TOFUC_LIBCUBLAS", lib)
+	m := compile(t, modelcase.Case{File: "products", Devices: 1, Precision: precision.F32, Backends: []string{plan.CUBLAS}, Source: `
+model products(x: f32[32, 64]) {
+    w1 = param f32[64, 48] init glorot()
+    w2 = param f32[48, 40] init glorot()
+    return matmul(matmul(x, w1), w2)
+}`})
+	want, err := hostRun(t, m, cpu.Kind.Name, m.Params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FAKECUDA_SIMT", filepath.Join(m.Dir, m.Plan.Modules[simt.Module].Files[0].Path))
+	for _, tc := range []struct{ slow, chosen string }{{"FAKECUDA_LAUNCH_DELAY_US", plan.CUBLAS}, {"FAKECUBLAS_DELAY_US", plan.Generated}} {
+		t.Setenv(tc.slow, "50000")
+		devs, err := drv.Open(m.Plan, m.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := executor.Load(m.Plan, devs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pr.Close()
+		got, err := pr.Run(m.Inputs, m.Params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		choices := pr.Placement()
+		if len(choices) != len(m.Plan.Placement) || len(choices) == 0 {
+			t.Fatalf("%d choices for %d groups", len(choices), len(m.Plan.Placement))
+		}
+		for _, c := range choices {
+			gen, lib := c.Millis[plan.Generated], c.Millis[plan.CUBLAS]
+			if c.Chosen != tc.chosen || gen <= 0 || lib <= 0 {
+				t.Errorf("%s: %s: %v, chose %s, want %s", tc.slow, c.Label, c.Millis, c.Chosen, tc.chosen)
+			}
+		}
+		for name, w := range want {
+			if err := rounding.CompareModel(precision.F32, m.Depth, got[name], w); err != nil {
+				t.Errorf("%s: output %s: %v", tc.slow, name, err)
+			}
+		}
+		t.Setenv(tc.slow, "")
 	}
 }
 

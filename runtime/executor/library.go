@@ -3,6 +3,7 @@ package executor
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"tofuc/runtime/hostlib"
@@ -43,6 +44,7 @@ var ErrOtherDevice = errors.New("a library of another kind of device")
 // missing, the generated kernels, with a note saying why.
 func (pr *Program) chooseVariants() {
 	missing := map[string]error{}
+	pr.loaded = map[string]bool{plan.Generated: true}
 	can := func(backend string) bool {
 		for _, d := range pr.devs {
 			if err := runsLibrary(d, backend); err != nil {
@@ -52,6 +54,7 @@ func (pr *Program) chooseVariants() {
 				return false
 			}
 		}
+		pr.loaded[backend] = true
 		return true
 	}
 	if _, ok := pr.devs[0].(StreamLibraryDevice); ok {
@@ -62,6 +65,13 @@ func (pr *Program) chooseVariants() {
 	for backend, err := range missing {
 		pr.Notes = append(pr.Notes, fmt.Sprintf("%v: the plan's steps placed on %s run tofuc's generated kernels instead", err, backend))
 	}
+}
+
+// prepared reports whether the program prepares step s: a step of no
+// placement group, or of a variant whose library loaded (which
+// PlaceOnDevices may put in force).
+func (pr *Program) prepared(s *plan.Step) bool {
+	return s.Place == nil || slices.ContainsFunc(s.Place.Variants, func(v string) bool { return pr.loaded[v] })
 }
 
 // runsLibrary says why device d cannot run backend's library steps, if

@@ -31,12 +31,21 @@ type Program struct {
 	// Timing makes Run time every launch (StepTimes), with events on
 	// the devices' streams.
 	Timing bool
+	// Unmeasured makes devices with libraries of their own (GPUs) run
+	// every group's first library that loads, untimed: no
+	// placeOnDevices.
+	Unmeasured bool
 	timer  *timer
 	times  []StepTime
-	// inForce is each placement group's variant that runs; Notes say
+	// inForce is each placement group's variant that runs, loaded the
+	// variants whose libraries loaded (Generated among them); Notes say
 	// where it is not the plan's choice, and why.
 	inForce []string
-	Notes   []string
+	loaded  map[string]bool
+	// placed is what placeOnDevices chose, once (placeDone).
+	placed    []GroupChoice
+	placeDone bool
+	Notes     []string
 	// releases free the library resources the program holds (oneDNN's
 	// convolutions).
 	releases []func()
@@ -149,7 +158,7 @@ func (pr *Program) allocate() error {
 	for _, lists := range [][][]plan.Step{p.Init, p.Steps} {
 		for d, steps := range lists {
 			for _, s := range steps {
-				if (s.Op == plan.Launch || s.Op == plan.Reduce) && s.Place.Runs(pr.inForce) {
+				if (s.Op == plan.Launch || s.Op == plan.Reduce) && pr.prepared(&s) {
 					pr.statusBytes[d] += plan.StatusWords * 8
 				}
 				if s.Op == plan.Reduce {
@@ -222,8 +231,8 @@ func (pr *Program) prepare(steps [][]plan.Step) (*list, error) {
 // op prepares step s, step i of device d.
 func (pr *Program) op(d, i int, s *plan.Step) (op, error) {
 	p := pr.Plan
-	if !s.Place.Runs(pr.inForce) {
-		return op{}, nil // another variant of its placement group runs
+	if !pr.prepared(s) {
+		return op{}, nil // a variant whose library is missing
 	}
 	switch s.Op {
 	case plan.Copy:

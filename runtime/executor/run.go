@@ -27,6 +27,9 @@ func (pr *Program) Run(inputs, params map[string]*tensor.Tensor) (map[string]*te
 	if err := pr.prepareRun(inputs, params); err != nil {
 		return nil, err
 	}
+	if err := pr.placeOnDevices(); err != nil {
+		return nil, err
+	}
 	if err := pr.runTimed(); err != nil {
 		return nil, err
 	}
@@ -176,7 +179,8 @@ func (pr *Program) run(l *list, t *timer) error {
 // the event other devices wait for.
 func (pr *Program) enqueue(l *list, ref plan.StepRef, t *timer) error {
 	dev := pr.devs[ref.Device]
-	for _, r := range l.steps[ref.Device][ref.Step].After {
+	s := &l.steps[ref.Device][ref.Step]
+	for _, r := range s.After {
 		if e, ok := l.events[r]; ok && r.Device != ref.Device {
 			if err := dev.Wait(e); err != nil {
 				return err
@@ -184,6 +188,9 @@ func (pr *Program) enqueue(l *list, ref plan.StepRef, t *timer) error {
 		}
 	}
 	o := l.ops[ref.Device][ref.Step]
+	if !s.Place.Runs(pr.inForce) {
+		o = op{} // another variant of its placement group runs
+	}
 	for _, c := range o.copies {
 		for _, r := range c.rows {
 			if err := dev.Copy(c.dst, pr.devs[c.from], c.src, r); err != nil {

@@ -6,10 +6,13 @@
 // the one it was made in, a stream of another context, a matrix
 // outside the current context's memory, a leading dimension below a
 // matrix's rows. Sums are in double, rounded to float once.
+// $FAKECUBLAS_DELAY_US makes each product take that much longer (the
+// tests of placement by measurement).
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 typedef int cublasStatus_t;
 enum { SUCCESS = 0, NOT_INITIALIZED = 1, INVALID_VALUE = 7, EXECUTION_FAILED = 13 };
@@ -86,6 +89,11 @@ cublasStatus_t cublasSgemm_v2(struct handle *h, int ta, int tb, int m, int n, in
 		return SUCCESS;
 	if (!fits(a, ta ? k : m, ta ? m : k, lda) || !fits(b, tb ? n : k, tb ? k : n, ldb) || !fits(c, m, n, ldc))
 		return INVALID_VALUE;
+	const char *delay = getenv("FAKECUBLAS_DELAY_US");
+	if (delay != NULL) {
+		long us = atol(delay);
+		nanosleep(&(struct timespec){us / 1000000, us % 1000000 * 1000}, NULL);
+	}
 	const float *A = (const float *)(uintptr_t)a, *B = (const float *)(uintptr_t)b;
 	float *C = (float *)(uintptr_t)c;
 	for (int j = 0; j < n; j++)

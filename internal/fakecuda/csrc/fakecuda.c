@@ -10,7 +10,8 @@
 // context, kernel arguments and copies outside the memory of the
 // contexts they name, timing with events created without it.
 // $FAKECUDA_DEVICES sets the number of GPUs (default 2), $FAKECUDA_MAX_PITCH
-// the largest pitch of a 3-D copy.
+// the largest pitch of a 3-D copy, $FAKECUDA_LAUNCH_DELAY_US a time each
+// launch takes longer (the tests of placement by measurement).
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
@@ -427,6 +428,11 @@ CUresult cuLaunchKernel(struct func *f, unsigned gx, unsigned gy, unsigned gz, u
 		argv[i] = *(void **)params[i];
 		if (!inside((uint64_t)(uintptr_t)argv[i], 1, current))
 			return INVALID_VALUE;
+	}
+	const char *delay = getenv("FAKECUDA_LAUNCH_DELAY_US");
+	if (delay != NULL) {
+		long us = atol(delay);
+		nanosleep(&(struct timespec){us / 1000000, us % 1000000 * 1000}, NULL);
 	}
 	return f->run(f->entry, argv, gx, bx, 0, gx, f->sync) == 0 ? OK : INVALID_VALUE;
 }
