@@ -123,8 +123,8 @@ type Kernel struct {
 	// host.
 	GPUOnly bool
 	// SumIn, when not nil, makes the kernel read its first stage's sum
-	// from an argument, where a library's product left it (ReadSum); such
-	// an epilogue runs on the host only.
+	// from an argument, where a library's product left it (ReadSum): the
+	// host runs it after a host library's call, a GPU after its own's.
 	SumIn *SumIn
 	// Elements is the number of output elements; ReduceLen the longest
 	// top-level reduction range.

@@ -18,8 +18,7 @@ type SumIn struct {
 
 // ReadSum returns the epilogue of k's sum (its only reduction: a GEMM
 // or a convolution) computed by a library into the buffer key (f32, of
-// k's output shape): k, reading its sum there instead of computing it,
-// on the host only.
+// k's output shape): k, reading its sum there instead of computing it.
 func (k *Kernel) ReadSum(key any) *Kernel {
 	e := *k
 	e.Label = k.Label + " (epilogue)"
