@@ -465,7 +465,6 @@ func initialParams(g *ir.Graph, weights map[string]*tensor.Tensor, seed uint64) 
 	return out, nil
 }
 
-// choseLibrary reports whether placement put any part of p on a library.
 // offeredBackends are the backends of list that the plan's
 // contractions are offered to: the host's libraries where the host
 // module is emitted (placed by timing the host's kernels), the GPU's
@@ -500,6 +499,7 @@ func gpuGroups(p *plan.Plan) bool {
 	})
 }
 
+// choseLibrary reports whether placement put any part of p on a library.
 func choseLibrary(p *plan.Plan) bool {
 	for _, pg := range p.Placement {
 		if pg.Chosen != plan.Generated {

@@ -351,7 +351,8 @@ model prep(x: f32[4, 8]) {
 
 // TestLibraryWeightsRebound runs convolutions on oneDNN, which keeps
 // their weights in its own layout from one run to the next while the
-// parameters stay bound, with one set of parameters, another map, then
+// parameters stay bound (per address: two convolutions of one shape
+// share a primitive), with one set of parameters, another map, then
 // the first again: each run matches the exact plan's with the same
 // parameters under the f32 policy.
 func TestLibraryWeightsRebound(t *testing.T) {
@@ -362,8 +363,9 @@ func TestLibraryWeightsRebound(t *testing.T) {
 model convs(x: f32[2, 8, 14, 14]) {
     w1 = param f32[16, 8, 3, 3] init glorot()
     w2 = param f32[16, 1, 3, 3] init glorot()
+    w3 = param f32[16, 8, 3, 3] init glorot()
     y = relu(conv2d<pads = [1, 1, 1, 1]>(x, w1))
-    return conv2d<pads = [1, 1, 1, 1], group = 16>(y, w2)
+    return conv2d<pads = [1, 1, 1, 1], group = 16>(y, w2), conv2d<pads = [1, 1, 1, 1]>(x, w3)
 }`}
 	ref := compile(t, e)
 	e.Precision, e.Backends = precision.F32, []string{"onednn"}
@@ -371,8 +373,8 @@ model convs(x: f32[2, 8, 14, 14]) {
 	for g := range m.Plan.Placement {
 		m.Plan.Placement[g].Chosen = "onednn"
 	}
-	if len(m.Plan.Placement) != 2 {
-		t.Fatalf("%d placement groups, want both convolutions'", len(m.Plan.Placement))
+	if len(m.Plan.Placement) != 3 {
+		t.Fatalf("%d placement groups, want the three convolutions'", len(m.Plan.Placement))
 	}
 	other := map[string]*tensor.Tensor{}
 	for name, p := range m.Params {

@@ -69,7 +69,7 @@ func (pr *Program) chooseVariants() {
 
 // prepared reports whether the program prepares step s: a step of no
 // placement group, or of a variant whose library loaded (which
-// PlaceOnDevices may put in force).
+// placeOnDevices may put in force).
 func (pr *Program) prepared(s *plan.Step) bool {
 	return s.Place == nil || slices.ContainsFunc(s.Place.Variants, func(v string) bool { return pr.loaded[v] })
 }

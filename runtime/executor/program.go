@@ -35,11 +35,12 @@ type Program struct {
 	// every group's first library that loads, untimed: no
 	// placeOnDevices.
 	Unmeasured bool
-	timer  *timer
-	times  []StepTime
-	// inForce is each placement group's variant that runs, loaded the
-	// variants whose libraries loaded (Generated among them); Notes say
-	// where it is not the plan's choice, and why.
+	timer      *timer
+	times      []StepTime
+	// inForce is each placement group's variant that runs; loaded holds
+	// the variants whose libraries loaded, Generated among them, whose
+	// steps are prepared. Notes say where a variant the plan chose does
+	// not run, and why.
 	inForce []string
 	loaded  map[string]bool
 	// placed is what placeOnDevices chose, once (placeDone).

@@ -150,13 +150,27 @@ type convPrim struct {
 	conv    uintptr
 	scratch [4]uintptr // the convolution's, then each reorder's; 0 where none
 	plain   [3]uintptr // x, w, y as the plan lays them out
-	inner   [3]uintptr // what the convolution reads and writes
-	reorder [3]uintptr // x → inner, w → inner, inner → y; 0 where none
-	// weightsAt and weightsBinding are the address and binding of the
-	// weights last reordered into inner[1] (Conv).
-	weightsAt      unsafe.Pointer
-	weightsBinding uint64
+	inner   [3]uintptr // what the convolution reads and writes, but reordered weights
+	reorder [3]uintptr // x → inner, w → weights' memory, inner → y; 0 where none
+	// weightsMD is the layout of reordered weights; weights holds them,
+	// per address of the plan's weights (convolutions of one shape
+	// share a primitive, each with weights of its own).
+	weightsMD memDesc
+	weights   map[unsafe.Pointer]*keptWeights
 }
+
+// keptWeights are weights reordered to a primitive's layout: its
+// memory, and the parameter binding they were reordered from (0: none
+// known, reordered at every call).
+type keptWeights struct {
+	mem     uintptr
+	binding uint64
+}
+
+// maxKeptWeights bounds a primitive's reordered weights: past it, they
+// are freed and reordered again as the calls come (a long-lived process
+// loading many plans of one shape).
+const maxKeptWeights = 64
 
 // Conv runs convolution c on the tensors at x, w and y (their buffers'
 // first elements). The call must have been validated (plan.Validate).
@@ -165,9 +179,9 @@ type convPrim struct {
 //
 // weightsBinding, when not 0, says that the weights at w are a
 // parameter binding's, which stays unchanged until the caller binds
-// others under another number: a call with the binding and address of
-// the primitive's last call does not reorder them to the primitive's
-// layout again. A reorder of ResNet-50's weights at every call took a
+// others under another number: a call with the binding of the last call
+// with weights at w does not reorder them to the primitive's layout
+// again (the primitive keeps them per address). A reorder of ResNet-50's weights at every call took a
 // fifth of its convolutions' time (docs/placement.md).
 func (l *Library) Conv(c *plan.ConvCall, x, w, y unsafe.Pointer, weightsBinding uint64) error {
 	if l.dnnl == nil {
@@ -249,6 +263,7 @@ func (a *dnnlAPI) destroy(p *convPrim) {
 			a.memDestroy(m)
 		}
 	}
+	a.dropWeights(p)
 	if p.stream != 0 {
 		a.streamDestroy(p.stream)
 	}
@@ -326,7 +341,9 @@ func (a *dnnlAPI) memories(p *convPrim, i int, plain, inner *memDesc, out bool) 
 		p.inner[i] = p.plain[i]
 		return nil
 	}
-	if err := dnnlStatus("dnnl_memory_create", a.memCreate(&p.inner[i], inner, a.engine, dnnlMemoryAllocate)); err != nil {
+	if i == 1 { // weights: a memory per address (keptWeights)
+		p.weightsMD = *inner
+	} else if err := dnnlStatus("dnnl_memory_create", a.memCreate(&p.inner[i], inner, a.engine, dnnlMemoryAllocate)); err != nil {
 		return err
 	}
 	from, to := plain, inner
@@ -377,14 +394,22 @@ func (a *dnnlAPI) run(p *convPrim, ptrs [3]unsafe.Pointer, weightsBinding uint64
 		if p.reorder[0] != 0 {
 			exec(p.reorder[0], p.scratch[1], execArg{dnnlArgSrc, p.plain[0]}, execArg{dnnlArgDst, p.inner[0]})
 		}
-		if p.reorder[1] != 0 && (weightsBinding == 0 || p.weightsBinding != weightsBinding || p.weightsAt != ptrs[1]) {
-			p.weightsAt, p.weightsBinding = nil, 0 // until the reorder has run
-			exec(p.reorder[1], p.scratch[2], execArg{dnnlArgSrc, p.plain[1]}, execArg{dnnlArgDst, p.inner[1]})
-			if err == nil {
-				p.weightsAt, p.weightsBinding = ptrs[1], weightsBinding
+		weights := p.inner[1]
+		if p.reorder[1] != 0 {
+			var kept *keptWeights
+			if kept, err = a.keptWeights(p, ptrs[1]); err != nil {
+				return
 			}
+			if weightsBinding == 0 || kept.binding != weightsBinding {
+				kept.binding = 0 // until the reorder has run
+				exec(p.reorder[1], p.scratch[2], execArg{dnnlArgSrc, p.plain[1]}, execArg{dnnlArgDst, kept.mem})
+				if err == nil {
+					kept.binding = weightsBinding
+				}
+			}
+			weights = kept.mem
 		}
-		exec(p.conv, p.scratch[0], execArg{dnnlArgSrc, p.inner[0]}, execArg{dnnlArgWeights, p.inner[1]}, execArg{dnnlArgDst, p.inner[2]})
+		exec(p.conv, p.scratch[0], execArg{dnnlArgSrc, p.inner[0]}, execArg{dnnlArgWeights, weights}, execArg{dnnlArgDst, p.inner[2]})
 		if p.reorder[2] != 0 {
 			exec(p.reorder[2], p.scratch[3], execArg{dnnlArgSrc, p.inner[2]}, execArg{dnnlArgDst, p.plain[2]})
 		}
@@ -394,4 +419,33 @@ func (a *dnnlAPI) run(p *convPrim, ptrs [3]unsafe.Pointer, weightsBinding uint64
 	})
 	runtime.KeepAlive(ptrs)
 	return err
+}
+
+// keptWeights is p's memory of reordered weights for the plan's weights
+// at w, made when there is none (all of them freed first past
+// maxKeptWeights); p.mu is held.
+func (a *dnnlAPI) keptWeights(p *convPrim, w unsafe.Pointer) (*keptWeights, error) {
+	if kept, ok := p.weights[w]; ok {
+		return kept, nil
+	}
+	if len(p.weights) >= maxKeptWeights {
+		a.dropWeights(p)
+	}
+	kept := &keptWeights{}
+	if err := dnnlStatus("dnnl_memory_create", a.memCreate(&kept.mem, &p.weightsMD, a.engine, dnnlMemoryAllocate)); err != nil {
+		return nil, err
+	}
+	if p.weights == nil {
+		p.weights = map[unsafe.Pointer]*keptWeights{}
+	}
+	p.weights[w] = kept
+	return kept, nil
+}
+
+// dropWeights frees p's reordered weights.
+func (a *dnnlAPI) dropWeights(p *convPrim) {
+	for _, kept := range p.weights {
+		a.memDestroy(kept.mem)
+	}
+	p.weights = nil
 }

@@ -16,9 +16,9 @@ import (
 // CallsRevision numbers the way this package calls the libraries (the
 // layouts it asks for, what it reorders when): a profile database keys
 // its times with it, so that times measured the old way are not reused.
-// Revision 2: every convolution in oneDNN's layouts, the weights
-// reordered once per binding.
-const CallsRevision = 2
+// Revision 3: every convolution in oneDNN's layouts, the weights
+// reordered once per binding and kept per address.
+const CallsRevision = 3
 
 // Library is a loaded vendor library.
 type Library struct {
@@ -137,7 +137,7 @@ func load(name string) (*Library, error) {
 		if s.name != name {
 			continue
 		}
-		if q, ok := quietThreads[s.name]; ok && !slices.ContainsFunc(append(q.others, q.name), isSet) {
+		if q, ok := quietThreads[s.name]; ok && !slices.ContainsFunc(append([]string{q.name}, q.others...), isSet) {
 			os.Setenv(q.name, q.value)
 		}
 		runtime.LockOSThread() // dlerror's message is the thread's
