@@ -34,10 +34,11 @@ type Options struct {
 	Progress func(done, total int)
 	// Precision is the arithmetic of the kernels (lang/precision).
 	Precision precision.Mode
-	// Backends are the vendor libraries (runtime/hostlib's names) offered
-	// each contraction that one can run, beside the generated kernel, as
-	// the variants of a placement group (docs/placement.md); the plan
-	// chooses the generated one until a placement measures them.
+	// Backends are the vendor libraries (runtime/hostlib's names, and
+	// plan.GPUBackends) offered each contraction that one can run,
+	// beside the generated kernel, as the variants of a placement group
+	// (docs/placement.md); the plan chooses the generated one until a
+	// placement measures them.
 	Backends []string
 	// FailedDir is where a module that fails to compile is kept, as
 	// kernels/mN.failed.ll, for the person reading the error ("": the

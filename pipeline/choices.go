@@ -158,12 +158,11 @@ func (c Choices) Options() (Options, error) {
 	case c.Memory < 0 || c.Memory > 0 && c.Devices == 1:
 		return Options{}, fmt.Errorf("--memory goes with --devices N > 1, and must not be negative")
 	}
-	var libs []string // placement is off in the exact mode: no library loaded
-	if c.Precision.InF32() {
-		var err error
-		if libs, err = ResolveBackends(c.Backends); err != nil {
-			return Options{}, fmt.Errorf("--backends: %w", err)
-		}
+	// Placement is off in the exact mode: no library loaded, the
+	// names checked.
+	libs, err := ResolveBackends(c.Backends, c.Precision.InF32())
+	if err != nil {
+		return Options{}, fmt.Errorf("--backends: %w", err)
 	}
 	opts := Options{Devices: c.Devices, Memory: c.Memory, NoOptimize: c.NoOptimize, Precision: c.Precision, Backends: libs}
 	if c.Train != nil {

@@ -473,7 +473,7 @@ func offeredBackends(list, emit []string) []string {
 	var out []string
 	for _, b := range list {
 		module := cpu.Module
-		if slices.Contains(plan.GPUBackends, b) {
+		if plan.IsGPUBackend(b) {
 			module = "ptx"
 		}
 		if emit == nil || slices.Contains(emit, module) {
@@ -486,16 +486,14 @@ func offeredBackends(list, emit []string) []string {
 // hostGroups reports whether a placement group of p has a host
 // library's candidate, which placement times here.
 func hostGroups(p *plan.Plan) bool {
-	return slices.ContainsFunc(p.Placement, func(pg plan.PlaceGroup) bool {
-		return slices.ContainsFunc(pg.Candidates, func(c string) bool { return c != plan.Generated && !slices.Contains(plan.GPUBackends, c) })
-	})
+	return slices.ContainsFunc(p.Placement, func(pg plan.PlaceGroup) bool { return len(pg.HostCandidates()) > 1 })
 }
 
 // gpuGroups reports whether a placement group of p has a GPU library's
 // candidate: the plan keeps its groups for the GPU.
 func gpuGroups(p *plan.Plan) bool {
 	return slices.ContainsFunc(p.Placement, func(pg plan.PlaceGroup) bool {
-		return slices.ContainsFunc(pg.Candidates, func(c string) bool { return slices.Contains(plan.GPUBackends, c) })
+		return slices.ContainsFunc(pg.Candidates, plan.IsGPUBackend)
 	})
 }
 

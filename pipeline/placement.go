@@ -26,23 +26,28 @@ import (
 // takes the median of (each after a warm-up).
 const placementRuns = 5
 
-// ResolveBackends turns --backends' list into the libraries offered:
-// "all" is every library that loads here, "none" (or "generated")
-// none; a named library must load, or the error says why.
-func ResolveBackends(list []string) ([]string, error) {
+// ResolveBackends turns --backends' list into the libraries offered
+// (none unless offer: the exact mode offers none, and only checks the
+// names): "all" is every host library that loads here, "none" (or
+// "generated") none; a named host library must load, or the error says
+// why; a GPU's is loaded where the plan runs.
+func ResolveBackends(list []string, offer bool) ([]string, error) {
 	var out []string
 	for _, name := range list {
-		switch name {
-		case "all":
+		switch {
+		case name == "none" || name == plan.Generated:
+		case !offer && (name == "all" || plan.IsGPUBackend(name) || slices.Contains(hostlib.Names(), name)):
+		case name == "all":
 			out = append(out, hostlib.Available()...)
-		case "none", plan.Generated:
-		case plan.CUBLAS, plan.CUDNN: // loaded where the plan runs, on a GPU
+		case plan.IsGPUBackend(name):
 			out = append(out, name)
-		default:
+		case slices.Contains(hostlib.Names(), name):
 			if _, err := hostlib.Open(name); err != nil {
 				return nil, err
 			}
 			out = append(out, name)
+		default:
+			return nil, fmt.Errorf("no backend %q (known: all, none, %s)", name, strings.Join(slices.Concat(hostlib.Names(), plan.GPUBackends), ", "))
 		}
 	}
 	slices.Sort(out)
@@ -73,7 +78,7 @@ func place(p *plan.Plan, dir string, params map[string]*tensor.Tensor, opts Opti
 	cost := placementCost{}
 	for g := range p.Placement {
 		keys[g] = profileKey(p, g, tools, threads)
-		if t, ok := lookupProfile(tools, keys[g]); ok && len(t) == len(p.Placement[g].Candidates) {
+		if t, ok := lookupProfile(tools, keys[g]); ok && len(t) == len(p.Placement[g].HostCandidates()) {
 			p.Placement[g].Millis = t
 			cost.GroupsKnown++
 		}
@@ -293,12 +298,13 @@ func timeVariants(p *plan.Plan, dir string, threads int, variants []string, inFo
 	return nil
 }
 
-// candidates are the variants of p's groups, Generated first.
+// candidates are the variants of p's groups that the host times,
+// Generated first (a GPU's libraries are timed where the plan runs).
 func candidates(p *plan.Plan) []string {
 	out := []string{plan.Generated}
 	for _, pg := range p.Placement {
-		for _, c := range pg.Candidates {
-			if !slices.Contains(out, c) && !slices.Contains(plan.GPUBackends, c) {
+		for _, c := range pg.HostCandidates() {
+			if !slices.Contains(out, c) {
 				out = append(out, c)
 			}
 		}
@@ -344,7 +350,7 @@ func measure(p *plan.Plan, dir string, inputs, params map[string]*tensor.Tensor,
 	}
 	for g := range p.Placement {
 		p.Placement[g].Millis = map[string]float64{}
-		for _, c := range p.Placement[g].Candidates {
+		for _, c := range p.Placement[g].HostCandidates() {
 			p.Placement[g].Millis[c] = median(sums[c][g])
 		}
 	}

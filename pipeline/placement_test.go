@@ -206,6 +206,29 @@ func missingLibrary(t *testing.T, placed *pipeline.Result, backends []string) {
 	matchesInterp(t, res)
 }
 
+// TestPlacementBesideGPULibraries: offered the host's libraries and
+// cuBLAS together (which the compile cannot load or time), a compile
+// times the host's candidates only, gives every group a cuBLAS step, and
+// keeps the groups for the GPU whatever the host chose; its results
+// match the interpreter.
+func TestPlacementBesideGPULibraries(t *testing.T) {
+	m, backends, _ := loadPlaced(t)
+	opts := pipeline.Options{Precision: precision.F32, Backends: append(slices.Clone(backends), plan.CUBLAS), Emit: []string{"host", "ptx", "report"}, Progress: &shows{}}
+	res, err := pipeline.Compile(m, filepath.Join(t.TempDir(), "out"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Plan.Placement) != 2 {
+		t.Fatalf("%d placement groups in the plan, want 2", len(res.Plan.Placement))
+	}
+	for _, pg := range res.Plan.Placement {
+		if !slices.Contains(pg.Candidates, plan.CUBLAS) || len(pg.Millis) != len(backends)+1 || pg.Millis[plan.CUBLAS] != 0 {
+			t.Errorf("%s: candidates %v, times %v: want cuBLAS among the candidates, untimed, and the host's timed", pg.Label, pg.Candidates, pg.Millis)
+		}
+	}
+	matchesInterp(t, res)
+}
+
 // TestPlacementWithOneGroupMissing: with one group's profile entry
 // gone, placement times every group and the whole plans again, and the
 // report says so (it said the other groups' times came from the

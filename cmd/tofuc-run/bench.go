@@ -23,7 +23,7 @@ type benchReport struct {
 	CopyBytes int64   `json:"copy_bytes"`
 	CopyGBps  float64 `json:"copy_gbps"`
 	// Placement is each placement group's variants as timed on the GPU
-	// and the one chosen (executor.PlaceOnDevices).
+	// and the one chosen (executor.Program.Placement).
 	Placement []executor.GroupChoice `json:"placement,omitempty"`
 	*executor.Timing
 }

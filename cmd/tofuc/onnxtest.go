@@ -31,11 +31,7 @@ func runONNXTest(args []string, stdout, stderr io.Writer) int {
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
 	}
-	var libs []string // placement is off in the exact mode: no library loaded
-	var lerr error
-	if prec.InF32() {
-		libs, lerr = pipeline.ResolveBackends(backends)
-	}
+	libs, lerr := pipeline.ResolveBackends(backends, prec.InF32()) // none loaded in the exact mode
 	b, err := pipeline.NewBackend(*backendName, nil, pipeline.Options{Precision: prec, Backends: libs}, 0)
 	switch {
 	case lerr != nil:

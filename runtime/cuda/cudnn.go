@@ -2,35 +2,31 @@ package cuda
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
-	"strings"
-	"sync"
-
-	"github.com/ebitengine/purego"
 
 	"tofuc/lang/precision"
 	"tofuc/runtime/plan"
 )
 
-// cuDNN's enumerations (cudnn_*.h of cuDNN 8 and 9).
+// cuDNN's enumerations (cudnn_*.h; the same in cuDNN 8 and 9, whose
+// status numbers differ: only success, 0, is compared, and the
+// library's own message shown).
 const (
-	cudnnFloat              = 0 // CUDNN_DATA_FLOAT
-	cudnnNCHW               = 0 // CUDNN_TENSOR_NCHW
-	cudnnCrossCorrelation   = 1 // CUDNN_CROSS_CORRELATION: no flipped kernel
-	cudnnDefaultMath        = 0 // CUDNN_DEFAULT_MATH: TF32 allowed
-	cudnnFMAMath            = 3 // CUDNN_FMA_MATH: no tensor cores
-	cudnnAlgosAsked         = 8
-	cudnnStatusSuccess      = 0
-	cudnnStatusNotSupported = 9
+	cudnnFloat            = 0 // CUDNN_DATA_FLOAT
+	cudnnNCHW             = 0 // CUDNN_TENSOR_NCHW
+	cudnnCrossCorrelation = 1 // CUDNN_CROSS_CORRELATION: no flipped kernel
+	cudnnDefaultMath      = 0 // CUDNN_DEFAULT_MATH: TF32 allowed
+	cudnnFMAMath          = 3 // CUDNN_FMA_MATH: no tensor cores
+	cudnnAlgosAsked       = 8
 )
 
-// cudnnFiles are the libraries tried in turn, where $TOFUC_LIBCUDNN
-// names none: cuDNN 9's, then 8's (the toolkit's lib64, or PyTorch's
-// wheels under site-packages/nvidia/cudnn/lib).
-var cudnnFiles = []string{"libcudnn.so.9", "libcudnn.so.8"}
+// maxWorkspace bounds the workspace of a convolution's algorithm: an
+// algorithm asking for more is passed over (FFT ones can ask for
+// gigabytes at large batches).
+const maxWorkspace = 1 << 30
 
 // algoPerf is a cudnnConvolutionFwdAlgoPerf_t.
 type algoPerf struct {
@@ -42,17 +38,13 @@ type algoPerf struct {
 	reserved     [3]int32
 }
 
-// cudnnAPI is the loaded cuDNN library: the functions of its legacy
-// convolution API a plan's convolutions call (each takes at most 13
-// arguments: purego passes 15).
+// cudnnAPI is the part of cuDNN's legacy convolution API a plan's
+// convolutions call (each function takes at most 13 arguments: purego
+// passes 15).
 type cudnnAPI struct {
-	Path    string
-	Version string
-
 	create          func(h *uintptr) int32
 	destroy         func(h uintptr) int32
 	setStream       func(h, stream uintptr) int32
-	getVersion      func() uint64
 	createTensor    func(d *uintptr) int32
 	setTensor       func(d uintptr, dtype, n int32, dims, strides *int32) int32
 	destroyTensor   func(d uintptr) int32
@@ -70,87 +62,29 @@ type cudnnAPI struct {
 	getErrorMessage func(status int32) uintptr
 }
 
-var (
-	cudnnMu    sync.Mutex
-	cudnnLoads = map[string]cudnnLoad{} // per list of files tried, as cublasLoads
-)
-
-type cudnnLoad struct {
-	api *cudnnAPI
-	err error
-}
-
-// loadCUDNN loads cuDNN: $TOFUC_LIBCUDNN, else the first of cudnnFiles
-// that loads.
-func loadCUDNN() (*cudnnAPI, error) {
-	files := cudnnFiles
-	if p := os.Getenv("TOFUC_LIBCUDNN"); p != "" {
-		files = []string{p}
-	}
-	key := strings.Join(files, "\x00")
-	cudnnMu.Lock()
-	defer cudnnMu.Unlock()
-	if l, ok := cudnnLoads[key]; ok {
-		return l.api, l.err
-	}
-	var errs []string
-	for _, f := range files {
-		api, err := openCUDNN(f)
-		if err == nil {
-			cudnnLoads[key] = cudnnLoad{api: api}
-			return api, nil
+// cudnnLib loads cuDNN: $TOFUC_LIBCUDNN, else cuDNN 9's, then 8's.
+var cudnnLib = &gpuLibrary[cudnnAPI]{backend: plan.CUDNN, what: "cuDNN", env: "TOFUC_LIBCUDNN",
+	files: []string{"libcudnn.so.9", "libcudnn.so.8"},
+	symbols: func(api *cudnnAPI) []symbol {
+		return []symbol{
+			{&api.create, "cudnnCreate"}, {&api.destroy, "cudnnDestroy"}, {&api.setStream, "cudnnSetStream"},
+			{&api.getErrorMessage, "cudnnGetErrorString"},
+			{&api.createTensor, "cudnnCreateTensorDescriptor"}, {&api.setTensor, "cudnnSetTensorNdDescriptor"},
+			{&api.destroyTensor, "cudnnDestroyTensorDescriptor"},
+			{&api.createFilter, "cudnnCreateFilterDescriptor"}, {&api.setFilter, "cudnnSetFilterNdDescriptor"},
+			{&api.destroyFilter, "cudnnDestroyFilterDescriptor"},
+			{&api.createConv, "cudnnCreateConvolutionDescriptor"}, {&api.setConv, "cudnnSetConvolutionNdDescriptor"},
+			{&api.setGroups, "cudnnSetConvolutionGroupCount"}, {&api.setMath, "cudnnSetConvolutionMathType"},
+			{&api.destroyConv, "cudnnDestroyConvolutionDescriptor"},
+			{&api.getAlgorithm, "cudnnGetConvolutionForwardAlgorithm_v7"},
+			{&api.workspaceSize, "cudnnGetConvolutionForwardWorkspaceSize"}, {&api.forward, "cudnnConvolutionForward"},
 		}
-		errs = append(errs, err.Error())
-	}
-	err := fmt.Errorf("backend %s: no cuDNN (%s); the CUDA toolkit's lib64 and PyTorch's wheels (site-packages/nvidia/cudnn/lib) have it, for LD_LIBRARY_PATH", plan.CUDNN, strings.Join(errs, "; "))
-	cudnnLoads[key] = cudnnLoad{err: err}
-	return nil, err
-}
-
-// openCUDNN loads the cuDNN library at path and binds its functions.
-func openCUDNN(path string) (*cudnnAPI, error) {
-	runtime.LockOSThread() // dlerror's message is the thread's
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	runtime.UnlockOSThread()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	api := &cudnnAPI{Path: path}
-	for _, s := range []struct {
-		fn   any
-		name string
-	}{
-		{&api.create, "cudnnCreate"}, {&api.destroy, "cudnnDestroy"}, {&api.setStream, "cudnnSetStream"},
-		{&api.getVersion, "cudnnGetVersion"}, {&api.getErrorMessage, "cudnnGetErrorString"},
-		{&api.createTensor, "cudnnCreateTensorDescriptor"}, {&api.setTensor, "cudnnSetTensorNdDescriptor"},
-		{&api.destroyTensor, "cudnnDestroyTensorDescriptor"},
-		{&api.createFilter, "cudnnCreateFilterDescriptor"}, {&api.setFilter, "cudnnSetFilterNdDescriptor"},
-		{&api.destroyFilter, "cudnnDestroyFilterDescriptor"},
-		{&api.createConv, "cudnnCreateConvolutionDescriptor"}, {&api.setConv, "cudnnSetConvolutionNdDescriptor"},
-		{&api.setGroups, "cudnnSetConvolutionGroupCount"}, {&api.setMath, "cudnnSetConvolutionMathType"},
-		{&api.destroyConv, "cudnnDestroyConvolutionDescriptor"},
-		{&api.getAlgorithm, "cudnnGetConvolutionForwardAlgorithm_v7"},
-		{&api.workspaceSize, "cudnnGetConvolutionForwardWorkspaceSize"}, {&api.forward, "cudnnConvolutionForward"},
-	} {
-		addr, err := purego.Dlsym(h, s.name)
-		if err != nil {
-			return nil, fmt.Errorf("%s has no %s", path, s.name)
-		}
-		purego.RegisterFunc(s.fn, addr)
-	}
-	v := api.getVersion()
-	if v >= 90000 { // cuDNN 9: major·10000 + minor·100 + patch
-		api.Version = fmt.Sprintf("cuDNN %d.%d.%d", v/10000, v%10000/100, v%100)
-	} else { // cuDNN 8: major·1000 + minor·100 + patch
-		api.Version = fmt.Sprintf("cuDNN %d.%d.%d", v/1000, v%1000/100, v%100)
-	}
-	return api, nil
-}
+	}}
 
 // status is an error for a cuDNN status other than success, with the
 // library's own words.
 func (api *cudnnAPI) status(call string, st int32) error {
-	if st == cudnnStatusSuccess {
+	if st == 0 {
 		return nil
 	}
 	return fmt.Errorf("%s: %s (%d)", call, goString(api.getErrorMessage(st)), st)
@@ -183,12 +117,12 @@ func (c *context) cudnnHandle(api *cudnnAPI) (uintptr, error) {
 	if err := c.destroyCUDNN(); err != nil {
 		return 0, err
 	}
-	if err := api.status("cudnnCreate", api.create(&c.dnn)); err != nil {
-		c.dnn = 0
+	var h uintptr
+	if err := api.status("cudnnCreate", api.create(&h)); err != nil {
 		return 0, err
 	}
-	c.dnnAPI, c.convs = api, map[string]*cudnnConv{}
-	return c.dnn, nil
+	c.dnn, c.dnnAPI, c.convs = h, api, map[string]*cudnnConv{}
+	return h, nil
 }
 
 // destroyCUDNN frees c's convolutions and cuDNN handle, if it has them,
@@ -197,58 +131,93 @@ func (c *context) destroyCUDNN() error {
 	if c.dnn == 0 {
 		return nil
 	}
-	api := c.dnnAPI
 	var errs []error
 	for _, cv := range c.convs {
-		errs = append(errs, api.status("cudnnDestroyTensorDescriptor", api.destroyTensor(cv.x)),
-			api.status("cudnnDestroyTensorDescriptor", api.destroyTensor(cv.y)),
-			api.status("cudnnDestroyFilterDescriptor", api.destroyFilter(cv.w)),
-			api.status("cudnnDestroyConvolutionDescriptor", api.destroyConv(cv.conv)))
-		if cv.workspace != 0 {
-			errs = append(errs, c.drv.check("cuMemFree", c.drv.cuMemFree(cv.workspace)))
-		}
+		errs = append(errs, c.free(cv))
 	}
-	errs = append(errs, api.status("cudnnDestroy", api.destroy(c.dnn)))
+	errs = append(errs, c.dnnAPI.status("cudnnDestroy", c.dnnAPI.destroy(c.dnn)))
 	c.dnn, c.dnnAPI, c.convs = 0, nil, nil
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// convolution is call g's descriptors, algorithm and workspace on c's
-// GPU, made on first use (a call's key: its shape, not its buffers).
-func (c *context) convolution(api *cudnnAPI, h uintptr, g *plan.ConvCall) (*cudnnConv, error) {
+// free destroys cv's descriptors and frees its workspace, those made.
+func (c *context) free(cv *cudnnConv) error {
+	api := c.dnnAPI
+	var errs []error
+	for _, d := range []struct {
+		call    string
+		destroy func(uintptr) int32
+		d       uintptr
+	}{{"cudnnDestroyTensorDescriptor", api.destroyTensor, cv.x}, {"cudnnDestroyTensorDescriptor", api.destroyTensor, cv.y},
+		{"cudnnDestroyFilterDescriptor", api.destroyFilter, cv.w}, {"cudnnDestroyConvolutionDescriptor", api.destroyConv, cv.conv}} {
+		if d.d != 0 {
+			errs = append(errs, api.status(d.call, d.destroy(d.d)))
+		}
+	}
+	if cv.workspace != 0 {
+		errs = append(errs, c.drv.check("cuMemFree", c.drv.cuMemFree(cv.workspace)))
+	}
+	return errors.Join(errs...)
+}
+
+// convKey keys a convolution's descriptors: its call's shape, not its
+// buffers.
+func convKey(g *plan.ConvCall) string {
 	shape := *g
 	shape.X, shape.W, shape.Y = plan.Dense{}, plan.Dense{}, plan.Dense{}
 	b, _ := json.Marshal(shape)
-	if cv, ok := c.convs[string(b)]; ok {
+	return string(b)
+}
+
+// convolution is call g's descriptors, algorithm and workspace on c's
+// GPU (handle h), made on first use with c's context current; kept only
+// when all of them were made.
+func (c *context) convolution(api *cudnnAPI, h uintptr, g *plan.ConvCall) (*cudnnConv, error) {
+	key := convKey(g)
+	if cv, ok := c.convs[key]; ok {
 		return cv, nil
 	}
-	cv := &cudnnConv{}
-	if err := c.describe(api, cv, g); err != nil {
-		return nil, err
+	if !g.RunsOnCUDNN() {
+		return nil, fmt.Errorf("cuDNN cannot compute the convolution: pads %v and %v, or more than 2^31 elements", g.PadsBegin, g.PadsEnd)
 	}
-	c.convs[string(b)] = cv
+	cv := &cudnnConv{}
+	err := c.describe(api, cv, g)
+	if err == nil {
+		err = c.algorithm(api, h, cv)
+	}
+	if err != nil {
+		return nil, errors.Join(err, c.free(cv))
+	}
+	c.convs[key] = cv
+	return cv, nil
+}
+
+// algorithm chooses cv's algorithm, the first cuDNN ranks that succeeds
+// within maxWorkspace in the plan's math (no tensor cores in f32), sets
+// its math type on the descriptor, and allocates its workspace.
+func (c *context) algorithm(api *cudnnAPI, h uintptr, cv *cudnnConv) error {
 	var perf [cudnnAlgosAsked]algoPerf
 	var n int32
-	if err := api.status("cudnnGetConvolutionForwardAlgorithm", api.getAlgorithm(h, cv.x, cv.w, cv.conv, cv.y, cudnnAlgosAsked, &n, &perf[0])); err != nil {
-		return nil, err
+	if err := api.status("cudnnGetConvolutionForwardAlgorithm_v7", api.getAlgorithm(h, cv.x, cv.w, cv.conv, cv.y, cudnnAlgosAsked, &n, &perf[0])); err != nil {
+		return err
 	}
-	i := slices.IndexFunc(perf[:n], func(p algoPerf) bool { return p.status == cudnnStatusSuccess })
+	i := slices.IndexFunc(perf[:min(n, cudnnAlgosAsked)], func(p algoPerf) bool {
+		return p.status == 0 && p.memory <= maxWorkspace && (p.mathType == cudnnFMAMath || c.plan.Precision == precision.TF32)
+	})
 	if i < 0 {
-		return nil, fmt.Errorf("cuDNN has no algorithm for the convolution %s", b)
+		return fmt.Errorf("cuDNN offers no algorithm for the convolution with a workspace up to %d bytes in %s", maxWorkspace, c.plan.Precision)
 	}
 	cv.algo = perf[i].algo
+	if err := api.status("cudnnSetConvolutionMathType", api.setMath(cv.conv, perf[i].mathType)); err != nil {
+		return err
+	}
 	if err := api.status("cudnnGetConvolutionForwardWorkspaceSize", api.workspaceSize(h, cv.x, cv.w, cv.conv, cv.y, cv.algo, &cv.wsBytes)); err != nil {
-		return nil, err
+		return err
 	}
-	if cv.wsBytes > 0 {
-		return cv, c.drv.check("cuMemAlloc", c.drv.cuMemAlloc(&cv.workspace, cv.wsBytes))
+	if cv.wsBytes == 0 {
+		return nil
 	}
-	return cv, nil
+	return c.drv.check("cuMemAlloc", c.drv.cuMemAlloc(&cv.workspace, cv.wsBytes))
 }
 
 // describe makes cv's descriptors of call g: dense NCHW tensors, the
@@ -293,26 +262,20 @@ func (c *context) describe(api *cudnnAPI, cv *cudnnConv, g *plan.ConvCall) error
 	return api.status("cudnnSetConvolutionMathType", api.setMath(cv.conv, cudnnMath(c.plan.Precision)))
 }
 
-// conv enqueues convolution g on v's stream, its operands in the device
-// buffers at x, w and y.
-func (v *device) conv(api *cudnnAPI, g *plan.ConvCall, x, w, y uint64) error {
-	if !g.RunsOnCUDNN() {
-		return fmt.Errorf("cuDNN cannot compute the convolution: pads %v and %v, or more than 2^31 elements", g.PadsBegin, g.PadsEnd)
+// conv enqueues convolution g, prepared (PrepareLibrary), on v's
+// stream, its operands in the device buffers at x, w and y.
+func (v *device) conv(g *plan.ConvCall, x, w, y uint64) error {
+	api, h := v.c.dnnAPI, v.c.dnn
+	cv, ok := v.c.convs[convKey(g)]
+	if !ok {
+		return fmt.Errorf("the convolution %s was not prepared on %s", convKey(g), v.Name())
 	}
 	return v.c.do(func() error {
-		h, err := v.c.cudnnHandle(api)
-		if err != nil {
-			return err
-		}
-		cv, err := v.c.convolution(api, h, g)
-		if err != nil {
-			return err
-		}
 		if err := api.status("cudnnSetStream", api.setStream(h, v.stream)); err != nil {
 			return err
 		}
 		alpha, beta := float32(1), float32(0)
-		err = api.status("cudnnConvolutionForward", api.forward(h, &alpha, cv.x, x+4*uint64(g.X.Offset), cv.w, w+4*uint64(g.W.Offset),
+		err := api.status("cudnnConvolutionForward", api.forward(h, &alpha, cv.x, x+4*uint64(g.X.Offset), cv.w, w+4*uint64(g.W.Offset),
 			cv.conv, cv.algo, cv.workspace, cv.wsBytes, &beta, cv.y, y+4*uint64(g.Y.Offset)))
 		runtime.KeepAlive(&alpha)
 		runtime.KeepAlive(&beta)

@@ -25,7 +25,7 @@ type context struct {
 	funcs    []uintptr // per plan kernel
 	maxPitch int64
 	users    int        // the open logical devices on it
-	blas     uintptr    // its cuBLAS handle, made on first use (handle)
+	blas     uintptr    // its cuBLAS handle, made on first use (cublasHandle)
 	blasAPI  *cublasAPI // the cuBLAS that made it
 	dnn      uintptr    // its cuDNN handle, made on first use (cudnnHandle)
 	dnnAPI   *cudnnAPI  // the cuDNN that made it
@@ -158,7 +158,7 @@ func (c *context) release() error {
 	d := c.drv
 	var errs []error
 	errs = append(errs, c.do(func() error {
-		errs = append(errs, c.destroyHandle(), c.destroyCUDNN())
+		errs = append(errs, c.destroyCUBLAS(), c.destroyCUDNN())
 		for _, m := range c.modules {
 			errs = append(errs, d.check("cuModuleUnload", d.cuModuleUnload(m)))
 		}

@@ -32,7 +32,7 @@ func TestCUBLASGEMM(t *testing.T) {
 				}
 			}
 			t.Setenv("TOFUC_LIBCUBLAS", lib)
-			if _, err := loadCUBLAS(); err != nil {
+			if _, err := cublasLib.load(); err != nil {
 				t.Skip(err)
 			}
 			checkGEMMs(t, devs)
@@ -74,7 +74,7 @@ func TestCUDNNConv(t *testing.T) {
 				}
 			}
 			t.Setenv("TOFUC_LIBCUDNN", lib)
-			if _, err := loadCUDNN(); err != nil {
+			if _, err := cudnnLib.load(); err != nil {
 				t.Skip(err)
 			}
 			r := rand.New(rand.NewPCG(5, 6))
@@ -89,6 +89,30 @@ func TestCUDNNConv(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCUDNNNoAlgorithm: a convolution for which cuDNN offers no
+// algorithm is refused when prepared, every time, with cuDNN's reason,
+// and nothing half-made is kept.
+func TestCUDNNNoAlgorithm(t *testing.T) {
+	devs := openFake(t, "1", 1)
+	lib, err := fakecuda.BuildCUDNN(t.TempDir())
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Setenv("TOFUC_LIBCUDNN", lib)
+	t.Setenv("FAKECUDNN_NO_ALGORITHM", "1")
+	tc := convcase.Random(rand.New(rand.NewPCG(7, 8)), plan.CUDNN, 1, true)
+	s := &plan.Step{Op: plan.Library, Conv: tc.Call}
+	for try := range 2 {
+		err := devs[0].(executor.StreamLibraryDevice).PrepareLibrary(s)
+		if err == nil || !strings.Contains(err.Error(), "cuDNN offers no algorithm") {
+			t.Errorf("try %d: %v", try, err)
+		}
+		if n := len(devs[0].(*device).c.convs); n != 0 {
+			t.Errorf("try %d: %d convolutions kept", try, n)
+		}
 	}
 }
 
@@ -107,7 +131,11 @@ func onDevice(dev executor.Device, s *plan.Step, bufs [3][]float32) ([]float32, 
 		}
 		ptrs[i] = p
 	}
-	if err := dev.(executor.StreamLibraryDevice).Library(s, ptrs[:]); err != nil {
+	sd := dev.(executor.StreamLibraryDevice)
+	if err := sd.PrepareLibrary(s); err != nil {
+		return nil, err
+	}
+	if err := sd.Library(s, ptrs[:]); err != nil {
 		return nil, err
 	}
 	if err := dev.Sync(); err != nil {
@@ -135,8 +163,12 @@ func TestCUBLASRefusals(t *testing.T) {
 	if err := sd.LoadLibrary("onednn"); err == nil || !strings.Contains(err.Error(), executor.ErrOtherDevice.Error()) {
 		t.Errorf("onednn on a GPU: %v", err)
 	}
-	if _, err := openCUBLAS("/nonexistent/libcublas.so.12"); err == nil || strings.Contains(err.Error(), "\n") {
+	t.Setenv("TOFUC_LIBCUBLAS", "/nonexistent/libcublas.so.12")
+	if _, err := cublasLib.load(); err == nil || strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), "backend cublas: no cuBLAS (/nonexistent/libcublas.so.12: ") {
 		t.Errorf("a missing cuBLAS: %v", err)
+	}
+	if err := sd.PrepareLibrary(&plan.Step{Op: plan.Library, GEMM: &plan.GEMMCall{Backend: plan.CUBLAS}}); err == nil {
+		t.Error("a GEMM prepared without cuBLAS")
 	}
 }
 

@@ -177,9 +177,8 @@ func (pr *Program) StepTimes() []StepTime {
 func (pr *Program) newTimer() (*timer, error) {
 	t := &timer{start: map[plan.StepRef]Event{}, end: map[plan.StepRef]Event{}}
 	for _, ref := range pr.steps.order {
-		o := pr.steps.ops[ref.Device][ref.Step]
 		dev := pr.devs[ref.Device]
-		if o.lib == nil && (o.launch == nil || !dev.Runs(&pr.Plan.Kernels[o.launch.k])) || !pr.steps.steps[ref.Device][ref.Step].Place.Runs(pr.inForce) {
+		if !pr.timedStep(ref) {
 			continue
 		}
 		var err error
@@ -191,6 +190,14 @@ func (pr *Program) newTimer() (*timer, error) {
 		}
 	}
 	return t, nil
+}
+
+// timedStep reports whether a timer times step ref: a launch its
+// device runs, or a library call, of the variants in force.
+func (pr *Program) timedStep(ref plan.StepRef) bool {
+	o := pr.steps.ops[ref.Device][ref.Step]
+	runs := o.lib != nil || o.launch != nil && pr.devs[ref.Device].Runs(&pr.Plan.Kernels[o.launch.k])
+	return runs && pr.steps.steps[ref.Device][ref.Step].Place.Runs(pr.inForce)
 }
 
 func (pr *Program) kernelTiming(ref plan.StepRef, s Stats) KernelTiming {

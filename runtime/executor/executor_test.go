@@ -480,6 +480,48 @@ func TestGPULibrarySteps(t *testing.T) {
 	}
 }
 
+// TestGPULibraryRefused: where cuDNN offers no algorithm for a
+// convolution, the program says so for each of its steps, runs that
+// group's generated kernels, and the outputs match the cpu runtime's.
+func TestGPULibraryRefused(t *testing.T) {
+	drv, err := fakeDriver()
+	if err != nil {
+		t.Skip(err)
+	}
+	lib, err := fakecuda.BuildCUDNN(t.TempDir())
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Setenv("TOFUC_LIBCUDNN", lib)
+	t.Setenv("FAKECUDNN_NO_ALGORITHM", "1")
+	m := compile(t, modelcase.Case{File: "cnn", Devices: 1, Classes: 10, Precision: precision.F32, Backends: []string{plan.CUDNN}, Set: map[string]any{"batch": 2}})
+	want, err := hostRun(t, m, cpu.Kind.Name, m.Params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FAKECUDA_SIMT", filepath.Join(m.Dir, m.Plan.Modules[simt.Module].Files[0].Path))
+	devs, err := drv.Open(m.Plan, m.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := executor.Load(m.Plan, devs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	if len(pr.Notes) != len(m.Plan.Placement) || len(pr.Notes) == 0 || !strings.Contains(pr.Notes[0], "cuDNN offers no algorithm") {
+		t.Errorf("notes %q, want one for each of the %d groups", pr.Notes, len(m.Plan.Placement))
+	}
+	got, err := pr.Run(m.Inputs, m.Params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareAll(t, "cnn", got, want, func(lang.DType) tensor.Tolerance { return rounding.ModelTolerance(precision.F32, m.Depth) })
+	if placed := pr.Placement(); len(placed) != 0 {
+		t.Errorf("placement timed %v with no library to run", placed)
+	}
+}
+
 // TestPlaceOnDevices: on the fake GPUs, the first run times every
 // group's cuBLAS step against its generated kernel and keeps the
 // faster (Program.Placement): cuBLAS where each launch takes 50 ms more, the generated

@@ -26,8 +26,12 @@ type StreamLibraryDevice interface {
 	// LoadLibrary loads backend's library for the device, or says why
 	// it cannot (another device's library, or missing here).
 	LoadLibrary(backend string) error
-	// Library enqueues library step s, its operands' buffers at ptrs
-	// (a GEMM's A, B and C).
+	// PrepareLibrary makes what library step s needs on the device (a
+	// convolution's descriptors, algorithm and workspace), or says why
+	// the device cannot run it.
+	PrepareLibrary(s *plan.Step) error
+	// Library enqueues library step s, prepared, its operands'
+	// buffers at ptrs (plan.Step.LibraryBuffers).
 	Library(s *plan.Step, ptrs []Ptr) error
 }
 
@@ -57,13 +61,41 @@ func (pr *Program) chooseVariants() {
 		pr.loaded[backend] = true
 		return true
 	}
-	if _, ok := pr.devs[0].(StreamLibraryDevice); ok {
+	if pr.onGPUs() {
 		pr.inForce = pr.Plan.FirstCandidates(can)
+		pr.prepareLibraries()
 	} else {
 		pr.inForce = pr.Plan.InForce(can)
 	}
 	for backend, err := range missing {
 		pr.Notes = append(pr.Notes, fmt.Sprintf("%v: the plan's steps placed on %s run tofuc's generated kernels instead", err, backend))
+	}
+}
+
+// onGPUs reports whether the program's devices have libraries of their
+// own (a plan's devices are all of one kind).
+func (pr *Program) onGPUs() bool {
+	_, ok := pr.devs[0].(StreamLibraryDevice)
+	return ok
+}
+
+// prepareLibraries prepares every library step of the variants in force
+// on the devices (StreamLibraryDevice.PrepareLibrary); a group one of
+// whose steps the library refuses runs its generated kernels, with a
+// note.
+func (pr *Program) prepareLibraries() {
+	for d, steps := range pr.Plan.Steps {
+		sd := pr.devs[d].(StreamLibraryDevice)
+		for i := range steps {
+			s := &steps[i]
+			if s.Op != plan.Library || !s.Place.Runs(pr.inForce) {
+				continue
+			}
+			if err := sd.PrepareLibrary(s); err != nil {
+				pr.Notes = append(pr.Notes, fmt.Sprintf("%s: %v: its placement group runs tofuc's generated kernels", s.Where(d, i), err))
+				pr.inForce[s.Place.Group] = plan.Generated
+			}
+		}
 	}
 }
 
@@ -101,12 +133,9 @@ func (pr *Program) library(d Device, s *plan.Step, where string) (func() error, 
 	if err != nil {
 		return nil, err
 	}
-	var buffers []int
+	buffers := s.LibraryBuffers()
 	fixedWeights := false // W holds parameters: only a binding changes it
-	if c := s.GEMM; c != nil {
-		buffers = []int{c.A.Buffer, c.B.Buffer, c.C.Buffer}
-	} else {
-		buffers = []int{s.Conv.X.Buffer, s.Conv.W.Buffer, s.Conv.Y.Buffer}
+	if s.Conv != nil {
 		fixedWeights = pr.Plan.HoldsParameter(s.Conv.W.Buffer)
 		release, err := lib.AcquireConv(s.Conv)
 		if err != nil {
@@ -146,12 +175,7 @@ func (pr *Program) library(d Device, s *plan.Step, where string) (func() error, 
 // streamLibrary returns the call that enqueues library step s on
 // device d's stream.
 func (pr *Program) streamLibrary(d StreamLibraryDevice, s *plan.Step, where string) func() error {
-	var buffers []int
-	if c := s.GEMM; c != nil {
-		buffers = []int{c.A.Buffer, c.B.Buffer, c.C.Buffer}
-	} else {
-		buffers = []int{s.Conv.X.Buffer, s.Conv.W.Buffer, s.Conv.Y.Buffer}
-	}
+	buffers := s.LibraryBuffers()
 	ptrs := make([]Ptr, len(buffers))
 	for i, id := range buffers {
 		ptrs[i] = pr.addr(id)

@@ -38,7 +38,7 @@ func (pr *Program) Placement() []GroupChoice {
 // GPU's libraries are where the plan runs (docs/placement.md). The
 // inputs and parameters are written; pr.mu is held.
 func (pr *Program) placeOnDevices() (err error) {
-	if _, ok := pr.devs[0].(StreamLibraryDevice); !ok || pr.placeDone || pr.Unmeasured {
+	if !pr.onGPUs() || pr.placeDone || pr.Unmeasured {
 		return nil
 	}
 	pr.placeDone = true
@@ -53,30 +53,9 @@ func (pr *Program) placeOnDevices() (err error) {
 		}
 	}()
 	generated := slices.Repeat([]string{plan.Generated}, len(libraries))
-	sets := [][]string{generated, libraries}
-	timers := make([]*timer, len(sets))
-	for i, set := range sets {
-		pr.inForce = set
-		if err := pr.run(pr.steps, nil); err != nil { // a warm-up
-			return err
-		}
-		if timers[i], err = pr.newTimer(); err != nil {
-			return err
-		}
-	}
-	// per set, per group, each run's time in milliseconds
-	times := [2][][]float64{make([][]float64, len(libraries)), make([][]float64, len(libraries))}
-	for range placeRuns {
-		for i, set := range sets {
-			pr.inForce = set
-			perGroup, err := pr.groupTimes(timers[i])
-			if err != nil {
-				return err
-			}
-			for g, ms := range perGroup {
-				times[i][g] = append(times[i][g], ms)
-			}
-		}
+	times, err := pr.timeVariants([][]string{generated, libraries})
+	if err != nil {
+		return err
 	}
 	pr.placed = make([]GroupChoice, len(libraries))
 	for g, lib := range libraries {
@@ -90,6 +69,38 @@ func (pr *Program) placeOnDevices() (err error) {
 		pr.inForce[g], pr.placed[g] = c.Chosen, c
 	}
 	return nil
+}
+
+// timeVariants times the plan with each set of variants in force
+// (inForce's), placeRuns times after a warm-up, the sets in turn: per
+// set, per group, each run's time in milliseconds.
+func (pr *Program) timeVariants(sets [][]string) ([][][]float64, error) {
+	timers := make([]*timer, len(sets))
+	times := make([][][]float64, len(sets))
+	for i, set := range sets {
+		pr.inForce = set
+		if err := pr.run(pr.steps, nil); err != nil { // a warm-up
+			return nil, err
+		}
+		var err error
+		if timers[i], err = pr.newTimer(); err != nil {
+			return nil, err
+		}
+		times[i] = make([][]float64, len(pr.Plan.Placement))
+	}
+	for range placeRuns {
+		for i, set := range sets {
+			pr.inForce = set
+			perGroup, err := pr.groupTimes(timers[i])
+			if err != nil {
+				return nil, err
+			}
+			for g, ms := range perGroup {
+				times[i][g] = append(times[i][g], ms)
+			}
+		}
+	}
+	return times, nil
 }
 
 // groupTimes runs the steps once with timer t (made for the variants in

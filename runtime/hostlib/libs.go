@@ -61,9 +61,7 @@ func loadOneDNN(h uintptr, l *Library) error {
 			return err
 		}
 	}
-	if err := keepFreedMemory(); err != nil {
-		return err
-	}
+	keepFreedMemory() // faster calls where it works; slower ones where not
 	omp, err := purego.Dlopen("libgomp.so.1", purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
 		return fmt.Errorf("its OpenMP runtime libgomp.so.1: %w", err)
@@ -116,20 +114,17 @@ const (
 // this process glibc's malloc returned it to the system and took it
 // back each time (four brk calls a call under strace, 250,000 page
 // faults a second), and a 64-channel 3 × 3 convolution at 56 × 56 took
-// 1.8 ms where a C program took 0.7 (docs/placement.md).
-func keepFreedMemory() error {
+// 1.8 ms where a C program took 0.7 (docs/placement.md). A C library
+// without glibc's mallopt keeps its own behaviour.
+func keepFreedMemory() {
 	libc, err := purego.Dlopen("libc.so.6", purego.RTLD_NOW|purego.RTLD_GLOBAL)
 	if err != nil {
-		return fmt.Errorf("the C library: %w", err)
+		return
 	}
 	var mallopt func(param, value int32) int32
-	if err := register(libc, &mallopt, "mallopt"); err != nil {
-		return err
+	if register(libc, &mallopt, "mallopt") != nil {
+		return
 	}
-	for param, value := range map[int32]int32{mTrimThreshold: 256 << 20, mMmapThreshold: 32 << 20} {
-		if mallopt(param, value) != 1 {
-			return fmt.Errorf("mallopt(%d, %d) failed", param, value)
-		}
-	}
-	return nil
+	mallopt(mTrimThreshold, 256<<20)
+	mallopt(mMmapThreshold, 32<<20)
 }

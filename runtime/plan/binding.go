@@ -129,9 +129,10 @@ func volume(box []Dim) int64 {
 	return n
 }
 
-// HoldsParameter reports whether buffer id of a validated plan holds a
-// parameter's tile, or shares its view root with one: only the runtime
-// writes those, when it binds parameters.
+// HoldsParameter reports whether buffer id of a validated plan lies in
+// a view root that holds a parameter's tile and no input's: only the
+// runtime writes it, when it binds parameters (the inputs it writes at
+// every run).
 func (p *Plan) HoldsParameter(id int) bool {
 	root := func(id int) int {
 		for p.Buffers[id].ViewOf >= 0 { // a validated plan's views end
@@ -139,14 +140,12 @@ func (p *Plan) HoldsParameter(id int) bool {
 		}
 		return id
 	}
-	for _, b := range p.Params {
-		for _, t := range b.Tiles {
-			if root(t.Buffer) == root(id) {
-				return true
-			}
-		}
+	holds := func(bindings []Binding) bool {
+		return slices.ContainsFunc(bindings, func(b Binding) bool {
+			return slices.ContainsFunc(b.Tiles, func(t Tile) bool { return root(t.Buffer) == root(id) })
+		})
 	}
-	return false
+	return holds(p.Params) && !holds(p.Inputs)
 }
 
 // heldRoots marks the buffers holding, or whose views hold, a tile of an

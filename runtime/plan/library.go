@@ -24,6 +24,15 @@ const (
 
 var GPUBackends = []string{CUBLAS, CUDNN}
 
+// IsGPUBackend reports whether backend is a GPU's library.
+func IsGPUBackend(backend string) bool { return slices.Contains(GPUBackends, backend) }
+
+// HostCandidates are a group's candidates a host runs: Generated and
+// the host libraries'.
+func (pg *PlaceGroup) HostCandidates() []string {
+	return slices.DeleteFunc(slices.Clone(pg.Candidates), IsGPUBackend)
+}
+
 // PlaceGroup is a part of the plan that can run on several backends
 // (docs/placement.md): tofuc's generated kernel, or a vendor library's
 // call followed by a generated epilogue. Its steps carry Place.
@@ -170,6 +179,15 @@ func (s *Step) LibraryCall() LibraryCall {
 	return nil
 }
 
+// LibraryBuffers are library step s's operands' buffers: a GEMM's A, B
+// and C, or a convolution's X, W and Y.
+func (s *Step) LibraryBuffers() []int {
+	if c := s.GEMM; c != nil {
+		return []int{c.A.Buffer, c.B.Buffer, c.C.Buffer}
+	}
+	return []int{s.Conv.X.Buffer, s.Conv.W.Buffer, s.Conv.Y.Buffer}
+}
+
 func (c *GEMMCall) Library() string { return c.Backend }
 func (c *GEMMCall) Name() string    { return "sgemm" }
 func (c *ConvCall) Library() string { return c.Backend }
@@ -303,8 +321,14 @@ func disjointBatch(strides, extents []int64, span int64) error {
 }
 
 // checkPlacement checks the placement groups and every step's group.
+// Only a plan of one device offers a GPU's libraries: they keep one
+// handle and one workspace per convolution for a GPU's context, which
+// two logical devices' streams on one GPU would share.
 func (p *Plan) checkPlacement() error {
 	for g, pg := range p.Placement {
+		if p.Devices > 1 && slices.ContainsFunc(pg.Candidates, IsGPUBackend) {
+			return fmt.Errorf("placement group %d (%s): a GPU's library in a plan of %d devices: only a plan of one device offers them", g, pg.Label, p.Devices)
+		}
 		if !slices.Contains(pg.Candidates, Generated) || !slices.Contains(pg.Candidates, pg.Chosen) {
 			return fmt.Errorf("placement group %d (%s): candidates %v must hold %q and the chosen %q", g, pg.Label, pg.Candidates, Generated, pg.Chosen)
 		}

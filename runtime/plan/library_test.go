@@ -63,6 +63,7 @@ func TestLibraryRefuses(t *testing.T) {
 		{"an unknown variant", func(p *Plan) { p.Steps[0][1].Place.Variants = []string{"mkl"} }, `variant "mkl" is no candidate`},
 		{"no generated candidate", func(p *Plan) { p.Placement[0].Candidates = []string{"openblas"} }, `must hold "generated"`},
 		{"a chosen variant not a candidate", func(p *Plan) { p.Placement[0].Chosen = "onednn" }, `the chosen "onednn"`},
+		{"a GPU's library on two devices", func(p *Plan) { p.Placement[0].Candidates = append(p.Placement[0].Candidates, CUBLAS) }, "a GPU's library in a plan of 2 devices"},
 	} {
 		p := withLibrary()
 		tc.edit(p)

@@ -232,10 +232,8 @@ func (p *Plan) access(s *Step) (reads, writes []int) {
 	case Opaque:
 		return s.Call.Args, []int{s.To}
 	case Library:
-		if s.Conv != nil {
-			return []int{s.Conv.X.Buffer, s.Conv.W.Buffer}, []int{s.Conv.Y.Buffer}
-		}
-		return []int{s.GEMM.A.Buffer, s.GEMM.B.Buffer}, []int{s.GEMM.C.Buffer}
+		b := s.LibraryBuffers()
+		return b[:2], b[2:]
 	}
 	return nil, nil
 }

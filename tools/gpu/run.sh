@@ -26,11 +26,14 @@ PTXAS=${PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
 mkdir -p "$OUT/in"
 # cuBLAS and cuDNN for the plans compiled with --backends cublas,cudnn:
 # the toolkit's, or PyTorch's wheels' (docs/placement.md, "GPU libraries").
-wheels=$(python3 -c 'import importlib, os
+# No empty entry: it would name the current folder.
+libs=$(python3 -c 'import importlib, os
+dirs = ["/usr/local/cuda/lib64"]
 for n in ("cublas", "cudnn"):
-    try: print(os.path.join(list(importlib.import_module("nvidia." + n).__path__)[0], "lib"), end=":")
-    except Exception: pass' 2>/dev/null)
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${wheels}${LD_LIBRARY_PATH:-}"
+    try: dirs.append(os.path.join(list(importlib.import_module("nvidia." + n).__path__)[0], "lib"))
+    except Exception: pass
+print(":".join(dirs))' 2>/dev/null || echo /usr/local/cuda/lib64)
+export LD_LIBRARY_PATH="${libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
 
 { nvidia-smi; ./tofuc-run --help | head -1; } >"$OUT/machine.txt" 2>&1

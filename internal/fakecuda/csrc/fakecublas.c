@@ -7,7 +7,9 @@
 // outside the current context's memory, a leading dimension below a
 // matrix's rows. Sums are in double, rounded to float once.
 // $FAKECUBLAS_DELAY_US makes each product take that much longer (the
-// tests of placement by measurement).
+// tests of placement by measurement). It runs every call at once, in
+// the caller's order, and never rounds to TF32: what streams or the
+// math mode would get wrong on a GPU, it cannot show.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>

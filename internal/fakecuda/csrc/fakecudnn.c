@@ -6,7 +6,10 @@
 // context than its own, a stream of another context, descriptors that
 // disagree (an output extent, channels and groups), a workspace smaller
 // than it asked for, a tensor outside the current context's memory.
-// Sums are in double, rounded to float once.
+// Sums are in double, rounded to float once. $FAKECUDNN_NO_ALGORITHM
+// makes it offer no algorithm. It runs every call at once, in the
+// caller's order: what streams and shared workspaces would get wrong on
+// a GPU, it cannot show; nor does it round to TF32.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
@@ -143,9 +146,14 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(struct handle *h, const str
 		return NOT_INITIALIZED;
 	if (asked < 1 || !agree(x, w, c, y))
 		return BAD_PARAM;
-	*returned = 2; // the first not supported: the caller must read the statuses
-	perf[0] = (perf_t){.algo = 7, .status = NOT_SUPPORTED};
-	perf[1] = (perf_t){.algo = 1, .status = SUCCESS, .memory = WORKSPACE};
+	// The first not supported: the caller must read the statuses; none
+	// supported with $FAKECUDNN_NO_ALGORITHM.
+	perf_t all[2] = {{.algo = 7, .status = NOT_SUPPORTED}, {.algo = 1, .status = SUCCESS, .memory = WORKSPACE, .math = 3}};
+	if (getenv("FAKECUDNN_NO_ALGORITHM") != NULL)
+		all[1].status = NOT_SUPPORTED;
+	*returned = asked < 2 ? asked : 2;
+	for (int i = 0; i < *returned; i++)
+		perf[i] = all[i];
 	return SUCCESS;
 }
 cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(struct handle *h, const struct tensor *x, const struct filter *w,
