@@ -147,9 +147,7 @@ func runPlan(dir string, f flags, stdout io.Writer) error {
 	}
 	defer prog.Close()
 	fmt.Fprintf(stdout, "%s: %d logical devices on %s\n", p.Model, p.Devices, gpuNames(devs))
-	for _, n := range prog.Notes { // a library the plan's steps need, missing here
-		fmt.Fprintf(stdout, "note: %s\n", n)
-	}
+	printNotes(stdout, prog.Notes)
 	outputs, err := prog.Run(inputs, params)
 	if err != nil {
 		return err
@@ -167,6 +165,14 @@ func runPlan(dir string, f flags, stdout io.Writer) error {
 		return nil
 	}
 	return bench(prog, devs[0], driver, inputs, params, placed, f, stdout)
+}
+
+// printNotes prints what loading the plan said: a library its steps
+// need, missing here, or refusing a step.
+func printNotes(w io.Writer, notes []string) {
+	for _, n := range notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 }
 
 // placementSummary counts the groups each variant runs.
@@ -235,6 +241,7 @@ func runDynamic(dir string, f flags, specs map[string]string, stdout io.Writer) 
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: a batch of %d (a dynamic %s) on %s\n", r.Manifest.Model, n, r.Manifest.Symbol, gpus)
+	printNotes(stdout, r.Notes)
 	outputs, err := r.Run(inputs, params)
 	if err != nil {
 		return err

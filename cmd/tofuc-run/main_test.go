@@ -181,6 +181,13 @@ func TestMissingCUBLAS(t *testing.T) {
 	if len(notes) != 1 {
 		t.Errorf("want one note on cuBLAS, stdout:\n%s", stdout)
 	}
+	matchesSIMT(t, c, out)
+}
+
+// matchesSIMT compares the outputs tofuc-run wrote into out with the
+// simt runtime's run of c, bit for bit.
+func matchesSIMT(t *testing.T, c *compiled, out string) {
+	t.Helper()
 	ref, err := executor.Open(c.plan, c.dir, simt.Kind.Name, executor.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -217,24 +224,7 @@ func TestRunAndBench(t *testing.T) {
 	if status != exitOK {
 		t.Fatalf("status %d: %s", status, stderr)
 	}
-	ref, err := executor.Open(c.plan, c.dir, simt.Kind.Name, executor.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Close()
-	want, err := ref.Run(map[string]*tensor.Tensor{"x": c.x}, c.weights)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, w := range want {
-		got, err := npy.ReadFile(filepath.Join(out, name+".npy"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tensor.Compare(got, w, tensor.Exact); err != nil {
-			t.Errorf("output %s: %v", name, err)
-		}
-	}
+	matchesSIMT(t, c, out)
 	var r benchReport
 	b, err := os.ReadFile(jsonPath)
 	if err != nil {

@@ -98,10 +98,8 @@ func (c *context) destroyCUBLAS() error {
 // Cᵀ = Bᵀ·Aᵀ, and a row-major matrix with leading dimension ld is its
 // transpose, column-major, with the same ld.
 func (v *device) gemm(g *plan.GEMMCall, a, b, out uint64) error {
-	ops := g.Operands()
-	A, B, C := ops[0], ops[1], ops[2]
-	if trans, _, _ := C.Layout(); trans {
-		A, B, C = B.Transposed(), A.Transposed(), C.Transposed()
+	A, B, C, swapped := g.RowMajorOperands()
+	if swapped {
 		a, b = b, a
 	}
 	ta, lda, _ := A.Layout()

@@ -79,7 +79,7 @@ func bind(path string, symbols []symbol) error {
 	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	runtime.UnlockOSThread()
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return err // dlerror's message names the file
 	}
 	for _, s := range symbols {
 		addr, err := purego.Dlsym(h, s.name)

@@ -69,21 +69,7 @@ func programs(t *testing.T, m *model) map[string]*executor.Program {
 		t.Logf("not through the CUDA binding: %v", err)
 		return out
 	}
-	t.Setenv("FAKECUDA_SIMT", filepath.Join(m.Dir, m.Plan.Modules[simt.Module].Files[0].Path))
-	devs, err := drv.Open(m.Plan, m.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, err := executor.Load(m.Plan, devs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := pr.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	out["fake-cuda"] = pr
+	out["fake-cuda"] = onFakeGPUs(t, drv, m)
 	return out
 }
 
@@ -101,7 +87,11 @@ func load(t *testing.T, m *model, kind string, strict bool) *executor.Program {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { pr.Close() })
+	t.Cleanup(func() {
+		if err := pr.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return pr
 }
 
@@ -404,6 +394,27 @@ model convs(x: f32[2, 8, 14, 14]) {
 	}
 }
 
+// onFakeGPUs loads compiled model m on the fake driver's GPUs, its
+// kernels under the SIMT emulator.
+func onFakeGPUs(t *testing.T, drv *cuda.Driver, m *model) *executor.Program {
+	t.Helper()
+	t.Setenv("FAKECUDA_SIMT", filepath.Join(m.Dir, m.Plan.Modules[simt.Module].Files[0].Path))
+	devs, err := drv.Open(m.Plan, m.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := executor.Load(m.Plan, devs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := pr.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return pr
+}
+
 // TestGPULibrarySteps compiles an MLP (f32), a transformer (tf32) and a
 // CNN (f32) with cuBLAS and cuDNN offered and runs them on the fake
 // driver's GPUs with the fake libraries, unmeasured: every group runs
@@ -441,16 +452,7 @@ func TestGPULibrarySteps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Setenv("FAKECUDA_SIMT", filepath.Join(m.Dir, m.Plan.Modules[simt.Module].Files[0].Path))
-		devs, err := drv.Open(m.Plan, m.Dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr, err := executor.Load(m.Plan, devs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pr.Close()
+		pr := onFakeGPUs(t, drv, m)
 		pr.Unmeasured = true // the libraries in force (TestPlaceOnDevices measures)
 		if len(pr.Notes) > 0 {
 			t.Errorf("%s: %v", e, pr.Notes)
@@ -499,16 +501,7 @@ func TestGPULibraryRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("FAKECUDA_SIMT", filepath.Join(m.Dir, m.Plan.Modules[simt.Module].Files[0].Path))
-	devs, err := drv.Open(m.Plan, m.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, err := executor.Load(m.Plan, devs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
+	pr := onFakeGPUs(t, drv, m)
 	if len(pr.Notes) != len(m.Plan.Placement) || len(pr.Notes) == 0 || !strings.Contains(pr.Notes[0], "cuDNN offers no algorithm") {
 		t.Errorf("notes %q, want one for each of the %d groups", pr.Notes, len(m.Plan.Placement))
 	}
@@ -548,18 +541,9 @@ model products(x: f32[32, 64]) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("FAKECUDA_SIMT", filepath.Join(m.Dir, m.Plan.Modules[simt.Module].Files[0].Path))
 	for _, tc := range []struct{ slow, chosen string }{{"FAKECUDA_LAUNCH_DELAY_US", plan.CUBLAS}, {"FAKECUBLAS_DELAY_US", plan.Generated}} {
 		t.Setenv(tc.slow, "50000")
-		devs, err := drv.Open(m.Plan, m.Dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr, err := executor.Load(m.Plan, devs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pr.Close()
+		pr := onFakeGPUs(t, drv, m)
 		got, err := pr.Run(m.Inputs, m.Params)
 		if err != nil {
 			t.Fatal(err)

@@ -173,19 +173,14 @@ func (pr *Program) library(d Device, s *plan.Step, where string) (func() error, 
 }
 
 // streamLibrary returns the call that enqueues library step s on
-// device d's stream.
-func (pr *Program) streamLibrary(d StreamLibraryDevice, s *plan.Step, where string) func() error {
+// device d's stream (its errors are named by the step's place, run).
+func (pr *Program) streamLibrary(d StreamLibraryDevice, s *plan.Step) func() error {
 	buffers := s.LibraryBuffers()
 	ptrs := make([]Ptr, len(buffers))
 	for i, id := range buffers {
 		ptrs[i] = pr.addr(id)
 	}
-	return func() error {
-		if err := d.Library(s, ptrs); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
-		}
-		return nil
-	}
+	return func() error { return d.Library(s, ptrs) }
 }
 
 // libraryTiming describes the timing s of library step ref, which runs

@@ -249,7 +249,7 @@ func (pr *Program) op(d, i int, s *plan.Step) (op, error) {
 		return op{host: pr.opaque(pr.devs[d].(HostDevice), s, s.Where(d, i))}, nil
 	case plan.Library:
 		if sd, ok := pr.devs[d].(StreamLibraryDevice); ok {
-			return op{stream: pr.streamLibrary(sd, s, s.Where(d, i)), lib: s.LibraryCall()}, nil
+			return op{stream: pr.streamLibrary(sd, s), lib: s.LibraryCall()}, nil
 		}
 		call, err := pr.library(pr.devs[d], s, s.Where(d, i))
 		return op{host: call, lib: s.LibraryCall()}, err

@@ -173,11 +173,8 @@ func register(h uintptr, fn any, sym string) error {
 // GEMM runs call c on the buffers a, b and out (their first elements).
 // The call must have been validated (plan.Validate).
 func (l *Library) GEMM(c *plan.GEMMCall, a, b, out unsafe.Pointer) {
-	ops := c.Operands()
-	A, B, C := ops[0], ops[1], ops[2]
-	if trans, _, _ := C.Layout(); trans {
-		// C is column-major: compute Cᵀ = Bᵀ·Aᵀ, row-major.
-		A, B, C = B.Transposed(), A.Transposed(), C.Transposed()
+	A, B, C, swapped := c.RowMajorOperands()
+	if swapped {
 		a, b = b, a
 	}
 	ta, lda, _ := A.Layout()

@@ -52,16 +52,23 @@ func ConvOutExtent(in, kernel, stride, dilation, padBegin, padEnd int64) int64 {
 	return span/stride + 1
 }
 
-// RunsOnCUDNN reports whether cuDNN's convolution can compute the
-// call: equal pads at both ends of each dimension, and every tensor's
-// elements counted by a C int (its descriptors' strides).
+// RunsOnCUDNN reports whether cuDNN's convolution, which pads both ends
+// of a dimension alike, computes the call with PadsBegin at both ends:
+// each output extent the same (a shorter end pad is one the last window
+// never reads), and every tensor's elements counted by a C int (its
+// descriptors' strides).
 func (c *ConvCall) RunsOnCUDNN() bool {
-	for _, shape := range c.operands() {
-		if n, err := Cells(shape.shape); err != nil || n > math.MaxInt32 {
+	for _, o := range c.operands() {
+		if n, err := Cells(o.shape); err != nil || n > math.MaxInt32 {
 			return false
 		}
 	}
-	return slices.Equal(c.PadsBegin, c.PadsEnd)
+	for d, out := range c.Out {
+		if ConvOutExtent(c.In[d], c.Kernel[d], c.Strides[d], c.Dilations[d], c.PadsBegin[d], c.PadsBegin[d]) != out {
+			return false
+		}
+	}
+	return true
 }
 
 // Shapes are the shapes of X, W and Y.

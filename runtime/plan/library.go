@@ -224,6 +224,9 @@ func (p *Plan) checkLibrary(d int, s *Step) error {
 	if err := s.LibraryCall().Check(); err != nil {
 		return err
 	}
+	if err := s.checkGPULibrary(); err != nil {
+		return err
+	}
 	if s.Conv != nil {
 		return p.checkConv(d, s.Conv)
 	}
@@ -231,6 +234,20 @@ func (p *Plan) checkLibrary(d int, s *Step) error {
 		if err := p.checkOperand(d, s.GEMM, o); err != nil {
 			return fmt.Errorf("gemm.%s: %w", o.Name, err)
 		}
+	}
+	return nil
+}
+
+// checkGPULibrary refuses a GPU library's step that its library cannot
+// compute: cuBLAS computes products, cuDNN convolutions it can pad
+// (ConvCall.RunsOnCUDNN). The host's libraries are checked when they
+// load (runtime/hostlib).
+func (s *Step) checkGPULibrary() error {
+	switch c := s.LibraryCall(); {
+	case c.Library() == CUBLAS && s.GEMM == nil, c.Library() == CUDNN && s.Conv == nil:
+		return fmt.Errorf("%s computes no %s", c.Library(), c.Name())
+	case c.Library() == CUDNN && !s.Conv.RunsOnCUDNN():
+		return fmt.Errorf("cudnn cannot compute the convolution with pads %v and %v", s.Conv.PadsBegin, s.Conv.PadsEnd)
 	}
 	return nil
 }
@@ -381,6 +398,17 @@ func (p *Plan) FirstCandidates(can func(variant string) bool) []string {
 		}
 	}
 	return out
+}
+
+// RowMajorOperands are the call's operands as a row-major BLAS computes
+// them: A, B and C, or, where C is column-major, Bᵀ, Aᵀ and Cᵀ, which
+// computes Cᵀ = Bᵀ·Aᵀ (swapped: the A and B buffers exchange too).
+func (c *GEMMCall) RowMajorOperands() (a, b, out Operand, swapped bool) {
+	ops := c.Operands()
+	if trans, _, _ := ops[2].Layout(); trans {
+		return ops[1].Transposed(), ops[0].Transposed(), ops[2].Transposed(), true
+	}
+	return ops[0], ops[1], ops[2], false
 }
 
 // Transposed is the operand's transpose: the same elements, rows and

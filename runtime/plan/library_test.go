@@ -164,3 +164,31 @@ func TestConvRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestGPULibraryRefuses: a GPU library's step its library cannot
+// compute is refused, and a convolution whose shorter end pad the last
+// window never reads is not.
+func TestGPULibraryRefuses(t *testing.T) {
+	conv := func(backend string, in, stride, padEnd int64) *Step {
+		c := &ConvCall{Backend: backend, N: 1, C: 1, O: 1, Group: 1, In: []int64{in}, Kernel: []int64{3}, Strides: []int64{stride},
+			Dilations: []int64{1}, PadsBegin: []int64{1}, PadsEnd: []int64{padEnd}}
+		c.Out = []int64{ConvOutExtent(in, 3, stride, 1, 1, padEnd)}
+		return &Step{Op: Library, Conv: c}
+	}
+	for _, tc := range []struct {
+		name string
+		step *Step
+		want string // "" for none
+	}{
+		{"a convolution on cuBLAS", conv(CUBLAS, 8, 1, 1), "cublas computes no convolution"},
+		{"a product on cuDNN", &Step{Op: Library, GEMM: &GEMMCall{Backend: CUDNN, M: 1, N: 1, K: 1}}, "cudnn computes no sgemm"},
+		{"pads 1 and 0 at stride 1", conv(CUDNN, 8, 1, 0), "cudnn cannot compute the convolution with pads [1] and [0]"},
+		{"pads 1 and 0 at stride 2 on 8", conv(CUDNN, 8, 2, 0), ""},
+		{"pads 1 and 1", conv(CUDNN, 8, 1, 1), ""},
+	} {
+		err := tc.step.checkGPULibrary()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
