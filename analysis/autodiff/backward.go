@@ -182,10 +182,16 @@ func gradDef(g *ir.Tensor, cs []scatter) *ir.Def {
 // guards; the variables left unsolved are summed over.
 func invert(u []*ir.Var, c scatter) ir.Expr {
 	vars := append(append([]*ir.Var(nil), c.def.Vars...), c.reduce...)
-	solved := map[*ir.Var]ir.Expr{}
+	solved, handled := solveRavel(u, c.read.Index) // a reshape's part, solved whole
+	if solved == nil {
+		solved = map[*ir.Var]ir.Expr{}
+	}
 	var guards []ir.Expr
 	index := c.read.Index
 	for d, idx := range index {
+		if handled[d] {
+			continue
+		}
 		idx = substitute(idx, solved)
 		ud := ir.Expr(&ir.VarRef{V: u[d]})
 		coefs, ok := linear(idx)

@@ -230,3 +230,51 @@ func TestBackwardIsPartitionable(t *testing.T) {
 	}
 	t.Logf("%d backward instances analysed", analysed)
 }
+
+// TestReshapeGradientIsAGather: the gradient of a reshape (and a
+// flatten), whose index divides and takes remainders of one linear
+// index, is a gather through the inverse map, with no sum (inverting
+// each dimension alone summed over every element for every element:
+// 2,621 MFLOP for 51,200 activations), and matches finite differences;
+// unit dimensions on either side included.
+func TestReshapeGradientIsAGather(t *testing.T) {
+	p, err := check.NewProgram(parser.Parse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		op    string
+		in    []int64
+		shape []int64
+	}{
+		{"reshape", []int64{2, 3, 4, 5}, []int64{2, 60}},
+		{"reshape", []int64{6, 10}, []int64{3, 4, 5}},
+		{"reshape", []int64{2, 1, 6}, []int64{1, 3, 1, 4}},
+		{"reshape", []int64{24}, []int64{2, 3, 4}},
+		{"flatten", []int64{2, 3, 4}, nil},
+	} {
+		t.Run(fmt.Sprintf("%s%v", tc.op, tc.in), func(t *testing.T) {
+			opts := opcase.Options{Any: lang.F64, Float: lang.F64, Shapes: [][]int64{tc.in}}
+			if tc.shape != nil {
+				opts.Attrs = map[string]ir.AttrValue{"shape": ir.IntList(tc.shape...)}
+			}
+			c, err := opcase.New(p.StdOps()[tc.op], opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			backs, wrt, err := autodiff.Backward(c.Inst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, back := range backs {
+				ir.Walk(back.Outputs[0].Body, func(e ir.Expr) bool {
+					if _, ok := e.(*ir.Reduce); ok {
+						t.Errorf("the gradient sums: %s", back)
+					}
+					return true
+				})
+			}
+			gradCheck(t, c, backs, wrt)
+		})
+	}
+}

@@ -18,7 +18,10 @@ import (
 // skipped with -short. (2026-11-29: the rnn and wresnet digests moved
 // with their values' names only, `h, c = lstm_cell(...)` in a block
 // naming its outputs h and c: a digest of indices for names is the same
-// before and after on all five.)
+// before and after on all five. 2026-11-30: the transformer's moved,
+// 59,058,272 -> 52,033,632 bytes, when a reshape's gradient became a
+// gather instead of a sum over every element: its head-splitting
+// reshapes' backward operators changed, and so did their strategies.)
 func TestPlansUnchanged(t *testing.T) {
 	for _, tc := range []struct {
 		name, file string
@@ -37,7 +40,7 @@ func TestPlansUnchanged(t *testing.T) {
 		{name: "rnn", file: "rnn", searchBytes: 49318672, searchPlan: "176c009475c649c3", chosen: "search", chosenBytes: 49318672, chosenPlan: "176c009475c649c3"},
 		{name: "rnn at 8 MiB", file: "rnn", memory: 8 << 20, searchBytes: 761474608, searchPlan: "1a825e297182f5c9", chosen: "search", chosenBytes: 761474608, chosenPlan: "1a825e297182f5c9"},
 		{name: "sru", file: "sru", searchBytes: 4160, searchPlan: "a3326d39addfde18", chosen: "equal_chop", chosenBytes: 2744, chosenPlan: "f2e248d1cc45b8cd"},
-		{name: "transformer", file: "transformer", searchBytes: 59058272, searchPlan: "b7469e3dfabcc2aa", chosen: "search", chosenBytes: 59058272, chosenPlan: "b7469e3dfabcc2aa"},
+		{name: "transformer", file: "transformer", searchBytes: 52033632, searchPlan: "ee4e01527f4e1bf4", chosen: "search", chosenBytes: 52033632, chosenPlan: "ee4e01527f4e1bf4"},
 		{name: "wresnet", file: "wresnet", searchBytes: 2401125472, searchPlan: "32e50996a502652f", chosen: "search", chosenBytes: 2401125472, chosenPlan: "32e50996a502652f"},
 		{name: "WResNet-152-10", file: "wresnet", set: map[string]int64{"depth": 152, "width": 10, "batch": 8}, big: true,
 			searchBytes: 17790615136, searchPlan: "b9b98008be83a6ff"},
