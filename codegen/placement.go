@@ -115,11 +115,15 @@ func (b *builder) convBackends(c *plan.ConvCall) []string {
 	return out
 }
 
-// gpuMode reports whether the GPU's libraries compute the plan's mode:
+// gpuMode reports whether the GPU's libraries compute the plan's mode
+// (GPULibrariesCompute).
+func (b *builder) gpuMode() bool { return GPULibrariesCompute(b.p.Precision) }
+
+// GPULibrariesCompute reports whether a GPU's libraries compute mode m:
 // f32 (no tensor cores) and tf32 (TF32 tensor cores). The modes that
 // round operands to 16 bits get the generated tensor-core kernels.
-func (b *builder) gpuMode() bool {
-	return b.p.Precision == precision.F32 || b.p.Precision == precision.TF32
+func GPULibrariesCompute(m precision.Mode) bool {
+	return m == precision.F32 || m == precision.TF32
 }
 
 // gemmCall is the call of strided product s, its library and buffers

@@ -164,6 +164,9 @@ func (c Choices) Options() (Options, error) {
 	if err != nil {
 		return Options{}, fmt.Errorf("--backends: %w", err)
 	}
+	if !c.Precision.InF32() {
+		warnUnofferedGPU(c.Backends, c.Backends, c.Precision) // none offered
+	}
 	opts := Options{Devices: c.Devices, Memory: c.Memory, NoOptimize: c.NoOptimize, Precision: c.Precision, Backends: libs}
 	if c.Train != nil {
 		if err := c.Train.Validate(); err != nil {

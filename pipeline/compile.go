@@ -14,6 +14,7 @@ import (
 	"tofuc/analysis/partition/execution"
 	"tofuc/analysis/report"
 	"tofuc/codegen"
+	"tofuc/codegen/toolchain"
 	"tofuc/codegen/target"
 	"tofuc/lang"
 	"tofuc/lang/ir"
@@ -198,6 +199,7 @@ func compile(m *Model, dir, final string, opts Options) (*Result, error) {
 	}
 	copts := codegen.Options{Emit: emit, Jobs: opts.Jobs, Precision: opts.Precision, FailedDir: final, Progress: func(done, total int) { p.Count("compiling kernel modules", done, total) }}
 	copts.Backends = offeredBackends(opts.Backends, emit)
+	warnUnofferedGPU(opts.Backends, copts.Backends, opts.Precision)
 	var c *codegen.Compiled
 	if opts.Devices <= 1 {
 		p.Show("lowering %d operators", len(g.Nodes))
@@ -481,6 +483,21 @@ func offeredBackends(list, emit []string) []string {
 		}
 	}
 	return out
+}
+
+// warnUnofferedGPU says which GPU libraries of asked get no step: those
+// the PTX is not built for (not in offered), all of them in a mode they
+// do not compute.
+func warnUnofferedGPU(asked, offered []string, mode precision.Mode) {
+	for _, b := range asked {
+		switch {
+		case !plan.IsGPUBackend(b):
+		case !slices.Contains(offered, b):
+			toolchain.Warn("--backends %s: no %s step: the PTX is not built (--emit)", b, b)
+		case !codegen.GPULibrariesCompute(mode):
+			toolchain.Warn("--backends %s: no %s step: the GPU's libraries compute f32 and tf32, not %s", b, b, mode)
+		}
+	}
 }
 
 // hostGroups reports whether a placement group of p has a host

@@ -11,6 +11,7 @@ import (
 
 	"tofuc/analysis/rounding"
 	"tofuc/codegen"
+	"tofuc/codegen/toolchain"
 	"tofuc/lang"
 	"tofuc/lang/precision"
 	"tofuc/pipeline"
@@ -281,4 +282,35 @@ func loadPlaced(t *testing.T) (m *pipeline.Model, backends []string, cache strin
 		t.Fatal(err)
 	}
 	return m, backends, cache
+}
+
+// TestUnofferedGPULibrariesSaid: a GPU library named where no step of
+// it is made is said, in one line each: in the exact mode (the choices
+// checked), in bf16 and without the PTX (a compile).
+func TestUnofferedGPULibrariesSaid(t *testing.T) {
+	var said strings.Builder
+	old := toolchain.Warnings
+	toolchain.Warnings = &said
+	defer func() { toolchain.Warnings = old }()
+	if _, err := (pipeline.Choices{Devices: 1, Precision: precision.Exact, Backends: []string{plan.CUBLAS, plan.CUDNN}}).Options(); err != nil {
+		t.Fatal(err)
+	}
+	m, _, _ := loadPlaced(t)
+	for _, tc := range []struct {
+		mode precision.Mode
+		emit []string
+	}{{precision.BF16, []string{"host", "ptx"}}, {precision.F32, []string{"host"}}} {
+		opts := pipeline.Options{Precision: tc.mode, Backends: []string{plan.CUBLAS}, Emit: tc.emit, Progress: &shows{}}
+		if _, err := pipeline.Compile(m, filepath.Join(t.TempDir(), "out"), opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `tofuc: --backends cublas: no cublas step: the GPU's libraries compute f32 and tf32, not exact
+tofuc: --backends cudnn: no cudnn step: the GPU's libraries compute f32 and tf32, not exact
+tofuc: --backends cublas: no cublas step: the GPU's libraries compute f32 and tf32, not bf16
+tofuc: --backends cublas: no cublas step: the PTX is not built (--emit)
+`
+	if said.String() != want {
+		t.Errorf("said:\n%s\nwant:\n%s", said.String(), want)
+	}
 }
