@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"tofuc/lang"
 	"tofuc/lang/ir"
 )
 
@@ -39,7 +40,7 @@ func solveRavel(u []*ir.Var, index []ir.Expr) (map[*ir.Var]ir.Expr, map[int]bool
 	if len(group) == 0 {
 		return nil, nil
 	}
-	strides := rowMajor(n)
+	strides := lang.RowMajor(n)
 	var lin map[*ir.Var]int64 // L's coefficients, the same in every part
 	for i, d := range group {
 		l, ok := ravelPart(index[d], strides[i], n[i], i == 0)
@@ -119,7 +120,7 @@ func ravelSolutions(flat ir.Expr, n []int64, lin map[*ir.Var]int64) map[*ir.Var]
 	}
 	slices.SortFunc(used, func(a, b *ir.Var) int { return int(lin[b] - lin[a]) })
 	extents, _ := constExtents(used)
-	if product(extents) != product(n) || !slices.Equal(coefsOf(used, lin), rowMajor(extents)) {
+	if product(extents) != product(n) || !slices.Equal(coefsOf(used, lin), lang.RowMajor(extents)) {
 		return nil
 	}
 	for k, v := range used {
@@ -146,17 +147,6 @@ func constExtents(vars []*ir.Var) ([]int64, bool) {
 		out[i] = e
 	}
 	return out, true
-}
-
-// rowMajor are the row-major strides of extents.
-func rowMajor(extents []int64) []int64 {
-	out := make([]int64, len(extents))
-	stride := int64(1)
-	for i := len(extents) - 1; i >= 0; i-- {
-		out[i] = stride
-		stride *= extents[i]
-	}
-	return out
 }
 
 func product(xs []int64) int64 {

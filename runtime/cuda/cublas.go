@@ -98,13 +98,10 @@ func (c *context) destroyCUBLAS() error {
 // Cᵀ = Bᵀ·Aᵀ, and a row-major matrix with leading dimension ld is its
 // transpose, column-major, with the same ld.
 func (v *device) gemm(g *plan.GEMMCall, a, b, out uint64) error {
-	A, B, C, swapped := g.RowMajorOperands()
-	if swapped {
+	l := g.BLAS()
+	if l.Swapped {
 		a, b = b, a
 	}
-	ta, lda, _ := A.Layout()
-	tb, ldb, _ := B.Layout()
-	_, ldc, _ := C.Layout()
 	op := func(t bool) int32 {
 		if t {
 			return cublasOpT
@@ -122,9 +119,9 @@ func (v *device) gemm(g *plan.GEMMCall, a, b, out uint64) error {
 			if failed != nil {
 				return
 			}
-			pa, pb, pc := at(a, A.Matrix, idx), at(b, B.Matrix, idx), at(out, C.Matrix, idx)
-			failed = cublasStatus("cublasSgemm", api.sgemm(h, op(tb), op(ta), int32(C.Cols), int32(C.Rows), int32(A.Cols),
-				&alpha, pb, int32(ldb), pa, int32(lda), &beta, pc, int32(ldc)))
+			pa, pb, pc := at(a, l.A.Matrix, idx), at(b, l.B.Matrix, idx), at(out, l.C.Matrix, idx)
+			failed = cublasStatus("cublasSgemm", api.sgemm(h, op(l.TransB), op(l.TransA), int32(l.C.Cols), int32(l.C.Rows), int32(l.A.Cols),
+				&alpha, pb, int32(l.LDB), pa, int32(l.LDA), &beta, pc, int32(l.LDC)))
 		})
 		runtime.KeepAlive(&alpha)
 		runtime.KeepAlive(&beta)

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 
+	"tofuc/lang"
 	"tofuc/lang/precision"
 	"tofuc/runtime/plan"
 )
@@ -237,7 +238,7 @@ func (c *context) describe(api *cudnnAPI, cv *cudnnConv, g *plan.ConvCall) error
 		if err := api.status("cudnnCreateTensorDescriptor", api.createTensor(t.d)); err != nil {
 			return err
 		}
-		dims, dense := int32s(t.shape), int32s(denseStrides(t.shape))
+		dims, dense := int32s(t.shape), int32s(lang.RowMajor(t.shape))
 		if err := api.status("cudnnSetTensorNdDescriptor", api.setTensor(*t.d, cudnnFloat, int32(len(dims)), &dims[0], &dense[0])); err != nil {
 			return err
 		}
@@ -281,17 +282,6 @@ func (v *device) conv(g *plan.ConvCall, x, w, y uint64) error {
 		runtime.KeepAlive(&beta)
 		return err
 	})
-}
-
-// denseStrides are the row-major strides of shape.
-func denseStrides(shape []int64) []int64 {
-	out := make([]int64, len(shape))
-	stride := int64(1)
-	for i := len(shape) - 1; i >= 0; i-- {
-		out[i] = stride
-		stride *= shape[i]
-	}
-	return out
 }
 
 func int32s(xs []int64) []int32 {

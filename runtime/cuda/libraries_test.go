@@ -24,19 +24,27 @@ func TestCUBLASGEMM(t *testing.T) {
 	for _, gpus := range []string{"2", "cuda"} {
 		t.Run(gpus, func(t *testing.T) {
 			devs := openFake(t, gpus, 3)
-			lib := "" // the real one, from the library path
-			if gpus != "cuda" {
-				var err error
-				if lib, err = fakecuda.BuildCUBLAS(t.TempDir()); err != nil {
-					t.Skip(err)
-				}
-			}
-			t.Setenv("TOFUC_LIBCUBLAS", lib)
-			if _, err := cublasLib.load(); err != nil {
-				t.Skip(err)
-			}
+			withLibrary(t, gpus, "TOFUC_LIBCUBLAS", fakecuda.BuildCUBLAS, func() error { _, err := cublasLib.load(); return err })
 			checkGEMMs(t, devs)
 		})
+	}
+}
+
+// withLibrary makes runtime/cuda load, through env, the fake library
+// build makes for the fake GPUs, or the real one from the library path
+// for the real ones ("cuda"), and skips the test where load fails.
+func withLibrary(t *testing.T, gpus, env string, build func(dir string) (string, error), load func() error) {
+	t.Helper()
+	lib := "" // the real one, from the library path
+	if gpus != "cuda" {
+		var err error
+		if lib, err = build(t.TempDir()); err != nil {
+			t.Skip(err)
+		}
+	}
+	t.Setenv(env, lib)
+	if err := load(); err != nil {
+		t.Skip(err)
 	}
 }
 
@@ -66,17 +74,7 @@ func TestCUDNNConv(t *testing.T) {
 	for _, gpus := range []string{"2", "cuda"} {
 		t.Run(gpus, func(t *testing.T) {
 			devs := openFake(t, gpus, 3)
-			lib := ""
-			if gpus != "cuda" {
-				var err error
-				if lib, err = fakecuda.BuildCUDNN(t.TempDir()); err != nil {
-					t.Skip(err)
-				}
-			}
-			t.Setenv("TOFUC_LIBCUDNN", lib)
-			if _, err := cudnnLib.load(); err != nil {
-				t.Skip(err)
-			}
+			withLibrary(t, gpus, "TOFUC_LIBCUDNN", fakecuda.BuildCUDNN, func() error { _, err := cudnnLib.load(); return err })
 			r := rand.New(rand.NewPCG(5, 6))
 			for trial := range 40 {
 				tc := convcase.Random(r, plan.CUDNN, trial, true)
@@ -97,11 +95,7 @@ func TestCUDNNConv(t *testing.T) {
 // and nothing half-made is kept.
 func TestCUDNNNoAlgorithm(t *testing.T) {
 	devs := openFake(t, "1", 1)
-	lib, err := fakecuda.BuildCUDNN(t.TempDir())
-	if err != nil {
-		t.Skip(err)
-	}
-	t.Setenv("TOFUC_LIBCUDNN", lib)
+	withLibrary(t, "1", "TOFUC_LIBCUDNN", fakecuda.BuildCUDNN, func() error { _, err := cudnnLib.load(); return err })
 	t.Setenv("FAKECUDNN_NO_ALGORITHM", "1")
 	tc := convcase.Random(rand.New(rand.NewPCG(7, 8)), plan.CUDNN, 1, true)
 	s := &plan.Step{Op: plan.Library, Conv: tc.Call}

@@ -394,6 +394,18 @@ model convs(x: f32[2, 8, 14, 14]) {
 	}
 }
 
+// fakeLibrary builds a fake GPU library (internal/fakecuda) and names
+// it in env, where runtime/cuda looks for the library; without a C
+// compiler the test is skipped.
+func fakeLibrary(t *testing.T, env string, build func(dir string) (string, error)) {
+	t.Helper()
+	lib, err := build(t.TempDir())
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Setenv(env, lib)
+}
+
 // onFakeGPUs loads compiled model m on the fake driver's GPUs, its
 // kernels under the SIMT emulator.
 func onFakeGPUs(t *testing.T, drv *cuda.Driver, m *model) *executor.Program {
@@ -426,17 +438,8 @@ func TestGPULibrarySteps(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	dir := t.TempDir()
-	for _, build := range []struct {
-		env   string
-		build func(string) (string, error)
-	}{{"TOFUC_LIBCUBLAS", fakecuda.BuildCUBLAS}, {"TOFUC_LIBCUDNN", fakecuda.BuildCUDNN}} {
-		lib, err := build.build(dir)
-		if err != nil {
-			t.Skip(err)
-		}
-		t.Setenv(build.env, lib)
-	}
+	fakeLibrary(t, "TOFUC_LIBCUBLAS", fakecuda.BuildCUBLAS)
+	fakeLibrary(t, "TOFUC_LIBCUDNN", fakecuda.BuildCUDNN)
 	for _, e := range []modelcase.Case{
 		{File: "mlp", Devices: 1, Classes: 10, Precision: precision.F32, Set: map[string]any{"batch": 16, "hidden": 64}},
 		{File: "transformer", Devices: 1, Classes: 50, Precision: precision.TF32, Set: map[string]any{"hidden": 32, "seq": 8, "batch": 2, "vocab": 50}},
@@ -490,11 +493,7 @@ func TestGPULibraryRefused(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	lib, err := fakecuda.BuildCUDNN(t.TempDir())
-	if err != nil {
-		t.Skip(err)
-	}
-	t.Setenv("TOFUC_LIBCUDNN", lib)
+	fakeLibrary(t, "TOFUC_LIBCUDNN", fakecuda.BuildCUDNN)
 	t.Setenv("FAKECUDNN_NO_ALGORITHM", "1")
 	m := compile(t, modelcase.Case{File: "cnn", Devices: 1, Classes: 10, Precision: precision.F32, Backends: []string{plan.CUDNN}, Set: map[string]any{"batch": 2}})
 	want, err := hostRun(t, m, cpu.Kind.Name, m.Params)
@@ -526,11 +525,7 @@ func TestPlaceOnDevices(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	lib, err := fakecuda.BuildCUBLAS(t.TempDir())
-	if err != nil {
-		t.Skip(err)
-	}
-	t.Setenv("TOFUC_LIBCUBLAS", lib)
+	fakeLibrary(t, "TOFUC_LIBCUBLAS", fakecuda.BuildCUBLAS)
 	m := compile(t, modelcase.Case{File: "products", Devices: 1, Precision: precision.F32, Backends: []string{plan.CUBLAS}, Source: `
 model products(x: f32[32, 64]) {
     w1 = param f32[64, 48] init glorot()

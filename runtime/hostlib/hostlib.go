@@ -173,18 +173,13 @@ func register(h uintptr, fn any, sym string) error {
 // GEMM runs call c on the buffers a, b and out (their first elements).
 // The call must have been validated (plan.Validate).
 func (l *Library) GEMM(c *plan.GEMMCall, a, b, out unsafe.Pointer) {
-	A, B, C, swapped := c.RowMajorOperands()
-	if swapped {
+	bl := c.BLAS()
+	if bl.Swapped {
 		a, b = b, a
 	}
-	ta, lda, _ := A.Layout()
-	tb, ldb, _ := B.Layout()
-	_, ldc, _ := C.Layout()
 	c.ForEachEntry(func(idx []int) {
-		pa := at(a, A.Matrix, idx)
-		pb := at(b, B.Matrix, idx)
-		pc := at(out, C.Matrix, idx)
-		l.sgemm(ta, tb, C.Rows, C.Cols, A.Cols, pa, lda, pb, ldb, pc, ldc)
+		pa, pb, pc := at(a, bl.A.Matrix, idx), at(b, bl.B.Matrix, idx), at(out, bl.C.Matrix, idx)
+		l.sgemm(bl.TransA, bl.TransB, bl.C.Rows, bl.C.Cols, bl.A.Cols, pa, bl.LDA, pb, bl.LDB, pc, bl.LDC)
 	})
 }
 

@@ -400,15 +400,28 @@ func (p *Plan) FirstCandidates(can func(variant string) bool) []string {
 	return out
 }
 
-// RowMajorOperands are the call's operands as a row-major BLAS computes
-// them: A, B and C, or, where C is column-major, Bᵀ, Aᵀ and Cᵀ, which
-// computes Cᵀ = Bᵀ·Aᵀ (swapped: the A and B buffers exchange too).
-func (c *GEMMCall) RowMajorOperands() (a, b, out Operand, swapped bool) {
+// BLASLayout is a GEMMCall as a row-major BLAS computes it: C = A·B,
+// or, where the call's C is column-major, Cᵀ = Bᵀ·Aᵀ (Swapped: its A
+// and B are the call's B and A buffers); each operand transposed or
+// not, and its leading dimension (Operand.Layout).
+type BLASLayout struct {
+	A, B, C        Operand
+	Swapped        bool
+	TransA, TransB bool
+	LDA, LDB, LDC  int64
+}
+
+// BLAS is the call's BLASLayout.
+func (c *GEMMCall) BLAS() BLASLayout {
 	ops := c.Operands()
-	if trans, _, _ := ops[2].Layout(); trans {
-		return ops[1].Transposed(), ops[0].Transposed(), ops[2].Transposed(), true
+	l := BLASLayout{A: ops[0], B: ops[1], C: ops[2]}
+	if trans, _, _ := l.C.Layout(); trans {
+		l.A, l.B, l.C, l.Swapped = ops[1].Transposed(), ops[0].Transposed(), ops[2].Transposed(), true
 	}
-	return ops[0], ops[1], ops[2], false
+	l.TransA, l.LDA, _ = l.A.Layout()
+	l.TransB, l.LDB, _ = l.B.Layout()
+	_, l.LDC, _ = l.C.Layout()
+	return l
 }
 
 // Transposed is the operand's transpose: the same elements, rows and
