@@ -5,8 +5,9 @@ GO        ?= go
 BIN       := bin/tofuc
 # DEB_PKGS: a C compiler and headers for cgo (go-z3), certificates for
 # `go mod download`, llc-14, the Z3 library, and the host libraries
-# placement may choose (OpenBLAS, oneDNN: loaded at run time, optional).
-DEB_PKGS  := gcc libc6-dev ca-certificates llvm-14 libz3-dev libopenblas0-pthread libdnnl2
+# placement may choose (OpenBLAS, oneDNN: loaded at run time, optional),
+# Open MPI (mpirun, libmpi: plans run as ranks, docs/distributed.md).
+DEB_PKGS  := gcc libc6-dev ca-certificates llvm-14 libz3-dev libopenblas0-pthread libdnnl2 openmpi-bin
 FUZZTIME  ?= 60s
 SHARED    ?= $(or $(TOFUC_SHARED),../shared)
 # TEST_PKGS are installed by `make test` only: the report test opens

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"time"
 
 	"tofuc/analysis/autodiff"
 	"tofuc/codegen/toolchain"
@@ -11,6 +14,7 @@ import (
 	"tofuc/runtime/cpu"
 	"tofuc/runtime/dynamic"
 	"tofuc/runtime/executor"
+	"tofuc/runtime/mpi"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/planio"
 	"tofuc/runtime/simt"
@@ -24,6 +28,8 @@ type runFlags struct {
 	seed                 uint64
 	threads              int
 	batch                int64
+	// timeout bounds a rank's wait for another (run under mpirun).
+	timeout time.Duration
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
@@ -36,6 +42,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.params, "params", "", "parameters, one .npz (default: DIR/params.npz, written by compile)")
 	fs.StringVar(&f.out, "out", "", "directory for the outputs (created if missing)")
 	fs.IntVar(&f.threads, "threads", 0, "host threads (0: all cores)")
+	fs.DurationVar(&f.timeout, "timeout", time.Minute, "run as ranks (under mpirun): how long a rank waits for another before it fails, naming it")
 	fs.Int64Var(&f.batch, "batch", 0, "of a plan compiled with --dynamic: the batch size of the random inputs (default: that of the inputs given, else the largest size compiled)")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
@@ -51,10 +58,15 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "run", "%v", checkThreads(f.threads))
 	case f.batch < 0 || f.batch > maxBatch || fs.Changed("batch") && f.batch == 0:
 		return usageError(stderr, "run", "--batch must be 1 to %d", maxBatch)
+	case f.timeout <= 0:
+		return usageError(stderr, "run", "--timeout must be positive")
 	}
 	specs, err := planio.Specs(f.ins)
 	if err != nil {
 		return usageError(stderr, "run", "%v", err)
+	}
+	if mpi.Launched() {
+		return runRank(fs.Arg(0), f, specs, stdout, stderr)
 	}
 	if err := runPlan(fs.Arg(0), f, specs, stdout); err != nil {
 		return fail(stderr, err)
@@ -91,6 +103,65 @@ func runPlan(dir string, f runFlags, specs map[string]string, stdout io.Writer) 
 		return err
 	}
 	return newInputs(p, f, specs).runAndWrite(prog.Run, params, stdout)
+}
+
+// runRank runs the plan as one rank of the processes an MPI launcher
+// started, one a logical device (docs/distributed.md): rank 0 writes the
+// outputs, once every rank's part is done. A failing rank exits without
+// ending MPI, so that the launcher stops the others, which name it.
+func runRank(dir string, f runFlags, specs map[string]string, stdout, stderr io.Writer) int {
+	world, err := mpi.Init(f.timeout)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	world.ExitOnStop(stderr)
+	if err := runAsRank(world, dir, f, specs, stdout, stderr); err != nil {
+		status := fail(stderr, fmt.Errorf("rank %d of %d: %w", world.Rank(), world.Size(), err))
+		if errors.Is(err, executor.ErrRanksDiffer) {
+			world.Close() // every rank fails alike: each says why before the launcher stops them
+		}
+		return status
+	}
+	if err := world.Close(); err != nil {
+		return fail(stderr, err)
+	}
+	return exitOK
+}
+
+// runAsRank is runPlan as rank world.Rank().
+func runAsRank(world *mpi.World, dir string, f runFlags, specs map[string]string, stdout, stderr io.Writer) error {
+	if dynamic.Is(dir) {
+		return fmt.Errorf("%s was compiled with --dynamic, whose plans do not run as ranks yet", dir)
+	}
+	var prog *executor.Program
+	var params map[string]*tensor.Tensor
+	p, err := planio.Read(dir, func(p *plan.Plan) (err error) {
+		if prog, err = executor.OpenRank(p, dir, f.backend, executor.Options{Threads: f.threads}, world); err != nil {
+			return err
+		}
+		for _, n := range prog.Notes {
+			toolchain.Warn("rank %d: %s", world.Rank(), n)
+		}
+		params, err = planio.Params(p, dir, f.params)
+		return err
+	})
+	if prog != nil {
+		defer prog.Close()
+	}
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	fmt.Fprintf(stderr, "rank %d of %d on %s: device %d of %s loaded (%s)\n", world.Rank(), world.Size(), host, world.Rank(), p.Model, world.Version)
+	in := newInputs(p, f, specs)
+	if world.Rank() == 0 {
+		return in.runAndWrite(prog.Run, params, stdout)
+	}
+	if err := in.read(); err != nil {
+		return err
+	}
+	_, err = prog.Run(in.values, params)
+	return err
 }
 
 // runInputs are a run's inputs: read from --in, or drawn from the seed.

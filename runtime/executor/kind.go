@@ -35,6 +35,9 @@ type Options struct {
 	// last device first, to expose missing dependencies (tests;
 	// runtime/host's Strict mode).
 	Strict bool
+	// OneRank opens the devices for a process that runs one of them, a
+	// rank of several (OpenRank): host devices run its work inline.
+	OneRank bool
 }
 
 var (

@@ -50,7 +50,10 @@ func (pr *Program) chooseVariants() {
 	missing := map[string]error{}
 	pr.loaded = map[string]bool{plan.Generated: true}
 	can := func(backend string) bool {
-		for _, d := range pr.devs {
+		for i, d := range pr.devs {
+			if !pr.local(i) {
+				continue // the rank's own choice (the ranks agree on it: Program.Agreement)
+			}
 			if err := runsLibrary(d, backend); err != nil {
 				if !errors.Is(err, ErrOtherDevice) {
 					missing[backend] = err

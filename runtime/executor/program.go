@@ -3,6 +3,7 @@ package executor
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"tofuc/runtime/plan"
@@ -13,6 +14,9 @@ import (
 type Program struct {
 	Plan *plan.Plan
 	devs []Device
+	// ranks connects the processes of a plan run as ranks (OpenRank):
+	// this one runs device ranks.Rank(); nil when it runs them all.
+	ranks Ranks
 	// arena is each device's arena; scratch each device's status words
 	// (statusWords per launch) followed by its staging buffers.
 	arena, scratch []Ptr
@@ -102,8 +106,13 @@ const stagingAlign = 256
 // lays out the argument vector of every launch. Plans with opaque steps
 // on devices that are no HostDevice are refused. The program owns the
 // devices: Close closes them, and so does a failing Load.
-func Load(p *plan.Plan, devs []Device) (_ *Program, err error) {
-	pr := &Program{Plan: p, devs: devs}
+func Load(p *plan.Plan, devs []Device) (*Program, error) {
+	return load(p, devs, nil)
+}
+
+// load is Load, in a rank's process when ranks is not nil.
+func load(p *plan.Plan, devs []Device, ranks Ranks) (_ *Program, err error) {
+	pr := &Program{Plan: p, devs: devs, ranks: ranks}
 	defer func() {
 		if err != nil {
 			pr.Close()
@@ -122,6 +131,14 @@ func Load(p *plan.Plan, devs []Device) (_ *Program, err error) {
 		return nil, err
 	}
 	pr.chooseVariants()
+	if ranks != nil {
+		if err := pr.agree("the plan sealed", p.Seal); err != nil {
+			return nil, err
+		}
+		if err := pr.agree("the libraries in force", strings.Join(pr.inForce, ",")); err != nil {
+			return nil, err
+		}
+	}
 	if err := pr.allocate(); err != nil {
 		return nil, err
 	}
@@ -140,7 +157,8 @@ func supported(p *plan.Plan, devs []Device) error {
 	for _, lists := range [][][]plan.Step{p.Init, p.Steps} {
 		for d, steps := range lists {
 			for i, s := range steps {
-				if _, host := devs[d].(HostDevice); s.Op == plan.Opaque && !host {
+				_, host := devs[d].(HostDevice)
+				if _, far := devs[d].(elsewhere); s.Op == plan.Opaque && !host && !far {
 					return fmt.Errorf("device %d, step %d (%s): the opaque function %s runs on a host, which a GPU runtime does not have: run this plan with tofuc run", d, i, s.Label, s.Call.Fn)
 				}
 			}
@@ -231,15 +249,15 @@ func (pr *Program) prepare(steps [][]plan.Step) (*list, error) {
 
 // op prepares step s, step i of device d.
 func (pr *Program) op(d, i int, s *plan.Step) (op, error) {
-	p := pr.Plan
 	if !pr.prepared(s) {
 		return op{}, nil // a variant whose library is missing
 	}
+	if !pr.local(d) {
+		return pr.copiesOf(d, s), nil
+	}
 	switch s.Op {
 	case plan.Copy:
-		from, to := p.Buffers[s.From], p.Buffers[s.To]
-		rows := BoxRows(int64(elementSize(from.DType)), from.Shape, s.Src, to.Shape, s.At)
-		return op{copies: []transfer{{from: from.Device, src: pr.addr(s.From), dst: pr.addr(s.To), rows: rows}}}, nil
+		return pr.copiesOf(d, s), nil
 	case plan.Launch:
 		l, err := pr.launch(d, s.Kernel, s.Args, nil)
 		return op{launch: l}, err
@@ -260,6 +278,16 @@ func (pr *Program) op(d, i int, s *plan.Step) (op, error) {
 // reduce copies the parts other devices hold into staging buffers of
 // device d and launches the step's reduction kernel on the parts there.
 func (pr *Program) reduce(d int, s *plan.Step) (op, error) {
+	o, staged := pr.stageParts(d, s)
+	var err error
+	o.launch, err = pr.launch(d, s.Kernel, append(append([]int{}, s.Parts...), s.To), staged)
+	return o, err
+}
+
+// stageParts is the copies of reduce step s of device d that bring the
+// parts other devices hold to its staging buffers, and where each part
+// is staged.
+func (pr *Program) stageParts(d int, s *plan.Step) (op, map[int]Ptr) {
 	size := pr.Plan.Buffers[s.To].Bytes
 	staged := map[int]Ptr{}
 	var o op
@@ -268,9 +296,22 @@ func (pr *Program) reduce(d int, s *plan.Step) (op, error) {
 		staged[id] = dst
 		o.copies = append(o.copies, transfer{from: pr.Plan.Buffers[id].Device, src: pr.addr(id), dst: dst, rows: []Rows{Whole(size)}})
 	}
-	var err error
-	o.launch, err = pr.launch(d, s.Kernel, append(append([]int{}, s.Parts...), s.To), staged)
-	return o, err
+	return o, staged
+}
+
+// copiesOf is what step s of device d, which another rank runs,
+// copies: the sends of this rank's part (sendCopies).
+func (pr *Program) copiesOf(d int, s *plan.Step) op {
+	switch s.Op {
+	case plan.Copy:
+		from, to := pr.Plan.Buffers[s.From], pr.Plan.Buffers[s.To]
+		rows := BoxRows(int64(elementSize(from.DType)), from.Shape, s.Src, to.Shape, s.At)
+		return op{copies: []transfer{{from: from.Device, src: pr.addr(s.From), dst: pr.addr(s.To), rows: rows}}}
+	case plan.Reduce:
+		o, _ := pr.stageParts(d, s)
+		return o
+	}
+	return op{} // it runs there
 }
 
 // nextStaging takes the next n bytes of device d's staging memory.

@@ -21,6 +21,9 @@ var bindings atomic.Uint64
 // Run binds the parameters (running the init steps when they changed
 // since the last run: other tensors, compared by identity), writes the
 // inputs, runs the steps on every device and returns the outputs by name.
+// Run as ranks (OpenRank), every rank is given the whole inputs and
+// parameters and writes the tiles its device holds; the outputs are
+// gathered on rank 0, the other ranks return none.
 func (pr *Program) Run(inputs, params map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
@@ -39,14 +42,22 @@ func (pr *Program) Run(inputs, params map[string]*tensor.Tensor) (map[string]*te
 		if err != nil {
 			return nil, fmt.Errorf("output %s: %w", b.Name, err)
 		}
-		out[b.Name] = t
+		if t != nil {
+			out[b.Name] = t
+		}
 	}
 	return out, nil
 }
 
 // prepareRun binds the parameters and writes the inputs.
 func (pr *Program) prepareRun(inputs, params map[string]*tensor.Tensor) error {
+	if err := pr.agreeOn("inputs", inputs); err != nil {
+		return err
+	}
 	if pr.bound == nil || !maps.Equal(params, pr.bound) {
+		if err := pr.agreeOn("parameters", params); err != nil {
+			return err
+		}
 		pr.bound = nil // until the init steps have run
 		pr.binding = bindings.Add(1)
 		if err := pr.write(pr.Plan.Params, params, "parameter"); err != nil {
@@ -87,6 +98,9 @@ func (pr *Program) write(bindings []plan.Binding, values map[string]*tensor.Tens
 		}
 		for _, tile := range b.Tiles {
 			buf := pr.Plan.Buffers[tile.Buffer]
+			if !pr.local(buf.Device) {
+				continue // its rank writes it
+			}
 			rows := BoxRows(int64(t.DType.Size()), b.Shape, tile.Box, buf.Shape, make([]int64, len(buf.Shape)))
 			for _, r := range rows {
 				if err := pr.devs[buf.Device].Upload(pr.addr(tile.Buffer), host, r); err != nil {
@@ -105,18 +119,38 @@ func (pr *Program) read(b plan.Binding) (*tensor.Tensor, error) {
 	if mem, ok := pr.wholeOnHost(b); ok {
 		return native.Decode(dt, shape, mem)
 	}
-	host := make([]byte, int64(tensor.NumElements(shape))*int64(dt.Size()))
+	gather := pr.ranks != nil && pr.ranks.Rank() != 0
+	var host []byte
+	if !gather {
+		host = make([]byte, int64(tensor.NumElements(shape))*int64(dt.Size()))
+	}
 	for _, tile := range b.Tiles {
 		buf := pr.Plan.Buffers[tile.Buffer]
 		at := make([]int64, len(tile.Box))
 		for d, r := range tile.Box {
 			at[d] = r.Lo
 		}
-		for _, r := range BoxRows(int64(dt.Size()), buf.Shape, wholeBox(buf.Shape), b.Shape, at) {
-			if err := pr.devs[buf.Device].Download(host, pr.addr(tile.Buffer), r); err != nil {
-				return nil, err
+		rows := BoxRows(int64(dt.Size()), buf.Shape, wholeBox(buf.Shape), b.Shape, at)
+		var err error
+		switch {
+		case gather && pr.local(buf.Device):
+			err = pr.sendTile(pr.addr(tile.Buffer), rows)
+		case gather: // another rank's tile
+		case pr.local(buf.Device):
+			for _, r := range rows {
+				if err = pr.devs[buf.Device].Download(host, pr.addr(tile.Buffer), r); err != nil {
+					break
+				}
 			}
+		default:
+			err = pr.receiveTile(host, buf.Device, rows)
 		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if gather {
+		return nil, nil
 	}
 	return native.Decode(dt, shape, host)
 }
@@ -180,8 +214,14 @@ func (pr *Program) run(l *list, t *timer) error {
 func (pr *Program) enqueue(l *list, ref plan.StepRef, t *timer) error {
 	dev := pr.devs[ref.Device]
 	s := &l.steps[ref.Device][ref.Step]
+	if !pr.local(ref.Device) {
+		if !s.Place.Runs(pr.inForce) {
+			return nil
+		}
+		return pr.sendCopies(l.ops[ref.Device][ref.Step], ref.Device)
+	}
 	for _, r := range s.After {
-		if e, ok := l.events[r]; ok && r.Device != ref.Device {
+		if e, ok := l.events[r]; ok && r.Device != ref.Device && pr.local(r.Device) {
 			if err := dev.Wait(e); err != nil {
 				return err
 			}
@@ -192,6 +232,12 @@ func (pr *Program) enqueue(l *list, ref plan.StepRef, t *timer) error {
 		o = op{} // another variant of its placement group runs
 	}
 	for _, c := range o.copies {
+		if !pr.local(c.from) {
+			if err := pr.receive(c); err != nil {
+				return err
+			}
+			continue
+		}
 		for _, r := range c.rows {
 			if err := dev.Copy(c.dst, pr.devs[c.from], c.src, r); err != nil {
 				return err
@@ -252,7 +298,7 @@ func (pr *Program) sync() error {
 // launch, in device then step order, that recorded an error.
 func (pr *Program) checkStatus(l *list) error {
 	for d, dev := range pr.devs {
-		if pr.statusBytes[d] == 0 {
+		if pr.statusBytes[d] == 0 || !pr.local(d) {
 			continue
 		}
 		raw := make([]byte, pr.statusBytes[d])

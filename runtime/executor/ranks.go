@@ -1,0 +1,334 @@
+package executor
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"tofuc/runtime/native"
+	"tofuc/runtime/plan"
+	"tofuc/runtime/tensor"
+)
+
+// Ranks connects the processes that run one plan, one logical device
+// each: rank r runs device r (runtime/mpi, under mpirun). The messages
+// between two ranks arrive in the order they were sent.
+type Ranks interface {
+	Rank() int
+	Size() int
+	// Send sends b to rank to and Recv receives len(b) bytes from rank
+	// from; both return once done, or with an error that names the rank
+	// which did not answer in time.
+	Send(to int, b []byte) error
+	Recv(from int, b []byte) error
+}
+
+// OpenRank loads plan p, compiled into dir, as rank ranks.Rank() of the
+// processes that run it: the rank's one logical device, opened by the
+// kind called name, runs that device's steps; a copy between devices is
+// a message between their ranks, sent and received where the steps are
+// in every rank's order of the plan's steps (plan.Order), so that every
+// rank meets its messages in the same order and none waits for a rank
+// that waits for it. Ranks run on host devices (whose memory MPI reads).
+func OpenRank(p *plan.Plan, dir, name string, opts Options, ranks Ranks) (*Program, error) {
+	if ranks.Size() != p.Devices {
+		return nil, fmt.Errorf("the plan runs on %d devices, one a rank: it needs %d ranks, not %d", p.Devices, p.Devices, ranks.Size())
+	}
+	k, err := Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	opts.OneRank = true
+	devs, err := k.Open(p, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	r := ranks.Rank()
+	if _, ok := devs[r].(HostDevice); !ok {
+		errs := []error{fmt.Errorf("%s devices cannot run as ranks: only host devices do (tofuc run --backend cpu or simt)", name)}
+		for _, d := range devs {
+			errs = append(errs, d.Close())
+		}
+		return nil, errors.Join(errs...)
+	}
+	for d := range devs {
+		if d != r {
+			if err := devs[d].Close(); err != nil {
+				return nil, err
+			}
+			devs[d] = elsewhere{rank: d}
+		}
+	}
+	return load(p, devs, ranks)
+}
+
+// DevicesRun is how many of plan p's logical devices this process runs:
+// one as a rank, else all.
+func (o Options) DevicesRun(p *plan.Plan) int {
+	if o.OneRank {
+		return 1
+	}
+	return p.Devices
+}
+
+// local reports whether device d runs in this process.
+func (pr *Program) local(d int) bool { return pr.ranks == nil || d == pr.ranks.Rank() }
+
+// elsewhere stands for a logical device another rank runs: it holds no
+// memory here and runs nothing; the executor sends it what it copies
+// from this rank's device and receives what this device copies from it.
+type elsewhere struct{ rank int }
+
+func (e elsewhere) Runs(*plan.Kernel) bool            { return true }
+func (e elsewhere) Alloc(int64) (Ptr, error)          { return 0, nil }
+func (e elsewhere) Free(Ptr) error                    { return nil }
+func (e elsewhere) Zero(Ptr, int64) error             { return nil }
+func (e elsewhere) NewEvent(bool) (Event, error)      { return 0, nil }
+func (e elsewhere) Record(Event) error                { return nil }
+func (e elsewhere) Wait(Event) error                  { return nil }
+func (e elsewhere) Sync() error                       { return nil }
+func (e elsewhere) Close() error                      { return nil }
+func (e elsewhere) Name() string                      { return fmt.Sprintf("rank %d's device", e.rank) }
+func (e elsewhere) Launch(int, *Args) error           { return e.refuse() }
+func (e elsewhere) Upload(Ptr, []byte, Rows) error    { return e.refuse() }
+func (e elsewhere) Download([]byte, Ptr, Rows) error  { return e.refuse() }
+func (e elsewhere) Copy(Ptr, Device, Ptr, Rows) error { return e.refuse() }
+func (e elsewhere) Elapsed(Event, Event) (float64, error) {
+	return 0, e.refuse()
+}
+
+func (e elsewhere) refuse() error {
+	return fmt.Errorf("device %d runs in rank %d's process, not this one", e.rank, e.rank)
+}
+
+// sendCopies enqueues on this rank's device the messages of a step of
+// another device that copies from this one (a copy step, or a part of
+// a reduction): each after the device's earlier work, as rows gathered
+// into one message.
+func (pr *Program) sendCopies(o op, to int) error {
+	me := pr.ranks.Rank()
+	dev := pr.devs[me].(HostDevice)
+	for _, c := range o.copies {
+		if c.from != me {
+			continue
+		}
+		c := c
+		if err := dev.Do(func() error {
+			msg, err := gatherRows(dev, c.src, c.rows)
+			if err != nil {
+				return err
+			}
+			return pr.ranks.Send(to, msg)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// receive enqueues on this rank's device the message of copy c from
+// another rank's device, scattered to its rows.
+func (pr *Program) receive(c transfer) error {
+	dev := pr.devs[pr.ranks.Rank()].(HostDevice)
+	return dev.Do(func() error {
+		var n int64
+		for _, r := range c.rows {
+			n += r.Bytes()
+		}
+		msg := make([]byte, n)
+		if err := pr.ranks.Recv(c.from, msg); err != nil {
+			return err
+		}
+		return scatterRows(dev, msg, c.dst, c.rows)
+	})
+}
+
+// gatherRows reads the source rows of rows (at src) into one buffer, in
+// order.
+func gatherRows(dev HostDevice, src Ptr, rows []Rows) ([]byte, error) {
+	var out []byte
+	for _, r := range rows {
+		var err error
+		r.Each(func(so, _ int64) {
+			if err != nil {
+				return
+			}
+			var b []byte
+			if b, err = dev.Bytes(src+Ptr(so), r.Width); err == nil {
+				out = append(out, b...)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// scatterRows writes msg, the rows of rows in order, to their
+// destinations (at dst).
+func scatterRows(dev HostDevice, msg []byte, dst Ptr, rows []Rows) error {
+	var err error
+	for _, r := range rows {
+		r.Each(func(_, do int64) {
+			if err != nil {
+				return
+			}
+			var b []byte
+			if b, err = dev.Bytes(dst+Ptr(do), r.Width); err == nil {
+				msg = msg[copy(b, msg):]
+			}
+		})
+	}
+	return err
+}
+
+// sendTile sends the rows of an output's tile, which this rank's device
+// holds at src, to rank 0.
+func (pr *Program) sendTile(src Ptr, rows []Rows) error {
+	msg, err := gatherRows(pr.devs[pr.ranks.Rank()].(HostDevice), src, rows)
+	if err != nil {
+		return err
+	}
+	return pr.ranks.Send(0, msg)
+}
+
+// receiveTile receives the rows of an output's tile from the rank of
+// device d into the output's memory host.
+func (pr *Program) receiveTile(host []byte, d int, rows []Rows) error {
+	var n int64
+	for _, r := range rows {
+		n += r.Bytes()
+	}
+	msg := make([]byte, n)
+	if err := pr.ranks.Recv(d, msg); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		r.Each(func(_, do int64) {
+			msg = msg[copy(host[do:do+r.Width], msg):]
+		})
+	}
+	return nil
+}
+
+// ErrRanksDiffer is the error of every rank when the ranks were not
+// given the same plan, libraries, inputs or parameters.
+var ErrRanksDiffer = errors.New("the ranks differ")
+
+// agree checks that every rank has the same value of what (the plan's
+// seal, its inputs' digest): each sends its own to rank 0, which answers
+// every rank with the ranks that differ from its own. Every rank then
+// fails alike, naming them.
+func (pr *Program) agree(what, value string) error {
+	r := pr.ranks
+	if r.Rank() != 0 {
+		if err := sendString(r, 0, value); err != nil {
+			return err
+		}
+		verdict, err := recvString(r, 0)
+		if err != nil || verdict == "" {
+			return err
+		}
+		return fmt.Errorf("%w: %s", ErrRanksDiffer, verdict)
+	}
+	others := map[string][]int{} // the ranks of each value unlike rank 0's
+	for from := 1; from < r.Size(); from++ {
+		v, err := recvString(r, from)
+		if err != nil {
+			return err
+		}
+		if v != value {
+			others[v] = append(others[v], from)
+		}
+	}
+	verdict := ""
+	if len(others) > 0 {
+		var parts []string
+		for v, rs := range others {
+			parts = append(parts, fmt.Sprintf("%s %.16s", rankList(rs), v))
+		}
+		slices.Sort(parts)
+		verdict = fmt.Sprintf("rank 0 has %s %.16s, %s", what, value, strings.Join(parts, ", "))
+	}
+	for to := 1; to < r.Size(); to++ {
+		if err := sendString(r, to, verdict); err != nil {
+			return err
+		}
+	}
+	if verdict != "" {
+		return fmt.Errorf("%w: %s", ErrRanksDiffer, verdict)
+	}
+	return nil
+}
+
+// rankList names ranks rs ("rank 2", "ranks 2, 3").
+func rankList(rs []int) string {
+	if len(rs) == 1 {
+		return fmt.Sprintf("rank %d", rs[0])
+	}
+	return "ranks " + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(rs)), ", "), "[]")
+}
+
+// sendString sends s as its length, then its bytes.
+func sendString(r Ranks, to int, s string) error {
+	if err := r.Send(to, binary.LittleEndian.AppendUint64(nil, uint64(len(s)))); err != nil {
+		return err
+	}
+	return r.Send(to, []byte(s))
+}
+
+// maxAgreed bounds a string the ranks compare (a rank that sends a
+// longer length is refused, not allocated for).
+const maxAgreed = 1 << 20
+
+// recvString receives what sendString sent.
+func recvString(r Ranks, from int) (string, error) {
+	var n [8]byte
+	if err := r.Recv(from, n[:]); err != nil {
+		return "", err
+	}
+	size := binary.LittleEndian.Uint64(n[:])
+	if size > maxAgreed {
+		return "", fmt.Errorf("rank %d sent a %d-byte value to compare, more than %d", from, size, maxAgreed)
+	}
+	b := make([]byte, size)
+	if err := r.Recv(from, b); err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// digest is the SHA-256 of named tensors, in hex: their names, dtypes,
+// shapes and values.
+func digest(ts map[string]*tensor.Tensor) (string, error) {
+	h := sha256.New()
+	for _, name := range slices.Sorted(maps.Keys(ts)) {
+		t := ts[name]
+		fmt.Fprintf(h, "%q %s %v\n", name, t.DType, t.Shape)
+		b := make([]byte, int64(t.Len())*int64(t.DType.Size()))
+		if err := native.Encode(t, b); err != nil {
+			return "", fmt.Errorf("%s: %w", name, err)
+		}
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// agreeOn checks that every rank was given the same tensors (what: the
+// inputs, the parameters) when the program runs as ranks.
+func (pr *Program) agreeOn(what string, ts map[string]*tensor.Tensor) error {
+	if pr.ranks == nil {
+		return nil
+	}
+	d, err := digest(ts)
+	if err != nil {
+		return err
+	}
+	return pr.agree(what+" (SHA-256)", d)
+}

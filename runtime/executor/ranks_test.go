@@ -1,0 +1,154 @@
+package executor_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tofuc/internal/modelcase"
+	"tofuc/runtime/cpu"
+	"tofuc/runtime/executor"
+	"tofuc/runtime/simt"
+	"tofuc/runtime/tensor"
+)
+
+// mesh is the ranks of one process's goroutines, joined by channels:
+// what runtime/mpi does between processes, for the executor's tests.
+type mesh struct {
+	size  int
+	links [][]chan []byte // links[from][to]
+}
+
+func newMesh(size int) *mesh {
+	m := &mesh{size: size, links: make([][]chan []byte, size)}
+	for from := range size {
+		m.links[from] = make([]chan []byte, size)
+		for to := range size {
+			m.links[from][to] = make(chan []byte, 1<<12)
+		}
+	}
+	return m
+}
+
+// meshRank is rank rank of a mesh (executor.Ranks).
+type meshRank struct {
+	*mesh
+	rank int
+}
+
+func (r meshRank) Rank() int { return r.rank }
+func (r meshRank) Size() int { return r.size }
+
+func (r meshRank) Send(to int, b []byte) error {
+	select {
+	case r.links[r.rank][to] <- append([]byte(nil), b...):
+		return nil
+	case <-time.After(time.Minute):
+		return fmt.Errorf("rank %d cannot send to rank %d", r.rank, to)
+	}
+}
+
+func (r meshRank) Recv(from int, b []byte) error {
+	select {
+	case msg := <-r.links[from][r.rank]:
+		if len(msg) != len(b) {
+			return fmt.Errorf("rank %d sent %d bytes, rank %d expected %d", from, len(msg), r.rank, len(b))
+		}
+		copy(b, msg)
+		return nil
+	case <-time.After(time.Minute):
+		return fmt.Errorf("rank %d waits for rank %d", r.rank, from)
+	}
+}
+
+// runRanks runs every rank of plan m's in a goroutine of its own, rank r
+// given the inputs inputs(r), and returns rank 0's outputs and every
+// rank's error.
+func runRanks(t *testing.T, m *model, kind string, strict bool, inputs func(r int) map[string]*tensor.Tensor) (map[string]*tensor.Tensor, []error) {
+	t.Helper()
+	n := m.Plan.Devices
+	mesh := newMesh(n)
+	errs := make([]error, n)
+	outs := make([]map[string]*tensor.Tensor, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pr, err := executor.OpenRank(m.Plan, m.Dir, kind, executor.Options{Strict: strict}, meshRank{mesh, r})
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer pr.Close()
+			outs[r], errs[r] = pr.Run(inputs(r), m.Params)
+		}()
+	}
+	wg.Wait()
+	for r := 1; r < n; r++ {
+		if errs[r] == nil && len(outs[r]) != 0 {
+			t.Errorf("rank %d returned %d outputs; only rank 0 gathers them", r, len(outs[r]))
+		}
+	}
+	return outs[0], errs
+}
+
+// rankCases are the multi-device examples and a convolutional network
+// whose plan splits images among devices.
+var rankCases = append(examples[1:3:3], modelcase.Case{File: "wresnet", Devices: 4, Classes: 10, Set: map[string]any{"depth": 50, "width": 1, "batch": 4, "image": 32, "classes": 10}})
+
+// TestRanksMatchOneProcess runs multi-device plans as ranks, one a
+// device, each with its own program (as processes under mpirun do): rank
+// 0's outputs equal the one-process run's bit for bit, on the host
+// kernels and on the emulated GPU kernels in the Strict mode.
+func TestRanksMatchOneProcess(t *testing.T) {
+	for _, c := range rankCases {
+		t.Run(c.String(), func(t *testing.T) {
+			m := compile(t, c)
+			for _, kind := range []struct {
+				name   string
+				strict bool
+			}{{cpu.Kind.Name, false}, {simt.Kind.Name, true}} {
+				want, err := hostRun(t, m, kind.name, m.Params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, errs := runRanks(t, m, kind.name, kind.strict, func(int) map[string]*tensor.Tensor { return m.Inputs })
+				for r, err := range errs {
+					if err != nil {
+						t.Fatalf("%s, rank %d: %v", kind.name, r, err)
+					}
+				}
+				compareAll(t, kind.name+" as ranks", got, want, exact)
+			}
+		})
+	}
+}
+
+// TestRanksDisagree gives one rank other inputs, then runs a plan with
+// fewer ranks than devices: every rank refuses, naming the rank that
+// differs.
+func TestRanksDisagree(t *testing.T) {
+	m := compile(t, examples[1])
+	other := map[string]*tensor.Tensor{}
+	for name, in := range m.Inputs {
+		other[name] = in.Clone()
+		other[name].SetFlat(0, other[name].Flat(0)+1)
+	}
+	_, errs := runRanks(t, m, cpu.Kind.Name, false, func(r int) map[string]*tensor.Tensor {
+		if r == 2 {
+			return other
+		}
+		return m.Inputs
+	})
+	for r, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "rank 2 ") {
+			t.Errorf("rank %d: %v, want the inputs of rank 2 named", r, err)
+		}
+	}
+	if _, err := executor.OpenRank(m.Plan, m.Dir, cpu.Kind.Name, executor.Options{}, meshRank{newMesh(2), 0}); err == nil || !strings.Contains(err.Error(), "needs 4 ranks, not 2") {
+		t.Errorf("4 devices on 2 ranks: %v", err)
+	}
+}

@@ -1,0 +1,330 @@
+package mpi
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// World is this process's place among the ranks a launcher (mpirun)
+// started: its rank and their number, and the messages between them.
+type World struct {
+	lib        *library
+	rank, size int
+	// data carries the plans' messages; ping the liveness pings that
+	// name a rank which stopped answering (answered by a goroutine of
+	// every rank, so that a rank busy waiting still answers).
+	data, ping uintptr
+	// Timeout bounds every wait for another rank.
+	Timeout time.Duration
+	// Version is the MPI library's own description.
+	Version string
+	pinger  chan struct{}
+	pinged  sync.WaitGroup
+}
+
+// Launched reports whether this process was started by an MPI launcher
+// as one rank of several (Open MPI's mpirun, or a PMIx launcher such as
+// Slurm's srun).
+func Launched() bool {
+	for _, v := range []string{"OMPI_COMM_WORLD_SIZE", "PMIX_RANK"} {
+		if os.Getenv(v) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Message tags: the data of plans, and liveness pings and answers.
+const (
+	tagData = 1
+	tagPing = 2
+	tagPong = 3
+	// anySource is Open MPI's MPI_ANY_SOURCE.
+	anySource = -1
+	// chunk bounds one message: MPI counts are 32-bit.
+	chunk = 1 << 30
+)
+
+// Init starts MPI in this process (once; Close ends it) with timeout as
+// the bound of every wait for another rank.
+func Init(timeout time.Duration) (*World, error) {
+	lib, name, err := load()
+	if err != nil {
+		return nil, err
+	}
+	w := &World{lib: lib, Timeout: timeout}
+	var provided int32
+	started := make(chan int32, 1)
+	go func() { started <- lib.initThread(0, 0, threadMultiple, &provided) }()
+	select {
+	case code := <-started:
+		if err := w.check("MPI_Init_thread", code); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	case <-time.After(timeout):
+		// MPI_Init waits for every rank: one that never started (or
+		// stopped before) would hold this one for ever.
+		return nil, fmt.Errorf("MPI did not start in %s: a rank did not start, or the launcher's daemons cannot reach each other", timeout)
+	}
+	if provided < threadMultiple {
+		lib.finalize()
+		return nil, fmt.Errorf("%s runs one thread at a time (MPI thread level %d), tofuc needs MPI_THREAD_MULTIPLE", name, provided)
+	}
+	var rank, size int32
+	for _, err := range []error{
+		w.check("MPI_Comm_rank", lib.commRank(lib.commWorld, &rank)),
+		w.check("MPI_Comm_size", lib.commSize(lib.commWorld, &size)),
+		w.check("MPI_Comm_dup", lib.commDup(lib.commWorld, &w.data)),
+		w.check("MPI_Comm_dup", lib.commDup(lib.commWorld, &w.ping)),
+	} {
+		if err != nil {
+			lib.finalize()
+			return nil, err
+		}
+	}
+	// A failing call returns its error (a rank that died) instead of
+	// ending the process: this package names the rank.
+	lib.commSetErrh(w.data, lib.errorsReturn)
+	lib.commSetErrh(w.ping, lib.errorsReturn)
+	w.rank, w.size = int(rank), int(size)
+	w.Version = w.libraryVersion()
+	w.pinger = make(chan struct{})
+	w.pinged.Add(1)
+	go w.answerPings()
+	return w, nil
+}
+
+// Rank is this process's rank, 0 to Size-1.
+func (w *World) Rank() int { return w.rank }
+
+// Size is the number of ranks.
+func (w *World) Size() int { return w.size }
+
+// Send sends b to rank to; it returns once b may be reused.
+func (w *World) Send(to int, b []byte) error {
+	return w.transfer("sending to", to, b, func(p unsafe.Pointer, n int32, req *uintptr) int32 {
+		return w.lib.isend(p, n, w.lib.byteType, int32(to), tagData, w.data, req)
+	})
+}
+
+// Recv receives len(b) bytes from rank from into b.
+func (w *World) Recv(from int, b []byte) error {
+	return w.transfer("receiving from", from, b, func(p unsafe.Pointer, n int32, req *uintptr) int32 {
+		return w.lib.irecv(p, n, w.lib.byteType, int32(from), tagData, w.data, req)
+	})
+}
+
+// transfer starts a message of b in chunks and waits for each.
+func (w *World) transfer(what string, peer int, b []byte, start func(unsafe.Pointer, int32, *uintptr) int32) error {
+	if peer < 0 || peer >= w.size || peer == w.rank {
+		return fmt.Errorf("%s rank %d, not another of the %d ranks", what, peer, w.size)
+	}
+	deadline := time.Now().Add(w.Timeout)
+	for off := 0; off < len(b) || off == 0; off += chunk {
+		part := b[off:min(off+chunk, len(b))]
+		var req uintptr
+		if err := w.check("MPI_Isend/Irecv", start(ptr(part), int32(len(part)), &req)); err != nil {
+			return w.peerFailed(what, peer, err)
+		}
+		done, err := w.wait(&req, deadline)
+		runtime.KeepAlive(part)
+		if err != nil {
+			return w.peerFailed(what, peer, err)
+		}
+		if !done {
+			w.lib.cancel(&req)
+			w.lib.requestFree(&req)
+			return w.peerFailed(what, peer, fmt.Errorf("no answer in %s", w.Timeout))
+		}
+		if len(b) == 0 {
+			break
+		}
+	}
+	return nil
+}
+
+// ptr is the address of b's first byte (nil for an empty b).
+func ptr(b []byte) unsafe.Pointer {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(&b[0])
+}
+
+// wait polls request req until it completes or the deadline passes:
+// never a call that blocks, so that a rank that died cannot hang this
+// one.
+func (w *World) wait(req *uintptr, deadline time.Time) (bool, error) {
+	pause := time.Duration(0)
+	for {
+		var flag int32
+		var st status
+		if err := w.check("MPI_Test", w.lib.test(req, &flag, &st)); err != nil {
+			return false, err
+		}
+		if flag != 0 {
+			if st.err != success && st.err != 0 {
+				return false, w.check("the message", st.err)
+			}
+			return true, nil
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		// Spin first (a message between two steps is often on its
+		// way), then sleep up to a millisecond between polls.
+		if pause == 0 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(pause)
+		}
+		pause = min(max(pause*2, time.Microsecond), time.Millisecond)
+	}
+}
+
+// peerFailed explains a failed wait for rank peer: the ranks that no
+// longer answer pings are named, or else peer is alive but slow.
+func (w *World) peerFailed(what string, peer int, cause error) error {
+	silent := w.Silent(min(w.Timeout, 3*time.Second))
+	if len(silent) == 0 {
+		return fmt.Errorf("%s rank %d: %w; every rank still answers (one slower than the timeout?)", what, peer, cause)
+	}
+	return fmt.Errorf("%s rank %d: %w: %s stopped answering (died or hangs)", what, peer, cause, ranks(silent))
+}
+
+// ranks names a list of ranks.
+func ranks(rs []int) string {
+	var s []string
+	for _, r := range rs {
+		s = append(s, fmt.Sprint(r))
+	}
+	if len(rs) == 1 {
+		return "rank " + s[0]
+	}
+	return "ranks " + strings.Join(s, ", ")
+}
+
+// Silent pings every other rank and lists those that do not answer
+// within d.
+func (w *World) Silent(d time.Duration) []int {
+	deadline := time.Now().Add(d)
+	type ping struct{ send, recv uintptr }
+	pings := make([]ping, w.size)
+	var out byte
+	answers := make([]byte, w.size)
+	var silent []int
+	for r := range w.size {
+		if r == w.rank {
+			continue
+		}
+		if w.lib.isend(unsafe.Pointer(&out), 1, w.lib.byteType, int32(r), tagPing, w.ping, &pings[r].send) != success ||
+			w.lib.irecv(unsafe.Pointer(&answers[r]), 1, w.lib.byteType, int32(r), tagPong, w.ping, &pings[r].recv) != success {
+			silent = append(silent, r)
+			pings[r] = ping{}
+		}
+	}
+	for r := range w.size {
+		if r == w.rank || pings[r].recv == 0 {
+			continue
+		}
+		if done, err := w.wait(&pings[r].recv, deadline); !done || err != nil {
+			silent = append(silent, r)
+		}
+	}
+	runtime.KeepAlive(answers)
+	slices.Sort(silent)
+	return slices.Compact(silent)
+}
+
+// answerPings answers every rank's liveness pings until Close.
+func (w *World) answerPings() {
+	defer w.pinged.Done()
+	var in, reply byte
+	for {
+		var req uintptr
+		if w.lib.irecv(unsafe.Pointer(&in), 1, w.lib.byteType, anySource, tagPing, w.ping, &req) != success {
+			return
+		}
+		for {
+			var flag int32
+			var st status
+			if w.lib.test(&req, &flag, &st) != success {
+				return
+			}
+			if flag != 0 {
+				var sreq uintptr
+				if w.lib.isend(unsafe.Pointer(&reply), 1, w.lib.byteType, st.source, tagPong, w.ping, &sreq) == success {
+					w.lib.requestFree(&sreq)
+				}
+				break
+			}
+			select {
+			case <-w.pinger:
+				w.lib.cancel(&req)
+				w.lib.requestFree(&req)
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+}
+
+// Abort ends every rank's process with code (MPI_Abort).
+func (w *World) Abort(code int) { w.lib.abort(w.lib.commWorld, int32(code)) }
+
+// Close ends MPI in this process; every rank calls it.
+func (w *World) Close() error {
+	close(w.pinger)
+	w.pinged.Wait()
+	return w.check("MPI_Finalize", w.lib.finalize())
+}
+
+// check turns an MPI error code into an error naming the call.
+func (w *World) check(call string, code int32) error {
+	if code == success {
+		return nil
+	}
+	buf := make([]byte, 256)
+	n := int32(0)
+	if w.lib.errorString(code, &buf[0], &n) == success && n > 0 {
+		return fmt.Errorf("%s: %s", call, string(buf[:min(int(n), len(buf))]))
+	}
+	return fmt.Errorf("%s: MPI error %d", call, code)
+}
+
+// libraryVersion is MPI_Get_library_version up to its first comma ("Open MPI v4.1.4").
+func (w *World) libraryVersion() string {
+	buf := make([]byte, 8192) // MPI_MAX_LIBRARY_VERSION_STRING is 256 in Open MPI
+	n := int32(0)
+	if w.lib.libraryVer(&buf[0], &n) != success {
+		return "unknown MPI"
+	}
+	s, _, _ := strings.Cut(string(buf[:min(int(n), len(buf))]), ",")
+	return strings.TrimRight(s, "\x00 ,")
+}
+
+// ExitOnStop makes a signal to stop (the launcher's SIGTERM when another
+// rank failed, or an interrupt) end this process with status 1 after one
+// line on stderr naming the ranks that no longer answer.
+func (w *World) ExitOnStop(stderr io.Writer) {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		sig := <-stop
+		msg := fmt.Sprintf("rank %d: stopped (%v)", w.rank, sig)
+		if silent := w.Silent(500 * time.Millisecond); len(silent) > 0 {
+			msg += fmt.Sprintf(": %s stopped answering", ranks(silent))
+		}
+		fmt.Fprintln(stderr, msg)
+		os.Exit(1)
+	}()
+}
