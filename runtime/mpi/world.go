@@ -2,14 +2,11 @@ package mpi
 
 import (
 	"fmt"
-	"io"
 	"os"
-	"os/signal"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -29,6 +26,9 @@ type World struct {
 	Version string
 	pinger  chan struct{}
 	pinged  sync.WaitGroup
+	// waitingFor is the rank whose message this one waits for (-1:
+	// none), the answer to a ping.
+	waitingFor atomic.Int32
 }
 
 // Launched reports whether this process was started by an MPI launcher
@@ -96,6 +96,7 @@ func Init(timeout time.Duration) (*World, error) {
 	lib.commSetErrh(w.data, lib.errorsReturn)
 	lib.commSetErrh(w.ping, lib.errorsReturn)
 	w.rank, w.size = int(rank), int(size)
+	w.waitingFor.Store(noRank)
 	w.Version = w.libraryVersion()
 	w.pinger = make(chan struct{})
 	w.pinged.Add(1)
@@ -129,6 +130,8 @@ func (w *World) transfer(what string, peer int, b []byte, start func(unsafe.Poin
 		return fmt.Errorf("%s rank %d, not another of the %d ranks", what, peer, w.size)
 	}
 	deadline := time.Now().Add(w.Timeout)
+	w.waitingFor.Store(int32(peer))
+	defer w.waitingFor.Store(noRank)
 	for off := 0; off < len(b) || off == 0; off += chunk {
 		part := b[off:min(off+chunk, len(b))]
 		var req uintptr
@@ -191,93 +194,6 @@ func (w *World) wait(req *uintptr, deadline time.Time) (bool, error) {
 	}
 }
 
-// peerFailed explains a failed wait for rank peer: the ranks that no
-// longer answer pings are named, or else peer is alive but slow.
-func (w *World) peerFailed(what string, peer int, cause error) error {
-	silent := w.Silent(min(w.Timeout, 3*time.Second))
-	if len(silent) == 0 {
-		return fmt.Errorf("%s rank %d: %w; every rank still answers (one slower than the timeout?)", what, peer, cause)
-	}
-	return fmt.Errorf("%s rank %d: %w: %s stopped answering (died or hangs)", what, peer, cause, ranks(silent))
-}
-
-// ranks names a list of ranks.
-func ranks(rs []int) string {
-	var s []string
-	for _, r := range rs {
-		s = append(s, fmt.Sprint(r))
-	}
-	if len(rs) == 1 {
-		return "rank " + s[0]
-	}
-	return "ranks " + strings.Join(s, ", ")
-}
-
-// Silent pings every other rank and lists those that do not answer
-// within d.
-func (w *World) Silent(d time.Duration) []int {
-	deadline := time.Now().Add(d)
-	type ping struct{ send, recv uintptr }
-	pings := make([]ping, w.size)
-	var out byte
-	answers := make([]byte, w.size)
-	var silent []int
-	for r := range w.size {
-		if r == w.rank {
-			continue
-		}
-		if w.lib.isend(unsafe.Pointer(&out), 1, w.lib.byteType, int32(r), tagPing, w.ping, &pings[r].send) != success ||
-			w.lib.irecv(unsafe.Pointer(&answers[r]), 1, w.lib.byteType, int32(r), tagPong, w.ping, &pings[r].recv) != success {
-			silent = append(silent, r)
-			pings[r] = ping{}
-		}
-	}
-	for r := range w.size {
-		if r == w.rank || pings[r].recv == 0 {
-			continue
-		}
-		if done, err := w.wait(&pings[r].recv, deadline); !done || err != nil {
-			silent = append(silent, r)
-		}
-	}
-	runtime.KeepAlive(answers)
-	slices.Sort(silent)
-	return slices.Compact(silent)
-}
-
-// answerPings answers every rank's liveness pings until Close.
-func (w *World) answerPings() {
-	defer w.pinged.Done()
-	var in, reply byte
-	for {
-		var req uintptr
-		if w.lib.irecv(unsafe.Pointer(&in), 1, w.lib.byteType, anySource, tagPing, w.ping, &req) != success {
-			return
-		}
-		for {
-			var flag int32
-			var st status
-			if w.lib.test(&req, &flag, &st) != success {
-				return
-			}
-			if flag != 0 {
-				var sreq uintptr
-				if w.lib.isend(unsafe.Pointer(&reply), 1, w.lib.byteType, st.source, tagPong, w.ping, &sreq) == success {
-					w.lib.requestFree(&sreq)
-				}
-				break
-			}
-			select {
-			case <-w.pinger:
-				w.lib.cancel(&req)
-				w.lib.requestFree(&req)
-				return
-			case <-time.After(time.Millisecond):
-			}
-		}
-	}
-}
-
 // Abort ends every rank's process with code (MPI_Abort).
 func (w *World) Abort(code int) { w.lib.abort(w.lib.commWorld, int32(code)) }
 
@@ -310,21 +226,4 @@ func (w *World) libraryVersion() string {
 	}
 	s, _, _ := strings.Cut(string(buf[:min(int(n), len(buf))]), ",")
 	return strings.TrimRight(s, "\x00 ,")
-}
-
-// ExitOnStop makes a signal to stop (the launcher's SIGTERM when another
-// rank failed, or an interrupt) end this process with status 1 after one
-// line on stderr naming the ranks that no longer answer.
-func (w *World) ExitOnStop(stderr io.Writer) {
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
-	go func() {
-		sig := <-stop
-		msg := fmt.Sprintf("rank %d: stopped (%v)", w.rank, sig)
-		if silent := w.Silent(500 * time.Millisecond); len(silent) > 0 {
-			msg += fmt.Sprintf(": %s stopped answering", ranks(silent))
-		}
-		fmt.Fprintln(stderr, msg)
-		os.Exit(1)
-	}()
 }

@@ -1,0 +1,184 @@
+package mpi
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// A ping's answer is the rank the pinged rank waits for: noRank when it
+// waits for none; silent stands for no answer.
+const (
+	noRank = -1
+	silent = -2
+	// probeFor bounds the pings of a rank that gave up waiting.
+	probeFor = 2 * time.Second
+)
+
+// pingByte is what a ping sends.
+var pingByte byte
+
+// peerFailed explains a failed wait for rank peer: it follows the ranks
+// each waits for, from peer, to the one that holds them (one that no
+// longer answers, or one that waits for no rank).
+func (w *World) peerFailed(what string, peer int, cause error) error {
+	blame := w.blame(peer, w.probe(probeFor))
+	// The others gave up at about the same time and probe too: this
+	// rank's exit must not end the job (the launcher stops the ranks
+	// and resumes a stopped one) before their probes are answered.
+	time.Sleep(probeFor)
+	return fmt.Errorf("%s rank %d: %w: %s", what, peer, cause, blame)
+}
+
+// blame follows the chain of waits from rank from through answers (a
+// probe's) and says where it ends: "rank 0 waits for rank 1, which
+// stopped answering".
+func (w *World) blame(from int, answers []int32) string {
+	var chain []string
+	seen := map[int]bool{}
+	for r := from; ; {
+		next := answers[r]
+		switch {
+		case next == silent:
+			chain = append(chain, "stopped answering (died, or hangs)")
+		case next == noRank:
+			chain = append(chain, "waits for no rank (it is still working, or stuck outside its messages)")
+		case int(next) == w.rank || seen[r]:
+			chain = append(chain, fmt.Sprintf("waits for rank %d: the ranks wait for each other (a bug in the plan's order of messages)", next))
+		default:
+			seen[r] = true
+			chain = append(chain, fmt.Sprintf("waits for rank %d", next))
+			r = int(next)
+			continue
+		}
+		return fmt.Sprintf("rank %d %s", from, strings.Join(chain, ", which "))
+	}
+}
+
+// probe pings every other rank and returns what each answered within
+// d: the rank it waits for, noRank, or silent (this rank's own entry is
+// what it waits for).
+func (w *World) probe(d time.Duration) []int32 {
+	deadline := time.Now().Add(d)
+	answers := make([]int32, w.size)
+	reqs := make([]uintptr, w.size)
+	for r := range w.size {
+		answers[r] = silent
+		if r == w.rank {
+			answers[r] = w.waitingFor.Load()
+			continue
+		}
+		var send uintptr
+		if w.lib.isend(unsafe.Pointer(&pingByte), 1, w.lib.byteType, int32(r), tagPing, w.ping, &send) != success {
+			continue
+		}
+		w.lib.requestFree(&send) // pingByte never changes: MPI may send it when it can
+		if w.lib.irecv(unsafe.Pointer(&answers[r]), 4, w.lib.byteType, int32(r), tagPong, w.ping, &reqs[r]) != success {
+			reqs[r] = 0
+		}
+	}
+	for r, req := range reqs {
+		if req == 0 {
+			continue
+		}
+		if done, err := w.wait(&reqs[r], deadline); !done || err != nil {
+			w.lib.cancel(&reqs[r])
+			w.lib.requestFree(&reqs[r])
+			answers[r] = silent
+		}
+	}
+	runtime.KeepAlive(answers)
+	return answers
+}
+
+// answerPings answers every rank's pings with the rank this one waits
+// for, until Close.
+func (w *World) answerPings() {
+	defer w.pinged.Done()
+	var in byte
+	for {
+		var req uintptr
+		if w.lib.irecv(unsafe.Pointer(&in), 1, w.lib.byteType, anySource, tagPing, w.ping, &req) != success {
+			return
+		}
+		from, ok := w.awaitPing(&req)
+		if !ok {
+			return
+		}
+		reply := binary.LittleEndian.AppendUint32(nil, uint32(w.waitingFor.Load()))
+		var sreq uintptr
+		if w.lib.isend(unsafe.Pointer(&reply[0]), 4, w.lib.byteType, from, tagPong, w.ping, &sreq) == success {
+			if done, _ := w.wait(&sreq, time.Now().Add(probeFor)); !done {
+				w.lib.cancel(&sreq) // the asker gave up, or died
+				w.lib.requestFree(&sreq)
+			}
+		}
+		runtime.KeepAlive(reply)
+	}
+}
+
+// awaitPing polls the receive of a ping until it arrives (its sender) or
+// Close.
+func (w *World) awaitPing(req *uintptr) (int32, bool) {
+	for {
+		var flag int32
+		var st status
+		if w.lib.test(req, &flag, &st) != success {
+			return 0, false
+		}
+		if flag != 0 {
+			return st.source, true
+		}
+		select {
+		case <-w.pinger:
+			w.lib.cancel(req)
+			w.lib.requestFree(req)
+			return 0, false
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// ExitOnStop makes a signal to stop (the launcher's SIGTERM when another
+// rank failed, or an interrupt) end this process with status 1 after one
+// line on stderr saying which rank holds the others.
+func (w *World) ExitOnStop(stderr io.Writer) {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		sig := <-stop
+		msg := fmt.Sprintf("rank %d of %d: stopped (%v)", w.rank, w.size, sig)
+		answers := w.probe(500 * time.Millisecond)
+		if peer := answers[w.rank]; peer >= 0 {
+			msg += fmt.Sprintf(" while waiting for rank %d: %s", peer, w.blame(int(peer), answers))
+		} else if gone := silentRanks(answers); gone != "" {
+			msg += ": " + gone
+		}
+		fmt.Fprintln(stderr, msg)
+		os.Exit(1)
+	}()
+}
+
+// silentRanks names the ranks that did not answer a probe.
+func silentRanks(answers []int32) string {
+	var rs []string
+	for r, a := range answers {
+		if a == silent {
+			rs = append(rs, fmt.Sprint(r))
+		}
+	}
+	switch len(rs) {
+	case 0:
+		return ""
+	case 1:
+		return "rank " + rs[0] + " stopped answering"
+	}
+	return "ranks " + strings.Join(rs, ", ") + " stopped answering"
+}
