@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"tofuc/lang"
 	"tofuc/runtime/npy"
+	"tofuc/runtime/plan"
 	"tofuc/runtime/tensor"
 )
 
@@ -234,4 +236,138 @@ func rankPid(t *testing.T, bin string, r int) int {
 	}
 	t.Fatalf("no process of rank %d", r)
 	return 0
+}
+
+// TestRanksOnTwoMachines runs a 2-device training plan as 2 ranks on two
+// "machines": network namespaces joined by a veth pair, made and removed
+// by the test (as root). mpirun runs in the first and starts the second
+// rank's daemon in the other through an agent that stands in for ssh;
+// the ranks talk over TCP on the pair (Open MPI's tcp transport only),
+// and the outputs equal one process's.
+func TestRanksOnTwoMachines(t *testing.T) {
+	mpirun(t)
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces need root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("no ip command (iproute2)")
+	}
+	bin := buildTofuc(t)
+	machines := twoMachines(t)
+	dir := compileDevices(t, 2, rankModels[0].args...)
+	one, ranked := filepath.Join(t.TempDir(), "one"), filepath.Join(t.TempDir(), "ranks")
+	if status, _, stderr := tofuc("run", dir, "--random-inputs", "--seed", "5", "--out", one); status != exitOK {
+		t.Fatalf("one process: %s", stderr)
+	}
+	before := machines.traffic(t)
+	args := []string{"netns", "exec", machines.ns[0], mpirun(t), "--host", strings.Join(machines.addr[:], ","), "-np", "2",
+		"--mca", "plm_rsh_agent", machines.agent, "--mca", "btl", "tcp,self",
+		"--mca", "btl_tcp_if_include", subnet, "--mca", "oob_tcp_if_include", subnet,
+		bin, "run", dir, "--random-inputs", "--seed", "5", "--out", ranked, "--timeout", "30s"}
+	cmd := exec.Command("ip", args...)
+	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("mpirun: %v\n%s", err, out)
+	}
+	sameOutputs(t, one, ranked)
+	p, err := plan.Read(filepath.Join(dir, "plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved, least := machines.traffic(t)-before, crossDevice(p); moved < least || least == 0 {
+		t.Errorf("%d bytes crossed the veth pair; the plan copies %d between its devices", moved, least)
+	} else {
+		t.Logf("%d bytes crossed the veth pair; the plan copies %d between its devices", moved, least)
+	}
+}
+
+// crossDevice is the bytes a plan's steps copy from one device to
+// another.
+func crossDevice(p *plan.Plan) int64 {
+	var n int64
+	for d, steps := range p.Steps {
+		for _, s := range steps {
+			switch {
+			case s.Op == plan.Copy && p.Buffers[s.From].Device != d:
+				box := int64(lang.ParseDType(p.Buffers[s.From].DType).Size())
+				for _, r := range s.Src {
+					box *= r.Hi - r.Lo
+				}
+				n += box
+			case s.Op == plan.Reduce:
+				for _, id := range s.Parts {
+					if p.Buffers[id].Device != d {
+						n += p.Buffers[s.To].Bytes
+					}
+				}
+			}
+		}
+	}
+	return n
+}
+
+// subnet holds the two machines' addresses.
+const subnet = "10.99.0.0/24"
+
+// machines are two network namespaces joined by a veth pair, and the
+// agent through which mpirun starts a daemon in the namespace of an
+// address.
+type machines struct {
+	ns, veth, addr [2]string
+	agent          string
+}
+
+func twoMachines(t *testing.T) *machines {
+	t.Helper()
+	id := os.Getpid() % 100000
+	m := &machines{addr: [2]string{"10.99.0.1", "10.99.0.2"}}
+	for i, side := range []string{"a", "b"} {
+		m.ns[i] = fmt.Sprintf("tofuc-test-%d-%s", id, side)
+		m.veth[i] = fmt.Sprintf("tf%d%s", id, side) // at most 15 bytes
+	}
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	for i := range 2 {
+		ip("netns", "add", m.ns[i])
+		ns := m.ns[i]
+		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() }) // its end of the pair goes with it
+	}
+	ip("link", "add", m.veth[0], "type", "veth", "peer", "name", m.veth[1])
+	for i := range 2 {
+		ip("link", "set", m.veth[i], "netns", m.ns[i])
+		ip("-n", m.ns[i], "addr", "add", m.addr[i]+"/24", "dev", m.veth[i])
+		ip("-n", m.ns[i], "link", "set", m.veth[i], "up")
+		ip("-n", m.ns[i], "link", "set", "lo", "up")
+	}
+	m.agent = filepath.Join(t.TempDir(), "agent")
+	script := fmt.Sprintf("#!/bin/sh\n# mpirun's ssh: HOST COMMAND..., run in HOST's namespace\ncase \"$1\" in\n%s) ns=%s ;;\n%s) ns=%s ;;\n*) echo \"no machine $1\" >&2; exit 1 ;;\nesac\nshift\nexec ip netns exec \"$ns\" /bin/sh -c \"$*\"\n",
+		m.addr[0], m.ns[0], m.addr[1], m.ns[1])
+	if err := os.WriteFile(m.agent, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// traffic is the bytes the first machine's end of the pair has sent and
+// received.
+func (m *machines) traffic(t *testing.T) int64 {
+	t.Helper()
+	var total int64
+	for _, dir := range []string{"tx_bytes", "rx_bytes"} {
+		out, err := exec.Command("ip", "netns", "exec", m.ns[0], "cat", "/sys/class/net/"+m.veth[0]+"/statistics/"+dir).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += n
+	}
+	return total
 }
