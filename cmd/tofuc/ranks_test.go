@@ -62,8 +62,9 @@ func compileDevices(t *testing.T, n int, args ...string) string {
 	return dir
 }
 
-// TestRanksUnderMPIRun runs 4-device plans as 4 processes under mpirun:
-// every output equals the one-process run's within the tolerance for
+// TestRanksUnderMPIRun runs 4-device plans as 4 processes under mpirun
+// (the MLP's also through tofuc run --nproc-per-node 4): every output
+// equals the one-process run's within the tolerance for
 // reordered sums (they are in fact equal bit for bit: each rank runs its
 // device's kernels in the same order).
 func TestRanksUnderMPIRun(t *testing.T) {
@@ -86,6 +87,14 @@ func TestRanksUnderMPIRun(t *testing.T) {
 				}
 			}
 			sameOutputs(t, one, ranked)
+			if m.name != "mlp-train" {
+				return
+			}
+			started := filepath.Join(t.TempDir(), "started")
+			if out, err := exec.Command(bin, "run", dir, "--nproc-per-node", "4", "--random-inputs", "--seed", "3", "--out", started).CombinedOutput(); err != nil {
+				t.Fatalf("--nproc-per-node 4: %v\n%s", err, out)
+			}
+			sameOutputs(t, one, started)
 		})
 	}
 }

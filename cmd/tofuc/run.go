@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"tofuc/analysis/autodiff"
@@ -30,6 +31,8 @@ type runFlags struct {
 	batch                int64
 	// timeout bounds a rank's wait for another (run under mpirun).
 	timeout time.Duration
+	// ranks is --nproc-per-node: ranks to start on this machine.
+	ranks int
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
@@ -41,7 +44,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of random inputs")
 	fs.StringVar(&f.params, "params", "", "parameters, one .npz (default: DIR/params.npz, written by compile)")
 	fs.StringVar(&f.out, "out", "", "directory for the outputs (created if missing)")
-	fs.IntVar(&f.threads, "threads", 0, "host threads (0: all cores)")
+	fs.IntVar(&f.threads, "threads", 0, "host threads (0: all cores; as ranks, their share of the cores)")
+	fs.IntVar(&f.ranks, "nproc-per-node", 0, "start this many ranks on this machine through mpirun, one a device of the plan (docs/distributed.md)")
 	fs.DurationVar(&f.timeout, "timeout", time.Minute, "run as ranks (under mpirun): how long a rank waits for another before it fails, naming it")
 	fs.Int64Var(&f.batch, "batch", 0, "of a plan compiled with --dynamic: the batch size of the random inputs (default: that of the inputs given, else the largest size compiled)")
 	if status, done := parseFlags(fs, args, stdout); done {
@@ -60,10 +64,17 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "run", "--batch must be 1 to %d", maxBatch)
 	case f.timeout <= 0:
 		return usageError(stderr, "run", "--timeout must be positive")
+	case f.ranks < 0 || fs.Changed("nproc-per-node") && f.ranks == 0:
+		return usageError(stderr, "run", "--nproc-per-node must be at least 1")
+	case f.ranks > 0 && mpi.Launched():
+		return usageError(stderr, "run", "--nproc-per-node starts the ranks itself: run it without mpirun")
 	}
 	specs, err := planio.Specs(f.ins)
 	if err != nil {
 		return usageError(stderr, "run", "%v", err)
+	}
+	if f.ranks > 0 {
+		return fail(stderr, mpi.Start(f.ranks, append([]string{"run"}, withoutFlag(args, "nproc-per-node")...)))
 	}
 	if mpi.Launched() {
 		return runRank(fs.Arg(0), f, specs, stdout, stderr)
@@ -136,7 +147,11 @@ func runAsRank(world *mpi.World, dir string, f runFlags, specs map[string]string
 	var prog *executor.Program
 	var params map[string]*tensor.Tensor
 	p, err := planio.Read(dir, func(p *plan.Plan) (err error) {
-		if prog, err = executor.OpenRank(p, dir, f.backend, executor.Options{Threads: f.threads}, world); err != nil {
+		threads := f.threads
+		if threads == 0 {
+			threads = mpi.LocalThreads()
+		}
+		if prog, err = executor.OpenRank(p, dir, f.backend, executor.Options{Threads: threads}, world); err != nil {
 			return err
 		}
 		for _, n := range prog.Notes {
@@ -162,6 +177,22 @@ func runAsRank(world *mpi.World, dir string, f runFlags, specs map[string]string
 	}
 	_, err = prog.Run(in.values, params)
 	return err
+}
+
+// withoutFlag is args without flag --name and its value (given as
+// --name=V or --name V).
+func withoutFlag(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		switch {
+		case args[i] == "--"+name:
+			i++ // its value
+		case strings.HasPrefix(args[i], "--"+name+"="):
+		default:
+			out = append(out, args[i])
+		}
+	}
+	return out
 }
 
 // runInputs are a run's inputs: read from --in, or drawn from the seed.

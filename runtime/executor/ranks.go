@@ -37,7 +37,7 @@ type Ranks interface {
 // that waits for it. Ranks run on host devices (whose memory MPI reads).
 func OpenRank(p *plan.Plan, dir, name string, opts Options, ranks Ranks) (*Program, error) {
 	if ranks.Size() != p.Devices {
-		return nil, fmt.Errorf("the plan runs on %d devices, one a rank: it needs %d ranks, not %d", p.Devices, p.Devices, ranks.Size())
+		return nil, fmt.Errorf("the plan runs on %d devices, one a rank: it needs %d ranks, not %d (mpirun -np %d, or tofuc run --nproc-per-node %d)", p.Devices, p.Devices, ranks.Size(), p.Devices, p.Devices)
 	}
 	k, err := Lookup(name)
 	if err != nil {
