@@ -46,7 +46,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.out, "out", "", "directory for the outputs (created if missing)")
 	fs.IntVar(&f.threads, "threads", 0, "host threads (0: all cores; as ranks, their share of the cores)")
 	fs.IntVar(&f.ranks, "nproc-per-node", 0, "start this many ranks on this machine through mpirun, one a device of the plan (docs/distributed.md)")
-	fs.DurationVar(&f.timeout, "timeout", time.Minute, "run as ranks (under mpirun): how long a rank waits for another before it fails, naming it")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "as ranks: how long a rank waits for another before it fails, naming the rank that holds it")
 	fs.Int64Var(&f.batch, "batch", 0, "of a plan compiled with --dynamic: the batch size of the random inputs (default: that of the inputs given, else the largest size compiled)")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
