@@ -44,16 +44,16 @@ func (w *World) blame(from int, answers []int32) string {
 	var chain []string
 	seen := map[int]bool{}
 	for r := from; ; {
+		seen[r] = true
 		next := answers[r]
 		switch {
 		case next == silent:
 			chain = append(chain, "stopped answering (died, or hangs)")
 		case next == noRank:
 			chain = append(chain, "waits for no rank (it is still working, or stuck outside its messages)")
-		case int(next) == w.rank || seen[r]:
+		case int(next) == w.rank || seen[int(next)]:
 			chain = append(chain, fmt.Sprintf("waits for rank %d: the ranks wait for each other (a bug in the plan's order of messages)", next))
 		default:
-			seen[r] = true
 			chain = append(chain, fmt.Sprintf("waits for rank %d", next))
 			r = int(next)
 			continue
