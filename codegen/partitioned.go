@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"tofuc/analysis/partition/execution"
@@ -275,9 +276,9 @@ func (p *partitioned) copyPieces(d, to int, v *ir.Value, pieces []execution.Piec
 	}
 }
 
-// reduce combines partial outputs over each group: every member adds a
-// reduction of the group's parts into a buffer of its own (its tile when
-// the box is its tile). It returns, per device and output, the step
+// reduce combines partial outputs over each group: every member adds an
+// all-reduce of the group's parts into a buffer of its own (its tile
+// when the box is its tile). It returns, per device and output, the step
 // after which the device's final part of that output is ready (-1: none).
 // A reduce step names the kernel a GPU runtime launches for it.
 func (p *partitioned) reduce(ops []*execution.Op, launched []int) ([][]int, error) {
@@ -304,12 +305,13 @@ func (p *partitioned) reduce(ops []*execution.Op, launched []int) ([][]int, erro
 					continue
 				}
 				part := p.bufferOf[partKey{n, o, g}]
-				s.Parts = append(s.Parts, part)
+				s.Parts, s.Group = append(s.Parts, part), append(s.Group, g)
 				p.touch(part)
 				if g != d {
 					s.After = append(s.After, plan.StepRef{Device: g, Step: launched[g]})
 				}
 			}
+			collective(&s, d)
 			var to int
 			if op.Outputs[o].Equal(p.eg.Tiles[v][d]) {
 				to = p.tile(v, d)
@@ -330,6 +332,19 @@ func (p *partitioned) reduce(ops []*execution.Op, launched []int) ([][]int, erro
 		}
 	}
 	return ready, nil
+}
+
+// collective makes reduce step s of device d one member's step of an
+// all-reduce: every member of a group combines the same box of the
+// same parts, in the same order, so its steps are one collective (a
+// ring's or a tree's traffic where a runtime calls a library, not each
+// member fetching every other part). A group of one stays a reduce step.
+func collective(s *plan.Step, d int) {
+	if len(s.Group) < 2 || !slices.Contains(s.Group, d) {
+		s.Group = nil
+		return
+	}
+	s.Op = plan.AllReduce
 }
 
 // distribute copies the computed parts of output o into every device's

@@ -3,6 +3,7 @@ package codegen_test
 import (
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 
 	"tofuc/analysis/cost"
@@ -12,6 +13,7 @@ import (
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/exec"
+	"tofuc/runtime/plan"
 	"tofuc/runtime/tensor"
 )
 
@@ -95,6 +97,55 @@ func TestPartitionedPlans(t *testing.T) {
 				}
 				t.Logf("%d launches of %d distinct kernels; arenas %v bytes", comp.Stats.Kernels, comp.Stats.Distinct, comp.Plan.ArenaBytes)
 			})
+		}
+	}
+}
+
+// TestPartitionedCollectives: the MLP's training plan over 4 devices
+// combines its partial results (the loss, the gradient of a split
+// layer's input) with all-reduce steps, every member one, alike but for
+// its result, and no reduce step is left.
+func TestPartitionedCollectives(t *testing.T) {
+	g := loadExample(t, "mlp", true, attrs("batch", 8, "hidden", 16))
+	cg, err := cost.NewGraph(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := partition.Search(cg, 4, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eg, err := execution.Build(cg, res.Plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp, err := codegen.CompilePartitioned(eg, g, t.TempDir(), codegen.Options{Emit: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := comp.Plan
+	members := map[string][]int{} // per group and parts, the devices with the step
+	groups := map[string][]int{}
+	for d, list := range p.Steps {
+		for i, s := range list {
+			switch {
+			case s.Op == plan.Reduce:
+				t.Errorf("%s: a reduce step where the group's members all combine the same box", s.Where(d, i))
+			case s.Op == plan.AllReduce:
+				key := fmt.Sprint(s.Group, s.Parts)
+				members[key], groups[key] = append(members[key], d), slices.Sorted(slices.Values(s.Group))
+				if p.Buffers[s.To].Device != d {
+					t.Errorf("%s: its result on device %d", s.Where(d, i), p.Buffers[s.To].Device)
+				}
+			}
+		}
+	}
+	if len(members) == 0 {
+		t.Error("no all-reduce step")
+	}
+	for key, ds := range members {
+		if !slices.Equal(ds, groups[key]) {
+			t.Errorf("all-reduce %s: steps on devices %v, not on each member once", key, ds)
 		}
 	}
 }

@@ -152,7 +152,7 @@ func wholePlanKey(p *plan.Plan, groupKeys []string) string {
 		for _, steps := range lists {
 			for _, s := range steps {
 				name := s.Op
-				if s.Op == plan.Launch || s.Op == plan.Reduce {
+				if s.Op == plan.Launch || s.Combines() {
 					name += " " + p.Kernels[s.Kernel].Name
 				}
 				fmt.Fprintln(h, name)

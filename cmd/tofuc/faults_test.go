@@ -450,17 +450,17 @@ func TestResealedPlanFaults(t *testing.T) {
 			t.Fatal("no output of several tiles")
 		}},
 		{"a reduction's part twice", "partitioned", "a part counted twice", func(t *testing.T, p *plan.Plan) {
-			s := firstStep(t, p, func(s *plan.Step) bool { return s.Op == plan.Reduce && len(s.Parts) > 1 })
+			s := firstStep(t, p, func(s *plan.Step) bool { return s.Combines() && len(s.Parts) > 1 })
 			s.Parts[1] = s.Parts[0]
 		}},
 		{"a reduction's reducer changed", "partitioned", `reducer "max", but its kernel`, func(t *testing.T, p *plan.Plan) {
-			firstStep(t, p, func(s *plan.Step) bool { return s.Op == plan.Reduce && s.Reducer == "sum" }).Reducer = "max"
+			firstStep(t, p, func(s *plan.Step) bool { return s.Combines() && s.Reducer == "sum" }).Reducer = "max"
 		}},
 		{"a reduction's reducer changed with its kernel's", "partitioned", ": reducer max in the plan, but", func(t *testing.T, p *plan.Plan) {
-			s := firstStep(t, p, func(s *plan.Step) bool { return s.Op == plan.Reduce && s.Reducer == "sum" })
+			s := firstStep(t, p, func(s *plan.Step) bool { return s.Combines() && s.Reducer == "sum" })
 			for _, list := range p.Steps {
 				for i := range list {
-					if list[i].Op == plan.Reduce && list[i].Kernel == s.Kernel {
+					if list[i].Combines() && list[i].Kernel == s.Kernel {
 						list[i].Reducer = "max"
 					}
 				}
@@ -468,7 +468,7 @@ func TestResealedPlanFaults(t *testing.T) {
 			p.Kernels[s.Kernel].Reducer = "max"
 		}},
 		{"a kernel's written arguments changed", "partitioned", ": writes [0 4] in the plan, but", func(t *testing.T, p *plan.Plan) {
-			k := &p.Kernels[firstStep(t, p, func(s *plan.Step) bool { return s.Op == plan.Reduce && len(s.Parts) == 4 }).Kernel]
+			k := &p.Kernels[firstStep(t, p, func(s *plan.Step) bool { return s.Combines() && len(s.Parts) == 4 }).Kernel]
 			k.Writes = []int{0, 4} // a reduction's: its steps read their parts
 		}},
 		{"an opaque batch beyond its result", "inverse", "call.batch [30] and result_shape [4 4]", func(t *testing.T, p *plan.Plan) {

@@ -177,10 +177,10 @@ func (pr *Program) allocate() error {
 	for _, lists := range [][][]plan.Step{p.Init, p.Steps} {
 		for d, steps := range lists {
 			for _, s := range steps {
-				if (s.Op == plan.Launch || s.Op == plan.Reduce) && pr.prepared(&s) {
+				if (s.Op == plan.Launch || s.Combines()) && pr.prepared(&s) {
 					pr.statusBytes[d] += plan.StatusWords * 8
 				}
-				if s.Op == plan.Reduce {
+				if s.Combines() {
 					staging[d] += int64(len(remoteParts(p, d, &s))) * align(p.Buffers[s.To].Bytes)
 				}
 			}
@@ -261,7 +261,7 @@ func (pr *Program) op(d, i int, s *plan.Step) (op, error) {
 	case plan.Launch:
 		l, err := pr.launch(d, s.Kernel, s.Args, nil)
 		return op{launch: l}, err
-	case plan.Reduce:
+	case plan.Reduce, plan.AllReduce:
 		return pr.reduce(d, s)
 	case plan.Opaque:
 		return op{host: pr.opaque(pr.devs[d].(HostDevice), s, s.Where(d, i))}, nil
@@ -276,7 +276,10 @@ func (pr *Program) op(d, i int, s *plan.Step) (op, error) {
 }
 
 // reduce copies the parts other devices hold into staging buffers of
-// device d and launches the step's reduction kernel on the parts there.
+// device d and launches the step's reduction kernel on the parts there:
+// a reduce step, and one member's step of an all-reduce, which this
+// executor runs as each member's reduction of every part (as ranks too:
+// the parts are messages, in the order the group's steps meet in).
 func (pr *Program) reduce(d int, s *plan.Step) (op, error) {
 	o, staged := pr.stageParts(d, s)
 	var err error
@@ -307,7 +310,7 @@ func (pr *Program) copiesOf(d int, s *plan.Step) op {
 		from, to := pr.Plan.Buffers[s.From], pr.Plan.Buffers[s.To]
 		rows := BoxRows(int64(elementSize(from.DType)), from.Shape, s.Src, to.Shape, s.At)
 		return op{copies: []transfer{{from: from.Device, src: pr.addr(s.From), dst: pr.addr(s.To), rows: rows}}}
-	case plan.Reduce:
+	case plan.Reduce, plan.AllReduce:
 		o, _ := pr.stageParts(d, s)
 		return o
 	}

@@ -12,7 +12,7 @@ import (
 
 // Version is the schema version this package reads and writes
 // (docs/plan.md, "Versions").
-const Version = 4
+const Version = 5
 
 // MaxDevices bounds the devices of a plan (and of a partition search,
 // analysis/partition's MaxDevices): Validate's ordering check costs up
@@ -214,6 +214,11 @@ const (
 	// Library: a vendor library's call on the host (GEMM or Conv), in a
 	// placement group.
 	Library = "library"
+	// AllReduce: a collective step. Every member of a group of devices
+	// has one, alike but for its To, and all of them meet: Order puts
+	// the group's steps together, so that a runtime of one process per
+	// device can run them as one collective call (MPI's, NCCL's).
+	AllReduce = "all_reduce"
 )
 
 // Step is one thing a device does.
@@ -232,8 +237,13 @@ type Step struct {
 	// Parts (one per member, all alike) with Reducer into its own buffer
 	// To; Kernel is a kernel that does it on one device, taking the parts
 	// (copied there) and then To, for runtimes that reduce on a GPU.
+	// AllReduce: the same fields; Group are the members' devices, one
+	// per part (Parts[i] on device Group[i]), the parts combined in
+	// this order on every member, so that every member's To holds the
+	// same bits.
 	Reducer string `json:"reducer,omitempty"`
 	Parts   []int  `json:"parts,omitempty"`
+	Group   []int  `json:"group,omitempty"`
 	// Opaque: an opaque function called on the host, writing buffer To
 	// (see OpaqueCall).
 	Call *OpaqueCall `json:"call,omitempty"`
@@ -261,6 +271,11 @@ func (s *Step) Where(d, i int) string {
 	}
 	return w
 }
+
+// Combines reports whether s combines parts with a reducer: a reduce or
+// an all-reduce step, which runtimes without a collective library run
+// alike.
+func (s *Step) Combines() bool { return s.Op == Reduce || s.Op == AllReduce }
 
 // StepRef names a step of a device's Steps (or Init, within Init).
 type StepRef struct {

@@ -39,6 +39,8 @@ func (p *Plan) checkStep(d int, s *Step, all [][]Step, roots []int, held []bool)
 		err = p.checkCopy(d, s)
 	case Reduce:
 		err = p.checkReduce(d, s)
+	case AllReduce:
+		err = p.checkAllReduce(d, s)
 	case Opaque:
 		err = p.checkOpaque(d, s)
 	case Library:
@@ -127,6 +129,24 @@ func (p *Plan) checkReduce(d int, s *Step) error {
 	}
 	if a, b, ok := p.sharing(s.Parts, nil); ok {
 		return fmt.Errorf("parts: buffers %d (%s) and %d (%s) share bytes: a part counted twice", a, p.Buffers[a].Name, b, p.Buffers[b].Name)
+	}
+	return nil
+}
+
+// checkAllReduce checks a collective step of device d as a reduce step,
+// and its group: at least two devices, distinct, each holding its part,
+// d among them. Order checks that every member has the same step.
+func (p *Plan) checkAllReduce(d int, s *Step) error {
+	if err := p.checkReduce(d, s); err != nil {
+		return err
+	}
+	if len(s.Group) < 2 || len(s.Group) != len(s.Parts) || !slices.Contains(s.Group, d) {
+		return fmt.Errorf("group %v: a collective needs two devices or more, one per part (%d), this one (%d) among them", s.Group, len(s.Parts), d)
+	}
+	for i, e := range s.Group {
+		if b := p.Buffers[s.Parts[i]]; b.Device != e || slices.Contains(s.Group[:i], e) {
+			return fmt.Errorf("group %v: part %d, buffer %d, lies on device %d, not on member %d, or the member is named twice", s.Group, i, s.Parts[i], b.Device, e)
+		}
 	}
 	return nil
 }
@@ -227,7 +247,7 @@ func (p *Plan) access(s *Step) (reads, writes []int) {
 		return reads, writes
 	case Copy:
 		return []int{s.From}, []int{s.To}
-	case Reduce:
+	case Reduce, AllReduce:
 		return s.Parts, []int{s.To}
 	case Opaque:
 		return s.Call.Args, []int{s.To}

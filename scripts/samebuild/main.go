@@ -286,6 +286,22 @@ func asVersion1(p map[string]any) error {
 	if !ok {
 		return fmt.Errorf("no version")
 	}
+	if v >= 5 {
+		// Version 5 makes a group's reduce steps one all_reduce (each
+		// member's step naming the group), with the same fields.
+		for _, key := range []string{"init", "steps"} {
+			lists, _ := p[key].([]any)
+			for _, l := range lists {
+				steps, _ := l.([]any)
+				for _, s := range steps {
+					if s, ok := s.(map[string]any); ok && s["op"] == "all_reduce" {
+						s["op"] = "reduce"
+						delete(s, "group")
+					}
+				}
+			}
+		}
+	}
 	if v >= 4 {
 		// Version 4 records the arguments each kernel writes and a
 		// reduction kernel's reducer.

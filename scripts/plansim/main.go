@@ -1,0 +1,73 @@
+// Command plansim prints, for each compiled plan given, its steps by
+// kind and its simulated step on a topology (cost.SimulatePlan): how a
+// plan's transfers and collectives price, before and after a change to
+// the code generator (docs/partition.md, "Collective steps").
+//
+//	go run ./scripts/plansim [-topology NAME|FILE] DIR/plan.json...
+//
+// A plan of an earlier version is read as it is, unchecked (its steps
+// are the same but for the collectives); one of this version is
+// checked first (plan.Validate).
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+
+	"tofuc/analysis/cost"
+	"tofuc/runtime/plan"
+)
+
+func main() {
+	topology := flag.String("topology", "h100-nvlink", "a built-in topology ("+fmt.Sprint(cost.TopologyNames())+") or a topology file")
+	flag.Parse()
+	t, err := cost.LoadTopology(*topology)
+	if err == nil {
+		for _, path := range flag.Args() {
+			if err = show(path, t); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "plansim:", err)
+		os.Exit(1)
+	}
+}
+
+// show prints one plan's steps by kind and its simulated step.
+func show(path string, t *cost.Topology) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var p plan.Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if p.Version == plan.Version {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	sim, err := cost.SimulatePlan(&p, t)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	ops := map[string]int{}
+	for _, list := range p.Steps {
+		for _, s := range list {
+			ops[s.Op]++
+		}
+	}
+	fmt.Printf("%s (version %d, %d devices) on %s: step %.3f ms (compute %.3f ms, transfers %.3f ms on the device ending last)\n",
+		path, p.Version, p.Devices, t.Name, sim.Seconds*1e3, sim.Compute*1e3, sim.Transfer*1e3)
+	for _, op := range slices.Sorted(maps.Keys(ops)) {
+		fmt.Printf("  %s: %d steps\n", op, ops[op])
+	}
+	return nil
+}
