@@ -2,8 +2,9 @@
 // without a GPU: the driver (csrc/fakecuda.c), which runtime/cuda loads
 // as it would load libcuda.so.1 and which runs kernels under tofuc's
 // SIMT emulator, from the plan's SIMT module named by $FAKECUDA_SIMT;
-// cuBLAS (csrc/fakecublas.c) and cuDNN (csrc/fakecudnn.c), on the fake
-// driver's memory.
+// cuBLAS (csrc/fakecublas.c), cuDNN (csrc/fakecudnn.c) and NCCL
+// (csrc/fakenccl.c, its ranks threads of one process), on the fake
+// driver's memory and streams.
 package fakecuda
 
 import (
@@ -21,6 +22,8 @@ var (
 	cublasSource []byte
 	//go:embed csrc/fakecudnn.c
 	cudnnSource []byte
+	//go:embed csrc/fakenccl.c
+	ncclSource []byte
 )
 
 // Build compiles the fake driver into dir with the C compiler ($CC, else
@@ -43,6 +46,13 @@ func BuildCUDNN(dir string) (string, error) {
 	return build(dir, "fakecudnn.c", cudnnSource, "libcudnn.so.9")
 }
 
+// BuildNCCL compiles the fake NCCL into dir and returns the library's
+// path ($TOFUC_LIBNCCL for runtime/cuda). It runs in a process that has
+// loaded the fake driver.
+func BuildNCCL(dir string) (string, error) {
+	return build(dir, "fakenccl.c", ncclSource, "libnccl.so.2")
+}
+
 func build(dir, name string, source []byte, lib string) (string, error) {
 	cc := os.Getenv("CC")
 	if cc == "" {
@@ -56,7 +66,7 @@ func build(dir, name string, source []byte, lib string) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(dir, lib)
-	msg, err := exec.Command(cc, "-std=c11", "-O1", "-Wall", "-Werror", "-shared", "-fPIC", "-o", out, src, "-ldl").CombinedOutput()
+	msg, err := exec.Command(cc, "-std=c11", "-O1", "-Wall", "-Werror", "-shared", "-fPIC", "-pthread", "-o", out, src, "-ldl").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("building the fake %s: %w\n%s", lib, err, msg)
 	}

@@ -29,7 +29,7 @@ type cublasAPI struct {
 }
 
 // cublasLib loads cuBLAS: $TOFUC_LIBCUBLAS, else CUDA 12's, then 11's.
-var cublasLib = &gpuLibrary[cublasAPI]{backend: plan.CUBLAS, what: "cuBLAS", env: "TOFUC_LIBCUBLAS",
+var cublasLib = &gpuLibrary[cublasAPI]{label: "backend " + plan.CUBLAS, where: toolkitOrWheels, what: "cuBLAS", env: "TOFUC_LIBCUBLAS",
 	files: []string{"libcublas.so.12", "libcublas.so.11"},
 	symbols: func(api *cublasAPI) []symbol {
 		return []symbol{{&api.create, "cublasCreate_v2"}, {&api.destroy, "cublasDestroy_v2"},

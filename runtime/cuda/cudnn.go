@@ -64,7 +64,7 @@ type cudnnAPI struct {
 }
 
 // cudnnLib loads cuDNN: $TOFUC_LIBCUDNN, else cuDNN 9's, then 8's.
-var cudnnLib = &gpuLibrary[cudnnAPI]{backend: plan.CUDNN, what: "cuDNN", env: "TOFUC_LIBCUDNN",
+var cudnnLib = &gpuLibrary[cudnnAPI]{label: "backend " + plan.CUDNN, where: toolkitOrWheels, what: "cuDNN", env: "TOFUC_LIBCUDNN",
 	files: []string{"libcudnn.so.9", "libcudnn.so.8"},
 	symbols: func(api *cudnnAPI) []symbol {
 		return []symbol{

@@ -46,6 +46,8 @@ const (
 	streamNonBlocking      = 1 // CU_STREAM_NON_BLOCKING
 	eventDisableTiming     = 2 // CU_EVENT_DISABLE_TIMING
 	errorPeerAlreadyActive = 704
+
+	errorNotReady = 600 // CUDA_ERROR_NOT_READY: cuStreamQuery's stream has work left
 )
 
 // memcpy3D is CUDA_MEMCPY3D_PEER; CUDA_MEMCPY3D has the same layout, with
@@ -106,6 +108,7 @@ type Driver struct {
 	cuStreamCreate            func(s *uintptr, flags uint32) result
 	cuStreamDestroy           func(s uintptr) result
 	cuStreamSynchronize       func(s uintptr) result
+	cuStreamQuery             func(s uintptr) result
 	cuStreamWaitEvent         func(s, e uintptr, flags uint32) result
 	cuEventCreate             func(e *uintptr, flags uint32) result
 	cuEventDestroy            func(e uintptr) result
@@ -140,7 +143,8 @@ func (d *Driver) symbols() []struct {
 		{&d.cuMemcpy3DPeerAsync, "cuMemcpy3DPeerAsync"}, {&d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"},
 		{&d.cuMemcpyPeerAsync, "cuMemcpyPeerAsync"},
 		{&d.cuStreamCreate, "cuStreamCreate"}, {&d.cuStreamDestroy, "cuStreamDestroy_v2"},
-		{&d.cuStreamSynchronize, "cuStreamSynchronize"}, {&d.cuStreamWaitEvent, "cuStreamWaitEvent"},
+		{&d.cuStreamSynchronize, "cuStreamSynchronize"}, {&d.cuStreamQuery, "cuStreamQuery"},
+		{&d.cuStreamWaitEvent, "cuStreamWaitEvent"},
 		{&d.cuEventCreate, "cuEventCreate"}, {&d.cuEventDestroy, "cuEventDestroy_v2"},
 		{&d.cuEventRecord, "cuEventRecord"}, {&d.cuEventElapsedTime, "cuEventElapsedTime"},
 		{&d.cuLaunchKernel, "cuLaunchKernel"},

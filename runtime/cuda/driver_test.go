@@ -2,8 +2,10 @@ package cuda
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -69,13 +71,24 @@ var fakeDriverLib = sync.OnceValues(func() (string, error) {
 	return fakecuda.Build(dir)
 })
 
+// built skips the test where err says that there is no C compiler to
+// build a fake library, and fails it on another error: a fake that does
+// not compile must not pass for a machine without a compiler.
+func built(t *testing.T, err error) {
+	t.Helper()
+	if errors.Is(err, exec.ErrNotFound) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // fake loads the fake driver (internal/fakecuda) with n GPUs.
 func fake(t *testing.T, n string) *Driver {
 	t.Helper()
 	lib, err := fakeDriverLib()
-	if err != nil {
-		t.Skip(err)
-	}
+	built(t, err)
 	t.Setenv("FAKECUDA_DEVICES", n)
 	d, err := LoadFrom(lib)
 	if err != nil {

@@ -15,10 +15,15 @@ import (
 
 // A GPU's vendor libraries (cuBLAS, cuDNN), loaded at run time through
 // purego like the driver, run a plan's library steps on the logical
-// device's stream (docs/placement.md, "GPU libraries").
+// device's stream (docs/placement.md, "GPU libraries"); NCCL (nccl.go)
+// is loaded the same way.
 
-// symbol is a library function to bind: the Go function's address and
-// the symbol's name.
+// toolkitOrWheels is where cuBLAS and cuDNN are found.
+const toolkitOrWheels = "the CUDA toolkit's lib64 and PyTorch's wheels (site-packages/nvidia/*/lib)"
+
+// symbol is a library function to bind: the Go function's address (or
+// a *uintptr that takes the function's own, for a call purego cannot
+// make: ncclCommInitRank's) and the symbol's name.
 type symbol struct {
 	fn   any
 	name string
@@ -26,11 +31,12 @@ type symbol struct {
 
 // gpuLibrary is how to load one library: the environment variable that
 // names its file, else the files tried in turn, and the functions of an
-// API value (T) to bind.
+// API value (T) to bind. A missing library is an error that starts with
+// label and says where the library is found.
 type gpuLibrary[T any] struct {
-	backend, what, env string
-	files              []string
-	symbols            func(api *T) []symbol
+	label, what, env, where string
+	files                   []string
+	symbols                 func(api *T) []symbol
 
 	mu sync.Mutex
 	// loads is, per list of files tried, the library loaded or why none
@@ -68,7 +74,7 @@ func (l *gpuLibrary[T]) load() (*T, error) {
 		}
 		errs = append(errs, err.Error())
 	}
-	err := fmt.Errorf("backend %s: no %s (%s); the CUDA toolkit's lib64 and PyTorch's wheels (site-packages/nvidia/*/lib) have it, for LD_LIBRARY_PATH or $%s", l.backend, l.what, strings.Join(errs, "; "), l.env)
+	err := fmt.Errorf("%s: no %s (%s); %s have it, for LD_LIBRARY_PATH or $%s", l.label, l.what, strings.Join(errs, "; "), l.where, l.env)
 	l.loads[key] = libraryLoad[T]{err: err}
 	return nil, err
 }
@@ -86,7 +92,11 @@ func bind(path string, symbols []symbol) error {
 		if err != nil {
 			return fmt.Errorf("%s has no %s", path, s.name)
 		}
-		purego.RegisterFunc(s.fn, addr)
+		if p, ok := s.fn.(*uintptr); ok {
+			*p = addr
+		} else {
+			purego.RegisterFunc(s.fn, addr)
+		}
 	}
 	return nil
 }

@@ -12,8 +12,12 @@
 // $FAKECUDA_DEVICES sets the number of GPUs (default 2), $FAKECUDA_MAX_PITCH
 // the largest pitch of a 3-D copy, $FAKECUDA_LAUNCH_DELAY_US a time each
 // launch takes longer (the tests of placement by measurement).
+// Threads may call it at once (the fake NCCL's ranks are threads of one
+// process): the allocations and the streams' pending work are locked.
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +35,8 @@ enum {
 	INVALID_PTX = 218,
 	INVALID_HANDLE = 400,
 	NOT_FOUND = 500,
+	NOT_READY = 600,
+	LAUNCH_TIMEOUT = 702,
 	PEER_ALREADY_ENABLED = 704,
 };
 
@@ -47,10 +53,11 @@ static int ndevices(void) {
 
 #define NEED_CONTEXT() do { if (current == NULL) return INVALID_CONTEXT; } while (0)
 
-// Allocations, each in a context.
+// Allocations, each in a context, under mem_mu.
 struct alloc { uint64_t base, size; struct ctx *ctx; };
 static struct alloc *allocs;
 static int nallocs;
+static pthread_mutex_t mem_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static struct alloc *find(uint64_t p) {
 	for (int i = 0; i < nallocs; i++)
@@ -61,8 +68,11 @@ static struct alloc *find(uint64_t p) {
 
 // inside reports whether [p, p+n) lies in one allocation of context c.
 static int inside(uint64_t p, uint64_t n, struct ctx *c) {
+	pthread_mutex_lock(&mem_mu);
 	struct alloc *a = find(p);
-	return a != NULL && a->ctx == c && p + n <= a->base + a->size;
+	int in = a != NULL && a->ctx == c && p + n <= a->base + a->size;
+	pthread_mutex_unlock(&mem_mu);
+	return in;
 }
 
 // For the fake cuBLAS (fakecublas.c), which finds them in the global
@@ -84,6 +94,8 @@ static const char *names[][2] = {
 	{"CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
 	{"CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
 	{"CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+	{"CUDA_ERROR_NOT_READY", "device not ready"},
+	{"CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
 };
 static int name_index(CUresult r) {
 	switch (r) {
@@ -94,6 +106,8 @@ static int name_index(CUresult r) {
 	case INVALID_PTX: return 4;
 	case INVALID_HANDLE: return 5;
 	case NOT_FOUND: return 6;
+	case NOT_READY: return 7;
+	case LAUNCH_TIMEOUT: return 8;
 	}
 	return -1;
 }
@@ -263,35 +277,93 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
 	if (m == NULL)
 		return OUT_OF_MEMORY;
 	memset(m, 0xA5, n); // not zero: a kernel must not rely on it
+	pthread_mutex_lock(&mem_mu);
 	allocs = realloc(allocs, (size_t)(nallocs + 1) * sizeof *allocs);
 	allocs[nallocs++] = (struct alloc){(uint64_t)(uintptr_t)m, n, current};
+	pthread_mutex_unlock(&mem_mu);
 	*p = (uint64_t)(uintptr_t)m;
 	return OK;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) {
 	NEED_CONTEXT();
+	pthread_mutex_lock(&mem_mu);
 	struct alloc *a = find(p);
-	if (a == NULL || a->base != p || a->ctx != current)
-		return INVALID_VALUE;
-	free((void *)(uintptr_t)p);
-	*a = allocs[--nallocs];
-	return OK;
+	int ok = a != NULL && a->base == p && a->ctx == current;
+	if (ok) {
+		free((void *)(uintptr_t)p);
+		*a = allocs[--nallocs];
+	}
+	pthread_mutex_unlock(&mem_mu);
+	return ok ? OK : INVALID_VALUE;
 }
 
-// Streams: an id and their context.
-struct stream { struct ctx *ctx; };
+// Streams: their context, and the work other fake libraries enqueued on
+// them that is still pending (the fake NCCL's, which completes when
+// every rank has posted its part). A stream runs its own work at once,
+// after its pending work: it waits for that, at most
+// $FAKECUDA_PENDING_TIMEOUT_MS (default 30 s) so that a test whose
+// peers never come fails instead of hanging, as a GPU's watchdog would.
+struct stream { struct ctx *ctx; int pending; };
+static pthread_mutex_t stream_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t stream_done = PTHREAD_COND_INITIALIZER;
+
 CUresult cuStreamCreate(struct stream **s, unsigned flags) {
 	NEED_CONTEXT();
 	if (flags > 1)
 		return INVALID_VALUE;
-	*s = malloc(sizeof **s);
+	*s = calloc(1, sizeof **s);
 	(*s)->ctx = current;
 	return OK;
 }
 void *fakecuda_stream_context(struct stream *s) { return s == NULL ? NULL : s->ctx; }
-#define NEED_STREAM(s) do { NEED_CONTEXT(); if ((s) == NULL || (s)->ctx != current) return INVALID_HANDLE; } while (0)
+
+// For the fake NCCL: a stream's work begun, and finished.
+void fakecuda_stream_begin(struct stream *s) {
+	pthread_mutex_lock(&stream_mu);
+	s->pending++;
+	pthread_mutex_unlock(&stream_mu);
+}
+void fakecuda_stream_end(struct stream *s) {
+	pthread_mutex_lock(&stream_mu);
+	s->pending--;
+	pthread_cond_broadcast(&stream_done);
+	pthread_mutex_unlock(&stream_mu);
+}
+
+// drain waits for s's pending work.
+static CUresult drain(struct stream *s) {
+	const char *ms = getenv("FAKECUDA_PENDING_TIMEOUT_MS");
+	long wait = ms ? atol(ms) : 30000;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	long long ns = until.tv_nsec + wait % 1000 * 1000000LL;
+	until.tv_sec += wait / 1000 + ns / 1000000000;
+	until.tv_nsec = ns % 1000000000;
+	int r = 0;
+	pthread_mutex_lock(&stream_mu);
+	while (s->pending > 0 && r != ETIMEDOUT)
+		r = pthread_cond_timedwait(&stream_done, &stream_mu, &until);
+	int left = s->pending;
+	pthread_mutex_unlock(&stream_mu);
+	return left > 0 ? LAUNCH_TIMEOUT : OK;
+}
+#define NEED_STREAM(s) do { \
+	NEED_CONTEXT(); \
+	if ((s) == NULL || (s)->ctx != current) return INVALID_HANDLE; \
+	CUresult drained = drain(s); \
+	if (drained != OK) return drained; \
+} while (0)
 CUresult cuStreamDestroy_v2(struct stream *s) { NEED_STREAM(s); free(s); return OK; }
 CUresult cuStreamSynchronize(struct stream *s) { NEED_STREAM(s); return OK; }
+CUresult cuStreamQuery(struct stream *s) {
+	NEED_CONTEXT();
+	if (s == NULL || s->ctx != current)
+		return INVALID_HANDLE;
+	pthread_mutex_lock(&stream_mu);
+	int pending = s->pending;
+	pthread_mutex_unlock(&stream_mu);
+	return pending > 0 ? NOT_READY : OK;
+}
 
 CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, struct stream *s) {
 	NEED_STREAM(s);
