@@ -314,3 +314,20 @@ func TestNoNCCL(t *testing.T) {
 		t.Errorf("a missing NCCL: %v", err)
 	}
 }
+
+// TestNCCLOneGPU: two ranks on one GPU are refused, as NCCL refuses
+// them, on both ranks.
+func TestNCCLOneGPU(t *testing.T) {
+	devs := openFake(t, "1", 2)
+	withLibrary(t, "1", "TOFUC_LIBNCCL", fakecuda.BuildNCCL, func() error { _, err := ncclLib.load(); return err })
+	id, err := NewUniqueID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	onRanks(2, func(r int) error {
+		if _, err := OpenComm(devs[r], id, r, 2); err == nil || !strings.Contains(err.Error(), "ncclCommInitRank: invalid usage") {
+			return fmt.Errorf("rank %d: got %v, want NCCL's invalid usage", r, err)
+		}
+		return nil
+	}, t.Error)
+}
