@@ -16,7 +16,11 @@ type Program struct {
 	devs []Device
 	// ranks connects the processes of a plan run as ranks (OpenRank):
 	// this one runs device ranks.Rank(); nil when it runs them all.
-	ranks Ranks
+	// msgs carries the plan's messages on the device's stream when the
+	// host cannot read its memory, through the device buffer messages.
+	ranks    Ranks
+	msgs     DeviceMessages
+	messages Ptr
 	// arena is each device's arena; scratch each device's status words
 	// (statusWords per launch) followed by its staging buffers.
 	arena, scratch []Ptr

@@ -28,16 +28,25 @@ type Ranks interface {
 	Recv(from int, b []byte) error
 }
 
+// DeviceMessages sends and receives a rank's device memory on the
+// device's stream, ordered with its kernels (NCCL's on a GPU: cuda.Comm):
+// the messages of ranks whose device memory the host does not read.
+type DeviceMessages interface {
+	// Send and Recv enqueue a message of n bytes to or from rank peer.
+	Send(src Ptr, n int64, peer int) error
+	Recv(dst Ptr, n int64, peer int) error
+	// Wait waits for the device's work, its messages included; a wait
+	// that outlasts the rank's timeout fails, saying which rank holds
+	// it.
+	Wait() error
+}
+
 // OpenRank loads plan p, compiled into dir, as rank ranks.Rank() of the
-// processes that run it: the rank's one logical device, opened by the
-// kind called name, runs that device's steps; a copy between devices is
-// a message between their ranks, sent and received where the steps are
-// in every rank's order of the plan's steps (plan.Order), so that every
-// rank meets its messages in the same order and none waits for a rank
-// that waits for it. Ranks run on host devices (whose memory MPI reads).
+// processes that run it, on a device of the kind called name (LoadRank),
+// which must be a host device: its messages are MPI's, from host memory.
 func OpenRank(p *plan.Plan, dir, name string, opts Options, ranks Ranks) (*Program, error) {
-	if ranks.Size() != p.Devices {
-		return nil, fmt.Errorf("the plan runs on %d devices, one a rank: it needs %d ranks, not %d (mpirun -np %d, or tofuc run --nproc-per-node %d)", p.Devices, p.Devices, ranks.Size(), p.Devices, p.Devices)
+	if err := enoughRanks(p, ranks); err != nil {
+		return nil, err
 	}
 	k, err := Lookup(name)
 	if err != nil {
@@ -48,13 +57,30 @@ func OpenRank(p *plan.Plan, dir, name string, opts Options, ranks Ranks) (*Progr
 	if err != nil {
 		return nil, err
 	}
+	return LoadRank(p, devs, ranks, nil)
+}
+
+// LoadRank loads plan p as rank ranks.Rank() of the processes that run
+// it: the rank's logical device (of devs, which the program owns; it
+// closes the others at once) runs that device's steps; a copy between
+// devices is a message between their ranks, sent and received where the
+// steps are in every rank's order of the plan's steps (plan.Order), so
+// that every rank meets its messages in the same order and none waits
+// for a rank that waits for it. Messages go through ranks from host
+// memory, or through msgs on the device's stream (a GPU's, whose memory
+// the host does not read); control messages (agreement, outputs)
+// through ranks.
+func LoadRank(p *plan.Plan, devs []Device, ranks Ranks, msgs DeviceMessages) (*Program, error) {
 	r := ranks.Rank()
-	if _, ok := devs[r].(HostDevice); !ok {
-		errs := []error{fmt.Errorf("%s devices cannot run as ranks: only host devices do (tofuc run --backend cpu or simt)", name)}
+	err := enoughRanks(p, ranks)
+	if _, host := devs[r].(HostDevice); err == nil && !host && msgs == nil {
+		err = fmt.Errorf("%s cannot run as a rank without messages of its own device (NCCL on a GPU)", devs[r].Name())
+	}
+	if err != nil {
 		for _, d := range devs {
-			errs = append(errs, d.Close())
+			err = errors.Join(err, d.Close())
 		}
-		return nil, errors.Join(errs...)
+		return nil, err
 	}
 	for d := range devs {
 		if d != r {
@@ -64,7 +90,41 @@ func OpenRank(p *plan.Plan, dir, name string, opts Options, ranks Ranks) (*Progr
 			devs[d] = elsewhere{rank: d}
 		}
 	}
-	return load(p, devs, ranks)
+	pr, err := load(p, devs, ranks)
+	if err != nil || msgs == nil {
+		return pr, err
+	}
+	pr.msgs = msgs
+	if err := pr.allocateMessages(); err != nil {
+		pr.Close()
+		return nil, err
+	}
+	return pr, nil
+}
+
+// enoughRanks refuses ranks fewer or more than p's devices.
+func enoughRanks(p *plan.Plan, ranks Ranks) error {
+	if ranks.Size() != p.Devices {
+		return fmt.Errorf("the plan runs on %d devices, one a rank: it needs %d ranks, not %d (mpirun -np %d, or tofuc run --nproc-per-node %d)", p.Devices, p.Devices, ranks.Size(), p.Devices, p.Devices)
+	}
+	return nil
+}
+
+// allocateMessages allocates the device buffer a message is gathered
+// into before it is sent and received into before it is scattered: as
+// large as the plan's largest buffer, which bounds a copy's box.
+func (pr *Program) allocateMessages() error {
+	var most int64
+	for _, b := range pr.Plan.Buffers {
+		most = max(most, b.Bytes)
+	}
+	dev := pr.devs[pr.ranks.Rank()]
+	var err error
+	if pr.messages, err = dev.Alloc(most); err != nil {
+		return fmt.Errorf("%s: the buffer of messages, %d bytes: %w", dev.Name(), most, err)
+	}
+	pr.releases = append(pr.releases, func() { dev.Free(pr.messages) })
+	return nil
 }
 
 // DevicesRun is how many of plan p's logical devices this process runs:
@@ -112,40 +172,87 @@ func (e elsewhere) refuse() error {
 // into one message.
 func (pr *Program) sendCopies(o op, to int) error {
 	me := pr.ranks.Rank()
-	dev := pr.devs[me].(HostDevice)
 	for _, c := range o.copies {
 		if c.from != me {
 			continue
 		}
-		c := c
-		if err := dev.Do(func() error {
-			msg, err := gatherRows(dev, c.src, c.rows)
-			if err != nil {
-				return err
-			}
-			return pr.ranks.Send(to, msg)
-		}); err != nil {
+		if err := pr.send(c, to); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// send enqueues copy c's rows as one message to rank to.
+func (pr *Program) send(c transfer, to int) error {
+	dev := pr.devs[pr.ranks.Rank()]
+	if pr.msgs == nil {
+		host := dev.(HostDevice)
+		return host.Do(func() error {
+			msg, err := gatherRows(host, c.src, c.rows)
+			if err != nil {
+				return err
+			}
+			return pr.ranks.Send(to, msg)
+		})
+	}
+	var off int64
+	for _, r := range c.rows {
+		if err := dev.Copy(pr.messages, dev, c.src, packedTo(r, off)); err != nil {
+			return err
+		}
+		off += r.Bytes()
+	}
+	return pr.msgs.Send(pr.messages, off, to)
+}
+
 // receive enqueues on this rank's device the message of copy c from
 // another rank's device, scattered to its rows.
 func (pr *Program) receive(c transfer) error {
-	dev := pr.devs[pr.ranks.Rank()].(HostDevice)
-	return dev.Do(func() error {
-		var n int64
-		for _, r := range c.rows {
-			n += r.Bytes()
-		}
-		msg := make([]byte, n)
-		if err := pr.ranks.Recv(c.from, msg); err != nil {
+	dev := pr.devs[pr.ranks.Rank()]
+	n := rowsBytes(c.rows)
+	if pr.msgs == nil {
+		host := dev.(HostDevice)
+		return host.Do(func() error {
+			msg := make([]byte, n)
+			if err := pr.ranks.Recv(c.from, msg); err != nil {
+				return err
+			}
+			return scatterRows(host, msg, c.dst, c.rows)
+		})
+	}
+	if err := pr.msgs.Recv(pr.messages, n, c.from); err != nil {
+		return err
+	}
+	var off int64
+	for _, r := range c.rows {
+		if err := dev.Copy(c.dst, dev, pr.messages, packedFrom(r, off)); err != nil {
 			return err
 		}
-		return scatterRows(dev, msg, c.dst, c.rows)
-	})
+		off += r.Bytes()
+	}
+	return nil
+}
+
+// packedTo is r with its destination rows packed one after the other
+// from offset off; packedFrom likewise its source rows.
+func packedTo(r Rows, off int64) Rows {
+	r.DstOff, r.DstPitch, r.DstSlice = off, r.Width, r.Width*r.Height
+	return r
+}
+
+func packedFrom(r Rows, off int64) Rows {
+	r.SrcOff, r.SrcPitch, r.SrcSlice = off, r.Width, r.Width*r.Height
+	return r
+}
+
+// rowsBytes is how much a list of strided copies moves.
+func rowsBytes(rows []Rows) int64 {
+	var n int64
+	for _, r := range rows {
+		n += r.Bytes()
+	}
+	return n
 }
 
 // gatherRows reads the source rows of rows (at src) into one buffer, in
@@ -189,11 +296,15 @@ func scatterRows(dev HostDevice, msg []byte, dst Ptr, rows []Rows) error {
 }
 
 // sendTile sends the rows of an output's tile, which this rank's device
-// holds at src, to rank 0.
+// holds at src, to rank 0 (the device is idle: after the run).
 func (pr *Program) sendTile(src Ptr, rows []Rows) error {
-	msg, err := gatherRows(pr.devs[pr.ranks.Rank()].(HostDevice), src, rows)
-	if err != nil {
-		return err
+	msg := make([]byte, rowsBytes(rows))
+	var off int64
+	for _, r := range rows {
+		if err := pr.devs[pr.ranks.Rank()].Download(msg, src, packedTo(r, off)); err != nil {
+			return err
+		}
+		off += r.Bytes()
 	}
 	return pr.ranks.Send(0, msg)
 }
@@ -201,11 +312,7 @@ func (pr *Program) sendTile(src Ptr, rows []Rows) error {
 // receiveTile receives the rows of an output's tile from the rank of
 // device d into the output's memory host.
 func (pr *Program) receiveTile(host []byte, d int, rows []Rows) error {
-	var n int64
-	for _, r := range rows {
-		n += r.Bytes()
-	}
-	msg := make([]byte, n)
+	msg := make([]byte, rowsBytes(rows))
 	if err := pr.ranks.Recv(d, msg); err != nil {
 		return err
 	}

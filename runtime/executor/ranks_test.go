@@ -63,10 +63,58 @@ func (r meshRank) Recv(from int, b []byte) error {
 	}
 }
 
+// meshMessages is a rank's device messages (executor.DeviceMessages)
+// over a mesh, enqueued on its host device's stream as NCCL's are on a
+// GPU's: the executor's path for devices whose memory the host does not
+// read, tested on host devices.
+type meshMessages struct {
+	meshRank
+	dev executor.HostDevice
+}
+
+func (m meshMessages) Send(src executor.Ptr, n int64, peer int) error {
+	return m.dev.Do(func() error {
+		b, err := m.dev.Bytes(src, n)
+		if err != nil {
+			return err
+		}
+		return m.meshRank.Send(peer, b)
+	})
+}
+
+func (m meshMessages) Recv(dst executor.Ptr, n int64, peer int) error {
+	return m.dev.Do(func() error {
+		b, err := m.dev.Bytes(dst, n)
+		if err != nil {
+			return err
+		}
+		return m.meshRank.Recv(peer, b)
+	})
+}
+
+func (m meshMessages) Wait() error { return m.dev.Sync() }
+
+// openRank opens rank r of plan m on devices of a kind, its messages
+// from host memory or, with onStream, on its device's stream.
+func openRank(m *model, kind string, strict, onStream bool, rank meshRank) (*executor.Program, error) {
+	if !onStream {
+		return executor.OpenRank(m.Plan, m.Dir, kind, executor.Options{Strict: strict}, rank)
+	}
+	k, err := executor.Lookup(kind)
+	if err != nil {
+		return nil, err
+	}
+	devs, err := k.Open(m.Plan, m.Dir, executor.Options{Strict: strict, OneRank: true})
+	if err != nil {
+		return nil, err
+	}
+	return executor.LoadRank(m.Plan, devs, rank, meshMessages{rank, devs[rank.rank].(executor.HostDevice)})
+}
+
 // runRanks runs every rank of plan m's in a goroutine of its own, rank r
 // given the inputs inputs(r), and returns rank 0's outputs and every
 // rank's error.
-func runRanks(t *testing.T, m *model, kind string, strict bool, inputs func(r int) map[string]*tensor.Tensor) (map[string]*tensor.Tensor, []error) {
+func runRanks(t *testing.T, m *model, kind string, strict, onStream bool, inputs func(r int) map[string]*tensor.Tensor) (map[string]*tensor.Tensor, []error) {
 	t.Helper()
 	n := m.Plan.Devices
 	mesh := newMesh(n)
@@ -77,7 +125,7 @@ func runRanks(t *testing.T, m *model, kind string, strict bool, inputs func(r in
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pr, err := executor.OpenRank(m.Plan, m.Dir, kind, executor.Options{Strict: strict}, meshRank{mesh, r})
+			pr, err := openRank(m, kind, strict, onStream, meshRank{mesh, r})
 			if err != nil {
 				errs[r] = err
 				return
@@ -102,7 +150,9 @@ var rankCases = append(examples[1:3:3], modelcase.Case{File: "wresnet", Devices:
 // TestRanksMatchOneProcess runs multi-device plans as ranks, one a
 // device, each with its own program (as processes under mpirun do): rank
 // 0's outputs equal the one-process run's bit for bit, on the host
-// kernels and on the emulated GPU kernels in the Strict mode.
+// kernels and on the emulated GPU kernels in the Strict mode, with
+// messages from host memory and, as a GPU's are, on the device's stream
+// through a buffer of the device.
 func TestRanksMatchOneProcess(t *testing.T) {
 	for _, c := range rankCases {
 		t.Run(c.String(), func(t *testing.T) {
@@ -115,13 +165,15 @@ func TestRanksMatchOneProcess(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, errs := runRanks(t, m, kind.name, kind.strict, func(int) map[string]*tensor.Tensor { return m.Inputs })
-				for r, err := range errs {
-					if err != nil {
-						t.Fatalf("%s, rank %d: %v", kind.name, r, err)
+				for _, onStream := range []bool{false, true} {
+					got, errs := runRanks(t, m, kind.name, kind.strict, onStream, func(int) map[string]*tensor.Tensor { return m.Inputs })
+					for r, err := range errs {
+						if err != nil {
+							t.Fatalf("%s, rank %d: %v", kind.name, r, err)
+						}
 					}
+					compareAll(t, fmt.Sprintf("%s as ranks (messages on the stream: %v)", kind.name, onStream), got, want, exact)
 				}
-				compareAll(t, kind.name+" as ranks", got, want, exact)
 			}
 		})
 	}
@@ -137,7 +189,7 @@ func TestRanksDisagree(t *testing.T) {
 		other[name] = in.Clone()
 		other[name].SetFlat(0, other[name].Flat(0)+1)
 	}
-	_, errs := runRanks(t, m, cpu.Kind.Name, false, func(r int) map[string]*tensor.Tensor {
+	_, errs := runRanks(t, m, cpu.Kind.Name, false, false, func(r int) map[string]*tensor.Tensor {
 		if r == 2 {
 			return other
 		}

@@ -202,6 +202,11 @@ func (pr *Program) run(l *list, t *timer) error {
 			return fmt.Errorf("%s: %w", s.Where(ref.Device, ref.Step), err)
 		}
 	}
+	if pr.msgs != nil {
+		if err := pr.msgs.Wait(); err != nil { // bounded, where a Sync is not
+			return err
+		}
+	}
 	if err := pr.sync(); err != nil {
 		return err
 	}
