@@ -57,6 +57,21 @@ func (c *context) do(f func() error) error {
 // devices on different GPUs copy between them directly where the GPUs
 // allow peer access.
 func (d *Driver) Open(p *plan.Plan, dir string) ([]executor.Device, error) {
+	return d.open(p, dir, -1)
+}
+
+// OpenRank opens logical device rank of plan p alone, on GPU rank mod
+// the number of GPUs, for the process that runs it as a rank
+// (executor.LoadRank): the other devices' entries are nil.
+func (d *Driver) OpenRank(p *plan.Plan, dir string, rank int) ([]executor.Device, error) {
+	if rank < 0 || rank >= p.Devices {
+		return nil, fmt.Errorf("rank %d of a plan of %d devices", rank, p.Devices)
+	}
+	return d.open(p, dir, rank)
+}
+
+// open opens every logical device of p, or only device only (>= 0).
+func (d *Driver) open(p *plan.Plan, dir string, only int) ([]executor.Device, error) {
 	gpus, err := d.GPUs()
 	if err != nil {
 		return nil, err
@@ -64,6 +79,56 @@ func (d *Driver) Open(p *plan.Plan, dir string) ([]executor.Device, error) {
 	if len(gpus) == 0 {
 		return nil, fmt.Errorf("the CUDA driver sees no GPU")
 	}
+	ptx, err := readPTX(p, dir)
+	if err != nil {
+		return nil, err
+	}
+	contexts := make([]*context, min(len(gpus), p.Devices))
+	devs := make([]executor.Device, p.Devices)
+	fail := func(err error) ([]executor.Device, error) {
+		for _, v := range devs {
+			if v != nil {
+				v.(*device).destroy()
+			}
+		}
+		for _, c := range contexts {
+			c.release()
+		}
+		return nil, err
+	}
+	for i := range contexts {
+		if only >= 0 && i != only%len(contexts) {
+			continue
+		}
+		if contexts[i], err = d.newContext(gpus[i], p, ptx); err != nil {
+			return fail(err)
+		}
+	}
+	if only < 0 { // a rank's device copies only to and from itself
+		if err := enablePeers(contexts); err != nil {
+			return fail(err)
+		}
+	}
+	for i := range p.Devices {
+		if only >= 0 && i != only {
+			continue
+		}
+		v := &device{c: contexts[i%len(contexts)], id: i}
+		err := v.c.do(func() error {
+			return d.check("cuStreamCreate", d.cuStreamCreate(&v.stream, streamNonBlocking))
+		})
+		if err != nil {
+			return fail(err)
+		}
+		v.c.users++
+		devs[i] = v
+	}
+	return devs, nil
+}
+
+// readPTX reads plan p's PTX modules from dir and checks that they hold
+// its kernels.
+func readPTX(p *plan.Plan, dir string) ([][]byte, error) {
 	files := p.Modules[Module].Files
 	if len(p.Kernels) > 0 && len(files) == 0 {
 		return nil, fmt.Errorf("the plan has no PTX modules (compile it with --emit ptx)")
@@ -75,6 +140,7 @@ func (d *Driver) Open(p *plan.Plan, dir string) ([]executor.Device, error) {
 	}
 	ptx := make([][]byte, len(files))
 	for i, m := range files {
+		var err error
 		if ptx[i], err = m.Read(dir); err != nil {
 			return nil, err
 		}
@@ -82,37 +148,7 @@ func (d *Driver) Open(p *plan.Plan, dir string) ([]executor.Device, error) {
 	if err := p.CheckKernels("the PTX modules", func(sym string) ([]byte, error) { return ptxBytes(ptx, sym) }); err != nil {
 		return nil, err
 	}
-	contexts := make([]*context, min(len(gpus), p.Devices))
-	var devs []executor.Device
-	fail := func(err error) ([]executor.Device, error) {
-		for _, v := range devs {
-			v.(*device).destroy()
-		}
-		for _, c := range contexts {
-			c.release()
-		}
-		return nil, err
-	}
-	for i := range contexts {
-		if contexts[i], err = d.newContext(gpus[i], p, ptx); err != nil {
-			return fail(err)
-		}
-	}
-	if err := enablePeers(contexts); err != nil {
-		return fail(err)
-	}
-	for i := range p.Devices {
-		v := &device{c: contexts[i%len(contexts)], id: i}
-		err := v.c.do(func() error {
-			return d.check("cuStreamCreate", d.cuStreamCreate(&v.stream, streamNonBlocking))
-		})
-		if err != nil {
-			return fail(err)
-		}
-		v.c.users++
-		devs = append(devs, v)
-	}
-	return devs, nil
+	return ptx, nil
 }
 
 // newContext retains g's primary context, loads the modules and finds

@@ -313,3 +313,16 @@ func (m *Comm) Close() error {
 	m.comm = 0
 	return nil
 }
+
+// Messages is the communicator as a rank's device messages
+// (executor.DeviceMessages), each wait for them bounded by timeout.
+func (m *Comm) Messages(timeout time.Duration) executor.DeviceMessages {
+	return boundedComm{m, timeout}
+}
+
+type boundedComm struct {
+	*Comm
+	timeout time.Duration
+}
+
+func (b boundedComm) Wait() error { return b.Comm.Wait(time.Now().Add(b.timeout)) }

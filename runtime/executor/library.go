@@ -76,10 +76,15 @@ func (pr *Program) chooseVariants() {
 }
 
 // onGPUs reports whether the program's devices have libraries of their
-// own (a plan's devices are all of one kind).
+// own (a plan's devices are all of one kind; a rank's is its own).
 func (pr *Program) onGPUs() bool {
-	_, ok := pr.devs[0].(StreamLibraryDevice)
-	return ok
+	for d, dev := range pr.devs {
+		if pr.local(d) {
+			_, ok := dev.(StreamLibraryDevice)
+			return ok
+		}
+	}
+	return false
 }
 
 // prepareLibraries prepares every library step of the variants in force
@@ -88,6 +93,9 @@ func (pr *Program) onGPUs() bool {
 // note.
 func (pr *Program) prepareLibraries() {
 	for d, steps := range pr.Plan.Steps {
+		if !pr.local(d) {
+			continue
+		}
 		sd := pr.devs[d].(StreamLibraryDevice)
 		for i := range steps {
 			s := &steps[i]

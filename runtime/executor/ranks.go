@@ -62,7 +62,7 @@ func OpenRank(p *plan.Plan, dir, name string, opts Options, ranks Ranks) (*Progr
 
 // LoadRank loads plan p as rank ranks.Rank() of the processes that run
 // it: the rank's logical device (of devs, which the program owns; it
-// closes the others at once) runs that device's steps; a copy between
+// closes the others at once, and takes nil for them) runs that device's steps; a copy between
 // devices is a message between their ranks, sent and received where the
 // steps are in every rank's order of the plan's steps (plan.Order), so
 // that every rank meets its messages in the same order and none waits
@@ -78,17 +78,22 @@ func LoadRank(p *plan.Plan, devs []Device, ranks Ranks, msgs DeviceMessages) (*P
 	}
 	if err != nil {
 		for _, d := range devs {
-			err = errors.Join(err, d.Close())
+			if d != nil {
+				err = errors.Join(err, d.Close())
+			}
 		}
 		return nil, err
 	}
 	for d := range devs {
-		if d != r {
+		if d == r {
+			continue
+		}
+		if devs[d] != nil {
 			if err := devs[d].Close(); err != nil {
 				return nil, err
 			}
-			devs[d] = elsewhere{rank: d}
 		}
+		devs[d] = elsewhere{rank: d}
 	}
 	pr, err := load(p, devs, ranks)
 	if err != nil || msgs == nil {

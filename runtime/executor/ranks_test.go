@@ -1,14 +1,18 @@
 package executor_test
 
 import (
+	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"tofuc/internal/fakecuda"
 	"tofuc/internal/modelcase"
 	"tofuc/runtime/cpu"
+	"tofuc/runtime/cuda"
 	"tofuc/runtime/executor"
 	"tofuc/runtime/simt"
 	"tofuc/runtime/tensor"
@@ -203,4 +207,64 @@ func TestRanksDisagree(t *testing.T) {
 	if _, err := executor.OpenRank(m.Plan, m.Dir, cpu.Kind.Name, executor.Options{}, meshRank{newMesh(2), 0}); err == nil || !strings.Contains(err.Error(), "needs 4 ranks, not 2") {
 		t.Errorf("4 devices on 2 ranks: %v", err)
 	}
+}
+
+// TestRanksOnNCCL runs the MLP's 2-device training step as 2 ranks on
+// the fake driver's two GPUs, one a rank (cuda.Driver.OpenRank), their
+// messages NCCL's on the devices' streams (the fake libnccl, whose
+// ranks are threads of one process): rank 0's outputs equal the
+// one-process run of the same GPU kernels under the emulator bit for
+// bit.
+func TestRanksOnNCCL(t *testing.T) {
+	drv, err := fakeDriver()
+	if err != nil {
+		t.Skip(err)
+	}
+	fakeLibrary(t, "TOFUC_LIBNCCL", fakecuda.BuildNCCL)
+	m := compile(t, modelcase.Case{File: "mlp", Train: true, Devices: 2, Classes: 10, Set: map[string]any{"batch": 8, "hidden": 16}})
+	t.Setenv("FAKECUDA_SIMT", filepath.Join(m.Dir, m.Plan.Modules[simt.Module].Files[0].Path))
+	want, err := hostRun(t, m, simt.Kind.Name, m.Params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := cuda.NewUniqueID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mesh := newMesh(2)
+	outs := make([]map[string]*tensor.Tensor, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[r], errs[r] = runNCCLRank(drv, m, id, meshRank{mesh, r})
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	compareAll(t, "ranks on NCCL", outs[0], want, exact)
+}
+
+// runNCCLRank runs rank r of m on its GPU with an NCCL communicator.
+func runNCCLRank(drv *cuda.Driver, m *model, id cuda.UniqueID, r meshRank) (map[string]*tensor.Tensor, error) {
+	devs, err := drv.OpenRank(m.Plan, m.Dir, r.rank)
+	if err != nil {
+		return nil, err
+	}
+	comm, err := cuda.OpenComm(devs[r.rank], id, r.rank, r.size)
+	if err != nil {
+		return nil, errors.Join(err, devs[r.rank].Close())
+	}
+	pr, err := executor.LoadRank(m.Plan, devs, r, comm.Messages(time.Minute))
+	if err != nil {
+		return nil, errors.Join(err, comm.Abort())
+	}
+	out, err := pr.Run(m.Inputs, m.Params)
+	return out, errors.Join(err, comm.Close(), pr.Close())
 }
