@@ -1,4 +1,5 @@
-// Command tofuc-run runs a plan that `tofuc compile` wrote on NVIDIA GPUs.
+// Command tofuc-run runs a plan that `tofuc compile` wrote on NVIDIA GPUs:
+// in one process, or as one rank a GPU under mpirun (docs/distributed.md).
 // It is built without cgo (CGO_ENABLED=0: no Z3, no C compiler, no CUDA
 // headers) and loads the CUDA driver at run time, so that one static
 // binary built anywhere runs on a GPU machine. docs/gpu.md says how.
@@ -14,12 +15,14 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"tofuc/runtime/cuda"
 	"tofuc/runtime/dynamic"
 	"tofuc/runtime/executor"
+	"tofuc/runtime/mpi"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/planio"
 	"tofuc/runtime/tensor"
@@ -32,7 +35,7 @@ const (
 	exitUsage = 2
 )
 
-const usage = "tofuc-run DIR --in NAME=PATH.npy ... [--params PATH.npz] --out DIR2 [--bench [--runs N] [--json FILE] [--copy-bytes N]]"
+const usage = "tofuc-run DIR --in NAME=PATH.npy ... [--params PATH.npz] --out DIR2 [--bench [--runs N] [--json FILE] [--copy-bytes N]] [--timeout D]"
 
 type flags struct {
 	ins             []string
@@ -42,6 +45,8 @@ type flags struct {
 	json            string
 	copyBytes       int64
 	benchFlagsGiven bool
+	// timeout bounds a rank's wait for another (run under mpirun).
+	timeout time.Duration
 }
 
 func main() {
@@ -60,6 +65,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.bench, "bench", false, "after the run, time the plan and each kernel (CUDA events) and print a table")
 	fs.IntVar(&f.runs, "runs", 20, "with --bench: timed runs of the plan, then as many of the kernels")
 	fs.StringVar(&f.json, "json", "", "with --bench: write the timings as JSON to FILE (default: DIR2/bench.json)")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "as ranks (under mpirun): how long a rank waits for another before it fails, naming the rank that holds it")
 	fs.Int64Var(&f.copyBytes, "copy-bytes", 256<<20, "with --bench: bytes of the device-to-device copy whose bandwidth is measured (0: none)")
 	err := fs.Parse(args)
 	if errors.Is(err, pflag.ErrHelp) {
@@ -73,6 +79,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "tofuc-run: %v\nUsage: %s\n", err, usage)
 		return exitUsage
+	}
+	if mpi.Launched() {
+		return runRank(fs.Arg(0), f, stdout, stderr)
 	}
 	if err := runPlan(fs.Arg(0), f, stdout); err != nil {
 		fmt.Fprintf(stderr, "tofuc-run: %v\n", err)
@@ -93,6 +102,8 @@ func (f *flags) validate(nargs int) error {
 		return fmt.Errorf("--runs must be at least 1")
 	case f.copyBytes < 0:
 		return fmt.Errorf("--copy-bytes must not be negative")
+	case f.timeout <= 0:
+		return fmt.Errorf("--timeout must be positive")
 	}
 	_, err := planio.Specs(f.ins)
 	return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 
 	"tofuc/codegen/toolchain"
 	"tofuc/internal/fakecuda"
+	"tofuc/internal/mpitest"
 	"tofuc/internal/modelcase"
 	"tofuc/lang/precision"
 	"tofuc/runtime/cuda"
@@ -245,4 +247,39 @@ func TestRunAndBench(t *testing.T) {
 	if !strings.Contains(stdout, "median ms") || !strings.Contains(stdout, "device-to-device copy of 4096 bytes on GPU 0: Fake GPU 0") {
 		t.Errorf("stdout:\n%s", stdout)
 	}
+}
+
+// TestOneRankOnNCCL runs the MLP as one rank under mpirun (a machine of
+// one GPU), on the fake driver with the fake NCCL: the rank opens its
+// communicator from the id rank 0 makes, loads its device, runs, and
+// writes the simt runtime's outputs.
+func TestOneRankOnNCCL(t *testing.T) {
+	mpitest.Path(t)
+	c := compileMLP(t)
+	driver, err := fakecuda.Build(t.TempDir())
+	if err != nil {
+		t.Skip(err)
+	}
+	nccl, err := fakecuda.BuildNCCL(t.TempDir())
+	if err != nil {
+		t.Skip(err)
+	}
+	bin := filepath.Join(t.TempDir(), "tofuc-run")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	cmd := mpitest.Command(context.Background(), t, "-np", "1", bin, c.dir, "--in", "x="+c.input, "--params", c.params, "--out", out, "--timeout", "30s")
+	cmd.Env = append(cmd.Env, "TOFUC_LIBCUDA="+driver, "TOFUC_LIBNCCL="+nccl,
+		"FAKECUDA_SIMT="+filepath.Join(c.dir, c.plan.Modules["simt"].Files[0].Path))
+	log, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("mpirun: %v\n%s", err, log)
+	}
+	if !strings.Contains(string(log), "rank 0 of 1: device 0 of mlp on ") {
+		t.Errorf("the rank did not say it loaded:\n%s", log)
+	}
+	matchesSIMT(t, c, out)
 }

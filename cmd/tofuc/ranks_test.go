@@ -16,30 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"tofuc/internal/mpitest"
 	"tofuc/lang"
 	"tofuc/runtime/npy"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/tensor"
 )
-
-// mpirun is the command that starts ranks, Open MPI's (make test
-// installs it); a machine without it skips these tests.
-func mpirun(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("mpirun")
-	if err != nil {
-		t.Skip("no mpirun (Debian's openmpi-bin; make test installs it)")
-	}
-	return path
-}
-
-// mpiCommand is mpirun with args, allowed to run as root (tests run as
-// root in containers) and to start more ranks than cores.
-func mpiCommand(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, mpirun(t), append([]string{"--oversubscribe"}, args...)...)
-	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
-	return cmd
-}
 
 // rankModels are plans of 4 devices run as ranks: the MLP's and the
 // RNN's training steps, Wide ResNet's inference.
@@ -68,7 +50,7 @@ func compileDevices(t *testing.T, n int, args ...string) string {
 // reordered sums (they are in fact equal bit for bit: each rank runs its
 // device's kernels in the same order).
 func TestRanksUnderMPIRun(t *testing.T) {
-	mpirun(t)
+	mpitest.Path(t)
 	bin := buildTofuc(t)
 	for _, m := range rankModels {
 		t.Run(m.name, func(t *testing.T) {
@@ -77,7 +59,7 @@ func TestRanksUnderMPIRun(t *testing.T) {
 			if status, _, stderr := tofuc("run", dir, "--random-inputs", "--seed", "3", "--out", one); status != exitOK {
 				t.Fatalf("one process: %s", stderr)
 			}
-			out, err := mpiCommand(context.Background(), t, "-np", "4", bin, "run", dir, "--random-inputs", "--seed", "3", "--out", ranked).CombinedOutput()
+			out, err := mpitest.Command(context.Background(), t, "-np", "4", bin, "run", dir, "--random-inputs", "--seed", "3", "--out", ranked).CombinedOutput()
 			if err != nil {
 				t.Fatalf("mpirun: %v\n%s", err, out)
 			}
@@ -134,14 +116,14 @@ func sameOutputs(t *testing.T, want, got string) {
 // another: every rank refuses at start, naming the ranks that differ,
 // and none writes outputs.
 func TestRanksRefuseOtherPlans(t *testing.T) {
-	mpirun(t)
+	mpitest.Path(t)
 	bin := buildTofuc(t)
 	a := compileDevices(t, 4, "../../examples/mlp.tdl", "--train", "--set", "batch=8", "--set", "hidden=16")
 	b := compileDevices(t, 4, "../../examples/mlp.tdl", "--train", "--set", "batch=8", "--set", "hidden=32")
 	outDir := filepath.Join(t.TempDir(), "out")
 	run := []string{"--random-inputs", "--out", outDir, "--timeout", "20s"}
 	args := append(append([]string{"-np", "2", bin, "run", a}, run...), ":", "-np", "2", bin, "run", b)
-	out, err := mpiCommand(context.Background(), t, append(args, run...)...).CombinedOutput()
+	out, err := mpitest.Command(context.Background(), t, append(args, run...)...).CombinedOutput()
 	if err == nil {
 		t.Fatalf("ranks of two plans ran:\n%s", out)
 	}
@@ -159,7 +141,7 @@ func TestRanksRefuseOtherPlans(t *testing.T) {
 // loaded it: the other ranks exit within the timeout, naming it, and
 // so they do when it is then killed instead; no rank writes outputs.
 func TestRankStops(t *testing.T) {
-	mpirun(t)
+	mpitest.Path(t)
 	bin := buildTofuc(t)
 	dir := compileDevices(t, 4, rankModels[2].args...)
 	for _, kill := range []bool{false, true} {
@@ -168,7 +150,7 @@ func TestRankStops(t *testing.T) {
 			timeout := 4 * time.Second
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			cmd := mpiCommand(ctx, t, "-np", "4", bin, "run", dir, "--random-inputs", "--out", outDir, "--timeout", timeout.String())
+			cmd := mpitest.Command(ctx, t, "-np", "4", bin, "run", dir, "--random-inputs", "--out", outDir, "--timeout", timeout.String())
 			stderr, err := cmd.StderrPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -254,7 +236,7 @@ func rankPid(t *testing.T, bin string, r int) int {
 // the ranks talk over TCP on the pair (Open MPI's tcp transport only),
 // and the outputs equal one process's.
 func TestRanksOnTwoMachines(t *testing.T) {
-	mpirun(t)
+	mpitest.Path(t)
 	if os.Geteuid() != 0 {
 		t.Skip("network namespaces need root")
 	}
@@ -269,12 +251,12 @@ func TestRanksOnTwoMachines(t *testing.T) {
 		t.Fatalf("one process: %s", stderr)
 	}
 	before := machines.traffic(t)
-	args := []string{"netns", "exec", machines.ns[0], mpirun(t), "--host", strings.Join(machines.addr[:], ","), "-np", "2",
+	args := []string{"netns", "exec", machines.ns[0], mpitest.Path(t), "--host", strings.Join(machines.addr[:], ","), "-np", "2",
 		"--mca", "plm_rsh_agent", machines.agent, "--mca", "btl", "tcp,self",
 		"--mca", "btl_tcp_if_include", subnet, "--mca", "oob_tcp_if_include", subnet,
 		bin, "run", dir, "--random-inputs", "--seed", "5", "--out", ranked, "--timeout", "30s"}
 	cmd := exec.Command("ip", args...)
-	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	cmd.Env = append(os.Environ(), mpitest.Env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("mpirun: %v\n%s", err, out)

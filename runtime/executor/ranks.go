@@ -45,7 +45,7 @@ type DeviceMessages interface {
 // processes that run it, on a device of the kind called name (LoadRank),
 // which must be a host device: its messages are MPI's, from host memory.
 func OpenRank(p *plan.Plan, dir, name string, opts Options, ranks Ranks) (*Program, error) {
-	if err := enoughRanks(p, ranks); err != nil {
+	if err := CheckRanks(p, ranks.Size()); err != nil {
 		return nil, err
 	}
 	k, err := Lookup(name)
@@ -72,7 +72,7 @@ func OpenRank(p *plan.Plan, dir, name string, opts Options, ranks Ranks) (*Progr
 // through ranks.
 func LoadRank(p *plan.Plan, devs []Device, ranks Ranks, msgs DeviceMessages) (*Program, error) {
 	r := ranks.Rank()
-	err := enoughRanks(p, ranks)
+	err := CheckRanks(p, ranks.Size())
 	if _, host := devs[r].(HostDevice); err == nil && !host && msgs == nil {
 		err = fmt.Errorf("%s cannot run as a rank without messages of its own device (NCCL on a GPU)", devs[r].Name())
 	}
@@ -107,10 +107,10 @@ func LoadRank(p *plan.Plan, devs []Device, ranks Ranks, msgs DeviceMessages) (*P
 	return pr, nil
 }
 
-// enoughRanks refuses ranks fewer or more than p's devices.
-func enoughRanks(p *plan.Plan, ranks Ranks) error {
-	if ranks.Size() != p.Devices {
-		return fmt.Errorf("the plan runs on %d devices, one a rank: it needs %d ranks, not %d (mpirun -np %d, or tofuc run --nproc-per-node %d)", p.Devices, p.Devices, ranks.Size(), p.Devices, p.Devices)
+// CheckRanks refuses ranks fewer or more than plan p's devices.
+func CheckRanks(p *plan.Plan, ranks int) error {
+	if ranks != p.Devices {
+		return fmt.Errorf("the plan runs on %d devices, one a rank: it needs %d ranks, not %d (mpirun -np %d, or tofuc run --nproc-per-node %d)", p.Devices, p.Devices, ranks, p.Devices, p.Devices)
 	}
 	return nil
 }
