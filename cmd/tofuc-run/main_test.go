@@ -13,8 +13,8 @@ import (
 
 	"tofuc/codegen/toolchain"
 	"tofuc/internal/fakecuda"
-	"tofuc/internal/mpitest"
 	"tofuc/internal/modelcase"
+	"tofuc/internal/mpitest"
 	"tofuc/lang/precision"
 	"tofuc/runtime/cuda"
 	"tofuc/runtime/executor"
