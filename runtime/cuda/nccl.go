@@ -128,6 +128,9 @@ type Comm struct {
 	rank, size int
 	last       string // the last operation enqueued, for Wait's errors
 	since      int    // operations enqueued since the last Wait
+	// host is the communicator as host messages (Ranks), whose device
+	// buffer Close frees.
+	host *hostOverNCCL
 }
 
 // OpenComm makes logical device dev (of Driver.Open) rank rank of the
@@ -305,6 +308,12 @@ func (m *Comm) Abort() error {
 func (m *Comm) Close() error {
 	if m.comm == 0 {
 		return nil
+	}
+	if m.host != nil && m.host.buf != 0 {
+		if err := m.v.Free(m.host.buf); err != nil {
+			return err
+		}
+		m.host.buf, m.host.size = 0, 0
 	}
 	err := m.v.c.do(func() error { return ncclError(m.api, "ncclCommDestroy", m.api.commDestroy(m.comm)) })
 	if err != nil {

@@ -212,8 +212,9 @@ func TestRanksDisagree(t *testing.T) {
 // TestRanksOnNCCL runs the MLP's 2-device training step as 2 ranks on
 // the fake driver's two GPUs, one a rank (cuda.Driver.OpenRank), their
 // messages NCCL's on the devices' streams (the fake libnccl, whose
-// ranks are threads of one process): rank 0's outputs equal the
-// one-process run of the same GPU kernels under the emulator bit for
+// ranks are threads of one process), their host messages (agreement,
+// outputs) on a mesh as MPI's, then on NCCL too: rank 0's outputs equal
+// the one-process run of the same GPU kernels under the emulator bit for
 // bit.
 func TestRanksOnNCCL(t *testing.T) {
 	drv, err := fakeDriver()
@@ -231,28 +232,35 @@ func TestRanksOnNCCL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mesh := newMesh(2)
-	outs := make([]map[string]*tensor.Tensor, 2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for r := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			outs[r], errs[r] = runNCCLRank(drv, m, id, meshRank{mesh, r})
-		}()
-	}
-	wg.Wait()
-	for r, err := range errs {
-		if err != nil {
-			t.Fatalf("rank %d: %v", r, err)
+	for _, control := range []string{"MPI", "NCCL"} {
+		mesh := newMesh(2)
+		outs := make([]map[string]*tensor.Tensor, 2)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for r := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				outs[r], errs[r] = runNCCLRank(drv, m, id, meshRank{mesh, r}, control == "NCCL")
+			}()
+		}
+		wg.Wait()
+		for r, err := range errs {
+			if err != nil {
+				t.Fatalf("rank %d: %v", r, err)
+			}
+		}
+		compareAll(t, "ranks on NCCL, host messages on "+control, outs[0], want, exact)
+		if id, err = cuda.NewUniqueID(); err != nil {
+			t.Fatal(err)
 		}
 	}
-	compareAll(t, "ranks on NCCL", outs[0], want, exact)
 }
 
-// runNCCLRank runs rank r of m on its GPU with an NCCL communicator.
-func runNCCLRank(drv *cuda.Driver, m *model, id cuda.UniqueID, r meshRank) (map[string]*tensor.Tensor, error) {
+// runNCCLRank runs rank r of m on its GPU with an NCCL communicator; the
+// ranks' host messages go through the mesh (as MPI's would), or through
+// NCCL (ranks started without MPI).
+func runNCCLRank(drv *cuda.Driver, m *model, id cuda.UniqueID, r meshRank, hostOnNCCL bool) (map[string]*tensor.Tensor, error) {
 	devs, err := drv.OpenRank(m.Plan, m.Dir, r.rank)
 	if err != nil {
 		return nil, err
@@ -261,7 +269,11 @@ func runNCCLRank(drv *cuda.Driver, m *model, id cuda.UniqueID, r meshRank) (map[
 	if err != nil {
 		return nil, errors.Join(err, devs[r.rank].Close())
 	}
-	pr, err := executor.LoadRank(m.Plan, devs, r, comm.Messages(time.Minute))
+	var ranks executor.Ranks = r
+	if hostOnNCCL {
+		ranks = comm.Ranks(time.Minute)
+	}
+	pr, err := executor.LoadRank(m.Plan, devs, ranks, comm.Messages(time.Minute))
 	if err != nil {
 		return nil, errors.Join(err, comm.Abort())
 	}

@@ -1,0 +1,161 @@
+// Package bootstrap gives ranks started without MPI the few bytes they
+// need before they can talk to each other (NCCL's unique id): rank 0
+// serves them over TCP at the address torchrun's environment names
+// (MASTER_ADDR, MASTER_PORT), and every other rank fetches them there.
+// Nothing else goes through it: the ranks' messages are NCCL's.
+package bootstrap
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Env is a rank's place among the processes torchrun's conventions
+// describe.
+type Env struct {
+	Rank, Size int
+	// Addr is rank 0's host and port (MASTER_ADDR:MASTER_PORT).
+	Addr string
+}
+
+// FromEnv reads RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT; ok is
+// false when RANK and WORLD_SIZE are not set (not started as a rank).
+// A rank's GPU is its rank modulo the GPUs (cuda.Driver.OpenRank), which
+// is LOCAL_RANK where every machine runs as many ranks as it has GPUs.
+func FromEnv() (env Env, ok bool, err error) {
+	rank, size := os.Getenv("RANK"), os.Getenv("WORLD_SIZE")
+	if rank == "" || size == "" {
+		return Env{}, false, nil
+	}
+	for name, dst := range map[string]*int{"RANK": &env.Rank, "WORLD_SIZE": &env.Size} {
+		v := os.Getenv(name)
+		if *dst, err = strconv.Atoi(v); err != nil || *dst < 0 {
+			return Env{}, true, fmt.Errorf("$%s is %q, not a rank or a count", name, v)
+		}
+	}
+	if env.Rank >= env.Size {
+		return Env{}, true, fmt.Errorf("$RANK %d of $WORLD_SIZE %d", env.Rank, env.Size)
+	}
+	host, port := os.Getenv("MASTER_ADDR"), os.Getenv("MASTER_PORT")
+	if env.Size > 1 && (host == "" || port == "") {
+		return Env{}, true, errors.New("$MASTER_ADDR and $MASTER_PORT must name rank 0's host and a free port on it")
+	}
+	env.Addr = net.JoinHostPort(host, port)
+	return env, true, nil
+}
+
+// magic begins every exchange, so that a rank of another job (or
+// another program) on the port is refused rather than misread.
+const magic = "tofuc-bootstrap-1\n"
+
+// maxValue bounds what rank 0 serves.
+const maxValue = 1 << 16
+
+// Share returns rank 0's value on every rank: rank 0 serves value to
+// the other ranks, which fetch it, until each has it or timeout passes.
+func Share(env Env, value []byte, timeout time.Duration) ([]byte, error) {
+	if env.Size == 1 {
+		return value, nil
+	}
+	deadline := time.Now().Add(timeout)
+	if env.Rank == 0 {
+		return value, serve(env, value, deadline)
+	}
+	return fetch(env, deadline)
+}
+
+// serve accepts every other rank once and sends it value.
+func serve(env Env, value []byte, deadline time.Time) error {
+	_, port, err := net.SplitHostPort(env.Addr)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", ":"+port)
+	if err != nil {
+		return fmt.Errorf("rank 0 cannot listen on port %s ($MASTER_PORT): %w", port, err)
+	}
+	defer ln.Close()
+	ln.(*net.TCPListener).SetDeadline(deadline)
+	served := map[int]bool{}
+	var stray error // a connection that was no rank's
+	for len(served) < env.Size-1 {
+		conn, err := ln.Accept()
+		if err != nil {
+			if stray != nil {
+				err = fmt.Errorf("%w; a connection was refused: %v", err, stray)
+			}
+			return fmt.Errorf("rank 0 served %d of the %d other ranks on %s: %w (a rank did not start?)", len(served), env.Size-1, env.Addr, err)
+		}
+		rank, err := serveOne(conn, value, deadline)
+		switch {
+		case err != nil:
+			stray = err
+		case rank <= 0 || rank >= env.Size || served[rank]:
+			return fmt.Errorf("rank 0: a process on %s says it is rank %d, of %d ranks, %d served", env.Addr, rank, env.Size, len(served))
+		default:
+			served[rank] = true
+		}
+	}
+	return nil
+}
+
+// serveOne reads a rank's greeting and sends it value.
+func serveOne(conn net.Conn, value []byte, deadline time.Time) (int, error) {
+	defer conn.Close()
+	conn.SetDeadline(deadline)
+	r := bufio.NewReader(conn)
+	greeting := make([]byte, len(magic)+4)
+	if _, err := io.ReadFull(r, greeting); err != nil {
+		return -1, err
+	}
+	if string(greeting[:len(magic)]) != magic {
+		return -1, errors.New("not a tofuc rank")
+	}
+	rank := int(binary.LittleEndian.Uint32(greeting[len(magic):]))
+	msg := binary.LittleEndian.AppendUint32([]byte(magic), uint32(len(value)))
+	_, err := conn.Write(append(msg, value...))
+	return rank, err
+}
+
+// fetch dials rank 0 until it answers and reads its value.
+func fetch(env Env, deadline time.Time) ([]byte, error) {
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		conn, err := net.DialTimeout("tcp", env.Addr, time.Until(deadline))
+		if err == nil {
+			return fetchFrom(conn, env.Rank, deadline)
+		}
+		if time.Now().Add(pause).After(deadline) {
+			return nil, fmt.Errorf("rank %d: rank 0 does not answer on %s ($MASTER_ADDR:$MASTER_PORT): %w", env.Rank, env.Addr, err)
+		}
+		time.Sleep(pause) // rank 0 may not listen yet
+	}
+}
+
+// fetchFrom greets rank 0 on conn and reads its value.
+func fetchFrom(conn net.Conn, rank int, deadline time.Time) ([]byte, error) {
+	defer conn.Close()
+	conn.SetDeadline(deadline)
+	if _, err := conn.Write(binary.LittleEndian.AppendUint32([]byte(magic), uint32(rank))); err != nil {
+		return nil, err
+	}
+	head := make([]byte, len(magic)+4)
+	if _, err := io.ReadFull(conn, head); err != nil {
+		return nil, fmt.Errorf("rank %d: reading rank 0's answer: %w", rank, err)
+	}
+	n := binary.LittleEndian.Uint32(head[len(magic):])
+	if string(head[:len(magic)]) != magic || n > maxValue {
+		return nil, fmt.Errorf("rank %d: what answers on %s is not a tofuc rank 0", rank, conn.RemoteAddr())
+	}
+	value := make([]byte, n)
+	if _, err := io.ReadFull(conn, value); err != nil {
+		return nil, fmt.Errorf("rank %d: reading rank 0's answer: %w", rank, err)
+	}
+	return value, nil
+}
