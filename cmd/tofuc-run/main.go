@@ -19,6 +19,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"tofuc/internal/cliargs"
+	"tofuc/runtime/bootstrap"
 	"tofuc/runtime/cuda"
 	"tofuc/runtime/dynamic"
 	"tofuc/runtime/executor"
@@ -35,7 +37,7 @@ const (
 	exitUsage = 2
 )
 
-const usage = "tofuc-run DIR --in NAME=PATH.npy ... [--params PATH.npz] --out DIR2 [--bench [--runs N] [--json FILE] [--copy-bytes N]] [--timeout D]"
+const usage = "tofuc-run DIR --in NAME=PATH.npy ... [--params PATH.npz] --out DIR2 [--bench [--runs N] [--json FILE] [--copy-bytes N]] [--nproc-per-node N] [--timeout D]"
 
 type flags struct {
 	ins             []string
@@ -45,8 +47,10 @@ type flags struct {
 	json            string
 	copyBytes       int64
 	benchFlagsGiven bool
-	// timeout bounds a rank's wait for another (run under mpirun).
+	// timeout bounds a rank's wait for another (run as ranks).
 	timeout time.Duration
+	// ranks is --nproc-per-node: ranks to start on this machine.
+	ranks int
 }
 
 func main() {
@@ -65,7 +69,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.bench, "bench", false, "after the run, time the plan and each kernel (CUDA events) and print a table")
 	fs.IntVar(&f.runs, "runs", 20, "with --bench: timed runs of the plan, then as many of the kernels")
 	fs.StringVar(&f.json, "json", "", "with --bench: write the timings as JSON to FILE (default: DIR2/bench.json)")
-	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "as ranks (under mpirun): how long a rank waits for another before it fails, naming the rank that holds it")
+	fs.IntVar(&f.ranks, "nproc-per-node", 0, "start this many ranks on this machine, one a device of the plan and a GPU (docs/distributed.md)")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "as ranks: how long a rank waits for another before it fails, naming the rank that holds it")
 	fs.Int64Var(&f.copyBytes, "copy-bytes", 256<<20, "with --bench: bytes of the device-to-device copy whose bandwidth is measured (0: none)")
 	err := fs.Parse(args)
 	if errors.Is(err, pflag.ErrHelp) {
@@ -80,8 +85,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tofuc-run: %v\nUsage: %s\n", err, usage)
 		return exitUsage
 	}
+	if _, asRank, _ := bootstrap.FromEnv(); f.ranks > 0 && (asRank || mpi.Launched()) {
+		fmt.Fprintf(stderr, "tofuc-run: --nproc-per-node starts the ranks itself: run it without a launcher\nUsage: %s\n", usage)
+		return exitUsage
+	}
+	if f.ranks > 0 {
+		if err := bootstrap.StartLocal(f.ranks, cliargs.Without(args, "nproc-per-node"), stdout, stderr); err != nil {
+			fmt.Fprintf(stderr, "tofuc-run: %v\n", err)
+			return exitUser
+		}
+		return exitOK
+	}
 	if mpi.Launched() {
-		return runRank(fs.Arg(0), f, stdout, stderr)
+		return runRankOnMPI(fs.Arg(0), f, stdout, stderr)
+	}
+	if env, ok, err := bootstrap.FromEnv(); ok {
+		if err != nil {
+			fmt.Fprintf(stderr, "tofuc-run: %v\n", err)
+			return exitUsage
+		}
+		return runRankOnEnv(env, fs.Arg(0), f, stdout, stderr)
 	}
 	if err := runPlan(fs.Arg(0), f, stdout); err != nil {
 		fmt.Fprintf(stderr, "tofuc-run: %v\n", err)
@@ -104,6 +127,8 @@ func (f *flags) validate(nargs int) error {
 		return fmt.Errorf("--copy-bytes must not be negative")
 	case f.timeout <= 0:
 		return fmt.Errorf("--timeout must be positive")
+	case f.ranks < 0:
+		return fmt.Errorf("--nproc-per-node must be at least 1")
 	}
 	_, err := planio.Specs(f.ins)
 	return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -252,7 +253,9 @@ func TestRunAndBench(t *testing.T) {
 // TestOneRankOnNCCL runs the MLP as one rank under mpirun (a machine of
 // one GPU), on the fake driver with the fake NCCL: the rank opens its
 // communicator from the id rank 0 makes, loads its device, runs, and
-// writes the simt runtime's outputs.
+// writes the simt runtime's outputs; the same with the rank started by
+// --nproc-per-node 1. (The fake NCCL's ranks are threads of one
+// process: two processes cannot meet in it.)
 func TestOneRankOnNCCL(t *testing.T) {
 	mpitest.Path(t)
 	c := compileMLP(t)
@@ -282,4 +285,29 @@ func TestOneRankOnNCCL(t *testing.T) {
 		t.Errorf("the rank did not say it loaded:\n%s", log)
 	}
 	matchesSIMT(t, c, out)
+
+	// Started by tofuc-run itself, in torchrun's environment: NCCL's
+	// id served over TCP, the host messages over NCCL.
+	out = filepath.Join(t.TempDir(), "out")
+	self := exec.Command(bin, c.dir, "--in", "x="+c.input, "--params", c.params, "--out", out, "--nproc-per-node", "1")
+	self.Env = cmd.Env
+	if log, err := self.CombinedOutput(); err != nil || !strings.Contains(string(log), "(torchrun's environment)") {
+		t.Fatalf("--nproc-per-node 1: %v\n%s", err, log)
+	}
+	matchesSIMT(t, c, out)
+
+	// Two ranks of a plan of one device refuse; the first to fail is
+	// named, and the other says why it ends (it failed too, or was
+	// stopped).
+	self = exec.Command(bin, c.dir, "--in", "x="+c.input, "--params", c.params, "--out", out, "--nproc-per-node", "2")
+	self.Env = cmd.Env
+	log, err = self.CombinedOutput()
+	if err == nil || !strings.Contains(string(log), "ranks: 2, the plan's devices: 1") || !regexp.MustCompile(`(?m)^tofuc-run: rank [01]: exit status 1$`).Match(log) {
+		t.Errorf("two ranks, one device: %v\n%s", err, log)
+	}
+	for r := range 2 {
+		if !regexp.MustCompile(fmt.Sprintf(`(?m)^(tofuc-run: )?rank %d of 2: `, r)).Match(log) {
+			t.Errorf("rank %d said nothing:\n%s", r, log)
+		}
+	}
 }

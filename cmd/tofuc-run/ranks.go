@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"tofuc/runtime/bootstrap"
 	"tofuc/runtime/cuda"
 	"tofuc/runtime/dynamic"
 	"tofuc/runtime/executor"
@@ -24,37 +25,89 @@ var openRankDevices = func(p *plan.Plan, dir string, rank int) ([]executor.Devic
 	return d.OpenRank(p, dir, rank)
 }
 
-// runRank runs the plan as one rank of the processes an MPI launcher
-// started, one a logical device on a GPU of its own (docs/distributed.md):
-// the plan's messages are NCCL's, on the device's stream; the rest
-// (NCCL's id, the ranks' agreement, the outputs) MPI's. Rank 0 writes the
-// outputs. A failing rank exits without ending MPI, so that the launcher
-// stops the others, which name it.
-func runRank(dir string, f flags, stdout, stderr io.Writer) int {
+// launch is how a rank was started: its place among the ranks, how rank
+// 0 shares NCCL's id with them, and what carries their host messages
+// (agreement, outputs).
+type launch struct {
+	rank, size int
+	// by names the launcher, for the rank's first line.
+	by      string
+	shareID func(id cuda.UniqueID) (cuda.UniqueID, error)
+	control func(comm *cuda.Comm) executor.Ranks
+}
+
+// runRankOnMPI runs the plan as one rank of the processes an MPI
+// launcher started: NCCL's id and the host messages go over MPI. A
+// failing rank exits without ending MPI, so that the launcher stops the
+// others, which name it.
+func runRankOnMPI(dir string, f flags, stdout, stderr io.Writer) int {
 	world, err := mpi.Init(f.timeout)
 	if err != nil {
 		fmt.Fprintf(stderr, "tofuc-run: %v\n", err)
 		return exitUser
 	}
 	world.ExitOnStop(stderr)
-	if err := runAsRank(world, dir, f, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "tofuc-run: rank %d of %d: %v\n", world.Rank(), world.Size(), err)
-		if errors.Is(err, executor.ErrRanksDiffer) {
-			world.Close() // every rank fails alike: each says why before the launcher stops them
-		}
-		return exitUser
+	l := launch{rank: world.Rank(), size: world.Size(), by: world.Version,
+		shareID: func(id cuda.UniqueID) (cuda.UniqueID, error) { return shareOverMPI(world, id) },
+		control: func(*cuda.Comm) executor.Ranks { return world },
 	}
-	if err := world.Close(); err != nil {
-		fmt.Fprintf(stderr, "tofuc-run: %v\n", err)
+	err = runAsRank(l, dir, f, stdout, stderr)
+	if err == nil || errors.Is(err, executor.ErrRanksDiffer) {
+		// Every rank fails alike when they differ: each says why
+		// before the launcher stops them.
+		err = errors.Join(err, world.Close())
+	}
+	return rankStatus(l, err, stderr)
+}
+
+// runRankOnEnv runs the plan as rank env.Rank of ranks started with
+// torchrun's environment (or --nproc-per-node): rank 0 serves NCCL's id
+// over TCP, and the host messages go over NCCL.
+func runRankOnEnv(env bootstrap.Env, dir string, f flags, stdout, stderr io.Writer) int {
+	bootstrap.ExitOnStop(env, stderr)
+	l := launch{rank: env.Rank, size: env.Size, by: "torchrun's environment",
+		shareID: func(id cuda.UniqueID) (cuda.UniqueID, error) {
+			b, err := bootstrap.Share(env, id[:], f.timeout)
+			if err == nil && len(b) != len(id) {
+				err = fmt.Errorf("rank 0 sent a %d-byte id, NCCL's has %d", len(b), len(id))
+			}
+			copy(id[:], b)
+			return id, err
+		},
+		control: func(comm *cuda.Comm) executor.Ranks { return comm.Ranks(f.timeout) },
+	}
+	return rankStatus(l, runAsRank(l, dir, f, stdout, stderr), stderr)
+}
+
+// rankStatus prints a rank's error, naming the rank, and gives its exit
+// status.
+func rankStatus(l launch, err error, stderr io.Writer) int {
+	if err != nil {
+		fmt.Fprintf(stderr, "tofuc-run: rank %d of %d: %v\n", l.rank, l.size, err)
 		return exitUser
 	}
 	return exitOK
 }
 
-// runAsRank is runPlan as rank world.Rank().
-func runAsRank(world *mpi.World, dir string, f flags, stdout, stderr io.Writer) error {
+// shareOverMPI sends rank 0's id to every other rank.
+func shareOverMPI(world *mpi.World, id cuda.UniqueID) (cuda.UniqueID, error) {
+	if world.Rank() != 0 {
+		return id, world.Recv(0, id[:])
+	}
+	for r := 1; r < world.Size(); r++ {
+		if err := world.Send(r, id[:]); err != nil {
+			return id, err
+		}
+	}
+	return id, nil
+}
+
+// runAsRank is runPlan as rank l.rank, one a logical device on a GPU
+// of its own (docs/distributed.md): the plan's messages are NCCL's, on
+// the device's stream. Rank 0 writes the outputs.
+func runAsRank(l launch, dir string, f flags, stdout, stderr io.Writer) error {
 	if f.bench {
-		return errors.New("--bench times a plan in one process: run it without mpirun")
+		return errors.New("--bench times a plan in one process: run it without a launcher")
 	}
 	if dynamic.Is(dir) {
 		return fmt.Errorf("%s was compiled with --dynamic, whose plans do not run as ranks yet", dir)
@@ -66,7 +119,7 @@ func runAsRank(world *mpi.World, dir string, f flags, stdout, stderr io.Writer) 
 	var params, inputs map[string]*tensor.Tensor
 	var devs []executor.Device
 	p, err := planio.Read(dir, func(p *plan.Plan) (err error) {
-		if err := executor.CheckRanks(p, world.Size()); err != nil {
+		if err := executor.CheckRanks(p, l.size); err != nil {
 			return err
 		}
 		if err := executor.CheckHostMemory(p, nil); err != nil {
@@ -78,18 +131,18 @@ func runAsRank(world *mpi.World, dir string, f flags, stdout, stderr io.Writer) 
 		if inputs, err = planio.Inputs(p, specs, nil); err != nil {
 			return err
 		}
-		devs, err = openRankDevices(p, dir, world.Rank())
+		devs, err = openRankDevices(p, dir, l.rank)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	prog, comm, err := loadOnNCCL(world, p, devs, f)
+	prog, comm, err := loadOnNCCL(l, p, devs, f)
 	if err != nil {
 		return err
 	}
 	defer prog.Close()
-	fmt.Fprintf(stderr, "rank %d of %d: device %d of %s on %s (%s)\n", world.Rank(), world.Size(), world.Rank(), p.Model, devs[world.Rank()].Name(), world.Version)
+	fmt.Fprintf(stderr, "rank %d of %d: device %d of %s on %s (%s)\n", l.rank, l.size, l.rank, p.Model, devs[l.rank].Name(), l.by)
 	outputs, err := prog.Run(inputs, params)
 	if err != nil {
 		return errors.Join(err, comm.Abort())
@@ -97,7 +150,7 @@ func runAsRank(world *mpi.World, dir string, f flags, stdout, stderr io.Writer) 
 	if err := comm.Close(); err != nil {
 		return err
 	}
-	if world.Rank() != 0 {
+	if l.rank != 0 {
 		return nil
 	}
 	out := outputFolder(specs, f.params, outputs)
@@ -106,34 +159,28 @@ func runAsRank(world *mpi.World, dir string, f flags, stdout, stderr io.Writer) 
 }
 
 // loadOnNCCL opens the rank's NCCL communicator (rank 0 makes its id and
-// sends it to the others) and loads the plan on the rank's device.
-func loadOnNCCL(world *mpi.World, p *plan.Plan, devs []executor.Device, f flags) (*executor.Program, *cuda.Comm, error) {
-	dev := devs[world.Rank()]
-	closeAll := func(err error) error {
-		return errors.Join(err, dev.Close())
-	}
+// shares it) and loads the plan on the rank's device.
+func loadOnNCCL(l launch, p *plan.Plan, devs []executor.Device, f flags) (*executor.Program, *cuda.Comm, error) {
+	dev := devs[l.rank]
 	var id cuda.UniqueID
-	if world.Rank() == 0 {
-		var err error
-		if id, err = cuda.NewUniqueID(); err != nil {
-			return nil, nil, closeAll(err)
-		}
-		for r := 1; r < world.Size(); r++ {
-			if err := world.Send(r, id[:]); err != nil {
-				return nil, nil, closeAll(err)
-			}
-		}
-	} else if err := world.Recv(0, id[:]); err != nil {
-		return nil, nil, closeAll(err)
+	var err error
+	if l.rank == 0 {
+		id, err = cuda.NewUniqueID()
 	}
-	comm, err := cuda.OpenComm(dev, id, world.Rank(), world.Size())
+	if err == nil {
+		id, err = l.shareID(id)
+	}
 	if err != nil {
-		return nil, nil, closeAll(err)
+		return nil, nil, errors.Join(err, dev.Close())
 	}
-	prog, err := executor.LoadRank(p, devs, world, comm.Messages(f.timeout))
+	comm, err := cuda.OpenComm(dev, id, l.rank, l.size)
+	if err != nil {
+		return nil, nil, errors.Join(err, dev.Close())
+	}
+	prog, err := executor.LoadRank(p, devs, l.control(comm), comm.Messages(f.timeout))
 	if err != nil {
 		// LoadRank closed the device, and with it the communicator's
-		// context: the process ends, and the launcher the other ranks.
+		// context: the process ends, and its launcher the other ranks.
 		return nil, nil, err
 	}
 	return prog, comm, nil

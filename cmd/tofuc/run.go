@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"tofuc/analysis/autodiff"
 	"tofuc/codegen/toolchain"
+	"tofuc/internal/cliargs"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/cpu"
@@ -74,7 +74,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "run", "%v", err)
 	}
 	if f.ranks > 0 {
-		return fail(stderr, mpi.Start(f.ranks, append([]string{"run"}, withoutFlag(args, "nproc-per-node")...)))
+		return fail(stderr, mpi.Start(f.ranks, append([]string{"run"}, cliargs.Without(args, "nproc-per-node")...)))
 	}
 	if mpi.Launched() {
 		return runRank(fs.Arg(0), f, specs, stdout, stderr)
@@ -177,22 +177,6 @@ func runAsRank(world *mpi.World, dir string, f runFlags, specs map[string]string
 	}
 	_, err = prog.Run(in.values, params)
 	return err
-}
-
-// withoutFlag is args without flag --name and its value (given as
-// --name=V or --name V).
-func withoutFlag(args []string, name string) []string {
-	var out []string
-	for i := 0; i < len(args); i++ {
-		switch {
-		case args[i] == "--"+name:
-			i++ // its value
-		case strings.HasPrefix(args[i], "--"+name+"="):
-		default:
-			out = append(out, args[i])
-		}
-	}
-	return out
 }
 
 // runInputs are a run's inputs: read from --in, or drawn from the seed.

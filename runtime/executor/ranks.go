@@ -110,7 +110,7 @@ func LoadRank(p *plan.Plan, devs []Device, ranks Ranks, msgs DeviceMessages) (*P
 // CheckRanks refuses ranks fewer or more than plan p's devices.
 func CheckRanks(p *plan.Plan, ranks int) error {
 	if ranks != p.Devices {
-		return fmt.Errorf("the plan runs on %d devices, one a rank: it needs %d ranks, not %d (mpirun -np %d, or tofuc run --nproc-per-node %d)", p.Devices, p.Devices, ranks, p.Devices, p.Devices)
+		return fmt.Errorf("ranks: %d, the plan's devices: %d; start one rank a device (mpirun -np %d, or --nproc-per-node %d)", ranks, p.Devices, p.Devices, p.Devices)
 	}
 	return nil
 }

@@ -204,7 +204,7 @@ func TestRanksDisagree(t *testing.T) {
 			t.Errorf("rank %d: %v, want the inputs of rank 2 named", r, err)
 		}
 	}
-	if _, err := executor.OpenRank(m.Plan, m.Dir, cpu.Kind.Name, executor.Options{}, meshRank{newMesh(2), 0}); err == nil || !strings.Contains(err.Error(), "needs 4 ranks, not 2") {
+	if _, err := executor.OpenRank(m.Plan, m.Dir, cpu.Kind.Name, executor.Options{}, meshRank{newMesh(2), 0}); err == nil || !strings.Contains(err.Error(), "ranks: 2, the plan's devices: 4") {
 		t.Errorf("4 devices on 2 ranks: %v", err)
 	}
 }
