@@ -115,6 +115,11 @@ gpu-bundle: deps build
 	for m in matmul mlp bert; do for p in f32 tf32; do \
 		./$(BIN) compile tools/gpu/bench/$$m.tdl -o $(GPU_DIR)/bench/$$m-$$p-cublas --precision $$p --backends cublas --emit ptx,plan || exit 1; \
 	done; done
+	# The MLP's training step for 1 to 8 GPUs, run as one rank a GPU on
+	# NCCL (docs/distributed.md).
+	for n in 1 2 4 8; do \
+		./$(BIN) compile examples/mlp.tdl --train --set batch=64 --devices $$n -o $(GPU_DIR)/ranks/mlp-$$n --emit ptx,plan || exit 1; \
+	done
 	./$(BIN) import $(R50) -o $(GPU_DIR)/tmp/r50-b1.tdl
 	sed 's/f32\[1, 3, 224, 224\]/f32[32, 3, 224, 224]/; s/reshape<shape = \[1, 2048\]>/reshape<shape = [32, 2048]>/' \
 		$(GPU_DIR)/tmp/r50-b1.tdl > $(GPU_DIR)/tmp/r50-b32.tdl

@@ -24,12 +24,13 @@ COMPARE=${COMPARE:-1}
 BENCH=${BENCH:-$(ls bench)}
 PTXAS=${PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
 mkdir -p "$OUT/in"
-# cuBLAS and cuDNN for the plans compiled with --backends cublas,cudnn:
-# the toolkit's, or PyTorch's wheels' (docs/placement.md, "GPU libraries").
+# cuBLAS and cuDNN for the plans compiled with --backends cublas,cudnn,
+# NCCL for the ranks: the toolkit's, or PyTorch's wheels'
+# (docs/placement.md, "GPU libraries"; docs/distributed.md).
 # No empty entry: it would name the current folder.
 libs=$(python3 -c 'import importlib, os
 dirs = ["/usr/local/cuda/lib64"]
-for n in ("cublas", "cudnn"):
+for n in ("cublas", "cudnn", "nccl"):
     try: dirs.append(os.path.join(list(importlib.import_module("nvidia." + n).__path__)[0], "lib"))
     except Exception: pass
 print(":".join(dirs))' 2>/dev/null || echo /usr/local/cuda/lib64)
@@ -52,6 +53,22 @@ summary "ptxas -arch=sm_90: $n modules, $bad rejected ($PTXAS)"
 # forward passes on 1 and 4 logical devices, against the cpu runtime.
 TOFUC_GPU_CHECKS=checks timeout "$CHECK_TIMEOUT" ./cuda.test -test.v >"$OUT/checks.txt" 2>&1
 summary "cuda.test (checks, driver binding): exit $?, $(grep -c -- '--- PASS' "$OUT/checks.txt") passed, $(grep -c -- '--- FAIL' "$OUT/checks.txt") failed, $(grep -c -- '--- SKIP' "$OUT/checks.txt") skipped"
+
+# 1c. GPU ranks on NCCL (docs/distributed.md): the MLP's training step as
+# one rank (and as one rank a GPU where there are several), started by
+# tofuc-run itself, against the same plan in one process.
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+for n in $(printf '%s\n' 1 "$gpus" | sort -un); do
+	[ -d "ranks/mlp-$n" ] || continue
+	flags=$(python3 make_inputs.py "ranks/mlp-$n" "$OUT/in/ranks-$n") || { summary "ranks on $n GPUs: no inputs"; continue; }
+	# shellcheck disable=SC2086 # flags are words
+	timeout "$STEP_TIMEOUT" ./tofuc-run "ranks/mlp-$n" $flags --out "$OUT/one-$n" >"$OUT/ranks-$n.txt" 2>&1
+	# shellcheck disable=SC2086
+	timeout "$STEP_TIMEOUT" ./tofuc-run "ranks/mlp-$n" $flags --out "$OUT/ranks-$n" --nproc-per-node "$n" --timeout 60s >>"$OUT/ranks-$n.txt" 2>&1
+	st=$?
+	same=$(for f in "$OUT/one-$n"/*.npy; do cmp -s "$f" "$OUT/ranks-$n/$(basename "$f")" || echo "$(basename "$f") differs;"; done)
+	summary "NCCL ranks, the MLP's training step on $n GPUs: exit $st, ${same:-every output equal to one process's bit for bit}"
+done
 
 # 2. Benchmarks: tofuc-run --bench on each compiled plan, with random
 # inputs and parameters, then PyTorch and ONNX Runtime.
