@@ -95,25 +95,36 @@ func runPlan(dir string, f runFlags, specs map[string]string, stdout io.Writer) 
 	if f.batch != 0 {
 		return fmt.Errorf("--batch goes with a plan compiled with --dynamic; %s was compiled for one batch size", dir)
 	}
-	var prog *executor.Program
-	var params map[string]*tensor.Tensor
-	p, err := planio.Read(dir, func(p *plan.Plan) (err error) {
-		if prog, err = executor.Open(p, dir, f.backend, executor.Options{Threads: f.threads}); err != nil {
-			return err
-		}
-		for _, n := range prog.Notes {
-			toolchain.Warn("%s", n)
-		}
-		params, err = planio.Params(p, dir, f.params)
-		return err
+	p, prog, params, err := loadPlan(dir, f.params, "", func(p *plan.Plan) (*executor.Program, error) {
+		return executor.Open(p, dir, f.backend, executor.Options{Threads: f.threads})
 	})
-	if prog != nil {
-		defer prog.Close()
-	}
 	if err != nil {
 		return err
 	}
+	defer prog.Close()
 	return newInputs(p, f, specs).runAndWrite(prog.Run, params, stdout)
+}
+
+// loadPlan reads the plan compiled into dir, loads it (open) and reads
+// its parameters (those at paramsPath, else the plan's), under the
+// folder's lock; what loading it noted is said, each note after prefix.
+func loadPlan(dir, paramsPath, prefix string, open func(*plan.Plan) (*executor.Program, error)) (*plan.Plan, *executor.Program, map[string]*tensor.Tensor, error) {
+	var prog *executor.Program
+	var params map[string]*tensor.Tensor
+	p, err := planio.Read(dir, func(p *plan.Plan) (err error) {
+		if prog, err = open(p); err != nil {
+			return err
+		}
+		for _, n := range prog.Notes {
+			toolchain.Warn("%s%s", prefix, n)
+		}
+		params, err = planio.Params(p, dir, paramsPath)
+		return err
+	})
+	if err != nil && prog != nil {
+		prog.Close()
+	}
+	return p, prog, params, err
 }
 
 // runRank runs the plan as one rank of the processes an MPI launcher
@@ -144,28 +155,17 @@ func runAsRank(world *mpi.World, dir string, f runFlags, specs map[string]string
 	if dynamic.Is(dir) {
 		return fmt.Errorf("%s was compiled with --dynamic, whose plans do not run as ranks yet", dir)
 	}
-	var prog *executor.Program
-	var params map[string]*tensor.Tensor
-	p, err := planio.Read(dir, func(p *plan.Plan) (err error) {
-		threads := f.threads
-		if threads == 0 {
-			threads = mpi.LocalThreads()
-		}
-		if prog, err = executor.OpenRank(p, dir, f.backend, executor.Options{Threads: threads}, world); err != nil {
-			return err
-		}
-		for _, n := range prog.Notes {
-			toolchain.Warn("rank %d: %s", world.Rank(), n)
-		}
-		params, err = planio.Params(p, dir, f.params)
-		return err
-	})
-	if prog != nil {
-		defer prog.Close()
+	threads := f.threads
+	if threads == 0 {
+		threads = mpi.LocalThreads()
 	}
+	p, prog, params, err := loadPlan(dir, f.params, fmt.Sprintf("rank %d: ", world.Rank()), func(p *plan.Plan) (*executor.Program, error) {
+		return executor.OpenRank(p, dir, f.backend, executor.Options{Threads: threads}, world)
+	})
 	if err != nil {
 		return err
 	}
+	defer prog.Close()
 	host, _ := os.Hostname()
 	fmt.Fprintf(stderr, "rank %d of %d on %s: device %d of %s loaded (%s)\n", world.Rank(), world.Size(), host, world.Rank(), p.Model, world.Version)
 	in := newInputs(p, f, specs)
