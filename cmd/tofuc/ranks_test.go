@@ -274,7 +274,7 @@ func TestRanksOnTwoMachines(t *testing.T) {
 }
 
 // crossDevice is the bytes a plan's steps copy from one device to
-// another.
+// another, at least.
 func crossDevice(p *plan.Plan) int64 {
 	var n int64
 	for d, steps := range p.Steps {
@@ -292,6 +292,9 @@ func crossDevice(p *plan.Plan) int64 {
 						n += p.Buffers[s.To].Bytes
 					}
 				}
+			case s.Op == plan.AllReduce: // one collective call: each member sends (g-1)/g of its part at least
+				g := int64(len(s.Group))
+				n += p.Buffers[s.To].Bytes * (g - 1) / g
 			}
 		}
 	}

@@ -335,3 +335,17 @@ type boundedComm struct {
 }
 
 func (b boundedComm) Wait() error { return b.Comm.Wait(time.Now().Add(b.timeout)) }
+
+// summed are the dtypes whose all-reduce NCCL sums for the executor
+// (executor.DeviceCollectives), and NCCL's type of each: not f16 or
+// bf16, whose sum tofuc's reduction kernels round otherwise.
+var summed = map[string]DataType{"f32": Float32, "f64": Float64, "i32": Int32, "i64": Int64}
+
+func (b boundedComm) AllReduces(dtype, reducer string) bool {
+	_, ok := summed[dtype]
+	return ok && reducer == "sum"
+}
+
+func (b boundedComm) AllReduce(part, result executor.Ptr, count int64, dtype string) error {
+	return b.Comm.AllReduce(part, result, count, summed[dtype], Sum)
+}

@@ -111,12 +111,13 @@ const stagingAlign = 256
 // on devices that are no HostDevice are refused. The program owns the
 // devices: Close closes them, and so does a failing Load.
 func Load(p *plan.Plan, devs []Device) (*Program, error) {
-	return load(p, devs, nil)
+	return load(p, devs, nil, nil)
 }
 
-// load is Load, in a rank's process when ranks is not nil.
-func load(p *plan.Plan, devs []Device, ranks Ranks) (_ *Program, err error) {
-	pr := &Program{Plan: p, devs: devs, ranks: ranks}
+// load is Load, in a rank's process when ranks is not nil (its device's
+// messages msgs, when not nil).
+func load(p *plan.Plan, devs []Device, ranks Ranks, msgs DeviceMessages) (_ *Program, err error) {
+	pr := &Program{Plan: p, devs: devs, ranks: ranks, msgs: msgs}
 	defer func() {
 		if err != nil {
 			pr.Close()
@@ -255,6 +256,9 @@ func (pr *Program) prepare(steps [][]plan.Step) (*list, error) {
 func (pr *Program) op(d, i int, s *plan.Step) (op, error) {
 	if !pr.prepared(s) {
 		return op{}, nil // a variant whose library is missing
+	}
+	if o, ok := pr.collective(d, s); ok {
+		return o, nil
 	}
 	if !pr.local(d) {
 		return pr.copiesOf(d, s), nil

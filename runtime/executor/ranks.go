@@ -95,11 +95,10 @@ func LoadRank(p *plan.Plan, devs []Device, ranks Ranks, msgs DeviceMessages) (*P
 		}
 		devs[d] = elsewhere{rank: d}
 	}
-	pr, err := load(p, devs, ranks)
+	pr, err := load(p, devs, ranks, msgs)
 	if err != nil || msgs == nil {
 		return pr, err
 	}
-	pr.msgs = msgs
 	if err := pr.allocateMessages(); err != nil {
 		pr.Close()
 		return nil, err
@@ -443,4 +442,65 @@ func (pr *Program) agreeOn(what string, ts map[string]*tensor.Tensor) error {
 		return err
 	}
 	return pr.agree(what+" (SHA-256)", d)
+}
+
+// HostCollectives are ranks that all-reduce host memory in one call
+// (MPI's): an all-reduce step whose group is every rank runs as one.
+type HostCollectives interface {
+	// AllReduces reports whether AllReduce combines dtype with reducer.
+	AllReduces(dtype, reducer string) bool
+	// AllReduce combines part over every rank into result, on every
+	// rank.
+	AllReduce(part, result []byte, dtype string) error
+}
+
+// DeviceCollectives are device messages that all-reduce device memory in
+// one call enqueued on the device's stream (NCCL's).
+type DeviceCollectives interface {
+	AllReduces(dtype, reducer string) bool
+	AllReduce(part, result Ptr, count int64, dtype string) error
+}
+
+// collective is all-reduce step s of device d run as one collective
+// call of every rank, where the ranks' transport makes one for its
+// group (every rank), dtype and reducer: the rank's own step makes the
+// call, another device's step nothing. Every rank decides alike. The
+// sum is the library's, in its order: equal to one process's under the
+// policy for reordered sums, and the same bits on every rank.
+func (pr *Program) collective(d int, s *plan.Step) (op, bool) {
+	if pr.ranks == nil || s.Op != plan.AllReduce || len(s.Group) != pr.ranks.Size() {
+		return op{}, false
+	}
+	to := pr.Plan.Buffers[s.To]
+	part := s.Parts[slices.Index(s.Group, d)]
+	if pr.msgs != nil {
+		dc, ok := pr.msgs.(DeviceCollectives)
+		if !ok || !dc.AllReduces(to.DType, s.Reducer) {
+			return op{}, false
+		}
+		if !pr.local(d) {
+			return op{}, true
+		}
+		count := to.Bytes / int64(elementSize(to.DType))
+		return op{stream: func() error { return dc.AllReduce(pr.addr(part), pr.addr(s.To), count, to.DType) }}, true
+	}
+	hc, ok := pr.ranks.(HostCollectives)
+	if !ok || !hc.AllReduces(to.DType, s.Reducer) {
+		return op{}, false
+	}
+	if !pr.local(d) {
+		return op{}, true
+	}
+	dev := pr.devs[d].(HostDevice)
+	return op{host: func() error {
+		in, err := dev.Bytes(pr.addr(part), to.Bytes)
+		if err != nil {
+			return err
+		}
+		out, err := dev.Bytes(pr.addr(s.To), to.Bytes)
+		if err != nil {
+			return err
+		}
+		return hc.AllReduce(in, out, to.DType)
+	}}, true
 }

@@ -1,11 +1,14 @@
 package executor_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,6 +70,45 @@ func (r meshRank) Recv(from int, b []byte) error {
 	}
 }
 
+// meshSums is a mesh's ranks that all-reduce f32 sums in one call
+// (executor.HostCollectives), each rank adding every rank's part in rank
+// order, in double, as the executor's reduction kernel does (the exact
+// mode's); calls counts the calls.
+type meshSums struct {
+	meshRank
+	calls *atomic.Int32
+}
+
+func (m meshSums) AllReduces(dtype, reducer string) bool { return dtype == "f32" && reducer == "sum" }
+
+func (m meshSums) AllReduce(part, result []byte, dtype string) error {
+	m.calls.Add(1)
+	for to := range m.size {
+		if to != m.rank {
+			if err := m.Send(to, part); err != nil {
+				return err
+			}
+		}
+	}
+	sum := make([]float64, len(part)/4)
+	for from := range m.size {
+		b := part
+		if from != m.rank {
+			b = make([]byte, len(part))
+			if err := m.Recv(from, b); err != nil {
+				return err
+			}
+		}
+		for i := range sum {
+			sum[i] += float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+		}
+	}
+	for i, v := range sum {
+		binary.LittleEndian.PutUint32(result[4*i:], math.Float32bits(float32(v)))
+	}
+	return nil
+}
+
 // meshMessages is a rank's device messages (executor.DeviceMessages)
 // over a mesh, enqueued on its host device's stream as NCCL's are on a
 // GPU's: the executor's path for devices whose memory the host does not
@@ -100,7 +142,7 @@ func (m meshMessages) Wait() error { return m.dev.Sync() }
 
 // openRank opens rank r of plan m on devices of a kind, its messages
 // from host memory or, with onStream, on its device's stream.
-func openRank(m *model, kind string, strict, onStream bool, rank meshRank) (*executor.Program, error) {
+func openRank(m *model, kind string, strict, onStream bool, rank executor.Ranks) (*executor.Program, error) {
 	if !onStream {
 		return executor.OpenRank(m.Plan, m.Dir, kind, executor.Options{Strict: strict}, rank)
 	}
@@ -112,13 +154,15 @@ func openRank(m *model, kind string, strict, onStream bool, rank meshRank) (*exe
 	if err != nil {
 		return nil, err
 	}
-	return executor.LoadRank(m.Plan, devs, rank, meshMessages{rank, devs[rank.rank].(executor.HostDevice)})
+	mr := rank.(meshRank)
+	return executor.LoadRank(m.Plan, devs, rank, meshMessages{mr, devs[mr.rank].(executor.HostDevice)})
 }
 
 // runRanks runs every rank of plan m's in a goroutine of its own, rank r
 // given the inputs inputs(r), and returns rank 0's outputs and every
-// rank's error.
-func runRanks(t *testing.T, m *model, kind string, strict, onStream bool, inputs func(r int) map[string]*tensor.Tensor) (map[string]*tensor.Tensor, []error) {
+// rank's error; with sums, the ranks all-reduce in one call and count
+// the calls there.
+func runRanks(t *testing.T, m *model, kind string, strict, onStream bool, sums *atomic.Int32, inputs func(r int) map[string]*tensor.Tensor) (map[string]*tensor.Tensor, []error) {
 	t.Helper()
 	n := m.Plan.Devices
 	mesh := newMesh(n)
@@ -129,7 +173,11 @@ func runRanks(t *testing.T, m *model, kind string, strict, onStream bool, inputs
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pr, err := openRank(m, kind, strict, onStream, meshRank{mesh, r})
+			var rank executor.Ranks = meshRank{mesh, r}
+			if sums != nil {
+				rank = meshSums{meshRank{mesh, r}, sums}
+			}
+			pr, err := openRank(m, kind, strict, onStream, rank)
 			if err != nil {
 				errs[r] = err
 				return
@@ -156,7 +204,9 @@ var rankCases = append(examples[1:3:3], modelcase.Case{File: "wresnet", Devices:
 // 0's outputs equal the one-process run's bit for bit, on the host
 // kernels and on the emulated GPU kernels in the Strict mode, with
 // messages from host memory and, as a GPU's are, on the device's stream
-// through a buffer of the device.
+// through a buffer of the device, and with the training steps'
+// all-reduces made as one call of every rank (adding in the order the
+// reduction kernel does).
 func TestRanksMatchOneProcess(t *testing.T) {
 	for _, c := range rankCases {
 		t.Run(c.String(), func(t *testing.T) {
@@ -169,14 +219,23 @@ func TestRanksMatchOneProcess(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, onStream := range []bool{false, true} {
-					got, errs := runRanks(t, m, kind.name, kind.strict, onStream, func(int) map[string]*tensor.Tensor { return m.Inputs })
+				for _, mode := range []struct {
+					onStream, sums bool
+				}{{false, false}, {true, false}, {false, true}} {
+					var sums *atomic.Int32
+					if mode.sums {
+						sums = &atomic.Int32{}
+					}
+					got, errs := runRanks(t, m, kind.name, kind.strict, mode.onStream, sums, func(int) map[string]*tensor.Tensor { return m.Inputs })
 					for r, err := range errs {
 						if err != nil {
 							t.Fatalf("%s, rank %d: %v", kind.name, r, err)
 						}
 					}
-					compareAll(t, fmt.Sprintf("%s as ranks (messages on the stream: %v)", kind.name, onStream), got, want, exact)
+					compareAll(t, fmt.Sprintf("%s as ranks %+v", kind.name, mode), got, want, exact)
+					if mode.sums && m.Plan.Devices > 1 && strings.Contains(c.String(), "train") && sums.Load() == 0 {
+						t.Errorf("%s: no all-reduce made one call", kind.name)
+					}
 				}
 			}
 		})
@@ -193,7 +252,7 @@ func TestRanksDisagree(t *testing.T) {
 		other[name] = in.Clone()
 		other[name].SetFlat(0, other[name].Flat(0)+1)
 	}
-	_, errs := runRanks(t, m, cpu.Kind.Name, false, false, func(r int) map[string]*tensor.Tensor {
+	_, errs := runRanks(t, m, cpu.Kind.Name, false, false, nil, func(r int) map[string]*tensor.Tensor {
 		if r == 2 {
 			return other
 		}
@@ -233,6 +292,7 @@ func TestRanksOnNCCL(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, control := range []string{"MPI", "NCCL"} {
+		var calls atomic.Int32
 		mesh := newMesh(2)
 		outs := make([]map[string]*tensor.Tensor, 2)
 		errs := make([]error, 2)
@@ -241,7 +301,7 @@ func TestRanksOnNCCL(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				outs[r], errs[r] = runNCCLRank(drv, m, id, meshRank{mesh, r}, control == "NCCL")
+				outs[r], errs[r] = runNCCLRank(drv, m, id, meshRank{mesh, r}, control == "NCCL", &calls)
 			}()
 		}
 		wg.Wait()
@@ -251,16 +311,35 @@ func TestRanksOnNCCL(t *testing.T) {
 			}
 		}
 		compareAll(t, "ranks on NCCL, host messages on "+control, outs[0], want, exact)
+		if calls.Load() == 0 {
+			t.Error("no all-reduce was NCCL's")
+		}
 		if id, err = cuda.NewUniqueID(); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
+// countedSums counts the all-reduces of device messages that make them
+// (executor.DeviceCollectives).
+type countedSums struct {
+	executor.DeviceMessages
+	calls *atomic.Int32
+}
+
+func (c countedSums) AllReduces(dtype, reducer string) bool {
+	return c.DeviceMessages.(executor.DeviceCollectives).AllReduces(dtype, reducer)
+}
+
+func (c countedSums) AllReduce(part, result executor.Ptr, count int64, dtype string) error {
+	c.calls.Add(1)
+	return c.DeviceMessages.(executor.DeviceCollectives).AllReduce(part, result, count, dtype)
+}
+
 // runNCCLRank runs rank r of m on its GPU with an NCCL communicator; the
 // ranks' host messages go through the mesh (as MPI's would), or through
 // NCCL (ranks started without MPI).
-func runNCCLRank(drv *cuda.Driver, m *model, id cuda.UniqueID, r meshRank, hostOnNCCL bool) (map[string]*tensor.Tensor, error) {
+func runNCCLRank(drv *cuda.Driver, m *model, id cuda.UniqueID, r meshRank, hostOnNCCL bool, calls *atomic.Int32) (map[string]*tensor.Tensor, error) {
 	devs, err := drv.OpenRank(m.Plan, m.Dir, r.rank)
 	if err != nil {
 		return nil, err
@@ -273,7 +352,7 @@ func runNCCLRank(drv *cuda.Driver, m *model, id cuda.UniqueID, r meshRank, hostO
 	if hostOnNCCL {
 		ranks = comm.Ranks(time.Minute)
 	}
-	pr, err := executor.LoadRank(m.Plan, devs, ranks, comm.Messages(time.Minute))
+	pr, err := executor.LoadRank(m.Plan, devs, ranks, countedSums{comm.Messages(time.Minute), calls})
 	if err != nil {
 		return nil, errors.Join(err, comm.Abort())
 	}

@@ -14,10 +14,12 @@ import (
 )
 
 // A ping's answer is the rank the pinged rank waits for: noRank when it
-// waits for none; silent stands for no answer.
+// waits for none, allRanks when it waits in a collective call; silent
+// stands for no answer.
 const (
-	noRank = -1
-	silent = -2
+	noRank   = -1
+	silent   = -2
+	allRanks = -3
 	// probeFor bounds the pings of a rank that gave up waiting.
 	probeFor = 2 * time.Second
 )
@@ -51,6 +53,8 @@ func (w *World) blame(from int, answers []int32) string {
 			chain = append(chain, "stopped answering (died, or hangs)")
 		case next == noRank:
 			chain = append(chain, "waits for no rank (it is still working, or stuck outside its messages)")
+		case next == allRanks:
+			chain = append(chain, "waits in an all-reduce: "+w.blameAll(answers))
 		case int(next) == w.rank || seen[int(next)]:
 			chain = append(chain, fmt.Sprintf("waits for rank %d: the ranks wait for each other (a bug in the plan's order of messages)", next))
 		default:
@@ -60,6 +64,32 @@ func (w *World) blame(from int, answers []int32) string {
 		}
 		return fmt.Sprintf("rank %d %s", from, strings.Join(chain, ", which "))
 	}
+}
+
+// blameAll says which ranks hold a collective call, from a probe's
+// answers: those that stopped answering, else those that are not in it.
+func (w *World) blameAll(answers []int32) string {
+	if gone := silentRanks(answers); gone != "" {
+		return gone
+	}
+	var out []string
+	for r, a := range answers {
+		if a != allRanks {
+			out = append(out, fmt.Sprintf("rank %d waits for %s", r, waitName(a)))
+		}
+	}
+	if len(out) == 0 {
+		return "every rank waits in it (one slower than the timeout?)"
+	}
+	return strings.Join(out, ", ")
+}
+
+// waitName names what a rank's answer says it waits for.
+func waitName(a int32) string {
+	if a == noRank {
+		return "no rank"
+	}
+	return fmt.Sprintf("rank %d", a)
 }
 
 // probe pings every other rank and returns what each answered within

@@ -28,7 +28,6 @@ type status struct {
 // global structures).
 type library struct {
 	initThread   func(argc, argv uintptr, required int32, provided *int32) int32
-	initialized  func(flag *int32) int32
 	finalize     func() int32
 	abort        func(comm uintptr, code int32) int32
 	commRank     func(comm uintptr, rank *int32) int32
@@ -37,6 +36,7 @@ type library struct {
 	commSetErrh  func(comm, handler uintptr) int32
 	isend        func(buf unsafe.Pointer, count int32, dtype uintptr, dest, tag int32, comm uintptr, req *uintptr) int32
 	irecv        func(buf unsafe.Pointer, count int32, dtype uintptr, source, tag int32, comm uintptr, req *uintptr) int32
+	iallreduce   func(send, recv unsafe.Pointer, count int32, dtype, op, comm uintptr, req *uintptr) int32
 	test         func(req *uintptr, flag *int32, st *status) int32
 	cancel       func(req *uintptr) int32
 	requestFree  func(req *uintptr) int32
@@ -45,7 +45,15 @@ type library struct {
 	commWorld    uintptr
 	byteType     uintptr
 	errorsReturn uintptr
+	// sums are the datatypes MPI_SUM adds, by tofuc's dtype name, and
+	// opSum MPI_SUM.
+	sums  map[string]uintptr
+	opSum uintptr
 }
+
+// summed are the dtypes whose all-reduce MPI sums, and the Open MPI
+// datatype of each.
+var summed = map[string]string{"f32": "ompi_mpi_float", "f64": "ompi_mpi_double", "i32": "ompi_mpi_int32_t", "i64": "ompi_mpi_int64_t"}
 
 // Names of the library tried in turn, unless $TOFUC_LIBMPI names one.
 var libraryNames = []string{"libmpi.so.40", "libmpi.so"}
@@ -81,11 +89,11 @@ func (l *library) resolve(h uintptr) error {
 		fn   any
 		name string
 	}{
-		{&l.initThread, "MPI_Init_thread"}, {&l.initialized, "MPI_Initialized"},
+		{&l.initThread, "MPI_Init_thread"},
 		{&l.finalize, "MPI_Finalize"}, {&l.abort, "MPI_Abort"},
 		{&l.commRank, "MPI_Comm_rank"}, {&l.commSize, "MPI_Comm_size"},
 		{&l.commDup, "MPI_Comm_dup"}, {&l.commSetErrh, "MPI_Comm_set_errhandler"},
-		{&l.isend, "MPI_Isend"}, {&l.irecv, "MPI_Irecv"}, {&l.test, "MPI_Test"},
+		{&l.isend, "MPI_Isend"}, {&l.irecv, "MPI_Irecv"}, {&l.iallreduce, "MPI_Iallreduce"}, {&l.test, "MPI_Test"},
 		{&l.cancel, "MPI_Cancel"}, {&l.requestFree, "MPI_Request_free"},
 		{&l.errorString, "MPI_Error_string"}, {&l.libraryVer, "MPI_Get_library_version"},
 	}
@@ -99,12 +107,20 @@ func (l *library) resolve(h uintptr) error {
 	for _, v := range []struct {
 		addr *uintptr
 		name string
-	}{{&l.commWorld, "ompi_mpi_comm_world"}, {&l.byteType, "ompi_mpi_byte"}, {&l.errorsReturn, "ompi_mpi_errors_return"}} {
+	}{{&l.commWorld, "ompi_mpi_comm_world"}, {&l.byteType, "ompi_mpi_byte"}, {&l.errorsReturn, "ompi_mpi_errors_return"}, {&l.opSum, "ompi_mpi_op_sum"}} {
 		addr, err := purego.Dlsym(h, v.name)
 		if err != nil {
 			return fmt.Errorf("no %s", v.name)
 		}
 		*v.addr = addr
+	}
+	l.sums = map[string]uintptr{}
+	for dtype, name := range summed {
+		addr, err := purego.Dlsym(h, name)
+		if err != nil {
+			return fmt.Errorf("no %s", name)
+		}
+		l.sums[dtype] = addr
 	}
 	return nil
 }
