@@ -54,6 +54,10 @@ type Options struct {
 	// Seed draws the initial values of the parameters the model's
 	// weights do not give.
 	Seed uint64
+	// NoParams draws and writes no initial parameters (params.npz): the
+	// plan of a model whose parameters this machine cannot hold, run
+	// elsewhere with --params.
+	NoParams bool
 	// Backends are the vendor libraries offered the contractions beside
 	// the generated kernels (ResolveBackends; docs/placement.md), placed
 	// by their measured time on this host with Threads threads (0:
@@ -194,8 +198,10 @@ func compile(m *Model, dir, final string, opts Options) (*Result, error) {
 	if err := checkCells(g); err != nil {
 		return nil, err
 	}
-	if err := exec.CheckMemory("the initial parameters of "+name, paramBytes(g)); err != nil {
-		return nil, err
+	if !opts.NoParams {
+		if err := exec.CheckMemory("the initial parameters of "+name, paramBytes(g)); err != nil {
+			return nil, err
+		}
 	}
 	copts := codegen.Options{Emit: emit, Jobs: opts.Jobs, Precision: opts.Precision, FailedDir: final, Progress: func(done, total int) { p.Count("compiling kernel modules", done, total) }}
 	copts.Backends = offeredBackends(opts.Backends, emit)
@@ -210,9 +216,14 @@ func compile(m *Model, dir, final string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	params, err := initialParams(g, m.Weights, opts.Seed)
-	if err != nil {
-		return nil, err
+	if opts.NoParams && hostGroups(c.Plan) {
+		return nil, fmt.Errorf("%s: placement times the libraries' steps on the parameters: compile with --backends none, or without --no-params", name)
+	}
+	var params map[string]*tensor.Tensor
+	if !opts.NoParams {
+		if params, err = initialParams(g, m.Weights, opts.Seed); err != nil {
+			return nil, err
+		}
 	}
 	c.Plan.Next = next
 	if err := writeParams(c.Plan, dir, params); err != nil {

@@ -20,6 +20,7 @@ type compileFlags struct {
 	devices, jobs    int
 	memory           int64
 	seed             uint64
+	noParams         bool
 	noOptimize       bool
 	precision        precision.Mode
 	backends         []string
@@ -41,6 +42,7 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	registerBackends(fs, &f.backends, "")
 	fs.IntVar(&f.jobs, "jobs", 0, "llc processes at once (0: all cores)")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of the parameters the model's weights do not give (written to DIR/params.npz)")
+	fs.BoolVar(&f.noParams, "no-params", false, "write no DIR/params.npz (runs give --params): the plan of a model whose parameters this machine cannot hold")
 	fs.StringVar(&f.dynamic, "dynamic", "", "compile for any batch size: NAME is the batch attribute or input extent, compiled at the sizes NAME=N,N,... or NAME=LO..HI (default 1, 2, 4, ..., 256) and run in chunks of them (docs/cli.md)")
 	f.train.register(fs)
 	if status, done := parseFlags(fs, args, stdout); done {
@@ -85,7 +87,7 @@ func (f *compileFlags) validate(nargs int, trainChanged bool) (pipeline.Options,
 	if err != nil {
 		return opts, err
 	}
-	opts.Jobs, opts.Seed = f.jobs, f.seed
+	opts.Jobs, opts.Seed, opts.NoParams = f.jobs, f.seed, f.noParams
 	for _, e := range strings.Split(f.emit, ",") {
 		e = strings.TrimSpace(e)
 		if !slices.Contains(pipeline.ArtefactNames(), e) {

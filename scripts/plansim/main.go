@@ -3,7 +3,13 @@
 // plan's transfers and collectives price, before and after a change to
 // the code generator (docs/partition.md, "Collective steps").
 //
-//	go run ./scripts/plansim [-topology NAME|FILE] DIR/plan.json...
+//	go run ./scripts/plansim [-topology NAME|FILE] [-as-reduce] DIR/plan.json...
+//
+// -as-reduce prices every all-reduce step as the reduce step the code
+// generator wrote before it wrote collectives (each member fetching
+// every other member's whole part): the plan of today, simulated as the
+// plan before, where compiling the plan before takes a machine this one
+// is not.
 //
 // A plan of an earlier version is read as it is, unchecked (its steps
 // are the same but for the collectives); one of this version is
@@ -24,11 +30,12 @@ import (
 
 func main() {
 	topology := flag.String("topology", "h100-nvlink", "a built-in topology ("+fmt.Sprint(cost.TopologyNames())+") or a topology file")
+	asReduce := flag.Bool("as-reduce", false, "price every all-reduce step as a reduce step of each member")
 	flag.Parse()
 	t, err := cost.LoadTopology(*topology)
 	if err == nil {
 		for _, path := range flag.Args() {
-			if err = show(path, t); err != nil {
+			if err = show(path, t, *asReduce); err != nil {
 				break
 			}
 		}
@@ -39,8 +46,9 @@ func main() {
 	}
 }
 
-// show prints one plan's steps by kind and its simulated step.
-func show(path string, t *cost.Topology) error {
+// show prints one plan's steps by kind and its simulated step, its
+// all-reduces as reduce steps when asReduce.
+func show(path string, t *cost.Topology, asReduce bool) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -52,6 +60,15 @@ func show(path string, t *cost.Topology) error {
 	if p.Version == plan.Version {
 		if err := p.Validate(); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if asReduce {
+		for _, list := range p.Steps {
+			for i := range list {
+				if list[i].Op == plan.AllReduce {
+					list[i].Op, list[i].Group = plan.Reduce, nil
+				}
+			}
 		}
 	}
 	sim, err := cost.SimulatePlan(&p, t)
