@@ -23,15 +23,18 @@ import (
 	"tofuc/runtime/tensor"
 )
 
-// rankModels are plans of 4 devices run as ranks: the MLP's and the
-// RNN's training steps, Wide ResNet's inference.
+// rankModels are plans run as ranks: the MLP's and the RNN's training
+// steps and Wide ResNet's inference on 4 devices, and the RNN's on 8,
+// whose all-reduces are of groups of 2, 4 and 8 ranks.
 var rankModels = []struct {
-	name string
-	args []string
+	name    string
+	devices int
+	args    []string
 }{
-	{"mlp-train", []string{"../../examples/mlp.tdl", "--train", "--set", "batch=32", "--set", "hidden=32"}},
-	{"rnn-train", []string{"../../examples/rnn.tdl", "--train", "--set", "steps=3", "--set", "hidden=16", "--set", "batch=4", "--set", "classes=4"}},
-	{"wresnet", []string{"../../examples/wresnet.tdl", "--set", "depth=50", "--set", "width=1", "--set", "batch=4", "--set", "image=32", "--set", "classes=10"}},
+	{"mlp-train", 4, []string{"../../examples/mlp.tdl", "--train", "--set", "batch=32", "--set", "hidden=32"}},
+	{"rnn-train", 4, []string{"../../examples/rnn.tdl", "--train", "--set", "steps=3", "--set", "hidden=16", "--set", "batch=4", "--set", "classes=4"}},
+	{"wresnet", 4, []string{"../../examples/wresnet.tdl", "--set", "depth=50", "--set", "width=1", "--set", "batch=4", "--set", "image=32", "--set", "classes=10"}},
+	{"rnn-train-8", 8, []string{"../../examples/rnn.tdl", "--train", "--set", "layers=2", "--set", "hidden=64", "--set", "steps=3", "--set", "batch=16", "--set", "classes=4"}},
 }
 
 // compileDevices compiles a model for n devices into a new directory.
@@ -54,17 +57,17 @@ func TestRanksUnderMPIRun(t *testing.T) {
 	bin := buildTofuc(t)
 	for _, m := range rankModels {
 		t.Run(m.name, func(t *testing.T) {
-			dir := compileDevices(t, 4, m.args...)
+			dir := compileDevices(t, m.devices, m.args...)
 			one, ranked := filepath.Join(t.TempDir(), "one"), filepath.Join(t.TempDir(), "ranks")
 			if status, _, stderr := tofuc("run", dir, "--random-inputs", "--seed", "3", "--out", one); status != exitOK {
 				t.Fatalf("one process: %s", stderr)
 			}
-			out, err := mpitest.Command(context.Background(), t, "-np", "4", bin, "run", dir, "--random-inputs", "--seed", "3", "--out", ranked).CombinedOutput()
+			out, err := mpitest.Command(context.Background(), t, "-np", strconv.Itoa(m.devices), bin, "run", dir, "--random-inputs", "--seed", "3", "--out", ranked).CombinedOutput()
 			if err != nil {
 				t.Fatalf("mpirun: %v\n%s", err, out)
 			}
-			for r := range 4 {
-				if !strings.Contains(string(out), fmt.Sprintf("rank %d of 4 on ", r)) {
+			for r := range m.devices {
+				if !strings.Contains(string(out), fmt.Sprintf("rank %d of %d on ", r, m.devices)) {
 					t.Errorf("rank %d said nothing:\n%s", r, out)
 				}
 			}

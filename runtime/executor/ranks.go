@@ -96,8 +96,15 @@ func LoadRank(p *plan.Plan, devs []Device, ranks Ranks, msgs DeviceMessages) (*P
 		devs[d] = elsewhere{rank: d}
 	}
 	pr, err := load(p, devs, ranks, msgs)
-	if err != nil || msgs == nil {
-		return pr, err
+	if err != nil {
+		return nil, err
+	}
+	if err := pr.makeGroups(); err != nil {
+		pr.Close()
+		return nil, err
+	}
+	if msgs == nil {
+		return pr, nil
 	}
 	if err := pr.allocateMessages(); err != nil {
 		pr.Close()
@@ -445,17 +452,22 @@ func (pr *Program) agreeOn(what string, ts map[string]*tensor.Tensor) error {
 }
 
 // HostCollectives are ranks that all-reduce host memory in one call
-// (MPI's): an all-reduce step whose group is every rank runs as one.
+// (MPI's): an all-reduce step runs as one call of its group's ranks.
 type HostCollectives interface {
 	// AllReduces reports whether AllReduce combines dtype with reducer.
 	AllReduces(dtype, reducer string) bool
-	// AllReduce combines part over every rank into result, on every
-	// rank.
-	AllReduce(part, result []byte, dtype string) error
+	// Group prepares the calls of a group of ranks (member i is rank
+	// group[i]): every rank calls it, for the same groups in the same
+	// order, before the group's first call.
+	Group(group []int) error
+	// AllReduce combines part over the ranks of group, in the group's
+	// order, into result, on each of them.
+	AllReduce(group []int, part, result []byte, dtype string) error
 }
 
 // DeviceCollectives are device messages that all-reduce device memory in
-// one call enqueued on the device's stream (NCCL's).
+// one call of every rank enqueued on the device's stream (NCCL's): an
+// all-reduce step whose group is every rank runs as one.
 type DeviceCollectives interface {
 	AllReduces(dtype, reducer string) bool
 	AllReduce(part, result Ptr, count int64, dtype string) error
@@ -468,14 +480,14 @@ type DeviceCollectives interface {
 // sum is the library's, in its order: equal to one process's under the
 // policy for reordered sums, and the same bits on every rank.
 func (pr *Program) collective(d int, s *plan.Step) (op, bool) {
-	if pr.ranks == nil || s.Op != plan.AllReduce || len(s.Group) != pr.ranks.Size() {
+	if pr.ranks == nil || s.Op != plan.AllReduce {
 		return op{}, false
 	}
 	to := pr.Plan.Buffers[s.To]
 	part := s.Parts[slices.Index(s.Group, d)]
 	if pr.msgs != nil {
 		dc, ok := pr.msgs.(DeviceCollectives)
-		if !ok || !dc.AllReduces(to.DType, s.Reducer) {
+		if !ok || len(s.Group) != pr.ranks.Size() || !dc.AllReduces(to.DType, s.Reducer) {
 			return op{}, false
 		}
 		if !pr.local(d) {
@@ -501,6 +513,30 @@ func (pr *Program) collective(d int, s *plan.Step) (op, bool) {
 		if err != nil {
 			return err
 		}
-		return hc.AllReduce(in, out, to.DType)
+		return hc.AllReduce(s.Group, in, out, to.DType)
 	}}, true
+}
+
+// makeGroups prepares the groups of the all-reduce steps run as host
+// collective calls (HostCollectives.Group), in the order every rank
+// meets them.
+func (pr *Program) makeGroups() error {
+	hc, ok := pr.ranks.(HostCollectives)
+	if !ok || pr.msgs != nil {
+		return nil
+	}
+	made := map[string]bool{}
+	for _, l := range []*list{pr.init, pr.steps} {
+		for _, ref := range l.order {
+			s := &l.steps[ref.Device][ref.Step]
+			if _, ok := pr.collective(ref.Device, s); !ok || made[fmt.Sprint(s.Group)] {
+				continue
+			}
+			made[fmt.Sprint(s.Group)] = true
+			if err := hc.Group(s.Group); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

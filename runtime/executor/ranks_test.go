@@ -71,9 +71,9 @@ func (r meshRank) Recv(from int, b []byte) error {
 }
 
 // meshSums is a mesh's ranks that all-reduce f32 sums in one call
-// (executor.HostCollectives), each rank adding every rank's part in rank
-// order, in double, as the executor's reduction kernel does (the exact
-// mode's); calls counts the calls.
+// (executor.HostCollectives), each member adding every member's part in
+// the group's order, in double, as the executor's reduction kernel does
+// (the exact mode's); calls counts the calls.
 type meshSums struct {
 	meshRank
 	calls *atomic.Int32
@@ -81,9 +81,11 @@ type meshSums struct {
 
 func (m meshSums) AllReduces(dtype, reducer string) bool { return dtype == "f32" && reducer == "sum" }
 
-func (m meshSums) AllReduce(part, result []byte, dtype string) error {
+func (m meshSums) Group([]int) error { return nil }
+
+func (m meshSums) AllReduce(group []int, part, result []byte, dtype string) error {
 	m.calls.Add(1)
-	for to := range m.size {
+	for _, to := range group {
 		if to != m.rank {
 			if err := m.Send(to, part); err != nil {
 				return err
@@ -91,7 +93,7 @@ func (m meshSums) AllReduce(part, result []byte, dtype string) error {
 		}
 	}
 	sum := make([]float64, len(part)/4)
-	for from := range m.size {
+	for _, from := range group {
 		b := part
 		if from != m.rank {
 			b = make([]byte, len(part))

@@ -13,6 +13,7 @@ import (
 // Open MPI's constants (mpi.h of Open MPI 4).
 const (
 	success          = 0
+	undefined        = -32766
 	threadSerialized = 2
 	threadMultiple   = 3
 )
@@ -33,6 +34,7 @@ type library struct {
 	commRank     func(comm uintptr, rank *int32) int32
 	commSize     func(comm uintptr, size *int32) int32
 	commDup      func(comm uintptr, out *uintptr) int32
+	commSplit    func(comm uintptr, color, key int32, out *uintptr) int32
 	commSetErrh  func(comm, handler uintptr) int32
 	isend        func(buf unsafe.Pointer, count int32, dtype uintptr, dest, tag int32, comm uintptr, req *uintptr) int32
 	irecv        func(buf unsafe.Pointer, count int32, dtype uintptr, source, tag int32, comm uintptr, req *uintptr) int32
@@ -92,7 +94,7 @@ func (l *library) resolve(h uintptr) error {
 		{&l.initThread, "MPI_Init_thread"},
 		{&l.finalize, "MPI_Finalize"}, {&l.abort, "MPI_Abort"},
 		{&l.commRank, "MPI_Comm_rank"}, {&l.commSize, "MPI_Comm_size"},
-		{&l.commDup, "MPI_Comm_dup"}, {&l.commSetErrh, "MPI_Comm_set_errhandler"},
+		{&l.commDup, "MPI_Comm_dup"}, {&l.commSplit, "MPI_Comm_split"}, {&l.commSetErrh, "MPI_Comm_set_errhandler"},
 		{&l.isend, "MPI_Isend"}, {&l.irecv, "MPI_Irecv"}, {&l.iallreduce, "MPI_Iallreduce"}, {&l.test, "MPI_Test"},
 		{&l.cancel, "MPI_Cancel"}, {&l.requestFree, "MPI_Request_free"},
 		{&l.errorString, "MPI_Error_string"}, {&l.libraryVer, "MPI_Get_library_version"},

@@ -2,7 +2,6 @@ package mpi
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"runtime"
 	"strings"
@@ -10,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
-
-	"tofuc/lang"
 )
 
 // World is this process's place among the ranks a launcher (mpirun)
@@ -32,6 +29,9 @@ type World struct {
 	// waitingFor is the rank whose message this one waits for (-1:
 	// none), the answer to a ping.
 	waitingFor atomic.Int32
+	// groups are the communicators of the groups of ranks that
+	// all-reduce together (Group), by their members.
+	groups map[string]uintptr
 }
 
 // Launched reports whether this process was started by an MPI launcher
@@ -154,42 +154,6 @@ func (w *World) transfer(what string, peer int, b []byte, start func(unsafe.Poin
 		if len(b) == 0 {
 			break
 		}
-	}
-	return nil
-}
-
-// AllReduces reports whether AllReduce combines elements of dtype with
-// reducer: MPI sums f32, f64, i32 and i64 (its max and min do not keep
-// a NaN as tofuc's do).
-func (w *World) AllReduces(dtype, reducer string) bool {
-	_, ok := w.lib.sums[dtype]
-	return ok && reducer == "sum"
-}
-
-// AllReduce sums part, elements of dtype, over every rank into result
-// (as long as part), on every rank (MPI_Iallreduce, polled).
-func (w *World) AllReduce(part, result []byte, dtype string) error {
-	size := int64(lang.ParseDType(dtype).Size())
-	if len(part) != len(result) || int64(len(part))%size != 0 || int64(len(part))/size > math.MaxInt32 {
-		return fmt.Errorf("an all-reduce of %d bytes into %d of %s: not whole elements, or more than MPI counts", len(part), len(result), dtype)
-	}
-	w.waitingFor.Store(allRanks)
-	defer w.waitingFor.Store(noRank)
-	var req uintptr
-	err := w.check("MPI_Iallreduce", w.lib.iallreduce(ptr(part), ptr(result), int32(int64(len(part))/size), w.lib.sums[dtype], w.lib.opSum, w.data, &req))
-	if err == nil {
-		var done bool
-		done, err = w.wait(&req, time.Now().Add(w.Timeout))
-		if err == nil && !done {
-			err = fmt.Errorf("not done in %s", w.Timeout)
-		}
-	}
-	runtime.KeepAlive(part)
-	runtime.KeepAlive(result)
-	if err != nil {
-		answers := w.probe(probeFor)
-		time.Sleep(probeFor) // as peerFailed: the others' probes answered first
-		return fmt.Errorf("an all-reduce of %d bytes: %w: %s", len(part), err, w.blameAll(answers))
 	}
 	return nil
 }
