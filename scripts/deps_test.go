@@ -134,7 +134,7 @@ func TestMakeDeps(t *testing.T) {
 		sudo  bool
 		calls int
 	}{{"0", false, 2}, {"1000", true, 4}} {
-		f := newFakeSystem(t, tc.uid, []string{"llvm-14", "libz3-dev", "gcc", "libc6-dev", "ca-certificates", "libopenblas0-pthread", "libdnnl2"}, nil, tc.sudo, "0")
+		f := newFakeSystem(t, tc.uid, []string{"llvm-14", "libz3-dev", "gcc", "libc6-dev", "ca-certificates", "libopenblas0-pthread", "libdnnl2", "openmpi-bin"}, nil, tc.sudo, "0")
 		// GO=true: `go mod download` is not what is tested here
 		out, calls, err := f.run(t, makePath, "-C", "..", "-s", "deps", "EXTRA_PKGS=chromium", "GO=true")
 		if err != nil {

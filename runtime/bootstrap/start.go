@@ -10,13 +10,15 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // StartLocal runs n copies of this program with args as ranks 0 to n-1
 // on this machine, in torchrun's environment (rank 0 serving on a free
 // loopback port), their output passed through. When one fails, the
-// others are stopped (SIGTERM) rather than left waiting for it. It
-// returns the first failure, naming its rank.
+// others still running after a moment (grace) are stopped (SIGTERM)
+// rather than left waiting for it. It returns the first failure, naming
+// its rank.
 func StartLocal(n int, args []string, stdout, stderr io.Writer) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -42,8 +44,12 @@ func StartLocal(n int, args []string, stdout, stderr io.Writer) error {
 	return wait(cmds)
 }
 
-// wait waits for every rank, stopping the others when one fails, and
-// returns the first failure.
+// grace is how long the other ranks have, after one failed, to end by
+// themselves (failing alike, each saying why) before they are stopped.
+const grace = 2 * time.Second
+
+// wait waits for every rank, stopping the others a moment after one
+// fails, and returns the first failure.
 func wait(cmds []*exec.Cmd) error {
 	type exit struct {
 		rank int
@@ -54,10 +60,16 @@ func wait(cmds []*exec.Cmd) error {
 		go func() { exits <- exit{r, cmd.Wait()} }()
 	}
 	var first error
-	for range cmds {
-		e := <-exits
-		if e.err != nil && first == nil {
-			first = fmt.Errorf("rank %d: %w", e.rank, e.err)
+	var stopping <-chan time.Time
+	for left := len(cmds); left > 0; {
+		select {
+		case e := <-exits:
+			left--
+			if e.err != nil && first == nil {
+				first = fmt.Errorf("rank %d: %w", e.rank, e.err)
+				stopping = time.After(grace)
+			}
+		case <-stopping:
 			stop(cmds)
 		}
 	}
