@@ -50,7 +50,8 @@ type flags struct {
 	// timeout bounds a rank's wait for another (run as ranks).
 	timeout time.Duration
 	// ranks is --nproc-per-node: ranks to start on this machine.
-	ranks int
+	ranks      int
+	ranksGiven bool
 }
 
 func main() {
@@ -79,6 +80,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err == nil {
 		f.benchFlagsGiven = fs.Changed("runs") || fs.Changed("json") || fs.Changed("copy-bytes")
+		f.ranksGiven = fs.Changed("nproc-per-node")
 		err = f.validate(fs.NArg())
 	}
 	if err != nil {
@@ -90,6 +92,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if f.ranks > 0 {
+		if err := executor.CheckRanksIn(fs.Arg(0), f.ranks); err != nil {
+			fmt.Fprintf(stderr, "tofuc-run: %v\n", err)
+			return exitUser
+		}
 		if err := bootstrap.StartLocal(f.ranks, cliargs.Without(args, "nproc-per-node"), stdout, stderr); err != nil {
 			fmt.Fprintf(stderr, "tofuc-run: %v\n", err)
 			return exitUser
@@ -127,7 +133,7 @@ func (f *flags) validate(nargs int) error {
 		return fmt.Errorf("--copy-bytes must not be negative")
 	case f.timeout <= 0:
 		return fmt.Errorf("--timeout must be positive")
-	case f.ranks < 0:
+	case f.ranks < 0 || f.ranksGiven && f.ranks == 0:
 		return fmt.Errorf("--nproc-per-node must be at least 1")
 	}
 	_, err := planio.Specs(f.ins)

@@ -74,10 +74,16 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "run", "%v", err)
 	}
 	if f.ranks > 0 {
+		if err := startableRanks(fs.Arg(0), f.ranks); err != nil {
+			return fail(stderr, err)
+		}
 		return fail(stderr, mpi.Start(f.ranks, append([]string{"run"}, cliargs.Without(args, "nproc-per-node")...)))
 	}
 	if mpi.Launched() {
 		return runRank(fs.Arg(0), f, specs, stdout, stderr)
+	}
+	if n := os.Getenv("WORLD_SIZE"); n != "" && n != "1" {
+		toolchain.Warn("$WORLD_SIZE is %s (torchrun's environment), but host ranks start under mpirun or with --nproc-per-node (docs/distributed.md): this process runs the whole plan", n)
 	}
 	if err := runPlan(fs.Arg(0), f, specs, stdout); err != nil {
 		return fail(stderr, err)
@@ -93,7 +99,7 @@ func runPlan(dir string, f runFlags, specs map[string]string, stdout io.Writer) 
 		return runDynamic(dir, f, specs, stdout)
 	}
 	if f.batch != 0 {
-		return fmt.Errorf("--batch goes with a plan compiled with --dynamic; %s was compiled for one batch size", dir)
+		return errBatch(dir)
 	}
 	p, prog, params, err := loadPlan(dir, f.params, "", func(p *plan.Plan) (*executor.Program, error) {
 		return executor.Open(p, dir, f.backend, executor.Options{Threads: f.threads})
@@ -127,6 +133,20 @@ func loadPlan(dir, paramsPath, prefix string, open func(*plan.Plan) (*executor.P
 	return p, prog, params, err
 }
 
+// startableRanks refuses to start n ranks for the plan in dir unless
+// they can run it.
+func startableRanks(dir string, n int) error {
+	if dynamic.Is(dir) {
+		return errDynamicRanks(dir)
+	}
+	return executor.CheckRanksIn(dir, n)
+}
+
+// errDynamicRanks refuses to run the dynamic plan in dir as ranks.
+func errDynamicRanks(dir string) error {
+	return fmt.Errorf("%s was compiled with --dynamic, whose plans do not run as ranks yet", dir)
+}
+
 // runRank runs the plan as one rank of the processes an MPI launcher
 // started, one a logical device (docs/distributed.md): rank 0 writes the
 // outputs, once every rank's part is done. A failing rank exits without
@@ -153,7 +173,10 @@ func runRank(dir string, f runFlags, specs map[string]string, stdout, stderr io.
 // runAsRank is runPlan as rank world.Rank().
 func runAsRank(world *mpi.World, dir string, f runFlags, specs map[string]string, stdout, stderr io.Writer) error {
 	if dynamic.Is(dir) {
-		return fmt.Errorf("%s was compiled with --dynamic, whose plans do not run as ranks yet", dir)
+		return errDynamicRanks(dir)
+	}
+	if f.batch != 0 {
+		return errBatch(dir)
 	}
 	threads := f.threads
 	if threads == 0 {
@@ -177,6 +200,11 @@ func runAsRank(world *mpi.World, dir string, f runFlags, specs map[string]string
 	}
 	_, err = prog.Run(in.values, params)
 	return err
+}
+
+// errBatch refuses --batch for a plan of one batch size in dir.
+func errBatch(dir string) error {
+	return fmt.Errorf("--batch goes with a plan compiled with --dynamic; %s was compiled for one batch size", dir)
 }
 
 // runInputs are a run's inputs: read from --in, or drawn from the seed.

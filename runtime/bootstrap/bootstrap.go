@@ -6,7 +6,6 @@
 package bootstrap
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -44,8 +43,8 @@ func FromEnv() (env Env, ok bool, err error) {
 		return Env{}, true, fmt.Errorf("$RANK %d of $WORLD_SIZE %d", env.Rank, env.Size)
 	}
 	host, port := os.Getenv("MASTER_ADDR"), os.Getenv("MASTER_PORT")
-	if env.Size > 1 && (host == "" || port == "") {
-		return Env{}, true, errors.New("$MASTER_ADDR and $MASTER_PORT must name rank 0's host and a free port on it")
+	if n, err := strconv.Atoi(port); env.Size > 1 && (host == "" || err != nil || n < 1 || n > 65535) {
+		return Env{}, true, fmt.Errorf("$MASTER_ADDR %q and $MASTER_PORT %q must name rank 0's host and a free port on it, 1 to 65535", host, port)
 	}
 	env.Addr = net.JoinHostPort(host, port)
 	return env, true, nil
@@ -71,7 +70,12 @@ func Share(env Env, value []byte, timeout time.Duration) ([]byte, error) {
 	return fetch(env, deadline)
 }
 
-// serve accepts every other rank once and sends it value.
+// greetFor bounds one connection's greeting: a connection that says
+// nothing (a port scanner, a health check) is dropped, not waited for.
+const greetFor = 10 * time.Second
+
+// serve accepts every other rank once and sends it value, each
+// connection on its own goroutine.
 func serve(env Env, value []byte, deadline time.Time) error {
 	_, port, err := net.SplitHostPort(env.Addr)
 	if err != nil {
@@ -83,36 +87,62 @@ func serve(env Env, value []byte, deadline time.Time) error {
 	}
 	defer ln.Close()
 	ln.(*net.TCPListener).SetDeadline(deadline)
+	type greeting struct {
+		rank int
+		err  error
+	}
+	greetings, accepted, done := make(chan greeting), make(chan error, 1), make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				accepted <- err
+				return
+			}
+			go func() {
+				by := time.Now().Add(greetFor)
+				if deadline.Before(by) {
+					by = deadline
+				}
+				rank, err := serveOne(conn, value, by)
+				select {
+				case greetings <- greeting{rank, err}:
+				case <-done: // served already, or failed
+				}
+			}()
+		}
+	}()
 	served := map[int]bool{}
 	var stray error // a connection that was no rank's
 	for len(served) < env.Size-1 {
-		conn, err := ln.Accept()
-		if err != nil {
+		select {
+		case g := <-greetings:
+			switch {
+			case g.err != nil:
+				stray = g.err
+			case g.rank <= 0 || g.rank >= env.Size || served[g.rank]:
+				return fmt.Errorf("rank 0: a process on %s says it is rank %d, of %d ranks, %d served", env.Addr, g.rank, env.Size, len(served))
+			default:
+				served[g.rank] = true
+			}
+		case err := <-accepted:
 			if stray != nil {
 				err = fmt.Errorf("%w; a connection was refused: %v", err, stray)
 			}
 			return fmt.Errorf("rank 0 served %d of the %d other ranks on %s: %w (a rank did not start?)", len(served), env.Size-1, env.Addr, err)
 		}
-		rank, err := serveOne(conn, value, deadline)
-		switch {
-		case err != nil:
-			stray = err
-		case rank <= 0 || rank >= env.Size || served[rank]:
-			return fmt.Errorf("rank 0: a process on %s says it is rank %d, of %d ranks, %d served", env.Addr, rank, env.Size, len(served))
-		default:
-			served[rank] = true
-		}
 	}
 	return nil
 }
 
-// serveOne reads a rank's greeting and sends it value.
+// serveOne reads a rank's greeting on conn, by the deadline, and sends
+// it value.
 func serveOne(conn net.Conn, value []byte, deadline time.Time) (int, error) {
 	defer conn.Close()
 	conn.SetDeadline(deadline)
-	r := bufio.NewReader(conn)
 	greeting := make([]byte, len(magic)+4)
-	if _, err := io.ReadFull(r, greeting); err != nil {
+	if _, err := io.ReadFull(conn, greeting); err != nil {
 		return -1, err
 	}
 	if string(greeting[:len(magic)]) != magic {
@@ -132,7 +162,7 @@ func fetch(env Env, deadline time.Time) ([]byte, error) {
 			return fetchFrom(conn, env.Rank, deadline)
 		}
 		if time.Now().Add(pause).After(deadline) {
-			return nil, fmt.Errorf("rank %d: rank 0 does not answer on %s ($MASTER_ADDR:$MASTER_PORT): %w", env.Rank, env.Addr, err)
+			return nil, fmt.Errorf("rank 0 does not answer on %s ($MASTER_ADDR:$MASTER_PORT): %w", env.Addr, err)
 		}
 		time.Sleep(pause) // rank 0 may not listen yet
 	}
@@ -147,15 +177,15 @@ func fetchFrom(conn net.Conn, rank int, deadline time.Time) ([]byte, error) {
 	}
 	head := make([]byte, len(magic)+4)
 	if _, err := io.ReadFull(conn, head); err != nil {
-		return nil, fmt.Errorf("rank %d: reading rank 0's answer: %w", rank, err)
+		return nil, fmt.Errorf("reading rank 0's answer: %w", err)
 	}
 	n := binary.LittleEndian.Uint32(head[len(magic):])
 	if string(head[:len(magic)]) != magic || n > maxValue {
-		return nil, fmt.Errorf("rank %d: what answers on %s is not a tofuc rank 0", rank, conn.RemoteAddr())
+		return nil, fmt.Errorf("what answers on %s is not a tofuc rank 0", conn.RemoteAddr())
 	}
 	value := make([]byte, n)
 	if _, err := io.ReadFull(conn, value); err != nil {
-		return nil, fmt.Errorf("rank %d: reading rank 0's answer: %w", rank, err)
+		return nil, fmt.Errorf("reading rank 0's answer: %w", err)
 	}
 	return value, nil
 }

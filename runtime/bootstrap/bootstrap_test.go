@@ -73,7 +73,8 @@ func TestFromEnv(t *testing.T) {
 		{"1", "4", "10.0.0.1", "29500", true, ""},
 		{"4", "4", "h", "1", true, "$RANK 4 of $WORLD_SIZE 4"},
 		{"x", "4", "h", "1", true, `$RANK is "x"`},
-		{"1", "4", "", "", true, "$MASTER_ADDR and $MASTER_PORT"},
+		{"1", "4", "", "", true, "$MASTER_ADDR \"\" and $MASTER_PORT \"\""},
+		{"1", "4", "h", "0", true, "1 to 65535"},
 	} {
 		t.Setenv("RANK", c.rank)
 		t.Setenv("WORLD_SIZE", c.size)
@@ -88,5 +89,31 @@ func TestFromEnv(t *testing.T) {
 		case c.want == "" && ok && (env.Rank != 1 || env.Size != 4 || env.Addr != "10.0.0.1:29500"):
 			t.Errorf("%+v: %+v", c, env)
 		}
+	}
+}
+
+// TestShareBesideIdleConnection: a connection to rank 0 that says
+// nothing does not hold the rank that comes after it.
+func TestShareBesideIdleConnection(t *testing.T) {
+	addr := freeAddr(t)
+	served := make(chan error, 1)
+	go func() {
+		_, err := Share(Env{Rank: 0, Size: 2, Addr: addr}, []byte("id"), 5*time.Second)
+		served <- err
+	}()
+	var idle net.Conn
+	for err := error(nil); idle == nil; time.Sleep(10 * time.Millisecond) {
+		if idle, err = net.Dial("tcp", addr); err != nil {
+			idle = nil
+		}
+	}
+	defer idle.Close()
+	start := time.Now()
+	got, err := Share(Env{Rank: 1, Size: 2, Addr: addr}, nil, 5*time.Second)
+	if err != nil || string(got) != "id" || time.Since(start) > 2*time.Second {
+		t.Errorf("rank 1 beside an idle connection: %q, %v after %s", got, err, time.Since(start))
+	}
+	if err := <-served; err != nil {
+		t.Errorf("rank 0: %v", err)
 	}
 }

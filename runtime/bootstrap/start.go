@@ -59,6 +59,9 @@ func wait(cmds []*exec.Cmd) error {
 	for r, cmd := range cmds {
 		go func() { exits <- exit{r, cmd.Wait()} }()
 	}
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(signals)
 	var first error
 	var stopping <-chan time.Time
 	for left := len(cmds); left > 0; {
@@ -70,6 +73,11 @@ func wait(cmds []*exec.Cmd) error {
 				stopping = time.After(grace)
 			}
 		case <-stopping:
+			stop(cmds)
+		case sig := <-signals: // passed on: no rank outlives its launcher
+			if first == nil {
+				first = fmt.Errorf("stopped (%v): the ranks were stopped", sig)
+			}
 			stop(cmds)
 		}
 	}

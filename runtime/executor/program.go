@@ -21,6 +21,9 @@ type Program struct {
 	ranks    Ranks
 	msgs     DeviceMessages
 	messages Ptr
+	// msgFailed is the first failure of a host rank's message: the run
+	// stops there.
+	msgFailed error
 	// arena is each device's arena; scratch each device's status words
 	// (statusWords per launch) followed by its staging buffers.
 	arena, scratch []Ptr
@@ -137,10 +140,10 @@ func load(p *plan.Plan, devs []Device, ranks Ranks, msgs DeviceMessages) (_ *Pro
 	}
 	pr.chooseVariants()
 	if ranks != nil {
-		if err := pr.agree("the plan sealed", p.Seal); err != nil {
+		if err := agree(ranks, "the plan sealed", p.Seal); err != nil {
 			return nil, err
 		}
-		if err := pr.agree("the libraries in force", strings.Join(pr.inForce, ",")); err != nil {
+		if err := agree(ranks, "the libraries in force", strings.Join(pr.inForce, ",")); err != nil {
 			return nil, err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -50,6 +51,9 @@ func OpenRank(p *plan.Plan, dir, name string, opts Options, ranks Ranks) (*Progr
 	}
 	k, err := Lookup(name)
 	if err != nil {
+		return nil, err
+	}
+	if err := agree(ranks, "the backend", name); err != nil {
 		return nil, err
 	}
 	opts.OneRank = true
@@ -111,6 +115,17 @@ func LoadRank(p *plan.Plan, devs []Device, ranks Ranks, msgs DeviceMessages) (*P
 		return nil, err
 	}
 	return pr, nil
+}
+
+// CheckRanksIn refuses n ranks for the plan compiled into dir unless n is
+// its number of devices: what a command that starts the ranks itself
+// checks before it starts them.
+func CheckRanksIn(dir string, n int) error {
+	p, err := plan.Read(filepath.Join(dir, "plan.json"))
+	if err != nil {
+		return err
+	}
+	return CheckRanks(p, n)
 }
 
 // CheckRanks refuses ranks fewer or more than plan p's devices.
@@ -199,13 +214,13 @@ func (pr *Program) send(c transfer, to int) error {
 	dev := pr.devs[pr.ranks.Rank()]
 	if pr.msgs == nil {
 		host := dev.(HostDevice)
-		return host.Do(func() error {
+		return host.Do(pr.message(func() error {
 			msg, err := gatherRows(host, c.src, c.rows)
 			if err != nil {
 				return err
 			}
 			return pr.ranks.Send(to, msg)
-		})
+		}))
 	}
 	var off int64
 	for _, r := range c.rows {
@@ -224,13 +239,13 @@ func (pr *Program) receive(c transfer) error {
 	n := rowsBytes(c.rows)
 	if pr.msgs == nil {
 		host := dev.(HostDevice)
-		return host.Do(func() error {
+		return host.Do(pr.message(func() error {
 			msg := make([]byte, n)
 			if err := pr.ranks.Recv(c.from, msg); err != nil {
 				return err
 			}
 			return scatterRows(host, msg, c.dst, c.rows)
-		})
+		}))
 	}
 	if err := pr.msgs.Recv(pr.messages, n, c.from); err != nil {
 		return err
@@ -343,8 +358,7 @@ var ErrRanksDiffer = errors.New("the ranks differ")
 // seal, its inputs' digest): each sends its own to rank 0, which answers
 // every rank with the ranks that differ from its own. Every rank then
 // fails alike, naming them.
-func (pr *Program) agree(what, value string) error {
-	r := pr.ranks
+func agree(r Ranks, what, value string) error {
 	if r.Rank() != 0 {
 		if err := sendString(r, 0, value); err != nil {
 			return err
@@ -448,7 +462,7 @@ func (pr *Program) agreeOn(what string, ts map[string]*tensor.Tensor) error {
 	if err != nil {
 		return err
 	}
-	return pr.agree(what+" (SHA-256)", d)
+	return agree(pr.ranks, what+" (SHA-256)", d)
 }
 
 // HostCollectives are ranks that all-reduce host memory in one call
@@ -504,7 +518,7 @@ func (pr *Program) collective(d int, s *plan.Step) (op, bool) {
 		return op{}, true
 	}
 	dev := pr.devs[d].(HostDevice)
-	return op{host: func() error {
+	return op{host: pr.message(func() error {
 		in, err := dev.Bytes(pr.addr(part), to.Bytes)
 		if err != nil {
 			return err
@@ -514,7 +528,24 @@ func (pr *Program) collective(d int, s *plan.Step) (op, bool) {
 			return err
 		}
 		return hc.AllReduce(s.Group, in, out, to.DType)
-	}}, true
+	})}, true
+}
+
+// message wraps a host rank's message (or collective call) so that
+// after one fails the others are skipped and the run stops enqueuing
+// (enqueue): each would otherwise wait out the timeout in turn for a
+// rank that is gone.
+func (pr *Program) message(f func() error) func() error {
+	return func() error {
+		if pr.msgFailed != nil {
+			return nil // reported once
+		}
+		err := f()
+		if err != nil {
+			pr.msgFailed = err
+		}
+		return err
+	}
 }
 
 // makeGroups prepares the groups of the all-reduce steps run as host

@@ -26,10 +26,14 @@ import (
 type mesh struct {
 	size  int
 	links [][]chan []byte // links[from][to]
+	// timeout bounds a wait; timeouts counts each rank's waits that
+	// ran out.
+	timeout  time.Duration
+	timeouts []atomic.Int32
 }
 
 func newMesh(size int) *mesh {
-	m := &mesh{size: size, links: make([][]chan []byte, size)}
+	m := &mesh{size: size, links: make([][]chan []byte, size), timeout: time.Minute, timeouts: make([]atomic.Int32, size)}
 	for from := range size {
 		m.links[from] = make([]chan []byte, size)
 		for to := range size {
@@ -52,7 +56,8 @@ func (r meshRank) Send(to int, b []byte) error {
 	select {
 	case r.links[r.rank][to] <- append([]byte(nil), b...):
 		return nil
-	case <-time.After(time.Minute):
+	case <-time.After(r.timeout):
+		r.timeouts[r.rank].Add(1)
 		return fmt.Errorf("rank %d cannot send to rank %d", r.rank, to)
 	}
 }
@@ -65,7 +70,8 @@ func (r meshRank) Recv(from int, b []byte) error {
 		}
 		copy(b, msg)
 		return nil
-	case <-time.After(time.Minute):
+	case <-time.After(r.timeout):
+		r.timeouts[r.rank].Add(1)
 		return fmt.Errorf("rank %d waits for rank %d", r.rank, from)
 	}
 }
@@ -360,4 +366,66 @@ func runNCCLRank(drv *cuda.Driver, m *model, id cuda.UniqueID, r meshRank, hostO
 	}
 	out, err := pr.Run(m.Inputs, m.Params)
 	return out, errors.Join(err, comm.Close(), pr.Close())
+}
+
+// dyingRank is a mesh's rank that is gone after a number of messages:
+// its sends and receives fail from then on.
+type dyingRank struct {
+	meshRank
+	left *atomic.Int32
+}
+
+func (r dyingRank) Send(to int, b []byte) error {
+	if r.left.Add(-1) < 0 {
+		return fmt.Errorf("rank %d is gone", r.rank)
+	}
+	return r.meshRank.Send(to, b)
+}
+
+func (r dyingRank) Recv(from int, b []byte) error {
+	if r.left.Add(-1) < 0 {
+		return fmt.Errorf("rank %d is gone", r.rank)
+	}
+	return r.meshRank.Recv(from, b)
+}
+
+// TestRanksStopAtFirstTimeout: rank 1 of the MLP's 4-device training
+// step goes after a few of the plan's messages; every other rank waits
+// out one timeout and stops, not one timeout a message (each a full
+// --timeout for a rank that is gone).
+func TestRanksStopAtFirstTimeout(t *testing.T) {
+	m := compile(t, examples[1])
+	for _, after := range []int32{22, 30} { // in the plan's messages (the ranks' agreement takes 20)
+		mesh := newMesh(4)
+		mesh.timeout = 300 * time.Millisecond
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for r := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var rank executor.Ranks = meshRank{mesh, r}
+				if r == 1 {
+					left := &atomic.Int32{}
+					left.Store(after)
+					rank = dyingRank{meshRank{mesh, r}, left}
+				}
+				pr, err := executor.OpenRank(m.Plan, m.Dir, cpu.Kind.Name, executor.Options{}, rank)
+				if err == nil {
+					_, err = pr.Run(m.Inputs, m.Params)
+					pr.Close()
+				}
+				errs[r] = err
+			}()
+		}
+		wg.Wait()
+		for r := range 4 {
+			if errs[r] == nil {
+				t.Errorf("rank 1 gone after %d messages: rank %d succeeded", after, r)
+			}
+			if n := mesh.timeouts[r].Load(); n > 1 {
+				t.Errorf("rank 1 gone after %d messages: rank %d waited out %d timeouts: %v", after, r, n, errs[r])
+			}
+		}
+	}
 }

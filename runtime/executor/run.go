@@ -197,6 +197,9 @@ func (pr *Program) run(l *list, t *timer) error {
 		}
 	}
 	for _, ref := range l.order {
+		if pr.msgFailed != nil {
+			break // Sync reports it
+		}
 		if err := pr.enqueue(l, ref, t); err != nil {
 			s := &l.steps[ref.Device][ref.Step]
 			return fmt.Errorf("%s: %w", s.Where(ref.Device, ref.Step), err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +44,9 @@ func (w *World) peerFailed(what string, peer int, cause error) error {
 // probe's) and says where it ends: "rank 0 waits for rank 1, which
 // stopped answering".
 func (w *World) blame(from int, answers []int32) string {
+	if answers == nil {
+		return "MPI is ending"
+	}
 	var chain []string
 	seen := map[int]bool{}
 	for r := from; ; {
@@ -69,6 +73,9 @@ func (w *World) blame(from int, answers []int32) string {
 // blameAll says which ranks hold a collective call, from a probe's
 // answers: those that stopped answering, else those that are not in it.
 func (w *World) blameAll(answers []int32) string {
+	if answers == nil {
+		return "MPI is ending"
+	}
 	if gone := silentRanks(answers); gone != "" {
 		return gone
 	}
@@ -94,13 +101,19 @@ func waitName(a int32) string {
 
 // probe pings every other rank and returns what each answered within
 // d: the rank it waits for, noRank, or silent (this rank's own entry is
-// what it waits for).
+// what it waits for); nil once MPI is ending (Close).
 func (w *World) probe(d time.Duration) []int32 {
+	if !w.finalizing.TryRLock() {
+		return nil // MPI is ending: no rank is asked
+	}
+	defer w.finalizing.RUnlock()
 	deadline := time.Now().Add(d)
 	answers := make([]int32, w.size)
+	for r := range answers {
+		answers[r] = silent
+	}
 	reqs := make([]uintptr, w.size)
 	for r := range w.size {
-		answers[r] = silent
 		if r == w.rank {
 			answers[r] = w.waitingFor.Load()
 			continue
@@ -119,38 +132,34 @@ func (w *World) probe(d time.Duration) []int32 {
 			continue
 		}
 		if done, err := w.wait(&reqs[r], deadline); !done || err != nil {
-			w.lib.cancel(&reqs[r])
-			w.lib.requestFree(&reqs[r])
+			w.abandon(reqs[r], answers) // a late answer lands in memory kept alive
 			answers[r] = silent
 		}
 	}
 	runtime.KeepAlive(answers)
-	return answers
+	return slices.Clone(answers)
 }
 
 // answerPings answers every rank's pings with the rank this one waits
 // for, until Close.
 func (w *World) answerPings() {
 	defer w.pinged.Done()
-	var in byte
 	for {
 		var req uintptr
-		if w.lib.irecv(unsafe.Pointer(&in), 1, w.lib.byteType, anySource, tagPing, w.ping, &req) != success {
+		if w.lib.irecv(unsafe.Pointer(&w.pingIn[0]), 1, w.lib.byteType, anySource, tagPing, w.ping, &req) != success {
 			return
 		}
 		from, ok := w.awaitPing(&req)
 		if !ok {
 			return
 		}
-		reply := binary.LittleEndian.AppendUint32(nil, uint32(w.waitingFor.Load()))
+		binary.LittleEndian.PutUint32(w.pongOut[:], uint32(w.waitingFor.Load()))
 		var sreq uintptr
-		if w.lib.isend(unsafe.Pointer(&reply[0]), 4, w.lib.byteType, from, tagPong, w.ping, &sreq) == success {
+		if w.lib.isend(unsafe.Pointer(&w.pongOut[0]), 4, w.lib.byteType, from, tagPong, w.ping, &sreq) == success {
 			if done, _ := w.wait(&sreq, time.Now().Add(probeFor)); !done {
-				w.lib.cancel(&sreq) // the asker gave up, or died
-				w.lib.requestFree(&sreq)
+				w.abandon(sreq, nil) // the asker gave up, or died; pongOut lives on
 			}
 		}
-		runtime.KeepAlive(reply)
 	}
 }
 
@@ -169,7 +178,7 @@ func (w *World) awaitPing(req *uintptr) (int32, bool) {
 		select {
 		case <-w.pinger:
 			w.lib.cancel(req)
-			w.lib.requestFree(req)
+			w.lib.requestFree(req) // pingIn lives on
 			return 0, false
 		case <-time.After(time.Millisecond):
 		}
@@ -178,18 +187,28 @@ func (w *World) awaitPing(req *uintptr) (int32, bool) {
 
 // ExitOnStop makes a signal to stop (the launcher's SIGTERM when another
 // rank failed, or an interrupt) end this process with status 1 after one
-// line on stderr saying which rank holds the others.
+// line on stderr: what the rank waited for and, where the chain of
+// waits from it ends in a rank that no longer answers, that rank. (The
+// other ranks are being stopped too: a chain that ends elsewhere says
+// nothing sure.)
 func (w *World) ExitOnStop(stderr io.Writer) {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
 		sig := <-stop
 		msg := fmt.Sprintf("rank %d of %d: stopped (%v)", w.rank, w.size, sig)
-		answers := w.probe(500 * time.Millisecond)
-		if peer := answers[w.rank]; peer >= 0 {
-			msg += fmt.Sprintf(" while waiting for rank %d: %s", peer, w.blame(int(peer), answers))
-		} else if gone := silentRanks(answers); gone != "" {
-			msg += ": " + gone
+		peer := w.waitingFor.Load()
+		switch answers := w.probe(300 * time.Millisecond); {
+		case peer >= 0:
+			msg += fmt.Sprintf(" while waiting for rank %d", peer)
+			if chain := w.blame(int(peer), answers); strings.Contains(chain, "stopped answering") {
+				msg += ": " + chain
+			}
+		case peer == allRanks:
+			msg += " in an all-reduce"
+			if gone := silentRanks(answers); gone != "" {
+				msg += ": " + gone
+			}
 		}
 		fmt.Fprintln(stderr, msg)
 		os.Exit(1)

@@ -32,6 +32,17 @@ type World struct {
 	// groups are the communicators of the groups of ranks that
 	// all-reduce together (Group), by their members.
 	groups map[string]uintptr
+	// abandoned are the buffers of requests given up (abandon).
+	abandoned   []any
+	abandonedMu sync.Mutex
+	// pingIn and pongOut are the buffers of answerPings' messages:
+	// MPI writes and reads them after the calls that name them return,
+	// so they live in the World, not on a goroutine's stack.
+	pingIn  [1]byte
+	pongOut [4]byte
+	// finalizing is held to read by every probe and to write by Close:
+	// MPI_Finalize must not run beside another call.
+	finalizing sync.RWMutex
 }
 
 // Launched reports whether this process was started by an MPI launcher
@@ -76,7 +87,7 @@ func Init(timeout time.Duration) (*World, error) {
 	case <-time.After(timeout):
 		// MPI_Init waits for every rank: one that never started (or
 		// stopped before) would hold this one for ever.
-		return nil, fmt.Errorf("MPI did not start in %s: a rank did not start, or the launcher's daemons cannot reach each other", timeout)
+		return nil, fmt.Errorf("rank %s: MPI did not start in %s: a rank did not start, the launcher's daemons cannot reach each other, or --timeout is shorter than MPI's start", os.Getenv("OMPI_COMM_WORLD_RANK"), timeout)
 	}
 	if provided < threadMultiple {
 		lib.finalize()
@@ -147,8 +158,7 @@ func (w *World) transfer(what string, peer int, b []byte, start func(unsafe.Poin
 			return w.peerFailed(what, peer, err)
 		}
 		if !done {
-			w.lib.cancel(&req)
-			w.lib.requestFree(&req)
+			w.abandon(req, part)
 			return w.peerFailed(what, peer, fmt.Errorf("no answer in %s", w.Timeout))
 		}
 		if len(b) == 0 {
@@ -177,10 +187,7 @@ func (w *World) wait(req *uintptr, deadline time.Time) (bool, error) {
 		if err := w.check("MPI_Test", w.lib.test(req, &flag, &st)); err != nil {
 			return false, err
 		}
-		if flag != 0 {
-			if st.err != success && st.err != 0 {
-				return false, w.check("the message", st.err)
-			}
+		if flag != 0 { // MPI_Test's own result is the request's (st.err is left unset)
 			return true, nil
 		}
 		if time.Now().After(deadline) {
@@ -197,6 +204,18 @@ func (w *World) wait(req *uintptr, deadline time.Time) (bool, error) {
 	}
 }
 
+// abandon gives up request req, whose buffer buf MPI may still read or
+// write (a message whose peer stopped answering, or matched and under
+// way): it is cancelled where MPI still can, and buf kept from the
+// garbage collector for the life of the process, never freed. Only a
+// rank that is about to fail abandons a request.
+func (w *World) abandon(req uintptr, buf any) {
+	w.lib.cancel(&req)
+	w.abandonedMu.Lock()
+	w.abandoned = append(w.abandoned, buf)
+	w.abandonedMu.Unlock()
+}
+
 // Abort ends every rank's process with code (MPI_Abort).
 func (w *World) Abort(code int) { w.lib.abort(w.lib.commWorld, int32(code)) }
 
@@ -204,6 +223,7 @@ func (w *World) Abort(code int) { w.lib.abort(w.lib.commWorld, int32(code)) }
 func (w *World) Close() error {
 	close(w.pinger)
 	w.pinged.Wait()
+	w.finalizing.Lock() // held: the process ends without MPI
 	return w.check("MPI_Finalize", w.lib.finalize())
 }
 
