@@ -23,23 +23,7 @@ func openRanks(t *testing.T, n int) ([]executor.Device, []*Comm) {
 	t.Helper()
 	devs := openFake(t, strconv.Itoa(n), n)
 	withLibrary(t, strconv.Itoa(n), "TOFUC_LIBNCCL", fakecuda.BuildNCCL, func() error { _, err := ncclLib.load(); return err })
-	id, err := NewUniqueID()
-	if err != nil {
-		t.Fatal(err)
-	}
-	comms := make([]*Comm, n)
-	onRanks(n, func(r int) (err error) {
-		comms[r], err = OpenComm(devs[r], id, r, n)
-		return err
-	}, t.Fatal)
-	t.Cleanup(func() {
-		for _, m := range comms {
-			if err := m.Close(); err != nil {
-				t.Error(err)
-			}
-		}
-	})
-	return devs, comms
+	return devs, reopen(t, devs)
 }
 
 // onRanks runs f for every rank at once, each in its goroutine, and
@@ -242,7 +226,8 @@ func TestNCCLMismatch(t *testing.T) {
 }
 
 // reopen opens a new communicator on devs, each rank from a goroutine
-// (the last one's was aborted).
+// (the first, or after the last one's was aborted), closed when the
+// test ends.
 func reopen(t *testing.T, devs []executor.Device) []*Comm {
 	t.Helper()
 	id, err := NewUniqueID()

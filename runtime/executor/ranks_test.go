@@ -279,10 +279,11 @@ func TestRanksDisagree(t *testing.T) {
 // TestRanksOnNCCL runs the MLP's 2-device training step as 2 ranks on
 // the fake driver's two GPUs, one a rank (cuda.Driver.OpenRank), their
 // messages NCCL's on the devices' streams (the fake libnccl, whose
-// ranks are threads of one process), their host messages (agreement,
-// outputs) on a mesh as MPI's, then on NCCL too: rank 0's outputs equal
-// the one-process run of the same GPU kernels under the emulator bit for
-// bit.
+// ranks are threads of one process), their all-reduces one ncclAllReduce
+// each, their host messages (agreement, outputs) on a mesh as MPI's,
+// then on NCCL too: rank 0's outputs equal the one-process run of the
+// same GPU kernels under the emulator bit for bit (the fake NCCL adds in
+// double, in rank order, as the exact mode's reduction kernel does).
 func TestRanksOnNCCL(t *testing.T) {
 	drv, err := fakeDriver()
 	if err != nil {
