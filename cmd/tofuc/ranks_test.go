@@ -23,15 +23,17 @@ import (
 	"tofuc/runtime/tensor"
 )
 
-// rankModels are plans run as ranks: the MLP's and the RNN's training
-// steps and Wide ResNet's inference on 4 devices, and the RNN's on 8,
-// whose all-reduces are of groups of 2, 4 and 8 ranks.
+// rankModels are plans run as ranks: the MLP's (exact and f32: MPI
+// sums doubles, then floats) and the RNN's training steps and Wide
+// ResNet's inference on 4 devices, and the RNN's on 8, whose
+// all-reduces are of groups of 2, 4 and 8 ranks.
 var rankModels = []struct {
 	name    string
 	devices int
 	args    []string
 }{
 	{"mlp-train", 4, []string{"../../examples/mlp.tdl", "--train", "--set", "batch=32", "--set", "hidden=32"}},
+	{"mlp-train-f32", 4, []string{"../../examples/mlp.tdl", "--train", "--precision", "f32", "--set", "batch=32", "--set", "hidden=32"}},
 	{"rnn-train", 4, []string{"../../examples/rnn.tdl", "--train", "--set", "steps=3", "--set", "hidden=16", "--set", "batch=4", "--set", "classes=4"}},
 	{"wresnet", 4, []string{"../../examples/wresnet.tdl", "--set", "depth=50", "--set", "width=1", "--set", "batch=4", "--set", "image=32", "--set", "classes=10"}},
 	{"rnn-train-8", 8, []string{"../../examples/rnn.tdl", "--train", "--set", "layers=2", "--set", "hidden=64", "--set", "steps=3", "--set", "batch=16", "--set", "classes=4"}},

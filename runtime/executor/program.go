@@ -185,6 +185,9 @@ func (pr *Program) allocate() error {
 	for _, lists := range [][][]plan.Step{p.Init, p.Steps} {
 		for d, steps := range lists {
 			for _, s := range steps {
+				if _, one := pr.collective(d, &s); one {
+					continue // one library call: no launch, nothing staged
+				}
 				if (s.Op == plan.Launch || s.Combines()) && pr.prepared(&s) {
 					pr.statusBytes[d] += plan.StatusWords * 8
 				}

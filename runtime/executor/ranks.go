@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"tofuc/lang/precision"
 	"tofuc/runtime/native"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/tensor"
@@ -488,20 +490,23 @@ type DeviceCollectives interface {
 }
 
 // collective is all-reduce step s of device d run as one collective
-// call of every rank, where the ranks' transport makes one for its
-// group (every rank), dtype and reducer: the rank's own step makes the
-// call, another device's step nothing. Every rank decides alike. The
-// sum is the library's, in its order: equal to one process's under the
-// policy for reordered sums, and the same bits on every rank.
+// call of its group's ranks, where the ranks' transport makes one for
+// the group, dtype and reducer: the rank's own step makes the call,
+// another device's step nothing. Every rank decides alike. The library
+// sums in its own order: equal to one process's under the policy for
+// reordered sums, the same bits on every member. In the exact mode an
+// f32 sum is a double one, as the reduction kernel's: host ranks widen
+// the parts, GPU ranks send messages.
 func (pr *Program) collective(d int, s *plan.Step) (op, bool) {
 	if pr.ranks == nil || s.Op != plan.AllReduce {
 		return op{}, false
 	}
 	to := pr.Plan.Buffers[s.To]
+	widen := pr.Plan.Precision == precision.Exact && to.DType == "f32"
 	part := s.Parts[slices.Index(s.Group, d)]
 	if pr.msgs != nil {
 		dc, ok := pr.msgs.(DeviceCollectives)
-		if !ok || len(s.Group) != pr.ranks.Size() || !dc.AllReduces(to.DType, s.Reducer) {
+		if !ok || widen || len(s.Group) != pr.ranks.Size() || !dc.AllReduces(to.DType, s.Reducer) {
 			return op{}, false
 		}
 		if !pr.local(d) {
@@ -510,8 +515,12 @@ func (pr *Program) collective(d int, s *plan.Step) (op, bool) {
 		count := to.Bytes / int64(elementSize(to.DType))
 		return op{stream: func() error { return dc.AllReduce(pr.addr(part), pr.addr(s.To), count, to.DType) }}, true
 	}
+	sum := to.DType
+	if widen {
+		sum = "f64"
+	}
 	hc, ok := pr.ranks.(HostCollectives)
-	if !ok || !hc.AllReduces(to.DType, s.Reducer) {
+	if !ok || !hc.AllReduces(sum, s.Reducer) {
 		return op{}, false
 	}
 	if !pr.local(d) {
@@ -527,8 +536,35 @@ func (pr *Program) collective(d int, s *plan.Step) (op, bool) {
 		if err != nil {
 			return err
 		}
-		return hc.AllReduce(s.Group, in, out, to.DType)
+		return allReduceCopies(hc, s.Group, in, out, to.DType, widen)
 	})}, true
+}
+
+// allReduceCopies all-reduces part into result through copies in Go's
+// memory, which MPI may keep writing after a rank gave up (the arena is
+// unmapped when the program closes); parts of dtype, or of f32 widened
+// to f64 and the sum rounded back.
+func allReduceCopies(hc HostCollectives, group []int, part, result []byte, dtype string, widen bool) error {
+	if !widen {
+		sum := make([]byte, len(part))
+		if err := hc.AllReduce(group, slices.Clone(part), sum, dtype); err != nil {
+			return err
+		}
+		copy(result, sum)
+		return nil
+	}
+	wide := make([]byte, 2*len(part))
+	for i := 0; i < len(part); i += 4 {
+		binary.LittleEndian.PutUint64(wide[2*i:], math.Float64bits(float64(math.Float32frombits(binary.LittleEndian.Uint32(part[i:])))))
+	}
+	sum := make([]byte, len(wide))
+	if err := hc.AllReduce(group, wide, sum, "f64"); err != nil {
+		return err
+	}
+	for i := 0; i < len(result); i += 4 {
+		binary.LittleEndian.PutUint32(result[i:], math.Float32bits(float32(math.Float64frombits(binary.LittleEndian.Uint64(sum[2*i:])))))
+	}
+	return nil
 }
 
 // message wraps a host rank's message (or collective call) so that

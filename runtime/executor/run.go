@@ -54,7 +54,15 @@ func (pr *Program) prepareRun(inputs, params map[string]*tensor.Tensor) error {
 	if err := pr.agreeOn("inputs", inputs); err != nil {
 		return err
 	}
-	if pr.bound == nil || !maps.Equal(params, pr.bound) {
+	rebind := pr.bound == nil || !maps.Equal(params, pr.bound)
+	if pr.ranks != nil {
+		// Each rank compares its own tensors: they must take the same
+		// branch, whose messages (the init steps') differ.
+		if err := agree(pr.ranks, "whether the parameters changed", fmt.Sprint(rebind)); err != nil {
+			return err
+		}
+	}
+	if rebind {
 		if err := pr.agreeOn("parameters", params); err != nil {
 			return err
 		}
@@ -116,10 +124,10 @@ func (pr *Program) write(bindings []plan.Binding, values map[string]*tensor.Tens
 func (pr *Program) read(b plan.Binding) (*tensor.Tensor, error) {
 	dt := lang.ParseDType(b.DType)
 	shape := ints(b.Shape)
-	if mem, ok := pr.wholeOnHost(b); ok {
+	gather := pr.ranks != nil && pr.ranks.Rank() != 0
+	if mem, ok := pr.wholeOnHost(b); ok && !gather { // a rank other than 0 sends even a whole output
 		return native.Decode(dt, shape, mem)
 	}
-	gather := pr.ranks != nil && pr.ranks.Rank() != 0
 	var host []byte
 	if !gather {
 		host = make([]byte, int64(tensor.NumElements(shape))*int64(dt.Size()))
@@ -195,6 +203,9 @@ func (pr *Program) run(l *list, t *timer) error {
 		if err := dev.Zero(pr.scratch[d], pr.statusBytes[d]); err != nil {
 			return fmt.Errorf("device %d: %w", d, err)
 		}
+	}
+	if pr.msgFailed != nil {
+		return fmt.Errorf("an earlier run's message failed: load the plan again (%w)", pr.msgFailed)
 	}
 	for _, ref := range l.order {
 		if pr.msgFailed != nil {

@@ -54,7 +54,8 @@ func (w *World) Group(group []int) error {
 
 // AllReduce sums part, elements of dtype, over the ranks of group (this
 // one among them; Group made it) into result, as long as part, on each
-// of them (MPI_Iallreduce, polled).
+// of them (MPI_Iallreduce, polled). part and result are Go memory,
+// which a call that times out keeps alive for MPI (abandon).
 func (w *World) AllReduce(group []int, part, result []byte, dtype string) error {
 	comm := w.data
 	if len(group) != w.size {
@@ -75,6 +76,7 @@ func (w *World) AllReduce(group []int, part, result []byte, dtype string) error 
 		var done bool
 		done, err = w.wait(&req, time.Now().Add(w.Timeout))
 		if err == nil && !done {
+			w.abandon(req, [][]byte{part, result})
 			err = fmt.Errorf("not done in %s", w.Timeout)
 		}
 	}

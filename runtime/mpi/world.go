@@ -126,20 +126,20 @@ func (w *World) Size() int { return w.size }
 
 // Send sends b to rank to; it returns once b may be reused.
 func (w *World) Send(to int, b []byte) error {
-	return w.transfer("sending to", to, b, func(p unsafe.Pointer, n int32, req *uintptr) int32 {
+	return w.transfer("sending to", to, b, false, func(p unsafe.Pointer, n int32, req *uintptr) int32 {
 		return w.lib.isend(p, n, w.lib.byteType, int32(to), tagData, w.data, req)
 	})
 }
 
 // Recv receives len(b) bytes from rank from into b.
 func (w *World) Recv(from int, b []byte) error {
-	return w.transfer("receiving from", from, b, func(p unsafe.Pointer, n int32, req *uintptr) int32 {
+	return w.transfer("receiving from", from, b, true, func(p unsafe.Pointer, n int32, req *uintptr) int32 {
 		return w.lib.irecv(p, n, w.lib.byteType, int32(from), tagData, w.data, req)
 	})
 }
 
 // transfer starts a message of b in chunks and waits for each.
-func (w *World) transfer(what string, peer int, b []byte, start func(unsafe.Pointer, int32, *uintptr) int32) error {
+func (w *World) transfer(what string, peer int, b []byte, receive bool, start func(unsafe.Pointer, int32, *uintptr) int32) error {
 	if peer < 0 || peer >= w.size || peer == w.rank {
 		return fmt.Errorf("%s rank %d, not another of the %d ranks", what, peer, w.size)
 	}
@@ -152,10 +152,13 @@ func (w *World) transfer(what string, peer int, b []byte, start func(unsafe.Poin
 		if err := w.check("MPI_Isend/Irecv", start(ptr(part), int32(len(part)), &req)); err != nil {
 			return w.peerFailed(what, peer, err)
 		}
-		done, err := w.wait(&req, deadline)
+		done, st, err := w.waitStatus(&req, deadline)
 		runtime.KeepAlive(part)
 		if err != nil {
 			return w.peerFailed(what, peer, err)
+		}
+		if done && receive && st.count != uint64(len(part)) {
+			return fmt.Errorf("%s rank %d: %d bytes, where %d were expected: the ranks' messages differ (a bug: please report it)", what, peer, st.count, len(part))
 		}
 		if !done {
 			w.abandon(req, part)
@@ -180,18 +183,25 @@ func ptr(b []byte) unsafe.Pointer {
 // never a call that blocks, so that a rank that died cannot hang this
 // one.
 func (w *World) wait(req *uintptr, deadline time.Time) (bool, error) {
+	done, _, err := w.waitStatus(req, deadline)
+	return done, err
+}
+
+// waitStatus is wait, with the status of the request completed (the
+// bytes a receive received).
+func (w *World) waitStatus(req *uintptr, deadline time.Time) (bool, status, error) {
 	pause := time.Duration(0)
 	for {
 		var flag int32
 		var st status
 		if err := w.check("MPI_Test", w.lib.test(req, &flag, &st)); err != nil {
-			return false, err
+			return false, st, err
 		}
 		if flag != 0 { // MPI_Test's own result is the request's (st.err is left unset)
-			return true, nil
+			return true, st, nil
 		}
 		if time.Now().After(deadline) {
-			return false, nil
+			return false, st, nil
 		}
 		// Spin first (a message between two steps is often on its
 		// way), then sleep up to a millisecond between polls.
