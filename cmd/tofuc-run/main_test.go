@@ -254,8 +254,10 @@ func TestRunAndBench(t *testing.T) {
 // one GPU), on the fake driver with the fake NCCL: the rank opens its
 // communicator from the id rank 0 makes, loads its device, runs, and
 // writes the simt runtime's outputs; the same with the rank started by
-// --nproc-per-node 1. (The fake NCCL's ranks are threads of one
-// process: two processes cannot meet in it.)
+// --nproc-per-node 1. Two ranks for a plan of one device are refused
+// before they start; two ranks that both fail each say why. (The fake
+// NCCL's ranks are threads of one process: two processes cannot meet
+// in it.)
 func TestOneRankOnNCCL(t *testing.T) {
 	mpitest.Path(t)
 	c := compileMLP(t)
@@ -296,18 +298,24 @@ func TestOneRankOnNCCL(t *testing.T) {
 	}
 	matchesSIMT(t, c, out)
 
-	// Two ranks of a plan of one device refuse; the first to fail is
-	// named, and the other says why it ends (it failed too, or was
-	// stopped).
+	// Two ranks for a plan of one device: refused before any starts.
 	self = exec.Command(bin, c.dir, "--in", "x="+c.input, "--params", c.params, "--out", out, "--nproc-per-node", "2")
 	self.Env = cmd.Env
-	log, err = self.CombinedOutput()
-	if err == nil || !strings.Contains(string(log), "ranks: 2, the plan's devices: 1") || !regexp.MustCompile(`(?m)^tofuc-run: rank [01]: exit status 1$`).Match(log) {
+	if log, err := self.CombinedOutput(); err == nil || !strings.Contains(string(log), "ranks: 2, the plan's devices: 1") {
 		t.Errorf("two ranks, one device: %v\n%s", err, log)
 	}
+	// Two ranks of a 2-device plan that both fail (an input missing):
+	// each says why, and the first to fail is named.
+	two := compileCase(t, modelcase.Case{File: "mlp", Devices: 2})
+	self = exec.Command(bin, two.dir, "--in", "x=/nonexistent.npy", "--params", two.params, "--out", out, "--nproc-per-node", "2")
+	self.Env = cmd.Env
+	log, err = self.CombinedOutput()
+	if err == nil || !regexp.MustCompile(`(?m)^tofuc-run: rank [01]: exit status 1$`).Match(log) {
+		t.Errorf("two failing ranks: %v\n%s", err, log)
+	}
 	for r := range 2 {
-		if !regexp.MustCompile(fmt.Sprintf(`(?m)^(tofuc-run: )?rank %d of 2: `, r)).Match(log) {
-			t.Errorf("rank %d said nothing:\n%s", r, log)
+		if !regexp.MustCompile(fmt.Sprintf(`(?m)^tofuc-run: rank %d of 2: .*nonexistent`, r)).Match(log) {
+			t.Errorf("rank %d did not say why:\n%s", r, log)
 		}
 	}
 }

@@ -173,15 +173,13 @@ func loadOnNCCL(l launch, p *plan.Plan, devs []executor.Device, f flags) (*execu
 	if err != nil {
 		return nil, nil, errors.Join(err, dev.Close())
 	}
-	comm, err := cuda.OpenComm(dev, id, l.rank, l.size)
+	comm, err := cuda.OpenCommWithin(dev, id, l.rank, l.size, f.timeout)
 	if err != nil {
 		return nil, nil, errors.Join(err, dev.Close())
 	}
 	prog, err := executor.LoadRank(p, devs, l.control(comm), comm.Messages(f.timeout))
 	if err != nil {
-		// LoadRank closed the device, and with it the communicator's
-		// context: the process ends, and its launcher the other ranks.
-		return nil, nil, err
+		return nil, nil, errors.Join(err, comm.Abort()) // the communicator holds its context
 	}
 	return prog, comm, nil
 }

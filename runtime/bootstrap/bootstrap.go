@@ -1,8 +1,9 @@
 // Package bootstrap gives ranks started without MPI the few bytes they
 // need before they can talk to each other (NCCL's unique id): rank 0
-// serves them over TCP at the address torchrun's environment names
-// (MASTER_ADDR, MASTER_PORT), and every other rank fetches them there.
-// Nothing else goes through it: the ranks' messages are NCCL's.
+// serves them over TCP on MASTER_ADDR, at the port after MASTER_PORT
+// (torchrun's store has MASTER_PORT) or at TOFUC_BOOTSTRAP_PORT, and
+// every other rank fetches them there. Nothing else goes through it:
+// the ranks' messages are NCCL's.
 package bootstrap
 
 import (
@@ -24,8 +25,9 @@ type Env struct {
 	Addr string
 }
 
-// FromEnv reads RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT; ok is
-// false when RANK and WORLD_SIZE are not set (not started as a rank).
+// FromEnv reads RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (or
+// TOFUC_BOOTSTRAP_PORT); ok is false when RANK and WORLD_SIZE are not
+// set (not started as a rank).
 // A rank's GPU is its rank modulo the GPUs (cuda.Driver.OpenRank), which
 // is LOCAL_RANK where every machine runs as many ranks as it has GPUs.
 func FromEnv() (env Env, ok bool, err error) {
@@ -42,12 +44,35 @@ func FromEnv() (env Env, ok bool, err error) {
 	if env.Rank >= env.Size {
 		return Env{}, true, fmt.Errorf("$RANK %d of $WORLD_SIZE %d", env.Rank, env.Size)
 	}
-	host, port := os.Getenv("MASTER_ADDR"), os.Getenv("MASTER_PORT")
-	if n, err := strconv.Atoi(port); env.Size > 1 && (host == "" || err != nil || n < 1 || n > 65535) {
-		return Env{}, true, fmt.Errorf("$MASTER_ADDR %q and $MASTER_PORT %q must name rank 0's host and a free port on it, 1 to 65535", host, port)
+	if env.Size == 1 {
+		return env, true, nil
 	}
-	env.Addr = net.JoinHostPort(host, port)
+	host := os.Getenv("MASTER_ADDR")
+	port, err := bootstrapPort()
+	if host == "" || err != nil {
+		return Env{}, true, fmt.Errorf("$MASTER_ADDR %q must name rank 0's host, and $MASTER_PORT or $TOFUC_BOOTSTRAP_PORT a port on it: %v", host, err)
+	}
+	env.Addr = net.JoinHostPort(host, strconv.Itoa(port))
 	return env, true, nil
+}
+
+// bootstrapPort is the port rank 0 serves on: $TOFUC_BOOTSTRAP_PORT, else
+// the one after $MASTER_PORT (torchrun's own store listens on
+// MASTER_PORT itself, in rank 0's agent).
+func bootstrapPort() (int, error) {
+	if p := os.Getenv("TOFUC_BOOTSTRAP_PORT"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return 0, fmt.Errorf("$TOFUC_BOOTSTRAP_PORT %q is not a port, 1 to 65535", p)
+		}
+		return n, nil
+	}
+	p := os.Getenv("MASTER_PORT")
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 1 || n > 65534 {
+		return 0, fmt.Errorf("$MASTER_PORT %q is not a port, 1 to 65534 (tofuc's rank 0 serves on the next)", p)
+	}
+	return n + 1, nil
 }
 
 // magic begins every exchange, so that a rank of another job (or
@@ -83,7 +108,7 @@ func serve(env Env, value []byte, deadline time.Time) error {
 	}
 	ln, err := net.Listen("tcp", ":"+port)
 	if err != nil {
-		return fmt.Errorf("rank 0 cannot listen on port %s ($MASTER_PORT): %w", port, err)
+		return fmt.Errorf("rank 0 cannot listen on port %s (the port after $MASTER_PORT, or $TOFUC_BOOTSTRAP_PORT): %w", port, err)
 	}
 	defer ln.Close()
 	ln.(*net.TCPListener).SetDeadline(deadline)
@@ -162,7 +187,7 @@ func fetch(env Env, deadline time.Time) ([]byte, error) {
 			return fetchFrom(conn, env.Rank, deadline)
 		}
 		if time.Now().Add(pause).After(deadline) {
-			return nil, fmt.Errorf("rank 0 does not answer on %s ($MASTER_ADDR:$MASTER_PORT): %w", env.Addr, err)
+			return nil, fmt.Errorf("rank 0 does not answer on %s ($MASTER_ADDR, the port after $MASTER_PORT or $TOFUC_BOOTSTRAP_PORT): %w", env.Addr, err)
 		}
 		time.Sleep(pause) // rank 0 may not listen yet
 	}

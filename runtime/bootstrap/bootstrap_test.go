@@ -62,7 +62,8 @@ func TestShareMissingRank(t *testing.T) {
 	}
 }
 
-// TestFromEnv reads torchrun's variables and refuses bad ones.
+// TestFromEnv reads torchrun's variables and refuses bad ones; rank 0
+// serves on the port after MASTER_PORT, which torchrun's store holds.
 func TestFromEnv(t *testing.T) {
 	for _, c := range []struct {
 		rank, size, addr, port string
@@ -73,20 +74,22 @@ func TestFromEnv(t *testing.T) {
 		{"1", "4", "10.0.0.1", "29500", true, ""},
 		{"4", "4", "h", "1", true, "$RANK 4 of $WORLD_SIZE 4"},
 		{"x", "4", "h", "1", true, `$RANK is "x"`},
-		{"1", "4", "", "", true, "$MASTER_ADDR \"\" and $MASTER_PORT \"\""},
-		{"1", "4", "h", "0", true, "1 to 65535"},
+		{"1", "4", "", "", true, `$MASTER_ADDR "" must name`},
+		{"1", "4", "h", "0", true, "1 to 65534"},
+		{"1", "4", "h", "65535", true, "1 to 65534"},
 	} {
 		t.Setenv("RANK", c.rank)
 		t.Setenv("WORLD_SIZE", c.size)
 		t.Setenv("MASTER_ADDR", c.addr)
 		t.Setenv("MASTER_PORT", c.port)
+		t.Setenv("TOFUC_BOOTSTRAP_PORT", "")
 		env, ok, err := FromEnv()
 		switch {
 		case ok != c.ok:
 			t.Errorf("%+v: ok %v", c, ok)
 		case c.want == "" && err != nil, c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%+v: %v, want %q", c, err, c.want)
-		case c.want == "" && ok && (env.Rank != 1 || env.Size != 4 || env.Addr != "10.0.0.1:29500"):
+		case c.want == "" && ok && (env.Rank != 1 || env.Size != 4 || env.Addr != "10.0.0.1:29501"):
 			t.Errorf("%+v: %+v", c, env)
 		}
 	}

@@ -16,9 +16,10 @@ import (
 // StartLocal runs n copies of this program with args as ranks 0 to n-1
 // on this machine, in torchrun's environment (rank 0 serving on a free
 // loopback port), their output passed through. When one fails, the
-// others still running after a moment (grace) are stopped (SIGTERM)
-// rather than left waiting for it. It returns the first failure, naming
-// its rank.
+// others still running after a moment (grace) are stopped (SIGTERM),
+// and killed a moment later, rather than left waiting for it; so are
+// they when this process is told to stop, or killed. It returns the
+// first failure, naming its rank.
 func StartLocal(n int, args []string, stdout, stderr io.Writer) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -33,10 +34,12 @@ func StartLocal(n int, args []string, stdout, stderr io.Writer) error {
 	for r := range n {
 		cmd := exec.Command(self, args...)
 		cmd.Env = append(os.Environ(), "RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n),
-			"LOCAL_RANK="+strconv.Itoa(r), "LOCAL_WORLD_SIZE="+strconv.Itoa(n), "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+port)
+			"LOCAL_RANK="+strconv.Itoa(r), "LOCAL_WORLD_SIZE="+strconv.Itoa(n), "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+port, "TOFUC_BOOTSTRAP_PORT="+port)
 		cmd.Stdout, cmd.Stderr = out, errOut
+		// A launcher killed outright takes its ranks with it.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 		if err := cmd.Start(); err != nil {
-			stop(cmds)
+			stop(cmds, syscall.SIGTERM)
 			return fmt.Errorf("starting rank %d: %w", r, err)
 		}
 		cmds[r] = cmd
@@ -64,6 +67,7 @@ func wait(cmds []*exec.Cmd) error {
 	defer signal.Stop(signals)
 	var first error
 	var stopping <-chan time.Time
+	stopped := 0
 	for left := len(cmds); left > 0; {
 		select {
 		case e := <-exits:
@@ -73,22 +77,31 @@ func wait(cmds []*exec.Cmd) error {
 				stopping = time.After(grace)
 			}
 		case <-stopping:
-			stop(cmds)
+			stop(cmds, syscall.SIGTERM)
+			stopping = time.After(grace)
+			stopped++
+			if stopped > 1 { // stopped, or stuck in a driver call: no more waiting
+				stop(cmds, syscall.SIGCONT)
+				stop(cmds, syscall.SIGKILL)
+			}
 		case sig := <-signals: // passed on: no rank outlives its launcher
 			if first == nil {
 				first = fmt.Errorf("stopped (%v): the ranks were stopped", sig)
 			}
-			stop(cmds)
+			stop(cmds, syscall.SIGTERM)
+			if stopping == nil {
+				stopping = time.After(grace)
+			}
 		}
 	}
 	return first
 }
 
-// stop sends every started rank SIGTERM (one that has ended ignores it).
-func stop(cmds []*exec.Cmd) {
+// stop sends every started rank sig (one that has ended ignores it).
+func stop(cmds []*exec.Cmd, sig syscall.Signal) {
 	for _, cmd := range cmds {
 		if cmd != nil && cmd.Process != nil {
-			cmd.Process.Signal(syscall.SIGTERM) // an error: it has ended
+			cmd.Process.Signal(sig) // an error: it has ended
 		}
 	}
 }

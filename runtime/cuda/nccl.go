@@ -158,7 +158,38 @@ func OpenComm(dev executor.Device, id UniqueID, rank, size int) (*Comm, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.where(), err)
 	}
+	v.c.users++ // the communicator's context outlives a device closed first
 	return m, nil
+}
+
+// OpenCommWithin is OpenComm bounded by timeout: ncclCommInitRank waits
+// for every rank, and one that never comes would hold this one for
+// ever. The call left behind on timeout keeps waiting: the process is
+// meant to end.
+func OpenCommWithin(dev executor.Device, id UniqueID, rank, size int, timeout time.Duration) (*Comm, error) {
+	type opened struct {
+		m   *Comm
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		m, err := OpenComm(dev, id, rank, size)
+		done <- opened{m, err}
+	}()
+	select {
+	case o := <-done:
+		return o.m, o.err
+	case <-time.After(timeout):
+		return nil, fmt.Errorf("rank %d of %d: NCCL's communicator not made in %s: a rank did not come (stopped, failed, or unreachable)", rank, size, timeout)
+	}
+}
+
+// release gives up the communicator's hold on its context.
+func (m *Comm) release() error {
+	if m.v.c.users--; m.v.c.users == 0 {
+		return m.v.c.release()
+	}
+	return nil
 }
 
 // where names the rank in errors.
@@ -300,7 +331,8 @@ func (m *Comm) Abort() error {
 	}
 	c := m.comm
 	m.comm = 0
-	return m.v.c.do(func() error { return ncclError(m.api, "ncclCommAbort", m.api.commAbort(c)) })
+	err := m.v.c.do(func() error { return ncclError(m.api, "ncclCommAbort", m.api.commAbort(c)) })
+	return errors.Join(err, m.release())
 }
 
 // Close destroys the communicator (ncclCommDestroy), once its
@@ -320,7 +352,7 @@ func (m *Comm) Close() error {
 		return fmt.Errorf("%s: %w (Wait for the operations in flight, or Abort)", m.where(), err)
 	}
 	m.comm = 0
-	return nil
+	return m.release()
 }
 
 // Messages is the communicator as a rank's device messages

@@ -40,7 +40,7 @@ func (w *World) Group(group []int) error {
 			return fmt.Errorf("the group of ranks %v: %w", group, err)
 		}
 	case <-time.After(w.Timeout):
-		return fmt.Errorf("the group of ranks %v: MPI_Comm_split not done in %s: %s", group, w.Timeout, silentRanks(w.probe(probeFor)))
+		return fmt.Errorf("the group of ranks %v: MPI_Comm_split not done in %s: %s", group, w.Timeout, w.blameAll(w.probe(probeFor)))
 	}
 	if comm != 0 && color == 0 {
 		w.lib.commSetErrh(comm, w.lib.errorsReturn)

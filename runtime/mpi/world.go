@@ -1,6 +1,7 @@
 package mpi
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"runtime"
@@ -87,7 +88,7 @@ func Init(timeout time.Duration) (*World, error) {
 	case <-time.After(timeout):
 		// MPI_Init waits for every rank: one that never started (or
 		// stopped before) would hold this one for ever.
-		return nil, fmt.Errorf("rank %s: MPI did not start in %s: a rank did not start, the launcher's daemons cannot reach each other, or --timeout is shorter than MPI's start", os.Getenv("OMPI_COMM_WORLD_RANK"), timeout)
+		return nil, fmt.Errorf("rank %s: MPI did not start in %s: a rank did not start, the launcher's daemons cannot reach each other, or --timeout is shorter than MPI's start", cmp.Or(os.Getenv("OMPI_COMM_WORLD_RANK"), os.Getenv("PMIX_RANK"), "?"), timeout)
 	}
 	if provided < threadMultiple {
 		lib.finalize()
@@ -229,12 +230,20 @@ func (w *World) abandon(req uintptr, buf any) {
 // Abort ends every rank's process with code (MPI_Abort).
 func (w *World) Abort(code int) { w.lib.abort(w.lib.commWorld, int32(code)) }
 
-// Close ends MPI in this process; every rank calls it.
+// Close ends MPI in this process; every rank calls it. MPI_Finalize
+// waits for every rank: bounded by the timeout, as every wait.
 func (w *World) Close() error {
 	close(w.pinger)
 	w.pinged.Wait()
 	w.finalizing.Lock() // held: the process ends without MPI
-	return w.check("MPI_Finalize", w.lib.finalize())
+	done := make(chan int32, 1)
+	go func() { done <- w.lib.finalize() }()
+	select {
+	case code := <-done:
+		return w.check("MPI_Finalize", code)
+	case <-time.After(w.Timeout):
+		return fmt.Errorf("MPI_Finalize not done in %s: a rank did not end (stopped, or hangs)", w.Timeout)
+	}
 }
 
 // check turns an MPI error code into an error naming the call.
