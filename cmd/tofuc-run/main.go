@@ -92,7 +92,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if f.ranks > 0 {
-		if err := executor.CheckRanksIn(fs.Arg(0), f.ranks); err != nil {
+		err := dynamic.RefuseRanks(fs.Arg(0))
+		if err == nil {
+			err = executor.CheckRanksIn(fs.Arg(0), f.ranks)
+		}
+		if err != nil {
 			fmt.Fprintf(stderr, "tofuc-run: %v\n", err)
 			return exitUser
 		}

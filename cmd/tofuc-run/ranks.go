@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 
 	"tofuc/runtime/bootstrap"
 	"tofuc/runtime/cuda"
@@ -17,12 +19,12 @@ import (
 
 // openRankDevices opens a rank's logical device on its GPU; tests
 // replace it.
-var openRankDevices = func(p *plan.Plan, dir string, rank int) ([]executor.Device, error) {
+var openRankDevices = func(p *plan.Plan, dir string, rank, local int) ([]executor.Device, error) {
 	d, err := cuda.Load()
 	if err != nil {
 		return nil, err
 	}
-	return d.OpenRank(p, dir, rank)
+	return d.OpenRank(p, dir, rank, local)
 }
 
 // launch is how a rank was started: its place among the ranks, how rank
@@ -30,6 +32,8 @@ var openRankDevices = func(p *plan.Plan, dir string, rank int) ([]executor.Devic
 // (agreement, outputs).
 type launch struct {
 	rank, size int
+	// local is the rank among those of its machine: its GPU.
+	local int
 	// by names the launcher, for the rank's first line.
 	by      string
 	shareID func(id cuda.UniqueID) (cuda.UniqueID, error)
@@ -47,7 +51,7 @@ func runRankOnMPI(dir string, f flags, stdout, stderr io.Writer) int {
 		return exitUser
 	}
 	world.ExitOnStop(stderr)
-	l := launch{rank: world.Rank(), size: world.Size(), by: world.Version,
+	l := launch{rank: world.Rank(), size: world.Size(), local: localRank("OMPI_COMM_WORLD_LOCAL_RANK", world.Rank()), by: world.Version,
 		shareID: func(id cuda.UniqueID) (cuda.UniqueID, error) { return shareOverMPI(world, id) },
 		control: func(*cuda.Comm) executor.Ranks { return world },
 	}
@@ -65,7 +69,7 @@ func runRankOnMPI(dir string, f flags, stdout, stderr io.Writer) int {
 // over TCP, and the host messages go over NCCL.
 func runRankOnEnv(env bootstrap.Env, dir string, f flags, stdout, stderr io.Writer) int {
 	bootstrap.ExitOnStop(env, stderr)
-	l := launch{rank: env.Rank, size: env.Size, by: "torchrun's environment",
+	l := launch{rank: env.Rank, size: env.Size, local: localRank("LOCAL_RANK", env.Rank), by: "torchrun's environment",
 		shareID: func(id cuda.UniqueID) (cuda.UniqueID, error) {
 			b, err := bootstrap.Share(env, id[:], f.timeout)
 			if err == nil && len(b) != len(id) {
@@ -77,6 +81,15 @@ func runRankOnEnv(env bootstrap.Env, dir string, f flags, stdout, stderr io.Writ
 		control: func(comm *cuda.Comm) executor.Ranks { return comm.Ranks(f.timeout) },
 	}
 	return rankStatus(l, runAsRank(l, dir, f, stdout, stderr), stderr)
+}
+
+// localRank is the launcher's variable env, a rank's place among the
+// ranks of its machine, else rank.
+func localRank(env string, rank int) int {
+	if n, err := strconv.Atoi(os.Getenv(env)); err == nil && n >= 0 {
+		return n
+	}
+	return rank
 }
 
 // rankStatus prints a rank's error, naming the rank, and gives its exit
@@ -109,8 +122,8 @@ func runAsRank(l launch, dir string, f flags, stdout, stderr io.Writer) error {
 	if f.bench {
 		return errors.New("--bench times a plan in one process: run it without a launcher")
 	}
-	if dynamic.Is(dir) {
-		return fmt.Errorf("%s was compiled with --dynamic, whose plans do not run as ranks yet", dir)
+	if err := dynamic.RefuseRanks(dir); err != nil {
+		return err
 	}
 	specs, err := planio.Specs(f.ins)
 	if err != nil {
@@ -131,7 +144,7 @@ func runAsRank(l launch, dir string, f flags, stdout, stderr io.Writer) error {
 		if inputs, err = planio.Inputs(p, specs, nil); err != nil {
 			return err
 		}
-		devs, err = openRankDevices(p, dir, l.rank)
+		devs, err = openRankDevices(p, dir, l.rank, l.local)
 		return err
 	})
 	if err != nil {

@@ -136,15 +136,10 @@ func loadPlan(dir, paramsPath, prefix string, open func(*plan.Plan) (*executor.P
 // startableRanks refuses to start n ranks for the plan in dir unless
 // they can run it.
 func startableRanks(dir string, n int) error {
-	if dynamic.Is(dir) {
-		return errDynamicRanks(dir)
+	if err := dynamic.RefuseRanks(dir); err != nil {
+		return err
 	}
 	return executor.CheckRanksIn(dir, n)
-}
-
-// errDynamicRanks refuses to run the dynamic plan in dir as ranks.
-func errDynamicRanks(dir string) error {
-	return fmt.Errorf("%s was compiled with --dynamic, whose plans do not run as ranks yet", dir)
 }
 
 // runRank runs the plan as one rank of the processes an MPI launcher
@@ -172,8 +167,8 @@ func runRank(dir string, f runFlags, specs map[string]string, stdout, stderr io.
 
 // runAsRank is runPlan as rank world.Rank().
 func runAsRank(world *mpi.World, dir string, f runFlags, specs map[string]string, stdout, stderr io.Writer) error {
-	if dynamic.Is(dir) {
-		return errDynamicRanks(dir)
+	if err := dynamic.RefuseRanks(dir); err != nil {
+		return err
 	}
 	if f.batch != 0 {
 		return errBatch(dir)

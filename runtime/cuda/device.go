@@ -57,21 +57,23 @@ func (c *context) do(f func() error) error {
 // devices on different GPUs copy between them directly where the GPUs
 // allow peer access.
 func (d *Driver) Open(p *plan.Plan, dir string) ([]executor.Device, error) {
-	return d.open(p, dir, -1)
+	return d.open(p, dir, -1, 0)
 }
 
-// OpenRank opens logical device rank of plan p alone, on GPU rank mod
-// the number of GPUs, for the process that runs it as a rank
+// OpenRank opens logical device rank of plan p alone, on GPU gpu mod
+// the number of GPUs (a machine's ranks take its GPUs in turn: gpu is
+// the rank's local rank), for the process that runs it as a rank
 // (executor.LoadRank): the other devices' entries are nil.
-func (d *Driver) OpenRank(p *plan.Plan, dir string, rank int) ([]executor.Device, error) {
-	if rank < 0 || rank >= p.Devices {
-		return nil, fmt.Errorf("rank %d of a plan of %d devices", rank, p.Devices)
+func (d *Driver) OpenRank(p *plan.Plan, dir string, rank, gpu int) ([]executor.Device, error) {
+	if rank < 0 || rank >= p.Devices || gpu < 0 {
+		return nil, fmt.Errorf("rank %d of a plan of %d devices, on GPU %d", rank, p.Devices, gpu)
 	}
-	return d.open(p, dir, rank)
+	return d.open(p, dir, rank, gpu)
 }
 
-// open opens every logical device of p, or only device only (>= 0).
-func (d *Driver) open(p *plan.Plan, dir string, only int) ([]executor.Device, error) {
+// open opens every logical device of p, or only device only (>= 0) on
+// GPU gpu mod the GPUs.
+func (d *Driver) open(p *plan.Plan, dir string, only, gpu int) ([]executor.Device, error) {
 	gpus, err := d.GPUs()
 	if err != nil {
 		return nil, err
@@ -84,6 +86,10 @@ func (d *Driver) open(p *plan.Plan, dir string, only int) ([]executor.Device, er
 		return nil, err
 	}
 	contexts := make([]*context, min(len(gpus), p.Devices))
+	if only >= 0 { // one context, on the rank's GPU
+		contexts = make([]*context, 1)
+		gpus = gpus[gpu%len(gpus):]
+	}
 	devs := make([]executor.Device, p.Devices)
 	fail := func(err error) ([]executor.Device, error) {
 		for _, v := range devs {
@@ -97,9 +103,6 @@ func (d *Driver) open(p *plan.Plan, dir string, only int) ([]executor.Device, er
 		return nil, err
 	}
 	for i := range contexts {
-		if only >= 0 && i != only%len(contexts) {
-			continue
-		}
 		if contexts[i], err = d.newContext(gpus[i], p, ptx); err != nil {
 			return fail(err)
 		}
@@ -113,7 +116,7 @@ func (d *Driver) open(p *plan.Plan, dir string, only int) ([]executor.Device, er
 		if only >= 0 && i != only {
 			continue
 		}
-		v := &device{c: contexts[i%len(contexts)], id: i}
+		v := &device{c: contexts[i%len(contexts)], id: i} // a rank's one context: i mod 1
 		err := v.c.do(func() error {
 			return d.check("cuStreamCreate", d.cuStreamCreate(&v.stream, streamNonBlocking))
 		})

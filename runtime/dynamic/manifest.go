@@ -64,6 +64,15 @@ func Is(dir string) bool {
 	return err == nil
 }
 
+// RefuseRanks refuses to run the plan in dir as ranks when it is a
+// dynamic one (nil otherwise): its sizes' plans do not run as ranks yet.
+func RefuseRanks(dir string) error {
+	if Is(dir) {
+		return fmt.Errorf("%s was compiled with --dynamic, whose plans do not run as ranks yet", dir)
+	}
+	return nil
+}
+
 // Read reads and checks the manifest of the dynamic plan in dir.
 func Read(dir string) (*Manifest, error) {
 	path := filepath.Join(dir, ManifestFile)

@@ -52,7 +52,7 @@ func (pr *Program) chooseVariants() {
 	can := func(backend string) bool {
 		for i, d := range pr.devs {
 			if !pr.local(i) {
-				continue // the rank's own choice (the ranks agree on it: Program.Agreement)
+				continue // the rank's own choice (the ranks agree on it when the plan loads)
 			}
 			if err := runsLibrary(d, backend); err != nil {
 				if !errors.Is(err, ErrOtherDevice) {

@@ -363,7 +363,7 @@ func (c countedSums) AllReduce(part, result executor.Ptr, count int64, dtype str
 // ranks' host messages go through the mesh (as MPI's would), or through
 // NCCL (ranks started without MPI).
 func runNCCLRank(drv *cuda.Driver, m *model, id cuda.UniqueID, r meshRank, hostOnNCCL bool, calls *atomic.Int32) (map[string]*tensor.Tensor, error) {
-	devs, err := drv.OpenRank(m.Plan, m.Dir, r.rank)
+	devs, err := drv.OpenRank(m.Plan, m.Dir, r.rank, r.rank)
 	if err != nil {
 		return nil, err
 	}
