@@ -22,3 +22,22 @@ func TestBlame(t *testing.T) {
 		}
 	}
 }
+
+// TestBlameAll names who holds a collective call: the ranks that no
+// longer answer, else those not in it.
+func TestBlameAll(t *testing.T) {
+	w := &World{rank: 0, size: 4}
+	for _, c := range []struct {
+		answers []int32
+		want    string
+	}{
+		{[]int32{allRanks, silent, allRanks, silent}, "ranks 1, 3 stopped answering"},
+		{[]int32{allRanks, allRanks, noRank, 1}, "rank 2 waits for no rank, rank 3 waits for rank 1"},
+		{[]int32{allRanks, allRanks, allRanks, allRanks}, "every rank waits in it (one slower than the timeout?)"},
+		{nil, "MPI is ending"},
+	} {
+		if got := w.blameAll(c.answers); got != c.want {
+			t.Errorf("answers %v: %q, want %q", c.answers, got, c.want)
+		}
+	}
+}
