@@ -338,9 +338,16 @@ func (v *device) Upload(dst executor.Ptr, src []byte, r executor.Rows) error {
 		return err
 	}
 	d := v.c.drv
-	return v.hostTransfer(r, src, dst, true, func(so, do int64) error {
+	err := v.hostTransfer(r, src, dst, true, func(so, do int64) error {
 		return d.check("cuMemcpyHtoD", d.cuMemcpyHtoD(uint64(dst)+uint64(do), &src[so], uint64(r.Width)))
 	})
+	if err != nil {
+		return err
+	}
+	// From pageable memory, cuMemcpyHtoD may return before its DMA ends:
+	// the work after it, on the device's non-blocking stream, would not
+	// wait for the legacy stream's copy.
+	return v.c.do(func() error { return d.check("cuStreamSynchronize", d.cuStreamSynchronize(0)) })
 }
 
 func (v *device) Download(dst []byte, src executor.Ptr, r executor.Rows) error {

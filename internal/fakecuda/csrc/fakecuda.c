@@ -354,7 +354,16 @@ static CUresult drain(struct stream *s) {
 	if (drained != OK) return drained; \
 } while (0)
 CUresult cuStreamDestroy_v2(struct stream *s) { NEED_STREAM(s); free(s); return OK; }
-CUresult cuStreamSynchronize(struct stream *s) { NEED_STREAM(s); return OK; }
+/* NULL is the context's legacy default stream, where the synchronous
+   copies run (done at once here). */
+CUresult cuStreamSynchronize(struct stream *s) {
+	if (s == NULL) {
+		NEED_CONTEXT();
+		return OK;
+	}
+	NEED_STREAM(s);
+	return OK;
+}
 CUresult cuStreamQuery(struct stream *s) {
 	NEED_CONTEXT();
 	if (s == NULL || s->ctx != current)
