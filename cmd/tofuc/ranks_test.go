@@ -150,7 +150,7 @@ func TestRanksRefuseOtherPlans(t *testing.T) {
 func TestRankStops(t *testing.T) {
 	mpitest.Path(t)
 	bin := buildTofuc(t)
-	dir := compileDevices(t, 4, rankModels[2].args...)
+	dir := compileDevices(t, 4, rankModels[0].args...)
 	for _, kill := range []bool{false, true} {
 		t.Run(map[bool]string{false: "hangs", true: "killed"}[kill], func(t *testing.T) {
 			outDir := filepath.Join(t.TempDir(), "out")

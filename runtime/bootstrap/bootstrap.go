@@ -48,9 +48,12 @@ func FromEnv() (env Env, ok bool, err error) {
 		return env, true, nil
 	}
 	host := os.Getenv("MASTER_ADDR")
+	if host == "" {
+		return Env{}, true, errors.New(`$MASTER_ADDR "" must name rank 0's host`)
+	}
 	port, err := bootstrapPort()
-	if host == "" || err != nil {
-		return Env{}, true, fmt.Errorf("$MASTER_ADDR %q must name rank 0's host, and $MASTER_PORT or $TOFUC_BOOTSTRAP_PORT a port on it: %v", host, err)
+	if err != nil {
+		return Env{}, true, err
 	}
 	env.Addr = net.JoinHostPort(host, strconv.Itoa(port))
 	return env, true, nil
@@ -153,7 +156,7 @@ func serve(env Env, value []byte, deadline time.Time) error {
 			}
 		case err := <-accepted:
 			if stray != nil {
-				err = fmt.Errorf("%w; a connection was refused: %v", err, stray)
+				err = fmt.Errorf("%w; a connection was refused: %w", err, stray)
 			}
 			return fmt.Errorf("rank 0 served %d of the %d other ranks on %s: %w (a rank did not start?)", len(served), env.Size-1, env.Addr, err)
 		}

@@ -237,6 +237,9 @@ func TestRanksMatchOneProcess(t *testing.T) {
 				name   string
 				strict bool
 			}{{cpu.Kind.Name, false}, {simt.Kind.Name, true}} {
+				if c.File == "wresnet" && kind.strict {
+					continue // its emulated kernels take most of the package's time, and show nothing the MLP's and RNN's do not
+				}
 				want, err := hostRun(t, m, kind.name, m.Params)
 				if err != nil {
 					t.Fatal(err)

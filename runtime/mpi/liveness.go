@@ -198,17 +198,21 @@ func (w *World) ExitOnStop(stderr io.Writer) {
 		sig := <-stop
 		msg := fmt.Sprintf("rank %d of %d: stopped (%v)", w.rank, w.size, sig)
 		peer := w.waitingFor.Load()
-		switch answers := w.probe(300 * time.Millisecond); {
+		answers := w.probe(500 * time.Millisecond)
+		switch {
 		case peer >= 0:
 			msg += fmt.Sprintf(" while waiting for rank %d", peer)
-			if chain := w.blame(int(peer), answers); strings.Contains(chain, "stopped answering") {
-				msg += ": " + chain
-			}
 		case peer == allRanks:
 			msg += " in an all-reduce"
-			if gone := silentRanks(answers); gone != "" {
-				msg += ": " + gone
-			}
+		}
+		chain := ""
+		if peer >= 0 {
+			chain = w.blame(int(peer), answers)
+		}
+		if strings.Contains(chain, "stopped answering") {
+			msg += ": " + chain
+		} else if gone := silentRanks(answers); gone != "" {
+			msg += ": " + gone
 		}
 		fmt.Fprintln(stderr, msg)
 		os.Exit(1)
