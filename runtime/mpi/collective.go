@@ -76,7 +76,7 @@ func (w *World) AllReduce(group []int, part, result []byte, dtype string) error 
 		var done bool
 		done, err = w.wait(&req, time.Now().Add(w.Timeout))
 		if err == nil && !done {
-			w.abandon(req, [][]byte{part, result})
+			w.abandon(req, [][]byte{part, result}, false)
 			err = fmt.Errorf("not done in %s", w.Timeout)
 		}
 	}

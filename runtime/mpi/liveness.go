@@ -132,7 +132,7 @@ func (w *World) probe(d time.Duration) []int32 {
 			continue
 		}
 		if done, err := w.wait(&reqs[r], deadline); !done || err != nil {
-			w.abandon(reqs[r], answers) // a late answer lands in memory kept alive
+			w.abandon(reqs[r], answers, true) // a late answer lands in memory kept alive
 			answers[r] = silent
 		}
 	}
@@ -157,7 +157,7 @@ func (w *World) answerPings() {
 		var sreq uintptr
 		if w.lib.isend(unsafe.Pointer(&w.pongOut[0]), 4, w.lib.byteType, from, tagPong, w.ping, &sreq) == success {
 			if done, _ := w.wait(&sreq, time.Now().Add(probeFor)); !done {
-				w.abandon(sreq, nil) // the asker gave up, or died; pongOut lives on
+				w.abandon(sreq, nil, true) // the asker gave up, or died; pongOut lives on
 			}
 		}
 	}

@@ -110,6 +110,8 @@ func Init(timeout time.Duration) (*World, error) {
 	// ending the process: this package names the rank.
 	lib.commSetErrh(w.data, lib.errorsReturn)
 	lib.commSetErrh(w.ping, lib.errorsReturn)
+	lib.commSetErrh(lib.commWorld, lib.errorsReturn) // where errors of no communicator go
+
 	w.rank, w.size = int(rank), int(size)
 	w.waitingFor.Store(noRank)
 	w.Version = w.libraryVersion()
@@ -162,7 +164,7 @@ func (w *World) transfer(what string, peer int, b []byte, receive bool, start fu
 			return fmt.Errorf("%s rank %d: %d bytes, where %d were expected: the ranks' messages differ (a bug: please report it)", what, peer, st.count, len(part))
 		}
 		if !done {
-			w.abandon(req, part)
+			w.abandon(req, part, true)
 			return w.peerFailed(what, peer, fmt.Errorf("no answer in %s", w.Timeout))
 		}
 		if len(b) == 0 {
@@ -217,11 +219,14 @@ func (w *World) waitStatus(req *uintptr, deadline time.Time) (bool, status, erro
 
 // abandon gives up request req, whose buffer buf MPI may still read or
 // write (a message whose peer stopped answering, or matched and under
-// way): it is cancelled where MPI still can, and buf kept from the
-// garbage collector for the life of the process, never freed. Only a
-// rank that is about to fail abandons a request.
-func (w *World) abandon(req uintptr, buf any) {
-	w.lib.cancel(&req)
+// way): a message is cancelled where MPI still can (a collective cannot
+// be: MPI_Cancel of one is a fatal error), and buf kept from the garbage
+// collector for the life of the process, never freed. Only a rank that
+// is about to fail abandons a request.
+func (w *World) abandon(req uintptr, buf any, message bool) {
+	if message {
+		w.lib.cancel(&req)
+	}
 	w.abandonedMu.Lock()
 	w.abandoned = append(w.abandoned, buf)
 	w.abandonedMu.Unlock()
