@@ -83,16 +83,24 @@ func emulated(t *testing.T, m *model) *executor.Program {
 // load loads a compiled model on devices of a kind.
 func load(t *testing.T, m *model, kind string, strict bool) *executor.Program {
 	t.Helper()
-	pr, err := executor.Open(m.Plan, m.Dir, kind, executor.Options{Strict: strict})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := pr.Close(); err != nil {
-			t.Error(err)
+	return closedAtEnd(t)(executor.Open(m.Plan, m.Dir, kind, executor.Options{Strict: strict}))
+}
+
+// closedAtEnd returns a function that fails the test on a program's
+// load error, else closes the program when the test ends.
+func closedAtEnd(t *testing.T) func(*executor.Program, error) *executor.Program {
+	return func(pr *executor.Program, err error) *executor.Program {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
-	return pr
+		t.Cleanup(func() {
+			if err := pr.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+		return pr
+	}
 }
 
 // hostRun runs a compiled model on host devices, with the host kernels
@@ -415,16 +423,7 @@ func onFakeGPUs(t *testing.T, drv *cuda.Driver, m *model) *executor.Program {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, err := executor.Load(m.Plan, devs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := pr.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return pr
+	return closedAtEnd(t)(executor.Load(m.Plan, devs))
 }
 
 // TestGPULibrarySteps compiles an MLP (f32), a transformer (tf32) and a
