@@ -10,6 +10,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"tofuc/lang/precision"
@@ -403,10 +404,14 @@ func agree(r Ranks, what, value string) error {
 
 // rankList names ranks rs ("rank 2", "ranks 2, 3").
 func rankList(rs []int) string {
-	if len(rs) == 1 {
-		return fmt.Sprintf("rank %d", rs[0])
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = strconv.Itoa(r)
 	}
-	return "ranks " + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(rs)), ", "), "[]")
+	if len(rs) == 1 {
+		return "rank " + names[0]
+	}
+	return "ranks " + strings.Join(names, ", ")
 }
 
 // sendString sends s as its length, then its bytes.
