@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+
+	"tofuc/runtime/mpi"
 )
 
 // Path is mpirun's path; a machine without it skips the test.
@@ -28,5 +30,6 @@ func Command(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// Env lets mpirun run as root.
-var Env = []string{"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"}
+// Env lets mpirun run as root and gives stopped ranks the time
+// docs/distributed.md recommends to say why (mpi.StopGrace).
+var Env = []string{"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_odls_base_sigkill_timeout=" + mpi.StopGrace}

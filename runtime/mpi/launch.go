@@ -13,7 +13,8 @@ import (
 // machine, each running this program with args: what `--nproc-per-node`
 // does. The ranks are not bound to cores (each runs threads of its own:
 // LocalThreads), may outnumber the cores, and may run as root when this
-// process does (mpirun refuses root unless told).
+// process does (mpirun refuses root unless told), and have StopGrace
+// seconds to say why they stop before mpirun kills them.
 func Start(n int, args []string) error {
 	mpirun, err := exec.LookPath("mpirun")
 	if err != nil {
@@ -25,11 +26,20 @@ func Start(n int, args []string) error {
 	}
 	argv := append([]string{mpirun, "-np", strconv.Itoa(n), "--oversubscribe", "--bind-to", "none", self}, args...)
 	env := os.Environ()
+	if _, set := os.LookupEnv(sigkillTimeoutEnv); !set {
+		env = append(env, sigkillTimeoutEnv+"="+StopGrace)
+	}
 	if os.Geteuid() == 0 {
 		env = append(env, "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 	}
 	return syscall.Exec(mpirun, argv, env)
 }
+
+// StopGrace is the seconds between mpirun's SIGTERM and its SIGKILL
+// that Start gives ranks, and docs/distributed.md recommends: Open MPI's
+// default, 1, leaves a stopped rank on a busy machine too little time to
+// find and name the rank that holds it.
+const StopGrace = "2"
 
 // LocalThreads is a rank's share of this machine's cores: the cores over
 // the ranks the launcher started on it (at least 1).

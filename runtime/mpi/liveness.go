@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -190,15 +191,20 @@ func (w *World) awaitPing(req *uintptr) (int32, bool) {
 // line on stderr: what the rank waited for and, where the chain of
 // waits from it ends in a rank that no longer answers, that rank. (The
 // other ranks are being stopped too: a chain that ends elsewhere says
-// nothing sure.)
+// nothing sure.) The probe behind that line, and a pause after it,
+// each take a third of the time mpirun gives a rank between SIGTERM and
+// SIGKILL (stopProbe): the pause because mpirun kills every rank still
+// running as soon as one stopped rank exits, and all of them are
+// stopped at once and probe about as long.
 func (w *World) ExitOnStop(stderr io.Writer) {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	stopFor := stopProbe(os.Getenv(sigkillTimeoutEnv))
 	go func() {
 		sig := <-stop
 		msg := fmt.Sprintf("rank %d of %d: stopped (%v)", w.rank, w.size, sig)
 		peer := w.waitingFor.Load()
-		answers := w.probe(500 * time.Millisecond)
+		answers := w.probe(stopFor)
 		switch {
 		case peer >= 0:
 			msg += fmt.Sprintf(" while waiting for rank %d", peer)
@@ -215,8 +221,26 @@ func (w *World) ExitOnStop(stderr io.Writer) {
 			msg += ": " + gone
 		}
 		fmt.Fprintln(stderr, msg)
+		time.Sleep(stopFor) // the others print theirs before this exit ends them
 		os.Exit(1)
 	}()
+}
+
+// sigkillTimeoutEnv is how mpirun tells its ranks the seconds it waits
+// after SIGTERM before it kills them (`--mca odls_base_sigkill_timeout
+// S`, or the variable itself); Open MPI's default is 1.
+const sigkillTimeoutEnv = "OMPI_MCA_odls_base_sigkill_timeout"
+
+// stopProbe is how long a stopped rank's probe may take, from mpirun's
+// time before SIGKILL (seconds, as in sigkillTimeoutEnv; 1 when unset
+// or unreadable): a third of it, so that the probe, the line and the
+// pause after it fit on a busy machine, and at most probeFor.
+func stopProbe(sigkillTimeout string) time.Duration {
+	seconds, err := strconv.Atoi(sigkillTimeout)
+	if err != nil || seconds < 1 {
+		seconds = 1
+	}
+	return min(time.Duration(seconds)*time.Second/3, probeFor)
 }
 
 // silentRanks names the ranks that did not answer a probe.

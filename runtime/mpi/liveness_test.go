@@ -1,6 +1,9 @@
 package mpi
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestBlame follows probes' answers from the rank waited for to the one
 // that holds the others.
@@ -38,6 +41,18 @@ func TestBlameAll(t *testing.T) {
 	} {
 		if got := w.blameAll(c.answers); got != c.want {
 			t.Errorf("answers %v: %q, want %q", c.answers, got, c.want)
+		}
+	}
+}
+
+// TestStopProbe: a stopped rank probes for a third of the time mpirun
+// gives it before SIGKILL (1 s when unset or unreadable), at most
+// probeFor.
+func TestStopProbe(t *testing.T) {
+	third := time.Second / 3
+	for in, want := range map[string]time.Duration{"": third, "x": third, "0": third, "1": third, "5": 5 * time.Second / 3, "60": probeFor} {
+		if got := stopProbe(in); got != want {
+			t.Errorf("stopProbe(%q) = %s, want %s", in, got, want)
 		}
 	}
 }

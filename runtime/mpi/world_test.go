@@ -1,4 +1,4 @@
-package mpi
+package mpi_test
 
 import (
 	"context"
@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"tofuc/internal/mpitest"
+	"tofuc/runtime/mpi"
 )
 
 // TestMain runs this test binary as a rank when mpirun starts it with a
 // role (TOFUC_MPI_ROLE): the ranks' side of the tests below.
 func TestMain(m *testing.M) {
-	if role := os.Getenv("TOFUC_MPI_ROLE"); role != "" && Launched() {
+	if role := os.Getenv("TOFUC_MPI_ROLE"); role != "" && mpi.Launched() {
 		os.Exit(runRole(role))
 	}
 	os.Exit(m.Run())
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) {
 
 // runRole is a rank's part in a test under mpirun.
 func runRole(role string) int {
-	w, err := Init(time.Second)
+	w, err := mpi.Init(time.Second)
 	if err != nil {
 		fmt.Println(err)
 		return 1
