@@ -27,13 +27,14 @@ type Simulation struct {
 // the longer of its FLOPs at the peak and its bytes at the memory
 // bandwidth, plus a launch overhead per kernel), then a store (the
 // redistribution or the combination of partial results). Fetches and
-// stores use the device's link (the slowest of its links to the plan's
-// other devices), kernels its compute stream; a task starts when its
+// stores use the device's link (each step's bytes at the speed of the
+// slowest of its links to its group at that step: stepLinks), kernels
+// its compute stream; a task starts when its
 // inputs are ready and its stream is free, the ready task of the
 // earliest node first, so transfers overlap kernels where the graph
 // allows.
 func (g *Graph) Simulate(p *Plan, t *Topology) (*Simulation, error) {
-	dev, link, err := t.group(p.Devices())
+	dev, links, err := t.stepLinks(p.Factors)
 	if err != nil {
 		return nil, err
 	}
@@ -42,21 +43,26 @@ func (g *Graph) Simulate(p *Plan, t *Topology) (*Simulation, error) {
 	}
 	s := &sim{}
 	views := make([]*View, len(g.IR.Nodes))
-	fetch := make([]int64, len(g.IR.Nodes))
-	store := make([]int64, len(g.IR.Nodes))
-	steps := make([]int, len(g.IR.Nodes)) // steps that move data, for the latencies
+	// fetch and store are each node's seconds on the link: its bytes a
+	// device at each step over that step's link, and half the step's
+	// latency each where the step moves data.
+	fetch := make([]float64, len(g.IR.Nodes))
+	store := make([]float64, len(g.IR.Nodes))
 	for j, n := range g.IR.Nodes {
 		views[j] = g.Root(n)
 	}
+	devices := float64(p.Devices())
 	groups := int64(1)
 	for i, k := range p.Factors {
+		link := links[i]
 		for j, n := range g.IR.Nodes {
 			sc, ch, pl := views[j].Step(k), p.Ops[n][i], p.Placement(n, i)
 			f, st := transfers(sc, ch, pl)
-			fetch[j] += groups * f
-			store[j] += groups * st
+			fetch[j] += float64(groups*f) / devices / link.Bandwidth
+			store[j] += float64(groups*st) / devices / link.Bandwidth
 			if f+st > 0 {
-				steps[j]++
+				fetch[j] += link.Latency / 2
+				store[j] += link.Latency / 2
 			}
 			if views[j], err = views[j].Sub(ch, k); err != nil { // the last is the kernel's
 				return nil, fmt.Errorf("operator %s: %w", n.Name, err)
@@ -64,7 +70,6 @@ func (g *Graph) Simulate(p *Plan, t *Topology) (*Simulation, error) {
 		}
 		groups *= int64(k)
 	}
-	devices := float64(p.Devices())
 	producer := map[*ir.Value]int{}
 	for j, n := range g.IR.Nodes {
 		kernel, err := views[j].kernelTime(dev)
@@ -77,8 +82,7 @@ func (g *Graph) Simulate(p *Plan, t *Topology) (*Simulation, error) {
 				ready = append(ready, pj)
 			}
 		}
-		latency := float64(steps[j]) * link.Latency
-		s.node(ready, float64(fetch[j])/devices/link.Bandwidth+latency/2, kernel, float64(store[j])/devices/link.Bandwidth+latency/2)
+		s.node(ready, fetch[j], kernel, store[j])
 		for _, v := range n.Outputs {
 			producer[v] = j
 		}

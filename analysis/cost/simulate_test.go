@@ -70,6 +70,63 @@ func TestSimulateOverlap(t *testing.T) {
 	}
 }
 
+// TestSimulateMachines: the same two-step plan on two machines of two
+// devices is slower than on one fast link and faster than on one slow
+// link; and it is slower where the groups of the step that moves more
+// bytes (Tofu's δ_i) span the machines than where the other step's do.
+func TestSimulateMachines(t *testing.T) {
+	g := graphOf(t, `model m(x: f32[64, 64]) {
+    a = param f32[64, 64]
+    b = param f32[64, 64]
+    return matmul(x, a) + matmul(x, b)
+}
+`)
+	p := cost.NewPlan([]int{2, 2})
+	for _, v := range g.Tensors() {
+		p.Tensors[v] = []int{0, 0}
+	}
+	for _, n := range g.IR.Nodes {
+		c, ok := g.Root(n).Lookup("split i")
+		if !ok {
+			c, _ = g.Root(n).Lookup("split " + g.Root(n).Analysis.Strategies[0].Name())
+		}
+		p.Ops[n] = []cost.Choice{c, c}
+	}
+	dev := cost.TopologyDevice{Name: "d", PeakFLOPS: 1e9, MemoryBandwidth: 1e12, MemoryBytes: 1 << 30}
+	const fast, slow = 1e9, 1e7
+	topology := func(links ...cost.Link) *cost.Topology {
+		return &cost.Topology{Name: "t", Devices: []cost.TopologyDevice{dev, dev, dev, dev}, Links: links}
+	}
+	all := func(bw float64) cost.Link { return cost.Link{Devices: []int{0, 1, 2, 3}, Bandwidth: bw} }
+	step := map[string]float64{}
+	for name, topo := range map[string]*cost.Topology{
+		"fast": topology(all(fast)),
+		"slow": topology(all(slow)),
+		// Machines {0, 1} and {2, 3}: the first step (digit 0: devices
+		// 0 and 2) crosses them.
+		"first crosses": topology(cost.Link{Devices: []int{0, 1}, Bandwidth: fast}, cost.Link{Devices: []int{2, 3}, Bandwidth: fast}, all(slow)),
+		// Machines {0, 2} and {1, 3}: the second step crosses them.
+		"second crosses": topology(cost.Link{Devices: []int{0, 2}, Bandwidth: fast}, cost.Link{Devices: []int{1, 3}, Bandwidth: fast}, all(slow)),
+	} {
+		sim, err := g.Simulate(p, topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		step[name] = sim.Seconds
+	}
+	c, err := g.Evaluate(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cheap, dear := "first crosses", "second crosses"
+	if c.StepBytes[0] > c.StepBytes[1] {
+		cheap, dear = dear, cheap
+	}
+	if c.StepBytes[0] == c.StepBytes[1] || !(step["fast"] < step[cheap] && step[cheap] < step[dear] && step[dear] < step["slow"]) {
+		t.Errorf("steps %v, step bytes %v: want fast < %s < %s < slow", step, c.StepBytes, cheap, dear)
+	}
+}
+
 // TestTopologies: the built-in profiles validate; a file is read with
 // its fields checked; mistakes are said.
 func TestTopologies(t *testing.T) {

@@ -65,14 +65,46 @@ type Link struct {
 
 // Topologies are the built-in profiles, by --topology name.
 var Topologies = map[string]*Topology{
-	// Eight H100 SXM on NVSwitch: NVLink 4 gives each GPU 450 GB/s per
-	// direction; f32 CUDA-core peak and HBM3 bandwidth as the roofline's.
-	"h100-nvlink": uniform("8x H100 SXM over NVLink", 8, TopologyDevice{Name: "H100 SXM", PeakFLOPS: 67e12,
-		MemoryBandwidth: 3.35e12, MemoryBytes: 80 << 30, LaunchSeconds: 3e-6}, 450e9, 2e-6),
+	"h100-nvlink": h100NVLink,
 	// Eight GPUs of the same kind on PCIe 4.0 x16 through the host: about
 	// 25 GB/s per direction each, and a longer latency.
 	"pcie": uniform("8x H100 PCIe over PCIe 4.0", 8, TopologyDevice{Name: "H100 PCIe", PeakFLOPS: 51e12,
 		MemoryBandwidth: 2e12, MemoryBytes: 80 << 30, LaunchSeconds: 3e-6}, 25e9, 10e-6),
+	// Two and four such NVLink machines (DGX H100) joined by InfiniBand
+	// NDR: each GPU has its own 400 Gb/s adapter, 50 GB/s per direction,
+	// about 5 µs through one switch.
+	"h100-2x8-ib": nodes(2, h100NVLink, 50e9, 5e-6),
+	"h100-4x8-ib": nodes(4, h100NVLink, 50e9, 5e-6),
+}
+
+// h100NVLink is eight H100 SXM on NVSwitch: NVLink 4 gives each GPU 450
+// GB/s per direction; f32 CUDA-core peak and HBM3 bandwidth as the
+// roofline's.
+var h100NVLink = uniform("8x H100 SXM over NVLink", 8, TopologyDevice{Name: "H100 SXM", PeakFLOPS: 67e12,
+	MemoryBandwidth: 3.35e12, MemoryBytes: 80 << 30, LaunchSeconds: 3e-6}, 450e9, 2e-6)
+
+// nodes is n machines of topology one, their devices numbered machine
+// by machine, each machine's links kept and every device on one more
+// link between the machines.
+func nodes(n int, one *Topology, bandwidth, latency float64) *Topology {
+	per := len(one.Devices)
+	t := &Topology{Name: fmt.Sprintf("%d machines of %s, over InfiniBand", n, one.Name)}
+	between := Link{Bandwidth: bandwidth, Latency: latency}
+	for m := range n {
+		t.Devices = append(t.Devices, one.Devices...)
+		for _, l := range one.Links {
+			inside := Link{Bandwidth: l.Bandwidth, Latency: l.Latency}
+			for _, d := range l.Devices {
+				inside.Devices = append(inside.Devices, m*per+d)
+			}
+			t.Links = append(t.Links, inside)
+		}
+		for d := range per {
+			between.Devices = append(between.Devices, m*per+d)
+		}
+	}
+	t.Links = append(t.Links, between)
+	return t
 }
 
 // uniform is n identical devices on one link.
@@ -172,24 +204,36 @@ func (t *Topology) link(a, b int) (Link, bool) {
 	return best, found
 }
 
-// group is what the simulation takes of the first n devices: device 0's
-// profile (the plan's devices are alike, Tofu's symmetry) and the
-// slowest of its links to the others, which bounds a transfer that
-// gathers from all of them.
-func (t *Topology) group(n int) (Device, Link, error) {
+// stepLinks is what the simulation takes of the devices of a plan with
+// these factors, the first Π factors of t: device 0's profile (the
+// plan's devices are alike, Tofu's symmetry) and, per step, the slowest
+// of device 0's links to the others of its group at that step (those
+// whose digits differ from its own at that step alone: a step's
+// transfers stay in its groups), which bounds a transfer that gathers
+// from all of them. On a topology of machines, the steps of the first
+// digits span machines and the last ones stay inside one.
+func (t *Topology) stepLinks(factors []int) (Device, []Link, error) {
+	n := 1
+	for _, k := range factors {
+		n *= k
+	}
 	if n > len(t.Devices) {
-		return Device{}, Link{}, fmt.Errorf("the topology %q has %d devices, the plan %d", t.Name, len(t.Devices), n)
+		return Device{}, nil, fmt.Errorf("the topology %q has %d devices, the plan %d", t.Name, len(t.Devices), n)
 	}
-	slow := Link{Bandwidth: math.Inf(1)}
-	for d := 1; d < n; d++ {
-		l, ok := t.link(0, d)
-		if !ok {
-			return Device{}, Link{}, fmt.Errorf("the topology %q links no device to devices 0 and %d", t.Name, d)
+	links := make([]Link, len(factors))
+	stride := n
+	for i, k := range factors {
+		stride /= k
+		slow := Link{Bandwidth: math.Inf(1)}
+		for m := 1; m < k; m++ {
+			l, ok := t.link(0, m*stride)
+			if !ok {
+				return Device{}, nil, fmt.Errorf("the topology %q links no device to devices 0 and %d", t.Name, m*stride)
+			}
+			slow.Bandwidth = min(slow.Bandwidth, l.Bandwidth)
+			slow.Latency = max(slow.Latency, l.Latency)
 		}
-		if l.Bandwidth < slow.Bandwidth {
-			slow.Bandwidth = l.Bandwidth
-		}
-		slow.Latency = max(slow.Latency, l.Latency)
+		links[i] = slow
 	}
-	return t.Roofline(0), slow, nil
+	return t.Roofline(0), links, nil
 }

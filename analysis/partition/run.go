@@ -26,7 +26,7 @@ type Outcome struct {
 func Run(g *cost.Graph, devices int, opt Options, tradeOff bool) (*Outcome, error) {
 	out := &Outcome{Baselines: map[string]*Result{}, Topology: opt.Topology, Objective: opt.Objective}
 	if out.Topology == nil {
-		out.Topology = cost.Topologies[DefaultTopology]
+		out.Topology = cost.Topologies[DefaultTopology(devices)]
 	}
 	if out.Objective == "" {
 		out.Objective = Bytes
@@ -86,5 +86,19 @@ func (o *Outcome) baselineList() []*Result {
 	return out
 }
 
-// DefaultTopology is the profile plans are simulated on by default.
-const DefaultTopology = "h100-nvlink"
+// DefaultTopology is the profile plans of this many devices are
+// simulated on by default: the first of defaultTopologies with as many
+// devices (the last where none has: the simulation then says it has too
+// few).
+func DefaultTopology(devices int) string {
+	for _, name := range defaultTopologies {
+		if len(cost.Topologies[name].Devices) >= devices {
+			return name
+		}
+	}
+	return defaultTopologies[len(defaultTopologies)-1]
+}
+
+// defaultTopologies are one NVLink machine, then two and four of them
+// over InfiniBand.
+var defaultTopologies = []string{"h100-nvlink", "h100-2x8-ib", "h100-4x8-ib"}

@@ -26,7 +26,7 @@ type Options struct {
 	// 0: DefaultTableLimit.
 	TableLimit int64
 	// Objective is what Run minimises: Bytes ("" too) or Time, simulated
-	// on Topology (nil: DefaultTopology); with Time, RefineTime takes
+	// on Topology (nil: DefaultTopology of the devices); with Time, RefineTime takes
 	// MCMCSteps proposals (0: DefaultMCMCSteps) drawn from Seed.
 	Objective string
 	Topology  *cost.Topology

@@ -40,7 +40,7 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.factors, "factors", "", "the workers per recursion step, e.g. 4,2 (default: N's prime factors, largest first)")
 	fs.StringVar(&f.model, "model", "", "the model (default: the only one)")
 	fs.StringArrayVar(&f.sets, "set", nil, "override a model attribute, NAME=VALUE (repeatable)")
-	fs.StringVar(&f.topology, "topology", partition.DefaultTopology, "the machine plans are simulated on: "+strings.Join(cost.TopologyNames(), ", ")+", or a topology FILE (JSON)")
+	fs.StringVar(&f.topology, "topology", "", "the machine plans are simulated on: "+strings.Join(cost.TopologyNames(), ", ")+", or a topology FILE (JSON) (default: h100-nvlink up to 8 devices, h100-2x8-ib up to 16, h100-4x8-ib up to 32)")
 	fs.StringVar(&f.objective, "objective", partition.Bytes, "what the plan minimises: bytes (communicated per step) or time (simulated step)")
 	fs.Uint64Var(&f.seed, "seed", 1, "the seed of the time objective's MCMC refinement")
 	f.train.register(fs)
@@ -58,6 +58,9 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	g, name, err := partitionGraph(fs.Arg(0), f, set)
 	if err != nil {
 		return fail(stderr, err)
+	}
+	if f.topology == "" {
+		f.topology = partition.DefaultTopology(f.devices)
 	}
 	topo, err := cost.LoadTopology(f.topology)
 	if err != nil {

@@ -54,6 +54,7 @@ func TestPartitionErrors(t *testing.T) {
 		{[]string{"--devices", "4", "--seed", "3"}, exitUsage, "--seed goes with --objective time"},
 		{[]string{"--devices", "4", "--topology", "no-such-machine"}, exitUsage, "h100-nvlink"},
 		{[]string{"--devices", "4", "--topology", "../../docs/topologies/host-2core.json"}, exitUsage, "fewer than --devices 4"},
+		{[]string{"--devices", "64"}, exitUsage, "4 machines of 8x H100 SXM over NVLink, over InfiniBand has 32 devices, fewer than --devices 64"},
 	} {
 		var out, errb bytes.Buffer
 		code := run(append([]string{"partition", "../../examples/mlp.tdl"}, c.args...), &out, &errb)
@@ -133,9 +134,13 @@ func TestPartitionTimeObjective(t *testing.T) {
 }
 
 // TestPartitionNamesTheDevicesSimulated: a plan for 4 devices on the
-// 8-GPU default topology says it was simulated on 4 of them.
+// 8-GPU default topology says it was simulated on 4 of them; 16 and 32
+// devices are simulated on two and four such machines by default, and
+// 64 asks for a topology.
 func TestPartitionNamesTheDevicesSimulated(t *testing.T) {
-	for devices, want := range map[string]string{"4": "simulated on devices 0–3 of 8x H100", "8": "simulated on 8x H100"} {
+	for devices, want := range map[string]string{"4": "simulated on devices 0–3 of 8x H100", "8": "simulated on 8x H100",
+		"12": "simulated on devices 0–11 of 2 machines of 8x H100 SXM over NVLink, over InfiniBand",
+		"16": "simulated on 2 machines of 8x H100", "32": "simulated on 4 machines of 8x H100"} {
 		var out, errb bytes.Buffer
 		if code := run([]string{"partition", "../../examples/mlp.tdl", "--devices", devices}, &out, &errb); code != exitOK {
 			t.Fatalf("exit %d: %s", code, errb.String())
