@@ -2,6 +2,7 @@ package cost
 
 import (
 	"fmt"
+	"slices"
 
 	"tofuc/lang/ir"
 )
@@ -32,6 +33,12 @@ type Memory struct {
 
 // Evaluate prices a plan (see the package comment).
 func (g *Graph) Evaluate(p *Plan) (*Cost, error) {
+	return g.evaluate(p, g.nodeBytes)
+}
+
+// evaluate prices plan p, each node's bytes at each step from
+// nodeBytes.
+func (g *Graph) evaluate(p *Plan, nodeBytes func(*Plan, int) ([]int64, error)) (*Cost, error) {
 	if err := g.Validate(p); err != nil {
 		return nil, err
 	}
@@ -39,34 +46,15 @@ func (g *Graph) Evaluate(p *Plan) (*Cost, error) {
 		return nil, err
 	}
 	c := &Cost{StepBytes: make([]int64, len(p.Factors)), OpBytes: make([]int64, len(g.IR.Nodes))}
-	views := make([]*View, len(g.IR.Nodes))
-	for j, n := range g.IR.Nodes {
-		views[j] = g.Root(n)
-	}
-	groups := int64(1)
-	for i, k := range p.Factors {
-		for j, n := range g.IR.Nodes {
-			v, ch := views[j], p.Ops[n][i]
-			if ch < Accumulate || int(ch) >= v.Strategies() || ch == Accumulate && !v.Linear() {
-				return nil, fmt.Errorf("operator %s has no choice %s at step %d", n.Name, v.Name(ch), i+1)
-			}
-			b, ok := v.Step(k).Bytes(ch, p.Placement(n, i))
-			if !ok {
-				return nil, fmt.Errorf("operator %s: %s at step %d cannot read or write its tensors as laid out (partial sums only come from sums and go to accumulation)", n.Name, v.Name(ch), i+1)
-			}
-			b *= groups
+	for j := range g.IR.Nodes {
+		steps, err := nodeBytes(p, j)
+		if err != nil {
+			return nil, err
+		}
+		for i, b := range steps {
 			c.OpBytes[j] += b
 			c.StepBytes[i] += b
-			if i+1 == len(p.Factors) {
-				continue // no step after: the last views are not needed
-			}
-			sub, err := v.Sub(ch, k)
-			if err != nil {
-				return nil, fmt.Errorf("operator %s: %w", n.Name, err)
-			}
-			views[j] = sub
 		}
-		groups *= int64(k)
 	}
 	for _, b := range c.StepBytes {
 		c.CommBytes += b
@@ -75,68 +63,131 @@ func (g *Graph) Evaluate(p *Plan) (*Cost, error) {
 	return c, nil
 }
 
+// nodeBytes is what node j of plan p communicates at each step, over
+// all devices.
+func (g *Graph) nodeBytes(p *Plan, j int) ([]int64, error) {
+	n := g.IR.Nodes[j]
+	v := g.Root(n)
+	steps := make([]int64, len(p.Factors))
+	groups := int64(1)
+	for i, k := range p.Factors {
+		ch := p.Ops[n][i]
+		if ch < Accumulate || int(ch) >= v.Strategies() || ch == Accumulate && !v.Linear() {
+			return nil, fmt.Errorf("operator %s has no choice %s at step %d", n.Name, v.Name(ch), i+1)
+		}
+		b, ok := v.Step(k).Bytes(ch, p.Placement(n, i))
+		if !ok {
+			return nil, fmt.Errorf("operator %s: %s at step %d cannot read or write its tensors as laid out (partial sums only come from sums and go to accumulation)", n.Name, v.Name(ch), i+1)
+		}
+		steps[i] = b * groups
+		if i+1 == len(p.Factors) {
+			break // no step after: the last view is not needed
+		}
+		sub, err := v.Sub(ch, k)
+		if err != nil {
+			return nil, fmt.Errorf("operator %s: %w", n.Name, err)
+		}
+		v = sub
+		groups *= int64(k)
+	}
+	return steps, nil
+}
+
 // TileBytes is the size of a tensor's largest tile under p.
 func (g *Graph) TileBytes(p *Plan, v *ir.Value) int64 {
 	return volume(TileShape(g.Shapes[v], p.Tensors[v], p.Factors)) * elemSize(v.DType)
 }
 
 // memory walks the nodes in order with live tiles and each node's
-// communication buffers. A tensor lives until the last node whose lambda
-// reads it: a backward node takes every input of its forward node, but
-// the gradient of concat or reshape needs only their shapes.
+// communication buffers (the tensors each node adds and frees:
+// lifetimes).
 func (g *Graph) memory(p *Plan, opBytes []int64) Memory {
 	devices := int64(p.Devices())
-	resident := map[*ir.Value]bool{}
-	for _, v := range g.IR.Inputs {
-		resident[v] = true
-	}
-	for _, pr := range g.IR.Params {
-		resident[pr.Value] = true
-	}
-	for _, v := range g.IR.Outputs {
-		resident[v] = true
-	}
-	last := map[*ir.Value]int{}
-	for j, n := range g.IR.Nodes {
-		read := g.Root(n).Reads()
-		for i, v := range n.Inputs {
-			if read[i] {
-				last[v] = j
-			}
-		}
-	}
+	life := g.lifetimes()
 	m := Memory{PeakNode: -1}
-	for v := range resident {
-		if v.Const == nil {
-			m.Resident += g.TileBytes(p, v)
-		}
+	for _, v := range life.resident {
+		m.Resident += g.TileBytes(p, v)
 	}
-	live, counted := m.Resident, map[*ir.Value]bool{}
+	live := m.Resident
 	m.Peak = live
-	for j, n := range g.IR.Nodes {
-		for _, v := range n.Outputs {
-			if !resident[v] && !counted[v] {
-				counted[v] = true
-				live += g.TileBytes(p, v)
-			}
+	for j := range g.IR.Nodes {
+		for _, v := range life.adds[j] {
+			live += g.TileBytes(p, v)
 		}
 		buf := (opBytes[j] + devices - 1) / devices
 		m.Buffers = max(m.Buffers, buf)
 		if live+buf > m.Peak {
 			m.Peak, m.PeakNode = live+buf, j
 		}
-		for _, v := range n.Inputs {
-			if l, ok := last[v]; ok && l == j && counted[v] {
-				live -= g.TileBytes(p, v)
-				counted[v] = false
-			}
-		}
-		for _, v := range n.Outputs {
-			if _, used := last[v]; !used && counted[v] {
-				live -= g.TileBytes(p, v) // never read: dropped at once
-				counted[v] = false
-			}
+		for _, v := range life.frees[j] {
+			live -= g.TileBytes(p, v)
 		}
 	}
 	return m
+}
+
+// lifetimes are the tensors live throughout a step (inputs, parameters,
+// outputs: resident) and those each node adds (the others it writes)
+// and frees after it runs (those whose last reader it is, and those it
+// writes that none reads). A tensor lives until the last node whose
+// lambda reads it: a backward node takes every input of its forward
+// node, but the gradient of concat or reshape needs only their shapes.
+type lifetimes struct {
+	resident    []*ir.Value
+	adds, frees [][]*ir.Value
+}
+
+// lifetimes is g's, found once.
+func (g *Graph) lifetimes() *lifetimes {
+	g.lifeOnce.Do(func() {
+		life := &lifetimes{adds: make([][]*ir.Value, len(g.IR.Nodes)), frees: make([][]*ir.Value, len(g.IR.Nodes))}
+		resident := map[*ir.Value]bool{}
+		for _, v := range append(append(slices.Clone(g.IR.Inputs), g.paramValues()...), g.IR.Outputs...) {
+			if !resident[v] && v.Const == nil {
+				life.resident = append(life.resident, v)
+			}
+			resident[v] = true
+		}
+		last := map[*ir.Value]int{}
+		for j, n := range g.IR.Nodes {
+			read := g.Root(n).Reads()
+			for i, v := range n.Inputs {
+				if read[i] {
+					last[v] = j
+				}
+			}
+		}
+		live := map[*ir.Value]bool{}
+		for j, n := range g.IR.Nodes {
+			for _, v := range n.Outputs {
+				if !resident[v] && !live[v] {
+					live[v] = true
+					life.adds[j] = append(life.adds[j], v)
+				}
+			}
+			for _, v := range n.Inputs {
+				if l, ok := last[v]; ok && l == j && live[v] {
+					live[v] = false
+					life.frees[j] = append(life.frees[j], v)
+				}
+			}
+			for _, v := range n.Outputs {
+				if _, read := last[v]; !read && live[v] {
+					live[v] = false // never read: dropped at once
+					life.frees[j] = append(life.frees[j], v)
+				}
+			}
+		}
+		g.life = life
+	})
+	return g.life
+}
+
+// paramValues are the values of g's parameters.
+func (g *Graph) paramValues() []*ir.Value {
+	var out []*ir.Value
+	for _, p := range g.IR.Params {
+		out = append(out, p.Value)
+	}
+	return out
 }

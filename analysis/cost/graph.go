@@ -3,6 +3,7 @@ package cost
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"strings"
 	"sync"
 
@@ -29,8 +30,14 @@ type Graph struct {
 	// every cost by it.
 	traffic int64
 
+	// tensors are the graph's tensors, as Tensors lists them.
+	tensors []*ir.Value
+
 	// partial marks the tensors that may be held as partial sums.
 	partial map[*ir.Value]bool
+
+	lifeOnce sync.Once
+	life     *lifetimes
 
 	mu     sync.Mutex
 	roots  map[*ir.Instance]*View
@@ -51,6 +58,7 @@ func NewGraph(g *ir.Graph) (*Graph, error) {
 			return fmt.Errorf("tensor %s: %w", v.Name, err)
 		}
 		cg.Shapes[v] = s
+		cg.tensors = append(cg.tensors, v)
 		return nil
 	}
 	for _, v := range g.Inputs {
@@ -174,31 +182,7 @@ func concrete(shape []lang.Dim) ([]int64, error) {
 
 // Tensors lists the graph's tensors (constants aside) in a fixed order:
 // inputs, parameters, then node outputs in node order.
-func (g *Graph) Tensors() []*ir.Value {
-	var out []*ir.Value
-	seen := map[*ir.Value]bool{}
-	add := func(v *ir.Value) {
-		if v.Const == nil && !seen[v] {
-			seen[v] = true
-			out = append(out, v)
-		}
-	}
-	for _, v := range g.IR.Inputs {
-		add(v)
-	}
-	for _, p := range g.IR.Params {
-		add(p.Value)
-	}
-	for _, n := range g.IR.Nodes {
-		for _, v := range n.Inputs {
-			add(v)
-		}
-		for _, v := range n.Outputs {
-			add(v)
-		}
-	}
-	return out
-}
+func (g *Graph) Tensors() []*ir.Value { return slices.Clone(g.tensors) }
 
 // Bytes is the size of a whole tensor.
 func (g *Graph) Bytes(v *ir.Value) int64 { return volume(g.Shapes[v]) * elemSize(v.DType) }

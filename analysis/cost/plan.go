@@ -137,7 +137,7 @@ func (g *Graph) Validate(p *Plan) error {
 		}
 	}
 	m := len(p.Factors)
-	for _, v := range g.Tensors() {
+	for _, v := range g.tensors {
 		ds, ok := p.Tensors[v]
 		if !ok || len(ds) != m {
 			return fmt.Errorf("tensor %s: expected a split for each of the %d steps", v.Name, m)

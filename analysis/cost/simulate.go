@@ -3,6 +3,7 @@ package cost
 import (
 	"container/heap"
 	"fmt"
+	"slices"
 
 	"tofuc/analysis/schedule"
 	"tofuc/lang/ir"
@@ -34,6 +35,15 @@ type Simulation struct {
 // earliest node first, so transfers overlap kernels where the graph
 // allows.
 func (g *Graph) Simulate(p *Plan, t *Topology) (*Simulation, error) {
+	return g.simulate(p, t, newTaskGraph(g), g.nodeTasks)
+}
+
+// nodeTasks are a node's fetch, kernel and store seconds.
+type nodeTasks struct{ fetch, kernel, store float64 }
+
+// simulate runs plan p on t as task graph tg, the tasks of each node j
+// from tasksOf.
+func (g *Graph) simulate(p *Plan, t *Topology, tg *taskGraph, tasksOf func(p *Plan, j int, dev Device, links []Link) (nodeTasks, error)) (*Simulation, error) {
 	dev, links, err := t.stepLinks(p.Factors)
 	if err != nil {
 		return nil, err
@@ -41,53 +51,48 @@ func (g *Graph) Simulate(p *Plan, t *Topology) (*Simulation, error) {
 	if err := g.Validate(p); err != nil {
 		return nil, err
 	}
-	s := &sim{}
-	views := make([]*View, len(g.IR.Nodes))
-	// fetch and store are each node's seconds on the link: its bytes a
-	// device at each step over that step's link, and half the step's
-	// latency each where the step moves data.
-	fetch := make([]float64, len(g.IR.Nodes))
-	store := make([]float64, len(g.IR.Nodes))
-	for j, n := range g.IR.Nodes {
-		views[j] = g.Root(n)
+	dur := make([]float64, 3*len(g.IR.Nodes))
+	for j := range g.IR.Nodes {
+		tasks, err := tasksOf(p, j, dev, links)
+		if err != nil {
+			return nil, err
+		}
+		dur[3*j], dur[3*j+1], dur[3*j+2] = tasks.fetch, tasks.kernel, tasks.store
 	}
+	return tg.run(dur), nil
+}
+
+// nodeTasks prices node j of plan p on device dev: per step, the bytes
+// a device fetches and stores over that step's link, and half the
+// step's latency each where the step moves data; and its last view's
+// kernel.
+func (g *Graph) nodeTasks(p *Plan, j int, dev Device, links []Link) (nodeTasks, error) {
+	n := g.IR.Nodes[j]
+	var tasks nodeTasks
+	view := g.Root(n)
 	devices := float64(p.Devices())
 	groups := int64(1)
 	for i, k := range p.Factors {
 		link := links[i]
-		for j, n := range g.IR.Nodes {
-			sc, ch, pl := views[j].Step(k), p.Ops[n][i], p.Placement(n, i)
-			f, st := transfers(sc, ch, pl)
-			fetch[j] += float64(groups*f) / devices / link.Bandwidth
-			store[j] += float64(groups*st) / devices / link.Bandwidth
-			if f+st > 0 {
-				fetch[j] += link.Latency / 2
-				store[j] += link.Latency / 2
-			}
-			if views[j], err = views[j].Sub(ch, k); err != nil { // the last is the kernel's
-				return nil, fmt.Errorf("operator %s: %w", n.Name, err)
-			}
+		sc, ch, pl := view.Step(k), p.Ops[n][i], p.Placement(n, i)
+		f, st := transfers(sc, ch, pl)
+		tasks.fetch += float64(groups*f) / devices / link.Bandwidth
+		tasks.store += float64(groups*st) / devices / link.Bandwidth
+		if f+st > 0 {
+			tasks.fetch += link.Latency / 2
+			tasks.store += link.Latency / 2
+		}
+		var err error
+		if view, err = view.Sub(ch, k); err != nil { // the last is the kernel's
+			return tasks, fmt.Errorf("operator %s: %w", n.Name, err)
 		}
 		groups *= int64(k)
 	}
-	producer := map[*ir.Value]int{}
-	for j, n := range g.IR.Nodes {
-		kernel, err := views[j].kernelTime(dev)
-		if err != nil {
-			return nil, fmt.Errorf("operator %s: %w", n.Name, err)
-		}
-		var ready []int
-		for _, v := range n.Inputs {
-			if pj, ok := producer[v]; ok {
-				ready = append(ready, pj)
-			}
-		}
-		s.node(ready, fetch[j], kernel, store[j])
-		for _, v := range n.Outputs {
-			producer[v] = j
-		}
+	var err error
+	if tasks.kernel, err = view.kernelTime(dev); err != nil {
+		return tasks, fmt.Errorf("operator %s: %w", n.Name, err)
 	}
-	return s.run(), nil
+	return tasks, nil
 }
 
 // transfers splits a node's bytes at one step into fetched and stored.
@@ -122,11 +127,40 @@ func SimulateOne(g *ir.Graph, t *Topology) (*Simulation, error) {
 	return sim, nil
 }
 
-// sim is the task graph of the representative device: per node a fetch,
-// a kernel and a store (tasks 3j, 3j+1, 3j+2).
-type sim struct {
-	dur  []float64
-	deps [][]int
+// taskGraph is the task graph of the representative device: per node a
+// fetch, a kernel and a store (tasks 3j, 3j+1, 3j+2). A node's fetch
+// waits for the stores of the nodes whose outputs it reads, its kernel
+// for its fetch and those stores, its store for its kernel.
+type taskGraph struct {
+	// users are the tasks that wait for each task, waiting how many
+	// tasks each waits for.
+	users   [][]int
+	waiting []int
+}
+
+// newTaskGraph is g's task graph.
+func newTaskGraph(g *Graph) *taskGraph {
+	n := len(g.IR.Nodes)
+	tg := &taskGraph{users: make([][]int, 3*n), waiting: make([]int, 3*n)}
+	dependsOn := func(task, on int) {
+		tg.users[on] = append(tg.users[on], task)
+		tg.waiting[task]++
+	}
+	producer := map[*ir.Value]int{}
+	for j, node := range g.IR.Nodes {
+		for _, v := range node.Inputs {
+			if pj, ok := producer[v]; ok {
+				dependsOn(3*j, 3*pj+2)
+				dependsOn(3*j+1, 3*pj+2)
+			}
+		}
+		dependsOn(3*j+1, 3*j)
+		dependsOn(3*j+2, 3*j+1)
+		for _, v := range node.Outputs {
+			producer[v] = j
+		}
+	}
+	return tg
 }
 
 // kernelTime is the roofline time of the view's kernels on d: the longer
@@ -171,35 +205,17 @@ type kernelSize struct {
 	err          error
 }
 
-// node adds a node's three tasks; ready lists the nodes whose outputs
-// it reads (their stores end before its fetch and kernel start).
-func (s *sim) node(ready []int, fetch, kernel, store float64) {
-	j := len(s.dur) / 3
-	var in []int
-	for _, p := range ready {
-		in = append(in, 3*p+2)
-	}
-	s.dur = append(s.dur, fetch, kernel, store)
-	s.deps = append(s.deps, in, append([]int{3 * j}, in...), []int{3*j + 1})
-}
-
 // run list-schedules the tasks: repeatedly the task whose dependencies
 // are done with the earliest start, ties to the lowest index, on its
 // stream (kernels on the compute stream, fetches and stores on the link).
-func (s *sim) run() *Simulation {
-	n := len(s.dur)
-	waiting := make([]int, n)
-	users := make([][]int, n)
-	for t, ds := range s.deps {
-		waiting[t] = len(ds)
-		for _, d := range ds {
-			users[d] = append(users[d], t)
-		}
-	}
+func (tg *taskGraph) run(dur []float64) *Simulation {
+	n := len(dur)
+	waiting := slices.Clone(tg.waiting)
 	ready := make([]float64, n) // when the dependencies are done
 	var free [2]float64         // the link, the compute stream
 	out := &Simulation{}
 	h := &taskHeap{}
+	*h = make(taskHeap, 0, n)
 	for t := range n {
 		if waiting[t] == 0 {
 			heap.Push(h, taskItem{0, t})
@@ -212,17 +228,17 @@ func (s *sim) run() *Simulation {
 			stream = 1
 		}
 		start := max(it.at, free[stream])
-		end := start + s.dur[it.task]
-		if s.dur[it.task] > 0 {
+		end := start + dur[it.task]
+		if dur[it.task] > 0 {
 			free[stream] = end
 		}
 		if stream == 1 {
-			out.Compute += s.dur[it.task]
+			out.Compute += dur[it.task]
 		} else {
-			out.Transfer += s.dur[it.task]
+			out.Transfer += dur[it.task]
 		}
 		out.Seconds = max(out.Seconds, end)
-		for _, u := range users[it.task] {
+		for _, u := range tg.users[it.task] {
 			ready[u] = max(ready[u], end)
 			if waiting[u]--; waiting[u] == 0 {
 				heap.Push(h, taskItem{ready[u], u})

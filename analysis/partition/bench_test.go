@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
 )
 
@@ -55,3 +56,44 @@ func cpuSeconds(b *testing.B) float64 {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
+
+// BenchmarkRefineTime times the time objective's refinement (200
+// proposals, seed 1) on training steps at 8 devices on PCIe, each
+// proposal priced and simulated as a delta (RefineTime, cost.Delta) or
+// whole (Graph.Evaluate and Graph.Simulate): the same chain, the same
+// result (TestDeltaSimulation). The search and the baselines run outside
+// the timer. Results in docs/partition.md.
+func BenchmarkRefineTime(b *testing.B) {
+	for _, model := range []string{"rnn", "transformer", "wresnet"} {
+		g := exampleGraph(b, model, true, nil)
+		topo := cost.Topologies["pcie"]
+		out, err := partition.Run(g, 8, partition.Options{Topology: topo}, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, way := range []string{"delta", "full"} {
+			b.Run(model+"/"+way, func(b *testing.B) {
+				for range b.N {
+					var err error
+					if way == "delta" {
+						_, _, err = partition.RefineTime(g, out.Best, topo, 0, 1, partition.DefaultMCMCSteps)
+					} else {
+						_, _, err = partition.RefineTimeWith(g, out.Best, whole{g, topo}, 0, 1, partition.DefaultMCMCSteps)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// whole prices and simulates every plan in full.
+type whole struct {
+	g    *cost.Graph
+	topo *cost.Topology
+}
+
+func (w whole) Evaluate(p *cost.Plan) (*cost.Cost, error)       { return w.g.Evaluate(p) }
+func (w whole) Simulate(p *cost.Plan) (*cost.Simulation, error) { return w.g.Simulate(p, w.topo) }

@@ -54,7 +54,20 @@ type MCMC struct {
 // exp(-Δ/(0.05·t)) when it is slower by Δ from t seconds (Metropolis),
 // never when it exceeds the memory limit. The fastest plan seen is
 // returned; it is never slower than r's. Random choices come from seed.
+// Each proposal is priced and simulated as a delta to those before
+// (cost.Delta).
 func RefineTime(g *cost.Graph, r *Result, t *cost.Topology, memory int64, seed uint64, steps int) (*Result, *MCMC, error) {
+	return refineTime(g, r, g.NewDelta(t), memory, seed, steps)
+}
+
+// A pricer prices and simulates plans: a cost.Delta, or a test's.
+type pricer interface {
+	Evaluate(*cost.Plan) (*cost.Cost, error)
+	Simulate(*cost.Plan) (*cost.Simulation, error)
+}
+
+// refineTime is RefineTime, each proposal priced and simulated by price.
+func refineTime(g *cost.Graph, r *Result, price pricer, memory int64, seed uint64, steps int) (*Result, *MCMC, error) {
 	c := Coarsen(g)
 	classes := make([][]*ir.Value, c.nTensor)
 	for _, v := range g.Tensors() {
@@ -78,7 +91,7 @@ func RefineTime(g *cost.Graph, r *Result, t *cost.Topology, memory int64, seed u
 		if err != nil {
 			continue // no other layout, or no choices suit it
 		}
-		cand, err := evaluate(g, next, t)
+		cand, err := evaluate(next, price)
 		if err != nil || memory > 0 && cand.Cost.Memory.Peak > memory {
 			continue
 		}
@@ -134,11 +147,14 @@ func propose(g *cost.Graph, p *cost.Plan, class []*ir.Value, touches map[*ir.Val
 }
 
 // evaluate prices and simulates a plan.
-func evaluate(g *cost.Graph, p *cost.Plan, t *cost.Topology) (*Result, error) {
-	c, err := g.Evaluate(p)
+func evaluate(p *cost.Plan, price pricer) (*Result, error) {
+	c, err := price.Evaluate(p)
 	if err != nil {
 		return nil, err
 	}
-	r := &Result{Plan: p, Cost: c}
-	return r, Simulate(g, r, t)
+	sim, err := price.Simulate(p)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Plan: p, Cost: c, Sim: sim}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"testing"
 	"tofuc/parser"
@@ -162,4 +163,69 @@ func TestNoBaselineBetter(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDeltaSimulation: along the time refinement's chain on the RNN's and
+// the Transformer's training steps (8 devices on both 8-GPU topologies,
+// 16 on two machines of them), the delta pricing and simulation of every
+// proposal (cost.Delta) equal the full ones to the bit, so the
+// refinement's result is the same; its speed is measured by
+// BenchmarkRefineTime (docs/partition.md), not asserted on a shared
+// machine.
+func TestDeltaSimulation(t *testing.T) {
+	for _, c := range []struct {
+		model, topology string
+		devices         int
+	}{
+		{"rnn", "pcie", 8}, {"transformer", "h100-nvlink", 8}, {"transformer", "h100-2x8-ib", 16},
+	} {
+		g := exampleGraph(t, c.model, true, nil)
+		topo := cost.Topologies[c.topology]
+		out, err := partition.Run(g, c.devices, partition.Options{Topology: topo}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		both := &checkedDelta{t: t, name: c.model + " on " + c.topology, g: g, topo: topo, delta: g.NewDelta(topo)}
+		r, m, err := partition.RefineTimeWith(g, out.Best, both, 0, 3, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, m2, err := partition.RefineTime(g, out.Best, topo, 0, 3, 100)
+		if err != nil || *m2 != *m || r2.Sim.Seconds != r.Sim.Seconds || r2.Cost.CommBytes != r.Cost.CommBytes {
+			t.Errorf("%s: RefineTime %+v (%v), the checked chain %+v", both.name, m2, err, m)
+		}
+		if both.simulated < 50 {
+			t.Errorf("%s: %d proposals simulated of 100", both.name, both.simulated)
+		}
+	}
+}
+
+// checkedDelta prices and simulates each plan both by its Delta and in
+// full, and fails the test where they differ.
+type checkedDelta struct {
+	t         *testing.T
+	name      string
+	g         *cost.Graph
+	topo      *cost.Topology
+	delta     *cost.Delta
+	simulated int
+}
+
+func (c *checkedDelta) Evaluate(p *cost.Plan) (*cost.Cost, error) {
+	d, derr := c.delta.Evaluate(p)
+	f, ferr := c.g.Evaluate(p)
+	if (derr == nil) != (ferr == nil) || derr == nil && !reflect.DeepEqual(d, f) {
+		c.t.Fatalf("%s: delta cost %+v (%v), full %+v (%v)", c.name, d, derr, f, ferr)
+	}
+	return d, derr
+}
+
+func (c *checkedDelta) Simulate(p *cost.Plan) (*cost.Simulation, error) {
+	c.simulated++
+	d, derr := c.delta.Simulate(p)
+	f, ferr := c.g.Simulate(p, c.topo)
+	if (derr == nil) != (ferr == nil) || derr == nil && *d != *f {
+		c.t.Fatalf("%s: proposal %d: delta %+v (%v), full %+v (%v)", c.name, c.simulated, d, derr, f, ferr)
+	}
+	return d, derr
 }
