@@ -23,6 +23,7 @@ import (
 type Choices struct {
 	Devices    int
 	Memory     int64
+	Objective  string // partition.Time or partition.Bytes; "": time
 	NoOptimize bool
 	Precision  precision.Mode
 	// Backends are the libraries as --backends names them
@@ -157,6 +158,10 @@ func (c Choices) Options() (Options, error) {
 		return Options{}, fmt.Errorf("--devices must be 1 to %d", partition.MaxDevices)
 	case c.Memory < 0 || c.Memory > 0 && c.Devices == 1:
 		return Options{}, fmt.Errorf("--memory goes with --devices N > 1, and must not be negative")
+	case c.Objective != "" && c.Objective != partition.Time && c.Objective != partition.Bytes:
+		return Options{}, fmt.Errorf("--objective must be %s or %s", partition.Time, partition.Bytes)
+	case c.Objective != "" && c.Devices == 1:
+		return Options{}, fmt.Errorf("--objective goes with --devices N > 1")
 	}
 	// Placement is off in the exact mode: no library loaded, the
 	// names checked.
@@ -167,7 +172,7 @@ func (c Choices) Options() (Options, error) {
 	if !c.Precision.InF32() {
 		warnUnofferedGPU(c.Backends, c.Backends, c.Precision) // none offered
 	}
-	opts := Options{Devices: c.Devices, Memory: c.Memory, NoOptimize: c.NoOptimize, Precision: c.Precision, Backends: libs}
+	opts := Options{Devices: c.Devices, Memory: c.Memory, Objective: c.Objective, NoOptimize: c.NoOptimize, Precision: c.Precision, Backends: libs}
 	if c.Train != nil {
 		if err := c.Train.Validate(); err != nil {
 			return Options{}, err

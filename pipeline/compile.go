@@ -37,6 +37,9 @@ type Options struct {
 	// respects (0: unlimited).
 	Devices int
 	Memory  int64
+	// Objective is what the partition search's chosen plan minimises:
+	// partition.Time ("" too) or partition.Bytes.
+	Objective string
 	// Train, when not nil, compiles the model's training graph (loss,
 	// backward operators, optimizer updates).
 	Train *autodiff.TrainOptions
@@ -374,7 +377,7 @@ func compilePartitioned(g *ir.Graph, m *Model, dir string, opts Options, copts c
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", m.Path, err)
 	}
-	popt := partition.Options{Memory: opts.Memory, Progress: func(step, steps int) { p.Show("partitioning: step %d of %d", step, steps) }}
+	popt := partition.Options{Memory: opts.Memory, Objective: opts.Objective, Progress: func(step, steps int) { p.Show("partitioning: step %d of %d", step, steps) }}
 	prep, err := Partition(cg, PartitionInput{Model: m.Graph.Name, File: m.Path, Train: opts.Train != nil, Devices: opts.Devices}, popt)
 	if err != nil {
 		return nil, nil, err

@@ -9,8 +9,9 @@ import (
 	"tofuc/analysis/partition"
 )
 
-// TestPlansUnchanged pins the plans the search and Run choose for the
-// examples on 8 devices (training): their bytes per step and a digest of
+// TestPlansUnchanged pins the plans the search and Run choose (by
+// bytes) for the examples on 8 devices (training): their bytes per step
+// and a digest of
 // every tensor's splits and every operator's choices. The search is made
 // faster without changing any plan it returns; a change that moves a
 // digest changes plans and must say why. The big models (the issue's
@@ -61,7 +62,7 @@ func TestPlansUnchanged(t *testing.T) {
 				}
 				searched = r
 			} else {
-				out, err := partition.Run(g, 8, partition.Options{Memory: tc.memory}, false)
+				out, err := partition.Run(g, 8, partition.Options{Memory: tc.memory, Objective: partition.Bytes}, false)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -29,7 +29,7 @@ func Run(g *cost.Graph, devices int, opt Options, tradeOff bool) (*Outcome, erro
 		out.Topology = cost.Topologies[DefaultTopology(devices)]
 	}
 	if out.Objective == "" {
-		out.Objective = Bytes
+		out.Objective = Time
 	}
 	var err error
 	if out.Searched, err = Search(g, devices, opt); err != nil {

@@ -25,7 +25,7 @@ type Options struct {
 	// is solved by local search and block descent and the result says so.
 	// 0: DefaultTableLimit.
 	TableLimit int64
-	// Objective is what Run minimises: Bytes ("" too) or Time, simulated
+	// Objective is what Run minimises: Bytes, or Time ("" too), simulated
 	// on Topology (nil: DefaultTopology of the devices); with Time, RefineTime takes
 	// MCMCSteps proposals (0: DefaultMCMCSteps) drawn from Seed.
 	Objective string

@@ -97,10 +97,14 @@ func planName(p *partition.Result) string {
 // method says how the chosen plan was found.
 func method(o *partition.Outcome) string {
 	s := searchMethod(o.Searched)
+	in := "in bytes per step"
+	if o.Objective == partition.Time {
+		in = "in simulated step time"
+	}
 	if o.Best.Chosen != "search" {
-		s += fmt.Sprintf("; the %s baseline's plan, operators refined, was better and was chosen", o.Best.Chosen)
+		s += fmt.Sprintf("; the %s baseline's plan, operators refined, was better %s and was chosen", o.Best.Chosen, in)
 	} else {
-		s += "; its plan was at least as good as every baseline's"
+		s += "; its plan was at least as good as every baseline's " + in
 	}
 	if o.MCMC != nil {
 		s += fmt.Sprintf("; MCMC refinement of the step time (%d proposals, seed %d, %d accepted)", o.MCMC.Steps, o.MCMC.Seed, o.MCMC.Accepted)

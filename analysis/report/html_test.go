@@ -71,7 +71,7 @@ func TestReportDeterministic(t *testing.T) {
 		t.Fatal("two runs give different report.json beyond timing fields")
 	}
 	for _, field := range []string{`"version": 2`, `"devices": 4`, `"search_seconds"`, `"comm_bytes"`, `"max_memory_bytes"`,
-		`"step_seconds"`, `"memory_tradeoff"`, `"topology"`, `"objective": "bytes"`, `"chosen"`, `"bound"`,
+		`"step_seconds"`, `"memory_tradeoff"`, `"topology"`, `"objective": "time"`, `"chosen"`, `"bound"`,
 		`"data_parallel"`, `"allrow_greedy"`, `"spartan"`, `"equal_chop"`, `"icml18"`, `"baseline_details"`} {
 		if !strings.Contains(ja.String(), field) {
 			t.Errorf("report.json lacks %s", field)

@@ -31,6 +31,7 @@ type benchFlags struct {
 	// into keep when it is given.
 	devices    int
 	memory     int64
+	objective  string
 	noOptimize bool
 	precision  precision.Mode
 	backends   []string
@@ -78,6 +79,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.topology, "topology", "", "also simulate the step on device 0 of a topology ("+strings.Join(cost.TopologyNames(), ", ")+", or a FILE)")
 	fs.IntVar(&f.devices, "devices", 1, "compiled backends: compile for N devices, as tofuc compile --devices")
 	fs.Var((*byteSize)(&f.memory), "memory", "compiled backends, with --devices: the memory per device, as tofuc compile --memory")
+	registerObjective(fs, &f.objective)
 	fs.BoolVar(&f.noOptimize, "no-optimize", false, "compiled backends: skip the verified rewrites, as tofuc compile --no-optimize")
 	registerPrecision(fs, &f.precision, "compiled backends: ")
 	registerBackends(fs, &f.backends, "compiled backends: ")
@@ -86,7 +88,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return status
 	}
 	modelFlags := false
-	for _, name := range []string{"backend", "json", "model", "set", "in", "params", "topology", "devices", "memory", "no-optimize", "precision", "keep"} {
+	for _, name := range []string{"backend", "json", "model", "set", "in", "params", "topology", "devices", "memory", "objective", "no-optimize", "precision", "keep"} {
 		modelFlags = modelFlags || fs.Changed(name)
 	}
 	switch {
@@ -107,7 +109,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	case fs.NArg() != 1:
 		return usageError(stderr, "bench", "expected one MODEL file")
 	}
-	opts, err := compileOptions(f.devices, f.memory, f.noOptimize, f.precision, f.backends, &trainFlags{}, false)
+	opts, err := compileOptions(f.devices, f.memory, f.objective, f.noOptimize, f.precision, f.backends, &trainFlags{}, false)
 	if err != nil {
 		return usageError(stderr, "bench", "%v", err)
 	}

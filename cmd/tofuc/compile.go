@@ -12,6 +12,8 @@ import (
 	"tofuc/lang/ir"
 	"tofuc/lang/precision"
 	"tofuc/pipeline"
+
+	"github.com/spf13/pflag"
 )
 
 type compileFlags struct {
@@ -19,6 +21,7 @@ type compileFlags struct {
 	sets             []string
 	devices, jobs    int
 	memory           int64
+	objective        string
 	seed             uint64
 	noParams         bool
 	noOptimize       bool
@@ -35,6 +38,7 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.emit, "emit", strings.Join(pipeline.ArtefactNames(), ","), "what to write: "+strings.Join(pipeline.ArtefactNames(), ", ")+" (plan.json is always written)")
 	fs.IntVar(&f.devices, "devices", 1, "compile for N devices: the model is partitioned first (tofuc partition)")
 	fs.Var((*byteSize)(&f.memory), "memory", "with --devices: the memory per device, e.g. 80GB (0: unlimited)")
+	registerObjective(fs, &f.objective)
 	fs.StringVar(&f.model, "model", "", "the model to compile (default: the only one)")
 	fs.StringArrayVar(&f.sets, "set", nil, "override a model attribute, NAME=VALUE (repeatable)")
 	fs.BoolVar(&f.noOptimize, "no-optimize", false, "skip the verified rewrites (tofuc optimize) of an inference graph")
@@ -83,7 +87,7 @@ func (f *compileFlags) validate(nargs int, trainChanged bool) (pipeline.Options,
 	case f.jobs < 0:
 		return pipeline.Options{}, fmt.Errorf("--jobs must not be negative")
 	}
-	opts, err := compileOptions(f.devices, f.memory, f.noOptimize, f.precision, f.backends, &f.train, trainChanged)
+	opts, err := compileOptions(f.devices, f.memory, f.objective, f.noOptimize, f.precision, f.backends, &f.train, trainChanged)
 	if err != nil {
 		return opts, err
 	}
@@ -98,14 +102,20 @@ func (f *compileFlags) validate(nargs int, trainChanged bool) (pipeline.Options,
 	return opts, nil
 }
 
+// registerObjective adds --objective, what the plan of --devices
+// minimises, as tofuc partition's.
+func registerObjective(fs *pflag.FlagSet, objective *string) {
+	fs.StringVar(objective, "objective", "", "with --devices: what the plan minimises, time (the simulated step; the default) or bytes (communicated per step), as tofuc partition --objective")
+}
+
 // compileOptions are the pipeline's options for the flags compile shares
 // with the compiled backends of eval and bench (pipeline.Choices), so
 // that the same flags build the same plan.
-func compileOptions(devices int, memory int64, noOptimize bool, prec precision.Mode, backends []string, train *trainFlags, trainChanged bool) (pipeline.Options, error) {
+func compileOptions(devices int, memory int64, objective string, noOptimize bool, prec precision.Mode, backends []string, train *trainFlags, trainChanged bool) (pipeline.Options, error) {
 	if !train.train && trainChanged {
 		return pipeline.Options{}, fmt.Errorf("--loss, --optimizer, --lr, --loss-scale, --lr-schedule and --clip-norm go with --train")
 	}
-	c := pipeline.Choices{Devices: devices, Memory: memory, NoOptimize: noOptimize, Precision: prec, Backends: backends, Train: train.choices()}
+	c := pipeline.Choices{Devices: devices, Memory: memory, Objective: objective, NoOptimize: noOptimize, Precision: prec, Backends: backends, Train: train.choices()}
 	return c.Options()
 }
 

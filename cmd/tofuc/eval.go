@@ -38,6 +38,7 @@ type evalFlags struct {
 	// The compiled backends compile as tofuc compile does with these.
 	devices    int
 	memory     int64
+	objective  string
 	noOptimize bool
 	precision  precision.Mode
 	backends   []string
@@ -61,6 +62,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.threads, "threads", 0, "host threads of the cpu and simt backends (0: all cores)")
 	fs.IntVar(&f.devices, "devices", 1, "compiled backends: compile for N devices, as tofuc compile --devices")
 	fs.Var((*byteSize)(&f.memory), "memory", "compiled backends, with --devices: the memory per device, as tofuc compile --memory")
+	registerObjective(fs, &f.objective)
 	fs.BoolVar(&f.noOptimize, "no-optimize", false, "compiled backends: skip the verified rewrites, as tofuc compile --no-optimize")
 	registerPrecision(fs, &f.precision, "compiled backends: ")
 	registerBackends(fs, &f.backends, "compiled backends: ")
@@ -90,8 +92,8 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "eval", "--op runs on the interpreter (compile a model to use --backend %s)", f.backend)
 	case !slices.Contains(pipeline.BackendNames, f.backend):
 		return usageError(stderr, "eval", "unknown backend %q (expected %s)", f.backend, strings.Join(pipeline.BackendNames, ", "))
-	case f.backend == "interp" && (fs.Changed("devices") || fs.Changed("memory") || fs.Changed("no-optimize") || fs.Changed("precision")):
-		return usageError(stderr, "eval", "--devices, --memory, --no-optimize and --precision go with a compiled --backend")
+	case f.backend == "interp" && (fs.Changed("devices") || fs.Changed("memory") || fs.Changed("objective") || fs.Changed("no-optimize") || fs.Changed("precision")):
+		return usageError(stderr, "eval", "--devices, --memory, --objective, --no-optimize and --precision go with a compiled --backend")
 	case f.train.validate() != nil:
 		return usageError(stderr, "eval", "%v", f.train.validate())
 	}
@@ -106,7 +108,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	opts, err := compileOptions(f.devices, f.memory, f.noOptimize, f.precision, f.backends, &f.train, false)
+	opts, err := compileOptions(f.devices, f.memory, f.objective, f.noOptimize, f.precision, f.backends, &f.train, false)
 	if err != nil {
 		return usageError(stderr, "eval", "%v", err)
 	}

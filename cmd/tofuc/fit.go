@@ -99,7 +99,7 @@ func fitModel(path string, f fitFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts, err := compileOptions(1, 0, false, f.precision, nil, &f.train, false)
+	opts, err := compileOptions(1, 0, "", false, f.precision, nil, &f.train, false)
 	if err != nil {
 		return err
 	}

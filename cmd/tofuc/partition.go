@@ -41,7 +41,7 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.model, "model", "", "the model (default: the only one)")
 	fs.StringArrayVar(&f.sets, "set", nil, "override a model attribute, NAME=VALUE (repeatable)")
 	fs.StringVar(&f.topology, "topology", "", "the machine plans are simulated on: "+strings.Join(cost.TopologyNames(), ", ")+", or a topology FILE (JSON) (default: h100-nvlink up to 8 devices, h100-2x8-ib up to 16, h100-4x8-ib up to 32)")
-	fs.StringVar(&f.objective, "objective", partition.Bytes, "what the plan minimises: bytes (communicated per step) or time (simulated step)")
+	fs.StringVar(&f.objective, "objective", partition.Time, "what the plan minimises: time (the simulated step) or bytes (communicated per step)")
 	fs.Uint64Var(&f.seed, "seed", 1, "the seed of the time objective's MCMC refinement")
 	f.train.register(fs)
 	if status, done := parseFlags(fs, args, stdout); done {

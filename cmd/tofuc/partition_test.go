@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -51,7 +52,7 @@ func TestPartitionErrors(t *testing.T) {
 		{[]string{"--devices", "4", "--memory", "16 GiB"}, exitOK, ""},
 		{[]string{"--devices", "4", "--memory", "16 furlongs"}, exitUsage, "not a size"},
 		{[]string{"--devices", "4", "--objective", "money"}, exitUsage, "bytes or time"},
-		{[]string{"--devices", "4", "--seed", "3"}, exitUsage, "--seed goes with --objective time"},
+		{[]string{"--devices", "4", "--objective", "bytes", "--seed", "3"}, exitUsage, "--seed goes with --objective time"},
 		{[]string{"--devices", "4", "--topology", "no-such-machine"}, exitUsage, "h100-nvlink"},
 		{[]string{"--devices", "4", "--topology", "../../docs/topologies/host-2core.json"}, exitUsage, "fewer than --devices 4"},
 		{[]string{"--devices", "64"}, exitUsage, "4 machines of 8x H100 SXM over NVLink, over InfiniBand has 32 devices, fewer than --devices 64"},
@@ -129,6 +130,18 @@ func TestPartitionTimeObjective(t *testing.T) {
 	for _, want := range []string{`"objective": "time"`, `"mcmc"`, `"before_seconds"`, `"step_seconds"`, `"memory_tradeoff"`} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("report.json lacks %s", want)
+		}
+	}
+	// Time is the default; the comparison with the baselines names the
+	// objective in force.
+	for args, want := range map[string]string{"": "objective: time", "--objective bytes": "objective: bytes"} {
+		out.Reset()
+		if code := run(append([]string{"partition", "../../examples/mlp.tdl", "--train", "--devices", "4"}, strings.Fields(args)...), &out, &errb); code != exitOK {
+			t.Fatalf("%s: exit %d: %s", args, code, errb.String())
+		}
+		in := map[string]string{"objective: time": "in simulated step time", "objective: bytes": "in bytes per step"}[want]
+		if !strings.Contains(out.String(), want) || !regexp.MustCompile(`(at least as good as every baseline's|was better) `+in).MatchString(out.String()) {
+			t.Errorf("%q: the summary lacks %q or %q:\n%s", args, want, in, out.String())
 		}
 	}
 }
@@ -266,5 +279,39 @@ func TestPartitionReportCost(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"partition", "../../examples/mlp.tdl", "--devices", "4", "--memory-tradeoff"}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "--memory-tradeoff goes with --report") {
 		t.Errorf("--memory-tradeoff without --report: exit %d, %s", code, errb.String())
+	}
+}
+
+// TestCompileObjective: tofuc compile --devices chooses its plan by the
+// simulated step unless --objective bytes says otherwise, as tofuc
+// partition does, and its report says which; a wrong objective, or one
+// without --devices, is refused.
+func TestCompileObjective(t *testing.T) {
+	for _, objective := range []string{"", "bytes"} {
+		dir := filepath.Join(t.TempDir(), "plan")
+		args := []string{"compile", "../../examples/mlp.tdl", "--train", "--devices", "4", "-o", dir, "--emit", "plan,report"}
+		want := `"objective": "time"`
+		if objective != "" {
+			args, want = append(args, "--objective", objective), `"objective": "`+objective+`"`
+		}
+		if status, _, stderr := tofuc(args...); status != exitOK {
+			t.Fatalf("%v: exit %d: %s", args, status, stderr)
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), want) {
+			t.Errorf("%v: report.json lacks %s", args, want)
+		}
+	}
+	for args, want := range map[string]string{
+		"--devices 4 --objective money": "--objective must be time or bytes",
+		"--objective bytes":             "--objective goes with --devices N > 1",
+	} {
+		status, _, stderr := tofuc(append([]string{"compile", "../../examples/mlp.tdl", "-o", t.TempDir()}, strings.Fields(args)...)...)
+		if status != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("%s: exit %d, %q; want %d and %q", args, status, stderr, exitUsage, want)
+		}
 	}
 }
