@@ -24,7 +24,13 @@ type Delta struct {
 	bytes   []map[string][]int64
 	tasks   []map[string]nodeTasks
 	factors []int
-	key     []byte
+	// dev and links are the plans' device and steps' links (stepLinks;
+	// nil: not found yet).
+	dev   Device
+	links []Link
+	key   []byte
+	// recomputed counts the nodes priced or simulated anew.
+	recomputed int
 }
 
 // NewDelta is a Delta of g's plans on t.
@@ -37,23 +43,35 @@ func (g *Graph) NewDelta(t *Topology) *Delta {
 func (d *Delta) Evaluate(p *Plan) (*Cost, error) {
 	d.forFactors(p.Factors)
 	return d.g.evaluate(p, func(p *Plan, j int) ([]int64, error) {
-		return rememberNode(d.bytes, j, d.nodeKey(p, j), func() ([]int64, error) { return d.g.nodeBytes(p, j) })
+		return rememberNode(d.bytes, j, d.nodeKey(p, j), func() ([]int64, error) {
+			d.recomputed++
+			return d.g.nodeBytes(p, j)
+		})
 	})
 }
 
 // Simulate is Graph.Simulate of p.
 func (d *Delta) Simulate(p *Plan) (*Simulation, error) {
 	d.forFactors(p.Factors)
-	return d.g.simulate(p, d.t, d.graph, func(p *Plan, j int, dev Device, links []Link) (nodeTasks, error) {
-		return rememberNode(d.tasks, j, d.nodeKey(p, j), func() (nodeTasks, error) { return d.g.nodeTasks(p, j, dev, links) })
+	if d.links == nil {
+		var err error
+		if d.dev, d.links, err = d.t.stepLinks(p.Factors); err != nil {
+			return nil, err
+		}
+	}
+	return d.g.simulate(p, d.dev, d.links, d.graph, func(p *Plan, j int, dev Device, links []Link) (nodeTasks, error) {
+		return rememberNode(d.tasks, j, d.nodeKey(p, j), func() (nodeTasks, error) {
+			d.recomputed++
+			return d.g.nodeTasks(p, j, dev, links)
+		})
 	})
 }
 
-// forFactors forgets what plans of other factors cost: it says nothing
-// of these.
+// forFactors forgets what plans of other factors cost, and their steps'
+// links: they say nothing of these.
 func (d *Delta) forFactors(factors []int) {
 	if !slices.Equal(d.factors, factors) {
-		d.factors = slices.Clone(factors)
+		d.factors, d.links = slices.Clone(factors), nil
 		clear(d.bytes)
 		clear(d.tasks)
 	}

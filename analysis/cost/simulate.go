@@ -35,19 +35,19 @@ type Simulation struct {
 // earliest node first, so transfers overlap kernels where the graph
 // allows.
 func (g *Graph) Simulate(p *Plan, t *Topology) (*Simulation, error) {
-	return g.simulate(p, t, newTaskGraph(g), g.nodeTasks)
+	dev, links, err := t.stepLinks(p.Factors)
+	if err != nil {
+		return nil, err
+	}
+	return g.simulate(p, dev, links, newTaskGraph(g), g.nodeTasks)
 }
 
 // nodeTasks are a node's fetch, kernel and store seconds.
 type nodeTasks struct{ fetch, kernel, store float64 }
 
-// simulate runs plan p on t as task graph tg, the tasks of each node j
-// from tasksOf.
-func (g *Graph) simulate(p *Plan, t *Topology, tg *taskGraph, tasksOf func(p *Plan, j int, dev Device, links []Link) (nodeTasks, error)) (*Simulation, error) {
-	dev, links, err := t.stepLinks(p.Factors)
-	if err != nil {
-		return nil, err
-	}
+// simulate runs plan p on device dev and its steps' links as task graph
+// tg, the tasks of each node j from tasksOf.
+func (g *Graph) simulate(p *Plan, dev Device, links []Link, tg *taskGraph, tasksOf func(p *Plan, j int, dev Device, links []Link) (nodeTasks, error)) (*Simulation, error) {
 	if err := g.Validate(p); err != nil {
 		return nil, err
 	}

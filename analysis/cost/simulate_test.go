@@ -4,12 +4,15 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"tofuc/parser"
 
 	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
+	"tofuc/lang/ir"
 )
 
 // graphOf prepares a model for pricing.
@@ -125,6 +128,69 @@ func TestSimulateMachines(t *testing.T) {
 	if c.StepBytes[0] == c.StepBytes[1] || !(step["fast"] < step[cheap] && step[cheap] < step[dear] && step[dear] < step["slow"]) {
 		t.Errorf("steps %v, step bytes %v: want fast < %s < %s < slow", step, c.StepBytes, cheap, dear)
 	}
+}
+
+// TestDeltaReuses: a Delta prices and simulates anew only the nodes
+// whose choices or tensors' layouts it has not seen (none for a plan
+// seen; the one reader of a tensor moved), forgets them for plans of
+// other factors, and equals Graph.Evaluate and Graph.Simulate on each.
+func TestDeltaReuses(t *testing.T) {
+	g := graphOf(t, `model m(x: f32[64, 64]) {
+    a = param f32[64, 64]
+    b = param f32[64, 64]
+    return matmul(x, a) + matmul(x, b)
+}
+`)
+	plan := func(factors ...int) *cost.Plan {
+		p := cost.NewPlan(factors)
+		for _, v := range g.Tensors() {
+			p.Tensors[v] = make([]int, len(factors))
+		}
+		for _, n := range g.IR.Nodes {
+			c, ok := g.Root(n).Lookup("split i")
+			if !ok {
+				c, _ = g.Root(n).Lookup("split " + g.Root(n).Analysis.Strategies[0].Name())
+			}
+			p.Ops[n] = slices.Repeat([]cost.Choice{c}, len(factors))
+		}
+		return p
+	}
+	topo := cost.Topologies["h100-nvlink"]
+	d := g.NewDelta(topo)
+	nodes := len(g.IR.Nodes)
+	check := func(p *cost.Plan, recomputed int) {
+		t.Helper()
+		before := d.Recomputed()
+		dc, err := d.Evaluate(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := d.Simulate(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fc, _ := g.Evaluate(p)
+		fs, _ := g.Simulate(p, topo)
+		if !reflect.DeepEqual(dc, fc) || *ds != *fs {
+			t.Errorf("factors %v: delta %+v %+v, full %+v %+v", p.Factors, dc, ds, fc, fs)
+		}
+		if got := d.Recomputed() - before; got != recomputed {
+			t.Errorf("factors %v: %d nodes recomputed, want %d", p.Factors, got, recomputed)
+		}
+	}
+	p := plan(2)
+	check(p, 2*nodes) // every node's bytes and tasks
+	check(plan(2), 0)
+	var b *ir.Value
+	for _, pr := range g.IR.Params {
+		if pr.Value.Name == "b" {
+			b = pr.Value
+		}
+	}
+	p.Tensors[b] = []int{cost.Replicated}
+	check(p, 2) // b's one reader, its bytes and its tasks
+	check(plan(2, 2), 2*nodes)
+	check(plan(2), 2*nodes) // forgotten with the factors
 }
 
 // TestTopologies: the built-in profiles validate; a file is read with

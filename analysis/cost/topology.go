@@ -207,11 +207,12 @@ func (t *Topology) link(a, b int) (Link, bool) {
 // stepLinks is what the simulation takes of the devices of a plan with
 // these factors, the first Π factors of t: device 0's profile (the
 // plan's devices are alike, Tofu's symmetry) and, per step, the slowest
-// of device 0's links to the others of its group at that step (those
-// whose digits differ from its own at that step alone: a step's
+// link between any device and the others of its group at that step
+// (those whose digits differ from its own at that step alone: a step's
 // transfers stay in its groups), which bounds a transfer that gathers
 // from all of them. On a topology of machines, the steps of the first
-// digits span machines and the last ones stay inside one.
+// digits span machines and the last ones stay inside one, unless a
+// group straddles two machines (9 devices as 3 × 3 on machines of 8).
 func (t *Topology) stepLinks(factors []int) (Device, []Link, error) {
 	n := 1
 	for _, k := range factors {
@@ -225,13 +226,17 @@ func (t *Topology) stepLinks(factors []int) (Device, []Link, error) {
 	for i, k := range factors {
 		stride /= k
 		slow := Link{Bandwidth: math.Inf(1)}
-		for m := 1; m < k; m++ {
-			l, ok := t.link(0, m*stride)
-			if !ok {
-				return Device{}, nil, fmt.Errorf("the topology %q links no device to devices 0 and %d", t.Name, m*stride)
+		for d := range n {
+			digit := d / stride % k
+			for m := digit + 1; m < k; m++ { // each pair once
+				e := d + (m-digit)*stride
+				l, ok := t.link(d, e)
+				if !ok {
+					return Device{}, nil, fmt.Errorf("the topology %q links no device to devices %d and %d", t.Name, d, e)
+				}
+				slow.Bandwidth = min(slow.Bandwidth, l.Bandwidth)
+				slow.Latency = max(slow.Latency, l.Latency)
 			}
-			slow.Bandwidth = min(slow.Bandwidth, l.Bandwidth)
-			slow.Latency = max(slow.Latency, l.Latency)
 		}
 		links[i] = slow
 	}

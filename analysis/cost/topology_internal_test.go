@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestStepLinks: on machines of eight GPUs, a step whose groups span
-// machines goes at InfiniBand's speed and latency, one whose groups stay
-// inside a machine at NVLink's; a plan larger than the topology is
-// refused.
+// TestStepLinks: on machines of eight GPUs, a step with a group that
+// spans machines goes at InfiniBand's speed and latency, one whose
+// groups all stay inside a machine at NVLink's; a plan larger than the
+// topology is refused.
 func TestStepLinks(t *testing.T) {
 	const ib, nvlink = 50e9, 450e9
 	for _, c := range []struct {
@@ -26,6 +26,10 @@ func TestStepLinks(t *testing.T) {
 		{"h100-4x8-ib", []int{2, 16}, []float64{ib, ib}},
 		{"h100-4x8-ib", []int{32}, []float64{ib}},
 		{"h100-nvlink", []int{2, 2, 2}, []float64{nvlink, nvlink, nvlink}},
+		// Groups that straddle the machines: {2, 5, 8} at the first
+		// step, {6, 7, 8} at the second (device 0's own are inside one).
+		{"h100-2x8-ib", []int{3, 3}, []float64{ib, ib}},
+		{"h100-2x8-ib", []int{4, 3}, []float64{ib, ib}},
 	} {
 		_, links, err := Topologies[c.topology].stepLinks(c.factors)
 		if err != nil {

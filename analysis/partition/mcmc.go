@@ -16,8 +16,13 @@ const (
 	Time  = "time"  // simulated seconds per step on a topology
 )
 
-// DefaultMCMCSteps is the number of proposals of the time refinement.
-const DefaultMCMCSteps = 200
+// DefaultMCMCSteps is the number of proposals of the time refinement,
+// DefaultSeed the seed of their random choices (tofuc partition's and
+// compile's).
+const (
+	DefaultMCMCSteps        = 200
+	DefaultSeed      uint64 = 1
+)
 
 // Simulate sets r.Sim: r's plan simulated on t.
 func Simulate(g *cost.Graph, r *Result, t *cost.Topology) error {

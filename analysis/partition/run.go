@@ -31,6 +31,9 @@ func Run(g *cost.Graph, devices int, opt Options, tradeOff bool) (*Outcome, erro
 	if out.Objective == "" {
 		out.Objective = Time
 	}
+	if len(out.Topology.Devices) < devices { // every plan is simulated: say so before searching
+		return nil, fmt.Errorf("the topology %q has %d devices, fewer than the %d to plan for: no built-in topology has more (tofuc partition --topology FILE takes a machine of your own; tofuc compile, eval and bench plan for at most 32 devices)", out.Topology.Name, len(out.Topology.Devices), devices)
+	}
 	var err error
 	if out.Searched, err = Search(g, devices, opt); err != nil {
 		return nil, err

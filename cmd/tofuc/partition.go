@@ -42,7 +42,7 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	fs.StringArrayVar(&f.sets, "set", nil, "override a model attribute, NAME=VALUE (repeatable)")
 	fs.StringVar(&f.topology, "topology", "", "the machine plans are simulated on: "+strings.Join(cost.TopologyNames(), ", ")+", or a topology FILE (JSON) (default: h100-nvlink up to 8 devices, h100-2x8-ib up to 16, h100-4x8-ib up to 32)")
 	fs.StringVar(&f.objective, "objective", partition.Time, "what the plan minimises: time (the simulated step) or bytes (communicated per step)")
-	fs.Uint64Var(&f.seed, "seed", 1, "the seed of the time objective's MCMC refinement")
+	fs.Uint64Var(&f.seed, "seed", partition.DefaultSeed, "the seed of the time objective's MCMC refinement")
 	f.train.register(fs)
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
@@ -105,7 +105,7 @@ func (f *partitionFlags) validate(nargs int, changed func(string) bool) ([]int, 
 	case !f.train.train && (changed("loss") || changed("optimizer") || changed("lr") || changed("loss-scale")):
 		return nil, fmt.Errorf("--loss, --optimizer, --lr, --loss-scale, --lr-schedule and --clip-norm go with --train")
 	case f.objective != partition.Bytes && f.objective != partition.Time:
-		return nil, fmt.Errorf("--objective must be %s or %s", partition.Bytes, partition.Time)
+		return nil, fmt.Errorf("--objective must be %s or %s", partition.Time, partition.Bytes)
 	case changed("seed") && f.objective != partition.Time:
 		return nil, fmt.Errorf("--seed goes with --objective time (the MCMC refinement)")
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"tofuc/analysis/cost"
 	"tofuc/codegen/toolchain"
@@ -51,7 +52,7 @@ func TestPartitionErrors(t *testing.T) {
 		{[]string{"--devices", "4", "--strategy", "missing.json"}, exitUser, "missing.json"},
 		{[]string{"--devices", "4", "--memory", "16 GiB"}, exitOK, ""},
 		{[]string{"--devices", "4", "--memory", "16 furlongs"}, exitUsage, "not a size"},
-		{[]string{"--devices", "4", "--objective", "money"}, exitUsage, "bytes or time"},
+		{[]string{"--devices", "4", "--objective", "money"}, exitUsage, "time or bytes"},
 		{[]string{"--devices", "4", "--objective", "bytes", "--seed", "3"}, exitUsage, "--seed goes with --objective time"},
 		{[]string{"--devices", "4", "--topology", "no-such-machine"}, exitUsage, "h100-nvlink"},
 		{[]string{"--devices", "4", "--topology", "../../docs/topologies/host-2core.json"}, exitUsage, "fewer than --devices 4"},
@@ -313,5 +314,11 @@ func TestCompileObjective(t *testing.T) {
 		if status != exitUsage || !strings.Contains(stderr, want) {
 			t.Errorf("%s: exit %d, %q; want %d and %q", args, status, stderr, exitUsage, want)
 		}
+	}
+	// More devices than any built-in topology: said before searching.
+	start := time.Now()
+	status, _, stderr := tofuc("compile", "../../examples/mlp.tdl", "--devices", "64", "-o", t.TempDir())
+	if status == exitOK || !strings.Contains(stderr, "no built-in topology has more") || time.Since(start) > 10*time.Second {
+		t.Errorf("--devices 64: exit %d after %s: %s", status, time.Since(start), stderr)
 	}
 }
