@@ -165,7 +165,7 @@ figure{margin:0;font-size:12px;width:170px;overflow-wrap:anywhere}
 {{range $i, $s := .R.Steps}}<tr><td>{{inc $i}}</td><td>{{$s.Workers}}</td><td>{{bytes $s.Bytes}}</td><td>{{$s.Method}}</td><td>{{$s.LargestTable}}</td></tr>
 {{end}}</table>
 {{with .R.Checked}}<h2 id="checked">Your plan</h2>
-<p>{{.File}}: {{bytes .CommBytes}} per step ({{bytes .MaxMemoryBytes}} per device); the optimum is {{bytes .OptimumBytes}}.</p>
+<p>{{.File}}: {{bytes .CommBytes}} per step ({{bytes .MaxMemoryBytes}} per device); the chosen plan communicates {{bytes .OptimumBytes}}.</p>
 <table><tr><th>operator</th><th>extra bytes</th><th>strategies</th></tr>
 {{range .Worse}}<tr><td>{{.Op}}</td><td>{{bytes .Bytes}}</td><td>{{.Why}}</td></tr>
 {{end}}</table>{{end}}

@@ -79,7 +79,7 @@ func (r *Report) Summary(w io.Writer) {
 	}
 	tw.Flush()
 	if c := r.Checked; c != nil {
-		fmt.Fprintf(w, "  your plan (%s): %s per step, %s per device; the optimum is %s\n", c.File, lang.FormatBytes(c.CommBytes), lang.FormatBytes(c.MaxMemoryBytes), lang.FormatBytes(c.OptimumBytes))
+		fmt.Fprintf(w, "  your plan (%s): %s per step, %s per device; the chosen plan communicates %s\n", c.File, lang.FormatBytes(c.CommBytes), lang.FormatBytes(c.MaxMemoryBytes), lang.FormatBytes(c.OptimumBytes))
 	}
 }
 
