@@ -29,29 +29,40 @@ func graphOf(t *testing.T, src string) *cost.Graph {
 	return g
 }
 
-// TestSimulateOverlap: two independent matmuls whose second operand is
-// split by rows fetch half of it; on a slow link the first kernel runs
-// while the second fetch is under way, so the step is shorter than
-// compute plus transfers, and it is exactly the task graph's critical
-// path, computed here by hand.
-func TestSimulateOverlap(t *testing.T) {
-	g := graphOf(t, `model m(x: f32[64, 64]) {
+// twoMatmuls is a model of two independent matmuls summed.
+const twoMatmuls = `model m(x: f32[64, 64]) {
     a = param f32[64, 64]
     b = param f32[64, 64]
     return matmul(x, a) + matmul(x, b)
 }
-`)
-	p := cost.NewPlan([]int{2})
+`
+
+// rowPlan is the plan of g with these factors that splits every tensor
+// along its first dimension at every step, and every operator by its
+// rows i (or its first strategy, where it has no i).
+func rowPlan(g *cost.Graph, factors ...int) *cost.Plan {
+	p := cost.NewPlan(factors)
 	for _, v := range g.Tensors() {
-		p.Tensors[v] = []int{0}
+		p.Tensors[v] = make([]int, len(factors))
 	}
 	for _, n := range g.IR.Nodes {
 		c, ok := g.Root(n).Lookup("split i")
 		if !ok {
 			c, _ = g.Root(n).Lookup("split " + g.Root(n).Analysis.Strategies[0].Name())
 		}
-		p.Ops[n] = []cost.Choice{c}
+		p.Ops[n] = slices.Repeat([]cost.Choice{c}, len(factors))
 	}
+	return p
+}
+
+// TestSimulateOverlap: two independent matmuls whose second operand is
+// split by rows fetch half of it; on a slow link the first kernel runs
+// while the second fetch is under way, so the step is shorter than
+// compute plus transfers, and it is exactly the task graph's critical
+// path, computed here by hand.
+func TestSimulateOverlap(t *testing.T) {
+	g := graphOf(t, twoMatmuls)
+	p := rowPlan(g, 2)
 	dev := cost.TopologyDevice{Name: "d", PeakFLOPS: 1e9, MemoryBandwidth: 1e12, MemoryBytes: 1 << 30}
 	topo := &cost.Topology{Name: "t", Devices: []cost.TopologyDevice{dev, dev},
 		Links: []cost.Link{{Devices: []int{0, 1}, Bandwidth: 8192 / 1e-4, Latency: 0}}}
@@ -78,23 +89,8 @@ func TestSimulateOverlap(t *testing.T) {
 // link; and it is slower where the groups of the step that moves more
 // bytes (Tofu's δ_i) span the machines than where the other step's do.
 func TestSimulateMachines(t *testing.T) {
-	g := graphOf(t, `model m(x: f32[64, 64]) {
-    a = param f32[64, 64]
-    b = param f32[64, 64]
-    return matmul(x, a) + matmul(x, b)
-}
-`)
-	p := cost.NewPlan([]int{2, 2})
-	for _, v := range g.Tensors() {
-		p.Tensors[v] = []int{0, 0}
-	}
-	for _, n := range g.IR.Nodes {
-		c, ok := g.Root(n).Lookup("split i")
-		if !ok {
-			c, _ = g.Root(n).Lookup("split " + g.Root(n).Analysis.Strategies[0].Name())
-		}
-		p.Ops[n] = []cost.Choice{c, c}
-	}
+	g := graphOf(t, twoMatmuls)
+	p := rowPlan(g, 2, 2)
 	dev := cost.TopologyDevice{Name: "d", PeakFLOPS: 1e9, MemoryBandwidth: 1e12, MemoryBytes: 1 << 30}
 	const fast, slow = 1e9, 1e7
 	topology := func(links ...cost.Link) *cost.Topology {
@@ -135,26 +131,7 @@ func TestSimulateMachines(t *testing.T) {
 // seen; the one reader of a tensor moved), forgets them for plans of
 // other factors, and equals Graph.Evaluate and Graph.Simulate on each.
 func TestDeltaReuses(t *testing.T) {
-	g := graphOf(t, `model m(x: f32[64, 64]) {
-    a = param f32[64, 64]
-    b = param f32[64, 64]
-    return matmul(x, a) + matmul(x, b)
-}
-`)
-	plan := func(factors ...int) *cost.Plan {
-		p := cost.NewPlan(factors)
-		for _, v := range g.Tensors() {
-			p.Tensors[v] = make([]int, len(factors))
-		}
-		for _, n := range g.IR.Nodes {
-			c, ok := g.Root(n).Lookup("split i")
-			if !ok {
-				c, _ = g.Root(n).Lookup("split " + g.Root(n).Analysis.Strategies[0].Name())
-			}
-			p.Ops[n] = slices.Repeat([]cost.Choice{c}, len(factors))
-		}
-		return p
-	}
+	g := graphOf(t, twoMatmuls)
 	topo := cost.Topologies["h100-nvlink"]
 	d := g.NewDelta(topo)
 	nodes := len(g.IR.Nodes)
@@ -178,9 +155,9 @@ func TestDeltaReuses(t *testing.T) {
 			t.Errorf("factors %v: %d nodes recomputed, want %d", p.Factors, got, recomputed)
 		}
 	}
-	p := plan(2)
+	p := rowPlan(g, 2)
 	check(p, 2*nodes) // every node's bytes and tasks
-	check(plan(2), 0)
+	check(rowPlan(g, 2), 0)
 	var b *ir.Value
 	for _, pr := range g.IR.Params {
 		if pr.Value.Name == "b" {
@@ -189,8 +166,8 @@ func TestDeltaReuses(t *testing.T) {
 	}
 	p.Tensors[b] = []int{cost.Replicated}
 	check(p, 2) // b's one reader, its bytes and its tasks
-	check(plan(2, 2), 2*nodes)
-	check(plan(2), 2*nodes) // forgotten with the factors
+	check(rowPlan(g, 2, 2), 2*nodes)
+	check(rowPlan(g, 2), 2*nodes) // forgotten with the factors
 }
 
 // TestTopologies: the built-in profiles validate; a file is read with
