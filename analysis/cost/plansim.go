@@ -155,7 +155,7 @@ func (ps *planSim) move(a, b int, bytes int64) (float64, error) {
 	}
 	l, ok := ps.t.link(a, b)
 	if !ok {
-		return 0, fmt.Errorf("the topology %q links no device to devices %d and %d", ps.t.Name, a, b)
+		return 0, fmt.Errorf("the topology %q has no link that joins devices %d and %d", ps.t.Name, a, b)
 	}
 	return float64(bytes)/l.Bandwidth + l.Latency, nil
 }
@@ -168,7 +168,7 @@ func (ps *planSim) ring(group []int) (Link, error) {
 		b := group[(i+1)%len(group)]
 		l, ok := ps.t.link(a, b)
 		if !ok {
-			return Link{}, fmt.Errorf("the topology %q links no device to devices %d and %d", ps.t.Name, a, b)
+			return Link{}, fmt.Errorf("the topology %q has no link that joins devices %d and %d", ps.t.Name, a, b)
 		}
 		if slow.Bandwidth < 0 || l.Bandwidth < slow.Bandwidth {
 			slow.Bandwidth = l.Bandwidth

@@ -204,6 +204,32 @@ func (t *Topology) link(a, b int) (Link, bool) {
 	return best, found
 }
 
+// CheckLinked says which of the first n devices no link joins, if any:
+// a plan of n devices may move data between any two of them.
+func (t *Topology) CheckLinked(n int) error {
+	joined := make([][]bool, n)
+	for d := range joined {
+		joined[d] = make([]bool, n)
+	}
+	for _, l := range t.Links {
+		for _, a := range l.Devices {
+			for _, b := range l.Devices {
+				if a < n && b < n {
+					joined[a][b] = true
+				}
+			}
+		}
+	}
+	for a := range n {
+		for b := a + 1; b < n; b++ {
+			if !joined[a][b] {
+				return fmt.Errorf("the topology %q has no link that joins devices %d and %d", t.Name, a, b)
+			}
+		}
+	}
+	return nil
+}
+
 // stepLinks is what the simulation takes of the devices of a plan with
 // these factors, the first Π factors of t: device 0's profile (the
 // plan's devices are alike, Tofu's symmetry) and, per step, the slowest
@@ -232,7 +258,7 @@ func (t *Topology) stepLinks(factors []int) (Device, []Link, error) {
 				e := d + (m-digit)*stride
 				l, ok := t.link(d, e)
 				if !ok {
-					return Device{}, nil, fmt.Errorf("the topology %q links no device to devices %d and %d", t.Name, d, e)
+					return Device{}, nil, fmt.Errorf("the topology %q has no link that joins devices %d and %d", t.Name, d, e)
 				}
 				slow.Bandwidth = min(slow.Bandwidth, l.Bandwidth)
 				slow.Latency = max(slow.Latency, l.Latency)

@@ -59,15 +59,22 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, err)
 	}
-	if f.topology == "" {
+	given := f.topology != ""
+	if !given {
 		f.topology = partition.DefaultTopology(f.devices)
 	}
 	topo, err := cost.LoadTopology(f.topology)
 	if err != nil {
 		return usageError(stderr, "partition", "--topology: %v", err)
 	}
-	if len(topo.Devices) < f.devices {
+	switch {
+	case len(topo.Devices) < f.devices && !given:
+		return usageError(stderr, "partition", "no built-in topology has %d devices (the largest, %s, has %d): give --topology FILE", f.devices, f.topology, len(topo.Devices))
+	case len(topo.Devices) < f.devices:
 		return usageError(stderr, "partition", "--topology: %s has %d devices, fewer than --devices %d", topo.Name, len(topo.Devices), f.devices)
+	}
+	if err := topo.CheckLinked(f.devices); err != nil {
+		return usageError(stderr, "partition", "--topology: %v", err)
 	}
 	opt := partition.Options{Factors: factors, Memory: f.memory, Objective: f.objective, Topology: topo, Seed: f.seed}
 	p := newProgress(stderr)

@@ -56,7 +56,8 @@ func TestPartitionErrors(t *testing.T) {
 		{[]string{"--devices", "4", "--objective", "bytes", "--seed", "3"}, exitUsage, "--seed goes with --objective time"},
 		{[]string{"--devices", "4", "--topology", "no-such-machine"}, exitUsage, "h100-nvlink"},
 		{[]string{"--devices", "4", "--topology", "../../docs/topologies/host-2core.json"}, exitUsage, "fewer than --devices 4"},
-		{[]string{"--devices", "64"}, exitUsage, "4 machines of 8x H100 SXM over NVLink, over InfiniBand has 32 devices, fewer than --devices 64"},
+		{[]string{"--devices", "64"}, exitUsage, "no built-in topology has 64 devices (the largest, h100-4x8-ib, has 32): give --topology FILE"},
+		{[]string{"--devices", "4", "--topology", "testdata/unlinked-topology.json"}, exitUsage, `--topology: the topology "unlinked" has no link that joins devices 0 and 3`},
 	} {
 		var out, errb bytes.Buffer
 		code := run(append([]string{"partition", "../../examples/mlp.tdl"}, c.args...), &out, &errb)
