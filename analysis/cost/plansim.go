@@ -131,7 +131,7 @@ func (ps *planSim) price(d int, s *plan.Step) (compute, transfer float64, err er
 		}
 		return ps.kernel(d, s.Kernel), transfer, nil
 	case plan.AllReduce:
-		l, err := ps.ring(s.Group)
+		l, err := ps.t.Ring(s.Group)
 		return 0, AllReduceSeconds(ps.p.Buffers[s.To].Bytes, len(s.Group), l), err
 	}
 	return 0, 0, nil
@@ -158,24 +158,6 @@ func (ps *planSim) move(a, b int, bytes int64) (float64, error) {
 		return 0, fmt.Errorf("the topology %q has no link that joins devices %d and %d", ps.t.Name, a, b)
 	}
 	return float64(bytes)/l.Bandwidth + l.Latency, nil
-}
-
-// ring is the slowest link between neighbours of a ring through the
-// devices of group, in its order, with the longest latency.
-func (ps *planSim) ring(group []int) (Link, error) {
-	slow := Link{Bandwidth: -1}
-	for i, a := range group {
-		b := group[(i+1)%len(group)]
-		l, ok := ps.t.link(a, b)
-		if !ok {
-			return Link{}, fmt.Errorf("the topology %q has no link that joins devices %d and %d", ps.t.Name, a, b)
-		}
-		if slow.Bandwidth < 0 || l.Bandwidth < slow.Bandwidth {
-			slow.Bandwidth = l.Bandwidth
-		}
-		slow.Latency = max(slow.Latency, l.Latency)
-	}
-	return slow, nil
 }
 
 // boxCells is the elements of a box.

@@ -89,7 +89,7 @@ func (g *Graph) nodeTasks(p *Plan, j int, dev Device, links []Link) (nodeTasks, 
 		groups *= int64(k)
 	}
 	var err error
-	if tasks.kernel, err = view.kernelTime(dev); err != nil {
+	if tasks.kernel, err = view.KernelSeconds(dev); err != nil {
 		return tasks, fmt.Errorf("operator %s: %w", n.Name, err)
 	}
 	return tasks, nil
@@ -163,12 +163,12 @@ func newTaskGraph(g *Graph) *taskGraph {
 	return tg
 }
 
-// kernelTime is the roofline time of the view's kernels on d: the longer
+// KernelSeconds is the roofline time of the view's kernels on d: the longer
 // of its FLOPs at the peak (with the padding and the half-performance
 // size of each contraction it launches, Device.ComputeSeconds) and its
 // inputs' and outputs' bytes at the memory bandwidth, plus a launch
 // overhead per kernel.
-func (v *View) kernelTime(d Device) (float64, error) {
+func (v *View) KernelSeconds(d Device) (float64, error) {
 	v.kernelOnce.Do(func() {
 		inst := v.Inst
 		v.kernel.flops, v.kernel.err = InstanceFLOPs(inst)

@@ -3,6 +3,7 @@ package cost
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
 	"math"
 	"os"
 	"slices"
@@ -202,6 +203,51 @@ func (t *Topology) link(a, b int) (Link, bool) {
 		}
 	}
 	return best, found
+}
+
+// Ring is the slowest link between neighbours of a ring through the
+// devices of group, in its order, with the longest latency: what an
+// all-reduce over the group runs at (AllReduceSeconds).
+func (t *Topology) Ring(group []int) (Link, error) {
+	return t.slowest(func(yield func(a, b int) bool) {
+		for i, a := range group {
+			if !yield(a, group[(i+1)%len(group)]) {
+				return
+			}
+		}
+	})
+}
+
+// Between is the slowest link from any device of a to any of b, with
+// the longest latency: what data moving from one group to the other
+// runs at.
+func (t *Topology) Between(from, to []int) (Link, error) {
+	return t.slowest(func(yield func(a, b int) bool) {
+		for _, a := range from {
+			for _, b := range to {
+				if !yield(a, b) {
+					return
+				}
+			}
+		}
+	})
+}
+
+// slowest is the least bandwidth and the longest latency of the links
+// that join the pairs.
+func (t *Topology) slowest(pairs iter.Seq2[int, int]) (Link, error) {
+	slow := Link{Bandwidth: -1}
+	for a, b := range pairs {
+		l, ok := t.link(a, b)
+		if !ok {
+			return Link{}, fmt.Errorf("the topology %q has no link that joins devices %d and %d", t.Name, a, b)
+		}
+		if slow.Bandwidth < 0 || l.Bandwidth < slow.Bandwidth {
+			slow.Bandwidth = l.Bandwidth
+		}
+		slow.Latency = max(slow.Latency, l.Latency)
+	}
+	return slow, nil
 }
 
 // CheckLinked says which of the first n devices no link joins, if any:

@@ -5,6 +5,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"tofuc/internal/examplegraph"
 
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
@@ -33,7 +34,7 @@ func BenchmarkSearch(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%d", m.name, devices), func(b *testing.B) {
 				for range b.N {
 					b.StopTimer()
-					g := exampleGraph(b, m.file, true, m.set)
+					g := examplegraph.Load(b, m.file, true, m.set)
 					b.StartTimer()
 					cpu := cpuSeconds(b)
 					r, err := partition.Search(g, devices, partition.Options{})
@@ -65,7 +66,7 @@ func cpuSeconds(b *testing.B) float64 {
 // the timer. Results in docs/partition.md.
 func BenchmarkRefineTime(b *testing.B) {
 	for _, model := range []string{"rnn", "transformer", "wresnet"} {
-		g := exampleGraph(b, model, true, nil)
+		g := examplegraph.Load(b, model, true, nil)
 		topo := cost.Topologies["pcie"]
 		out, err := partition.Run(g, 8, partition.Options{Topology: topo}, false)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"runtime"
 	"testing"
+	"tofuc/internal/examplegraph"
 	"tofuc/parser"
 
 	"tofuc/analysis/autodiff"
@@ -52,7 +53,7 @@ func lstmGates(tb testing.TB, set map[string]int64) *cost.Graph {
 // makes a step shorter than either, nor does scheduling make it longer
 // than running everything one after the other.
 func TestSimulationBounds(t *testing.T) {
-	g := exampleGraph(t, "mlp", true, nil)
+	g := examplegraph.Load(t, "mlp", true, nil)
 	for _, topo := range cost.TopologyNames() {
 		out, err := partition.Run(g, 4, partition.Options{Topology: cost.Topologies[topo]}, false)
 		if err != nil {
@@ -77,7 +78,7 @@ func TestSimulationBounds(t *testing.T) {
 // from a poor start (the allrow_greedy baseline on PCIe) it finds a
 // faster plan, and its statistics say so.
 func TestRefineTimeNeverSlower(t *testing.T) {
-	g := exampleGraph(t, "mlp", true, nil)
+	g := examplegraph.Load(t, "mlp", true, nil)
 	topo := cost.Topologies["pcie"]
 	start, err := partition.Baseline(g, "allrow_greedy", 4, partition.Options{})
 	if err != nil {
@@ -116,7 +117,7 @@ func TestRefineTimeNeverSlower(t *testing.T) {
 // communicates no more than any baseline on the per-gate LSTM.
 func TestNoBaselineBetter(t *testing.T) {
 	graphs := map[string]*cost.Graph{
-		"mlp":        exampleGraph(t, "mlp", true, nil),
+		"mlp":        examplegraph.Load(t, "mlp", true, nil),
 		"lstm_gates": lstmGates(t, map[string]int64{"layers": 2, "hidden": 64, "steps": 4, "batch": 32}),
 	}
 	for name, g := range graphs {
@@ -179,7 +180,7 @@ func TestDeltaSimulation(t *testing.T) {
 	}{
 		{"rnn", "pcie", 8}, {"transformer", "h100-nvlink", 8}, {"transformer", "h100-2x8-ib", 16},
 	} {
-		g := exampleGraph(t, c.model, true, nil)
+		g := examplegraph.Load(t, c.model, true, nil)
 		topo := cost.Topologies[c.topology]
 		out, err := partition.Run(g, c.devices, partition.Options{Topology: topo}, false)
 		if err != nil {

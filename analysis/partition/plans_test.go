@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"testing"
+	"tofuc/internal/examplegraph"
 
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
@@ -52,7 +53,7 @@ func TestPlansUnchanged(t *testing.T) {
 			if tc.big && testing.Short() {
 				t.Skip("big model")
 			}
-			g := exampleGraph(t, tc.file, true, tc.set)
+			g := examplegraph.Load(t, tc.file, true, tc.set)
 			var searched, best *partition.Result
 			var chosen string
 			if tc.big {

@@ -1,21 +1,23 @@
-package partition_test
+// Package examplegraph loads the example models as the partition
+// search and the pipeline planner see them, for their tests.
+package examplegraph
 
 import (
 	"path/filepath"
 	"runtime"
 	"testing"
-	"tofuc/parser"
 
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
 	"tofuc/lang/ir"
+	"tofuc/parser"
 )
 
-// exampleGraph loads an example model (its training graph with train)
+// Load loads an example model of examples/ (its training graph with train)
 // with attributes overridden, decomposed as tofuc partition does.
-func exampleGraph(tb testing.TB, name string, train bool, set map[string]int64) *cost.Graph {
+func Load(tb testing.TB, name string, train bool, set map[string]int64) *cost.Graph {
 	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	path := filepath.Join(filepath.Dir(file), "..", "..", "examples", name+".tdl")
