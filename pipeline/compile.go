@@ -13,6 +13,7 @@ import (
 	"tofuc/analysis/partition"
 	"tofuc/analysis/partition/execution"
 	"tofuc/analysis/report"
+	"tofuc/analysis/stages"
 	"tofuc/codegen"
 	"tofuc/codegen/target"
 	"tofuc/codegen/toolchain"
@@ -408,6 +409,9 @@ type PartitionInput struct {
 	// Strategy, when not empty, names a plan (a report.json, edited) to
 	// price beside the optimum.
 	Strategy string
+	// Pipeline adds the pipeline plans of a training graph, GraphPipe's
+	// and the sequential pipeline's (analysis/stages).
+	Pipeline bool
 }
 
 // Partition searches the partition plan of g over in.Devices, runs the
@@ -426,7 +430,32 @@ func Partition(g *cost.Graph, in PartitionInput, opt partition.Options) (*report
 		}
 		ri.CheckedFile = in.Strategy
 	}
-	return report.Partition(ri), nil
+	r := report.Partition(ri)
+	if in.Pipeline {
+		if r.Pipelines, err = pipelinePlans(g, in.Devices, out.Topology, opt.Memory); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// pipelinePlans are GraphPipe's pipeline plan of training graph g and
+// the sequential pipeline's, on the devices of t.
+func pipelinePlans(g *cost.Graph, devices int, t *cost.Topology, memory int64) (*report.Pipelines, error) {
+	ls, err := stages.NewLayers(g, t.Roofline(0))
+	if err != nil {
+		return nil, fmt.Errorf("pipeline plans: %w", err)
+	}
+	opt := stages.Options{Topology: t, Devices: devices, Memory: memory}
+	var plans []*stages.Plan
+	for _, method := range []string{stages.GraphPipe, stages.Sequential} {
+		p, err := stages.Search(ls, method, opt)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline plans: %w", err)
+		}
+		plans = append(plans, p)
+	}
+	return report.NewPipelines(ls, plans...), nil
 }
 
 // checkStrategy prices the plan in path, which must be one for devices.

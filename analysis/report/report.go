@@ -58,6 +58,8 @@ type Report struct {
 	Checked *Checked `json:"checked,omitempty"`
 	// Plan is the chosen plan, in the form --strategy reads.
 	Plan Plan `json:"plan"`
+	// Pipelines are the pipeline plans (tofuc partition --pipeline).
+	Pipelines *Pipelines `json:"pipelines,omitempty"`
 	// Sections are added by later passes.
 	Sections []Section `json:"sections"`
 }

@@ -81,6 +81,9 @@ func (r *Report) Summary(w io.Writer) {
 	if c := r.Checked; c != nil {
 		fmt.Fprintf(w, "  your plan (%s): %s per step, %s per device; the chosen plan communicates %s\n", c.File, lang.FormatBytes(c.CommBytes), lang.FormatBytes(c.MaxMemoryBytes), lang.FormatBytes(c.OptimumBytes))
 	}
+	if r.Pipelines != nil {
+		r.Pipelines.summary(w, r.StepSeconds)
+	}
 }
 
 func baselineOrder(r *Report) []string {

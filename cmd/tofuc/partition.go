@@ -27,6 +27,8 @@ type partitionFlags struct {
 	train                               trainFlags
 	// tradeOff adds the memory trade-off table (several more searches).
 	tradeOff bool
+	// pipeline adds the pipeline plans.
+	pipeline bool
 }
 
 func runPartition(args []string, stdout, stderr io.Writer) int {
@@ -36,6 +38,7 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.reportDir, "report", "", "write report.txt, report.json and report.html into DIR (created if missing)")
 	fs.BoolVar(&f.tradeOff, "memory-tradeoff", false, "with --report: add the memory trade-off table (five more searches, most of the command's time)")
 	fs.Var((*byteSize)(&f.memory), "memory", "the memory per device, e.g. 80GB or 16GiB (bytes without a unit; 0: unlimited)")
+	fs.BoolVar(&f.pipeline, "pipeline", false, "with --train: add pipeline plans (GraphPipe's stage graph and a sequential pipeline), simulated on the same topology")
 	fs.StringVar(&f.strategy, "strategy", "", "price the plan in FILE (a report.json, edited) beside the optimum")
 	fs.StringVar(&f.factors, "factors", "", "the workers per recursion step, e.g. 4,2 (default: N's prime factors, largest first)")
 	fs.StringVar(&f.model, "model", "", "the model (default: the only one)")
@@ -79,7 +82,7 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	opt := partition.Options{Factors: factors, Memory: f.memory, Objective: f.objective, Topology: topo, Seed: f.seed}
 	p := newProgress(stderr)
 	opt.Progress = func(step, steps int) { p.Show("searching: step %d of %d", step, steps) }
-	r, err := pipeline.Partition(g, pipeline.PartitionInput{Model: name, File: fs.Arg(0), Train: f.train.train, Devices: f.devices, TradeOff: f.tradeOff, Strategy: f.strategy}, opt)
+	r, err := pipeline.Partition(g, pipeline.PartitionInput{Model: name, File: fs.Arg(0), Train: f.train.train, Devices: f.devices, TradeOff: f.tradeOff, Strategy: f.strategy, Pipeline: f.pipeline}, opt)
 	p.done()
 	if err != nil {
 		return fail(stderr, err)
@@ -107,6 +110,8 @@ func (f *partitionFlags) validate(nargs int, changed func(string) bool) ([]int, 
 		return nil, fmt.Errorf("--devices must be 2 to %d", partition.MaxDevices)
 	case f.memory < 0:
 		return nil, fmt.Errorf("--memory must not be negative")
+	case f.pipeline && !f.train.train:
+		return nil, fmt.Errorf("--pipeline goes with --train (a pipeline runs a training step's micro-batches)")
 	case f.tradeOff && f.reportDir == "":
 		return nil, fmt.Errorf("--memory-tradeoff goes with --report (the table is the report's)")
 	case !f.train.train && (changed("loss") || changed("optimizer") || changed("lr") || changed("loss-scale")):

@@ -1,0 +1,423 @@
+package stages
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"tofuc/analysis/cost"
+	"tofuc/lang"
+)
+
+// Options say what a pipeline plan is for.
+type Options struct {
+	Topology *cost.Topology
+	Devices  int // the first Devices devices of Topology
+	// Memory is the limit per device; 0: the topology's device memory.
+	Memory int64
+	// MaxMicroBatches bounds the micro-batches of a step; 0: 64.
+	MaxMicroBatches int
+}
+
+// Plan is a pipeline plan: stages on disjoint device groups, a step's
+// batch cut into MicroBatches micro-batches of MicroBatch samples, run
+// by the 1F1B schedule (Schedule), gradients all-reduced within each
+// stage's group once per step.
+type Plan struct {
+	Method       string // Sequential or GraphPipe
+	Structure    string // SeriesParallel or Linearised
+	Stages       []Stage
+	MicroBatch   int64
+	MicroBatches int
+	// Seconds is the simulated step, Bubble the fraction of the used
+	// devices' time they idle in it, Schedule the tasks per stage.
+	Seconds  float64
+	Bubble   float64
+	Schedule [][]Task
+	// Search is the planner's own wall-clock seconds.
+	Search float64
+}
+
+// The methods: GraphPipe's stage graph from the series-parallel
+// decomposition, and the sequential pipeline of the layers linearised
+// (PipeDream's planner: contiguous stages, each replicated).
+const (
+	GraphPipe  = "graphpipe"
+	Sequential = "sequential"
+)
+
+// Stage is a set of layers run data-parallel on a group of devices.
+type Stage struct {
+	Layers  []int
+	Devices []int
+	Succ    []int // the stages its outputs feed
+	// Forward and Backward are a micro-batch's seconds on each of its
+	// devices; Sync a step's all-reduce of its gradients and its
+	// updates.
+	Forward, Backward, Sync float64
+	// InFlight is the micro-batches whose activations it keeps at once
+	// (1F1B: the stages from it to the loss), MemoryBytes its peak per
+	// device, TimePerSample its busy seconds per step over the batch.
+	InFlight      int
+	MemoryBytes   int64
+	TimePerSample float64
+}
+
+// Throughput is samples per second.
+func (p *Plan) Throughput(batch int64) float64 { return float64(batch) / p.Seconds }
+
+// Devices is the devices the plan uses.
+func (p *Plan) Devices() int {
+	n := 0
+	for _, s := range p.Stages {
+		n += len(s.Devices)
+	}
+	return n
+}
+
+// Search plans ls over opt's devices by method: for every micro-batch
+// size that divides the batch, a binary search on the bottleneck
+// stage's time per sample finds the least for which a dynamic program
+// over the decomposition fits the devices (GraphPipe's search); plans at
+// that bound and at looser ones (fewer, longer stages: shorter
+// pipelines) are scheduled and simulated, and the fastest step within
+// the memory limit wins. GraphPipe searches the series-parallel
+// decomposition and the linearised layers both (a chain of stages is a
+// stage graph too) and says which won (Plan.Structure).
+func Search(ls *Layers, method string, opt Options) (*Plan, error) {
+	start := time.Now()
+	p, err := newPlanner(ls, opt)
+	if err != nil {
+		return nil, err
+	}
+	roots := map[string]*spNode{Linearised: ls.sequential()}
+	switch method {
+	case GraphPipe:
+		roots[SeriesParallel] = ls.decompose(roots[Linearised].layers)
+	case Sequential:
+	default:
+		return nil, fmt.Errorf("unknown pipeline method %q", method)
+	}
+	var best *Plan
+	for _, structure := range []string{SeriesParallel, Linearised} {
+		root, ok := roots[structure]
+		if !ok {
+			continue
+		}
+		plan, err := p.best(root)
+		if err != nil {
+			return nil, err
+		}
+		if plan != nil && (best == nil || plan.Seconds < best.Seconds) {
+			best = plan
+			best.Structure = structure
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("no %s pipeline plan of %d devices fits in %s per device", method, opt.Devices, lang.FormatBytes(p.memory))
+	}
+	best.Method = method
+	best.Search = time.Since(start).Seconds()
+	return best, nil
+}
+
+// The structures a plan's stages follow.
+const (
+	SeriesParallel = "series-parallel"
+	Linearised     = "linearised"
+)
+
+// best is the fastest plan of the decomposition root: for every
+// micro-batch size, at the tightest bound and looser ones; nil if none
+// fits in memory.
+func (p *planner) best(root *spNode) (*Plan, error) {
+	var best *Plan
+	for _, micro := range p.microBatchSizes() {
+		p.micro, p.count = micro, int(p.ls.Batch/micro)
+		tight, ok := p.bisect(root)
+		if !ok {
+			continue
+		}
+		for _, loosen := range []float64{1, 1.15, 1.3, 1.6, 2, 3, 5, 10, math.Inf(1)} {
+			plan, err := p.plan(root, tight*loosen)
+			if err != nil {
+				return nil, err
+			}
+			if plan != nil && (best == nil || plan.Seconds < best.Seconds) {
+				best = plan
+			}
+		}
+	}
+	return best, nil
+}
+
+// planner holds what every plan of one search shares.
+type planner struct {
+	ls     *Layers
+	opt    Options
+	memory int64
+	// rings are the all-reduce links of the devices 0..d-1, by d.
+	rings []cost.Link
+	agg   map[*spNode]aggregate
+	// micro and count are the micro-batch being planned: its samples
+	// and the micro-batches of a step.
+	micro int64
+	count int
+	limit float64 // the bound on a stage's time per sample
+	memo  map[*spNode]fit
+}
+
+// aggregate is what a stage of some layers costs, summed over them.
+type aggregate struct {
+	forward, backward   Affine
+	update              float64
+	gradient, state     int64
+	activationPerSample float64
+}
+
+func (a aggregate) plus(b aggregate) aggregate {
+	return aggregate{a.forward.plus(b.forward), a.backward.plus(b.backward), a.update + b.update,
+		a.gradient + b.gradient, a.state + b.state, a.activationPerSample + b.activationPerSample}
+}
+
+func newPlanner(ls *Layers, opt Options) (*planner, error) {
+	t := opt.Topology
+	if opt.Devices < 1 || opt.Devices > len(t.Devices) {
+		return nil, fmt.Errorf("the topology %q has %d devices, the plan %d", t.Name, len(t.Devices), opt.Devices)
+	}
+	p := &planner{ls: ls, opt: opt, memory: opt.Memory, agg: map[*spNode]aggregate{}, rings: make([]cost.Link, opt.Devices+1)}
+	if p.memory == 0 {
+		p.memory = t.Devices[0].MemoryBytes
+	}
+	if p.opt.MaxMicroBatches == 0 {
+		p.opt.MaxMicroBatches = 64
+	}
+	for d := 2; d <= opt.Devices; d++ {
+		group := make([]int, d)
+		for i := range group {
+			group[i] = i
+		}
+		var err error
+		if p.rings[d], err = t.Ring(group); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// microBatchSizes are the divisors of the batch that cut it into at most
+// MaxMicroBatches micro-batches.
+func (p *planner) microBatchSizes() []int64 {
+	var out []int64
+	for b := int64(1); b <= p.ls.Batch; b++ {
+		if p.ls.Batch%b == 0 && p.ls.Batch/b <= int64(p.opt.MaxMicroBatches) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func (p *planner) aggregateOf(n *spNode) aggregate {
+	a, ok := p.agg[n]
+	if !ok {
+		a = p.aggregateLayers(n.layers)
+		p.agg[n] = a
+	}
+	return a
+}
+
+func (p *planner) aggregateLayers(layers []int) aggregate {
+	var a aggregate
+	for _, v := range layers {
+		l := &p.ls.Layers[v]
+		a = a.plus(aggregate{l.Forward, l.Backward, l.Update, l.GradientBytes, l.StateBytes, l.ActivationBytes})
+	}
+	return a
+}
+
+// busy is a stage's busy seconds per step on d devices of the first
+// ring: its micro-batches' passes, its all-reduce and its updates.
+func (p *planner) busy(a aggregate, d int) (passes, sync float64) {
+	s := float64(ceilDiv(p.micro, int64(d)))
+	passes = float64(p.count) * (a.forward.At(s) + a.backward.At(s))
+	return passes, cost.AllReduceSeconds(a.gradient, d, p.rings[d]) + a.update
+}
+
+// memoryOf is a stage's peak per device holding inFlight micro-batches.
+func (p *planner) memoryOf(a aggregate, d, inFlight int) int64 {
+	s := float64(ceilDiv(p.micro, int64(d)))
+	return a.state + int64(math.Ceil(float64(inFlight)*s*a.activationPerSample))
+}
+
+// leastDevices is the fewest devices on which a stage of a keeps within
+// the bound and (holding one micro-batch) the memory limit;
+// opt.Devices+1 where none does.
+func (p *planner) leastDevices(a aggregate) int {
+	for d := 1; d <= p.opt.Devices; d++ {
+		passes, sync := p.busy(a, d)
+		if (passes+sync)/float64(p.ls.Batch) <= p.limit && p.memoryOf(a, d, 1) <= p.memory {
+			return d
+		}
+	}
+	return p.opt.Devices + 1
+}
+
+// fit is the fewest devices a part of the decomposition needs with
+// every stage within the bound, in how many stages, and which.
+type fit struct {
+	devices, stages int
+	// collect appends its stages.
+	collect func([]stageSpec) []stageSpec
+}
+
+// stageSpec is a stage as the dynamic program chose it.
+type stageSpec struct {
+	layers  []int
+	devices int
+}
+
+func (f fit) better(g fit) bool {
+	return f.devices < g.devices || f.devices == g.devices && f.stages < g.stages
+}
+
+func (p *planner) none() fit { return fit{devices: p.opt.Devices + 1, stages: math.MaxInt32} }
+
+// oneStage is layers as one stage on the fewest devices that keep it
+// within the bound.
+func (p *planner) oneStage(a aggregate, layers func() []int) fit {
+	d := p.leastDevices(a)
+	if d > p.opt.Devices {
+		return p.none()
+	}
+	return fit{devices: d, stages: 1, collect: func(out []stageSpec) []stageSpec {
+		return append(out, stageSpec{layers(), d})
+	}}
+}
+
+// solve is the fit of node n under the bound (memoised per bound): one
+// stage, or its parts planned apart (parallel parts on disjoint
+// devices; a series cut into consecutive segments).
+func (p *planner) solve(n *spNode) fit {
+	if f, ok := p.memo[n]; ok {
+		return f
+	}
+	best := p.oneStage(p.aggregateOf(n), func() []int { return n.layers })
+	switch {
+	case n.layer >= 0:
+	case n.parallel:
+		var fits []fit
+		f := fit{}
+		for _, c := range n.children {
+			cf := p.solve(c)
+			fits = append(fits, cf)
+			f.devices += cf.devices
+			f.stages += cf.stages
+		}
+		f.collect = func(out []stageSpec) []stageSpec {
+			for _, cf := range fits {
+				out = cf.collect(out)
+			}
+			return out
+		}
+		if f.devices <= p.opt.Devices && f.better(best) {
+			best = f
+		}
+	default:
+		if f := p.series(n); f.better(best) {
+			best = f
+		}
+	}
+	p.memo[n] = best
+	return best
+}
+
+// series is the best cut of a series node's children into consecutive
+// segments, each one stage or (a single child) planned by its own fit.
+func (p *planner) series(n *spNode) fit {
+	k := len(n.children)
+	best := make([]fit, k+1) // of the first j children
+	cut := make([]int, k+1)  // where the last segment of best[j] starts
+	seg := make([]fit, k+1)  // that segment
+	for j := 1; j <= k; j++ {
+		best[j] = p.none()
+		var a aggregate
+		for i := j - 1; i >= 0; i-- {
+			a = a.plus(p.aggregateOf(n.children[i]))
+			s := p.oneStage(a, func() []int { return segmentLayers(n.children[i:j]) })
+			if i == j-1 {
+				if cf := p.solve(n.children[i]); cf.better(s) {
+					s = cf
+				}
+			}
+			if s.devices > p.opt.Devices {
+				if i < j-1 {
+					break // a longer segment needs more devices still
+				}
+				continue
+			}
+			total := fit{devices: best[i].devices + s.devices, stages: best[i].stages + s.stages}
+			if total.devices <= p.opt.Devices && total.better(best[j]) {
+				best[j], cut[j], seg[j] = total, i, s
+			}
+		}
+	}
+	out := best[k]
+	if out.devices > p.opt.Devices {
+		return p.none()
+	}
+	out.collect = func(specs []stageSpec) []stageSpec {
+		var segs []fit
+		for j := k; j > 0; j = cut[j] {
+			segs = append(segs, seg[j])
+		}
+		for i := len(segs) - 1; i >= 0; i-- {
+			specs = segs[i].collect(specs)
+		}
+		return specs
+	}
+	return out
+}
+
+// segmentLayers are the layers of consecutive children, in order.
+func segmentLayers(children []*spNode) []int {
+	var out []int
+	for _, c := range children {
+		out = append(out, c.layers...)
+	}
+	return out
+}
+
+// fits says whether every stage can keep within bound.
+func (p *planner) fits(root *spNode, bound float64) bool {
+	p.limit, p.memo = bound, map[*spNode]fit{}
+	return p.solve(root).devices <= p.opt.Devices
+}
+
+// bisect is the least bound on a stage's time per sample that fits.
+func (p *planner) bisect(root *spNode) (float64, bool) {
+	a := p.aggregateOf(root)
+	hi := 0.0
+	for d := 1; d <= p.opt.Devices; d++ {
+		passes, sync := p.busy(a, d)
+		hi = max(hi, (passes+sync)/float64(p.ls.Batch))
+	}
+	hi *= 2
+	if !p.fits(root, hi) {
+		return 0, false
+	}
+	lo := 0.0
+	for range 40 {
+		mid := (lo + hi) / 2
+		if p.fits(root, mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+		if hi-lo < hi*1e-4 {
+			break
+		}
+	}
+	return hi, true
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }

@@ -1,0 +1,139 @@
+package stages_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"tofuc/analysis/cost"
+	"tofuc/analysis/stages"
+	"tofuc/internal/examplegraph"
+)
+
+// plans searches both methods for example model m's training graph.
+func plans(t *testing.T, m, topology string, devices int, memory int64) (*stages.Layers, *stages.Plan, *stages.Plan) {
+	t.Helper()
+	topo := cost.Topologies[topology]
+	ls, err := stages.NewLayers(examplegraph.Load(t, m, true, nil), topo.Roofline(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := stages.Options{Topology: topo, Devices: devices, Memory: memory}
+	gp, err := stages.Search(ls, stages.GraphPipe, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq, err := stages.Search(ls, stages.Sequential, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ls, gp, sq
+}
+
+// TestPlansAreValid checks what every pipeline plan must be: each layer
+// in one stage, stages on disjoint devices among those given, every
+// forward edge going to the same or a later stage (the stage graph is
+// the layers' DAG condensed), within memory, and GraphPipe no slower
+// than the sequential pipeline (its search includes the linearised
+// layers).
+func TestPlansAreValid(t *testing.T) {
+	for _, m := range []string{"multimodal", "dlrm", "uno", "mlp", "transformer"} {
+		for _, topo := range []string{"h100-nvlink", "pcie", "h100-2x8-ib"} {
+			devices := len(cost.Topologies[topo].Devices)
+			ls, gp, sq := plans(t, m, topo, devices, 0)
+			for _, p := range []*stages.Plan{gp, sq} {
+				checkPlan(t, m+" "+topo+" "+p.Method, ls, p, devices)
+			}
+			if gp.Seconds > sq.Seconds {
+				t.Errorf("%s on %s: graphpipe's step %.6f s is slower than the sequential pipeline's %.6f s", m, topo, gp.Seconds, sq.Seconds)
+			}
+		}
+	}
+}
+
+func checkPlan(t *testing.T, what string, ls *stages.Layers, p *stages.Plan, devices int) {
+	t.Helper()
+	stageOf := make([]int, len(ls.Layers))
+	for i := range stageOf {
+		stageOf[i] = -1
+	}
+	used := map[int]bool{}
+	for i, s := range p.Stages {
+		for _, l := range s.Layers {
+			if stageOf[l] >= 0 {
+				t.Fatalf("%s: layer %d in stages %d and %d", what, l, stageOf[l], i)
+			}
+			stageOf[l] = i
+		}
+		for _, d := range s.Devices {
+			if used[d] || d < 0 || d >= devices {
+				t.Fatalf("%s: device %d used twice or out of range", what, d)
+			}
+			used[d] = true
+		}
+		if s.MemoryBytes > 80<<30 {
+			t.Errorf("%s: stage %d needs %d bytes a device", what, i, s.MemoryBytes)
+		}
+	}
+	for l, s := range stageOf {
+		if s < 0 {
+			t.Fatalf("%s: layer %d in no stage", what, l)
+		}
+		for _, n := range ls.Succ[l] {
+			if stageOf[n] < s {
+				t.Errorf("%s: edge %d -> %d goes back from stage %d to %d", what, l, n, s, stageOf[n])
+			}
+			if stageOf[n] != s && !slices.Contains(p.Stages[s].Succ, stageOf[n]) {
+				t.Errorf("%s: edge %d -> %d has no stage edge %d -> %d", what, l, n, s, stageOf[n])
+			}
+		}
+	}
+	if int64(p.MicroBatches)*p.MicroBatch != ls.Batch || p.Seconds <= 0 || p.Bubble < 0 || p.Bubble >= 1 {
+		t.Errorf("%s: %d micro-batches of %d (batch %d), step %g s, bubble %g", what, p.MicroBatches, p.MicroBatch, ls.Batch, p.Seconds, p.Bubble)
+	}
+	for i, s := range p.Schedule {
+		if len(s) != 2*p.MicroBatches {
+			t.Errorf("%s: stage %d runs %d passes, not %d", what, i, len(s), 2*p.MicroBatches)
+		}
+		for j := 1; j < len(s); j++ {
+			if s[j].Start < s[j-1].End {
+				t.Errorf("%s: stage %d starts a pass before the last ended", what, i)
+			}
+		}
+	}
+}
+
+// TestParallelBranchesWin: on the multi-modal example over PCIe the
+// branches as parallel stages beat every sequential pipeline by the
+// margin GraphPipe reports (at least 1.2×), with the branches on
+// disjoint devices side by side.
+func TestParallelBranchesWin(t *testing.T) {
+	_, gp, sq := plans(t, "multimodal", "pcie", 8, 0)
+	if gp.Structure != stages.SeriesParallel {
+		t.Fatalf("graphpipe chose the %s layers", gp.Structure)
+	}
+	if r := sq.Seconds / gp.Seconds; r < 1.2 {
+		t.Errorf("graphpipe's throughput is %.2f× the sequential pipeline's, not at least 1.2×", r)
+	}
+	parallel := 0
+	for _, s := range gp.Stages {
+		if len(s.Succ) == 1 && s.Succ[0] == len(gp.Stages)-1 {
+			parallel++
+		}
+	}
+	if parallel < 3 {
+		t.Errorf("%d stages feed the last side by side, not the 3 branches", parallel)
+	}
+}
+
+func TestNoPlanFits(t *testing.T) {
+	topo := cost.Topologies["h100-nvlink"]
+	ls, err := stages.NewLayers(examplegraph.Load(t, "mlp", true, nil), topo.Roofline(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = stages.Search(ls, stages.GraphPipe, stages.Options{Topology: topo, Devices: 8, Memory: 1 << 10})
+	if err == nil || !strings.Contains(err.Error(), "no graphpipe pipeline plan of 8 devices fits in 1.00 KiB per device") {
+		t.Errorf("got %v", err)
+	}
+}
