@@ -81,15 +81,13 @@ func (p *Plan) Devices() int {
 // over the decomposition fits the devices (GraphPipe's search); plans at
 // that bound and at looser ones (fewer, longer stages: shorter
 // pipelines) are scheduled and simulated, and the fastest step within
-// the memory limit wins. GraphPipe searches the series-parallel
+// the memory limit wins, over all the devices or half or a quarter of
+// them (and so on: per-micro-batch costs can make more devices slower).
+// GraphPipe searches the series-parallel
 // decomposition and the linearised layers both (a chain of stages is a
 // stage graph too) and says which won (Plan.Structure).
 func Search(ls *Layers, method string, opt Options) (*Plan, error) {
 	start := time.Now()
-	p, err := newPlanner(ls, opt)
-	if err != nil {
-		return nil, err
-	}
 	roots := map[string]*spNode{Linearised: ls.sequential()}
 	switch method {
 	case GraphPipe:
@@ -99,22 +97,32 @@ func Search(ls *Layers, method string, opt Options) (*Plan, error) {
 		return nil, fmt.Errorf("unknown pipeline method %q", method)
 	}
 	var best *Plan
-	for _, structure := range []string{SeriesParallel, Linearised} {
-		root, ok := roots[structure]
-		if !ok {
-			continue
-		}
-		plan, err := p.best(root)
+	var memory int64
+	for budget := opt.Devices; budget >= 1; budget /= 2 { // a plan of fewer devices may be faster
+		o := opt
+		o.Devices = budget
+		p, err := newPlanner(ls, o)
 		if err != nil {
 			return nil, err
 		}
-		if plan != nil && (best == nil || plan.Seconds < best.Seconds) {
-			best = plan
-			best.Structure = structure
+		memory = p.memory
+		for _, structure := range []string{SeriesParallel, Linearised} {
+			root, ok := roots[structure]
+			if !ok {
+				continue
+			}
+			plan, err := p.best(root)
+			if err != nil {
+				return nil, err
+			}
+			if plan != nil && (best == nil || plan.Seconds < best.Seconds) {
+				best = plan
+				best.Structure = structure
+			}
 		}
 	}
 	if best == nil {
-		return nil, fmt.Errorf("no %s pipeline plan of %d devices fits in %s per device", method, opt.Devices, lang.FormatBytes(p.memory))
+		return nil, fmt.Errorf("no %s pipeline plan of %d devices fits in %s per device", method, opt.Devices, lang.FormatBytes(memory))
 	}
 	best.Method = method
 	best.Search = time.Since(start).Seconds()

@@ -323,3 +323,33 @@ func TestCompileObjective(t *testing.T) {
 		t.Errorf("--devices 64: exit %d after %s: %s", status, time.Since(start), stderr)
 	}
 }
+
+// TestPartitionPipeline: --pipeline adds GraphPipe's and the sequential
+// pipeline's plans to the summary and report.json, each stage's devices
+// and layers named; without --train it is refused.
+func TestPartitionPipeline(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	if code := run([]string{"partition", "../../examples/uno.tdl", "--train", "--loss", "mse", "--devices", "8", "--topology", "pcie", "--pipeline", "--report", dir}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, re := range []string{`pipeline plans \(\d+ layers, batch 32`, `graphpipe\s+series-parallel`, `sequential\s+linearised`,
+		`graphpipe / sequential throughput: \d\.\d\d`, `0: \S+ \.\. \S+ \(\d+ layers\) on devices [0-9,]+: `, `feeds the loss`} {
+		if !regexp.MustCompile(re).MatchString(out.String()) {
+			t.Errorf("the summary lacks %s:\n%s", re, out.String())
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"pipelines"`, `"method": "graphpipe"`, `"micro_batches"`, `"in_flight"`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("report.json lacks %s", want)
+		}
+	}
+	errb.Reset()
+	if code := run([]string{"partition", "../../examples/uno.tdl", "--devices", "8", "--pipeline"}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "--pipeline goes with --train") {
+		t.Errorf("exit %d: %s", code, errb.String())
+	}
+}
