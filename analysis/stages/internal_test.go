@@ -76,7 +76,7 @@ func TestScheduleChain(t *testing.T) {
 			s.InFlight = min(tc.stages-i, tc.micro)
 			plan.Stages = append(plan.Stages, s)
 		}
-		if err := p.simulate(plan); err != nil {
+		if err := p.simulate(plan, p.flows(plan, false)); err != nil {
 			t.Fatal(err)
 		}
 		want := float64(tc.micro+tc.stages-1) * 3

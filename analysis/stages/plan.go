@@ -111,7 +111,7 @@ func Search(ls *Layers, method string, opt Options) (*Plan, error) {
 			if !ok {
 				continue
 			}
-			plan, err := p.best(root)
+			plan, err := p.best(root, structure == Linearised)
 			if err != nil {
 				return nil, err
 			}
@@ -137,8 +137,9 @@ const (
 
 // best is the fastest plan of the decomposition root: for every
 // micro-batch size, at the tightest bound and looser ones; nil if none
-// fits in memory.
-func (p *planner) best(root *spNode) (*Plan, error) {
+// fits in memory. With chain the stages form a chain whatever their
+// dataflow, as a sequential pipeline's do.
+func (p *planner) best(root *spNode, chain bool) (*Plan, error) {
 	var best *Plan
 	for _, micro := range p.microBatchSizes() {
 		p.micro, p.count = micro, int(p.ls.Batch/micro)
@@ -147,7 +148,7 @@ func (p *planner) best(root *spNode) (*Plan, error) {
 			continue
 		}
 		for _, loosen := range []float64{1, 1.15, 1.3, 1.6, 2, 3, 5, 10, math.Inf(1)} {
-			plan, err := p.plan(root, tight*loosen)
+			plan, err := p.plan(root, tight*loosen, chain)
 			if err != nil {
 				return nil, err
 			}

@@ -17,9 +17,10 @@ type Task struct {
 // plan turns the fit under bound into a scheduled plan: devices the fit
 // leaves over go, one at a time, to the stage with the longest time per
 // sample while that shortens it; stages get consecutive devices in
-// topological order; the 1F1B schedule is simulated. nil: the plan does
+// topological order, linked by their dataflow or, with chain, each to
+// the next; the 1F1B schedule is simulated. nil: the plan does
 // not fit in memory with its micro-batches in flight.
-func (p *planner) plan(root *spNode, bound float64) (*Plan, error) {
+func (p *planner) plan(root *spNode, bound float64, chain bool) (*Plan, error) {
 	if !p.fits(root, bound) {
 		return nil, nil
 	}
@@ -53,7 +54,8 @@ func (p *planner) plan(root *spNode, bound float64) (*Plan, error) {
 		st.TimePerSample = (float64(p.count)*(st.Forward+st.Backward) + st.Sync) / float64(p.ls.Batch)
 		plan.Stages = append(plan.Stages, st)
 	}
-	p.link(plan)
+	flows := p.flows(plan, chain)
+	p.link(plan, flows)
 	for i := range plan.Stages {
 		st := &plan.Stages[i]
 		st.MemoryBytes = p.memoryOf(aggs[i], len(st.Devices), st.InFlight)
@@ -61,7 +63,7 @@ func (p *planner) plan(root *spNode, bound float64) (*Plan, error) {
 			return nil, nil
 		}
 	}
-	if err := p.simulate(plan); err != nil {
+	if err := p.simulate(plan, flows); err != nil {
 		return nil, err
 	}
 	return plan, nil
@@ -87,20 +89,39 @@ func (p *planner) spread(specs []stageSpec, aggs []aggregate, spare int) {
 	}
 }
 
-// link adds the stage graph's edges and each stage's micro-batches in
-// flight: the stages on the longest path from it to a last stage.
-func (p *planner) link(plan *Plan) {
+// flows are the bytes per sample each stage sends another: where a
+// layer of one feeds a layer of the other or, when the stages form a
+// chain (a sequential pipeline), from each stage to the next, which
+// passes on what later stages need of earlier ones.
+func (p *planner) flows(plan *Plan, chain bool) map[[2]int]float64 {
 	stageOf := map[int]int{}
 	for i, s := range plan.Stages {
 		for _, v := range s.Layers {
 			stageOf[v] = i
 		}
 	}
-	for e := range p.ls.Bytes {
-		a, b := stageOf[e[0]], stageOf[e[1]]
-		if a != b && !slices.Contains(plan.Stages[a].Succ, b) {
-			plan.Stages[a].Succ = append(plan.Stages[a].Succ, b)
+	out := map[[2]int]float64{}
+	for e, b := range p.ls.Bytes {
+		from, to := stageOf[e[0]], stageOf[e[1]]
+		switch {
+		case from == to:
+		case chain:
+			for i := from; i < to; i++ {
+				out[[2]int{i, i + 1}] += b
+			}
+		default:
+			out[[2]int{from, to}] += b
 		}
+	}
+	return out
+}
+
+// link adds the stage graph's edges (the flows) and each stage's
+// micro-batches in flight: the stages on the longest path from it to a
+// last stage.
+func (p *planner) link(plan *Plan, flows map[[2]int]float64) {
+	for e := range flows {
+		plan.Stages[e[0]].Succ = append(plan.Stages[e[0]].Succ, e[1])
 	}
 	for i := len(plan.Stages) - 1; i >= 0; i-- { // stages are in topological order
 		st := &plan.Stages[i]
@@ -121,7 +142,7 @@ func (p *planner) link(plan *Plan) {
 // passes of the stages it feeds and their transfer. A stage's transfers
 // overlap its passes. The step ends when the last stage has run its
 // passes, all-reduced its gradients and updated its parameters.
-func (p *planner) simulate(plan *Plan) error {
+func (p *planner) simulate(plan *Plan, flows map[[2]int]float64) error {
 	n, m := len(plan.Stages), plan.MicroBatches
 	preds := make([][]int, n)
 	for i, s := range plan.Stages {
@@ -129,7 +150,7 @@ func (p *planner) simulate(plan *Plan) error {
 			preds[t] = append(preds[t], i)
 		}
 	}
-	transfer, err := p.transfers(plan)
+	transfer, err := p.transfers(plan, flows)
 	if err != nil {
 		return err
 	}
@@ -204,32 +225,19 @@ func readyAt(i int, t *Task, preds, succs []int, fwdEnd, bwdEnd [][]float64, tra
 	return at, true
 }
 
-// transfers are the seconds a micro-batch's activations take from one
-// stage to the next (and their gradients back): the bytes over the
-// slowest link between the groups, the smaller group's devices sending
-// in parallel.
-func (p *planner) transfers(plan *Plan) (map[[2]int]float64, error) {
-	stageOf := map[int]int{}
-	for i, s := range plan.Stages {
-		for _, v := range s.Layers {
-			stageOf[v] = i
-		}
-	}
-	bytes := map[[2]int]float64{}
-	for e, b := range p.ls.Bytes {
-		a, c := stageOf[e[0]], stageOf[e[1]]
-		if a != c {
-			bytes[[2]int{a, c}] += b * float64(plan.MicroBatch)
-		}
-	}
+// transfers are the seconds a micro-batch's flows take from one stage
+// to the next (and their gradients back): the bytes over the slowest
+// link between the groups, the smaller group's devices sending in
+// parallel.
+func (p *planner) transfers(plan *Plan, flows map[[2]int]float64) (map[[2]int]float64, error) {
 	out := map[[2]int]float64{}
-	for e, b := range bytes {
+	for e, perSample := range flows {
 		from, to := plan.Stages[e[0]].Devices, plan.Stages[e[1]].Devices
 		l, err := p.opt.Topology.Between(from, to)
 		if err != nil {
 			return nil, err
 		}
-		out[e] = b/(l.Bandwidth*float64(min(len(from), len(to)))) + l.Latency
+		out[e] = perSample*float64(plan.MicroBatch)/(l.Bandwidth*float64(min(len(from), len(to)))) + l.Latency
 	}
 	return out, nil
 }

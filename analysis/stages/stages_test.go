@@ -32,8 +32,9 @@ func plans(t *testing.T, m, topology string, devices int, memory int64) (*stages
 
 // TestPlansAreValid checks what every pipeline plan must be: each layer
 // in one stage, stages on disjoint devices among those given, every
-// forward edge going to the same or a later stage (the stage graph is
-// the layers' DAG condensed), within memory, and GraphPipe no slower
+// forward edge going to the same or a later stage, the stage graph the
+// layers' DAG condensed (series-parallel) or a chain (linearised),
+// within memory, and GraphPipe no slower
 // than the sequential pipeline (its search includes the linearised
 // layers).
 func TestPlansAreValid(t *testing.T) {
@@ -83,9 +84,14 @@ func checkPlan(t *testing.T, what string, ls *stages.Layers, p *stages.Plan, dev
 			if stageOf[n] < s {
 				t.Errorf("%s: edge %d -> %d goes back from stage %d to %d", what, l, n, s, stageOf[n])
 			}
-			if stageOf[n] != s && !slices.Contains(p.Stages[s].Succ, stageOf[n]) {
+			if p.Structure == stages.SeriesParallel && stageOf[n] != s && !slices.Contains(p.Stages[s].Succ, stageOf[n]) {
 				t.Errorf("%s: edge %d -> %d has no stage edge %d -> %d", what, l, n, s, stageOf[n])
 			}
+		}
+	}
+	for i, s := range p.Stages {
+		if p.Structure == stages.Linearised && i+1 < len(p.Stages) && !slices.Equal(s.Succ, []int{i + 1}) {
+			t.Errorf("%s: linearised stage %d feeds %v, not the next stage alone", what, i, s.Succ)
 		}
 	}
 	if int64(p.MicroBatches)*p.MicroBatch != ls.Batch || p.Seconds <= 0 || p.Bubble < 0 || p.Bubble >= 1 {
