@@ -8,15 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
-	"tofuc/parser"
+	"tofuc/internal/examplegraph"
 
-	"tofuc/analysis/autodiff"
-	"tofuc/analysis/check"
-	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
 	"tofuc/analysis/report"
 )
@@ -24,27 +20,9 @@ import (
 // mlpReport builds the report of the MLP's training graph on 4 devices.
 func mlpReport(t *testing.T) *report.Report {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	prog, err := check.NewProgram(parser.Parse)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := prog.Load(filepath.Join(filepath.Dir(file), "..", "..", "examples", "mlp.tdl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := m.Model("", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g, _, err = autodiff.TrainingGraph(g, m, autodiff.TrainOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cg, err := cost.NewGraph(g)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cg := examplegraph.Load(t, "mlp", true, nil)
 	in := &report.Input{Model: "mlp", File: "examples/mlp.tdl", Train: true, Graph: cg, Coarse: partition.Coarsen(cg)}
+	var err error
 	if in.Outcome, err = partition.Run(cg, 4, partition.Options{}, true); err != nil {
 		t.Fatal(err)
 	}

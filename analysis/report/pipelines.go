@@ -2,7 +2,9 @@ package report
 
 import (
 	"fmt"
+	"html/template"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"tofuc/analysis/stages"
@@ -32,6 +34,15 @@ type PipelinePlan struct {
 	Stages       []PipelineStage `json:"stages"`
 }
 
+// PipelineTask is a pass of one micro-batch on a stage, in seconds
+// from the step's start.
+type PipelineTask struct {
+	Micro    int     `json:"micro"`
+	Backward bool    `json:"backward"`
+	Start    float64 `json:"start"`
+	End      float64 `json:"end"`
+}
+
 // PipelineStage is a stage: its layers by their first forward
 // operator, its devices, its seconds per micro-batch and per step.
 type PipelineStage struct {
@@ -44,6 +55,8 @@ type PipelineStage struct {
 	TimePerSample   float64  `json:"time_per_sample"`
 	InFlight        int      `json:"in_flight"`
 	MemoryBytes     int64    `json:"memory_bytes"`
+	// Schedule is its passes in the order it runs them (1F1B).
+	Schedule []PipelineTask `json:"schedule"`
 }
 
 // NewPipelines describes plans of ls.
@@ -57,6 +70,9 @@ func NewPipelines(ls *stages.Layers, plans ...*stages.Plan) *Pipelines {
 				SyncSeconds: s.Sync, TimePerSample: s.TimePerSample, InFlight: s.InFlight, MemoryBytes: s.MemoryBytes}
 			for _, l := range s.Layers {
 				ps.Layers = append(ps.Layers, ls.Layers[l].Name)
+			}
+			for _, task := range p.Schedule[len(pp.Stages)] {
+				ps.Schedule = append(ps.Schedule, PipelineTask(task))
 			}
 			pp.Stages = append(pp.Stages, ps)
 		}
@@ -101,4 +117,50 @@ func nextStages(next []int) string {
 		return "the loss"
 	}
 	return "stage " + joinInts(next, ", ")
+}
+
+// Timeline draws a plan's schedule: a row per stage, its forward
+// passes blue, its backward passes orange, its all-reduce and updates
+// green, on one time axis from the step's start to its end.
+func (pl *PipelinePlan) Timeline() template.HTML {
+	const label, width, row = 150.0, 850.0, 20.0
+	scale := width / pl.StepSeconds
+	var b strings.Builder
+	height := row*float64(len(pl.Stages)) + 18
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-size="11">`, label+width+10, height)
+	for i, s := range pl.Stages {
+		y := row * float64(i)
+		fmt.Fprintf(&b, `<text x="0" y="%.1f">stage %d (%s)</text>`, y+row*0.7, i, deviceList(s.Devices))
+		end := 0.0
+		for _, t := range s.Schedule {
+			fill := "hsl(210,70%,55%)"
+			if t.Backward {
+				fill = "hsl(25,85%,55%)"
+			}
+			fmt.Fprintf(&b, `<rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s" stroke="#fff" stroke-width="0.5"><title>micro-batch %d %s: %s to %s</title></rect>`,
+				label+t.Start*scale, y+2, max(0.5, (t.End-t.Start)*scale), row-4, fill, t.Micro, passName(t.Backward), Seconds(t.Start), Seconds(t.End))
+			end = max(end, t.End)
+		}
+		if s.SyncSeconds > 0 {
+			fmt.Fprintf(&b, `<rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="hsl(130,55%%,45%%)"><title>all-reduce and updates: %s</title></rect>`,
+				label+end*scale, y+2, max(0.5, s.SyncSeconds*scale), row-4, Seconds(s.SyncSeconds))
+		}
+	}
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">0</text><text x="%.0f" y="%.0f" text-anchor="end">%s</text></svg>`, label, height-3, label+width, height-3, Seconds(pl.StepSeconds))
+	return template.HTML(b.String())
+}
+
+func passName(backward bool) string {
+	if backward {
+		return "backward"
+	}
+	return "forward"
+}
+
+// deviceList names devices compactly: 0–3 for a run.
+func deviceList(ds []int) string {
+	if len(ds) > 1 && ds[len(ds)-1]-ds[0] == len(ds)-1 {
+		return fmt.Sprintf("devices %d–%d", ds[0], ds[len(ds)-1])
+	}
+	return "device " + joinInts(ds, ",")
 }
