@@ -149,6 +149,8 @@ func TestSessionRefuses(t *testing.T) {
 		{`{"op": "compile", "compile": {"path": "missing.tdl"}}`, nil, "missing.tdl"},
 		{`{"op": "compile", "compile": {"path": "` + path + `", "devices": 100000}}`, nil, "--devices must be 1 to"},
 		{`{"op": "compile", "compile": {"path": "` + path + `", "backend": "tpu"}}`, nil, `unknown backend "tpu"`},
+		{`{"op": "compile", "compile": {"path": "` + path + `", "devices": 2, "objective": "speed"}}`, nil, "--objective must be time or bytes"},
+		{`{"op": "compile", "compile": {"path": "` + path + `", "objective": "bytes"}}`, nil, "--objective goes with --devices N > 1"},
 		{`{"op": "open", "dir": "` + t.TempDir() + `"}`, nil, "plan.json"},
 		{`{"op": "run", "model": 1}`, nil, "the inputs lack input x"},
 		{`{"op": "run", "model": 1, "tensors": [{"name": "x", "dtype": "f32", "shape": [2, 784], "buffer": 1}]}`, [][]byte{raw}, "buffer 1 of 1"},

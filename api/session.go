@@ -56,6 +56,7 @@ type CompileArgs struct {
 	Dir        string   `json:"dir,omitempty"`
 	Devices    *int     `json:"devices,omitempty"` // nil: 1
 	Memory     int64    `json:"memory,omitempty"`
+	Objective  string   `json:"objective,omitempty"` // time or bytes, as --objective
 	NoOptimize bool     `json:"no_optimize,omitempty"`
 	Precision  string   `json:"precision,omitempty"`
 	Backends   []string `json:"backends,omitempty"`
@@ -287,7 +288,7 @@ func compileModel(a *CompileArgs) (*model, error) {
 	if a.Devices != nil {
 		devices = *a.Devices
 	}
-	c := pipeline.Choices{Devices: devices, Memory: a.Memory, NoOptimize: a.NoOptimize, Precision: prec, Backends: a.Backends}
+	c := pipeline.Choices{Devices: devices, Memory: a.Memory, Objective: a.Objective, NoOptimize: a.NoOptimize, Precision: prec, Backends: a.Backends}
 	if a.Train {
 		c.Train = &pipeline.TrainChoices{Loss: a.Loss, Optimizer: a.Optimizer, LR: a.LR, LossScale: a.LossScale, Schedule: a.LRSchedule, ClipNorm: a.ClipNorm}
 	}

@@ -174,6 +174,8 @@ class Edges(Case):
     def test_arguments(self):
         with self.assertRaisesRegex(tofuc.Error, "--devices must be 1 to"):
             tofuc.compile(MLP, devices=0)
+        with self.assertRaisesRegex(tofuc.Error, "--objective must be time or bytes"):
+            tofuc.compile(MLP, devices=2, objective="speed")
         with self.assertRaisesRegex(tofuc.Error, "jobs must not be negative"):
             tofuc.compile(MLP, jobs=-1)
         with self.assertRaisesRegex(tofuc.Error, "--threads 100000 is more than 1024"):

@@ -29,7 +29,7 @@ Spec.__doc__ = "A tensor a plan takes or gives: its name, tofuc dtype and shape.
 
 
 def compile(model, *, graph=None, devices=1, train=False, loss="cross_entropy", optimizer="sgd", lr=0.0,
-            loss_scale=0.0, lr_schedule="", clip_norm=0.0, precision="exact", backends=None, no_optimize=False, memory=0, seed=0, dir=None,
+            loss_scale=0.0, lr_schedule="", clip_norm=0.0, precision="exact", backends=None, no_optimize=False, memory=0, objective="", seed=0, dir=None,
             backend="cpu", threads=0, jobs=0, example_inputs=None, dynamic=None, **attrs):
     """Compiles a model as `tofuc compile` does and opens it on backend
     (cpu: host kernels; simt: the GPU kernels, emulated).
@@ -50,7 +50,7 @@ def compile(model, *, graph=None, devices=1, train=False, loss="cross_entropy", 
     source = _Source(model, example_inputs)
     try:
         args = {"path": source.path, "graph": graph or "", "set": [_attr(k, v) for k, v in attrs.items()],
-                "dir": os.fspath(dir) if dir is not None else "", "devices": devices, "memory": memory,
+                "dir": os.fspath(dir) if dir is not None else "", "devices": devices, "memory": memory, "objective": objective,
                 "no_optimize": no_optimize, "precision": precision, "backends": list(backends or []), "train": train,
                 "loss": loss, "optimizer": optimizer, "lr": lr, "loss_scale": loss_scale, "lr_schedule": lr_schedule, "clip_norm": clip_norm, "seed": seed, "jobs": jobs,
                 "backend": backend, "threads": threads, "dynamic": dynamic or ""}
