@@ -334,7 +334,7 @@ func TestPartitionPipeline(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	for _, re := range []string{`pipeline plans \(\d+ layers, batch 32`, `graphpipe\s+series-parallel`, `sequential\s+linearised`,
-		`graphpipe / sequential throughput: \d\.\d\d`, `0: \S+ \.\. \S+ \(\d+ layers\) on devices [0-9,]+: `, `feeds the loss`} {
+		`graphpipe / sequential throughput: \d\.\d\d\n`, `graphpipe / the chosen operator-partitioned plan \(\S+ .s a step\) throughput: \d+\.\d\d \(tofuc compile runs the latter\)`, `0: \S+ \.\. \S+ \(\d+ layers\) on devices [0-9,]+: `, `feeds the loss`} {
 		if !regexp.MustCompile(re).MatchString(out.String()) {
 			t.Errorf("the summary lacks %s:\n%s", re, out.String())
 		}
