@@ -84,23 +84,49 @@ func NewLayers(g *cost.Graph, dev cost.Device) (*Layers, error) {
 	return ls.condense(), nil
 }
 
-// halfBatch is the step's batch (the extent data parallelism splits of
-// the graph's first input) and every node's choice in that plan of two
-// devices.
+// halfBatch is the step's batch and every node's choice in the plan of
+// data parallelism over two devices. The batch is the first extent of
+// the input the loss reads (its labels or targets); data parallelism
+// must split every input along an extent of that size, as it splits
+// the samples (an input whose first splittable dimension is another,
+// such as an RNN's [steps, batch, features], is refused: its time
+// steps are not samples).
 func halfBatch(g *cost.Graph) (int64, *cost.Plan, error) {
-	if len(g.IR.Inputs) == 0 {
-		return 0, nil, fmt.Errorf("the graph has no inputs: no batch to pipeline")
+	labels := lossInput(g.IR)
+	if labels == nil {
+		return 0, nil, fmt.Errorf("no loss reads an input of the graph: pipeline plans need a training graph")
+	}
+	batch := g.Shapes[labels][0]
+	if batch < 2 {
+		return 0, nil, fmt.Errorf("the batch is %d: there are no micro-batches to pipeline", batch)
 	}
 	dp, err := partition.Baseline(g, "data_parallel", 2, partition.Options{})
 	if err != nil {
 		return 0, nil, err
 	}
-	in := g.IR.Inputs[0]
-	d := dp.Plan.Tensors[in][0]
-	if d < 0 {
-		return 0, nil, fmt.Errorf("data parallelism does not split the input %s: no batch to pipeline", in.Name)
+	for _, in := range g.IR.Inputs {
+		d := dp.Plan.Tensors[in][0]
+		if d < 0 || g.Shapes[in][d] != batch {
+			return 0, nil, fmt.Errorf("data parallelism splits the input %s %v along dimension %d, not along its batch of %d (the first extent of %s): pipeline plans need the batch first splittable", in.Name, g.Shapes[in], d, batch, labels.Name)
+		}
 	}
-	return g.Shapes[in][d], dp.Plan, nil
+	return batch, dp.Plan, nil
+}
+
+// lossInput is the graph input a loss node reads (its labels or
+// targets), or nil.
+func lossInput(g *ir.Graph) *ir.Value {
+	for _, n := range g.Nodes {
+		if n.Role != "loss" {
+			continue
+		}
+		for _, v := range n.Inputs {
+			if slices.Contains(g.Inputs, v) && len(v.Shape) > 0 {
+				return v
+			}
+		}
+	}
+	return nil
 }
 
 // add prices node n into l: the kernel of its whole view and of its

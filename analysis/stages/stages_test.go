@@ -143,3 +143,23 @@ func TestNoPlanFits(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestBatchRefused: pipeline plans cut the batch into micro-batches, so
+// a batch of one and an input whose first splittable extent is not the
+// batch (an RNN's time steps) are refused, not planned as samples.
+func TestBatchRefused(t *testing.T) {
+	topo := cost.Topologies["h100-nvlink"]
+	for _, tc := range []struct {
+		model string
+		set   map[string]int64
+		want  string
+	}{
+		{"mlp", map[string]int64{"batch": 1}, "the batch is 1"},
+		{"rnn", nil, "splits the input x [20 16 256] along dimension 0, not along its batch of 16"},
+	} {
+		_, err := stages.NewLayers(examplegraph.Load(t, tc.model, true, tc.set), topo.Roofline(0))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.model, err, tc.want)
+		}
+	}
+}
