@@ -28,7 +28,10 @@ type Delta struct {
 	// nil: not found yet).
 	dev   Device
 	links []Link
-	key   []byte
+	// key holds the nodes' keys one after another, node j's ending at
+	// keyEnd[j].
+	key    []byte
+	keyEnd []int
 	// recomputed counts the nodes priced or simulated anew.
 	recomputed int
 }
@@ -39,32 +42,39 @@ func (g *Graph) NewDelta(t *Topology) *Delta {
 	return &Delta{g: g, t: t, graph: newTaskGraph(g), bytes: make([]map[string][]int64, n), tasks: make([]map[string]nodeTasks, n)}
 }
 
-// Evaluate is Graph.Evaluate of p.
-func (d *Delta) Evaluate(p *Plan) (*Cost, error) {
-	d.forFactors(p.Factors)
-	return d.g.evaluate(p, func(p *Plan, j int) ([]int64, error) {
-		return rememberNode(d.bytes, j, d.nodeKey(p, j), func() ([]int64, error) {
-			d.recomputed++
-			return d.g.nodeBytes(p, j)
-		})
-	})
-}
-
-// Simulate is Graph.Simulate of p.
-func (d *Delta) Simulate(p *Plan) (*Simulation, error) {
+// Price is Graph.Evaluate and Graph.Simulate of p, each node's key
+// built once for both.
+func (d *Delta) Price(p *Plan) (*Cost, *Simulation, error) {
+	if err := d.g.checkPlan(p); err != nil {
+		return nil, nil, err
+	}
 	d.forFactors(p.Factors)
 	if d.links == nil {
 		var err error
 		if d.dev, d.links, err = d.t.stepLinks(p.Factors); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return d.g.simulate(p, d.dev, d.links, d.graph, func(p *Plan, j int, dev Device, links []Link) (nodeTasks, error) {
-		return rememberNode(d.tasks, j, d.nodeKey(p, j), func() (nodeTasks, error) {
+	d.buildKeys(p)
+	c, err := d.g.evaluate(p, func(p *Plan, j int) ([]int64, error) {
+		return rememberNode(d.bytes, j, d.keyOf(j), func() ([]int64, error) {
+			d.recomputed++
+			return d.g.nodeBytes(p, j)
+		})
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	sim, err := d.g.simulate(p, d.dev, d.links, d.graph, func(p *Plan, j int, dev Device, links []Link) (nodeTasks, error) {
+		return rememberNode(d.tasks, j, d.keyOf(j), func() (nodeTasks, error) {
 			d.recomputed++
 			return d.g.nodeTasks(p, j, dev, links)
 		})
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, sim, nil
 }
 
 // forFactors forgets what plans of other factors cost, and their steps'
@@ -94,13 +104,25 @@ func rememberNode[T any](memo []map[string]T, j int, key []byte, compute func() 
 	return x, nil
 }
 
-// nodeKey is what node j's bytes and tasks depend on in plan p (its
-// choices and the layouts of the tensors it reads and writes, at every
-// step, each list after its length), in d's buffer.
-func (d *Delta) nodeKey(p *Plan, j int) []byte {
-	n := d.g.IR.Nodes[j]
-	d.key = appendNodeKey(d.key[:0], p, n)
-	return d.key
+// buildKeys builds what each node's bytes and tasks depend on in plan
+// p (its choices and the layouts of the tensors it reads and writes, at
+// every step, each list after its length), one after another in d's
+// buffer.
+func (d *Delta) buildKeys(p *Plan) {
+	d.key, d.keyEnd = d.key[:0], d.keyEnd[:0]
+	for _, n := range d.g.IR.Nodes {
+		d.key = appendNodeKey(d.key, p, n)
+		d.keyEnd = append(d.keyEnd, len(d.key))
+	}
+}
+
+// keyOf is node j's key (buildKeys).
+func (d *Delta) keyOf(j int) []byte {
+	start := 0
+	if j > 0 {
+		start = d.keyEnd[j-1]
+	}
+	return d.key[start:d.keyEnd[j]]
 }
 
 // appendNodeKey appends node n's choices and the layouts of the tensors

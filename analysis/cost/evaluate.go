@@ -33,18 +33,24 @@ type Memory struct {
 
 // Evaluate prices a plan (see the package comment).
 func (g *Graph) Evaluate(p *Plan) (*Cost, error) {
+	if err := g.checkPlan(p); err != nil {
+		return nil, err
+	}
 	return g.evaluate(p, g.nodeBytes)
 }
 
-// evaluate prices plan p, each node's bytes at each step from
+// checkPlan is what pricing a plan needs of it: valid, and its costs
+// within int64 (CheckScale).
+func (g *Graph) checkPlan(p *Plan) error {
+	if err := g.Validate(p); err != nil {
+		return err
+	}
+	return g.CheckScale(p.Devices())
+}
+
+// evaluate prices plan p (checked), each node's bytes at each step from
 // nodeBytes.
 func (g *Graph) evaluate(p *Plan, nodeBytes func(*Plan, int) ([]int64, error)) (*Cost, error) {
-	if err := g.Validate(p); err != nil {
-		return nil, err
-	}
-	if err := g.CheckScale(p.Devices()); err != nil {
-		return nil, err
-	}
 	c := &Cost{StepBytes: make([]int64, len(p.Factors)), OpBytes: make([]int64, len(g.IR.Nodes))}
 	for j := range g.IR.Nodes {
 		steps, err := nodeBytes(p, j)
@@ -95,7 +101,23 @@ func (g *Graph) nodeBytes(p *Plan, j int) ([]int64, error) {
 
 // TileBytes is the size of a tensor's largest tile under p.
 func (g *Graph) TileBytes(p *Plan, v *ir.Value) int64 {
-	return volume(TileShape(g.Shapes[v], p.Tensors[v], p.Factors)) * elemSize(v.DType)
+	return tileVolume(g.Shapes[v], p.Tensors[v], p.Factors) * elemSize(v.DType)
+}
+
+// tileVolume is the volume of TileShape(shape, dims, factors), without
+// building the shape (memory pricing asks it of every tensor of every
+// plan a search sees).
+func tileVolume(shape []int64, dims, factors []int) int64 {
+	n := int64(1)
+	for k, e := range shape {
+		for i, d := range dims {
+			if d == k {
+				e = (e + int64(factors[i]) - 1) / int64(factors[i])
+			}
+		}
+		n *= e
+	}
+	return n
 }
 
 // memory walks the nodes in order with live tiles and each node's

@@ -1,7 +1,6 @@
 package cost
 
 import (
-	"container/heap"
 	"fmt"
 	"slices"
 
@@ -35,6 +34,9 @@ type Simulation struct {
 // earliest node first, so transfers overlap kernels where the graph
 // allows.
 func (g *Graph) Simulate(p *Plan, t *Topology) (*Simulation, error) {
+	if err := g.Validate(p); err != nil {
+		return nil, err
+	}
 	dev, links, err := t.stepLinks(p.Factors)
 	if err != nil {
 		return nil, err
@@ -45,12 +47,9 @@ func (g *Graph) Simulate(p *Plan, t *Topology) (*Simulation, error) {
 // nodeTasks are a node's fetch, kernel and store seconds.
 type nodeTasks struct{ fetch, kernel, store float64 }
 
-// simulate runs plan p on device dev and its steps' links as task graph
-// tg, the tasks of each node j from tasksOf.
+// simulate runs plan p (valid) on device dev and its steps' links as
+// task graph tg, the tasks of each node j from tasksOf.
 func (g *Graph) simulate(p *Plan, dev Device, links []Link, tg *taskGraph, tasksOf func(p *Plan, j int, dev Device, links []Link) (nodeTasks, error)) (*Simulation, error) {
-	if err := g.Validate(p); err != nil {
-		return nil, err
-	}
 	dur := make([]float64, 3*len(g.IR.Nodes))
 	for j := range g.IR.Nodes {
 		tasks, err := tasksOf(p, j, dev, links)
@@ -214,15 +213,14 @@ func (tg *taskGraph) run(dur []float64) *Simulation {
 	ready := make([]float64, n) // when the dependencies are done
 	var free [2]float64         // the link, the compute stream
 	out := &Simulation{}
-	h := &taskHeap{}
-	*h = make(taskHeap, 0, n)
+	h := make(taskHeap, 0, n)
 	for t := range n {
 		if waiting[t] == 0 {
-			heap.Push(h, taskItem{0, t})
+			h.push(taskItem{0, t})
 		}
 	}
-	for h.Len() > 0 {
-		it := heap.Pop(h).(taskItem)
+	for len(h) > 0 {
+		it := h.pop()
 		stream := 0
 		if it.task%3 == 1 {
 			stream = 1
@@ -241,7 +239,7 @@ func (tg *taskGraph) run(dur []float64) *Simulation {
 		for _, u := range tg.users[it.task] {
 			ready[u] = max(ready[u], end)
 			if waiting[u]--; waiting[u] == 0 {
-				heap.Push(h, taskItem{ready[u], u})
+				h.push(taskItem{ready[u], u})
 			}
 		}
 	}
@@ -253,20 +251,47 @@ type taskItem struct {
 	task int
 }
 
+func (a taskItem) before(b taskItem) bool {
+	return a.at < b.at || a.at == b.at && a.task < b.task
+}
+
+// taskHeap is a binary min-heap of tasks by start, then index (typed:
+// container/heap's interface calls were a fifth of a delta proposal).
 type taskHeap []taskItem
 
-func (h taskHeap) Len() int { return len(h) }
-func (h taskHeap) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
+func (h *taskHeap) push(x taskItem) {
+	*h = append(*h, x)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !q[i].before(q[parent]) {
+			break
+		}
+		q[i], q[parent] = q[parent], q[i]
+		i = parent
 	}
-	return h[i].task < h[j].task
 }
-func (h taskHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *taskHeap) Push(x any)   { *h = append(*h, x.(taskItem)) }
-func (h *taskHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h *taskHeap) pop() taskItem {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	q = q[:last]
+	for i := 0; ; {
+		small, l, r := i, 2*i+1, 2*i+2
+		if l < len(q) && q[l].before(q[small]) {
+			small = l
+		}
+		if r < len(q) && q[r].before(q[small]) {
+			small = r
+		}
+		if small == i {
+			break
+		}
+		q[i], q[small] = q[small], q[i]
+		i = small
+	}
+	*h = q
+	return top
 }

@@ -138,11 +138,7 @@ func TestDeltaReuses(t *testing.T) {
 	check := func(p *cost.Plan, recomputed int) {
 		t.Helper()
 		before := d.Recomputed()
-		dc, err := d.Evaluate(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds, err := d.Simulate(p)
+		dc, ds, err := d.Price(p)
 		if err != nil {
 			t.Fatal(err)
 		}

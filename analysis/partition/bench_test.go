@@ -96,5 +96,11 @@ type whole struct {
 	topo *cost.Topology
 }
 
-func (w whole) Evaluate(p *cost.Plan) (*cost.Cost, error)       { return w.g.Evaluate(p) }
-func (w whole) Simulate(p *cost.Plan) (*cost.Simulation, error) { return w.g.Simulate(p, w.topo) }
+func (w whole) Price(p *cost.Plan) (*cost.Cost, *cost.Simulation, error) {
+	c, err := w.g.Evaluate(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	sim, err := w.g.Simulate(p, w.topo)
+	return c, sim, err
+}

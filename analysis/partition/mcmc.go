@@ -67,8 +67,7 @@ func RefineTime(g *cost.Graph, r *Result, t *cost.Topology, memory int64, seed u
 
 // A pricer prices and simulates plans: a cost.Delta, or a test's.
 type pricer interface {
-	Evaluate(*cost.Plan) (*cost.Cost, error)
-	Simulate(*cost.Plan) (*cost.Simulation, error)
+	Price(*cost.Plan) (*cost.Cost, *cost.Simulation, error)
 }
 
 // refineTime is RefineTime, each proposal priced and simulated by price.
@@ -89,26 +88,29 @@ func refineTime(g *cost.Graph, r *Result, price pricer, memory int64, seed uint6
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x70f0))
 	cur := *r
+	cur.Plan = clonePlan(r.Plan) // proposals change it in place
 	best := r
 	stats := &MCMC{Seed: seed, Steps: steps, Before: r.Sim.Seconds, After: r.Sim.Seconds}
 	for range steps {
-		next, err := propose(g, cur.Plan, classes[rng.IntN(len(classes))], touches, rng)
+		mv, err := propose(g, cur.Plan, classes[rng.IntN(len(classes))], touches, rng)
 		if err != nil {
 			continue // no other layout, or no choices suit it
 		}
-		cand, err := evaluate(next, price)
+		cand, err := evaluate(cur.Plan, price)
 		if err != nil || memory > 0 && cand.Cost.Memory.Peak > memory {
+			mv.undo(cur.Plan)
 			continue
 		}
 		delta := cand.Sim.Seconds - cur.Sim.Seconds
 		if delta > 0 && rng.Float64() >= math.Exp(-delta/(0.05*cur.Sim.Seconds)) {
+			mv.undo(cur.Plan)
 			continue
 		}
 		stats.Accepted++
-		cur.Plan, cur.Cost, cur.Sim = cand.Plan, cand.Cost, cand.Sim
+		cur.Cost, cur.Sim = cand.Cost, cand.Sim
 		if cand.Sim.Seconds < best.Sim.Seconds {
 			b := *r
-			b.Plan, b.Cost, b.Sim = cand.Plan, cand.Cost, cand.Sim
+			b.Plan, b.Cost, b.Sim = clonePlan(cur.Plan), cand.Cost, cand.Sim
 			best = &b
 		}
 	}
@@ -116,8 +118,9 @@ func refineTime(g *cost.Graph, r *Result, price pricer, memory int64, seed uint6
 	return best, stats, nil
 }
 
-// propose changes the class's layout at a random step.
-func propose(g *cost.Graph, p *cost.Plan, class []*ir.Value, touches map[*ir.Value][]*ir.Node, rng *rand.Rand) (*cost.Plan, error) {
+// propose changes the class's layout at a random step, in p, and
+// re-chooses the operators that touch it; the move undoes it.
+func propose(g *cost.Graph, p *cost.Plan, class []*ir.Value, touches map[*ir.Value][]*ir.Node, rng *rand.Rand) (*move, error) {
 	v := class[0]
 	i := rng.IntN(len(p.Factors))
 	tile := cost.TileShape(g.Shapes[v], p.Tensors[v][:i], p.Factors)
@@ -130,7 +133,6 @@ func propose(g *cost.Graph, p *cost.Plan, class []*ir.Value, touches map[*ir.Val
 	if len(other) == 0 {
 		return nil, fmt.Errorf("no other layout")
 	}
-	next := clonePlan(p)
 	layouts := slices.Clone(p.Tensors[v])
 	layouts[i] = other[rng.IntN(len(other))]
 	for j := i + 1; j < len(p.Factors); j++ {
@@ -139,25 +141,43 @@ func propose(g *cost.Graph, p *cost.Plan, class []*ir.Value, touches map[*ir.Val
 			layouts[j] = cost.Replicated
 		}
 	}
+	mv := &move{tensors: map[*ir.Value][]int{}, ops: map[*ir.Node][]cost.Choice{}}
 	var nodes []*ir.Node
 	for _, u := range class {
-		next.Tensors[u] = slices.Clone(layouts)
+		mv.tensors[u] = p.Tensors[u]
+		p.Tensors[u] = slices.Clone(layouts)
 		for _, n := range touches[u] {
-			if !slices.Contains(nodes, n) {
+			if _, seen := mv.ops[n]; !seen {
+				mv.ops[n] = p.Ops[n]
 				nodes = append(nodes, n)
 			}
 		}
 	}
-	return next, rechoose(g, next, nodes)
+	if err := rechoose(g, p, nodes); err != nil {
+		mv.undo(p)
+		return nil, err
+	}
+	return mv, nil
+}
+
+// move is what a proposal replaced: layouts and choices, to undo it.
+type move struct {
+	tensors map[*ir.Value][]int
+	ops     map[*ir.Node][]cost.Choice
+}
+
+func (m *move) undo(p *cost.Plan) {
+	for v, l := range m.tensors {
+		p.Tensors[v] = l
+	}
+	for n, c := range m.ops {
+		p.Ops[n] = c
+	}
 }
 
 // evaluate prices and simulates a plan.
 func evaluate(p *cost.Plan, price pricer) (*Result, error) {
-	c, err := price.Evaluate(p)
-	if err != nil {
-		return nil, err
-	}
-	sim, err := price.Simulate(p)
+	c, sim, err := price.Price(p)
 	if err != nil {
 		return nil, err
 	}
