@@ -432,30 +432,29 @@ func Partition(g *cost.Graph, in PartitionInput, opt partition.Options) (*report
 	}
 	r := report.Partition(ri)
 	if in.Pipeline {
-		if r.Pipelines, err = pipelinePlans(g, in.Devices, out.Topology, opt.Memory); err != nil {
-			return nil, err
-		}
+		r.Pipelines = pipelinePlans(g, in.Devices, out.Topology, opt.Memory)
 	}
 	return r, nil
 }
 
 // pipelinePlans are GraphPipe's pipeline plan of training graph g and
-// the sequential pipeline's, on the devices of t.
-func pipelinePlans(g *cost.Graph, devices int, t *cost.Topology, memory int64) (*report.Pipelines, error) {
+// the sequential pipeline's, on the devices of t; where there are none,
+// the report says why (the partition plan stands without them).
+func pipelinePlans(g *cost.Graph, devices int, t *cost.Topology, memory int64) *report.Pipelines {
 	ls, err := stages.NewLayers(g, t.Roofline(0))
 	if err != nil {
-		return nil, fmt.Errorf("pipeline plans: %w", err)
+		return &report.Pipelines{Error: err.Error()}
 	}
 	opt := stages.Options{Topology: t, Devices: devices, Memory: memory}
 	var plans []*stages.Plan
 	for _, method := range []string{stages.GraphPipe, stages.Sequential} {
 		p, err := stages.Search(ls, method, opt)
 		if err != nil {
-			return nil, fmt.Errorf("pipeline plans: %w", err)
+			return &report.Pipelines{Layers: len(ls.Layers), Batch: ls.Batch, Error: err.Error()}
 		}
 		plans = append(plans, p)
 	}
-	return report.NewPipelines(ls, plans...), nil
+	return report.NewPipelines(ls, plans...)
 }
 
 // checkStrategy prices the plan in path, which must be one for devices.

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"fmt"
+	"tofuc/analysis/unionfind"
 
 	"tofuc/analysis/cost"
 	"tofuc/lang"
@@ -120,7 +121,7 @@ func repeats(g *cost.Graph) [][]int {
 // groups builds the operator groups.
 func (c *Coarse) groups(g *cost.Graph) {
 	nodes := g.IR.Nodes
-	uf := newUnionFind(len(nodes))
+	uf := unionfind.New(len(nodes))
 	producer := map[*ir.Value]int{}
 	consumers := map[*ir.Value]int{}
 	for j, n := range nodes {
@@ -134,12 +135,12 @@ func (c *Coarse) groups(g *cost.Graph) {
 	for j, n := range nodes {
 		switch {
 		case n.Forward != nil:
-			uf.union(j, g.Index[n.Forward])
+			uf.Union(j, g.Index[n.Forward])
 		case n.Role == "gradient sum":
 			for _, v := range n.Inputs {
 				if v.GradOf != nil {
 					if p, ok := producer[v.GradOf]; ok {
-						uf.union(j, p)
+						uf.Union(j, p)
 					}
 				}
 			}
@@ -150,17 +151,17 @@ func (c *Coarse) groups(g *cost.Graph) {
 			for _, v := range n.Inputs {
 				p, ok := producer[v]
 				if ok && consumers[v] == 1 && isForward(nodes[p]) && g.Root(nodes[p]).Elementwise() {
-					uf.union(j, p)
+					uf.Union(j, p)
 				}
 			}
 		}
 	}
 	for _, r := range c.Repeats {
 		for _, j := range r[1:] {
-			uf.union(r[0], j)
+			uf.Union(r[0], j)
 		}
 	}
-	c.Groups, c.Group = uf.classes()
+	c.Groups, c.Group = uf.Classes()
 }
 
 func isForward(n *ir.Node) bool { return n.Role == "" || n.Role == "forward" }
@@ -172,11 +173,11 @@ func (c *Coarse) tensorGroups(g *cost.Graph) {
 	for i, v := range tensors {
 		index[v] = i
 	}
-	uf := newUnionFind(len(tensors))
+	uf := unionfind.New(len(tensors))
 	for i, v := range tensors {
 		if v.GradOf != nil {
 			if j, ok := index[v.GradOf]; ok {
-				uf.union(i, j)
+				uf.Union(i, j)
 			}
 		}
 	}
@@ -187,12 +188,12 @@ func (c *Coarse) tensorGroups(g *cost.Graph) {
 		for _, in := range n.Inputs {
 			if j, ok := index[in]; ok {
 				for _, out := range n.Outputs {
-					uf.union(index[out], j)
+					uf.Union(index[out], j)
 				}
 			}
 		}
 	}
-	_, cls := uf.classes()
+	_, cls := uf.Classes()
 	for i, v := range tensors {
 		c.TensorGroup[v] = cls[i]
 	}
@@ -211,7 +212,7 @@ func (c *Coarse) ties(g *cost.Graph) {
 	for i, v := range tensors {
 		index[v] = i
 	}
-	tu := newUnionFind(len(tensors))
+	tu := unionfind.New(len(tensors))
 	readers := map[*ir.Value][]*ir.Node{}
 	for _, n := range g.IR.Nodes {
 		for _, v := range n.Inputs {
@@ -222,8 +223,8 @@ func (c *Coarse) ties(g *cost.Graph) {
 		changed := false
 		for o, v := range b.Outputs {
 			x, y := index[a.Outputs[o]], index[v]
-			changed = changed || tu.find(x) != tu.find(y)
-			tu.union(x, y)
+			changed = changed || tu.Find(x) != tu.Find(y)
+			tu.Union(x, y)
 		}
 		return changed
 	}
@@ -242,7 +243,7 @@ func (c *Coarse) ties(g *cost.Graph) {
 			key := fmt.Sprintf("%p/%s", n.Inst, n.Role)
 			for _, v := range n.Inputs {
 				if i, ok := index[v]; ok {
-					key += fmt.Sprintf("/%d", tu.find(i))
+					key += fmt.Sprintf("/%d", tu.Find(i))
 				} else {
 					key += "/" + v.Name
 				}
@@ -254,7 +255,7 @@ func (c *Coarse) ties(g *cost.Graph) {
 			}
 		}
 	}
-	_, tcls := tu.classes()
+	_, tcls := tu.Classes()
 	c.tensorVar = map[*ir.Value]int{}
 	for i, v := range tensors {
 		c.tensorVar[v] = tcls[i]
@@ -272,7 +273,7 @@ func (c *Coarse) ties(g *cost.Graph) {
 // outputs: the parameter's next value, then the states'): the next
 // training step reads it where this one read the parameter, so the two
 // are laid out alike.
-func tieUpdates(g *cost.Graph, index map[*ir.Value]int, tu *unionFind) {
+func tieUpdates(g *cost.Graph, index map[*ir.Value]int, tu *unionfind.Sets) {
 	for _, n := range g.IR.Nodes {
 		if n.Role != "update" {
 			continue
@@ -283,7 +284,7 @@ func tieUpdates(g *cost.Graph, index map[*ir.Value]int, tu *unionFind) {
 				in = o + 1
 			}
 			if in < len(n.Inputs) && n.Inputs[in].Const == nil && lang.ShapeEqual(n.Inputs[in].Shape, v.Shape) {
-				tu.union(index[n.Inputs[in]], index[v])
+				tu.Union(index[n.Inputs[in]], index[v])
 			}
 		}
 	}
@@ -291,7 +292,7 @@ func tieUpdates(g *cost.Graph, index map[*ir.Value]int, tu *unionFind) {
 
 // tieInputs ties the inputs of a class's members at each position when
 // every one of them is read only by the class and its backward operators.
-func (c *Coarse) tieInputs(g *cost.Graph, class []int, index map[*ir.Value]int, readers map[*ir.Value][]*ir.Node, tu *unionFind) {
+func (c *Coarse) tieInputs(g *cost.Graph, class []int, index map[*ir.Value]int, readers map[*ir.Value][]*ir.Node, tu *unionfind.Sets) {
 	in := map[*ir.Node]bool{}
 	for _, j := range class {
 		in[g.IR.Nodes[j]] = true
@@ -316,54 +317,7 @@ func (c *Coarse) tieInputs(g *cost.Graph, class []int, index map[*ir.Value]int, 
 			continue
 		}
 		for _, j := range class[1:] {
-			tu.union(index[first.Inputs[i]], index[g.IR.Nodes[j].Inputs[i]])
+			tu.Union(index[first.Inputs[i]], index[g.IR.Nodes[j].Inputs[i]])
 		}
 	}
-}
-
-// unionFind is a disjoint-set forest over 0..n-1.
-type unionFind struct{ parent []int }
-
-func newUnionFind(n int) *unionFind {
-	u := &unionFind{parent: make([]int, n)}
-	for i := range u.parent {
-		u.parent[i] = i
-	}
-	return u
-}
-
-func (u *unionFind) find(x int) int {
-	for u.parent[x] != x {
-		u.parent[x] = u.parent[u.parent[x]]
-		x = u.parent[x]
-	}
-	return x
-}
-
-func (u *unionFind) union(a, b int) {
-	ra, rb := u.find(a), u.find(b)
-	if ra < rb {
-		u.parent[rb] = ra
-	} else if rb < ra {
-		u.parent[ra] = rb
-	}
-}
-
-// classes numbers the sets in order of their smallest member and lists
-// their members.
-func (u *unionFind) classes() (members [][]int, class []int) {
-	class = make([]int, len(u.parent))
-	id := map[int]int{}
-	for x := range u.parent {
-		r := u.find(x)
-		c, ok := id[r]
-		if !ok {
-			c = len(members)
-			id[r] = c
-			members = append(members, nil)
-		}
-		class[x] = c
-		members[c] = append(members[c], x)
-	}
-	return members, class
 }

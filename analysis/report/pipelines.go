@@ -18,6 +18,8 @@ type Pipelines struct {
 	Layers int            `json:"layers"`
 	Batch  int64          `json:"batch"`
 	Plans  []PipelinePlan `json:"plans"`
+	// Error says why there are no plans ("" when there are).
+	Error string `json:"error,omitempty"`
 }
 
 // PipelinePlan is one pipeline plan.
@@ -64,14 +66,14 @@ func NewPipelines(ls *stages.Layers, plans ...*stages.Plan) *Pipelines {
 	out := &Pipelines{Layers: len(ls.Layers), Batch: ls.Batch}
 	for _, p := range plans {
 		pp := PipelinePlan{Method: p.Method, Structure: p.Structure, MicroBatch: p.MicroBatch, MicroBatches: p.MicroBatches,
-			StepSeconds: p.Seconds, Throughput: p.Throughput(ls.Batch), Bubble: p.Bubble, Devices: p.Devices(), Search: p.Search}
-		for _, s := range p.Stages {
+			StepSeconds: p.Seconds, Throughput: p.Throughput(ls.Batch), Bubble: p.Bubble, Devices: p.Devices(), Search: p.SearchSeconds}
+		for i, s := range p.Stages {
 			ps := PipelineStage{Devices: s.Devices, Next: s.Succ, ForwardSeconds: s.Forward, BackwardSeconds: s.Backward,
 				SyncSeconds: s.Sync, TimePerSample: s.TimePerSample, InFlight: s.InFlight, MemoryBytes: s.MemoryBytes}
 			for _, l := range s.Layers {
 				ps.Layers = append(ps.Layers, ls.Layers[l].Name)
 			}
-			for _, task := range p.Schedule[len(pp.Stages)] {
+			for _, task := range p.Schedule[i] {
 				ps.Schedule = append(ps.Schedule, PipelineTask(task))
 			}
 			pp.Stages = append(pp.Stages, ps)
@@ -83,11 +85,15 @@ func NewPipelines(ls *stages.Layers, plans ...*stages.Plan) *Pipelines {
 
 // summary writes the plans side by side, then each one's stages.
 func (p *Pipelines) summary(w io.Writer, partitionStep float64) {
+	if p.Error != "" {
+		fmt.Fprintf(w, "pipeline plans: none: %s\n", p.Error)
+		return
+	}
 	fmt.Fprintf(w, "pipeline plans (%d layers, batch %d; simulated, not compiled: tofuc runs operator-partitioned plans only)\n", p.Layers, p.Batch)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  method\tstructure\tstages\tdevices\tmicro-batches\tstep time\tsamples/s\tbubble\tsearch\t")
+	fmt.Fprintln(tw, "  method\tstructure\tstages\tdevices\tmicro-batches × samples\tstep time\tsamples/s\tbubble\tsearch\t")
 	for _, pl := range p.Plans {
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d of %d\t%s\t%.0f\t%.0f%%\t%.2f s\t\n", pl.Method, pl.Structure, len(pl.Stages), pl.Devices,
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d × %d\t%s\t%.0f\t%.0f%%\t%.2f s\t\n", pl.Method, pl.Structure, len(pl.Stages), pl.Devices,
 			pl.MicroBatches, pl.MicroBatch, Seconds(pl.StepSeconds), pl.Throughput, 100*pl.Bubble, pl.Search)
 	}
 	tw.Flush()

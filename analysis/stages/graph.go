@@ -99,20 +99,18 @@ func (ls *Layers) sorted() *Layers {
 	for p, v := range order {
 		pos[v] = p
 	}
-	out := &Layers{Batch: ls.Batch, Layers: make([]Layer, n), Succ: make([][]int, n), Pred: make([][]int, n), Bytes: map[[2]int]float64{}}
+	out := &Layers{Batch: ls.Batch, Layers: make([]Layer, n)}
 	for v := range n {
 		out.Layers[pos[v]] = ls.Layers[v]
-		for _, w := range ls.Succ[v] {
-			out.Succ[pos[v]] = append(out.Succ[pos[v]], pos[w])
-			out.Pred[pos[w]] = append(out.Pred[pos[w]], pos[v])
+	}
+	for _, s := range ls.Sends {
+		to := make([]int, len(s.To))
+		for i, t := range s.To {
+			to[i] = pos[t]
 		}
+		slices.Sort(to)
+		out.Sends = append(out.Sends, Send{From: pos[s.From], To: to, PerSample: s.PerSample})
 	}
-	for e, b := range ls.Bytes {
-		out.Bytes[[2]int{pos[e[0]], pos[e[1]]}] = b
-	}
-	for i := range n {
-		slices.Sort(out.Succ[i])
-		slices.Sort(out.Pred[i])
-	}
+	out.link()
 	return out
 }

@@ -1,7 +1,9 @@
 package stages
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"testing"
 
 	"tofuc/analysis/cost"
@@ -9,15 +11,14 @@ import (
 
 // dag is a Layers of n unit layers with the given edges.
 func dag(n int, edges ...[2]int) *Layers {
-	ls := &Layers{Batch: 8, Layers: make([]Layer, n), Succ: make([][]int, n), Pred: make([][]int, n), Bytes: map[[2]int]float64{}}
+	ls := &Layers{Batch: 8, Layers: make([]Layer, n)}
 	for i := range ls.Layers {
-		ls.Layers[i] = Layer{Nodes: []int{i}, Forward: Affine{0, 1}, Backward: Affine{0, 2}}
+		ls.Layers[i] = Layer{Nodes: []int{i}, Work: Work{Forward: Affine{0, 1}, Backward: Affine{0, 2}}}
 	}
 	for _, e := range edges {
-		ls.Succ[e[0]] = append(ls.Succ[e[0]], e[1])
-		ls.Pred[e[1]] = append(ls.Pred[e[1]], e[0])
-		ls.Bytes[e] = 1
+		ls.Sends = append(ls.Sends, Send{From: e[0], To: []int{e[1]}, PerSample: 1})
 	}
+	ls.link()
 	return ls
 }
 
@@ -51,6 +52,9 @@ func TestDecompose(t *testing.T) {
 		{"residual", dag(3, [2]int{0, 1}, [2]int{0, 2}, [2]int{1, 2}), "S(LLL)"},
 		// an N (0→2, 1→2, 1→3) is no series-parallel graph: linearised
 		{"N", dag(4, [2]int{0, 2}, [2]int{1, 2}, [2]int{1, 3}), "S(LLLL)"},
+		// an N between a source and a sink: one series, not one nested
+		// in another
+		{"N inside", dag(6, [2]int{0, 1}, [2]int{0, 2}, [2]int{1, 3}, [2]int{2, 3}, [2]int{2, 4}, [2]int{3, 5}, [2]int{4, 5}), "S(LLLLLL)"},
 	} {
 		got := shape(tc.ls.decompose([]int{0, 1, 2, 3, 4, 5}[:len(tc.ls.Layers)]))
 		if got != tc.shape {
@@ -65,18 +69,23 @@ func TestScheduleChain(t *testing.T) {
 	topo := &cost.Topology{Name: "free", Devices: make([]cost.TopologyDevice, 4),
 		Links: []cost.Link{{Devices: []int{0, 1, 2, 3}, Bandwidth: math.Inf(1)}}}
 	for _, tc := range []struct{ stages, micro int }{{2, 4}, {4, 8}, {3, 1}, {4, 2}} {
-		p := &planner{ls: dag(tc.stages), opt: Options{Topology: topo}}
+		var chain [][2]int
+		for i := range tc.stages - 1 {
+			chain = append(chain, [2]int{i, i + 1})
+		}
+		p := &planner{ls: dag(tc.stages, chain...), opt: Options{Topology: topo}, count: tc.micro}
 		plan := &Plan{MicroBatch: 1, MicroBatches: tc.micro}
 		for i := range tc.stages {
-			s := Stage{Layers: []int{i}, Devices: []int{i}, Forward: 1, Backward: 2}
-			if i+1 < tc.stages {
-				s.Succ = []int{i + 1}
-				p.ls.Bytes[[2]int{i, i + 1}] = 1
-			}
-			s.InFlight = min(tc.stages-i, tc.micro)
-			plan.Stages = append(plan.Stages, s)
+			plan.Stages = append(plan.Stages, Stage{Layers: []int{i}, Devices: []int{i}, Forward: 1, Backward: 2})
 		}
-		if err := p.simulate(plan, p.flows(plan, false)); err != nil {
+		flows := p.flows(plan, false)
+		p.link(plan, flows)
+		for i, s := range plan.Stages {
+			if want := min(tc.stages-i, tc.micro); s.InFlight != want {
+				t.Errorf("%d stages, %d micro-batches: stage %d holds %d in flight, want %d", tc.stages, tc.micro, i, s.InFlight, want)
+			}
+		}
+		if err := p.simulate(plan, flows); err != nil {
 			t.Fatal(err)
 		}
 		want := float64(tc.micro+tc.stages-1) * 3
@@ -87,5 +96,35 @@ func TestScheduleChain(t *testing.T) {
 		if math.Abs(plan.Bubble-bubble) > 1e-12 {
 			t.Errorf("%d stages, %d micro-batches: bubble %g, want %g", tc.stages, tc.micro, plan.Bubble, bubble)
 		}
+	}
+}
+
+// TestFlows: a value read by two later stages is sent once to each in
+// a stage graph, and once along every hop in a chain, where the stage
+// between passes it on; in-flight counts follow the longest path to the
+// loss.
+func TestFlows(t *testing.T) {
+	// 0 feeds 1 and 3 (a skip), 1 feeds 2, 2 feeds 3; 0's value is read
+	// by two layers of stage 1.
+	ls := dag(5, [2]int{1, 2}, [2]int{2, 3}, [2]int{3, 4})
+	ls.Sends = append(ls.Sends, Send{From: 0, To: []int{1, 2, 4}, PerSample: 10})
+	ls.link()
+	p := &planner{ls: ls, count: 8}
+	plan := &Plan{Stages: []Stage{{Layers: []int{0}}, {Layers: []int{1, 2}}, {Layers: []int{3}}, {Layers: []int{4}}}}
+	dag := p.flows(plan, false)
+	if want := map[[2]int]float64{{0, 1}: 10, {0, 3}: 10, {1, 2}: 1, {2, 3}: 1}; !maps.Equal(dag, want) {
+		t.Errorf("stage graph flows %v, want %v", dag, want)
+	}
+	chain := p.flows(plan, true)
+	if want := map[[2]int]float64{{0, 1}: 10, {1, 2}: 11, {2, 3}: 11}; !maps.Equal(chain, want) {
+		t.Errorf("chain flows %v, want %v", chain, want)
+	}
+	p.link(plan, dag)
+	var inFlight []int
+	for _, s := range plan.Stages {
+		inFlight = append(inFlight, s.InFlight)
+	}
+	if want := []int{4, 3, 2, 1}; !slices.Equal(inFlight, want) {
+		t.Errorf("in flight %v, want %v", inFlight, want)
 	}
 }

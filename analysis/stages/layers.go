@@ -6,6 +6,7 @@ import (
 
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
+	"tofuc/analysis/unionfind"
 	"tofuc/lang/ir"
 )
 
@@ -15,18 +16,31 @@ import (
 type Layer struct {
 	Name  string // its first forward node's
 	Nodes []int  // indices into the graph's nodes, in node order
-	// Forward and Backward are its kernels' seconds per micro-batch of s
-	// samples on one device; Update its per-step seconds (the
+	Work
+}
+
+// Work is what some layers cost a stage.
+type Work struct {
+	// Forward and Backward are the kernels' seconds per micro-batch of s
+	// samples on one device; Update the per-step seconds (the
 	// optimizer's, once per step).
 	Forward, Backward Affine
 	Update            float64
-	// GradientBytes are its trained parameters' gradients, all-reduced
+	// GradientBytes are the trained parameters' gradients, all-reduced
 	// once per step over a stage's devices; StateBytes what a replica
-	// keeps whole (parameters, optimizer states, gradients).
+	// keeps whole: the parameters the layers' nodes read (trained ones,
+	// buffers, and the optimizer's states where the graph holds them as
+	// parameters) and the trained ones' gradients.
 	GradientBytes, StateBytes int64
-	// ActivationBytes are its forward outputs per sample, kept from a
-	// micro-batch's forward pass to its backward pass.
+	// ActivationBytes are the forward outputs per sample (each output's
+	// bytes over the batch), kept from a micro-batch's forward pass to
+	// its backward pass.
 	ActivationBytes float64
+}
+
+func (w Work) plus(o Work) Work {
+	return Work{w.Forward.plus(o.Forward), w.Backward.plus(o.Backward), w.Update + o.Update,
+		w.GradientBytes + o.GradientBytes, w.StateBytes + o.StateBytes, w.ActivationBytes + o.ActivationBytes}
 }
 
 // Affine is seconds as a function of the samples s a device computes:
@@ -42,35 +56,42 @@ func (a Affine) plus(b Affine) Affine { return Affine{a.Fixed + b.Fixed, a.PerSa
 // Layers is a training graph as layers: a DAG of forward dataflow.
 type Layers struct {
 	Layers []Layer
-	// Succ and Pred are the forward edges; Bytes[[2]int{a, b}] the
-	// bytes per sample flowing from a to b (their gradients flow back).
+	// Succ and Pred are the forward edges between layers.
 	Succ, Pred [][]int
-	Bytes      map[[2]int]float64
-	// Batch is the samples of one step (the extent data parallelism
-	// splits); the graph's other extents stay whole.
+	// Sends are the values a layer's forward nodes produce and other
+	// layers' forward nodes read (their gradients flow back).
+	Sends []Send
+	// Batch is the samples of one step; the graph's other extents stay
+	// whole.
 	Batch int64
+}
+
+// Send is a value from one layer to others: its bytes per sample.
+type Send struct {
+	From      int
+	To        []int // distinct, sorted
+	PerSample float64
 }
 
 // NewLayers reads the layers of training graph g, their kernels priced
 // on device dev at the whole batch and at half of it (the split data
 // parallelism makes of every operator), which fixes each layer's affine
-// seconds. Groups tied by shared weights, or by a cycle through shared
-// weights, are one layer.
+// seconds. Groups that read the same parameter are one layer (its
+// gradient is summed there), and so are the groups of a cycle that
+// joining them closes.
 func NewLayers(g *cost.Graph, dev cost.Device) (*Layers, error) {
 	batch, half, err := halfBatch(g)
 	if err != nil {
 		return nil, err
 	}
-	c := partition.Coarsen(g)
-	group := layerGroups(g, c)
-	ls := &Layers{Batch: batch, Bytes: map[[2]int]float64{}}
-	index := map[int]int{} // group → layer
+	class := layerClasses(g)
+	ls := &Layers{Batch: batch}
+	index := map[int]int{} // class → layer
 	for j, n := range g.IR.Nodes {
-		gr := group[j]
-		li, ok := index[gr]
+		li, ok := index[class[j]]
 		if !ok {
 			li = len(ls.Layers)
-			index[gr] = li
+			index[class[j]] = li
 			ls.Layers = append(ls.Layers, Layer{Name: n.Name})
 		}
 		l := &ls.Layers[li]
@@ -79,8 +100,13 @@ func NewLayers(g *cost.Graph, dev cost.Device) (*Layers, error) {
 			return nil, err
 		}
 	}
+	for _, l := range ls.Layers {
+		if !slices.ContainsFunc(l.Nodes, func(j int) bool { return forwardRole(g.IR.Nodes[j]) }) {
+			return nil, fmt.Errorf("operator %s belongs to no forward operator's layer", g.IR.Nodes[l.Nodes[0]].Name)
+		}
+	}
 	ls.addParams(g)
-	ls.edges(g, index, group)
+	ls.sends(g, func(j int) int { return index[class[j]] })
 	return ls.condense(), nil
 }
 
@@ -149,7 +175,9 @@ func (l *Layer) add(g *cost.Graph, n *ir.Node, half *cost.Plan, dev cost.Device,
 	if err != nil {
 		return fmt.Errorf("operator %s: %w", n.Name, err)
 	}
-	perSample := max(0, (whole-halved)/float64(batch-batch/2))
+	// The half view is the larger part, ⌈batch/2⌉ samples: the
+	// difference is ⌊batch/2⌋ samples' work.
+	perSample := max(0, (whole-halved)/float64(batch/2))
 	a := Affine{max(0, whole-perSample*float64(batch)), perSample}
 	if forwardRole(n) {
 		l.Forward = l.Forward.plus(a)
@@ -164,17 +192,14 @@ func (l *Layer) add(g *cost.Graph, n *ir.Node, half *cost.Plan, dev cost.Device,
 
 func forwardRole(n *ir.Node) bool { return n.Role == "" || n.Role == "forward" || n.Role == "loss" }
 
-// layerGroups maps each node to a layer's representative group: groups
-// with a forward operator are layers; a group without one (an update, a
-// gradient sum of an input) joins the layer of the first node whose
-// output it reads, or else of the first that reads its outputs.
-func layerGroups(g *cost.Graph, c *partition.Coarse) []int {
-	forward := map[int]bool{}
-	for j, n := range g.IR.Nodes {
-		if forwardRole(n) {
-			forward[c.Group[j]] = true
-		}
-	}
+// layerClasses numbers each node's layer: the coarsened graph's groups,
+// a group without a forward operator (an update, a gradient sum) joined
+// to the group of the first node whose output it reads (else of the
+// first that reads its outputs), and groups whose nodes read the same
+// parameter joined.
+func layerClasses(g *cost.Graph) []int {
+	c := partition.Coarsen(g)
+	sets := unionfind.New(len(c.Groups))
 	producer := map[*ir.Value]int{}
 	readers := map[*ir.Value][]int{}
 	for j, n := range g.IR.Nodes {
@@ -185,40 +210,55 @@ func layerGroups(g *cost.Graph, c *partition.Coarse) []int {
 			readers[v] = append(readers[v], j)
 		}
 	}
-	joined := map[int]int{}
-	host := func(gr int) int {
-		if forward[gr] {
-			return gr
-		}
-		if h, ok := joined[gr]; ok {
-			return h
-		}
-		joined[gr] = gr // a group no forward operator touches stays its own
-		for _, j := range c.Groups[gr] {
-			for _, v := range g.IR.Nodes[j].Inputs {
-				if p, ok := producer[v]; ok && forward[c.Group[p]] {
-					joined[gr] = c.Group[p]
-					return joined[gr]
-				}
-			}
-		}
-		for _, j := range c.Groups[gr] {
-			for _, v := range g.IR.Nodes[j].Outputs {
-				for _, r := range readers[v] {
-					if forward[c.Group[r]] {
-						joined[gr] = c.Group[r]
-						return joined[gr]
-					}
-				}
-			}
-		}
-		return gr
+	forward := make([]bool, len(c.Groups))
+	for j, n := range g.IR.Nodes {
+		forward[c.Group[j]] = forward[c.Group[j]] || forwardRole(n)
 	}
+	for gr, members := range c.Groups {
+		if !forward[gr] {
+			if other, ok := neighbour(g, members, gr, c.Group, producer, readers); ok {
+				sets.Union(gr, other)
+			}
+		}
+	}
+	firstReader := map[*ir.Value]int{}
+	for _, p := range g.IR.Params {
+		for _, j := range readers[p.Value] {
+			if r, ok := firstReader[p.Value]; ok {
+				sets.Union(c.Group[r], c.Group[j])
+			} else {
+				firstReader[p.Value] = j
+			}
+		}
+	}
+	_, groupClass := sets.Classes()
 	out := make([]int, len(g.IR.Nodes))
 	for j := range out {
-		out[j] = host(c.Group[j])
+		out[j] = groupClass[c.Group[j]]
 	}
 	return out
+}
+
+// neighbour is the group of the first node another group's members read
+// from, or else of the first that reads their outputs.
+func neighbour(g *cost.Graph, members []int, self int, group []int, producer map[*ir.Value]int, readers map[*ir.Value][]int) (int, bool) {
+	for _, j := range members {
+		for _, v := range g.IR.Nodes[j].Inputs {
+			if p, ok := producer[v]; ok && group[p] != self {
+				return group[p], true
+			}
+		}
+	}
+	for _, j := range members {
+		for _, v := range g.IR.Nodes[j].Outputs {
+			for _, r := range readers[v] {
+				if group[r] != self {
+					return group[r], true
+				}
+			}
+		}
+	}
+	return 0, false
 }
 
 // addParams counts each layer's parameters: every parameter a node of
@@ -249,41 +289,60 @@ func (ls *Layers) addParams(g *cost.Graph) {
 	}
 }
 
-// edges adds an edge wherever a forward node of one layer reads what a
-// forward node of another produced.
-func (ls *Layers) edges(g *cost.Graph, index map[int]int, group []int) {
-	n := len(ls.Layers)
-	ls.Succ, ls.Pred = make([][]int, n), make([][]int, n)
+// sends lists, per value a forward node of one layer produces, the
+// other layers whose forward nodes read it, and adds their edges.
+func (ls *Layers) sends(g *cost.Graph, layerOf func(node int) int) {
 	producer := map[*ir.Value]int{}
+	readers := map[*ir.Value][]int{}
+	var order []*ir.Value
 	for j, node := range g.IR.Nodes {
 		if !forwardRole(node) {
 			continue
 		}
-		to := index[group[j]]
+		to := layerOf(j)
 		for _, v := range node.Inputs {
-			p, ok := producer[v]
-			if !ok || p == to {
-				continue
+			if p, ok := producer[v]; ok && p != to && !slices.Contains(readers[v], to) {
+				if readers[v] == nil {
+					order = append(order, v)
+				}
+				readers[v] = append(readers[v], to)
 			}
-			e := [2]int{p, to}
-			if _, dup := ls.Bytes[e]; !dup {
-				ls.Succ[p] = append(ls.Succ[p], to)
-				ls.Pred[to] = append(ls.Pred[to], p)
-			}
-			ls.Bytes[e] += float64(g.Bytes(v)) / float64(ls.Batch)
 		}
 		for _, v := range node.Outputs {
 			producer[v] = to
 		}
 	}
+	for _, v := range order {
+		slices.Sort(readers[v])
+		ls.Sends = append(ls.Sends, Send{From: producer[v], To: readers[v], PerSample: float64(g.Bytes(v)) / float64(ls.Batch)})
+	}
+	ls.link()
 }
 
-// condense merges the layers of every cycle of forward edges (groups
-// tied by shared weights can close one) into one layer, in topological
-// order.
+// link derives the edges from the sends.
+func (ls *Layers) link() {
+	n := len(ls.Layers)
+	ls.Succ, ls.Pred = make([][]int, n), make([][]int, n)
+	for _, s := range ls.Sends {
+		for _, to := range s.To {
+			if !slices.Contains(ls.Succ[s.From], to) {
+				ls.Succ[s.From] = append(ls.Succ[s.From], to)
+				ls.Pred[to] = append(ls.Pred[to], s.From)
+			}
+		}
+	}
+	for i := range n {
+		slices.Sort(ls.Succ[i])
+		slices.Sort(ls.Pred[i])
+	}
+}
+
+// condense merges the layers of every cycle of forward edges (joining
+// groups by a shared parameter can close one) into one layer, in
+// topological order.
 func (ls *Layers) condense() *Layers {
 	comp := sccs(ls.Succ)
-	out := &Layers{Batch: ls.Batch, Bytes: map[[2]int]float64{}}
+	out := &Layers{Batch: ls.Batch}
 	byComp := map[int]int{}
 	for li, c := range comp {
 		oi, ok := byComp[c]
@@ -292,32 +351,24 @@ func (ls *Layers) condense() *Layers {
 			byComp[c] = oi
 			out.Layers = append(out.Layers, Layer{Name: ls.Layers[li].Name})
 		}
-		out.Layers[oi].merge(&ls.Layers[li])
+		o := &out.Layers[oi]
+		o.Nodes = append(o.Nodes, ls.Layers[li].Nodes...)
+		slices.Sort(o.Nodes)
+		o.Work = o.Work.plus(ls.Layers[li].Work)
 	}
-	n := len(out.Layers)
-	out.Succ, out.Pred = make([][]int, n), make([][]int, n)
-	for e, bytes := range ls.Bytes {
-		a, b := byComp[comp[e[0]]], byComp[comp[e[1]]]
-		if a == b {
-			continue
+	for _, s := range ls.Sends {
+		from := byComp[comp[s.From]]
+		var to []int
+		for _, t := range s.To {
+			if t := byComp[comp[t]]; t != from && !slices.Contains(to, t) {
+				to = append(to, t)
+			}
 		}
-		k := [2]int{a, b}
-		if _, dup := out.Bytes[k]; !dup {
-			out.Succ[a] = append(out.Succ[a], b)
-			out.Pred[b] = append(out.Pred[b], a)
+		if len(to) > 0 {
+			slices.Sort(to)
+			out.Sends = append(out.Sends, Send{From: from, To: to, PerSample: s.PerSample})
 		}
-		out.Bytes[k] += bytes
 	}
+	out.link()
 	return out.sorted()
-}
-
-func (l *Layer) merge(o *Layer) {
-	l.Nodes = append(l.Nodes, o.Nodes...)
-	slices.Sort(l.Nodes)
-	l.Forward = l.Forward.plus(o.Forward)
-	l.Backward = l.Backward.plus(o.Backward)
-	l.Update += o.Update
-	l.GradientBytes += o.GradientBytes
-	l.StateBytes += o.StateBytes
-	l.ActivationBytes += o.ActivationBytes
 }

@@ -13,7 +13,8 @@ import (
 type Options struct {
 	Topology *cost.Topology
 	Devices  int // the first Devices devices of Topology
-	// Memory is the limit per device; 0: the topology's device memory.
+	// Memory is the limit per device; 0: none (as the partition
+	// search's).
 	Memory int64
 	// MaxMicroBatches bounds the micro-batches of a step; 0: 64.
 	MaxMicroBatches int
@@ -34,8 +35,8 @@ type Plan struct {
 	Seconds  float64
 	Bubble   float64
 	Schedule [][]Task
-	// Search is the planner's own wall-clock seconds.
-	Search float64
+	// SearchSeconds is the planner's own wall clock.
+	SearchSeconds float64
 }
 
 // The methods: GraphPipe's stage graph from the series-parallel
@@ -97,7 +98,6 @@ func Search(ls *Layers, method string, opt Options) (*Plan, error) {
 		return nil, fmt.Errorf("unknown pipeline method %q", method)
 	}
 	var best *Plan
-	var memory int64
 	for budget := opt.Devices; budget >= 1; budget /= 2 { // a plan of fewer devices may be faster
 		o := opt
 		o.Devices = budget
@@ -105,7 +105,6 @@ func Search(ls *Layers, method string, opt Options) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		memory = p.memory
 		for _, structure := range []string{SeriesParallel, Linearised} {
 			root, ok := roots[structure]
 			if !ok {
@@ -122,10 +121,10 @@ func Search(ls *Layers, method string, opt Options) (*Plan, error) {
 		}
 	}
 	if best == nil {
-		return nil, fmt.Errorf("no %s pipeline plan of %d devices fits in %s per device", method, opt.Devices, lang.FormatBytes(memory))
+		return nil, fmt.Errorf("no %s pipeline plan of %d devices fits in %s per device", method, opt.Devices, lang.FormatBytes(opt.Memory))
 	}
 	best.Method = method
-	best.Search = time.Since(start).Seconds()
+	best.SearchSeconds = time.Since(start).Seconds()
 	return best, nil
 }
 
@@ -167,7 +166,7 @@ type planner struct {
 	memory int64
 	// rings are the all-reduce links of the devices 0..d-1, by d.
 	rings []cost.Link
-	agg   map[*spNode]aggregate
+	work  map[*spNode]Work
 	// micro and count are the micro-batch being planned: its samples
 	// and the micro-batches of a step.
 	micro int64
@@ -176,27 +175,14 @@ type planner struct {
 	memo  map[*spNode]fit
 }
 
-// aggregate is what a stage of some layers costs, summed over them.
-type aggregate struct {
-	forward, backward   Affine
-	update              float64
-	gradient, state     int64
-	activationPerSample float64
-}
-
-func (a aggregate) plus(b aggregate) aggregate {
-	return aggregate{a.forward.plus(b.forward), a.backward.plus(b.backward), a.update + b.update,
-		a.gradient + b.gradient, a.state + b.state, a.activationPerSample + b.activationPerSample}
-}
-
 func newPlanner(ls *Layers, opt Options) (*planner, error) {
 	t := opt.Topology
 	if opt.Devices < 1 || opt.Devices > len(t.Devices) {
 		return nil, fmt.Errorf("the topology %q has %d devices, the plan %d", t.Name, len(t.Devices), opt.Devices)
 	}
-	p := &planner{ls: ls, opt: opt, memory: opt.Memory, agg: map[*spNode]aggregate{}, rings: make([]cost.Link, opt.Devices+1)}
+	p := &planner{ls: ls, opt: opt, memory: opt.Memory, work: map[*spNode]Work{}, rings: make([]cost.Link, opt.Devices+1)}
 	if p.memory == 0 {
-		p.memory = t.Devices[0].MemoryBytes
+		p.memory = math.MaxInt64 // as the partition search: no limit
 	}
 	if p.opt.MaxMicroBatches == 0 {
 		p.opt.MaxMicroBatches = 64
@@ -226,45 +212,51 @@ func (p *planner) microBatchSizes() []int64 {
 	return out
 }
 
-func (p *planner) aggregateOf(n *spNode) aggregate {
-	a, ok := p.agg[n]
+// workOf is the work of the layers under n.
+func (p *planner) workOf(n *spNode) Work {
+	w, ok := p.work[n]
 	if !ok {
-		a = p.aggregateLayers(n.layers)
-		p.agg[n] = a
+		w = p.workOfLayers(n.layers)
+		p.work[n] = w
 	}
-	return a
+	return w
 }
 
-func (p *planner) aggregateLayers(layers []int) aggregate {
-	var a aggregate
+func (p *planner) workOfLayers(layers []int) Work {
+	var w Work
 	for _, v := range layers {
-		l := &p.ls.Layers[v]
-		a = a.plus(aggregate{l.Forward, l.Backward, l.Update, l.GradientBytes, l.StateBytes, l.ActivationBytes})
+		w = w.plus(p.ls.Layers[v].Work)
 	}
-	return a
+	return w
 }
 
-// busy is a stage's busy seconds per step on d devices of the first
-// ring: its micro-batches' passes, its all-reduce and its updates.
-func (p *planner) busy(a aggregate, d int) (passes, sync float64) {
+// stageTimes are a stage's seconds on d devices whose all-reduce runs
+// over ring: a micro-batch's forward and backward passes (each device
+// computing ⌈micro-batch / d⌉ samples), and per step its all-reduce and
+// updates.
+func (p *planner) stageTimes(w Work, d int, ring cost.Link) (forward, backward, sync float64) {
 	s := float64(ceilDiv(p.micro, int64(d)))
-	passes = float64(p.count) * (a.forward.At(s) + a.backward.At(s))
-	return passes, cost.AllReduceSeconds(a.gradient, d, p.rings[d]) + a.update
+	return w.Forward.At(s), w.Backward.At(s), cost.AllReduceSeconds(w.GradientBytes, d, ring) + w.Update
+}
+
+// busy is a stage's busy seconds per step on the first d devices.
+func (p *planner) busy(w Work, d int) float64 {
+	f, b, sync := p.stageTimes(w, d, p.rings[d])
+	return float64(p.count)*(f+b) + sync
 }
 
 // memoryOf is a stage's peak per device holding inFlight micro-batches.
-func (p *planner) memoryOf(a aggregate, d, inFlight int) int64 {
+func (p *planner) memoryOf(w Work, d, inFlight int) int64 {
 	s := float64(ceilDiv(p.micro, int64(d)))
-	return a.state + int64(math.Ceil(float64(inFlight)*s*a.activationPerSample))
+	return w.StateBytes + int64(math.Ceil(float64(inFlight)*s*w.ActivationBytes))
 }
 
 // leastDevices is the fewest devices on which a stage of a keeps within
 // the bound and (holding one micro-batch) the memory limit;
 // opt.Devices+1 where none does.
-func (p *planner) leastDevices(a aggregate) int {
+func (p *planner) leastDevices(w Work) int {
 	for d := 1; d <= p.opt.Devices; d++ {
-		passes, sync := p.busy(a, d)
-		if (passes+sync)/float64(p.ls.Batch) <= p.limit && p.memoryOf(a, d, 1) <= p.memory {
+		if p.busy(w, d)/float64(p.ls.Batch) <= p.limit && p.memoryOf(w, d, 1) <= p.memory {
 			return d
 		}
 	}
@@ -293,8 +285,8 @@ func (p *planner) none() fit { return fit{devices: p.opt.Devices + 1, stages: ma
 
 // oneStage is layers as one stage on the fewest devices that keep it
 // within the bound.
-func (p *planner) oneStage(a aggregate, layers func() []int) fit {
-	d := p.leastDevices(a)
+func (p *planner) oneStage(w Work, layers func() []int) fit {
+	d := p.leastDevices(w)
 	if d > p.opt.Devices {
 		return p.none()
 	}
@@ -310,7 +302,7 @@ func (p *planner) solve(n *spNode) fit {
 	if f, ok := p.memo[n]; ok {
 		return f
 	}
-	best := p.oneStage(p.aggregateOf(n), func() []int { return n.layers })
+	best := p.oneStage(p.workOf(n), func() []int { return n.layers })
 	switch {
 	case n.layer >= 0:
 	case n.parallel:
@@ -349,10 +341,10 @@ func (p *planner) series(n *spNode) fit {
 	seg := make([]fit, k+1)  // that segment
 	for j := 1; j <= k; j++ {
 		best[j] = p.none()
-		var a aggregate
+		var w Work
 		for i := j - 1; i >= 0; i-- {
-			a = a.plus(p.aggregateOf(n.children[i]))
-			s := p.oneStage(a, func() []int { return segmentLayers(n.children[i:j]) })
+			w = w.plus(p.workOf(n.children[i]))
+			s := p.oneStage(w, func() []int { return segmentLayers(n.children[i:j]) })
 			if i == j-1 {
 				if cf := p.solve(n.children[i]); cf.better(s) {
 					s = cf
@@ -404,11 +396,10 @@ func (p *planner) fits(root *spNode, bound float64) bool {
 
 // bisect is the least bound on a stage's time per sample that fits.
 func (p *planner) bisect(root *spNode) (float64, bool) {
-	a := p.aggregateOf(root)
+	w := p.workOf(root)
 	hi := 0.0
 	for d := 1; d <= p.opt.Devices; d++ {
-		passes, sync := p.busy(a, d)
-		hi = max(hi, (passes+sync)/float64(p.ls.Batch))
+		hi = max(hi, p.busy(w, d)/float64(p.ls.Batch))
 	}
 	hi *= 2
 	if !p.fits(root, hi) {

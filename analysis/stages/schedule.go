@@ -3,8 +3,6 @@ package stages
 import (
 	"fmt"
 	"slices"
-
-	"tofuc/analysis/cost"
 )
 
 // Task is a forward or backward pass of one micro-batch on a stage.
@@ -26,13 +24,13 @@ func (p *planner) plan(root *spNode, bound float64, chain bool) (*Plan, error) {
 	}
 	specs := p.memo[root].collect(nil)
 	slices.SortStableFunc(specs, func(a, b stageSpec) int { return slices.Min(a.layers) - slices.Min(b.layers) })
-	aggs := make([]aggregate, len(specs))
+	works := make([]Work, len(specs))
 	used := 0
 	for i, s := range specs {
-		aggs[i] = p.aggregateLayers(s.layers)
+		works[i] = p.workOfLayers(s.layers)
 		used += s.devices
 	}
-	p.spread(specs, aggs, p.opt.Devices-used)
+	p.spread(specs, works, p.opt.Devices-used)
 	plan := &Plan{MicroBatch: p.micro, MicroBatches: p.count}
 	next := 0
 	for i, s := range specs {
@@ -41,16 +39,11 @@ func (p *planner) plan(root *spNode, bound float64, chain bool) (*Plan, error) {
 			st.Devices = append(st.Devices, next)
 			next++
 		}
-		link, err := p.opt.Topology.Ring(st.Devices)
+		ring, err := p.opt.Topology.Ring(st.Devices)
 		if err != nil {
 			return nil, err
 		}
-		samples := float64(ceilDiv(p.micro, int64(s.devices)))
-		st.Forward, st.Backward = aggs[i].forward.At(samples), aggs[i].backward.At(samples)
-		if len(st.Devices) > 1 {
-			st.Sync = cost.AllReduceSeconds(aggs[i].gradient, len(st.Devices), link)
-		}
-		st.Sync += aggs[i].update
+		st.Forward, st.Backward, st.Sync = p.stageTimes(works[i], len(st.Devices), ring)
 		st.TimePerSample = (float64(p.count)*(st.Forward+st.Backward) + st.Sync) / float64(p.ls.Batch)
 		plan.Stages = append(plan.Stages, st)
 	}
@@ -58,7 +51,7 @@ func (p *planner) plan(root *spNode, bound float64, chain bool) (*Plan, error) {
 	p.link(plan, flows)
 	for i := range plan.Stages {
 		st := &plan.Stages[i]
-		st.MemoryBytes = p.memoryOf(aggs[i], len(st.Devices), st.InFlight)
+		st.MemoryBytes = p.memoryOf(works[i], len(st.Devices), st.InFlight)
 		if st.MemoryBytes > p.memory {
 			return nil, nil
 		}
@@ -69,30 +62,27 @@ func (p *planner) plan(root *spNode, bound float64, chain bool) (*Plan, error) {
 	return plan, nil
 }
 
-// spread gives spare devices to the slowest stages.
-func (p *planner) spread(specs []stageSpec, aggs []aggregate, spare int) {
-	tps := func(i, d int) float64 {
-		passes, sync := p.busy(aggs[i], d)
-		return passes + sync
-	}
+// spread gives spare devices to the slowest stages, one at a time,
+// while that shortens the slowest.
+func (p *planner) spread(specs []stageSpec, works []Work, spare int) {
 	for ; spare > 0; spare-- {
 		worst := 0
 		for i := range specs {
-			if tps(i, specs[i].devices) > tps(worst, specs[worst].devices) {
+			if p.busy(works[i], specs[i].devices) > p.busy(works[worst], specs[worst].devices) {
 				worst = i
 			}
 		}
-		if tps(worst, specs[worst].devices+1) >= tps(worst, specs[worst].devices) {
+		if p.busy(works[worst], specs[worst].devices+1) >= p.busy(works[worst], specs[worst].devices) {
 			return
 		}
 		specs[worst].devices++
 	}
 }
 
-// flows are the bytes per sample each stage sends another: where a
-// layer of one feeds a layer of the other or, when the stages form a
-// chain (a sequential pipeline), from each stage to the next, which
-// passes on what later stages need of earlier ones.
+// flows are the bytes per sample each stage sends another: each value
+// once to each other stage that reads it or, when the stages form a
+// chain (a sequential pipeline), once along every hop from its stage to
+// the last that reads it, the stages between passing it on.
 func (p *planner) flows(plan *Plan, chain bool) map[[2]int]float64 {
 	stageOf := map[int]int{}
 	for i, s := range plan.Stages {
@@ -101,16 +91,23 @@ func (p *planner) flows(plan *Plan, chain bool) map[[2]int]float64 {
 		}
 	}
 	out := map[[2]int]float64{}
-	for e, b := range p.ls.Bytes {
-		from, to := stageOf[e[0]], stageOf[e[1]]
-		switch {
-		case from == to:
-		case chain:
-			for i := from; i < to; i++ {
-				out[[2]int{i, i + 1}] += b
+	for _, send := range p.ls.Sends {
+		from, last := stageOf[send.From], stageOf[send.From]
+		var to []int
+		for _, l := range send.To {
+			if t := stageOf[l]; t != from && !slices.Contains(to, t) {
+				to = append(to, t)
+				last = max(last, t)
 			}
-		default:
-			out[[2]int{from, to}] += b
+		}
+		if chain {
+			for i := from; i < last; i++ {
+				out[[2]int{i, i + 1}] += send.PerSample
+			}
+			continue
+		}
+		for _, t := range to {
+			out[[2]int{from, t}] += send.PerSample
 		}
 	}
 	return out
@@ -194,7 +191,7 @@ func (p *planner) simulate(plan *Plan, flows map[[2]int]float64) error {
 		busy += float64(len(s.Devices)) * (float64(m)*(s.Forward+s.Backward) + s.Sync)
 		devices += len(s.Devices)
 	}
-	plan.Bubble = 1 - busy/(float64(devices)*plan.Seconds)
+	plan.Bubble = max(0, 1-busy/(float64(devices)*plan.Seconds)) // not below 0 by rounding
 	plan.Schedule = order
 	return nil
 }

@@ -36,7 +36,12 @@ func (ls *Layers) decompose(set []int) *spNode {
 		return linear(set)
 	}
 	for _, p := range pieces {
-		node.children = append(node.children, ls.decompose(p))
+		c := ls.decompose(p)
+		if c.layer < 0 && !c.parallel { // a series in a series: one series, so that a stage may span both
+			node.children = append(node.children, c.children...)
+		} else {
+			node.children = append(node.children, c)
+		}
 	}
 	return node
 }

@@ -45,9 +45,6 @@ func TestPlansAreValid(t *testing.T) {
 			for _, p := range []*stages.Plan{gp, sq} {
 				checkPlan(t, m+" "+topo+" "+p.Method, ls, p, devices)
 			}
-			if gp.Seconds > sq.Seconds {
-				t.Errorf("%s on %s: graphpipe's step %.6f s is slower than the sequential pipeline's %.6f s", m, topo, gp.Seconds, sq.Seconds)
-			}
 		}
 	}
 }
@@ -71,9 +68,6 @@ func checkPlan(t *testing.T, what string, ls *stages.Layers, p *stages.Plan, dev
 				t.Fatalf("%s: device %d used twice or out of range", what, d)
 			}
 			used[d] = true
-		}
-		if s.MemoryBytes > 80<<30 {
-			t.Errorf("%s: stage %d needs %d bytes a device", what, i, s.MemoryBytes)
 		}
 	}
 	for l, s := range stageOf {
@@ -105,6 +99,9 @@ func checkPlan(t *testing.T, what string, ls *stages.Layers, p *stages.Plan, dev
 			if s[j].Start < s[j-1].End {
 				t.Errorf("%s: stage %d starts a pass before the last ended", what, i)
 			}
+		}
+		if end := s[len(s)-1].End + p.Stages[i].Sync; end > p.Seconds*(1+1e-12) {
+			t.Errorf("%s: stage %d ends at %g s, after the step's %g s", what, i, end, p.Seconds)
 		}
 	}
 }
@@ -161,5 +158,81 @@ func TestBatchRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want %q", tc.model, err, tc.want)
 		}
+	}
+}
+
+// TestTiedWeights: the layers that read one weight are one layer (its
+// gradient is summed and its update runs there), with the layer between
+// them, since joining them closes a cycle; no layer is an update alone,
+// and the plans are valid.
+func TestTiedWeights(t *testing.T) {
+	topo := cost.Topologies["pcie"]
+	g := examplegraph.LoadFile(t, "testdata/tied.tdl", true, nil)
+	ls, err := stages.NewLayers(g, topo.Roofline(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layerOf := map[string]int{}
+	for i, l := range ls.Layers {
+		forward := false
+		for _, j := range l.Nodes {
+			n := g.IR.Nodes[j]
+			layerOf[n.Name] = i
+			forward = forward || n.Role == "forward" || n.Role == "loss"
+		}
+		if !forward {
+			t.Errorf("layer %s has no forward operator", l.Name)
+		}
+	}
+	for _, n := range g.IR.Nodes {
+		for _, v := range n.Inputs {
+			if v.Name == "w" && layerOf[n.Name] != layerOf[g.IR.Nodes[0].Name] {
+				t.Errorf("%s (%s) reads w outside the first layer that does", n.Name, n.Role)
+			}
+		}
+	}
+	if len(ls.Layers) < 2 {
+		t.Errorf("%d layers: the loss should stay a layer of its own", len(ls.Layers))
+	}
+	for _, method := range []string{stages.GraphPipe, stages.Sequential} {
+		p, err := stages.Search(ls, method, stages.Options{Topology: topo, Devices: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPlan(t, "tied "+method, ls, p, 4)
+	}
+}
+
+// TestMemoryLimit: under a limit below the unconstrained plan's largest
+// stage, every stage fits it (more devices, other stages or fewer
+// micro-batches in flight), and a limit below the weights of one layer
+// is refused.
+func TestMemoryLimit(t *testing.T) {
+	topo := cost.Topologies["pcie"]
+	ls, err := stages.NewLayers(examplegraph.Load(t, "uno", true, map[string]int64{"batch": 256}), topo.Roofline(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak := func(p *stages.Plan) int64 {
+		var m int64
+		for _, s := range p.Stages {
+			m = max(m, s.MemoryBytes)
+		}
+		return m
+	}
+	free, err := stages.Search(ls, stages.GraphPipe, stages.Options{Topology: topo, Devices: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := peak(free) * 3 / 4
+	tight, err := stages.Search(ls, stages.GraphPipe, stages.Options{Topology: topo, Devices: 8, Memory: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := peak(tight); got > limit {
+		t.Errorf("a stage needs %d bytes a device, over the limit %d", got, limit)
+	}
+	if _, err := stages.Search(ls, stages.GraphPipe, stages.Options{Topology: topo, Devices: 8, Memory: 1 << 20}); err == nil {
+		t.Error("a plan fits in 1 MiB a device")
 	}
 }

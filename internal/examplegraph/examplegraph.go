@@ -20,7 +20,29 @@ import (
 func Load(tb testing.TB, name string, train bool, set map[string]int64) *cost.Graph {
 	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	path := filepath.Join(filepath.Dir(file), "..", "..", "examples", name+".tdl")
+	attrs := ints(set)
+	if name == "wresnet" && train {
+		attrs["train"] = ir.AttrValue{Kind: ir.AttrBool, Bool: true}
+	}
+	return load(tb, filepath.Join(filepath.Dir(file), "..", "..", "examples", name+".tdl"), train, attrs)
+}
+
+// LoadFile is Load of the only model of a .tdl file.
+func LoadFile(tb testing.TB, path string, train bool, set map[string]int64) *cost.Graph {
+	tb.Helper()
+	return load(tb, path, train, ints(set))
+}
+
+func ints(set map[string]int64) map[string]ir.AttrValue {
+	attrs := map[string]ir.AttrValue{}
+	for k, v := range set {
+		attrs[k] = ir.AttrValue{Kind: ir.AttrInt, Int: v}
+	}
+	return attrs
+}
+
+func load(tb testing.TB, path string, train bool, attrs map[string]ir.AttrValue) *cost.Graph {
+	tb.Helper()
 	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
 		tb.Fatal(err)
@@ -28,13 +50,6 @@ func Load(tb testing.TB, name string, train bool, set map[string]int64) *cost.Gr
 	m, err := prog.Load(path)
 	if err != nil {
 		tb.Fatal(err)
-	}
-	attrs := map[string]ir.AttrValue{}
-	for k, v := range set {
-		attrs[k] = ir.AttrValue{Kind: ir.AttrInt, Int: v}
-	}
-	if name == "wresnet" && train {
-		attrs["train"] = ir.AttrValue{Kind: ir.AttrBool, Bool: true}
 	}
 	g, err := m.Model("", attrs)
 	if err != nil {
