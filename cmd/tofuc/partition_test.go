@@ -326,7 +326,8 @@ func TestCompileObjective(t *testing.T) {
 
 // TestPartitionPipeline: --pipeline adds GraphPipe's and the sequential
 // pipeline's plans to the summary and report.json, each stage's devices
-// and layers named; without --train it is refused.
+// and layers named; without --train it is refused; where there is no
+// pipeline plan the summary says why.
 func TestPartitionPipeline(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
@@ -351,5 +352,12 @@ func TestPartitionPipeline(t *testing.T) {
 	errb.Reset()
 	if code := run([]string{"partition", "../../examples/uno.tdl", "--devices", "8", "--pipeline"}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "--pipeline goes with --train") {
 		t.Errorf("exit %d: %s", code, errb.String())
+	}
+	// A model without pipeline plans keeps its partition plan, and the
+	// summary says why there are none.
+	out.Reset()
+	if code := run([]string{"partition", "../../examples/rnn.tdl", "--train", "--devices", "4", "--pipeline"}, &out, &errb); code != exitOK ||
+		!strings.Contains(out.String(), "pipeline plans: none: data parallelism splits the input x [20 16 256] along dimension 0, not along its batch of 16") {
+		t.Errorf("rnn: exit %d: %s\n%s", code, out.String(), errb.String())
 	}
 }
