@@ -94,6 +94,17 @@ func (g *Graph) nodeTasks(p *Plan, j int, dev Device, links []Link) (nodeTasks, 
 	return tasks, nil
 }
 
+// FirstFetches are the bytes node n's workers fetch of each input at
+// the first step of plan p: the regions they read and do not hold.
+func (g *Graph) FirstFetches(p *Plan, n *ir.Node) []int64 {
+	sc, c, pl := g.Root(n).Step(p.Factors[0]), p.Ops[n][0], p.Placement(n, 0)
+	out := make([]int64, len(pl.In))
+	for i, d := range pl.In {
+		out[i] = max(0, sc.Fetch[Slot(c)][i][Col(d)]) * pl.InCopies[i]
+	}
+	return out
+}
+
 // transfers splits a node's bytes at one step into fetched and stored.
 func transfers(sc *StepCost, c Choice, pl Placement) (fetch, store int64) {
 	for i, d := range pl.In {

@@ -153,7 +153,7 @@ func propose(g *cost.Graph, p *cost.Plan, class []*ir.Value, touches map[*ir.Val
 			}
 		}
 	}
-	if err := rechoose(g, p, nodes); err != nil {
+	if err := Rechoose(g, p, nodes); err != nil {
 		mv.undo(p)
 		return nil, err
 	}

@@ -276,7 +276,7 @@ func adopt(g *cost.Graph, p, q *cost.Plan, unit []*ir.Value) (*Result, error) {
 			}
 		}
 	}
-	if err := rechoose(g, next, nodes); err != nil {
+	if err := Rechoose(g, next, nodes); err != nil {
 		return nil, err
 	}
 	cst, err := g.Evaluate(next)

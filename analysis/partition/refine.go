@@ -169,10 +169,10 @@ func (r *refiner) best(v *cost.View, i int, groups, budget int64) suffix {
 	return res
 }
 
-// rechoose gives each of the nodes its cheapest sequence of choices for
+// Rechoose gives each of the nodes its cheapest sequence of choices for
 // the plan's layouts, whatever its current one; it fails when no
 // sequence suits the layouts.
-func rechoose(g *cost.Graph, p *cost.Plan, nodes []*ir.Node) error {
+func Rechoose(g *cost.Graph, p *cost.Plan, nodes []*ir.Node) error {
 	for _, n := range nodes {
 		r := refiner{p: p, n: n, ok: allowAll, memo: map[viewStep]suffix{}}
 		s := r.best(g.Root(n), 0, 1, math.MaxInt64)

@@ -68,7 +68,7 @@ func NewPipelines(ls *stages.Layers, plans ...*stages.Plan) *Pipelines {
 		pp := PipelinePlan{Method: p.Method, Structure: p.Structure, MicroBatch: p.MicroBatch, MicroBatches: p.MicroBatches,
 			StepSeconds: p.Seconds, Throughput: p.Throughput(ls.Batch), Bubble: p.Bubble, Devices: p.Devices(), Search: p.SearchSeconds}
 		for i, s := range p.Stages {
-			ps := PipelineStage{Devices: s.Devices, Next: s.Succ, ForwardSeconds: s.Forward, BackwardSeconds: s.Backward,
+			ps := PipelineStage{Devices: s.Devices, Next: append([]int{}, s.Succ...), ForwardSeconds: s.Forward, BackwardSeconds: s.Backward,
 				SyncSeconds: s.Sync, TimePerSample: s.TimePerSample, InFlight: s.InFlight, MemoryBytes: s.MemoryBytes}
 			for _, l := range s.Layers {
 				ps.Layers = append(ps.Layers, ls.Layers[l].Name)

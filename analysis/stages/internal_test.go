@@ -128,3 +128,24 @@ func TestFlows(t *testing.T) {
 		t.Errorf("in flight %v, want %v", inFlight, want)
 	}
 }
+
+// TestBounded: a series of more children than maxSeries is cut into at
+// most maxSeries chunks of consecutive children, the layers in order.
+func TestBounded(t *testing.T) {
+	var chain [][2]int
+	for i := range 99 {
+		chain = append(chain, [2]int{i, i + 1})
+	}
+	ls := dag(100, chain...)
+	root := ls.bounded(ls.sequential())
+	if len(root.children) > maxSeries || len(root.children) < maxSeries/2 {
+		t.Errorf("%d chunks of 100 layers", len(root.children))
+	}
+	if got := segmentLayers(root.children); !slices.Equal(got, root.layers) || len(got) != 100 {
+		t.Errorf("the chunks hold %v", got)
+	}
+	short := ls.bounded(linear([]int{0, 1, 2}))
+	if shape(short) != "S(LLL)" {
+		t.Errorf("a short series became %s", shape(short))
+	}
+}

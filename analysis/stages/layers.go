@@ -112,15 +112,19 @@ func NewLayers(g *cost.Graph, dev cost.Device) (*Layers, error) {
 
 // halfBatch is the step's batch and every node's choice in the plan of
 // data parallelism over two devices. The batch is the first extent of
-// the input the loss reads (its labels or targets); data parallelism
-// must split every input along an extent of that size, as it splits
-// the samples (an input whose first splittable dimension is another,
-// such as an RNN's [steps, batch, features], is refused: its time
-// steps are not samples).
+// the input the loss reads (its labels or targets). Data parallelism
+// must split every input that has an extent of that size along one,
+// as it splits the samples; an input without one (a seed, a per-feature
+// scale) is whole on every device. And the samples must be independent:
+// no forward operator (the loss aside) may fetch another device's part
+// of a batched value when the batch is split, as an RNN's step would
+// its input's if its time steps were taken for samples (batch
+// statistics, whole on every device, may be fetched: micro-batches
+// then normalise by their own, as GPipe's do).
 func halfBatch(g *cost.Graph) (int64, *cost.Plan, error) {
 	labels := lossInput(g.IR)
 	if labels == nil {
-		return 0, nil, fmt.Errorf("no loss reads an input of the graph: pipeline plans need a training graph")
+		return 0, nil, fmt.Errorf("no loss reads per-sample labels or targets: pipeline plans need the batch of a training graph")
 	}
 	batch := g.Shapes[labels][0]
 	if batch < 2 {
@@ -130,13 +134,43 @@ func halfBatch(g *cost.Graph) (int64, *cost.Plan, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	var whole []*ir.Node // the readers of inputs made whole
 	for _, in := range g.IR.Inputs {
 		d := dp.Plan.Tensors[in][0]
-		if d < 0 || g.Shapes[in][d] != batch {
+		switch {
+		case d >= 0 && g.Shapes[in][d] == batch:
+		case !slices.Contains(g.Shapes[in], batch):
+			dp.Plan.Tensors[in] = []int{cost.Replicated}
+			whole = append(whole, readersOf(g.IR, in)...)
+		default:
 			return 0, nil, fmt.Errorf("data parallelism splits the input %s %v along dimension %d, not along its batch of %d (the first extent of %s): pipeline plans need the batch first splittable", in.Name, g.Shapes[in], d, batch, labels.Name)
 		}
 	}
+	if err := partition.Rechoose(g, dp.Plan, whole); err != nil {
+		return 0, nil, err
+	}
+	for _, n := range g.IR.Nodes {
+		if n.Role != "" && n.Role != "forward" {
+			continue
+		}
+		for i, bytes := range g.FirstFetches(dp.Plan, n) {
+			if v := n.Inputs[i]; bytes > 0 && slices.Contains(g.Shapes[v], batch) {
+				return 0, nil, fmt.Errorf("operator %s reads other samples' part of %s %v when the batch of %d (the first extent of %s) is split: pipeline plans need samples computed apart", n.Name, v.Name, g.Shapes[v], batch, labels.Name)
+			}
+		}
+	}
 	return batch, dp.Plan, nil
+}
+
+// readersOf are the nodes that read v.
+func readersOf(g *ir.Graph, v *ir.Value) []*ir.Node {
+	var out []*ir.Node
+	for _, n := range g.Nodes {
+		if slices.Contains(n.Inputs, v) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // lossInput is the graph input a loss node reads (its labels or

@@ -3,6 +3,7 @@ package stages
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"tofuc/analysis/cost"
@@ -89,10 +90,10 @@ func (p *Plan) Devices() int {
 // stage graph too) and says which won (Plan.Structure).
 func Search(ls *Layers, method string, opt Options) (*Plan, error) {
 	start := time.Now()
-	roots := map[string]*spNode{Linearised: ls.sequential()}
+	roots := map[string]*spNode{Linearised: ls.bounded(ls.sequential())}
 	switch method {
 	case GraphPipe:
-		roots[SeriesParallel] = ls.decompose(roots[Linearised].layers)
+		roots[SeriesParallel] = ls.bounded(ls.decompose(roots[Linearised].layers))
 	case Sequential:
 	default:
 		return nil, fmt.Errorf("unknown pipeline method %q", method)
@@ -166,7 +167,6 @@ type planner struct {
 	memory int64
 	// rings are the all-reduce links of the devices 0..d-1, by d.
 	rings []cost.Link
-	work  map[*spNode]Work
 	// micro and count are the micro-batch being planned: its samples
 	// and the micro-batches of a step.
 	micro int64
@@ -180,7 +180,7 @@ func newPlanner(ls *Layers, opt Options) (*planner, error) {
 	if opt.Devices < 1 || opt.Devices > len(t.Devices) {
 		return nil, fmt.Errorf("the topology %q has %d devices, the plan %d", t.Name, len(t.Devices), opt.Devices)
 	}
-	p := &planner{ls: ls, opt: opt, memory: opt.Memory, work: map[*spNode]Work{}, rings: make([]cost.Link, opt.Devices+1)}
+	p := &planner{ls: ls, opt: opt, memory: opt.Memory, rings: make([]cost.Link, opt.Devices+1)}
 	if p.memory == 0 {
 		p.memory = math.MaxInt64 // as the partition search: no limit
 	}
@@ -201,12 +201,12 @@ func newPlanner(ls *Layers, opt Options) (*planner, error) {
 }
 
 // microBatchSizes are the divisors of the batch that cut it into at most
-// MaxMicroBatches micro-batches.
+// MaxMicroBatches micro-batches, largest first.
 func (p *planner) microBatchSizes() []int64 {
 	var out []int64
-	for b := int64(1); b <= p.ls.Batch; b++ {
-		if p.ls.Batch%b == 0 && p.ls.Batch/b <= int64(p.opt.MaxMicroBatches) {
-			out = append(out, b)
+	for m := int64(1); m <= int64(p.opt.MaxMicroBatches) && m <= p.ls.Batch; m++ {
+		if p.ls.Batch%m == 0 {
+			out = append(out, p.ls.Batch/m)
 		}
 	}
 	return out
@@ -214,12 +214,11 @@ func (p *planner) microBatchSizes() []int64 {
 
 // workOf is the work of the layers under n.
 func (p *planner) workOf(n *spNode) Work {
-	w, ok := p.work[n]
-	if !ok {
-		w = p.workOfLayers(n.layers)
-		p.work[n] = w
+	if n.work == nil {
+		w := p.workOfLayers(n.layers)
+		n.work = &w
 	}
-	return w
+	return *n.work
 }
 
 func (p *planner) workOfLayers(layers []int) Work {
@@ -336,18 +335,20 @@ func (p *planner) solve(n *spNode) fit {
 // segments, each one stage or (a single child) planned by its own fit.
 func (p *planner) series(n *spNode) fit {
 	k := len(n.children)
-	best := make([]fit, k+1) // of the first j children
-	cut := make([]int, k+1)  // where the last segment of best[j] starts
-	seg := make([]fit, k+1)  // that segment
+	best := make([]fit, k+1)    // of the first j children
+	cut := make([]int, k+1)     // where the last segment of best[j] starts
+	devices := make([]int, k+1) // its devices, as one stage
+	child := make([]*fit, k+1)  // or its one child's own fit
 	for j := 1; j <= k; j++ {
 		best[j] = p.none()
 		var w Work
 		for i := j - 1; i >= 0; i-- {
 			w = w.plus(p.workOf(n.children[i]))
-			s := p.oneStage(w, func() []int { return segmentLayers(n.children[i:j]) })
+			s := fit{devices: p.leastDevices(w), stages: 1}
+			var own *fit
 			if i == j-1 {
 				if cf := p.solve(n.children[i]); cf.better(s) {
-					s = cf
+					s, own = cf, &cf
 				}
 			}
 			if s.devices > p.opt.Devices {
@@ -358,7 +359,7 @@ func (p *planner) series(n *spNode) fit {
 			}
 			total := fit{devices: best[i].devices + s.devices, stages: best[i].stages + s.stages}
 			if total.devices <= p.opt.Devices && total.better(best[j]) {
-				best[j], cut[j], seg[j] = total, i, s
+				best[j], cut[j], devices[j], child[j] = total, i, s.devices, own
 			}
 		}
 	}
@@ -367,12 +368,16 @@ func (p *planner) series(n *spNode) fit {
 		return p.none()
 	}
 	out.collect = func(specs []stageSpec) []stageSpec {
-		var segs []fit
+		var ends []int
 		for j := k; j > 0; j = cut[j] {
-			segs = append(segs, seg[j])
+			ends = append(ends, j)
 		}
-		for i := len(segs) - 1; i >= 0; i-- {
-			specs = segs[i].collect(specs)
+		for _, j := range slices.Backward(ends) {
+			if child[j] != nil {
+				specs = child[j].collect(specs)
+			} else {
+				specs = append(specs, stageSpec{segmentLayers(n.children[cut[j]:j]), devices[j]})
+			}
 		}
 		return specs
 	}
@@ -413,7 +418,7 @@ func (p *planner) bisect(root *spNode) (float64, bool) {
 		} else {
 			lo = mid
 		}
-		if hi-lo < hi*1e-4 {
+		if hi-lo < hi*1e-3 {
 			break
 		}
 	}

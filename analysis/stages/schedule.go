@@ -62,20 +62,27 @@ func (p *planner) plan(root *spNode, bound float64, chain bool) (*Plan, error) {
 	return plan, nil
 }
 
-// spread gives spare devices to the slowest stages, one at a time,
-// while that shortens the slowest.
+// spread gives spare devices to the slowest stage while some number of
+// them shortens it (one more device may not: ⌈micro-batch / devices⌉
+// can stay the same).
 func (p *planner) spread(specs []stageSpec, works []Work, spare int) {
-	for ; spare > 0; spare-- {
+	for spare > 0 {
 		worst := 0
 		for i := range specs {
 			if p.busy(works[i], specs[i].devices) > p.busy(works[worst], specs[worst].devices) {
 				worst = i
 			}
 		}
-		if p.busy(works[worst], specs[worst].devices+1) >= p.busy(works[worst], specs[worst].devices) {
+		now := p.busy(works[worst], specs[worst].devices)
+		more := 1
+		for more <= spare && p.busy(works[worst], specs[worst].devices+more) >= now {
+			more++
+		}
+		if more > spare {
 			return
 		}
-		specs[worst].devices++
+		specs[worst].devices += more
+		spare -= more
 	}
 }
 

@@ -10,6 +10,7 @@ type spNode struct {
 	parallel bool
 	children []*spNode
 	layers   []int // every layer under it, in topological order
+	work     *Work // of its layers, once priced (planner.workOf)
 }
 
 // decompose is the series-parallel decomposition of the layers set (in
@@ -63,6 +64,56 @@ func linear(layers []int) *spNode {
 		node.children = append(node.children, &spNode{layer: v, layers: []int{v}})
 	}
 	return node
+}
+
+// maxSeries bounds the children of a series node: the dynamic program
+// over a series is quadratic in its children, so longer series are cut
+// into chunks of about equal work, each a series of its own.
+const maxSeries = 32
+
+// bounded cuts every series of more than maxSeries children under n
+// into that many chunks of consecutive children, of about equal work
+// (their forward and backward seconds for one sample): a stage then
+// spans whole chunks or lies within one.
+func (ls *Layers) bounded(n *spNode) *spNode {
+	for i, c := range n.children {
+		n.children[i] = ls.bounded(c)
+	}
+	if n.layer >= 0 || n.parallel || len(n.children) <= maxSeries {
+		return n
+	}
+	weights := make([]float64, len(n.children))
+	total := 0.0
+	for i, c := range n.children {
+		for _, v := range c.layers {
+			l := &ls.Layers[v]
+			weights[i] += l.Forward.At(1) + l.Backward.At(1)
+		}
+		total += weights[i]
+	}
+	if total == 0 { // no work priced: chunks of as many children
+		for i := range weights {
+			weights[i] = 1
+		}
+		total = float64(len(weights))
+	}
+	out := &spNode{layer: -1, layers: n.layers}
+	var chunk []*spNode
+	acc := 0.0
+	for i, c := range n.children {
+		chunk = append(chunk, c)
+		acc += weights[i]
+		// the chunk ends where the work so far reaches its share
+		if acc >= total*float64(len(out.children)+1)/maxSeries || i == len(n.children)-1 {
+			if len(chunk) == 1 {
+				out.children = append(out.children, chunk[0])
+			} else {
+				out.children = append(out.children, &spNode{layer: -1, children: chunk, layers: segmentLayers(chunk)})
+			}
+			chunk = nil
+		}
+	}
+	return out
 }
 
 // components are the weakly connected components of set's induced
