@@ -3,49 +3,19 @@ package partition_test
 import (
 	"fmt"
 	"math"
-	"path/filepath"
 	"reflect"
-	"runtime"
 	"testing"
 	"tofuc/internal/examplegraph"
-	"tofuc/parser"
 
-	"tofuc/analysis/autodiff"
-	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
-	"tofuc/lang/ir"
 )
 
 // lstmGates loads testdata/lstm_gates.tdl (its training graph) with
 // attributes overridden.
 func lstmGates(tb testing.TB, set map[string]int64) *cost.Graph {
 	tb.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	prog, err := check.NewProgram(parser.Parse)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	m, err := prog.Load(filepath.Join(filepath.Dir(file), "testdata", "lstm_gates.tdl"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	attrs := map[string]ir.AttrValue{}
-	for k, v := range set {
-		attrs[k] = ir.AttrValue{Kind: ir.AttrInt, Int: v}
-	}
-	g, err := m.Model("", attrs)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if g, _, err = autodiff.TrainingGraph(g, m, autodiff.TrainOptions{}); err != nil {
-		tb.Fatal(err)
-	}
-	cg, err := cost.NewGraph(g)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return cg
+	return examplegraph.LoadFile(tb, "testdata/lstm_gates.tdl", true, set)
 }
 
 // TestSimulationBounds: every plan's simulated step lies between its

@@ -70,14 +70,22 @@ func TestReportHTMLInChromium(t *testing.T) {
 		}
 		t.Skip("chromium is not installed; make test installs it")
 	}
+	if n := screenshotColours(t, browser, mlpReport(t)); n < 2000 {
+		t.Errorf("the screenshot has %d strongly coloured pixels; the tiling pictures are not drawn", n)
+	}
+}
+
+// screenshotColours writes r and counts the strongly coloured pixels of
+// Chromium's screenshot of report.html, failing on console errors.
+func screenshotColours(t *testing.T, browser string, r *report.Report) int {
+	t.Helper()
 	dir := t.TempDir()
-	if err := mlpReport(t).Write(dir); err != nil {
+	if err := r.Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	page := "file://" + filepath.Join(dir, "report.html")
 	shot := filepath.Join(dir, "shot.png")
 	cmd := exec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--enable-logging=stderr", "--v=0", "--window-size=1200,1600", "--screenshot="+shot, page)
+		"--enable-logging=stderr", "--v=0", "--window-size=1200,6000", "--screenshot="+shot, "file://"+filepath.Join(dir, "report.html"))
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -97,9 +105,7 @@ func TestReportHTMLInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := colourful(img); n < 2000 {
-		t.Errorf("the screenshot has %d strongly coloured pixels; the tiling pictures are not drawn", n)
-	}
+	return colourful(img)
 }
 
 func findChromium() string {

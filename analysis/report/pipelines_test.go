@@ -2,10 +2,7 @@ package report_test
 
 import (
 	"bytes"
-	"image/png"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -82,37 +79,4 @@ func TestPipelineTimeline(t *testing.T) {
 	if with-without < 5000 {
 		t.Errorf("the timeline adds %d coloured pixels (%d with, %d without): not drawn", with-without, with, without)
 	}
-}
-
-// screenshotColours writes r and counts the strongly coloured pixels of
-// Chromium's screenshot of report.html, failing on console errors.
-func screenshotColours(t *testing.T, browser string, r *report.Report) int {
-	t.Helper()
-	dir := t.TempDir()
-	if err := r.Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	shot := filepath.Join(dir, "shot.png")
-	cmd := exec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-		"--enable-logging=stderr", "--v=0", "--window-size=1200,6000", "--screenshot="+shot, "file://"+filepath.Join(dir, "report.html"))
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, out)
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.Contains(line, "CONSOLE") || strings.Contains(line, "Uncaught") {
-			t.Errorf("console: %s", line)
-		}
-	}
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return colourful(img)
 }
