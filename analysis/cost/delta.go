@@ -12,8 +12,9 @@ import (
 // Graph.Simulate do and to the bit: it recomputes a node's bytes and
 // tasks only where its operator's choices or its tensors' layouts differ
 // from every plan it saw before, and reuses them elsewhere (FlexFlow's
-// delta simulation); the task graph, the same for every plan, is built
-// once.
+// delta simulation); told which nodes changed since the plan it priced
+// last, it looks at those alone. The task graph, the same for every
+// plan, is built once.
 type Delta struct {
 	g     *Graph
 	t     *Topology
@@ -28,10 +29,12 @@ type Delta struct {
 	// nil: not found yet).
 	dev   Device
 	links []Link
-	// key holds the nodes' keys one after another, node j's ending at
-	// keyEnd[j].
-	key    []byte
-	keyEnd []int
+	// curBytes and curTasks are each node's in the plan priced last
+	// (when curOK).
+	curBytes [][]int64
+	curTasks []nodeTasks
+	curOK    bool
+	key      []byte
 	// recomputed counts the nodes priced or simulated anew.
 	recomputed int
 }
@@ -39,12 +42,20 @@ type Delta struct {
 // NewDelta is a Delta of g's plans on t.
 func (g *Graph) NewDelta(t *Topology) *Delta {
 	n := len(g.IR.Nodes)
-	return &Delta{g: g, t: t, graph: newTaskGraph(g), bytes: make([]map[string][]int64, n), tasks: make([]map[string]nodeTasks, n)}
+	return &Delta{g: g, t: t, graph: newTaskGraph(g), bytes: make([]map[string][]int64, n), tasks: make([]map[string]nodeTasks, n),
+		curBytes: make([][]int64, n), curTasks: make([]nodeTasks, n)}
 }
 
-// Price is Graph.Evaluate and Graph.Simulate of p, each node's key
-// built once for both.
-func (d *Delta) Price(p *Plan) (*Cost, *Simulation, error) {
+// Price is Graph.Evaluate and Graph.Simulate of p. changed lists the
+// nodes whose choices or tensors' layouts may differ from the plan
+// priced last (nil: any may).
+func (d *Delta) Price(p *Plan, changed []*ir.Node) (*Cost, *Simulation, error) {
+	c, sim, err := d.price(p, changed)
+	d.curOK = err == nil
+	return c, sim, err
+}
+
+func (d *Delta) price(p *Plan, changed []*ir.Node) (*Cost, *Simulation, error) {
 	if err := d.g.checkPlan(p); err != nil {
 		return nil, nil, err
 	}
@@ -55,21 +66,20 @@ func (d *Delta) Price(p *Plan) (*Cost, *Simulation, error) {
 			return nil, nil, err
 		}
 	}
-	d.buildKeys(p)
-	c, err := d.g.evaluate(p, func(p *Plan, j int) ([]int64, error) {
-		return rememberNode(d.bytes, j, d.keyOf(j), func() ([]int64, error) {
-			d.recomputed++
-			return d.g.nodeBytes(p, j)
-		})
-	})
+	if !d.curOK || changed == nil {
+		changed = d.g.IR.Nodes
+	}
+	for _, n := range changed {
+		if err := d.refresh(p, d.g.Index[n]); err != nil {
+			return nil, nil, err
+		}
+	}
+	c, err := d.g.evaluate(p, func(_ *Plan, j int) ([]int64, error) { return d.curBytes[j], nil })
 	if err != nil {
 		return nil, nil, err
 	}
-	sim, err := d.g.simulate(p, d.dev, d.links, d.graph, func(p *Plan, j int, dev Device, links []Link) (nodeTasks, error) {
-		return rememberNode(d.tasks, j, d.keyOf(j), func() (nodeTasks, error) {
-			d.recomputed++
-			return d.g.nodeTasks(p, j, dev, links)
-		})
+	sim, err := d.g.simulate(p, d.dev, d.links, d.graph, func(_ *Plan, j int, _ Device, _ []Link) (nodeTasks, error) {
+		return d.curTasks[j], nil
 	})
 	if err != nil {
 		return nil, nil, err
@@ -77,11 +87,35 @@ func (d *Delta) Price(p *Plan) (*Cost, *Simulation, error) {
 	return c, sim, nil
 }
 
+// refresh finds node j's bytes and tasks in plan p: remembered where its
+// configuration (its choices and the layouts of the tensors it reads
+// and writes, at every step, each list after its length) was seen,
+// else computed and remembered.
+func (d *Delta) refresh(p *Plan, j int) error {
+	d.key = appendNodeKey(d.key[:0], p, d.g.IR.Nodes[j])
+	bytes, err := rememberNode(d.bytes, j, d.key, func() ([]int64, error) {
+		d.recomputed++
+		return d.g.nodeBytes(p, j)
+	})
+	if err != nil {
+		return err
+	}
+	tasks, err := rememberNode(d.tasks, j, d.key, func() (nodeTasks, error) {
+		d.recomputed++
+		return d.g.nodeTasks(p, j, d.dev, d.links)
+	})
+	if err != nil {
+		return err
+	}
+	d.curBytes[j], d.curTasks[j] = bytes, tasks
+	return nil
+}
+
 // forFactors forgets what plans of other factors cost, and their steps'
 // links: they say nothing of these.
 func (d *Delta) forFactors(factors []int) {
 	if !slices.Equal(d.factors, factors) {
-		d.factors, d.links = slices.Clone(factors), nil
+		d.factors, d.links, d.curOK = slices.Clone(factors), nil, false
 		clear(d.bytes)
 		clear(d.tasks)
 	}
@@ -102,27 +136,6 @@ func rememberNode[T any](memo []map[string]T, j int, key []byte, compute func() 
 	}
 	memo[j][string(key)] = x
 	return x, nil
-}
-
-// buildKeys builds what each node's bytes and tasks depend on in plan
-// p (its choices and the layouts of the tensors it reads and writes, at
-// every step, each list after its length), one after another in d's
-// buffer.
-func (d *Delta) buildKeys(p *Plan) {
-	d.key, d.keyEnd = d.key[:0], d.keyEnd[:0]
-	for _, n := range d.g.IR.Nodes {
-		d.key = appendNodeKey(d.key, p, n)
-		d.keyEnd = append(d.keyEnd, len(d.key))
-	}
-}
-
-// keyOf is node j's key (buildKeys).
-func (d *Delta) keyOf(j int) []byte {
-	start := 0
-	if j > 0 {
-		start = d.keyEnd[j-1]
-	}
-	return d.key[start:d.keyEnd[j]]
 }
 
 // appendNodeKey appends node n's choices and the layouts of the tensors

@@ -132,17 +132,20 @@ func (g *Graph) memory(p *Plan, opBytes []int64) Memory {
 	}
 	live := m.Resident
 	m.Peak = live
+	added := make([]int64, 0, life.added) // each added tile's bytes, in the order added
 	for j := range g.IR.Nodes {
 		for _, v := range life.adds[j] {
-			live += g.TileBytes(p, v)
+			b := g.TileBytes(p, v)
+			added = append(added, b)
+			live += b
 		}
 		buf := (opBytes[j] + devices - 1) / devices
 		m.Buffers = max(m.Buffers, buf)
 		if live+buf > m.Peak {
 			m.Peak, m.PeakNode = live+buf, j
 		}
-		for _, v := range life.frees[j] {
-			live -= g.TileBytes(p, v)
+		for _, id := range life.frees[j] {
+			live -= added[id]
 		}
 	}
 	return m
@@ -155,14 +158,19 @@ func (g *Graph) memory(p *Plan, opBytes []int64) Memory {
 // lambda reads it: a backward node takes every input of its forward
 // node, but the gradient of concat or reshape needs only their shapes.
 type lifetimes struct {
-	resident    []*ir.Value
-	adds, frees [][]*ir.Value
+	resident []*ir.Value
+	adds     [][]*ir.Value
+	// frees are the tensors each node frees, by the order in which the
+	// nodes added them (added in all), so that a walk prices each tile
+	// once.
+	frees [][]int
+	added int
 }
 
 // lifetimes is g's, found once.
 func (g *Graph) lifetimes() *lifetimes {
 	g.lifeOnce.Do(func() {
-		life := &lifetimes{adds: make([][]*ir.Value, len(g.IR.Nodes)), frees: make([][]*ir.Value, len(g.IR.Nodes))}
+		life := &lifetimes{adds: make([][]*ir.Value, len(g.IR.Nodes)), frees: make([][]int, len(g.IR.Nodes))}
 		resident := map[*ir.Value]bool{}
 		for _, v := range append(append(slices.Clone(g.IR.Inputs), g.paramValues()...), g.IR.Outputs...) {
 			if !resident[v] && v.Const == nil {
@@ -179,24 +187,29 @@ func (g *Graph) lifetimes() *lifetimes {
 				}
 			}
 		}
-		live := map[*ir.Value]bool{}
+		live := map[*ir.Value]int{} // a live tensor's order among those added
 		for j, n := range g.IR.Nodes {
 			for _, v := range n.Outputs {
-				if !resident[v] && !live[v] {
-					live[v] = true
+				if _, ok := live[v]; !resident[v] && !ok {
+					live[v] = life.added
+					life.added++
 					life.adds[j] = append(life.adds[j], v)
 				}
 			}
 			for _, v := range n.Inputs {
-				if l, ok := last[v]; ok && l == j && live[v] {
-					live[v] = false
-					life.frees[j] = append(life.frees[j], v)
+				if id, ok := live[v]; ok && last[v] == j {
+					if _, read := last[v]; read {
+						delete(live, v)
+						life.frees[j] = append(life.frees[j], id)
+					}
 				}
 			}
 			for _, v := range n.Outputs {
-				if _, read := last[v]; !read && live[v] {
-					live[v] = false // never read: dropped at once
-					life.frees[j] = append(life.frees[j], v)
+				if id, ok := live[v]; ok {
+					if _, read := last[v]; !read {
+						delete(live, v) // never read: dropped at once
+						life.frees[j] = append(life.frees[j], id)
+					}
 				}
 			}
 		}

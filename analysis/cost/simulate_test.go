@@ -138,7 +138,7 @@ func TestDeltaReuses(t *testing.T) {
 	check := func(p *cost.Plan, recomputed int) {
 		t.Helper()
 		before := d.Recomputed()
-		dc, ds, err := d.Price(p)
+		dc, ds, err := d.Price(p, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 	"tofuc/internal/examplegraph"
+	"tofuc/lang/ir"
 
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
@@ -96,7 +97,7 @@ type whole struct {
 	topo *cost.Topology
 }
 
-func (w whole) Price(p *cost.Plan) (*cost.Cost, *cost.Simulation, error) {
+func (w whole) Price(p *cost.Plan, _ []*ir.Node) (*cost.Cost, *cost.Simulation, error) {
 	c, err := w.g.Evaluate(p)
 	if err != nil {
 		return nil, nil, err

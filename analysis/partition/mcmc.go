@@ -67,7 +67,10 @@ func RefineTime(g *cost.Graph, r *Result, t *cost.Topology, memory int64, seed u
 
 // A pricer prices and simulates plans: a cost.Delta, or a test's.
 type pricer interface {
-	Price(*cost.Plan) (*cost.Cost, *cost.Simulation, error)
+	// Price prices and simulates p; changed lists the nodes whose
+	// choices or tensors' layouts may differ from the plan priced last
+	// (nil: any may).
+	Price(p *cost.Plan, changed []*ir.Node) (*cost.Cost, *cost.Simulation, error)
 }
 
 // refineTime is RefineTime, each proposal priced and simulated by price.
@@ -91,19 +94,23 @@ func refineTime(g *cost.Graph, r *Result, price pricer, memory int64, seed uint6
 	cur.Plan = clonePlan(r.Plan) // proposals change it in place
 	best := r
 	stats := &MCMC{Seed: seed, Steps: steps, Before: r.Sim.Seconds, After: r.Sim.Seconds}
+	var stale []*ir.Node // nodes undone since the plan priced last
 	for range steps {
 		mv, err := propose(g, cur.Plan, classes[rng.IntN(len(classes))], touches, rng)
 		if err != nil {
 			continue // no other layout, or no choices suit it
 		}
-		cand, err := evaluate(cur.Plan, price)
+		cand, err := evaluate(cur.Plan, price, append(stale, mv.nodes...))
+		stale = nil
 		if err != nil || memory > 0 && cand.Cost.Memory.Peak > memory {
 			mv.undo(cur.Plan)
+			stale = mv.nodes
 			continue
 		}
 		delta := cand.Sim.Seconds - cur.Sim.Seconds
 		if delta > 0 && rng.Float64() >= math.Exp(-delta/(0.05*cur.Sim.Seconds)) {
 			mv.undo(cur.Plan)
+			stale = mv.nodes
 			continue
 		}
 		stats.Accepted++
@@ -142,28 +149,29 @@ func propose(g *cost.Graph, p *cost.Plan, class []*ir.Value, touches map[*ir.Val
 		}
 	}
 	mv := &move{tensors: map[*ir.Value][]int{}, ops: map[*ir.Node][]cost.Choice{}}
-	var nodes []*ir.Node
 	for _, u := range class {
 		mv.tensors[u] = p.Tensors[u]
 		p.Tensors[u] = slices.Clone(layouts)
 		for _, n := range touches[u] {
 			if _, seen := mv.ops[n]; !seen {
 				mv.ops[n] = p.Ops[n]
-				nodes = append(nodes, n)
+				mv.nodes = append(mv.nodes, n)
 			}
 		}
 	}
-	if err := Rechoose(g, p, nodes); err != nil {
+	if err := Rechoose(g, p, mv.nodes); err != nil {
 		mv.undo(p)
 		return nil, err
 	}
 	return mv, nil
 }
 
-// move is what a proposal replaced: layouts and choices, to undo it.
+// move is what a proposal replaced: layouts and choices, to undo it,
+// and the nodes whose choices or tensors it changed.
 type move struct {
 	tensors map[*ir.Value][]int
 	ops     map[*ir.Node][]cost.Choice
+	nodes   []*ir.Node
 }
 
 func (m *move) undo(p *cost.Plan) {
@@ -176,8 +184,8 @@ func (m *move) undo(p *cost.Plan) {
 }
 
 // evaluate prices and simulates a plan.
-func evaluate(p *cost.Plan, price pricer) (*Result, error) {
-	c, sim, err := price.Price(p)
+func evaluate(p *cost.Plan, price pricer, changed []*ir.Node) (*Result, error) {
+	c, sim, err := price.Price(p, changed)
 	if err != nil {
 		return nil, err
 	}

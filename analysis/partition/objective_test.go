@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 	"tofuc/internal/examplegraph"
+	"tofuc/lang/ir"
 
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
@@ -182,9 +183,9 @@ type checkedDelta struct {
 	simulated int
 }
 
-func (c *checkedDelta) Price(p *cost.Plan) (*cost.Cost, *cost.Simulation, error) {
+func (c *checkedDelta) Price(p *cost.Plan, changed []*ir.Node) (*cost.Cost, *cost.Simulation, error) {
 	c.simulated++
-	dc, ds, derr := c.delta.Price(p)
+	dc, ds, derr := c.delta.Price(p, changed)
 	fc, ferr := c.g.Evaluate(p)
 	var fs *cost.Simulation
 	if ferr == nil {
