@@ -47,6 +47,8 @@ run: deps build
 	./$(BIN) eval examples/mlp.tdl --train --steps 20 --set batch=32 --random-inputs --seed 1 --out out/mlp-train
 	@echo "== tofuc partition: Wide ResNet-152-10's training graph over 8 devices"
 	./$(BIN) partition examples/wresnet.tdl --train --set depth=152 --set width=10 --set train=true --devices 8 --report out/partition-wresnet
+	@echo "== tofuc partition --pipeline: a three-tower network's pipeline plans (GraphPipe's stage graph, a sequential pipeline), simulated"
+	./$(BIN) partition examples/uno.tdl --train --loss mse --devices 8 --topology pcie --pipeline --report out/partition-uno
 	@echo "== tofuc compile and run: the MLP's training graph for 4 devices, run on the host runtime and under the SIMT emulator"
 	./$(BIN) compile examples/mlp.tdl --train --set batch=32 --devices 4 -o out/mlp-4dev
 	./$(BIN) run out/mlp-4dev --random-inputs --seed 1 --out out/mlp-4dev-cpu
