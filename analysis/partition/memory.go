@@ -194,7 +194,7 @@ func Choose(g *cost.Graph, searched *Result, baselines map[string]*Result, limit
 }
 
 func clonePlan(p *cost.Plan) *cost.Plan {
-	out := cost.NewPlan(p.Factors)
+	out := cost.NewPlan(slices.Clone(p.Factors))
 	for v, ds := range p.Tensors {
 		out.Tensors[v] = append([]int(nil), ds...)
 	}

@@ -129,23 +129,37 @@ func TestFlows(t *testing.T) {
 	}
 }
 
-// TestBounded: a series of more children than maxSeries is cut into at
-// most maxSeries chunks of consecutive children, the layers in order.
+// TestBounded: a series of more children than maxSeries is cut into
+// maxSeries chunks of consecutive children, none empty and none longer
+// than maxSeries (however the work is spread), the layers in order.
 func TestBounded(t *testing.T) {
-	var chain [][2]int
-	for i := range 99 {
-		chain = append(chain, [2]int{i, i + 1})
+	for _, n := range []int{33, 100, 501, 2000} {
+		var chain [][2]int
+		for i := range n - 1 {
+			chain = append(chain, [2]int{i, i + 1})
+		}
+		ls := dag(n, chain...)
+		ls.Layers[n-1].Forward = Affine{1000, 0} // one heavy layer
+		root := ls.bounded(ls.sequential())
+		if len(root.children) != maxSeries {
+			t.Errorf("%d layers: %d chunks", n, len(root.children))
+		}
+		var walk func(*spNode)
+		walk = func(s *spNode) {
+			if s.layer < 0 && (len(s.children) == 0 || len(s.children) > maxSeries) {
+				t.Errorf("%d layers: a series of %d children", n, len(s.children))
+			}
+			for _, c := range s.children {
+				walk(c)
+			}
+		}
+		walk(root)
+		if got := segmentLayers(root.children); !slices.Equal(got, root.layers) || len(got) != n {
+			t.Errorf("%d layers: the chunks hold %v", n, got)
+		}
 	}
-	ls := dag(100, chain...)
-	root := ls.bounded(ls.sequential())
-	if len(root.children) > maxSeries || len(root.children) < maxSeries/2 {
-		t.Errorf("%d chunks of 100 layers", len(root.children))
-	}
-	if got := segmentLayers(root.children); !slices.Equal(got, root.layers) || len(got) != 100 {
-		t.Errorf("the chunks hold %v", got)
-	}
-	short := ls.bounded(linear([]int{0, 1, 2}))
-	if shape(short) != "S(LLL)" {
+	ls := dag(3)
+	if short := ls.bounded(linear([]int{0, 1, 2})); shape(short) != "S(LLL)" {
 		t.Errorf("a short series became %s", shape(short))
 	}
 }

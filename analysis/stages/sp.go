@@ -68,50 +68,35 @@ func linear(layers []int) *spNode {
 
 // maxSeries bounds the children of a series node: the dynamic program
 // over a series is quadratic in its children, so longer series are cut
-// into chunks of about equal work, each a series of its own.
+// into chunks of consecutive children, each a series of its own.
 const maxSeries = 32
 
 // bounded cuts every series of more than maxSeries children under n
-// into that many chunks of consecutive children, of about equal work
-// (their forward and backward seconds for one sample): a stage then
-// spans whole chunks or lies within one.
+// into maxSeries chunks of consecutive children, as many in each (one
+// more in the first ones), and those chunks again where they are still
+// longer: a stage then spans whole chunks or lies within one, and each
+// chunk's own program splits it.
 func (ls *Layers) bounded(n *spNode) *spNode {
 	for i, c := range n.children {
 		n.children[i] = ls.bounded(c)
 	}
-	if n.layer >= 0 || n.parallel || len(n.children) <= maxSeries {
+	k := len(n.children)
+	if n.layer >= 0 || n.parallel || k <= maxSeries {
 		return n
 	}
-	weights := make([]float64, len(n.children))
-	total := 0.0
-	for i, c := range n.children {
-		for _, v := range c.layers {
-			l := &ls.Layers[v]
-			weights[i] += l.Forward.At(1) + l.Backward.At(1)
-		}
-		total += weights[i]
-	}
-	if total == 0 { // no work priced: chunks of as many children
-		for i := range weights {
-			weights[i] = 1
-		}
-		total = float64(len(weights))
-	}
 	out := &spNode{layer: -1, layers: n.layers}
-	var chunk []*spNode
-	acc := 0.0
-	for i, c := range n.children {
-		chunk = append(chunk, c)
-		acc += weights[i]
-		// the chunk ends where the work so far reaches its share
-		if acc >= total*float64(len(out.children)+1)/maxSeries || i == len(n.children)-1 {
-			if len(chunk) == 1 {
-				out.children = append(out.children, chunk[0])
-			} else {
-				out.children = append(out.children, &spNode{layer: -1, children: chunk, layers: segmentLayers(chunk)})
-			}
-			chunk = nil
+	for c, start := 0, 0; c < maxSeries; c++ {
+		end := start + k/maxSeries
+		if c < k%maxSeries {
+			end++
 		}
+		chunk := n.children[start:end:end]
+		if len(chunk) == 1 {
+			out.children = append(out.children, chunk[0])
+		} else {
+			out.children = append(out.children, ls.bounded(&spNode{layer: -1, children: chunk, layers: segmentLayers(chunk)}))
+		}
+		start = end
 	}
 	return out
 }
