@@ -164,10 +164,10 @@ figure{margin:0;font-size:12px;width:170px;overflow-wrap:anywhere}
 {{end}}</table>{{end}}
 {{with .R.Pipelines}}<h2 id="pipelines">Pipeline plans</h2>
 {{if .Error}}<p>None: {{.Error}}</p>{{else}}<p>Simulated, not compiled: {{.Layers}} layers, batch {{.Batch}}. Forward passes blue, backward orange, all-reduce and updates green; a row per stage.</p>
-{{range .Plans}}<h3>{{.Method}} ({{.Structure}}): {{seconds .StepSeconds}} a step, {{.MicroBatches}} micro-batches of {{.MicroBatch}}, bubble {{pct .Bubble}}</h3>
+{{range .Plans}}<h3>{{.Method}} ({{.Structure}}): {{seconds .StepSeconds}} a step, bubble {{pct .Bubble}}</h3>
 <div class="timeline">{{.Timeline}}</div>
-<table><tr><th>stage</th><th>layers</th><th>devices</th><th>forward</th><th>backward</th><th>all-reduce, updates</th><th>a sample</th><th>in flight</th><th>memory a device</th><th>feeds</th></tr>
-{{range $i, $s := .Stages}}<tr><td>{{$i}}</td><td>{{join $s.Layers ", "}}</td><td>{{ints $s.Devices}}</td><td>{{seconds $s.ForwardSeconds}}</td><td>{{seconds $s.BackwardSeconds}}</td><td>{{seconds $s.SyncSeconds}}</td><td>{{seconds $s.TimePerSample}}</td><td>{{$s.InFlight}}</td><td>{{bytes $s.MemoryBytes}}</td><td>{{ints $s.Next}}</td></tr>
+<table><tr><th>stage</th><th>layers</th><th>devices</th><th>micro-batches × samples</th><th>forward</th><th>backward</th><th>all-reduce, updates</th><th>a sample</th><th>in flight</th><th>memory a device</th><th>feeds</th></tr>
+{{range $i, $s := .Stages}}<tr><td>{{$i}}</td><td>{{join $s.Layers ", "}}</td><td>{{ints $s.Devices}}</td><td>{{$s.MicroBatches}} × {{$s.MicroBatch}}</td><td>{{seconds $s.ForwardSeconds}}</td><td>{{seconds $s.BackwardSeconds}}</td><td>{{seconds $s.SyncSeconds}}</td><td>{{seconds $s.TimePerSample}}</td><td>{{$s.InFlight}}</td><td>{{bytes $s.MemoryBytes}}</td><td>{{ints $s.Next}}</td></tr>
 {{end}}</table>{{end}}{{end}}{{end}}
 <h2 id="steps">Recursion steps</h2>
 <table><tr><th>step</th><th>workers</th><th>bytes</th><th>method</th><th>largest table</th></tr>

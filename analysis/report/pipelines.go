@@ -51,6 +51,8 @@ type PipelineStage struct {
 	Layers          []string `json:"layers"`
 	Devices         []int    `json:"devices"`
 	Next            []int    `json:"next"`
+	MicroBatch      int64    `json:"micro_batch"`
+	MicroBatches    int      `json:"micro_batches"`
 	ForwardSeconds  float64  `json:"forward_seconds"`
 	BackwardSeconds float64  `json:"backward_seconds"`
 	SyncSeconds     float64  `json:"sync_seconds"`
@@ -68,7 +70,7 @@ func NewPipelines(ls *stages.Layers, plans ...*stages.Plan) *Pipelines {
 		pp := PipelinePlan{Method: p.Method, Structure: p.Structure, MicroBatch: p.MicroBatch, MicroBatches: p.MicroBatches,
 			StepSeconds: p.Seconds, Throughput: p.Throughput(ls.Batch), Bubble: p.Bubble, Devices: p.Devices(), Search: p.SearchSeconds}
 		for i, s := range p.Stages {
-			ps := PipelineStage{Devices: s.Devices, Next: append([]int{}, s.Succ...), ForwardSeconds: s.Forward, BackwardSeconds: s.Backward,
+			ps := PipelineStage{Devices: s.Devices, Next: append([]int{}, s.Succ...), MicroBatch: s.MicroBatch, MicroBatches: s.MicroBatches, ForwardSeconds: s.Forward, BackwardSeconds: s.Backward,
 				SyncSeconds: s.Sync, TimePerSample: s.TimePerSample, InFlight: s.InFlight, MemoryBytes: s.MemoryBytes}
 			for _, l := range s.Layers {
 				ps.Layers = append(ps.Layers, ls.Layers[l].Name)
@@ -93,8 +95,8 @@ func (p *Pipelines) summary(w io.Writer, partitionStep float64) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  method\tstructure\tstages\tdevices\tmicro-batches × samples\tstep time\tsamples/s\tbubble\tsearch\t")
 	for _, pl := range p.Plans {
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d × %d\t%s\t%.0f\t%.0f%%\t%.2f s\t\n", pl.Method, pl.Structure, len(pl.Stages), pl.Devices,
-			pl.MicroBatches, pl.MicroBatch, Seconds(pl.StepSeconds), pl.Throughput, 100*pl.Bubble, pl.Search)
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%s\t%.0f\t%.0f%%\t%.2f s\t\n", pl.Method, pl.Structure, len(pl.Stages), pl.Devices,
+			pl.microBatches(), Seconds(pl.StepSeconds), pl.Throughput, 100*pl.Bubble, pl.Search)
 	}
 	tw.Flush()
 	first := p.Plans[0]
@@ -106,13 +108,23 @@ func (p *Pipelines) summary(w io.Writer, partitionStep float64) {
 			first.Method, Seconds(partitionStep), partitionStep/first.StepSeconds)
 	}
 	for _, pl := range p.Plans {
-		fmt.Fprintf(w, "  %s's stages (per micro-batch of %d: forward, backward; per step: all-reduce and updates):\n", pl.Method, pl.MicroBatch)
+		fmt.Fprintf(w, "  %s's stages (micro-batches × samples: forward, backward of one; per step: all-reduce and updates):\n", pl.Method)
 		for i, s := range pl.Stages {
-			fmt.Fprintf(w, "    %d: %s on devices %s: %s, %s; %s; %s a sample; %d in flight, %s a device; feeds %s\n", i, layerRange(s.Layers),
-				joinInts(s.Devices, ","), Seconds(s.ForwardSeconds), Seconds(s.BackwardSeconds), Seconds(s.SyncSeconds),
+			fmt.Fprintf(w, "    %d: %s on devices %s: %d × %d: %s, %s; %s; %s a sample; %d in flight, %s a device; feeds %s\n", i, layerRange(s.Layers),
+				joinInts(s.Devices, ","), s.MicroBatches, s.MicroBatch, Seconds(s.ForwardSeconds), Seconds(s.BackwardSeconds), Seconds(s.SyncSeconds),
 				Seconds(s.TimePerSample), s.InFlight, lang.FormatBytes(s.MemoryBytes), nextStages(s.Next))
 		}
 	}
+}
+
+// microBatches is "M × b", or "per stage" where the stages' differ.
+func (pl *PipelinePlan) microBatches() string {
+	for _, s := range pl.Stages {
+		if s.MicroBatch != pl.Stages[0].MicroBatch {
+			return "per stage"
+		}
+	}
+	return fmt.Sprintf("%d × %d", pl.Stages[0].MicroBatches, pl.Stages[0].MicroBatch)
 }
 
 func layerRange(layers []string) string {

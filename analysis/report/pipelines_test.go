@@ -51,8 +51,8 @@ func TestPipelineTimeline(t *testing.T) {
 	for i, pl := range r.Pipelines.Plans {
 		want := 0
 		for _, s := range pl.Stages {
-			if len(s.Schedule) != 2*pl.MicroBatches {
-				t.Errorf("%s: a stage runs %d passes, not %d", pl.Method, len(s.Schedule), 2*pl.MicroBatches)
+			if len(s.Schedule) != 2*s.MicroBatches {
+				t.Errorf("%s: a stage runs %d passes, not %d", pl.Method, len(s.Schedule), 2*s.MicroBatches)
 			}
 			want += len(s.Schedule)
 			if s.SyncSeconds > 0 {

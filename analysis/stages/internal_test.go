@@ -73,13 +73,14 @@ func TestScheduleChain(t *testing.T) {
 		for i := range tc.stages - 1 {
 			chain = append(chain, [2]int{i, i + 1})
 		}
-		p := &planner{ls: dag(tc.stages, chain...), opt: Options{Topology: topo}, count: tc.micro}
+		p := &planner{ls: dag(tc.stages, chain...), opt: Options{Topology: topo}}
 		plan := &Plan{MicroBatch: 1, MicroBatches: tc.micro}
 		for i := range tc.stages {
-			plan.Stages = append(plan.Stages, Stage{Layers: []int{i}, Devices: []int{i}, Forward: 1, Backward: 2})
+			plan.Stages = append(plan.Stages, Stage{Layers: []int{i}, Devices: []int{i}, Forward: 1, Backward: 2, MicroBatch: 1, MicroBatches: tc.micro})
 		}
 		flows := p.flows(plan, false)
-		p.link(plan, flows)
+		p.edges(plan, flows)
+		p.inFlight(plan)
 		for i, s := range plan.Stages {
 			if want := min(tc.stages-i, tc.micro); s.InFlight != want {
 				t.Errorf("%d stages, %d micro-batches: stage %d holds %d in flight, want %d", tc.stages, tc.micro, i, s.InFlight, want)
@@ -109,17 +110,21 @@ func TestFlows(t *testing.T) {
 	ls := dag(5, [2]int{1, 2}, [2]int{2, 3}, [2]int{3, 4})
 	ls.Sends = append(ls.Sends, Send{From: 0, To: []int{1, 2, 4}, PerSample: 10})
 	ls.link()
-	p := &planner{ls: ls, count: 8}
-	plan := &Plan{Stages: []Stage{{Layers: []int{0}}, {Layers: []int{1, 2}}, {Layers: []int{3}}, {Layers: []int{4}}}}
-	dag := p.flows(plan, false)
+	p := &planner{ls: ls}
+	var plan Plan
+	for _, layers := range [][]int{{0}, {1, 2}, {3}, {4}} {
+		plan.Stages = append(plan.Stages, Stage{Layers: layers, MicroBatch: 1, MicroBatches: 8})
+	}
+	dag := p.flows(&plan, false)
 	if want := map[[2]int]float64{{0, 1}: 10, {0, 3}: 10, {1, 2}: 1, {2, 3}: 1}; !maps.Equal(dag, want) {
 		t.Errorf("stage graph flows %v, want %v", dag, want)
 	}
-	chain := p.flows(plan, true)
+	chain := p.flows(&plan, true)
 	if want := map[[2]int]float64{{0, 1}: 10, {1, 2}: 11, {2, 3}: 11}; !maps.Equal(chain, want) {
 		t.Errorf("chain flows %v, want %v", chain, want)
 	}
-	p.link(plan, dag)
+	p.edges(&plan, dag)
+	p.inFlight(&plan)
 	var inFlight []int
 	for _, s := range plan.Stages {
 		inFlight = append(inFlight, s.InFlight)
@@ -161,5 +166,73 @@ func TestBounded(t *testing.T) {
 	ls := dag(3)
 	if short := ls.bounded(linear([]int{0, 1, 2})); shape(short) != "S(LLL)" {
 		t.Errorf("a short series became %s", shape(short))
+	}
+}
+
+// TestScheduleMixedSizes: a stage of micro-batches of one sample feeds
+// one of two; a pass waits for every pass of the other stage that
+// shares a sample with it, and the first stage holds the samples the
+// second needs in flight (three). Worked by hand: stage 0 runs F0 F1 F2
+// B0 F3 B1 B2 B3, stage 1 F0 B0 F1 B1, each pass 1 s forward, 2 s
+// backward; the step ends at 15 s.
+func TestScheduleMixedSizes(t *testing.T) {
+	topo := &cost.Topology{Name: "free", Devices: make([]cost.TopologyDevice, 2),
+		Links: []cost.Link{{Devices: []int{0, 1}, Bandwidth: math.Inf(1)}}}
+	p := &planner{ls: dag(2, [2]int{0, 1}), opt: Options{Topology: topo}}
+	p.ls.Batch = 4
+	plan := &Plan{Stages: []Stage{
+		{Layers: []int{0}, Devices: []int{0}, Forward: 1, Backward: 2, MicroBatch: 1, MicroBatches: 4},
+		{Layers: []int{1}, Devices: []int{1}, Forward: 1, Backward: 2, MicroBatch: 2, MicroBatches: 2},
+	}}
+	flows := p.flows(plan, false)
+	p.edges(plan, flows)
+	p.inFlight(plan)
+	if plan.Stages[0].InFlight != 3 || plan.Stages[1].InFlight != 1 {
+		t.Errorf("in flight %d and %d, want 3 and 1", plan.Stages[0].InFlight, plan.Stages[1].InFlight)
+	}
+	if err := p.simulate(plan, flows); err != nil {
+		t.Fatal(err)
+	}
+	if plan.Seconds != 15 || math.Abs(plan.Bubble-0.4) > 1e-12 {
+		t.Errorf("step %g s, bubble %g; want 15 s, 0.4", plan.Seconds, plan.Bubble)
+	}
+	var ends []float64
+	for _, task := range plan.Schedule[0] {
+		ends = append(ends, task.End)
+	}
+	if want := []float64{1, 2, 3, 7, 8, 10, 13, 15}; !slices.Equal(ends, want) {
+		t.Errorf("stage 0's passes end at %v, want %v", ends, want)
+	}
+}
+
+// TestPerStageMicroBatches: in a chain of layers that each fill a
+// device's memory, whose last layer costs the same whatever its
+// micro-batch (a fixed cost) and whose first two cost per sample,
+// GraphPipe runs the first stages on small micro-batches, which
+// pipeline, and the last on the whole batch, which it pays once: faster
+// than any one size for all (the sequential pipeline's).
+func TestPerStageMicroBatches(t *testing.T) {
+	ls := dag(3, [2]int{0, 1}, [2]int{1, 2})
+	for i := range 2 {
+		ls.Layers[i].Work = Work{Forward: Affine{0, 10}, Backward: Affine{0, 10}, StateBytes: 60}
+	}
+	ls.Layers[2].Work = Work{Forward: Affine{100, 0}, Backward: Affine{100, 0}, StateBytes: 60}
+	topo := &cost.Topology{Name: "free", Devices: make([]cost.TopologyDevice, 3),
+		Links: []cost.Link{{Devices: []int{0, 1, 2}, Bandwidth: math.Inf(1)}}}
+	opt := Options{Topology: topo, Devices: 3, Memory: 100}
+	gp, err := Search(ls, GraphPipe, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq, err := Search(ls, Sequential, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int64
+	for _, s := range gp.Stages {
+		sizes = append(sizes, s.MicroBatch)
+	}
+	if len(gp.Stages) != 3 || sizes[2] != 8 || sizes[0] == 8 || gp.Seconds >= sq.Seconds {
+		t.Errorf("graphpipe: stages of %v samples, %g s; sequential %g s", sizes, gp.Seconds, sq.Seconds)
 	}
 }

@@ -22,9 +22,10 @@ type Options struct {
 }
 
 // Plan is a pipeline plan: stages on disjoint device groups, a step's
-// batch cut into MicroBatches micro-batches of MicroBatch samples, run
-// by the 1F1B schedule (Schedule), gradients all-reduced within each
-// stage's group once per step.
+// batch cut into micro-batches (MicroBatches of MicroBatch samples as
+// searched; a stage may then run others, Stage.MicroBatch), run by the
+// 1F1B schedule (Schedule), gradients all-reduced within each stage's
+// group once per step.
 type Plan struct {
 	Method       string // Sequential or GraphPipe
 	Structure    string // SeriesParallel or Linearised
@@ -53,6 +54,10 @@ type Stage struct {
 	Layers  []int
 	Devices []int
 	Succ    []int // the stages its outputs feed
+	// MicroBatch is its micro-batches' samples (stages may differ:
+	// GraphPipe's per-stage sizes), MicroBatches how many a step has.
+	MicroBatch   int64
+	MicroBatches int
 	// Forward and Backward are a micro-batch's seconds on each of its
 	// devices; Sync a step's all-reduce of its gradients and its
 	// updates.
@@ -85,7 +90,9 @@ func (p *Plan) Devices() int {
 // pipelines) are scheduled and simulated, and the fastest step within
 // the memory limit wins, over all the devices or half or a quarter of
 // them (and so on: per-micro-batch costs can make more devices slower).
-// GraphPipe searches the series-parallel
+// GraphPipe then gives each stage its own micro-batch size where that
+// shortens the step (refineMicroBatches). GraphPipe searches the
+// series-parallel
 // decomposition and the linearised layers both (a chain of stages is a
 // stage graph too) and says which won (Plan.Structure).
 func Search(ls *Layers, method string, opt Options) (*Plan, error) {
@@ -123,6 +130,15 @@ func Search(ls *Layers, method string, opt Options) (*Plan, error) {
 	}
 	if best == nil {
 		return nil, fmt.Errorf("no %s pipeline plan of %d devices fits in %s per device", method, opt.Devices, lang.FormatBytes(opt.Memory))
+	}
+	if method == GraphPipe {
+		p, err := newPlanner(ls, opt)
+		if err != nil {
+			return nil, err
+		}
+		if best, err = p.refineMicroBatches(best, best.Structure == Linearised); err != nil {
+			return nil, err
+		}
 	}
 	best.Method = method
 	best.SearchSeconds = time.Since(start).Seconds()
@@ -233,20 +249,21 @@ func (p *planner) workOfLayers(layers []int) Work {
 // over ring: a micro-batch's forward and backward passes (each device
 // computing ⌈micro-batch / d⌉ samples), and per step its all-reduce and
 // updates.
-func (p *planner) stageTimes(w Work, d int, ring cost.Link) (forward, backward, sync float64) {
-	s := float64(ceilDiv(p.micro, int64(d)))
+func (p *planner) stageTimes(w Work, d int, ring cost.Link, micro int64) (forward, backward, sync float64) {
+	s := float64(ceilDiv(micro, int64(d)))
 	return w.Forward.At(s), w.Backward.At(s), cost.AllReduceSeconds(w.GradientBytes, d, ring) + w.Update
 }
 
 // busy is a stage's busy seconds per step on the first d devices.
 func (p *planner) busy(w Work, d int) float64 {
-	f, b, sync := p.stageTimes(w, d, p.rings[d])
+	f, b, sync := p.stageTimes(w, d, p.rings[d], p.micro)
 	return float64(p.count)*(f+b) + sync
 }
 
-// memoryOf is a stage's peak per device holding inFlight micro-batches.
-func (p *planner) memoryOf(w Work, d, inFlight int) int64 {
-	s := float64(ceilDiv(p.micro, int64(d)))
+// memoryOf is a stage's peak per device holding inFlight micro-batches
+// of micro samples.
+func (p *planner) memoryOf(w Work, d, inFlight int, micro int64) int64 {
+	s := float64(ceilDiv(micro, int64(d)))
 	return w.StateBytes + int64(math.Ceil(float64(inFlight)*s*w.ActivationBytes))
 }
 
@@ -255,7 +272,7 @@ func (p *planner) memoryOf(w Work, d, inFlight int) int64 {
 // opt.Devices+1 where none does.
 func (p *planner) leastDevices(w Work) int {
 	for d := 1; d <= p.opt.Devices; d++ {
-		if p.busy(w, d)/float64(p.ls.Batch) <= p.limit && p.memoryOf(w, d, 1) <= p.memory {
+		if p.busy(w, d)/float64(p.ls.Batch) <= p.limit && p.memoryOf(w, d, 1, p.micro) <= p.memory {
 			return d
 		}
 	}

@@ -33,31 +33,85 @@ func (p *planner) plan(root *spNode, bound float64, chain bool) (*Plan, error) {
 	p.spread(specs, works, p.opt.Devices-used)
 	plan := &Plan{MicroBatch: p.micro, MicroBatches: p.count}
 	next := 0
-	for i, s := range specs {
-		st := Stage{Layers: slices.Sorted(slices.Values(s.layers))}
+	for _, s := range specs {
+		st := Stage{Layers: slices.Sorted(slices.Values(s.layers)), MicroBatch: p.micro}
 		for range s.devices {
 			st.Devices = append(st.Devices, next)
 			next++
 		}
-		ring, err := p.opt.Topology.Ring(st.Devices)
-		if err != nil {
-			return nil, err
-		}
-		st.Forward, st.Backward, st.Sync = p.stageTimes(works[i], len(st.Devices), ring)
-		st.TimePerSample = (float64(p.count)*(st.Forward+st.Backward) + st.Sync) / float64(p.ls.Batch)
 		plan.Stages = append(plan.Stages, st)
 	}
 	flows := p.flows(plan, chain)
-	p.link(plan, flows)
+	p.edges(plan, flows)
+	if ok, err := p.reschedule(plan, works, flows); !ok || err != nil {
+		return nil, err
+	}
+	return plan, nil
+}
+
+// reschedule prices each stage at its micro-batch size, counts its
+// micro-batches in flight, checks its memory and simulates the plan;
+// false where a stage does not fit in memory.
+func (p *planner) reschedule(plan *Plan, works []Work, flows map[[2]int]float64) (bool, error) {
 	for i := range plan.Stages {
 		st := &plan.Stages[i]
-		st.MemoryBytes = p.memoryOf(works[i], len(st.Devices), st.InFlight)
+		ring, err := p.opt.Topology.Ring(st.Devices)
+		if err != nil {
+			return false, err
+		}
+		st.MicroBatches = int(p.ls.Batch / st.MicroBatch)
+		st.Forward, st.Backward, st.Sync = p.stageTimes(works[i], len(st.Devices), ring, st.MicroBatch)
+		st.TimePerSample = (float64(st.MicroBatches)*(st.Forward+st.Backward) + st.Sync) / float64(p.ls.Batch)
+	}
+	p.inFlight(plan)
+	for i := range plan.Stages {
+		st := &plan.Stages[i]
+		st.MemoryBytes = p.memoryOf(works[i], len(st.Devices), st.InFlight, st.MicroBatch)
 		if st.MemoryBytes > p.memory {
-			return nil, nil
+			return false, nil
 		}
 	}
-	if err := p.simulate(plan, flows); err != nil {
-		return nil, err
+	return true, p.simulate(plan, flows)
+}
+
+// refineMicroBatches gives the stages their own micro-batch sizes
+// (GraphPipe's per-stage sizes): it tries every size that divides the
+// batch for the stages before each stage and for those after it (in
+// topological order), keeps the change that shortens the simulated step
+// most with every stage fitting, and repeats until none does. A prefix
+// or suffix moves together because a stage alone on smaller
+// micro-batches gains nothing while its neighbours wait for whole ones.
+func (p *planner) refineMicroBatches(plan *Plan, chain bool) (*Plan, error) {
+	works := make([]Work, len(plan.Stages))
+	for i, s := range plan.Stages {
+		works[i] = p.workOfLayers(s.Layers)
+	}
+	flows := p.flows(plan, chain)
+	n := len(plan.Stages)
+	for pass := 0; pass < 2*n; pass++ {
+		best := plan
+		for _, size := range p.microBatchSizes() {
+			for i := range n {
+				for _, span := range [][2]int{{0, i + 1}, {i, n}} {
+					cand := *plan
+					cand.Stages = slices.Clone(plan.Stages)
+					for j := span[0]; j < span[1]; j++ {
+						cand.Stages[j].MicroBatch = size
+					}
+					ok, err := p.reschedule(&cand, works, flows)
+					if err != nil {
+						return nil, err
+					}
+					if ok && cand.Seconds < best.Seconds*(1-1e-9) {
+						best = &cand
+					}
+				}
+			}
+		}
+		if best == plan {
+			break
+		}
+		plan = best
 	}
 	return plan, nil
 }
@@ -120,21 +174,29 @@ func (p *planner) flows(plan *Plan, chain bool) map[[2]int]float64 {
 	return out
 }
 
-// link adds the stage graph's edges (the flows) and each stage's
-// micro-batches in flight: the stages on the longest path from it to a
-// last stage.
-func (p *planner) link(plan *Plan, flows map[[2]int]float64) {
+// edges adds the stage graph's edges: the flows.
+func (p *planner) edges(plan *Plan, flows map[[2]int]float64) {
 	for e := range flows {
 		plan.Stages[e[0]].Succ = append(plan.Stages[e[0]].Succ, e[1])
 	}
+	for i := range plan.Stages {
+		slices.Sort(plan.Stages[i].Succ)
+	}
+}
+
+// inFlight counts each stage's micro-batches in flight under 1F1B: its
+// own micro-batch and, on the longest path from it to a last stage,
+// the samples the stages after it hold, in its own micro-batches.
+func (p *planner) inFlight(plan *Plan) {
+	samples := make([]int64, len(plan.Stages))
 	for i := len(plan.Stages) - 1; i >= 0; i-- { // stages are in topological order
 		st := &plan.Stages[i]
-		slices.Sort(st.Succ)
-		depth := 0
+		after := int64(0)
 		for _, t := range st.Succ {
-			depth = max(depth, plan.Stages[t].InFlight)
+			after = max(after, samples[t])
 		}
-		st.InFlight = min(depth+1, p.count)
+		samples[i] = after + st.MicroBatch
+		st.InFlight = int(min(ceilDiv(samples[i], st.MicroBatch), int64(st.MicroBatches)))
 	}
 }
 
@@ -147,7 +209,7 @@ func (p *planner) link(plan *Plan, flows map[[2]int]float64) {
 // overlap its passes. The step ends when the last stage has run its
 // passes, all-reduced its gradients and updated its parameters.
 func (p *planner) simulate(plan *Plan, flows map[[2]int]float64) error {
-	n, m := len(plan.Stages), plan.MicroBatches
+	n := len(plan.Stages)
 	preds := make([][]int, n)
 	for i, s := range plan.Stages {
 		for _, t := range s.Succ {
@@ -159,17 +221,20 @@ func (p *planner) simulate(plan *Plan, flows map[[2]int]float64) error {
 		return err
 	}
 	order := make([][]Task, n)
+	fwdEnd, bwdEnd := make([][]float64, n), make([][]float64, n)
+	remaining := 0
 	for i, s := range plan.Stages {
-		order[i] = oneFOneB(m, s.InFlight)
+		order[i] = oneFOneB(s.MicroBatches, s.InFlight)
+		fwdEnd[i], bwdEnd[i] = notDone(s.MicroBatches), notDone(s.MicroBatches)
+		remaining += 2 * s.MicroBatches
 	}
-	fwdEnd, bwdEnd := doneTimes(n, m), doneTimes(n, m)
 	next, free := make([]int, n), make([]float64, n)
-	for remaining := 2 * n * m; remaining > 0; {
+	for remaining > 0 {
 		progressed := false
 		for i := range n {
 			for next[i] < len(order[i]) {
 				t := &order[i][next[i]]
-				ready, ok := readyAt(i, t, preds[i], plan.Stages[i].Succ, fwdEnd, bwdEnd, transfer)
+				ready, ok := readyAt(plan, i, t, preds[i], fwdEnd, bwdEnd, transfer)
 				if !ok {
 					break
 				}
@@ -193,9 +258,10 @@ func (p *planner) simulate(plan *Plan, flows map[[2]int]float64) error {
 		}
 	}
 	busy, devices := 0.0, 0
+	plan.Seconds = 0
 	for i, s := range plan.Stages {
 		plan.Seconds = max(plan.Seconds, free[i]+s.Sync)
-		busy += float64(len(s.Devices)) * (float64(m)*(s.Forward+s.Backward) + s.Sync)
+		busy += float64(len(s.Devices)) * (float64(s.MicroBatches)*(s.Forward+s.Backward) + s.Sync)
 		devices += len(s.Devices)
 	}
 	plan.Bubble = max(0, 1-busy/(float64(devices)*plan.Seconds)) // not below 0 by rounding
@@ -204,15 +270,30 @@ func (p *planner) simulate(plan *Plan, flows map[[2]int]float64) error {
 }
 
 // readyAt is when task t of stage i may start; ok false while a pass it
-// waits for has not been simulated.
-func readyAt(i int, t *Task, preds, succs []int, fwdEnd, bwdEnd [][]float64, transfer map[[2]int]float64) (float64, bool) {
+// waits for has not been simulated. A pass waits for every pass of the
+// other stage whose micro-batch shares samples with its own.
+func readyAt(plan *Plan, i int, t *Task, preds []int, fwdEnd, bwdEnd [][]float64, transfer map[[2]int]link) (float64, bool) {
+	st := &plan.Stages[i]
+	lo, hi := int64(t.Micro)*st.MicroBatch, int64(t.Micro+1)*st.MicroBatch-1 // its samples
+	wait := func(other int, ends [][]float64, l link) (float64, bool) {
+		size := plan.Stages[other].MicroBatch
+		at := 0.0
+		for j := lo / size; j <= hi/size; j++ {
+			if ends[other][j] < 0 {
+				return 0, false
+			}
+			at = max(at, ends[other][j])
+		}
+		return at + l.seconds(st.MicroBatch), true
+	}
 	at := 0.0
 	if !t.Backward {
 		for _, q := range preds {
-			if fwdEnd[q][t.Micro] < 0 {
+			end, ok := wait(q, fwdEnd, transfer[[2]int{q, i}])
+			if !ok {
 				return 0, false
 			}
-			at = max(at, fwdEnd[q][t.Micro]+transfer[[2]int{q, i}])
+			at = max(at, end)
 		}
 		return at, true
 	}
@@ -220,28 +301,33 @@ func readyAt(i int, t *Task, preds, succs []int, fwdEnd, bwdEnd [][]float64, tra
 		return 0, false
 	}
 	at = fwdEnd[i][t.Micro]
-	for _, s := range succs {
-		if bwdEnd[s][t.Micro] < 0 {
+	for _, s := range st.Succ {
+		end, ok := wait(s, bwdEnd, transfer[[2]int{i, s}])
+		if !ok {
 			return 0, false
 		}
-		at = max(at, bwdEnd[s][t.Micro]+transfer[[2]int{i, s}])
+		at = max(at, end)
 	}
 	return at, true
 }
 
-// transfers are the seconds a micro-batch's flows take from one stage
-// to the next (and their gradients back): the bytes over the slowest
-// link between the groups, the smaller group's devices sending in
-// parallel.
-func (p *planner) transfers(plan *Plan, flows map[[2]int]float64) (map[[2]int]float64, error) {
-	out := map[[2]int]float64{}
+// link is a flow's transfer: its seconds per sample (the bytes over
+// the slowest link between the groups, the smaller group's devices
+// sending side by side) and its latency.
+type link struct{ perSample, latency float64 }
+
+func (l link) seconds(samples int64) float64 { return l.perSample*float64(samples) + l.latency }
+
+// transfers are the flows' transfers (their gradients flow back alike).
+func (p *planner) transfers(plan *Plan, flows map[[2]int]float64) (map[[2]int]link, error) {
+	out := map[[2]int]link{}
 	for e, perSample := range flows {
 		from, to := plan.Stages[e[0]].Devices, plan.Stages[e[1]].Devices
 		l, err := p.opt.Topology.Between(from, to)
 		if err != nil {
 			return nil, err
 		}
-		out[e] = perSample*float64(plan.MicroBatch)/(l.Bandwidth*float64(min(len(from), len(to)))) + l.Latency
+		out[e] = link{perSample / (l.Bandwidth * float64(min(len(from), len(to)))), l.Latency}
 	}
 	return out, nil
 }
@@ -265,13 +351,11 @@ func oneFOneB(m, warm int) []Task {
 	return out
 }
 
-func doneTimes(n, m int) [][]float64 {
-	out := make([][]float64, n)
-	for i := range out {
-		out[i] = make([]float64, m)
-		for j := range out[i] {
-			out[i][j] = -1
-		}
+// notDone is m end times, none known yet.
+func notDone(m int) []float64 {
+	out := make([]float64, m)
+	for j := range out {
+		out[j] = -1
 	}
 	return out
 }

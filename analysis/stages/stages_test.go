@@ -88,12 +88,13 @@ func checkPlan(t *testing.T, what string, ls *stages.Layers, p *stages.Plan, dev
 			t.Errorf("%s: linearised stage %d feeds %v, not the next stage alone", what, i, s.Succ)
 		}
 	}
-	if int64(p.MicroBatches)*p.MicroBatch != ls.Batch || p.Seconds <= 0 || p.Bubble < 0 || p.Bubble >= 1 {
-		t.Errorf("%s: %d micro-batches of %d (batch %d), step %g s, bubble %g", what, p.MicroBatches, p.MicroBatch, ls.Batch, p.Seconds, p.Bubble)
+	if p.Seconds <= 0 || p.Bubble < 0 || p.Bubble >= 1 {
+		t.Errorf("%s: step %g s, bubble %g", what, p.Seconds, p.Bubble)
 	}
 	for i, s := range p.Schedule {
-		if len(s) != 2*p.MicroBatches {
-			t.Errorf("%s: stage %d runs %d passes, not %d", what, i, len(s), 2*p.MicroBatches)
+		st := p.Stages[i]
+		if int64(st.MicroBatches)*st.MicroBatch != ls.Batch || len(s) != 2*st.MicroBatches {
+			t.Errorf("%s: stage %d runs %d passes of %d micro-batches of %d (batch %d)", what, i, len(s), st.MicroBatches, st.MicroBatch, ls.Batch)
 		}
 		for j := 1; j < len(s); j++ {
 			if s[j].Start < s[j-1].End {
