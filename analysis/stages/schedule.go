@@ -13,8 +13,8 @@ type Task struct {
 }
 
 // plan turns the fit under bound into a scheduled plan: devices the fit
-// leaves over go, one at a time, to the stage with the longest time per
-// sample while that shortens it; stages get consecutive devices in
+// leaves over go to the slowest stage while that shortens it (spread);
+// stages get consecutive devices in
 // topological order, linked by their dataflow or, with chain, each to
 // the next; the 1F1B schedule is simulated. nil: the plan does
 // not fit in memory with its micro-batches in flight.
@@ -78,7 +78,9 @@ func (p *planner) reschedule(plan *Plan, works []Work, flows map[[2]int]float64)
 // (GraphPipe's per-stage sizes): it tries every size that divides the
 // batch for the stages before each stage and for those after it (in
 // topological order), keeps the change that shortens the simulated step
-// most with every stage fitting, and repeats until none does. A prefix
+// most with every stage fitting, and repeats until none does (at most
+// maxRefinements times: each round simulates the plan for every size,
+// stage and side). A prefix
 // or suffix moves together because a stage alone on smaller
 // micro-batches gains nothing while its neighbours wait for whole ones.
 func (p *planner) refineMicroBatches(plan *Plan, chain bool) (*Plan, error) {
@@ -88,7 +90,7 @@ func (p *planner) refineMicroBatches(plan *Plan, chain bool) (*Plan, error) {
 	}
 	flows := p.flows(plan, chain)
 	n := len(plan.Stages)
-	for pass := 0; pass < 2*n; pass++ {
+	for range maxRefinements {
 		best := plan
 		for _, size := range p.microBatchSizes() {
 			for i := range n {
@@ -115,6 +117,9 @@ func (p *planner) refineMicroBatches(plan *Plan, chain bool) (*Plan, error) {
 	}
 	return plan, nil
 }
+
+// maxRefinements bounds refineMicroBatches' rounds.
+const maxRefinements = 8
 
 // spread gives spare devices to the slowest stage while some number of
 // them shortens it (one more device may not: ⌈micro-batch / devices⌉
