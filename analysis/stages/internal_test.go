@@ -171,10 +171,11 @@ func TestBounded(t *testing.T) {
 
 // TestScheduleMixedSizes: a stage of micro-batches of one sample feeds
 // one of two; a pass waits for every pass of the other stage that
-// shares a sample with it, and the first stage holds the samples the
-// second needs in flight (three). Worked by hand: stage 0 runs F0 F1 F2
-// B0 F3 B1 B2 B3, stage 1 F0 B0 F1 B1, each pass 1 s forward, 2 s
-// backward; the step ends at 15 s.
+// shares a sample with it, and the first stage holds in flight the
+// samples the second runs forward before its first backward pass and
+// one more of its micro-batches (sizes differ): all four. Worked by
+// hand: stage 0 runs F0 F1 F2 F3 B0 B1 B2 B3, stage 1 F0 B0 F1 B1, each
+// pass 1 s forward, 2 s backward; the step ends at 13 s.
 func TestScheduleMixedSizes(t *testing.T) {
 	topo := &cost.Topology{Name: "free", Devices: make([]cost.TopologyDevice, 2),
 		Links: []cost.Link{{Devices: []int{0, 1}, Bandwidth: math.Inf(1)}}}
@@ -187,20 +188,20 @@ func TestScheduleMixedSizes(t *testing.T) {
 	flows := p.flows(plan, false)
 	p.edges(plan, flows)
 	p.inFlight(plan)
-	if plan.Stages[0].InFlight != 3 || plan.Stages[1].InFlight != 1 {
-		t.Errorf("in flight %d and %d, want 3 and 1", plan.Stages[0].InFlight, plan.Stages[1].InFlight)
+	if plan.Stages[0].InFlight != 4 || plan.Stages[1].InFlight != 1 {
+		t.Errorf("in flight %d and %d, want 4 and 1", plan.Stages[0].InFlight, plan.Stages[1].InFlight)
 	}
 	if err := p.simulate(plan, flows); err != nil {
 		t.Fatal(err)
 	}
-	if plan.Seconds != 15 || math.Abs(plan.Bubble-0.4) > 1e-12 {
-		t.Errorf("step %g s, bubble %g; want 15 s, 0.4", plan.Seconds, plan.Bubble)
+	if plan.Seconds != 13 || math.Abs(plan.Bubble-(1-18.0/26)) > 1e-12 {
+		t.Errorf("step %g s, bubble %g; want 13 s, 8/26", plan.Seconds, plan.Bubble)
 	}
 	var ends []float64
 	for _, task := range plan.Schedule[0] {
 		ends = append(ends, task.End)
 	}
-	if want := []float64{1, 2, 3, 7, 8, 10, 13, 15}; !slices.Equal(ends, want) {
+	if want := []float64{1, 2, 3, 4, 7, 9, 11, 13}; !slices.Equal(ends, want) {
 		t.Errorf("stage 0's passes end at %v, want %v", ends, want)
 	}
 }
@@ -234,5 +235,63 @@ func TestPerStageMicroBatches(t *testing.T) {
 	}
 	if len(gp.Stages) != 3 || sizes[2] != 8 || sizes[0] == 8 || gp.Seconds >= sq.Seconds {
 		t.Errorf("graphpipe: stages of %v samples, %g s; sequential %g s", sizes, gp.Seconds, sq.Seconds)
+	}
+}
+
+// TestScheduleNeverDeadlocks: every chain of two to four stages and
+// every branching graph of four, at every combination of micro-batch
+// sizes dividing the batch, schedules to the end: each stage's warm-up
+// runs forward all the samples the stages it feeds run forward before
+// their first backward pass.
+func TestScheduleNeverDeadlocks(t *testing.T) {
+	topo := &cost.Topology{Name: "free", Devices: make([]cost.TopologyDevice, 4),
+		Links: []cost.Link{{Devices: []int{0, 1, 2, 3}, Bandwidth: math.Inf(1)}}}
+	graphs := map[string][][2]int{
+		"chain of 2": {{0, 1}}, "chain of 3": {{0, 1}, {1, 2}}, "chain of 4": {{0, 1}, {1, 2}, {2, 3}},
+		"fork-join": {{0, 1}, {0, 2}, {1, 3}, {2, 3}}, "two into one": {{0, 2}, {1, 2}, {2, 3}},
+	}
+	for _, batch := range []int64{12, 16, 360} {
+		var sizes []int64
+		for b := int64(1); b <= batch; b++ {
+			if batch%b == 0 && batch/b <= 64 {
+				sizes = append(sizes, b)
+			}
+		}
+		for name, edges := range graphs {
+			n := 0
+			for _, e := range edges {
+				n = max(n, e[1]+1)
+			}
+			ls := dag(n, edges...)
+			ls.Batch = batch
+			p := &planner{ls: ls, opt: Options{Topology: topo}}
+			combo := make([]int, n)
+			for {
+				plan := &Plan{}
+				for i := range n {
+					b := sizes[combo[i]]
+					plan.Stages = append(plan.Stages, Stage{Layers: []int{i}, Devices: []int{i}, Forward: 1, Backward: 2, MicroBatch: b, MicroBatches: int(batch / b)})
+				}
+				flows := p.flows(plan, false)
+				p.edges(plan, flows)
+				p.inFlight(plan)
+				if err := p.simulate(plan, flows); err != nil {
+					var got []int64
+					for _, s := range plan.Stages {
+						got = append(got, s.MicroBatch)
+					}
+					t.Fatalf("%s, batch %d, sizes %v: %v", name, batch, got, err)
+				}
+				k := 0
+				for k < n && combo[k] == len(sizes)-1 {
+					combo[k] = 0
+					k++
+				}
+				if k == n {
+					break
+				}
+				combo[k]++
+			}
+		}
 	}
 }

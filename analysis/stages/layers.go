@@ -154,12 +154,20 @@ func halfBatch(g *cost.Graph) (int64, *cost.Plan, error) {
 			continue
 		}
 		for i, bytes := range g.FirstFetches(dp.Plan, n) {
-			if v := n.Inputs[i]; bytes > 0 && slices.Contains(g.Shapes[v], batch) {
+			if v := n.Inputs[i]; bytes > 0 && splitAlongBatch(g, dp.Plan, v, batch) {
 				return 0, nil, fmt.Errorf("operator %s reads other samples' part of %s %v when the batch of %d (the first extent of %s) is split: pipeline plans need samples computed apart", n.Name, v.Name, g.Shapes[v], batch, labels.Name)
 			}
 		}
 	}
 	return batch, dp.Plan, nil
+}
+
+// splitAlongBatch says whether plan p splits v along an extent of the
+// batch's size: a batched value (a batch statistic, held whole or as
+// partial sums, is not, whatever its extents).
+func splitAlongBatch(g *cost.Graph, p *cost.Plan, v *ir.Value, batch int64) bool {
+	d := p.Tensors[v][0]
+	return d >= 0 && g.Shapes[v][d] == batch
 }
 
 // readersOf are the nodes that read v.
