@@ -201,7 +201,7 @@ func (p *planner) edges(plan *Plan, flows map[[2]int]float64) {
 // more of them where their sizes differ from ours: a pass that
 // straddles two of ours waits for both, TestScheduleNeverDeadlocks).
 func (p *planner) inFlight(plan *Plan) {
-	covered := make([]int64, len(plan.Stages)) // the samples a stage's warm-up runs forward
+	covered := make([]int64, len(plan.Stages))   // the samples a stage's warm-up runs forward
 	for i := len(plan.Stages) - 1; i >= 0; i-- { // stages are in topological order
 		st := &plan.Stages[i]
 		after := int64(0)
