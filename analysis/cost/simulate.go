@@ -99,16 +99,21 @@ func (g *Graph) nodeTasks(p *Plan, j int, dev Device, links []Link) (nodeTasks, 
 func (g *Graph) FirstFetches(p *Plan, n *ir.Node) []int64 {
 	sc, c, pl := g.Root(n).Step(p.Factors[0]), p.Ops[n][0], p.Placement(n, 0)
 	out := make([]int64, len(pl.In))
-	for i, d := range pl.In {
-		out[i] = max(0, sc.Fetch[Slot(c)][i][Col(d)]) * pl.InCopies[i]
+	for i := range pl.In {
+		out[i] = inputFetch(sc, c, pl, i)
 	}
 	return out
 }
 
+// inputFetch is the bytes a step's workers fetch of input i.
+func inputFetch(sc *StepCost, c Choice, pl Placement, i int) int64 {
+	return max(0, sc.Fetch[Slot(c)][i][Col(pl.In[i])]) * pl.InCopies[i]
+}
+
 // transfers splits a node's bytes at one step into fetched and stored.
 func transfers(sc *StepCost, c Choice, pl Placement) (fetch, store int64) {
-	for i, d := range pl.In {
-		fetch += max(0, sc.Fetch[Slot(c)][i][Col(d)]) * pl.InCopies[i]
+	for i := range pl.In {
+		fetch += inputFetch(sc, c, pl, i)
 	}
 	for o, d := range pl.Out {
 		store += max(0, sc.Store[Slot(c)][o][Col(d)]) * pl.OutCopies[o]

@@ -303,9 +303,9 @@ func neighbour(g *cost.Graph, members []int, self int, group []int, producer map
 	return 0, false
 }
 
-// addParams counts each layer's parameters: every parameter a node of
-// the layer reads, once, in the first layer that reads it; a trained
-// one's gradient too.
+// addParams counts each layer's parameters: every parameter its nodes
+// read, once (all of a parameter's readers are in one layer:
+// layerClasses); a trained one's gradient too.
 func (ls *Layers) addParams(g *cost.Graph) {
 	seen := map[*ir.Value]bool{}
 	params := map[*ir.Value]*ir.Param{}

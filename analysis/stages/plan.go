@@ -299,15 +299,15 @@ func (f fit) better(g fit) bool {
 
 func (p *planner) none() fit { return fit{devices: p.opt.Devices + 1, stages: math.MaxInt32} }
 
-// oneStage is layers as one stage on the fewest devices that keep it
-// within the bound.
-func (p *planner) oneStage(w Work, layers func() []int) fit {
-	d := p.leastDevices(w)
+// oneStage is n's layers as one stage on the fewest devices that keep
+// it within the bound.
+func (p *planner) oneStage(n *spNode) fit {
+	d := p.leastDevices(p.workOf(n))
 	if d > p.opt.Devices {
 		return p.none()
 	}
 	return fit{devices: d, stages: 1, collect: func(out []stageSpec) []stageSpec {
-		return append(out, stageSpec{layers(), d})
+		return append(out, stageSpec{n.layers, d})
 	}}
 }
 
@@ -318,7 +318,7 @@ func (p *planner) solve(n *spNode) fit {
 	if f, ok := p.memo[n]; ok {
 		return f
 	}
-	best := p.oneStage(p.workOf(n), func() []int { return n.layers })
+	best := p.oneStage(n)
 	switch {
 	case n.layer >= 0:
 	case n.parallel:
