@@ -138,7 +138,7 @@ func halfBatch(g *cost.Graph) (int64, *cost.Plan, error) {
 	for _, in := range g.IR.Inputs {
 		d := dp.Plan.Tensors[in][0]
 		switch {
-		case d >= 0 && g.Shapes[in][d] == batch:
+		case splitAlongBatch(g, dp.Plan, in, batch):
 		case !slices.Contains(g.Shapes[in], batch):
 			dp.Plan.Tensors[in] = []int{cost.Replicated}
 			whole = append(whole, readersOf(g.IR, in)...)
@@ -163,8 +163,8 @@ func halfBatch(g *cost.Graph) (int64, *cost.Plan, error) {
 }
 
 // splitAlongBatch says whether plan p splits v along an extent of the
-// batch's size: a batched value (a batch statistic, held whole or as
-// partial sums, is not, whatever its extents).
+// batch's size, as it splits a batched value (a batch statistic, held
+// whole or as partial sums, is not split so).
 func splitAlongBatch(g *cost.Graph, p *cost.Plan, v *ir.Value, batch int64) bool {
 	d := p.Tensors[v][0]
 	return d >= 0 && g.Shapes[v][d] == batch
