@@ -713,3 +713,59 @@ func TestDynamicShared(t *testing.T) {
 	}
 	compareAll(t, "through the fake driver", got, same, exact)
 }
+
+// TestPlacedRebinding: a program whose products run on oneDNN's matmul
+// primitive, their weights reordered once per binding of the
+// parameters, computes with the parameters of each run: bound anew
+// (other tensors), the weights are reordered again.
+func TestPlacedRebinding(t *testing.T) {
+	if _, err := hostlib.Open("onednn"); err != nil {
+		t.Skip(err)
+	}
+	e := modelcase.Case{File: "mlp", Devices: 1, Classes: 10, Set: map[string]any{"batch": 64, "hidden": 256},
+		Precision: precision.F32, Backends: []string{"onednn"}}
+	m := compile(t, e)
+	weighted := 0
+	for _, s := range m.Plan.Steps[0] {
+		if s.GEMM != nil && (m.Plan.HoldsParameter(s.GEMM.A.Buffer) || m.Plan.HoldsParameter(s.GEMM.B.Buffer)) {
+			weighted++
+		}
+	}
+	if weighted == 0 {
+		t.Fatal("no product on oneDNN with a parameter as an operand")
+	}
+	for g := range m.Plan.Placement {
+		m.Plan.Placement[g].Chosen = "onednn"
+	}
+	placed, err := executor.Open(m.Plan, m.Dir, cpu.Kind.Name, executor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer placed.Close()
+	second := map[string]*tensor.Tensor{}
+	for name, p := range m.Params {
+		q := p.Clone()
+		for i := range q.Len() {
+			q.SetFlat(i, 1.5*q.Flat(i)+0.01*float64(i%7))
+		}
+		second[name] = q
+	}
+	for run, params := range []map[string]*tensor.Tensor{m.Params, second, m.Params} {
+		got, err := placed.Run(m.Inputs, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g := range m.Plan.Placement {
+			m.Plan.Placement[g].Chosen = plan.Generated
+		}
+		want, err := hostRun(t, m, cpu.Kind.Name, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, w := range want {
+			if err := rounding.CompareModel(precision.F32, m.Depth, got[name], w); err != nil {
+				t.Errorf("run %d: output %s: %v", run, name, err)
+			}
+		}
+	}
+}

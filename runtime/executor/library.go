@@ -145,13 +145,22 @@ func (pr *Program) library(d Device, s *plan.Step, where string) (func() error, 
 		return nil, err
 	}
 	buffers := s.LibraryBuffers()
-	fixedWeights := false // W holds parameters: only a binding changes it
-	if s.Conv != nil {
-		fixedWeights = pr.Plan.HoldsParameter(s.Conv.W.Buffer)
-		release, err := lib.AcquireConv(s.Conv)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", lib.Version, err)
-		}
+	// The weights (a convolution's W, a product's B or else A) hold
+	// parameters: only a binding changes them.
+	fixedWeights := pr.Plan.HoldsParameter(buffers[1])
+	weightsA := s.GEMM != nil && !fixedWeights && pr.Plan.HoldsParameter(buffers[0])
+	fixedWeights = fixedWeights || weightsA
+	var release func()
+	switch {
+	case s.Conv != nil:
+		release, err = lib.AcquireConv(s.Conv)
+	case fixedWeights:
+		release, err = lib.AcquireGEMM(s.GEMM, weightsA)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", lib.Version, err)
+	}
+	if release != nil {
 		pr.releases = append(pr.releases, release)
 	}
 	return func() (err error) {
@@ -168,17 +177,18 @@ func (pr *Program) library(d Device, s *plan.Step, where string) (func() error, 
 			}
 			ptrs[i] = unsafe.Pointer(unsafe.SliceData(mem))
 		}
-		if s.Conv != nil {
-			var binding uint64 // 0: the weights may have changed
-			if fixedWeights {
-				binding = pr.binding
-			}
-			if err := lib.Conv(s.Conv, ptrs[0], ptrs[1], ptrs[2], binding); err != nil {
-				return fmt.Errorf("%s: %w", where, err)
-			}
-			return nil
+		var binding uint64 // 0: the weights may have changed
+		if fixedWeights {
+			binding = pr.binding
 		}
-		lib.GEMM(s.GEMM, ptrs[0], ptrs[1], ptrs[2])
+		if s.Conv != nil {
+			err = lib.Conv(s.Conv, ptrs[0], ptrs[1], ptrs[2], binding)
+		} else {
+			err = lib.GEMM(s.GEMM, ptrs[0], ptrs[1], ptrs[2], hostlib.Weights{Binding: binding, A: weightsA})
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
 		return nil
 	}, nil
 }

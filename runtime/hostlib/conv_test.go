@@ -82,7 +82,7 @@ func TestConvReleased(t *testing.T) {
 	held := func() int {
 		lib.dnnl.mu.Lock()
 		defer lib.dnnl.mu.Unlock()
-		return len(lib.dnnl.convs)
+		return len(lib.dnnl.prims)
 	}
 	before := held()
 	tc := convcase.Random(rand.New(rand.NewPCG(5, 6)), "onednn", 0, false) // depthwise: reorders, own memories

@@ -9,16 +9,16 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
-
-	"tofuc/runtime/plan"
 )
 
 // CallsRevision numbers the way this package calls the libraries (the
 // layouts it asks for, what it reorders when): a profile database keys
 // its times with it, so that times measured the old way are not reused.
 // Revision 3: every convolution in oneDNN's layouts, the weights
-// reordered once per binding and kept per address.
-const CallsRevision = 3
+// reordered once per binding and kept per address. Revision 4: oneDNN's
+// products with a parameter as B on its matmul primitive, B reordered
+// likewise.
+const CallsRevision = 4
 
 // Library is a loaded vendor library.
 type Library struct {
@@ -168,22 +168,4 @@ func register(h uintptr, fn any, sym string) error {
 	}
 	purego.RegisterFunc(fn, addr)
 	return nil
-}
-
-// GEMM runs call c on the buffers a, b and out (their first elements).
-// The call must have been validated (plan.Validate).
-func (l *Library) GEMM(c *plan.GEMMCall, a, b, out unsafe.Pointer) {
-	bl := c.BLAS()
-	if bl.Swapped {
-		a, b = b, a
-	}
-	c.ForEachEntry(func(idx []int) {
-		pa, pb, pc := at(a, bl.A.Matrix, idx), at(b, bl.B.Matrix, idx), at(out, bl.C.Matrix, idx)
-		l.sgemm(bl.TransA, bl.TransB, bl.C.Rows, bl.C.Cols, bl.A.Cols, pa, bl.LDA, pb, bl.LDB, pc, bl.LDC)
-	})
-}
-
-// at is the address of matrix m's batch entry idx in the buffer at base.
-func at(base unsafe.Pointer, m *plan.Matrix, idx []int) unsafe.Pointer {
-	return unsafe.Add(base, m.EntryOffset(idx)*4)
 }

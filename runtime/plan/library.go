@@ -120,6 +120,16 @@ func (c *GEMMCall) ForEachEntry(f func(idx []int)) {
 // int64's range).
 const maxBLASDim = math.MaxInt32
 
+// Transposed is the call that computes c's result transposed, Cᵀ =
+// Bᵀ·Aᵀ, in the same memory: its A is c's B transposed, its B c's A.
+func (c *GEMMCall) Transposed() *GEMMCall {
+	t := func(m Matrix) Matrix {
+		m.Row, m.Col = m.Col, m.Row
+		return m
+	}
+	return &GEMMCall{Backend: c.Backend, M: c.N, N: c.M, K: c.K, Batch: c.Batch, A: t(c.B), B: t(c.A), C: t(c.C)}
+}
+
 // Operands are the call's matrices with their extents.
 func (c *GEMMCall) Operands() [3]Operand {
 	return [3]Operand{{"a", &c.A, c.M, c.K}, {"b", &c.B, c.K, c.N}, {"c", &c.C, c.M, c.N}}
