@@ -10,3 +10,5 @@ type Pricer = pricer
 func RefineTimeWith(g *cost.Graph, r *Result, price Pricer, memory int64, seed uint64, steps int) (*Result, *MCMC, error) {
 	return refineTime(g, r, price, memory, seed, steps)
 }
+
+var TimeFactorisations = timeFactorisations

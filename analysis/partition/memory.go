@@ -45,7 +45,7 @@ func searchMemory(g *cost.Graph, c *Coarse, devices int, opt Options, r0 *Result
 	lo, hi := 0, len(lambdas)
 	for lo < hi {
 		mid := (lo + hi) / 2
-		r, err := recursive(g, c, devices, opt, space{ok: allowAll, lambda: lambdas[mid]}, opt.eliminator(), true)
+		r, err := recursive(g, c, devices, opt, space{ok: allowAll, lambda: lambdas[mid], weighting: opt.weighting}, opt.eliminator(), true)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"fmt"
+	"slices"
 
 	"tofuc/analysis/cost"
 )
@@ -19,7 +20,8 @@ type Outcome struct {
 	Objective string
 }
 
-// Run searches, runs the baselines, simulates every plan on the topology,
+// Run searches (SearchTime with the time objective), runs the
+// baselines, simulates every plan on the topology,
 // chooses the best under the objective and the memory limit (Choose),
 // refines it by MCMC with the time objective, and, when tradeOff, adds
 // the memory trade-off table.
@@ -35,7 +37,12 @@ func Run(g *cost.Graph, devices int, opt Options, tradeOff bool) (*Outcome, erro
 		return nil, fmt.Errorf("the topology %q has %d devices, fewer than the %d to plan for: no built-in topology has more (tofuc partition --topology FILE takes a machine of your own; tofuc compile, eval and bench plan for at most 32 devices)", out.Topology.Name, len(out.Topology.Devices), devices)
 	}
 	var err error
-	if out.Searched, err = Search(g, devices, opt); err != nil {
+	if out.Objective == Time {
+		out.Searched, err = SearchTime(g, devices, opt, out.Topology)
+	} else {
+		out.Searched, err = Search(g, devices, opt)
+	}
+	if err != nil {
 		return nil, err
 	}
 	base := opt
@@ -64,8 +71,8 @@ func Run(g *cost.Graph, devices int, opt Options, tradeOff bool) (*Outcome, erro
 	}
 	if tradeOff {
 		var free *Result
-		if out.Searched.Memory == "" {
-			free = out.Searched // the unconstrained plan fitted
+		if out.Searched.Memory == "" && out.Searched.Weighting == "" && slices.Equal(out.Searched.Plan.Factors, factorsOf(devices, opt)) {
+			free = out.Searched // the unconstrained plan in bytes fitted
 		}
 		if out.TradeOff, err = TradeOff(g, devices, base, free, out.Best); err != nil {
 			return nil, err
@@ -105,3 +112,12 @@ func DefaultTopology(devices int) string {
 // defaultTopologies are one NVLink machine, then two and four of them
 // over InfiniBand.
 var defaultTopologies = []string{"h100-nvlink", "h100-2x8-ib", "h100-4x8-ib"}
+
+// factorsOf is the recursion a search of opt over devices takes:
+// opt.Factors, or Factorise's.
+func factorsOf(devices int, opt Options) []int {
+	if opt.Factors != nil {
+		return opt.Factors
+	}
+	return Factorise(devices)
+}

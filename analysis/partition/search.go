@@ -32,6 +32,8 @@ type Options struct {
 	Topology  *cost.Topology
 	MCMCSteps int
 	Seed      uint64
+	// weighting weighs bytes for the time objective (SearchTime).
+	weighting weighting
 }
 
 // DefaultTableLimit is the largest elimination table (entries) built.
@@ -51,6 +53,10 @@ type Result struct {
 	Memory string
 	// Chosen names the plan Choose kept: "search" or a baseline.
 	Chosen string
+	// Weighting says how the search weighed bytes ("" alike), and
+	// Candidates how many searches SearchTime chose it from (0: one).
+	Weighting  string
+	Candidates int
 	// Sim is the plan's simulated step (Simulate), nil until simulated.
 	Sim *cost.Simulation
 }
@@ -116,7 +122,7 @@ func Search(g *cost.Graph, devices int, opt Options) (*Result, error) {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	roots(g) // in parallel: Coarsen would analyse them one by one
 	c := Coarsen(g)
-	res, err := recursive(g, c, devices, opt, space{ok: allowAll}, opt.eliminator(), true)
+	res, err := recursive(g, c, devices, opt, space{ok: allowAll, weighting: opt.weighting}, opt.eliminator(), true)
 	if err == nil && opt.Memory > 0 && res.Cost.Memory.Peak > opt.Memory {
 		res, err = searchMemory(g, c, devices, opt, res)
 	}
@@ -210,10 +216,7 @@ const blockShare = 64
 const MaxDevices = plan.MaxDevices
 
 func recursive(g *cost.Graph, c *Coarse, devices int, opt Options, sp space, solve solveStep, refineOps bool) (*Result, error) {
-	factors := opt.Factors
-	if factors == nil {
-		factors = Factorise(devices)
-	}
+	factors := factorsOf(devices, opt)
 	if devices < 2 || devices > MaxDevices {
 		return nil, fmt.Errorf("partitioning needs 2 to %d devices, not %d", MaxDevices, devices)
 	}

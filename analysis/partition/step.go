@@ -36,6 +36,9 @@ type step struct {
 	// unaries are the factors over one tensor variable (carried bytes,
 	// memory), by variable.
 	unaries map[int]*factor
+	weighting
+	// grads are the gradients of parameters, where weighting is on.
+	grads map[*ir.Value]bool
 }
 
 // allow filters a view's choices (ICML18 drops the reductions).
@@ -56,6 +59,35 @@ type space struct {
 	// lambda prices a byte of memory per device in bytes communicated:
 	// the Lagrange multiplier of a memory limit (0: memory is free).
 	lambda float64
+	weighting
+}
+
+// weighting weighs the bytes that overlap the backward pass apart from
+// the others, for the time objective (SearchTime): those of parameters'
+// gradients, and every byte an optimizer update moves. Data
+// parallelism's all-reduce is such a pair, a reduce-scatter of the
+// gradient and an all-gather of the updated parameter, and hides behind
+// the backward pass, while a transfer of activations holds up the
+// operator that waits for it.
+type weighting struct {
+	on bool
+	// overlapped is what an overlapping byte weighs, in 64ths of
+	// another's.
+	overlapped int64
+}
+
+// weightScale is the weight of a byte that does not overlap.
+const weightScale = 64
+
+// String says how bytes are weighed, for reports.
+func (w weighting) String() string {
+	switch {
+	case !w.on:
+		return ""
+	case w.overlapped == 0:
+		return "the bytes of parameters' gradients and optimizer updates, which overlap the backward pass, not counted"
+	}
+	return fmt.Sprintf("the bytes of parameters' gradients and optimizer updates, which overlap the backward pass, counted at %d/%d", w.overlapped, weightScale)
 }
 
 // layouts are the layouts of v the space allows at step i.
@@ -84,6 +116,7 @@ func newStep(g *cost.Graph, c *Coarse, p *cost.Plan, views []*cost.View, i int, 
 			return nil, fmt.Errorf("tensor %s is tied to a tensor split differently", v.Name)
 		}
 	}
+	s.weigh(sp.weighting)
 	distinct := distinctViews(views)
 	parallel(len(distinct), func(i int) { distinct[i].Step(s.k) })
 	for j, n := range g.IR.Nodes {
@@ -265,7 +298,11 @@ func (s *step) addNode(n *ir.Node, j int) {
 		for a, ch := range odom {
 			for b, d := range tdom {
 				e := &f.table[b*len(odom)+a]
-				switch c := table[cost.Slot(ch)][pos][cost.Col(d)]; {
+				c := table[cost.Slot(ch)][pos][cost.Col(d)]
+				if c > 0 {
+					c *= s.weight(n, v)
+				}
+				switch {
 				case c == cost.Forbidden || *e < 0:
 					*e = -1
 				case d < 0:
@@ -282,6 +319,37 @@ func (s *step) addNode(n *ir.Node, j int) {
 	for o, v := range n.Outputs {
 		add(v, sc.Store, o)
 	}
+}
+
+// weigh sets the step's weighting and, where it is on, the gradients
+// of parameters.
+func (s *step) weigh(w weighting) {
+	s.weighting = w
+	if !w.on {
+		return
+	}
+	params := map[*ir.Value]bool{}
+	for _, p := range s.g.IR.Params {
+		params[p.Value] = true
+	}
+	s.grads = map[*ir.Value]bool{}
+	for _, v := range s.tensors {
+		if v.GradOf != nil && params[v.GradOf] {
+			s.grads[v] = true
+		}
+	}
+}
+
+// weight is what a byte of tensor v that node n moves counts (1 where
+// the weighting is off).
+func (s *step) weight(n *ir.Node, v *ir.Value) int64 {
+	switch {
+	case !s.on:
+		return 1
+	case s.grads[v] || n.Role == "update":
+		return s.overlapped
+	}
+	return weightScale
 }
 
 // pair is the factor over a node variable and a tensor variable.
