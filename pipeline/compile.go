@@ -378,7 +378,7 @@ func compilePartitioned(g *ir.Graph, m *Model, dir string, opts Options, copts c
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", m.Path, err)
 	}
-	popt := partition.Options{Memory: opts.Memory, Objective: opts.Objective, Seed: partition.DefaultSeed, Progress: func(step, steps int) { p.Show("partitioning: step %d of %d", step, steps) }}
+	popt := partition.Options{Memory: opts.Memory, Objective: opts.Objective, Seed: partition.DefaultSeed, Progress: func(part, parts int) { p.Show("partitioning: %d of %d", part, parts) }}
 	prep, err := Partition(cg, PartitionInput{Model: m.Graph.Name, File: m.Path, Train: opts.Train != nil, Devices: opts.Devices}, popt)
 	if err != nil {
 		return nil, nil, err

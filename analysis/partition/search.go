@@ -19,8 +19,10 @@ type Options struct {
 	Factors []int
 	// Memory is the limit per device in bytes; 0: unlimited.
 	Memory int64
-	// Progress, when not nil, is told when each step starts.
-	Progress func(step, steps int)
+	// Progress, when not nil, is told when each part of the search
+	// starts: each recursion step of Search, each of SearchTime's
+	// searches.
+	Progress func(part, parts int)
 	// TableLimit bounds the tables of the elimination; beyond it a step
 	// is solved by local search and block descent and the result says so.
 	// 0: DefaultTableLimit.

@@ -196,6 +196,7 @@ func (s *step) carried(carried map[*ir.Value]int64) {
 		if b == 0 {
 			continue
 		}
+		b *= s.plainByte()
 		id := s.tensorID(v)
 		f := s.unary(id)
 		for x, d := range s.tdom[id] {
@@ -248,7 +249,7 @@ func (s *step) penalise(p *cost.Plan, i int, lambda float64) {
 			dims := append(slices.Clone(p.Tensors[v][:i]), d)
 			tile := cost.TileShape(s.g.Shapes[v], dims, p.Factors)
 			bytes := cost.ElemSize(v) * volume(tile) / s.later
-			f.table[x] += int64(lambda * float64(bytes))
+			f.table[x] += int64(lambda * float64(bytes*s.plainByte()))
 		}
 	}
 }
@@ -340,6 +341,16 @@ func (s *step) weigh(w weighting) {
 	}
 }
 
+// plainByte is what a byte that does not overlap counts: a carried
+// byte, or a byte of memory at a price lambda counts so (1 where the
+// weighting is off).
+func (s *step) plainByte() int64 {
+	if s.on {
+		return weightScale
+	}
+	return 1
+}
+
 // weight is what a byte of tensor v that node n moves counts (1 where
 // the weighting is off).
 func (s *step) weight(n *ir.Node, v *ir.Value) int64 {
@@ -349,7 +360,7 @@ func (s *step) weight(n *ir.Node, v *ir.Value) int64 {
 	case s.grads[v] || n.Role == "update":
 		return s.overlapped
 	}
-	return weightScale
+	return s.plainByte()
 }
 
 // pair is the factor over a node variable and a tensor variable.

@@ -139,7 +139,7 @@ func searchMethod(r *partition.Result) string {
 		s += "; within the memory limit: " + r.Memory
 	}
 	if r.Candidates > 1 {
-		s += fmt.Sprintf("; the fastest in simulated step time of %d searches over recursions and byte weightings: steps %s", r.Candidates, joinInts(r.Plan.Factors, " x "))
+		s += fmt.Sprintf("; the fastest in simulated step time of %d searches (recursions, and byte weightings on a training graph): steps %s", r.Candidates, joinInts(r.Plan.Factors, " x "))
 		if r.Weighting != "" {
 			s += ", " + r.Weighting
 		} else {

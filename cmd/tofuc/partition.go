@@ -81,7 +81,7 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	}
 	opt := partition.Options{Factors: factors, Memory: f.memory, Objective: f.objective, Topology: topo, Seed: f.seed}
 	p := newProgress(stderr)
-	opt.Progress = func(step, steps int) { p.Show("searching: step %d of %d", step, steps) }
+	opt.Progress = func(part, parts int) { p.Show("searching: %d of %d", part, parts) }
 	r, err := pipeline.Partition(g, pipeline.PartitionInput{Model: name, File: fs.Arg(0), Train: f.train.train, Devices: f.devices, TradeOff: f.tradeOff, Strategy: f.strategy, Pipeline: f.pipeline}, opt)
 	p.done()
 	if err != nil {

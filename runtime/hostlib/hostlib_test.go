@@ -87,6 +87,15 @@ func TestMatmulWeights(t *testing.T) {
 		}
 		release()
 	}
+	many := *rowMajor // more weight matrices than a primitive keeps
+	many.Batch = []int64{maxKeptWeights + 1}
+	if _, _, _, ok := lib.onMatmul(&many, nil, nil, false); ok {
+		t.Errorf("%d weight matrices offered to one primitive, which keeps %d", maxKeptWeights+1, maxKeptWeights)
+	}
+	many.B.Batch = []int64{0} // one, broadcast
+	if _, _, _, ok := lib.onMatmul(&many, nil, nil, false); !ok {
+		t.Error("a weight matrix broadcast over the batch not offered to the matmul primitive")
+	}
 }
 
 func checkMatmulWeights(t *testing.T, lib *Library, call *plan.GEMMCall, weightsA bool) {

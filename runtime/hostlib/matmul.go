@@ -29,12 +29,14 @@ type Weights struct {
 // runs each batch entry as its matmul primitive, the weights as the
 // primitive's second operand reordered once per binding and address to
 // its own layout, where it can: the weights B with a row-major result,
-// or the weights A with a column-major one (Cᵀ = Bᵀ·Aᵀ), and an
-// implementation other than oneDNN's reference one. BLAS's sgemm packs
+// or the weights A with a column-major one (Cᵀ = Bᵀ·Aᵀ), at most
+// maxKeptWeights weight matrices, and an implementation other than
+// oneDNN's reference one. BLAS's sgemm packs
 // its B again at every call: a ViT's linear layers took 1.3–1.4 times
 // as long that way (docs/placement.md). Other calls, and OpenBLAS's,
 // are sgemm. A program holds the primitive from its load
-// (AcquireGEMM); a call no caller holds makes its own.
+// (AcquireGEMM); a call no caller holds makes its own and frees it,
+// reordering its weights each time (slower than sgemm).
 func (l *Library) GEMM(c *plan.GEMMCall, a, b, out unsafe.Pointer, w Weights) error {
 	if call, src, weights, ok := l.onMatmul(c, a, b, w.A); ok && w.Binding != 0 {
 		p, release, err := l.dnnl.acquire(matmulKey(call), func() (*prim, error) { return l.dnnl.newMatmul(call) })
@@ -75,7 +77,20 @@ func (l *Library) onMatmul(c *plan.GEMMCall, a, b unsafe.Pointer, weightsA bool)
 	if weightsA {
 		call, src, weights = c.Transposed(), b, a
 	}
-	return call, src, weights, call.C.Col == 1
+	return call, src, weights, call.C.Col == 1 && weightMatrices(call) <= maxKeptWeights
+}
+
+// weightMatrices is how many weight matrices (B) call's batch entries
+// read: a primitive keeps at most maxKeptWeights reordered, and more
+// would be reordered again at every call.
+func weightMatrices(call *plan.GEMMCall) int64 {
+	n := int64(1)
+	for d, extent := range call.Batch {
+		if call.B.Batch[d] != 0 {
+			n *= extent
+		}
+	}
+	return n
 }
 
 // AcquireGEMM holds the matmul primitive of call c, with weights A
