@@ -40,9 +40,13 @@ op no_oh(x: [N, C, H, W], w: [O, C, 3, 3]) -> [N, O, H - 2, W - 2] =
 op no_kh(x: [N, C, H, W], w: [O, C, 3, 3]) -> [N, O, H - 2, W - 2] =
     lambda n, o, oh, ow: sum(lambda c, kh < 3, kw < 3: x[n, c, oh, ow + kw] * w[o, c, kh, kw])
 
+op width_bias(x: [N, C, H, W], w: [O, C, 3, 3], b: [W - 2]) -> [N, O, H - 2, W - 2] =
+    lambda n, o, oh, ow: sum(lambda c, kh, kw: x[n, c, oh + kh, ow + kw] * w[o, c, kh, kw]) + b[ow]
+
 model convs(img: f32[2, 16, 15, 15], stem: f32[1, 3, 32, 32], w3: f32[24, 16, 3, 3], b24: f32[24], w7: f32[16, 3, 7, 7],
             dw: f32[16, 1, 3, 3], dw2: f32[32, 1, 3, 3], small: f32[1, 64, 7, 7], dw5: f32[64, 1, 5, 5], wg: f32[24, 4, 3, 3],
-            seq: f32[2, 16, 80], w1d: f32[8, 16, 5], vol: f32[1, 8, 6, 7, 8], w3d: f32[8, 8, 3, 3, 3], wt: f32[16, 8, 3, 3]) {
+            seq: f32[2, 16, 80], w1d: f32[8, 16, 5], vol: f32[1, 8, 6, 7, 8], w3d: f32[8, 8, 3, 3, 3], wt: f32[16, 8, 3, 3],
+            b13: f32[13]) {
     c3 = relu(conv2d_bias<pads = [1, 1, 1, 1]>(img, w3, b24))
     cs = conv2d<strides = [2, 2], pads = [1, 1, 1, 1]>(img, w3)
     cd = conv2d<dilations = [2, 2], pads = [2, 2, 2, 2]>(img, w3)
@@ -61,7 +65,9 @@ model convs(img: f32[2, 16, 15, 15], stem: f32[1, 3, 32, 32], w3: f32[24, 16, 3,
     rev = reversed(img, w3)
     noh = no_oh(img, w3)
     nkh = no_kh(img, w3)
-    return c3, cs, cd, ca, cstem, cdw, cdw2, cdw5, cg, c1d, c3d, ctail, ct, p1, rot, rev, noh, nkh
+    csig = sigmoid(conv2d<pads = [1, 1, 1, 1]>(img, w3))
+    cwb = relu(width_bias(img, w3, b13))
+    return c3, cs, cd, ca, cstem, cdw, cdw2, cdw5, cg, c1d, c3d, ctail, ct, p1, rot, rev, noh, nkh, csig, cwb
 }
 `
 
@@ -88,9 +94,10 @@ func TestConvPlacement(t *testing.T) {
 		}
 	}
 	slices.Sort(offered)
-	if want := []string{"c1d", "c3", "c3d", "ca", "cd", "cdw", "cdw2", "cdw5", "cg", "cs", "cstem", "ctail"}; !slices.Equal(offered, want) {
+	if want := []string{"c1d", "c3", "c3d", "ca", "cd", "cdw", "cdw2", "cdw5", "cg", "cs", "csig", "cstem", "ctail", "cwb"}; !slices.Equal(offered, want) {
 		t.Errorf("placement groups %v, want %v", offered, want)
 	}
+	checkPostOps(t, c.Plan)
 	for _, variant := range []string{plan.Generated, "onednn"} {
 		for i := range c.Plan.Placement {
 			c.Plan.Placement[i].Chosen = variant
@@ -98,6 +105,46 @@ func TestConvPlacement(t *testing.T) {
 		matchInterp(t, variant, g, c.Plan, dir, false, func(lang.DType) tensor.Tolerance {
 			return rounding.ModelTolerance(precision.F32, 1)
 		})
+	}
+}
+
+// checkPostOps checks which of convModel's convolutions oneDNN's call
+// finishes with post-ops (a bias along the channels, then bounds) and
+// which leave an epilogue kernel (a sigmoid, a bias along the width).
+func checkPostOps(t *testing.T, p *plan.Plan) {
+	t.Helper()
+	relu := []plan.Activation{{Kind: plan.ActMax, Value: 0}}
+	relu6 := []plan.Activation{{Kind: plan.ActMax, Value: 0}, {Kind: plan.ActMin, Value: 6}}
+	want := map[string]struct {
+		bias bool
+		acts []plan.Activation
+	}{"c3": {true, relu}, "cdw": {false, relu6}, "cg": {true, nil}}
+	epilogues := map[string]bool{}
+	for _, k := range p.Kernels {
+		if name, ok := strings.CutSuffix(k.Label, " (epilogue)"); ok {
+			epilogues[strings.FieldsFunc(name, func(r rune) bool { return r == '.' || r == ' ' })[0]] = true
+		}
+	}
+	for _, s := range p.Steps[0] {
+		if s.Conv == nil {
+			continue
+		}
+		name := strings.FieldsFunc(s.Label, func(r rune) bool { return r == '.' || r == ' ' })[0]
+		w, fused := want[name]
+		switch post := s.Conv.Post; {
+		case fused != (post != nil):
+			t.Errorf("%s: post-ops %+v", name, post)
+		case fused && (w.bias != (post.Bias != nil) || !slices.Equal(post.Acts, w.acts)):
+			t.Errorf("%s: post-ops %+v (bias %v), want bias %v and %v", name, post, post.Bias, w.bias, w.acts)
+		}
+		if fused && epilogues[name] {
+			t.Errorf("%s: an epilogue kernel beside the call's post-ops", name)
+		}
+	}
+	for _, name := range []string{"csig", "cwb"} {
+		if !epilogues[name] {
+			t.Errorf("%s: no epilogue kernel", name)
+		}
 	}
 }
 

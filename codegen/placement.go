@@ -27,6 +27,7 @@ type libraryCall struct {
 	backends []string
 	flops    int64
 	step     func(backend string, key any) (plan.Step, error)
+	conv     bool // the step is a convolution (a library may add post-ops)
 }
 
 // offerLibraries adds, for a contraction kernel k whose sum a library
@@ -45,30 +46,69 @@ func (b *builder) offerLibraries(device int, k *kernel.Kernel) (int, error) {
 		return -1, nil
 	}
 	group := len(b.p.Placement)
-	cKey := any(k.Out().Key)
-	if !k.SumOnly() {
-		cKey = productKey{k}
-		b.buffer(cKey, k.Label+" product", device, lang.F32, k.Shape, plan.RoleWorkspace)
+	var post *plan.PostOps
+	if call.conv {
+		var err error
+		if post, err = b.postOps(k); err != nil {
+			return -1, err
+		}
 	}
+	var unfused []string // the backends whose call leaves the epilogue to a kernel
 	for _, backend := range call.backends {
-		s, err := call.step(backend, cKey)
+		key := any(k.Out().Key)
+		fused := k.SumOnly() || post != nil && hostlib.RunsConvolutions(backend)
+		if !fused {
+			key = productKey{k}
+			if len(unfused) == 0 {
+				b.buffer(key, k.Label+" product", device, lang.F32, k.Shape, plan.RoleWorkspace)
+			}
+			unfused = append(unfused, backend)
+		}
+		s, err := call.step(backend, key)
 		if err != nil {
 			return -1, err
+		}
+		if s.Conv != nil && fused && !k.SumOnly() {
+			s.Conv.Post = post
 		}
 		s.Op, s.Label, s.Pos = plan.Library, k.Label, posOf(k)
 		s.Place = &plan.Placed{Group: group, Variants: []string{backend}}
 		b.addStep(device, false, s)
 	}
-	if !k.SumOnly() {
-		idx, err := b.launch(device, false, k.ReadSum(cKey))
+	if len(unfused) > 0 && !k.SumOnly() {
+		idx, err := b.launch(device, false, k.ReadSum(productKey{k}))
 		if err != nil {
 			return -1, err
 		}
-		b.p.Steps[device][idx].Place = &plan.Placed{Group: group, Variants: slices.Clone(call.backends)}
+		b.p.Steps[device][idx].Place = &plan.Placed{Group: group, Variants: unfused}
 	}
 	b.p.Placement = append(b.p.Placement, plan.PlaceGroup{Label: k.Label, Pos: posOf(k),
 		Candidates: append(slices.Clone(call.backends), plan.Generated), Chosen: plan.Generated})
 	return group, nil
+}
+
+// postOps is the epilogue of convolution kernel k as its call's
+// post-ops (a bias along the output channels, then bounds:
+// kernel.PostOps), its bias bound to its buffer; nil when the epilogue
+// is no such chain. A library with them writes k's output in its call,
+// where the epilogue kernel read the product back and wrote the output
+// again.
+func (b *builder) postOps(k *kernel.Kernel) (*plan.PostOps, error) {
+	if k.SumOnly() {
+		return nil, nil
+	}
+	po, ok := k.PostOps()
+	if !ok || po.Bias >= 0 && po.BiasVar != 1 {
+		return nil, nil
+	}
+	post := &plan.PostOps{Acts: po.Acts}
+	if po.Bias >= 0 {
+		post.Bias = &plan.Dense{}
+		if err := b.bindOperands(k, []*int{&post.Bias.Buffer}, k.Args[po.Bias].Key); err != nil {
+			return nil, err
+		}
+	}
+	return post, nil
 }
 
 // libraryCall is k's sum as a library's call, when one can make it: a
@@ -89,7 +129,7 @@ func (b *builder) libraryCall(k *kernel.Kernel) (libraryCall, bool) {
 			c := cv.Call
 			c.Backend = backend
 			return plan.Step{Conv: &c}, b.bindOperands(k, []*int{&c.X.Buffer, &c.W.Buffer, &c.Y.Buffer}, k.Args[cv.X].Key, k.Args[cv.W].Key, key)
-		}}, true
+		}, conv: true}, true
 	}
 	return libraryCall{}, false
 }

@@ -420,6 +420,11 @@ func callWithoutBuffers(s *plan.Step) any {
 	}
 	c := *s.Conv
 	c.X.Buffer, c.W.Buffer, c.Y.Buffer = 0, 0, 0
+	if c.Post != nil && c.Post.Bias != nil {
+		post := *c.Post
+		post.Bias = &plan.Dense{Offset: c.Post.Bias.Offset}
+		c.Post = &post
+	}
 	return c
 }
 

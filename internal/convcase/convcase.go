@@ -18,6 +18,35 @@ import (
 type Case struct {
 	Call *plan.ConvCall
 	Bufs [3][]float32
+	// Bias is the post-ops' bias's buffer, where the call has one.
+	Bias []float32
+}
+
+// postActs are the activations WithPost draws from: ReLU, ReLU6, clips
+// of either bound and of both.
+var postActs = [][]plan.Activation{
+	nil,
+	{{Kind: plan.ActMax, Value: 0}},
+	{{Kind: plan.ActMax, Value: 0}, {Kind: plan.ActMin, Value: 6}},
+	{{Kind: plan.ActMax, Value: -0.5}},
+	{{Kind: plan.ActMin, Value: 0.3}},
+	{{Kind: plan.ActMin, Value: 1}, {Kind: plan.ActMax, Value: 0.1}},
+}
+
+// WithPost gives tc's call post-ops: a bias at a random offset in a
+// buffer of its own (every other trial) and activations from postActs.
+func WithPost(r *rand.Rand, tc Case, trial int) Case {
+	c := *tc.Call
+	c.Post = &plan.PostOps{Acts: postActs[r.IntN(len(postActs))]}
+	if trial%2 == 0 || len(c.Post.Acts) == 0 {
+		c.Post.Bias = &plan.Dense{Offset: r.Int64N(3)}
+		tc.Bias = make([]float32, c.Post.Bias.Offset+c.O+int64(r.IntN(2)))
+		for i := range tc.Bias {
+			tc.Bias[i] = float32(r.NormFloat64())
+		}
+	}
+	tc.Call = &c
+	return tc
 }
 
 // Random is a random valid convolution of backend, in one to three
@@ -63,6 +92,9 @@ func Random(r *rand.Rand, backend string, trial int, symmetric bool) Case {
 func (tc Case) Check(out []float32) error {
 	c := tc.Call
 	want, bound := reference(c, tc.Bufs[0][c.X.Offset:], tc.Bufs[1][c.W.Offset:])
+	if c.Post != nil {
+		tc.post(want, bound)
+	}
 	for i, v := range out {
 		j := int64(i) - c.Y.Offset
 		if j < 0 || j >= int64(len(want)) {
@@ -76,6 +108,28 @@ func (tc Case) Check(out []float32) error {
 		}
 	}
 	return nil
+}
+
+// post applies the call's post-ops to its sums want, widening their
+// bounds by the bias's addition (an activation, 1-Lipschitz, widens
+// none).
+func (tc Case) post(want, bound []float64) {
+	c := tc.Call
+	perChannel := int64(len(want)) / (c.N * c.O)
+	for i := range want {
+		if b := c.Post.Bias; b != nil {
+			bias := float64(tc.Bias[b.Offset+int64(i)/perChannel%c.O])
+			want[i] += bias
+			bound[i] += 0x1p-23 * (math.Abs(want[i]) + math.Abs(bias))
+		}
+		for _, a := range c.Post.Acts {
+			if a.Kind == plan.ActMax {
+				want[i] = math.Max(want[i], a.Value)
+			} else {
+				want[i] = math.Min(want[i], a.Value)
+			}
+		}
+	}
 }
 
 // reference is the call's result by its definition (plan.ConvCall) in

@@ -169,7 +169,7 @@ func (pr *Program) library(d Device, s *plan.Step, where string) (func() error, 
 				err = fmt.Errorf("%s: %s failed: %v", where, lib.Version, r)
 			}
 		}()
-		var ptrs [3]unsafe.Pointer
+		ptrs := make([]unsafe.Pointer, 4) // a, b, c; a convolution's bias
 		for i, id := range buffers {
 			mem, err := dev.Bytes(pr.addr(id), pr.Plan.Buffers[id].Bytes)
 			if err != nil {
@@ -182,7 +182,7 @@ func (pr *Program) library(d Device, s *plan.Step, where string) (func() error, 
 			binding = pr.binding
 		}
 		if s.Conv != nil {
-			err = lib.Conv(s.Conv, ptrs[0], ptrs[1], ptrs[2], binding)
+			err = lib.Conv(s.Conv, ptrs[0], ptrs[1], ptrs[2], ptrs[3], binding)
 		} else {
 			err = lib.GEMM(s.GEMM, ptrs[0], ptrs[1], ptrs[2], hostlib.Weights{Binding: binding, A: weightsA})
 		}

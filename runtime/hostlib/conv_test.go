@@ -32,11 +32,33 @@ func TestConv(t *testing.T) {
 	}
 }
 
+// TestConvPostOps: the same with post-ops, a bias and activations
+// (ReLU, ReLU6, clips of one and two bounds), equal to the float64
+// loop's sums with them applied.
+func TestConvPostOps(t *testing.T) {
+	lib, err := Open("onednn")
+	if err != nil {
+		t.Skip(err)
+	}
+	r := rand.New(rand.NewPCG(5, 7))
+	for trial := range 60 {
+		tc := convcase.WithPost(r, convcase.Random(r, "onednn", trial, false), trial)
+		if err := tc.Call.Check(); err != nil {
+			t.Fatalf("trial %d: the test made a bad call %+v: %v", trial, tc.Call, err)
+		}
+		checkConv(t, lib, tc, trial)
+	}
+}
+
 func checkConv(t *testing.T, lib *Library, tc convcase.Case, trial int) {
 	c := tc.Call
 	out := slices.Clone(tc.Bufs[2])
+	var bias unsafe.Pointer
+	if tc.Bias != nil {
+		bias = unsafe.Pointer(&tc.Bias[0])
+	}
 	conv := func() error {
-		return lib.Conv(c, unsafe.Pointer(&tc.Bufs[0][0]), unsafe.Pointer(&tc.Bufs[1][0]), unsafe.Pointer(&out[0]), 0)
+		return lib.Conv(c, unsafe.Pointer(&tc.Bufs[0][0]), unsafe.Pointer(&tc.Bufs[1][0]), unsafe.Pointer(&out[0]), bias, 0)
 	}
 	if err1, err2 := onTwoThreads(conv, conv); err1 != nil || err2 != nil {
 		t.Fatalf("trial %d (%+v): %v, %v", trial, c, err1, err2)

@@ -2,9 +2,13 @@ package hostlib
 
 import (
 	"fmt"
+	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"unsafe"
+
+	"tofuc/runtime/plan"
 )
 
 // oneDNN's enumerations and sizes (dnnl_types.h of oneDNN 2.6).
@@ -24,13 +28,16 @@ const (
 	dnnlArgSrc           = 1
 	dnnlArgDst           = 17
 	dnnlArgWeights       = 33
+	dnnlArgBias          = 41
+	dnnlEltwiseRelu      = 0x1f
+	dnnlEltwiseClipV2    = 0x10
 	dnnlMaxDims          = 12
 	dnnlUnimplemented    = 3 // dnnl_unimplemented
 )
 
 // dnnlPlainTag is the row-major format tag of each rank (dnnl_abc and
 // on), from rank 3.
-var dnnlPlainTag = map[int]int32{3: 4, 4: 5, 5: 7, 6: 8}
+var dnnlPlainTag = map[int]int32{1: 2, 2: 3, 3: 4, 4: 5, 5: 7, 6: 8}
 
 // memDesc holds a dnnl_memory_desc_t (696 bytes in oneDNN 2.6), with
 // room to spare; opDesc a dnnl_convolution_desc_t (5,976 bytes) or a
@@ -64,6 +71,12 @@ type dnnlAPI struct {
 	mdInitByTag     func(md *memDesc, ndims int32, dims *dnnlDims, dtype, tag int32) int32
 	mdInitByStrides func(md *memDesc, ndims int32, dims *dnnlDims, dtype int32, strides *dnnlDims) int32
 	matmulInit      func(md *opDesc, src, weights, bias, dst *memDesc) int32
+	attrClone       func(attr *uintptr, from uintptr) int32
+	attrDestroy     func(attr uintptr) int32
+	attrSetPostOps  func(attr, postOps uintptr) int32
+	postOpsCreate   func(postOps *uintptr) int32
+	postOpsDestroy  func(postOps uintptr) int32
+	postOpsEltwise  func(postOps uintptr, scale float32, alg int32, alpha, beta float32) int32
 	pdQuery         func(pd uintptr, what, index int32, result unsafe.Pointer) int32
 	convInit        func(cd *opDesc, prop, alg int32, src, weights, bias, dst *memDesc, strides, dilates, padL, padR *dnnlDims) int32
 	attrCreate      func(attr *uintptr) int32
@@ -108,6 +121,12 @@ func bindDNNL(h uintptr, inThreads func(f func())) (*dnnlAPI, error) {
 		"dnnl_memory_desc_init_by_strides":           &a.mdInitByStrides,
 		"dnnl_matmul_desc_init":                      &a.matmulInit,
 		"dnnl_primitive_desc_query":                  &a.pdQuery,
+		"dnnl_primitive_attr_clone":                  &a.attrClone,
+		"dnnl_primitive_attr_destroy":                &a.attrDestroy,
+		"dnnl_primitive_attr_set_post_ops":           &a.attrSetPostOps,
+		"dnnl_post_ops_create":                       &a.postOpsCreate,
+		"dnnl_post_ops_destroy":                      &a.postOpsDestroy,
+		"dnnl_post_ops_append_eltwise":               &a.postOpsEltwise,
 		"dnnl_dilated_convolution_forward_desc_init": &a.convInit,
 		"dnnl_primitive_attr_create":                 &a.attrCreate, "dnnl_primitive_attr_set_scratchpad_mode": &a.attrScratchpad,
 		"dnnl_memory_desc_get_size": &a.mdSize, "dnnl_primitive_destroy": &a.primDestroy,
@@ -155,6 +174,7 @@ type prim struct {
 	op      uintptr    // the convolution or matrix product
 	scratch [4]uintptr // op's, then each reorder's; 0 where none
 	plain   [3]uintptr // x, w, y as the plan lays them out
+	bias    uintptr    // the post-ops' bias, plain; 0 where none
 	inner   [3]uintptr // what the convolution reads and writes, but reordered weights
 	reorder [3]uintptr // x → inner, w → weights' memory, inner → y; 0 where none
 	// weightsMD is the layout of reordered weights; weights holds them,
@@ -216,7 +236,7 @@ func (a *dnnlAPI) destroy(p *prim) {
 			a.memDestroy(p.inner[i])
 		}
 	}
-	for _, m := range append(p.plain[:], p.scratch[:]...) {
+	for _, m := range slices.Concat(p.plain[:], p.scratch[:], []uintptr{p.bias}) {
 		if m != 0 {
 			a.memDestroy(m)
 		}
@@ -285,13 +305,17 @@ func (a *dnnlAPI) primitive(prim, scratch *uintptr, pd uintptr) error {
 	return dnnlStatus("dnnl_memory_create", a.memCreate(scratch, md, a.engine, dnnlMemoryAllocate))
 }
 
-// run runs primitive p on the tensors at ptrs (x, w, y), reordering
-// where it needs (the weights only when not reordered for the same
-// binding and address before, Conv), one call at a time.
-func (a *dnnlAPI) run(p *prim, ptrs [3]unsafe.Pointer, weightsBinding uint64) (err error) {
+// run runs primitive p on the tensors at ptrs (x, w, y, and the bias
+// where p has one), reordering where it needs (the weights only when
+// not reordered for the same binding and address before, Conv), one
+// call at a time.
+func (a *dnnlAPI) run(p *prim, ptrs []unsafe.Pointer, weightsBinding uint64) (err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for i, m := range p.plain {
+	for i, m := range append(p.plain[:], p.bias) {
+		if m == 0 {
+			continue
+		}
 		if err := dnnlStatus("dnnl_memory_set_data_handle", a.memSetHandle(m, ptrs[i])); err != nil {
 			return err
 		}
@@ -323,7 +347,11 @@ func (a *dnnlAPI) run(p *prim, ptrs [3]unsafe.Pointer, weightsBinding uint64) (e
 			}
 			weights = kept.mem
 		}
-		exec(p.op, p.scratch[0], execArg{dnnlArgSrc, p.inner[0]}, execArg{dnnlArgWeights, weights}, execArg{dnnlArgDst, p.inner[2]})
+		args := []execArg{{dnnlArgSrc, p.inner[0]}, {dnnlArgWeights, weights}, {dnnlArgDst, p.inner[2]}}
+		if p.bias != 0 {
+			args = append(args, execArg{dnnlArgBias, p.bias})
+		}
+		exec(p.op, p.scratch[0], args...)
 		if p.reorder[2] != 0 {
 			exec(p.reorder[2], p.scratch[3], execArg{dnnlArgSrc, p.inner[2]}, execArg{dnnlArgDst, p.plain[2]})
 		}
@@ -362,4 +390,44 @@ func (a *dnnlAPI) dropWeights(p *prim) {
 		a.memDestroy(kept.mem)
 	}
 	p.weights = nil
+}
+
+// attrWith is a primitive attribute with a's (its scratchpad from the
+// caller) and post-ops acts, for the caller to destroy; a.attr itself
+// where there are none. Bounds compose into one bound on each side
+// (clamps compose into a clamp), run as one post-op: a ReLU, or a clip.
+// (oneDNN 2.6 skipped the second of two clips: min 1 then max 0.1 left
+// -1.6, TestConvPostOps.)
+func (a *dnnlAPI) attrWith(acts []plan.Activation) (attr uintptr, destroy func(), err error) {
+	lo, hi := math.Inf(-1), math.Inf(1)
+	for _, act := range acts {
+		if act.Kind == plan.ActMax {
+			lo, hi = max(lo, act.Value), max(hi, act.Value)
+		} else {
+			lo, hi = min(lo, act.Value), min(hi, act.Value)
+		}
+	}
+	if math.IsInf(lo, -1) && math.IsInf(hi, 1) {
+		return a.attr, func() {}, nil
+	}
+	var po uintptr
+	if err := dnnlStatus("dnnl_post_ops_create", a.postOpsCreate(&po)); err != nil {
+		return 0, nil, err
+	}
+	defer a.postOpsDestroy(po)
+	alg, alpha, beta := int32(dnnlEltwiseClipV2), float32(max(lo, -math.MaxFloat32)), float32(min(hi, math.MaxFloat32))
+	if lo == 0 && math.IsInf(hi, 1) {
+		alg, alpha, beta = dnnlEltwiseRelu, 0, 0 // alpha: the slope below 0
+	}
+	if err := dnnlStatus("dnnl_post_ops_append_eltwise", a.postOpsEltwise(po, 1, alg, alpha, beta)); err != nil {
+		return 0, nil, err
+	}
+	if err := dnnlStatus("dnnl_primitive_attr_clone", a.attrClone(&attr, a.attr)); err != nil {
+		return 0, nil, err
+	}
+	if err := dnnlStatus("dnnl_primitive_attr_set_post_ops", a.attrSetPostOps(attr, po)); err != nil {
+		a.attrDestroy(attr)
+		return 0, nil, err
+	}
+	return attr, func() { a.attrDestroy(attr) }, nil
 }

@@ -47,7 +47,7 @@ func (l *Library) GEMM(c *plan.GEMMCall, a, b, out unsafe.Pointer, w Weights) er
 		if p.op != 0 {
 			call.ForEachEntry(func(idx []int) {
 				if err == nil {
-					err = l.dnnl.run(p, [3]unsafe.Pointer{at(src, &call.A, idx), at(weights, &call.B, idx), at(out, &call.C, idx)}, w.Binding)
+					err = l.dnnl.run(p, []unsafe.Pointer{at(src, &call.A, idx), at(weights, &call.B, idx), at(out, &call.C, idx)}, w.Binding)
 				}
 			})
 			return err

@@ -32,6 +32,46 @@ type ConvCall struct {
 	X         Dense   `json:"x"`
 	W         Dense   `json:"w"`
 	Y         Dense   `json:"y"`
+	// Post, when not nil, is what the call adds to each sum before
+	// writing Y: its bias is along the output channels.
+	Post *PostOps `json:"post,omitempty"`
+}
+
+// PostOps is what a library's call adds to each of its sums before it
+// writes its result, in the same pass (oneDNN's bias and post-ops): the
+// bias, when Bias is not nil, then each activation in order. A library
+// step with them computes a kernel's whole output, with no epilogue
+// kernel after it.
+type PostOps struct {
+	Bias *Dense       `json:"bias,omitempty"`
+	Acts []Activation `json:"acts,omitempty"`
+}
+
+// Activation is an element-wise bound a post-op applies: "max", x ↦
+// max(x, Value) (a ReLU at 0), or "min", x ↦ min(x, Value); a clip is
+// the two.
+type Activation struct {
+	Kind  string  `json:"kind"`
+	Value float64 `json:"value"`
+}
+
+// Activation kinds.
+const (
+	ActMax = "max"
+	ActMin = "min"
+)
+
+// check checks the post-ops' activations.
+func (p *PostOps) check() error {
+	for i, a := range p.Acts {
+		if a.Kind != ActMax && a.Kind != ActMin {
+			return fmt.Errorf("post.acts[%d]: kind %q is neither %q nor %q", i, a.Kind, ActMax, ActMin)
+		}
+		if math.IsNaN(a.Value) || math.IsInf(a.Value, 0) || math.Abs(a.Value) > math.MaxFloat32 {
+			return fmt.Errorf("post.acts[%d]: value %g is not a finite f32", i, a.Value)
+		}
+	}
+	return nil
 }
 
 // Dense is where a dense row-major operand of a library call starts:
@@ -122,6 +162,15 @@ func (c *ConvCall) Check() error {
 			return fmt.Errorf("conv: %w", err)
 		}
 	}
+	if c.Post != nil {
+		if IsGPUBackend(c.Backend) {
+			return fmt.Errorf("conv.post: %s runs no post-ops (a host library's call does)", c.Backend)
+		}
+		if b := c.Post.Bias; b != nil && (b.Offset < 0 || b.Offset > maxBLASDim) {
+			return fmt.Errorf("conv.post.bias: offset %d out of [0, %d]", b.Offset, maxBLASDim)
+		}
+		return c.Post.check()
+	}
 	return nil
 }
 
@@ -132,10 +181,14 @@ type convOperand struct {
 	shape []int64
 }
 
-// operands are the call's tensors.
-func (c *ConvCall) operands() [3]convOperand {
+// operands are the call's tensors: x, w, y and the bias if any.
+func (c *ConvCall) operands() []convOperand {
 	x, w, y := c.Shapes()
-	return [3]convOperand{{"x", c.X, x}, {"w", c.W, w}, {"y", c.Y, y}}
+	out := []convOperand{{"x", c.X, x}, {"w", c.W, w}, {"y", c.Y, y}}
+	if c.Post != nil && c.Post.Bias != nil {
+		out = append(out, convOperand{"post.bias", *c.Post.Bias, []int64{c.O}})
+	}
+	return out
 }
 
 // checkConv checks a checked call's tensors: each in an f32 buffer of

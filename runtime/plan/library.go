@@ -190,12 +190,18 @@ func (s *Step) LibraryCall() LibraryCall {
 }
 
 // LibraryBuffers are library step s's operands' buffers: a GEMM's A, B
-// and C, or a convolution's X, W and Y.
+// and C, or a convolution's X, W and Y, then its post-ops' bias if any.
+// The third is the one written.
 func (s *Step) LibraryBuffers() []int {
 	if c := s.GEMM; c != nil {
 		return []int{c.A.Buffer, c.B.Buffer, c.C.Buffer}
 	}
-	return []int{s.Conv.X.Buffer, s.Conv.W.Buffer, s.Conv.Y.Buffer}
+	c := s.Conv
+	out := []int{c.X.Buffer, c.W.Buffer, c.Y.Buffer}
+	if c.Post != nil && c.Post.Bias != nil {
+		out = append(out, c.Post.Bias.Buffer)
+	}
+	return out
 }
 
 func (c *GEMMCall) Library() string { return c.Backend }

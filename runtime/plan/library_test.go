@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -155,6 +156,15 @@ func TestConvRefuses(t *testing.T) {
 		{"a result past its buffer", func(p *Plan) { conv(p).Y.Offset = 1 }, "conv.y: reaches element 4 of buffer 1"},
 		{"a missing buffer", func(p *Plan) { conv(p).W.Buffer = 99 }, "conv.w: buffer 99 does not exist"},
 		{"a result into an input", func(p *Plan) { conv(p).Y.Buffer = 0 }, "writes buffer 0 (x), which holds a tile of an input"},
+		{"post-ops on cuDNN", func(p *Plan) {
+			conv(p).Backend, conv(p).Post = CUDNN, &PostOps{Acts: []Activation{{Kind: ActMax}}}
+		}, "cudnn runs no post-ops"},
+		{"an unknown bound", func(p *Plan) { conv(p).Post = &PostOps{Acts: []Activation{{Kind: "tanh"}}} }, `kind "tanh"`},
+		{"an infinite bound", func(p *Plan) {
+			conv(p).Post = &PostOps{Acts: []Activation{{Kind: ActMin, Value: math.Inf(1)}}}
+		}, "not a finite f32"},
+		{"a bias past its buffer", func(p *Plan) { conv(p).Post = &PostOps{Bias: &Dense{Buffer: 5, Offset: 9}} }, "conv.post.bias: reaches element 9 of buffer 5"},
+		{"a bias into the result", func(p *Plan) { conv(p).Post = &PostOps{Bias: &Dense{Buffer: 1}} }, "share bytes, and the step writes one of them"},
 	} {
 		p := withConv()
 		tc.edit(p)

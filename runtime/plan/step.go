@@ -253,7 +253,7 @@ func (p *Plan) access(s *Step) (reads, writes []int) {
 		return s.Call.Args, []int{s.To}
 	case Library:
 		b := s.LibraryBuffers()
-		return b[:2], b[2:]
+		return slices.Concat(b[:2], b[3:]), b[2:3]
 	}
 	return nil, nil
 }
