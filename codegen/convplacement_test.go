@@ -65,9 +65,11 @@ model convs(img: f32[2, 16, 15, 15], stem: f32[1, 3, 32, 32], w3: f32[24, 16, 3,
     rev = reversed(img, w3)
     noh = no_oh(img, w3)
     nkh = no_kh(img, w3)
+    clo = clip<min = 0.0>(conv2d_bias<strides = [2, 2]>(img, w3, b24))
+    chi = clip<max = 0.5>(conv2d<dilations = [2, 2]>(img, w3))
     csig = sigmoid(conv2d<pads = [1, 1, 1, 1]>(img, w3))
     cwb = relu(width_bias(img, w3, b13))
-    return c3, cs, cd, ca, cstem, cdw, cdw2, cdw5, cg, c1d, c3d, ctail, ct, p1, rot, rev, noh, nkh, csig, cwb
+    return c3, cs, cd, ca, cstem, cdw, cdw2, cdw5, cg, c1d, c3d, ctail, ct, p1, rot, rev, noh, nkh, clo, chi, csig, cwb
 }
 `
 
@@ -94,7 +96,7 @@ func TestConvPlacement(t *testing.T) {
 		}
 	}
 	slices.Sort(offered)
-	if want := []string{"c1d", "c3", "c3d", "ca", "cd", "cdw", "cdw2", "cdw5", "cg", "cs", "csig", "cstem", "ctail", "cwb"}; !slices.Equal(offered, want) {
+	if want := []string{"c1d", "c3", "c3d", "ca", "cd", "cdw", "cdw2", "cdw5", "cg", "chi", "clo", "cs", "csig", "cstem", "ctail", "cwb"}; !slices.Equal(offered, want) {
 		t.Errorf("placement groups %v, want %v", offered, want)
 	}
 	checkPostOps(t, c.Plan)
@@ -118,7 +120,8 @@ func checkPostOps(t *testing.T, p *plan.Plan) {
 	want := map[string]struct {
 		bias bool
 		acts []plan.Activation
-	}{"c3": {true, relu}, "cdw": {false, relu6}, "cg": {true, nil}}
+	}{"c3": {true, relu}, "cdw": {false, relu6}, "cg": {true, nil},
+		"clo": {true, relu}, "chi": {false, []plan.Activation{{Kind: plan.ActMin, Value: 0.5}}}} // a clip's open side dropped
 	epilogues := map[string]bool{}
 	for _, k := range p.Kernels {
 		if name, ok := strings.CutSuffix(k.Label, " (epilogue)"); ok {

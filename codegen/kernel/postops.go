@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"math"
 	"slices"
 
 	"tofuc/lang"
@@ -46,14 +47,27 @@ func (k *Kernel) postOps(p *PostOps, st int, e ir.Expr) bool {
 			return false
 		}
 		for i, arg := range x.Args {
-			if c, ok := floatConst(arg); ok {
-				kind := plan.ActMax
-				if x.Fn == "min" {
-					kind = plan.ActMin
-				}
-				p.Acts = append(p.Acts, plan.Activation{Kind: kind, Value: c})
-				return k.postOps(p, st, x.Args[1-i])
+			c, ok := floatConst(arg)
+			if !ok {
+				continue
 			}
+			// The bound in f32, as the kernel compares: one that bounds
+			// nothing (a clip's missing side, -inf for a max, inf for a
+			// min) is dropped; one that replaces every value (inf for a
+			// max, NaN) is no post-op.
+			value := float64(float32(c))
+			kind, open := plan.ActMax, math.IsInf(value, -1)
+			if x.Fn == "min" {
+				kind, open = plan.ActMin, math.IsInf(value, 1)
+			}
+			switch {
+			case open:
+			case math.IsInf(value, 0), math.IsNaN(value):
+				return false
+			default:
+				p.Acts = append(p.Acts, plan.Activation{Kind: kind, Value: value})
+			}
+			return k.postOps(p, st, x.Args[1-i])
 		}
 		return false
 	case *ir.Binary:

@@ -1,6 +1,7 @@
 package hostlib
 
 import (
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"unsafe"
 
 	"tofuc/internal/convcase"
+	"tofuc/runtime/plan"
 )
 
 // TestConv: oneDNN's convolutions, over random extents, groups
@@ -133,5 +135,35 @@ func TestConvReleased(t *testing.T) {
 	checkConv(t, lib, tc, 0) // held by no one: made and freed
 	if held() != before {
 		t.Fatalf("%d primitives after an unheld call, want %d", held(), before)
+	}
+}
+
+// TestConvPostOpsInfinite: a bound with an open side leaves an infinite
+// sum infinite (it was clipped to the largest f32 once).
+func TestConvPostOpsInfinite(t *testing.T) {
+	lib, err := Open("onednn")
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, tc := range []struct {
+		act  plan.Activation
+		w    float32
+		want float32
+	}{
+		{plan.Activation{Kind: plan.ActMax, Value: 0.5}, 10, float32(math.Inf(1))},
+		{plan.Activation{Kind: plan.ActMin, Value: -0.5}, -10, float32(math.Inf(-1))},
+	} {
+		c := &plan.ConvCall{Backend: "onednn", N: 1, C: 1, O: 1, Group: 1, In: []int64{4}, Kernel: []int64{1}, Out: []int64{4},
+			Strides: []int64{1}, Dilations: []int64{1}, PadsBegin: []int64{0}, PadsEnd: []int64{0},
+			Post: &plan.PostOps{Acts: []plan.Activation{tc.act}}}
+		x, w, y := []float32{3e38, 3e38, 3e38, 3e38}, []float32{tc.w}, make([]float32, 4)
+		if err := lib.Conv(c, unsafe.Pointer(&x[0]), unsafe.Pointer(&w[0]), unsafe.Pointer(&y[0]), nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range y {
+			if v != tc.want {
+				t.Errorf("%+v: y[%d] = %g, want %g", tc.act, i, v, tc.want)
+			}
+		}
 	}
 }

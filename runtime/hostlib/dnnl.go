@@ -415,7 +415,9 @@ func (a *dnnlAPI) attrWith(acts []plan.Activation) (attr uintptr, destroy func()
 		return 0, nil, err
 	}
 	defer a.postOpsDestroy(po)
-	alg, alpha, beta := int32(dnnlEltwiseClipV2), float32(max(lo, -math.MaxFloat32)), float32(min(hi, math.MaxFloat32))
+	// An open side is an infinite bound: ±MaxFloat32 clipped infinite
+	// sums to it (the review's repro: +Inf became 3.4e38).
+	alg, alpha, beta := int32(dnnlEltwiseClipV2), float32(lo), float32(hi)
 	if lo == 0 && math.IsInf(hi, 1) {
 		alg, alpha, beta = dnnlEltwiseRelu, 0, 0 // alpha: the slope below 0
 	}

@@ -12,7 +12,7 @@ import (
 
 // Version is the schema version this package reads and writes
 // (docs/plan.md, "Versions").
-const Version = 5
+const Version = 6
 
 // MaxDevices bounds the devices of a plan (and of a partition search,
 // analysis/partition's MaxDevices): Validate's ordering check costs up
