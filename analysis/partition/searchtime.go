@@ -18,12 +18,13 @@ import (
 // when each candidate starts.
 //
 // One search in bytes cannot see what the simulator does
-// (docs/partition.md, "The time objective"): a recursion of several
-// steps sends each step's bytes over that step's links while one step
-// over all devices uses them all at once, and gradients' all-reduces
-// overlap the backward pass while activations' transfers hold up the
-// operators that wait for them. On the Transformer over NVLink the
-// plan in bytes took 1.188 ms, data parallelism 1.098.
+// (docs/partition.md, "The search under the time objective"): a
+// recursion of several steps sends each step's bytes over that step's
+// links while one step over all devices uses them all at once, and
+// gradients' all-reduces overlap the backward pass while activations'
+// transfers hold up the operators that wait for them. On the
+// Transformer over NVLink the plan in bytes took 1.188 ms, data
+// parallelism 1.098.
 func SearchTime(g *cost.Graph, devices int, opt Options, t *cost.Topology) (*Result, error) {
 	start := time.Now()
 	factorisations := [][]int{opt.Factors}

@@ -31,12 +31,12 @@ type Weights struct {
 // its own layout, where it can: the weights B with a row-major result,
 // or the weights A with a column-major one (Cᵀ = Bᵀ·Aᵀ), at most
 // maxKeptWeights weight matrices, and an implementation other than
-// oneDNN's reference one. BLAS's sgemm packs
-// its B again at every call: a ViT's linear layers took 1.3–1.4 times
-// as long that way (docs/placement.md). Other calls, and OpenBLAS's,
-// are sgemm. A program holds the primitive from its load
-// (AcquireGEMM); a call no caller holds makes its own and frees it,
-// reordering its weights each time (slower than sgemm).
+// oneDNN's reference one. BLAS's sgemm packs its B again at every
+// call: a ViT's linear layers took 1.3–1.4 times as long that way
+// (docs/placement.md). Other calls, and OpenBLAS's, are sgemm. A
+// program holds the primitive from its load (AcquireGEMM); a call no
+// caller holds makes its own and frees it, reordering its weights each
+// time (slower than sgemm).
 func (l *Library) GEMM(c *plan.GEMMCall, a, b, out unsafe.Pointer, w Weights) error {
 	if call, src, weights, ok := l.onMatmul(c, a, b, w.A); ok && w.Binding != 0 {
 		p, release, err := l.dnnl.acquire(matmulKey(call), func() (*prim, error) { return l.dnnl.newMatmul(call) })
