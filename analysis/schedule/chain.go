@@ -70,8 +70,11 @@ func (s *Schedule) chainable(k int) (int, int) {
 // output's.
 func rowsRead(out *ir.Def, t *ir.Tensor, v *ir.Value) (int, bool) {
 	r := len(v.Shape) - 1
+	if r < 1 || r > len(out.Vars) { // a scalar read (rank 0) indexed v.Shape[-1]
+		return 0, false
+	}
 	cols, known := v.Shape[r].IsConst()
-	if r < 1 || r > len(out.Vars) || !known || cols > maxChainCols {
+	if !known || cols > maxChainCols {
 		return 0, false
 	}
 	for i, d := range v.Shape[:r] {

@@ -293,3 +293,22 @@ func TestChain(t *testing.T) {
 		}
 	}
 }
+
+// TestChainScalarOperand: a kernel after a chainable one that also
+// reads a scalar (rank 0) value schedules; rowsRead indexed the scalar's
+// shape at -1 and the compile crashed (a PyTorch export of
+// minimum(relu(conv(x)), x.mean()·ones(1))).
+func TestChainScalarOperand(t *testing.T) {
+	src := `model m<batch = 64>(x: f32[batch, 784]) {
+    w1 = param f32[784, 128] init glorot()
+    b1 = param f32[128] init zeros()
+    h = relu(linear(x, w1, b1))
+    s = reduce_mean<axes = [0, 1], keepdims = false>(x)
+    return min(h, s)
+}
+`
+	s := schedule.Build(load(t, src, 64))
+	if len(s.Kernels) == 0 {
+		t.Fatal("no kernels")
+	}
+}
