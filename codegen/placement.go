@@ -56,6 +56,8 @@ func (b *builder) offerLibraries(device int, k *kernel.Kernel) (int, error) {
 	var unfused []string // the backends whose call leaves the epilogue to a kernel
 	for _, backend := range call.backends {
 		key := any(k.Out().Key)
+		// The host's libraries with convolutions (oneDNN) run their
+		// post-ops; a GPU's (cuDNN) do not.
 		fused := k.SumOnly() || post != nil && hostlib.RunsConvolutions(backend)
 		if !fused {
 			key = productKey{k}

@@ -145,11 +145,13 @@ func (pr *Program) library(d Device, s *plan.Step, where string) (func() error, 
 		return nil, err
 	}
 	buffers := s.LibraryBuffers()
-	// The weights (a convolution's W, a product's B or else A) hold
-	// parameters: only a binding changes them.
-	fixedWeights := pr.Plan.HoldsParameter(buffers[1])
-	weightsA := s.GEMM != nil && !fixedWeights && pr.Plan.HoldsParameter(buffers[0])
-	fixedWeights = fixedWeights || weightsA
+	// Weights that parameters hold (a convolution's W; a product's B,
+	// or else its A) change only with a binding.
+	fixedWeights, weightsA := pr.Plan.HoldsParameter(buffers[1]), false
+	if s.GEMM != nil && !fixedWeights {
+		fixedWeights = pr.Plan.HoldsParameter(buffers[0])
+		weightsA = fixedWeights
+	}
 	var release func()
 	switch {
 	case s.Conv != nil:

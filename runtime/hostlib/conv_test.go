@@ -20,31 +20,25 @@ import (
 // threads: a primitive runs on a thread other than the one that made
 // it (oneDNN's per-thread scratchpad crashed there).
 func TestConv(t *testing.T) {
-	lib, err := Open("onednn")
-	if err != nil {
-		t.Skip(err)
-	}
-	r := rand.New(rand.NewPCG(3, 4))
-	for trial := range 80 {
-		tc := convcase.Random(r, "onednn", trial, false)
-		if err := tc.Call.Check(); err != nil {
-			t.Fatalf("trial %d: the test made a bad call %+v: %v", trial, tc.Call, err)
-		}
-		checkConv(t, lib, tc, trial)
-	}
+	convTrials(t, rand.New(rand.NewPCG(3, 4)), 80, func(_ *rand.Rand, tc convcase.Case, _ int) convcase.Case { return tc })
 }
 
 // TestConvPostOps: the same with post-ops, a bias and activations
 // (ReLU, ReLU6, clips of one and two bounds), equal to the float64
 // loop's sums with them applied.
 func TestConvPostOps(t *testing.T) {
+	convTrials(t, rand.New(rand.NewPCG(5, 7)), 60, convcase.WithPost)
+}
+
+// convTrials checks oneDNN's convolutions of trials random calls, each
+// made by convcase.Random and then edit.
+func convTrials(t *testing.T, r *rand.Rand, trials int, edit func(r *rand.Rand, tc convcase.Case, trial int) convcase.Case) {
 	lib, err := Open("onednn")
 	if err != nil {
 		t.Skip(err)
 	}
-	r := rand.New(rand.NewPCG(5, 7))
-	for trial := range 60 {
-		tc := convcase.WithPost(r, convcase.Random(r, "onednn", trial, false), trial)
+	for trial := range trials {
+		tc := edit(r, convcase.Random(r, "onednn", trial, false), trial)
 		if err := tc.Call.Check(); err != nil {
 			t.Fatalf("trial %d: the test made a bad call %+v: %v", trial, tc.Call, err)
 		}
