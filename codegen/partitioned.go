@@ -47,10 +47,13 @@ type (
 // copies the regions it reads from the devices holding them (its own
 // tile first); after each, partial outputs are combined over their group
 // and every device copies the parts of the output its tile holds.
-// Kernels of different nodes are not fused across devices.
+// Kernels of different nodes are not fused across devices. In a
+// pipeline plan's graph the graph's devices are slots: a slot's buffers
+// and steps are its device's, and the slots of a device holding the
+// same tile share one buffer (execution.Graph.Owner).
 func CompilePartitioned(eg *execution.Graph, g *ir.Graph, dir string, opts Options) (*Compiled, error) {
 	start := time.Now()
-	b := newBuilder(g.Name, eg.Devices, opts.Precision)
+	b := newBuilder(g.Name, eg.PhysicalDevices(), opts.Precision)
 	pb := &partitioned{builder: b, eg: eg, lastWrite: map[tileKey]int{}}
 	if err := pb.build(g); err != nil {
 		return nil, err
@@ -87,19 +90,40 @@ func (p *partitioned) build(g *ir.Graph) error {
 	return nil
 }
 
-// tile returns the buffer of device d's tile of v.
+// tile returns the buffer of slot d's tile of v.
 func (p *partitioned) tile(v *ir.Value, d int) int {
-	box := p.eg.Tiles[v][d]
+	key := p.tileKey(v, d)
+	box := p.eg.Tiles[v][key.d]
 	role := roleOf(v)
-	id := p.buffer(tileKey{v, d}, fmt.Sprintf("%s@%d", v.Name, d), d, v.DType, boxShape(box), role)
+	id := p.buffer(key, fmt.Sprintf("%s@%s", v.Name, p.slot(key.d)), p.eg.Device(d), v.DType, boxShape(box), role)
 	p.keep(id) // tiles may be read by any device at any later step
 	return id
 }
+
+// tileKey is the key of slot d's tile of v: its owner's.
+func (p *partitioned) tileKey(v *ir.Value, d int) tileKey {
+	return tileKey{v, p.eg.Owner(v, d)}
+}
+
+// slot names slot d in buffer names: its device, and the slot where a
+// device runs several.
+func (p *partitioned) slot(d int) string {
+	if p.eg.Physical == nil {
+		return fmt.Sprint(d)
+	}
+	return fmt.Sprintf("%d.%d", p.eg.Device(d), d)
+}
+
+// dev is the device of slot d.
+func (p *partitioned) dev(d int) int { return p.eg.Device(d) }
 
 // bindTiles binds a named tensor to its tiles on every device.
 func (p *partitioned) bindTiles(list *[]plan.Binding, v *ir.Value, role string) {
 	b := plan.Binding{Name: v.Name, DType: v.DType.String()}
 	for d, box := range p.eg.Tiles[v] {
+		if !p.eg.Holds(v, d) || p.eg.Owner(v, d) != d {
+			continue // its stage's slots hold v; a device's slots share a tile
+		}
 		id := p.tile(v, d)
 		if role != plan.RoleActivation && p.p.Buffers[id].Role == plan.RoleActivation || role == plan.RoleOutput {
 			p.p.Buffers[id].Role = role
@@ -126,7 +150,7 @@ func (p *partitioned) node(ops []*execution.Op) error {
 		}
 		last, err := p.device(op)
 		if err != nil {
-			return fmt.Errorf("%s: operator %s on device %d: %w", n.Pos, n.Name, op.Device, err)
+			return fmt.Errorf("%s: operator %s on device %s: %w", n.Pos, n.Name, p.slot(op.Device), err)
 		}
 		launched[op.Device] = last
 	}
@@ -154,18 +178,18 @@ func (p *partitioned) device(op *execution.Op) (int, error) {
 	last := -1
 	for _, def := range schedule.Launches(op.Inst) {
 		out := p.outputKey(op, def)
-		k, err := kernel.Build(fmt.Sprintf("%s@%d", n.Name, d), out, []kernel.Stage{{Inst: op.Inst, Def: def, Bind: p.binder(op)}})
+		k, err := kernel.Build(fmt.Sprintf("%s@%s", n.Name, p.slot(d)), out, []kernel.Stage{{Inst: op.Inst, Def: def, Bind: p.binder(op)}})
 		if err != nil {
 			return 0, err
 		}
 		k.Call = n.Pos
-		if last, err = p.launch(d, false, k); err != nil {
+		if last, err = p.launch(p.dev(d), false, k); err != nil {
 			return 0, err
 		}
 	}
 	for o, v := range n.Outputs {
 		if p.writesTile(op, o) {
-			p.lastWrite[tileKey{v, d}] = last
+			p.lastWrite[p.tileKey(v, d)] = last
 		}
 	}
 	return last, nil
@@ -187,16 +211,16 @@ func (p *partitioned) outputKey(op *execution.Op, def *ir.Def) any {
 		v := n.Outputs[o]
 		if p.writesTile(op, o) {
 			p.tile(v, d)
-			return tileKey{v, d}
+			return p.tileKey(v, d)
 		}
 		key := partKey{n, o, d}
-		id := p.buffer(key, fmt.Sprintf("%s@%d part", v.Name, d), d, v.DType, boxShape(op.Outputs[o]), roleOf(v))
+		id := p.buffer(key, fmt.Sprintf("%s@%s part", v.Name, p.slot(d)), p.dev(d), v.DType, boxShape(op.Outputs[o]), roleOf(v))
 		p.keep(id) // read by other devices
 		return key
 	}
 	key := deviceLocalKey{n, def, d}
 	shape, _ := concrete(def.Tensor.Name, def.Tensor.Shape)
-	p.buffer(key, fmt.Sprintf("%s@%d/%s", n.Name, d, def.Tensor.Name), d, def.Tensor.DType, shape, plan.RoleWorkspace)
+	p.buffer(key, fmt.Sprintf("%s@%s/%s", n.Name, p.slot(d), def.Tensor.Name), p.dev(d), def.Tensor.DType, shape, plan.RoleWorkspace)
 	return key
 }
 
@@ -215,7 +239,7 @@ func (p *partitioned) binder(op *execution.Op) func(*ir.Tensor) (kernel.Binding,
 				return kernel.Binding{Const: v.Const}, nil
 			case op.In[j].Tile(p.eg.Tiles[v][d]):
 				p.tile(v, d)
-				return kernel.Binding{Buffer: tileKey{v, d}}, nil
+				return kernel.Binding{Buffer: p.tileKey(v, d)}, nil
 			}
 			return kernel.Binding{Buffer: regionKey{n, j, d}}, nil
 		}
@@ -225,7 +249,7 @@ func (p *partitioned) binder(op *execution.Op) func(*ir.Tensor) (kernel.Binding,
 			if err != nil {
 				return kernel.Binding{}, err
 			}
-			p.buffer(key, fmt.Sprintf("%s@%d/%s", n.Name, d, t.Name), d, t.DType, shape, plan.RoleWorkspace)
+			p.buffer(key, fmt.Sprintf("%s@%s/%s", n.Name, p.slot(d), t.Name), p.dev(d), t.DType, shape, plan.RoleWorkspace)
 			return kernel.Binding{Buffer: key}, nil
 		}
 		return kernel.Binding{}, fmt.Errorf("tensor %s is not an input or a local of %s", t.Name, op.Inst.Op)
@@ -238,14 +262,14 @@ func (p *partitioned) binder(op *execution.Op) func(*ir.Tensor) (kernel.Binding,
 func (p *partitioned) gatherRegion(op *execution.Op, j int) error {
 	n, d := op.Node, op.Device
 	v, in := n.Inputs[j], op.In[j]
-	id := p.buffer(regionKey{n, j, d}, fmt.Sprintf("%s@%d in%d", n.Name, d, j), d, v.DType, in.Shape, plan.RoleWorkspace)
+	id := p.buffer(regionKey{n, j, d}, fmt.Sprintf("%s@%s in%d", n.Name, p.slot(d), j), p.dev(d), v.DType, in.Shape, plan.RoleWorkspace)
 	if len(in.Sums) == 1 {
 		p.copyPieces(d, id, v, in.Sums[0])
 		return nil
 	}
 	sum := plan.Step{Op: plan.Reduce, Reducer: "sum", To: id, Label: "add partial sums of " + v.Name}
 	for s, pieces := range in.Sums {
-		part := p.buffer(sumKey{n, j, d, s}, fmt.Sprintf("%s@%d in%d sum%d", n.Name, d, j, s), d, v.DType, in.Shape, plan.RoleWorkspace)
+		part := p.buffer(sumKey{n, j, d, s}, fmt.Sprintf("%s@%s in%d sum%d", n.Name, p.slot(d), j, s), p.dev(d), v.DType, in.Shape, plan.RoleWorkspace)
 		p.copyPieces(d, part, v, pieces)
 		sum.Parts = append(sum.Parts, part)
 	}
@@ -257,30 +281,34 @@ func (p *partitioned) gatherRegion(op *execution.Op, j int) error {
 		return err
 	}
 	p.touch(id)
-	p.addStep(d, false, sum)
+	p.addStep(p.dev(d), false, sum)
 	return nil
 }
 
-// copyPieces adds a copy, on device d, of every piece of v from its
-// device's tile into buffer to.
+// copyPieces adds a copy, on slot d's device, of every piece of v from
+// its slot's tile into buffer to.
 func (p *partitioned) copyPieces(d, to int, v *ir.Value, pieces []execution.Piece) {
 	for _, piece := range pieces {
 		src := p.tile(v, piece.From)
 		s := plan.Step{Op: plan.Copy, From: src, To: to, Src: planBox(piece.Box.Relative(p.eg.Tiles[v][piece.From])), At: piece.At, Label: "fetch " + v.Name}
-		if w, ok := p.lastWrite[tileKey{v, piece.From}]; ok && piece.From != d {
-			s.After = []plan.StepRef{{Device: piece.From, Step: w}}
+		if w, ok := p.lastWrite[p.tileKey(v, piece.From)]; ok && p.dev(piece.From) != p.dev(d) {
+			s.After = []plan.StepRef{{Device: p.dev(piece.From), Step: w}}
 		}
 		p.touch(src)
 		p.touch(to)
-		p.addStep(d, false, s)
+		p.addStep(p.dev(d), false, s)
 	}
 }
 
 // reduce combines partial outputs over each group: every member adds an
 // all-reduce of the group's parts into a buffer of its own (its tile
-// when the box is its tile). It returns, per device and output, the step
-// after which the device's final part of that output is ready (-1: none).
-// A reduce step names the kernel a GPU runtime launches for it.
+// when the box is its tile). In a pipeline plan's graph, the first of a
+// device's slots combines the parts for all of them, by a reduce step
+// reading the parts of the other devices where the group has several
+// slots on one device (a collective's members are distinct devices). It
+// returns, per slot and output, the step of its device after which its
+// final part of that output is ready (-1: none). A reduce step names the
+// kernel a GPU runtime launches for it.
 func (p *partitioned) reduce(ops []*execution.Op, launched []int) ([][]int, error) {
 	n := ops[0].Node
 	ready := make([][]int, len(ops))
@@ -290,6 +318,8 @@ func (p *partitioned) reduce(ops []*execution.Op, launched []int) ([][]int, erro
 			ready[op.Device][o] = launched[op.Device]
 		}
 	}
+	type combination struct{ to, step int }
+	combined := map[string]combination{} // by device, output and group
 	for _, op := range ops {
 		if op.Inst == nil {
 			continue
@@ -299,24 +329,33 @@ func (p *partitioned) reduce(ops []*execution.Op, launched []int) ([][]int, erro
 			if op.Groups[o] == nil {
 				continue // not partial, or kept as a partial sum
 			}
+			toTile := op.Outputs[o].Equal(p.eg.Tiles[v][d])
+			key := fmt.Sprint(p.dev(d), o, op.Groups[o])
+			if c, ok := combined[key]; ok {
+				ready[d][o] = c.step
+				if !toTile {
+					p.bufferOf[reducedKey{n, o, d}] = c.to
+				}
+				continue
+			}
 			s := plan.Step{Op: plan.Reduce, Reducer: op.Reducer.String(), Label: "combine " + v.Name}
 			for _, g := range op.Groups[o] {
 				if launched[g] < 0 {
 					continue
 				}
 				part := p.bufferOf[partKey{n, o, g}]
-				s.Parts, s.Group = append(s.Parts, part), append(s.Group, g)
+				s.Parts, s.Group = append(s.Parts, part), append(s.Group, p.dev(g))
 				p.touch(part)
-				if g != d {
-					s.After = append(s.After, plan.StepRef{Device: g, Step: launched[g]})
+				if p.dev(g) != p.dev(d) {
+					s.After = append(s.After, plan.StepRef{Device: p.dev(g), Step: launched[g]})
 				}
 			}
-			collective(&s, d)
+			collective(&s, p.dev(d))
 			var to int
-			if op.Outputs[o].Equal(p.eg.Tiles[v][d]) {
+			if toTile {
 				to = p.tile(v, d)
 			} else {
-				to = p.buffer(reducedKey{n, o, d}, fmt.Sprintf("%s@%d combined", v.Name, d), d, v.DType, boxShape(op.Outputs[o]), roleOf(v))
+				to = p.buffer(reducedKey{n, o, d}, fmt.Sprintf("%s@%s combined", v.Name, p.slot(d)), p.dev(d), v.DType, boxShape(op.Outputs[o]), roleOf(v))
 				p.keep(to) // read by other devices
 			}
 			s.To = to
@@ -325,9 +364,10 @@ func (p *partitioned) reduce(ops []*execution.Op, launched []int) ([][]int, erro
 				return nil, err
 			}
 			p.touch(to)
-			ready[d][o] = p.addStep(d, false, s)
-			if id, ok := p.bufferOf[tileKey{v, d}]; ok && id == to {
-				p.lastWrite[tileKey{v, d}] = ready[d][o]
+			ready[d][o] = p.addStep(p.dev(d), false, s)
+			combined[key] = combination{to, ready[d][o]}
+			if id, ok := p.bufferOf[p.tileKey(v, d)]; ok && id == to {
+				p.lastWrite[p.tileKey(v, d)] = ready[d][o]
 			}
 		}
 	}
@@ -338,35 +378,40 @@ func (p *partitioned) reduce(ops []*execution.Op, launched []int) ([][]int, erro
 // all-reduce: every member of a group combines the same box of the
 // same parts, in the same order, so its steps are one collective (a
 // ring's or a tree's traffic where a runtime calls a library, not each
-// member fetching every other part). A group of one stays a reduce step.
+// member fetching every other part). A group of one, or with a device
+// twice (a pipeline stage's slots), stays a reduce step.
 func collective(s *plan.Step, d int) {
-	if len(s.Group) < 2 || !slices.Contains(s.Group, d) {
+	if len(s.Group) < 2 || !slices.Contains(s.Group, d) || len(slices.Compact(slices.Sorted(slices.Values(s.Group)))) < len(s.Group) {
 		s.Group = nil
 		return
 	}
 	s.Op = plan.AllReduce
 }
 
-// distribute copies the computed parts of output o into every device's
-// tile of it: for each box computed, from the device itself when it
-// computed it, else from the first device that did.
+// distribute copies the computed parts of output o into every slot's
+// tile of it (a device's slots sharing a tile, once): for each box
+// computed, from the slot itself or another of its device when one
+// computed it, else from the first slot that did.
 func (p *partitioned) distribute(ops []*execution.Op, o int, ready [][]int) {
 	n := ops[0].Node
 	v := n.Outputs[o]
 	for e, tb := range p.eg.Tiles[v] {
+		if !p.eg.Holds(v, e) || p.eg.Owner(v, e) != e {
+			continue
+		}
 		for _, src := range p.sources(ops, o, e) {
 			in := src.box.Intersect(tb)
-			if own, ok := p.bufferOf[tileKey{v, e}]; in.Size() == 0 || ok && src.buffer == own {
+			if own, ok := p.bufferOf[p.tileKey(v, e)]; in.Size() == 0 || ok && src.buffer == own {
 				continue
 			}
 			to := p.tile(v, e)
 			s := plan.Step{Op: plan.Copy, From: src.buffer, To: to, Src: planBox(in.Relative(src.box)), At: lows(in.Relative(tb)), Label: "store " + v.Name}
-			if src.device != e {
-				s.After = []plan.StepRef{{Device: src.device, Step: ready[src.device][o]}}
+			if p.dev(src.device) != p.dev(e) {
+				s.After = []plan.StepRef{{Device: p.dev(src.device), Step: ready[src.device][o]}}
 			}
 			p.touch(src.buffer)
 			p.touch(to)
-			p.lastWrite[tileKey{v, e}] = p.addStep(e, false, s)
+			p.lastWrite[p.tileKey(v, e)] = p.addStep(p.dev(e), false, s)
 		}
 	}
 }
@@ -376,9 +421,9 @@ type source struct {
 	box            execution.Box
 }
 
-// sources lists the distinct boxes of output o that the devices holding
+// sources lists the distinct boxes of output o that the slots holding
 // the same partial sum as e computed, each with the buffer holding its
-// final values, preferring device e's.
+// final values, preferring those of e's device.
 func (p *partitioned) sources(ops []*execution.Op, o, e int) []source {
 	var out []source
 	seen := map[string]int{}
@@ -390,7 +435,7 @@ func (p *partitioned) sources(ops []*execution.Op, o, e int) []source {
 		src := source{device: d, box: op.Outputs[o], buffer: p.finalBuffer(op, o)}
 		key := fmt.Sprint(src.box)
 		if i, ok := seen[key]; ok {
-			if d == e {
+			if p.dev(d) == p.dev(e) && p.dev(out[i].device) != p.dev(e) {
 				out[i] = src
 			}
 			continue
@@ -408,7 +453,7 @@ func (p *partitioned) finalBuffer(op *execution.Op, o int) int {
 		return id
 	}
 	if op.Groups[o] != nil || p.writesTile(op, o) {
-		return p.bufferOf[tileKey{n.Outputs[o], d}]
+		return p.bufferOf[p.tileKey(n.Outputs[o], d)]
 	}
 	return p.bufferOf[partKey{n, o, d}]
 }

@@ -41,6 +41,10 @@ type Options struct {
 	// Objective is what the partition search's chosen plan minimises:
 	// partition.Time ("" too) or partition.Bytes.
 	Objective string
+	// Pipeline offers GraphPipe's pipeline plan of the training graph
+	// (analysis/stages) beside the partition plan: under the time
+	// objective the one of the shorter simulated step is compiled.
+	Pipeline bool
 	// Train, when not nil, compiles the model's training graph (loss,
 	// backward operators, optimizer updates).
 	Train *autodiff.TrainOptions
@@ -379,18 +383,21 @@ func compilePartitioned(g *ir.Graph, m *Model, dir string, opts Options, copts c
 		return nil, nil, fmt.Errorf("%s: %w", m.Path, err)
 	}
 	popt := partition.Options{Memory: opts.Memory, Objective: opts.Objective, Seed: partition.DefaultSeed, Progress: func(part, parts int) { p.Show("partitioning: %d of %d", part, parts) }}
-	prep, err := Partition(cg, PartitionInput{Model: m.Graph.Name, File: m.Path, Train: opts.Train != nil, Devices: opts.Devices}, popt)
+	in := PartitionInput{Model: m.Graph.Name, File: m.Path, Train: opts.Train != nil, Devices: opts.Devices, Pipeline: opts.Pipeline}
+	prep, pipe, err := partitionPlans(cg, in, popt)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, s := range rep.Sections {
 		prep.SetSection(s)
 	}
-	chosen, err := report.FromPlan(cg, prep.Plan)
-	if err != nil {
-		return nil, nil, err
+	var eg *execution.Graph
+	if prep.Pipelines != nil && prep.Pipelines.Chosen {
+		p.Show("pipeline: %d stages", len(pipe.plan.Stages))
+		eg, err = pipe.graph(cg, opts.Devices)
+	} else {
+		eg, err = partitionGraph(cg, prep)
 	}
-	eg, err := execution.Build(cg, chosen)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -414,47 +421,84 @@ type PartitionInput struct {
 	Pipeline bool
 }
 
-// Partition searches the partition plan of g over in.Devices, runs the
-// baselines, simulates the plans, chooses the best within the memory
-// limit (partition.Run) and reports it, pricing in.Strategy too.
-func Partition(g *cost.Graph, in PartitionInput, opt partition.Options) (*report.Report, error) {
-	out, err := partition.Run(g, in.Devices, opt, in.TradeOff)
+// partitionGraph is the execution graph of the partition plan reported.
+func partitionGraph(g *cost.Graph, r *report.Report) (*execution.Graph, error) {
+	chosen, err := report.FromPlan(g, r.Plan)
 	if err != nil {
 		return nil, err
+	}
+	return execution.Build(g, chosen)
+}
+
+// Partition searches the partition plan of g over in.Devices, runs the
+// baselines, simulates the plans, chooses the best within the memory
+// limit (partition.Run) and reports it, pricing in.Strategy too; with
+// in.Pipeline, GraphPipe's pipeline plan is chosen where it is faster
+// (report.Pipelines).
+func Partition(g *cost.Graph, in PartitionInput, opt partition.Options) (*report.Report, error) {
+	r, _, err := partitionPlans(g, in, opt)
+	return r, err
+}
+
+// partitionPlans is Partition, also returning GraphPipe's plan (nil
+// without in.Pipeline or where there is none).
+func partitionPlans(g *cost.Graph, in PartitionInput, opt partition.Options) (*report.Report, *pipelinePlan, error) {
+	out, err := partition.Run(g, in.Devices, opt, in.TradeOff)
+	if err != nil {
+		return nil, nil, err
 	}
 	ri := &report.Input{Model: in.Model, File: in.File, Train: in.Train, Graph: g, Coarse: partition.Coarsen(g),
 		Outcome: out, MemoryLimit: opt.Memory}
 	if in.Strategy != "" {
 		if ri.Checked, err = checkStrategy(g, in.Strategy, in.Devices); err != nil {
-			return nil, fmt.Errorf("--strategy %s: %w", in.Strategy, err)
+			return nil, nil, fmt.Errorf("--strategy %s: %w", in.Strategy, err)
 		}
 		ri.CheckedFile = in.Strategy
 	}
 	r := report.Partition(ri)
-	if in.Pipeline {
-		r.Pipelines = pipelinePlans(g, in.Devices, out.Topology, opt.Memory)
+	if !in.Pipeline {
+		return r, nil, nil
 	}
-	return r, nil
+	var pipe *pipelinePlan
+	r.Pipelines, pipe = pipelinePlans(g, in.Devices, out.Topology, opt.Memory)
+	r.Pipelines.Chosen = pipe != nil && out.Objective == partition.Time && pipe.plan.Seconds < r.StepSeconds
+	return r, pipe, nil
+}
+
+// pipelinePlan is GraphPipe's plan and the layers it was searched on.
+type pipelinePlan struct {
+	layers *stages.Layers
+	plan   *stages.Plan
+}
+
+// graph is the plan's execution graph over devices.
+func (pp *pipelinePlan) graph(g *cost.Graph, devices int) (*execution.Graph, error) {
+	parts, err := pp.plan.Parts(g, pp.layers)
+	if err != nil {
+		return nil, err
+	}
+	return execution.BuildStaged(g, parts, devices)
 }
 
 // pipelinePlans are GraphPipe's pipeline plan of training graph g and
-// the sequential pipeline's, on the devices of t; where there are none,
-// the report says why (the partition plan stands without them).
-func pipelinePlans(g *cost.Graph, devices int, t *cost.Topology, memory int64) *report.Pipelines {
+// the sequential pipeline's, on the devices of t, and GraphPipe's for
+// compiling; where there are none, the report says why (the partition
+// plan stands without them).
+func pipelinePlans(g *cost.Graph, devices int, t *cost.Topology, memory int64) (*report.Pipelines, *pipelinePlan) {
 	ls, err := stages.NewLayers(g, t.Roofline(0))
 	if err != nil {
-		return &report.Pipelines{Error: err.Error()}
+		return &report.Pipelines{Error: err.Error()}, nil
 	}
 	opt := stages.Options{Topology: t, Devices: devices, Memory: memory}
 	var plans []*stages.Plan
 	for _, method := range []string{stages.GraphPipe, stages.Sequential} {
 		p, err := stages.Search(ls, method, opt)
 		if err != nil {
-			return &report.Pipelines{Layers: len(ls.Layers), Batch: ls.Batch, Error: err.Error()}
+			return &report.Pipelines{Layers: len(ls.Layers), Batch: ls.Batch, Error: err.Error()}, nil
 		}
 		plans = append(plans, p)
 	}
-	return report.NewPipelines(ls, plans...)
+	return report.NewPipelines(ls, plans...), &pipelinePlan{ls, plans[0]}
 }
 
 // checkStrategy prices the plan in path, which must be one for devices.

@@ -13,11 +13,15 @@ import (
 
 // Pipelines are the pipeline plans of a training graph (tofuc partition
 // --pipeline): GraphPipe's and the sequential pipeline's, simulated on
-// the same topology as the partition plans, not compiled.
+// the same topology as the partition plans.
 type Pipelines struct {
 	Layers int            `json:"layers"`
 	Batch  int64          `json:"batch"`
 	Plans  []PipelinePlan `json:"plans"`
+	// Chosen says that the first plan (GraphPipe's) is chosen over the
+	// operator-partitioned plan: its simulated step is shorter, under
+	// the time objective. tofuc compile --pipeline then runs it.
+	Chosen bool `json:"chosen"`
 	// Error says why there are no plans ("" when there are).
 	Error string `json:"error,omitempty"`
 }
@@ -91,7 +95,7 @@ func (p *Pipelines) summary(w io.Writer, partitionStep float64) {
 		fmt.Fprintf(w, "pipeline plans: none: %s\n", p.Error)
 		return
 	}
-	fmt.Fprintf(w, "pipeline plans (%d layers, batch %d; simulated, not compiled: tofuc runs operator-partitioned plans only)\n", p.Layers, p.Batch)
+	fmt.Fprintf(w, "pipeline plans (%d layers, batch %d; simulated)\n", p.Layers, p.Batch)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  method\tstructure\tstages\tdevices\tmicro-batches × samples\tstep time\tsamples/s\tbubble\tsearch\t")
 	for _, pl := range p.Plans {
@@ -104,8 +108,12 @@ func (p *Pipelines) summary(w io.Writer, partitionStep float64) {
 		fmt.Fprintf(w, "  %s / %s throughput: %.2f\n", first.Method, p.Plans[1].Method, first.Throughput/p.Plans[1].Throughput)
 	}
 	if partitionStep > 0 {
-		fmt.Fprintf(w, "  %s / the chosen operator-partitioned plan (%s a step) throughput: %.2f (tofuc compile runs the latter)\n",
-			first.Method, Seconds(partitionStep), partitionStep/first.StepSeconds)
+		verdict := "the operator-partitioned plan stays chosen"
+		if p.Chosen {
+			verdict = fmt.Sprintf("%s's plan is chosen (tofuc compile --pipeline runs it)", first.Method)
+		}
+		fmt.Fprintf(w, "  %s / the operator-partitioned plan (%s a step) throughput: %.2f: %s\n",
+			first.Method, Seconds(partitionStep), partitionStep/first.StepSeconds, verdict)
 	}
 	for _, pl := range p.Plans {
 		fmt.Fprintf(w, "  %s's stages (micro-batches × samples: forward, backward of one; per step: all-reduce and updates):\n", pl.Method)

@@ -29,6 +29,7 @@ type compileFlags struct {
 	backends         []string
 	train            trainFlags
 	dynamic          string
+	pipeline         bool
 }
 
 func runCompile(args []string, stdout, stderr io.Writer) int {
@@ -39,6 +40,7 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.devices, "devices", 1, "compile for N devices: the model is partitioned first (tofuc partition)")
 	fs.Var((*byteSize)(&f.memory), "memory", "with --devices: the memory per device, e.g. 80GB (0: unlimited)")
 	registerObjective(fs, &f.objective)
+	fs.BoolVar(&f.pipeline, "pipeline", false, "with --train and --devices: offer GraphPipe's pipeline plan beside the partition plan, and compile it where its simulated step is shorter (tofuc partition --pipeline)")
 	fs.StringVar(&f.model, "model", "", "the model to compile (default: the only one)")
 	fs.StringArrayVar(&f.sets, "set", nil, "override a model attribute, NAME=VALUE (repeatable)")
 	fs.BoolVar(&f.noOptimize, "no-optimize", false, "skip the verified rewrites (tofuc optimize) of an inference graph")
@@ -91,7 +93,10 @@ func (f *compileFlags) validate(nargs int, trainChanged bool) (pipeline.Options,
 	if err != nil {
 		return opts, err
 	}
-	opts.Jobs, opts.Seed, opts.NoParams = f.jobs, f.seed, f.noParams
+	if f.pipeline && (opts.Train == nil || opts.Devices < 2) {
+		return opts, fmt.Errorf("--pipeline goes with --train and --devices N > 1 (a pipeline runs a training step's micro-batches on several devices)")
+	}
+	opts.Jobs, opts.Seed, opts.NoParams, opts.Pipeline = f.jobs, f.seed, f.noParams, f.pipeline
 	for _, e := range strings.Split(f.emit, ",") {
 		e = strings.TrimSpace(e)
 		if !slices.Contains(pipeline.ArtefactNames(), e) {

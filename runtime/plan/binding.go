@@ -47,25 +47,27 @@ func (p *Plan) checkNext() error {
 }
 
 // checkBinding checks that every tile is a box of the tensor of its
-// buffer's dtype and shape, at most one on each device, and that the
-// tiles cover the tensor.
+// buffer's dtype and shape, the tiles on one device of distinct boxes
+// (a pipeline stage's device holds a tile per micro-batch), at most
+// MaxTiles of them, and that the tiles cover the tensor.
 func (p *Plan) checkBinding(b Binding) error {
 	if _, err := elements(b.DType, b.Shape); err != nil {
 		return err
 	}
-	if len(b.Tiles) == 0 {
-		return fmt.Errorf("no tiles")
+	if len(b.Tiles) == 0 || len(b.Tiles) > MaxTiles {
+		return fmt.Errorf("%d tiles: a binding has 1 to %d", len(b.Tiles), MaxTiles)
 	}
-	devices := make(map[int]bool, len(b.Tiles))
+	held := make(map[string]bool, len(b.Tiles)) // device and box
 	for _, t := range b.Tiles {
 		buf, err := p.buffer(t.Buffer)
 		if err != nil {
 			return err
 		}
-		if devices[buf.Device] {
-			return fmt.Errorf("two tiles on device %d", buf.Device)
+		key := fmt.Sprint(buf.Device, t.Box)
+		if held[key] {
+			return fmt.Errorf("two tiles of box %v on device %d", t.Box, buf.Device)
 		}
-		devices[buf.Device] = true
+		held[key] = true
 		if buf.DType != b.DType || len(t.Box) != len(b.Shape) || len(buf.Shape) != len(b.Shape) {
 			return fmt.Errorf("tile in buffer %d (%s%v) does not match %s%v", t.Buffer, buf.DType, buf.Shape, b.DType, b.Shape)
 		}
@@ -80,9 +82,8 @@ func (p *Plan) checkBinding(b Binding) error {
 
 // checkCover checks that the distinct boxes of a binding's tiles do not
 // overlap and hold as many elements as the tensor: each element is in
-// one of them (replicated tiles have the same box). Boxes are at most
-// one a device (checkBinding), so comparing each pair costs at most the
-// tiles times the devices.
+// one of them (replicated tiles have the same box). Comparing each pair
+// costs at most MaxTiles² (checkBinding).
 func checkCover(b Binding) error {
 	boxes := make([][]Dim, len(b.Tiles))
 	for i, t := range b.Tiles {

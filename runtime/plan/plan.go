@@ -19,6 +19,11 @@ const Version = 6
 // to its steps times its devices.
 const MaxDevices = 1024
 
+// MaxTiles bounds a binding's tiles: Validate compares their boxes
+// pairwise. A pipeline plan's batched input has a tile per slot (a
+// stage's micro-batches times its devices: 64 × 32 at most).
+const MaxTiles = 4096
+
 // Plan is a compiled model ready to run.
 type Plan struct {
 	Version int    `json:"version"`

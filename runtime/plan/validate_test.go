@@ -112,10 +112,15 @@ func TestValidateRefuses(t *testing.T) {
 			p.Outputs[0].Tiles = append(p.Outputs[0].Tiles, Tile{Buffer: 1, Box: []Dim{{2, 6}}})
 		}, "output z: tile boxes [{0 4}] and [{2 6}] overlap"},
 		{"an output's tiles leaving a part out", func(p *Plan) { p.Outputs[0].Shape = []int64{8} }, "output z: its tiles hold 4 of its 8 elements"},
-		{"two tiles on a device", func(p *Plan) {
-			p.Outputs[0].Shape = []int64{8}
-			p.Outputs[0].Tiles = append(p.Outputs[0].Tiles, Tile{Buffer: 4, Box: []Dim{{4, 8}}})
-		}, "output z: two tiles on device 1"},
+		{"two tiles of one box on a device", func(p *Plan) {
+			p.Outputs[0].Tiles = append(p.Outputs[0].Tiles, Tile{Buffer: 4, Box: p.Outputs[0].Tiles[0].Box})
+			p.Buffers[4].Device = p.Buffers[p.Outputs[0].Tiles[0].Buffer].Device
+		}, "output z: two tiles of box [{0 4}] on device"},
+		{"too many tiles", func(p *Plan) {
+			for range MaxTiles {
+				p.Outputs[0].Tiles = append(p.Outputs[0].Tiles, p.Outputs[0].Tiles[0])
+			}
+		}, "output z: 4097 tiles: a binding has 1 to 4096"},
 		{"a tile box reversed", func(p *Plan) { p.Outputs[0].Tiles[0].Box = []Dim{{4, 0}} }, "tile box [{4 0}] does not fit"},
 		{"a next value of no parameter", func(p *Plan) { p.Next = map[string]string{"x": "z"} }, "next: x is not a parameter"},
 	} {

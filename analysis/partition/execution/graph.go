@@ -12,10 +12,20 @@ import (
 // Box is a region of a tensor in its global coordinates.
 type Box = strategy.Box
 
-// Graph is the partitioned execution graph.
+// Graph is the partitioned execution graph. Its devices are slots: in
+// a partition plan's graph (Build) slot d is device d; in a pipeline
+// plan's (BuildStaged) a device runs several slots, one per micro-batch
+// of its stage (Physical, Device), and slots hold tiles only of the
+// values their stage holds (Holds).
 type Graph struct {
 	Devices int
-	Plan    *cost.Plan
+	// Plan is the partition plan (nil in a pipeline plan's graph, whose
+	// stages have a plan each).
+	Plan *cost.Plan
+	// Physical is each slot's device in a pipeline plan's graph (nil:
+	// slot d is device d).
+	Physical []int
+	staging  *staging
 	// Ops holds, for each node in order, its copy on each device.
 	Ops [][]*Op
 	// Tiles holds each tensor's tile on each device. A tensor partial at
@@ -111,24 +121,31 @@ func Build(g *cost.Graph, p *cost.Plan) (*Graph, error) {
 	}
 	b := &builder{g: g, p: p, analyses: map[string]*analysed{}}
 	for j, n := range g.IR.Nodes {
-		names := b.names(n)
-		var ops []*Op
-		for d := range eg.Devices {
-			op, err := b.op(n, names, d)
-			if err != nil {
-				return nil, fmt.Errorf("operator %s on device %d: %w", n.Name, d, err)
-			}
-			op.After = -1
-			if j > 0 {
-				op.After = j - 1
-			}
-			eg.fetch(op, names)
-			ops = append(ops, op)
+		ops, err := eg.node(b, n, j)
+		if err != nil {
+			return nil, err
 		}
-		eg.groups(ops)
 		eg.Ops = append(eg.Ops, ops)
 	}
 	return eg, nil
+}
+
+// node builds node n's copy on every device, its fetches and groups; j
+// is its index.
+func (eg *Graph) node(b *builder, n *ir.Node, j int) ([]*Op, error) {
+	names := b.names(n)
+	var ops []*Op
+	for d := range eg.Devices {
+		op, err := b.op(n, names, d)
+		if err != nil {
+			return nil, fmt.Errorf("operator %s on device %d: %w", n.Name, d, err)
+		}
+		op.After = j - 1 // -1 for the first
+		eg.fetch(op, names)
+		ops = append(ops, op)
+	}
+	eg.groups(ops)
+	return ops, nil
 }
 
 // digit is device d's index in step i's group of factors[i] workers.
@@ -432,22 +449,17 @@ func (eg *Graph) groups(ops []*Op) {
 	}
 }
 
-// PartialSteps reports, per step, whether output o of op is left as
-// partial sums there (the tensor's layout is cost.Partial): the devices
-// holding the same box hold different partials of it.
-func (eg *Graph) PartialSteps(v *ir.Value) []bool {
-	out := make([]bool, len(eg.Plan.Factors))
-	for i, d := range eg.Plan.Tensors[v] {
-		out[i] = d == cost.Partial
-	}
-	return out
-}
-
-// SameSum reports whether devices d and e hold the same partial sum of
-// v: equal digits at every step at which v is partial.
+// SameSum reports whether slots d and e hold the same partial sum of v:
+// slots of one plan with equal digits at every step at which v is
+// partial.
 func (eg *Graph) SameSum(v *ir.Value, d, e int) bool {
-	for i, partial := range eg.PartialSteps(v) {
-		if partial && digit(eg.Plan.Factors, i, d) != digit(eg.Plan.Factors, i, e) {
+	p, ld := eg.local(d)
+	q, le := eg.local(e)
+	if p != q {
+		return false
+	}
+	for i, layout := range p.Tensors[v] {
+		if layout == cost.Partial && digit(p.Factors, i, ld) != digit(p.Factors, i, le) {
 			return false
 		}
 	}

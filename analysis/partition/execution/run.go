@@ -26,8 +26,11 @@ func (eg *Graph) Run(inputs, params map[string]*tensor.Tensor) (map[string]*tens
 		if x == nil {
 			continue
 		}
-		for _, b := range boxes {
-			tiles[v] = append(tiles[v], cut(x, b))
+		tiles[v] = make([]*tensor.Tensor, len(boxes))
+		for d, b := range boxes {
+			if eg.Holds(v, d) {
+				tiles[v][d] = cut(x, b)
+			}
 		}
 	}
 	for _, ops := range eg.Ops {
@@ -67,13 +70,17 @@ func (eg *Graph) runNode(ops []*Op, tiles map[*ir.Value][]*tensor.Tensor) error 
 		results[op.Device] = outs
 	}
 	for o, v := range n.Outputs {
+		tiles[v] = make([]*tensor.Tensor, len(eg.Tiles[v]))
 		for e, tb := range eg.Tiles[v] {
+			if !eg.Holds(v, e) {
+				continue
+			}
 			t := tensor.New(v.DType, shapeOf(tb))
 			parts, boxes := eg.combined(ops, results, o, e)
 			for i, b := range boxes {
 				paste(t, tb, parts[i], b)
 			}
-			tiles[v] = append(tiles[v][:e], t)
+			tiles[v][e] = t
 		}
 	}
 	return nil
@@ -191,10 +198,18 @@ func place(dst *tensor.Tensor, at []int64, src *tensor.Tensor) {
 }
 
 func (eg *Graph) assemble(v *ir.Value, ts []*tensor.Tensor) *tensor.Tensor {
-	all := strategy.WholeBox(shape64(eg.Tiles[v]))
+	var held []Box
+	for d, tb := range eg.Tiles[v] {
+		if eg.Holds(v, d) {
+			held = append(held, tb)
+		}
+	}
+	all := strategy.WholeBox(shape64(held))
 	out := tensor.New(v.DType, shapeOf(all))
 	for d, tb := range eg.Tiles[v] {
-		paste(out, all, ts[d], tb)
+		if eg.Holds(v, d) {
+			paste(out, all, ts[d], tb)
+		}
 	}
 	return out
 }

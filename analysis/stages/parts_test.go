@@ -1,0 +1,132 @@
+package stages_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"tofuc/analysis/cost"
+	"tofuc/analysis/partition/execution"
+	"tofuc/analysis/stages"
+	"tofuc/internal/examplegraph"
+	"tofuc/lang"
+	"tofuc/lang/ir"
+	"tofuc/runtime/exec"
+	"tofuc/runtime/tensor"
+)
+
+// smallModels are the pipeline examples at sizes the interpreter runs
+// in a second.
+var smallModels = []struct {
+	name string
+	set  map[string]int64
+}{
+	{"mlp", map[string]int64{"batch": 16, "hidden": 24}},
+	{"multimodal", map[string]int64{"layers": 1, "hidden": 16, "heads": 2, "batch": 8, "vocab": 50, "text_len": 6,
+		"patches": 4, "patch_dim": 12, "frames": 5, "mel": 7}},
+}
+
+// TestPipelineEqualsWhole: a pipeline plan's execution graph, its
+// stages' micro-batches slots of their devices, run by the interpreter,
+// gives the full-batch training step's outputs (the loss, the updated
+// weights) within the tolerance for reordered sums: gradients are
+// accumulated over micro-batches and devices. Each searched plan is run
+// as searched and with its stages' micro-batches changed (one, two,
+// four, different per stage), so that devices run several slots.
+func TestPipelineEqualsWhole(t *testing.T) {
+	topo := cost.Topologies["pcie"]
+	for _, m := range smallModels {
+		g := examplegraph.Load(t, m.name, true, m.set)
+		inputs := randomInputs(g.IR)
+		want, err := exec.Run(g.IR, exec.Interp{}, inputs, nil, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, err := stages.NewLayers(g, topo.Roofline(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, method := range []string{stages.GraphPipe, stages.Sequential} {
+			p, err := stages.Search(ls, method, stages.Options{Topology: topo, Devices: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range variants(p) {
+				t.Run(fmt.Sprintf("%s/%s/%s", m.name, method, v.name), func(t *testing.T) {
+					p := v.plan
+					parts, err := p.Parts(g, ls)
+					if err != nil {
+						t.Fatal(err)
+					}
+					eg, err := execution.BuildStaged(g, parts, 4)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := eg.Run(inputs, want.Params)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for name, w := range want.Outputs {
+						if err := tensor.Compare(got[name], w, tensor.Reordered(lang.F32, 1<<12)); err != nil {
+							t.Errorf("output %s: %v", name, err)
+						}
+					}
+					t.Logf("%d stages on %d devices, %d slots", len(p.Stages), eg.PhysicalDevices(), eg.Devices)
+				})
+			}
+		}
+	}
+}
+
+type variant struct {
+	name string
+	plan *stages.Plan
+}
+
+// variants are plan p as searched and with its stages changed: their
+// micro-batches (one, two, four, different per stage), and the layers
+// cut into two stages on two devices each.
+func variants(p *stages.Plan) []variant {
+	out := []variant{{"searched", p}}
+	for _, micro := range [][]int{{1}, {2}, {4, 2, 1}} {
+		q := *p
+		q.Stages = slices.Clone(p.Stages)
+		for i := range q.Stages {
+			q.Stages[i].MicroBatches = micro[i%len(micro)]
+		}
+		out = append(out, variant{fmt.Sprint("micro-batches ", micro), &q})
+	}
+	var layers []int
+	for _, s := range p.Stages {
+		layers = append(layers, s.Layers...)
+	}
+	slices.Sort(layers)
+	if half := len(layers) / 2; half > 0 {
+		q := *p
+		q.Stages = []stages.Stage{{Layers: layers[:half], Devices: []int{0, 1}, MicroBatches: 2},
+			{Layers: layers[half:], Devices: []int{2, 3}, MicroBatches: 4}}
+		out = append(out, variant{"two stages of two devices", &q})
+	}
+	return out
+}
+
+// randomInputs fills the graph's inputs: floats in [-1, 1), integers
+// (labels, token ids) below 2.
+func randomInputs(g *ir.Graph) map[string]*tensor.Tensor {
+	r := rand.New(rand.NewPCG(1, 2))
+	out := map[string]*tensor.Tensor{}
+	for _, v := range g.Inputs {
+		shape, _ := lang.ConstShape(v.Shape)
+		x := tensor.New(v.DType, shape)
+		for i := range x.Len() {
+			if v.DType.IsFloat() {
+				x.SetFlat(i, 2*r.Float64()-1)
+			} else {
+				x.SetFlat(i, float64(r.Int64N(2)))
+			}
+		}
+		out[v.Name] = x
+	}
+	return out
+}

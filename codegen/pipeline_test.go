@@ -1,0 +1,113 @@
+package codegen_test
+
+import (
+	"fmt"
+	"testing"
+
+	"tofuc/analysis/cost"
+	"tofuc/analysis/partition/execution"
+	"tofuc/analysis/stages"
+	"tofuc/codegen"
+	"tofuc/lang"
+	"tofuc/runtime/exec"
+	"tofuc/runtime/plan"
+	"tofuc/runtime/tensor"
+)
+
+// TestPipelinePlans compiles pipeline plans of the MLP and of the
+// multi-branch multi-modal example, training over 4 devices, and runs
+// them on the cpu and simt runtimes: their loss and updated weights
+// equal the interpreter's full-batch step (gradients accumulated over
+// micro-batches: the tolerance for reordered sums). The plans are
+// GraphPipe's as searched and the layers cut into two stages of two
+// devices with two and four micro-batches, so that devices run several
+// slots and stages pass activations and their gradients between them.
+func TestPipelinePlans(t *testing.T) {
+	tl := tools(t)
+	topo := cost.Topologies["pcie"]
+	cases := []struct {
+		name    string
+		set     []any
+		classes int64
+	}{
+		{"mlp", []any{"batch", 16, "hidden", 24}, 10},
+		{"multimodal", []any{"layers", 1, "hidden", 16, "heads", 2, "batch", 8, "vocab", 50, "text_len", 6,
+			"patches", 4, "patch_dim", 12, "frames", 5, "mel", 7}, 2},
+	}
+	for _, c := range cases {
+		g := loadExample(t, c.name, true, attrs(c.set...))
+		inputs := randomInputs(g, c.classes)
+		want, err := exec.Run(g, exec.Interp{}, inputs, nil, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cg, err := cost.NewGraph(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, err := stages.NewLayers(cg, topo.Roofline(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		searched, err := stages.Search(ls, stages.GraphPipe, stages.Options{Topology: topo, Devices: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		half := len(ls.Layers) / 2
+		split := &stages.Plan{Stages: []stages.Stage{
+			{Layers: seq(0, half), Devices: []int{0, 1}, MicroBatches: 2},
+			{Layers: seq(half, len(ls.Layers)), Devices: []int{2, 3}, MicroBatches: 4}}}
+		for name, p := range map[string]*stages.Plan{"searched": searched, "two stages": split} {
+			t.Run(fmt.Sprintf("%s/%s", c.name, name), func(t *testing.T) {
+				parts, err := p.Parts(cg, ls)
+				if err != nil {
+					t.Fatal(err)
+				}
+				eg, err := execution.BuildStaged(cg, parts, 4)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dir := t.TempDir()
+				comp, err := codegen.CompilePartitioned(eg, g, dir, codegen.Options{Emit: []string{"host", "simt"}, Tools: tl})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if comp.Plan.Devices != eg.PhysicalDevices() {
+					t.Errorf("the plan has %d devices, the pipeline %d", comp.Plan.Devices, eg.PhysicalDevices())
+				}
+				for _, run := range loadPlan(t, comp.Plan, dir, true) {
+					got, err := run.p.Run(inputs, want.Params)
+					if err != nil {
+						t.Fatalf("%s: %v", run.name, err)
+					}
+					for name, w := range want.Outputs {
+						if err := tensor.Compare(got[name], w, tensor.Reordered(lang.F32, 1<<12)); err != nil {
+							t.Errorf("%s: output %s: %v", run.name, name, err)
+						}
+					}
+				}
+				t.Logf("%d stages, %d slots on %d devices; %d launches, %d copies", len(p.Stages), eg.Devices, comp.Plan.Devices, comp.Stats.Kernels, countSteps(comp.Plan, plan.Copy))
+			})
+		}
+	}
+}
+
+func seq(lo, hi int) []int {
+	var out []int
+	for i := lo; i < hi; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+func countSteps(p *plan.Plan, op string) int {
+	n := 0
+	for _, list := range p.Steps {
+		for _, s := range list {
+			if s.Op == op {
+				n++
+			}
+		}
+	}
+	return n
+}
