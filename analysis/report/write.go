@@ -56,6 +56,9 @@ func (r *Report) Summary(w io.Writer) {
 	if r.Topology != nil {
 		fmt.Fprintf(w, "  step time      %s simulated on %s (objective: %s)\n", Seconds(r.StepSeconds), r.simulatedOn(), r.Objective)
 	}
+	if p := r.Pipelines; p != nil && p.Chosen {
+		fmt.Fprintf(w, "  chosen         %s's pipeline plan, not this one: %s a step simulated (pipeline plans below)\n", p.Plans[0].Method, Seconds(p.Plans[0].StepSeconds))
+	}
 	if r.MemoryLimit > 0 {
 		if r.OverLimitBytes > 0 {
 			fmt.Fprintf(w, "  memory limit   %s: the best plan is %s over\n", lang.FormatBytes(r.MemoryLimit), lang.FormatBytes(r.OverLimitBytes))

@@ -21,6 +21,9 @@
 // looser ones are scheduled 1F1B and simulated (schedule.go); the
 // fastest step that fits in memory wins.
 //
-// Pipeline plans are simulated only: tofuc's plans and runtimes do not
-// run them yet (docs/partition.md, "Pipeline plans").
+// Parts turns a plan into the stages of an execution graph
+// (analysis/partition/execution.BuildStaged): each stage's nodes split
+// by data parallelism over its micro-batches times its devices, one
+// slot per micro-batch per device, so that pipeline plans compile and
+// run as partition plans do (docs/partition.md, "Pipeline plans").
 package stages

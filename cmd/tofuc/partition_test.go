@@ -352,6 +352,24 @@ func TestPartitionPipeline(t *testing.T) {
 			t.Errorf("report.json lacks %s", want)
 		}
 	}
+	// GraphPipe's plan is chosen exactly when it is faster than the
+	// partition plan, and the summary's first lines say so.
+	var rep struct {
+		StepSeconds float64 `json:"step_seconds"`
+		Pipelines   struct {
+			Chosen bool `json:"chosen"`
+			Plans  []struct {
+				StepSeconds float64 `json:"step_seconds"`
+			} `json:"plans"`
+		} `json:"pipelines"`
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	faster := rep.Pipelines.Plans[0].StepSeconds < rep.StepSeconds
+	if rep.Pipelines.Chosen != faster || !faster || !strings.Contains(out.String(), "  chosen         graphpipe's pipeline plan, not this one: ") {
+		t.Errorf("GraphPipe %g s, the partition plan %g s: chosen %v (over PCIe Uno's towers run side by side faster):\n%s", rep.Pipelines.Plans[0].StepSeconds, rep.StepSeconds, rep.Pipelines.Chosen, out.String())
+	}
 	errb.Reset()
 	if code := run([]string{"partition", "../../examples/uno.tdl", "--devices", "8", "--pipeline"}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "--pipeline goes with --train") {
 		t.Errorf("exit %d: %s", code, errb.String())
