@@ -54,7 +54,7 @@ type (
 func CompilePartitioned(eg *execution.Graph, g *ir.Graph, dir string, opts Options) (*Compiled, error) {
 	start := time.Now()
 	b := newBuilder(g.Name, eg.PhysicalDevices(), opts.Precision)
-	pb := &partitioned{builder: b, eg: eg, lastWrite: map[tileKey]int{}}
+	pb := &partitioned{builder: b, eg: eg, lastWrite: map[tileKey]int{}, launched: map[*ir.Node][]int{}}
 	if err := pb.build(g); err != nil {
 		return nil, err
 	}
@@ -66,6 +66,8 @@ type partitioned struct {
 	eg *execution.Graph
 	// lastWrite is the step of a tile's device that last wrote it.
 	lastWrite map[tileKey]int
+	// launched is each node's last launch on each slot's device.
+	launched map[*ir.Node][]int
 }
 
 func (p *partitioned) build(g *ir.Graph) error {
@@ -76,9 +78,15 @@ func (p *partitioned) build(g *ir.Graph) error {
 	for _, q := range g.Params {
 		p.bindTiles(&p.p.Params, q.Value, plan.RoleParameter)
 	}
-	for _, ops := range p.eg.Ops {
-		if err := p.node(ops); err != nil {
+	if p.eg.Sequence != nil {
+		if err := p.sequence(); err != nil {
 			return err
+		}
+	} else {
+		for _, ops := range p.eg.Ops {
+			if err := p.node(ops); err != nil {
+				return err
+			}
 		}
 	}
 	for _, v := range g.Outputs {
@@ -141,20 +149,62 @@ func (p *partitioned) bindTiles(list *[]plan.Binding, v *ir.Value, role string) 
 
 // node adds the steps of one node on every device.
 func (p *partitioned) node(ops []*execution.Op) error {
-	n := ops[0].Node
-	launched := make([]int, len(ops)) // each device's last launch of n, -1 when none
 	for _, op := range ops {
-		launched[op.Device] = -1
-		if op.Inst == nil {
-			continue
+		if op.Inst != nil {
+			if err := p.unit(op); err != nil {
+				return err
+			}
 		}
-		last, err := p.device(op)
-		if err != nil {
-			return fmt.Errorf("%s: operator %s on device %s: %w", n.Pos, n.Name, p.slot(op.Device), err)
-		}
-		launched[op.Device] = last
 	}
-	ready, err := p.reduce(ops, launched)
+	return p.complete(ops)
+}
+
+// sequence adds the steps of the graph's units in its Sequence.
+func (p *partitioned) sequence() error {
+	for _, u := range p.eg.Sequence {
+		ops := p.eg.Ops[u.Node]
+		var err error
+		if u.Slot == execution.Done {
+			err = p.complete(ops)
+		} else {
+			err = p.unit(ops[u.Slot])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unit adds the steps of one slot's copy of a node.
+func (p *partitioned) unit(op *execution.Op) error {
+	n := op.Node
+	last, err := p.device(op)
+	if err != nil {
+		return fmt.Errorf("%s: operator %s on device %s: %w", n.Pos, n.Name, p.slot(op.Device), err)
+	}
+	p.launchedOf(n)[op.Device] = last
+	return nil
+}
+
+// launchedOf is each slot's last launch of n, -1 where none.
+func (p *partitioned) launchedOf(n *ir.Node) []int {
+	if l, ok := p.launched[n]; ok {
+		return l
+	}
+	l := make([]int, p.eg.Devices)
+	for d := range l {
+		l[d] = -1
+	}
+	p.launched[n] = l
+	return l
+}
+
+// complete combines a node's partial outputs and stores its outputs into
+// the tiles they are not computed in, once every copy has run.
+func (p *partitioned) complete(ops []*execution.Op) error {
+	n := ops[0].Node
+	ready, err := p.reduce(ops, p.launchedOf(n))
 	if err != nil {
 		return fmt.Errorf("%s: operator %s: %w", n.Pos, n.Name, err)
 	}

@@ -9,7 +9,9 @@ import (
 	"tofuc/analysis/stages"
 	"tofuc/codegen"
 	"tofuc/lang"
+	"tofuc/runtime/cpu"
 	"tofuc/runtime/exec"
+	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/tensor"
 )
@@ -58,36 +60,47 @@ func TestPipelinePlans(t *testing.T) {
 			{Layers: seq(0, half), Devices: []int{0, 1}, MicroBatches: 2},
 			{Layers: seq(half, len(ls.Layers)), Devices: []int{2, 3}, MicroBatches: 4}}}
 		for name, p := range map[string]*stages.Plan{"searched": searched, "two stages": split} {
-			t.Run(fmt.Sprintf("%s/%s", c.name, name), func(t *testing.T) {
-				parts, err := p.Parts(cg, ls)
-				if err != nil {
-					t.Fatal(err)
-				}
-				eg, err := execution.BuildStaged(cg, parts, 4)
-				if err != nil {
-					t.Fatal(err)
-				}
-				dir := t.TempDir()
-				comp, err := codegen.CompilePartitioned(eg, g, dir, codegen.Options{Emit: []string{"host", "simt"}, Tools: tl})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if comp.Plan.Devices != eg.PhysicalDevices() {
-					t.Errorf("the plan has %d devices, the pipeline %d", comp.Plan.Devices, eg.PhysicalDevices())
-				}
-				for _, run := range loadPlan(t, comp.Plan, dir, true) {
-					got, err := run.p.Run(inputs, want.Params)
+			for _, ordered := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/scheduled=%v", c.name, name, ordered), func(t *testing.T) {
+					parts, err := p.Parts(cg, ls)
 					if err != nil {
-						t.Fatalf("%s: %v", run.name, err)
+						t.Fatal(err)
 					}
-					for name, w := range want.Outputs {
-						if err := tensor.Compare(got[name], w, tensor.Reordered(lang.F32, 1<<12)); err != nil {
-							t.Errorf("%s: output %s: %v", run.name, name, err)
+					eg, err := execution.BuildStaged(cg, parts, 4)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if ordered {
+						eg.Sequence = p.Order(eg, ls)
+					}
+					dir := t.TempDir()
+					comp, err := codegen.CompilePartitioned(eg, g, dir, codegen.Options{Emit: []string{"host", "simt"}, Tools: tl})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if comp.Plan.Devices != eg.PhysicalDevices() {
+						t.Errorf("the plan has %d devices, the pipeline %d", comp.Plan.Devices, eg.PhysicalDevices())
+					}
+					runs := loadPlan(t, comp.Plan, dir, true)
+					strict, err := executor.Open(comp.Plan, dir, cpu.Kind.Name, executor.Options{Strict: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { strict.Close() })
+					for _, run := range append(runs, loaded{"cpu, strict", strict}) {
+						got, err := run.p.Run(inputs, want.Params)
+						if err != nil {
+							t.Fatalf("%s: %v", run.name, err)
+						}
+						for name, w := range want.Outputs {
+							if err := tensor.Compare(got[name], w, tensor.Reordered(lang.F32, 1<<12)); err != nil {
+								t.Errorf("%s: output %s: %v", run.name, name, err)
+							}
 						}
 					}
-				}
-				t.Logf("%d stages, %d slots on %d devices; %d launches, %d copies", len(p.Stages), eg.Devices, comp.Plan.Devices, comp.Stats.Kernels, countSteps(comp.Plan, plan.Copy))
-			})
+					t.Logf("%d stages, %d slots on %d devices; %d launches, %d copies", len(p.Stages), eg.Devices, comp.Plan.Devices, comp.Stats.Kernels, countSteps(comp.Plan, plan.Copy))
+				})
+			}
 		}
 	}
 }

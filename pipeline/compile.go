@@ -471,13 +471,19 @@ type pipelinePlan struct {
 	plan   *stages.Plan
 }
 
-// graph is the plan's execution graph over devices.
+// graph is the plan's execution graph over devices, its units in the
+// order of the plan's schedule.
 func (pp *pipelinePlan) graph(g *cost.Graph, devices int) (*execution.Graph, error) {
 	parts, err := pp.plan.Parts(g, pp.layers)
 	if err != nil {
 		return nil, err
 	}
-	return execution.BuildStaged(g, parts, devices)
+	eg, err := execution.BuildStaged(g, parts, devices)
+	if err != nil {
+		return nil, err
+	}
+	eg.Sequence = pp.plan.Order(eg, pp.layers)
+	return eg, nil
 }
 
 // pipelinePlans are GraphPipe's pipeline plan of training graph g and

@@ -130,3 +130,75 @@ func randomInputs(g *ir.Graph) map[string]*tensor.Tensor {
 	}
 	return out
 }
+
+// TestOrderFollowsSchedule: the units of a pipeline plan's execution
+// graph come each once, every node's completion once, and the last
+// stage's device runs micro-batch 0's backward pass before micro-batch
+// 1's forward pass, as 1F1B's schedule has it (the MLP at batch 512 and
+// width 2048 over NVLink: three stages of two micro-batches); with the
+// schedule dropped, GPipe's order runs every forward pass first.
+func TestOrderFollowsSchedule(t *testing.T) {
+	topo := cost.Topologies["h100-nvlink"]
+	g := examplegraph.Load(t, "mlp", true, map[string]int64{"batch": 512, "hidden": 2048})
+	ls, err := stages.NewLayers(g, topo.Roofline(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := stages.Search(ls, stages.GraphPipe, stages.Options{Topology: topo, Devices: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := p.Stages[len(p.Stages)-1]
+	if len(p.Stages) < 2 || last.MicroBatches < 2 {
+		t.Fatalf("the plan has %d stages, the last of %d micro-batches: the test needs a pipeline", len(p.Stages), last.MicroBatches)
+	}
+	parts, err := p.Parts(g, ls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eg, err := execution.BuildStaged(g, parts, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstSlot := eg.Devices - last.MicroBatches*len(last.Devices)
+	// passOrder is the micro-batch and direction of each of the last
+	// stage's first device's passes, in the order its units come.
+	passOrder := func(seq []execution.Unit) []string {
+		var out []string
+		seen := map[execution.Unit]bool{}
+		for _, u := range seq {
+			if seen[u] {
+				t.Fatalf("unit %v twice", u)
+			}
+			seen[u] = true
+			if u.Slot < firstSlot || eg.Device(u.Slot) != last.Devices[0] {
+				continue
+			}
+			n := eg.Ops[u.Node][u.Slot].Node
+			pass := fmt.Sprintf("%s%d", map[bool]string{true: "F", false: "B"}[n.Role == "forward" || n.Role == "loss"], (u.Slot-firstSlot)/len(last.Devices))
+			if n.Role != "update" && (len(out) == 0 || out[len(out)-1] != pass) {
+				out = append(out, pass)
+			}
+		}
+		units := 0
+		for _, ops := range eg.Ops {
+			units++ // the completion
+			for _, op := range ops {
+				if op.Inst != nil {
+					units++
+				}
+			}
+		}
+		if len(seen) != units {
+			t.Errorf("%d units in the order, %d in the graph", len(seen), units)
+		}
+		return out
+	}
+	if got := fmt.Sprint(passOrder(p.Order(eg, ls))); got != "[F0 B0 F1 B1]" {
+		t.Errorf("the last stage's passes run %s, want 1F1B's [F0 B0 F1 B1]", got)
+	}
+	p.Schedule = nil
+	if got := fmt.Sprint(passOrder(p.Order(eg, ls))); got != "[F0 F1 B0 B1]" {
+		t.Errorf("without a schedule the last stage's passes run %s, want GPipe's [F0 F1 B0 B1]", got)
+	}
+}

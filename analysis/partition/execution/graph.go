@@ -26,6 +26,9 @@ type Graph struct {
 	// slot d is device d).
 	Physical []int
 	staging  *staging
+	// Sequence, when not nil, is the order in which a compiled plan's
+	// devices run the units (Order); nil: node by node, in graph order.
+	Sequence []Unit
 	// Ops holds, for each node in order, its copy on each device.
 	Ops [][]*Op
 	// Tiles holds each tensor's tile on each device. A tensor partial at
