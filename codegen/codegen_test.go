@@ -1,7 +1,6 @@
 package codegen_test
 
 import (
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +12,7 @@ import (
 	"tofuc/analysis/check"
 	"tofuc/codegen"
 	"tofuc/codegen/toolchain"
+	"tofuc/internal/examplegraph"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/cpu"
@@ -66,24 +66,6 @@ func attrs(kv ...any) map[string]ir.AttrValue {
 		case bool:
 			out[kv[i].(string)] = ir.AttrValue{Kind: ir.AttrBool, Bool: v}
 		}
-	}
-	return out
-}
-
-func randomInputs(g *ir.Graph, classes int64) map[string]*tensor.Tensor {
-	r := rand.New(rand.NewPCG(1, 2))
-	out := map[string]*tensor.Tensor{}
-	for _, v := range g.Inputs {
-		shape, _ := lang.ConstShape(v.Shape)
-		x := tensor.New(v.DType, shape)
-		for i := range x.Len() {
-			if v.DType.IsFloat() {
-				x.SetFlat(i, 2*r.Float64()-1)
-			} else {
-				x.SetFlat(i, float64(r.Int64N(classes)))
-			}
-		}
-		out[v.Name] = x
 	}
 	return out
 }
@@ -148,7 +130,7 @@ func compileMatching(t *testing.T, tl *toolchain.Tools, label, src string, depth
 // interpreter's beyond the tolerance tol gives for its dtype.
 func matchInterp(t *testing.T, label string, g *ir.Graph, p *plan.Plan, dir string, emulated bool, tol func(lang.DType) tensor.Tolerance) {
 	t.Helper()
-	in := randomInputs(g, 10)
+	in := examplegraph.RandomInputs(g, 10)
 	want, err := exec.Run(g, exec.Interp{}, in, nil, 1)
 	if err != nil {
 		t.Fatal(err)

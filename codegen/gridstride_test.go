@@ -6,6 +6,7 @@ import (
 
 	"tofuc/analysis/rounding"
 	"tofuc/codegen"
+	"tofuc/internal/examplegraph"
 	"tofuc/lang/precision"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/executor"
@@ -38,7 +39,7 @@ model strided(x: f32[70, 300], idx: i64[50], a: f32[130, 40], b: f32[40, 150], q
     return e, tr, s, gt, mm, sm, aw, ch
 }
 `)
-	in := randomInputs(g, 10)
+	in := examplegraph.RandomInputs(g, 10)
 	want, err := exec.Run(g, exec.Interp{}, in, nil, 1)
 	if err != nil {
 		t.Fatal(err)

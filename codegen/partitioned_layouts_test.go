@@ -7,6 +7,7 @@ import (
 	"tofuc/analysis/partition"
 	"tofuc/analysis/partition/execution"
 	"tofuc/codegen"
+	"tofuc/internal/examplegraph"
 	"tofuc/lang"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
@@ -21,7 +22,7 @@ import (
 func TestPartitionedLayouts(t *testing.T) {
 	tl := tools(t)
 	g := loadExample(t, "rnn", true, attrs("layers", 2, "hidden", 8, "steps", 3, "batch", 4, "classes", 4))
-	inputs := randomInputs(g, 4)
+	inputs := examplegraph.RandomInputs(g, 4)
 	want, err := exec.Run(g, exec.Interp{}, inputs, nil, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"tofuc/analysis/partition"
 	"tofuc/analysis/partition/execution"
 	"tofuc/codegen"
+	"tofuc/internal/examplegraph"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/exec"
@@ -55,7 +56,7 @@ func TestPartitionedPlans(t *testing.T) {
 				return
 			}
 			g = loadExample(t, c.name, c.train, c.set)
-			inputs = randomInputs(g, c.classes)
+			inputs = examplegraph.RandomInputs(g, c.classes)
 			var err error
 			if want, err = exec.Run(g, exec.Interp{}, inputs, nil, 1); err != nil {
 				t.Fatal(err)

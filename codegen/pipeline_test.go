@@ -8,6 +8,7 @@ import (
 	"tofuc/analysis/partition/execution"
 	"tofuc/analysis/stages"
 	"tofuc/codegen"
+	"tofuc/internal/examplegraph"
 	"tofuc/lang"
 	"tofuc/runtime/cpu"
 	"tofuc/runtime/exec"
@@ -38,7 +39,7 @@ func TestPipelinePlans(t *testing.T) {
 	}
 	for _, c := range cases {
 		g := loadExample(t, c.name, true, attrs(c.set...))
-		inputs := randomInputs(g, c.classes)
+		inputs := examplegraph.RandomInputs(g, c.classes)
 		want, err := exec.Run(g, exec.Interp{}, inputs, nil, 1)
 		if err != nil {
 			t.Fatal(err)

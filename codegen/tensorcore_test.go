@@ -12,6 +12,7 @@ import (
 
 	"tofuc/analysis/rounding"
 	"tofuc/codegen"
+	"tofuc/internal/examplegraph"
 	"tofuc/lang"
 	"tofuc/lang/precision"
 	"tofuc/runtime/exec"
@@ -243,7 +244,7 @@ model mm(a: f32[20, 40], b: f32[40, 24]) {
 		big     float64
 		refused bool
 	}{{65519, false}, {65520, true}, {-1e6, true}, {math.Inf(1), false}} {
-		in := randomInputs(g, 1)
+		in := examplegraph.RandomInputs(g, 1)
 		in["b"].SetFlat(17, tc.big)
 		_, err := sp.Run(in, nil)
 		switch {

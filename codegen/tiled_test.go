@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"tofuc/codegen"
+	"tofuc/internal/examplegraph"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
@@ -78,7 +79,7 @@ func runTiled(t *testing.T, src string, nodes []string) *plan.Plan {
 			t.Errorf("no tiled kernel computes %s (tiled: %v)", node, tiled)
 		}
 	}
-	in := randomInputs(g, 10)
+	in := examplegraph.RandomInputs(g, 10)
 	want, err := exec.Run(g, exec.Interp{}, in, nil, 1)
 	if err != nil {
 		t.Fatal(err)

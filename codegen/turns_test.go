@@ -6,6 +6,7 @@ import (
 
 	"tofuc/codegen"
 	"tofuc/codegen/emit"
+	"tofuc/internal/examplegraph"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
@@ -31,7 +32,7 @@ func TestTurns(t *testing.T) {
 	if len(c.Plan.Kernels) != 1 || c.Plan.Kernels[0].Grid != emit.TurnGrid {
 		t.Fatalf("kernels %+v: want one on a grid of %d", c.Plan.Kernels, emit.TurnGrid)
 	}
-	in := randomInputs(g, 10)
+	in := examplegraph.RandomInputs(g, 10)
 	want, err := exec.Run(g, exec.Interp{}, in, nil, 1)
 	if err != nil {
 		t.Fatal(err)

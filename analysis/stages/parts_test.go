@@ -2,7 +2,6 @@ package stages_test
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -11,7 +10,6 @@ import (
 	"tofuc/analysis/stages"
 	"tofuc/internal/examplegraph"
 	"tofuc/lang"
-	"tofuc/lang/ir"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
 )
@@ -38,7 +36,7 @@ func TestPipelineEqualsWhole(t *testing.T) {
 	topo := cost.Topologies["pcie"]
 	for _, m := range smallModels {
 		g := examplegraph.Load(t, m.name, true, m.set)
-		inputs := randomInputs(g.IR)
+		inputs := examplegraph.RandomInputs(g.IR, 2)
 		want, err := exec.Run(g.IR, exec.Interp{}, inputs, nil, 1)
 		if err != nil {
 			t.Fatal(err)
@@ -107,26 +105,6 @@ func variants(p *stages.Plan) []variant {
 		q.Stages = []stages.Stage{{Layers: layers[:half], Devices: []int{0, 1}, MicroBatches: 2},
 			{Layers: layers[half:], Devices: []int{2, 3}, MicroBatches: 4}}
 		out = append(out, variant{"two stages of two devices", &q})
-	}
-	return out
-}
-
-// randomInputs fills the graph's inputs: floats in [-1, 1), integers
-// (labels, token ids) below 2.
-func randomInputs(g *ir.Graph) map[string]*tensor.Tensor {
-	r := rand.New(rand.NewPCG(1, 2))
-	out := map[string]*tensor.Tensor{}
-	for _, v := range g.Inputs {
-		shape, _ := lang.ConstShape(v.Shape)
-		x := tensor.New(v.DType, shape)
-		for i := range x.Len() {
-			if v.DType.IsFloat() {
-				x.SetFlat(i, 2*r.Float64()-1)
-			} else {
-				x.SetFlat(i, float64(r.Int64N(2)))
-			}
-		}
-		out[v.Name] = x
 	}
 	return out
 }

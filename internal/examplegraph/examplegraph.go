@@ -3,6 +3,7 @@
 package examplegraph
 
 import (
+	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -11,8 +12,10 @@ import (
 	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
+	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/parser"
+	"tofuc/runtime/tensor"
 )
 
 // Load loads an example model of examples/ (its training graph with train)
@@ -68,4 +71,24 @@ func load(tb testing.TB, path string, train bool, attrs map[string]ir.AttrValue)
 		tb.Fatal(err)
 	}
 	return cg
+}
+
+// RandomInputs draws the graph's inputs, the same for every call: floats
+// in [-1, 1), integers (labels, token ids) below classes.
+func RandomInputs(g *ir.Graph, classes int64) map[string]*tensor.Tensor {
+	r := rand.New(rand.NewPCG(1, 2))
+	out := map[string]*tensor.Tensor{}
+	for _, v := range g.Inputs {
+		shape, _ := lang.ConstShape(v.Shape)
+		x := tensor.New(v.DType, shape)
+		for i := range x.Len() {
+			if v.DType.IsFloat() {
+				x.SetFlat(i, 2*r.Float64()-1)
+			} else {
+				x.SetFlat(i, float64(r.Int64N(classes)))
+			}
+		}
+		out[v.Name] = x
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
 	"tofuc/analysis/partition/execution"
+	"tofuc/internal/examplegraph"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/exec"
@@ -64,7 +65,7 @@ func TestBatchNormBatchSplitEqualsWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inputs := randomInputs(g, 10)
+	inputs := examplegraph.RandomInputs(g, 10)
 	want, err := exec.Run(g, exec.Interp{}, inputs, nil, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package execution_test
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
 	"tofuc/analysis/partition/execution"
+	"tofuc/internal/examplegraph"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/exec"
@@ -66,26 +66,6 @@ func ints(kv ...any) map[string]ir.AttrValue {
 	return out
 }
 
-// randomInputs fills the graph's inputs: floats in [-1, 1), integer
-// labels below classes.
-func randomInputs(g *ir.Graph, classes int64) map[string]*tensor.Tensor {
-	r := rand.New(rand.NewPCG(1, 2))
-	out := map[string]*tensor.Tensor{}
-	for _, v := range g.Inputs {
-		shape, _ := lang.ConstShape(v.Shape)
-		x := tensor.New(v.DType, shape)
-		for i := range x.Len() {
-			if v.DType.IsFloat() {
-				x.SetFlat(i, 2*r.Float64()-1)
-			} else {
-				x.SetFlat(i, float64(r.Int64N(classes)))
-			}
-		}
-		out[v.Name] = x
-	}
-	return out
-}
-
 // TestPartitionedEqualsWhole: the execution graph of the searched plan,
 // run by the interpreter over 2, 4 and 8 simulated devices, gives the
 // unpartitioned graph's outputs: exactly where no partial outputs are
@@ -103,7 +83,7 @@ func TestPartitionedEqualsWhole(t *testing.T) {
 	}
 	for _, c := range cases {
 		g := load(t, c.name, c.train, c.set)
-		inputs := randomInputs(g, c.classes)
+		inputs := examplegraph.RandomInputs(g, c.classes)
 		want, err := exec.Run(g, exec.Interp{}, inputs, nil, 1)
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
 	"tofuc/analysis/partition/execution"
+	"tofuc/internal/examplegraph"
 	"tofuc/lang"
 	"tofuc/lang/ir"
 	"tofuc/runtime/exec"
@@ -32,7 +33,7 @@ func TestBaselinePlansEqualWhole(t *testing.T) {
 	seen := map[string]bool{}
 	for _, c := range cases {
 		g := load(t, c.name, true, c.set)
-		inputs := randomInputs(g, c.classes)
+		inputs := examplegraph.RandomInputs(g, c.classes)
 		want, err := exec.Run(g, exec.Interp{}, inputs, nil, 1)
 		if err != nil {
 			t.Fatal(err)

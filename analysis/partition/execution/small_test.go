@@ -7,6 +7,7 @@ import (
 	"tofuc/analysis/autodiff"
 	"tofuc/analysis/cost"
 	"tofuc/analysis/partition"
+	"tofuc/internal/examplegraph"
 	"tofuc/lang"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/tensor"
@@ -19,7 +20,7 @@ import (
 // ones (before, the execution graph failed with "no strategy split").
 func TestExtentsSmallerThanDevices(t *testing.T) {
 	g := load(t, "rnn", true, ints("layers", 1, "hidden", 3, "steps", 2, "batch", 2, "classes", 3))
-	inputs := randomInputs(g, 3)
+	inputs := examplegraph.RandomInputs(g, 3)
 	want, err := exec.Run(g, exec.Interp{}, inputs, nil, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +62,7 @@ func TestScalarTensor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inputs := randomInputs(g, 3)
+	inputs := examplegraph.RandomInputs(g, 3)
 	want, err := exec.Run(g, exec.Interp{}, inputs, nil, 1)
 	if err != nil {
 		t.Fatal(err)
