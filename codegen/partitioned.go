@@ -219,7 +219,7 @@ func (p *partitioned) complete(ops []*execution.Op) error {
 func (p *partitioned) device(op *execution.Op) (int, error) {
 	n, d := op.Node, op.Device
 	for j, v := range n.Inputs {
-		if v.Const == nil && !op.In[j].Tile(p.eg.Tiles[v][d]) {
+		if v.Const == nil && !p.eg.ReadsOwnTile(op, j) {
 			if err := p.gatherRegion(op, j); err != nil {
 				return 0, err
 			}
@@ -287,7 +287,7 @@ func (p *partitioned) binder(op *execution.Op) func(*ir.Tensor) (kernel.Binding,
 			switch {
 			case v.Const != nil:
 				return kernel.Binding{Const: v.Const}, nil
-			case op.In[j].Tile(p.eg.Tiles[v][d]):
+			case p.eg.ReadsOwnTile(op, j):
 				p.tile(v, d)
 				return kernel.Binding{Buffer: p.tileKey(v, d)}, nil
 			}

@@ -22,18 +22,33 @@ import (
 // with attributes overridden, decomposed as tofuc partition does.
 func Load(tb testing.TB, name string, train bool, set map[string]int64) *cost.Graph {
 	tb.Helper()
+	var opts *autodiff.TrainOptions
+	if train {
+		opts = &autodiff.TrainOptions{}
+	}
+	return LoadTrained(tb, name, set, opts)
+}
+
+// LoadTrained is Load with the training graph's options (nil: the
+// model's inference graph).
+func LoadTrained(tb testing.TB, name string, set map[string]int64, opts *autodiff.TrainOptions) *cost.Graph {
+	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	attrs := ints(set)
-	if name == "wresnet" && train {
+	if name == "wresnet" && opts != nil {
 		attrs["train"] = ir.AttrValue{Kind: ir.AttrBool, Bool: true}
 	}
-	return load(tb, filepath.Join(filepath.Dir(file), "..", "..", "examples", name+".tdl"), train, attrs)
+	return load(tb, filepath.Join(filepath.Dir(file), "..", "..", "examples", name+".tdl"), opts, attrs)
 }
 
 // LoadFile is Load of the only model of a .tdl file.
 func LoadFile(tb testing.TB, path string, train bool, set map[string]int64) *cost.Graph {
 	tb.Helper()
-	return load(tb, path, train, ints(set))
+	var opts *autodiff.TrainOptions
+	if train {
+		opts = &autodiff.TrainOptions{}
+	}
+	return load(tb, path, opts, ints(set))
 }
 
 func ints(set map[string]int64) map[string]ir.AttrValue {
@@ -44,7 +59,7 @@ func ints(set map[string]int64) map[string]ir.AttrValue {
 	return attrs
 }
 
-func load(tb testing.TB, path string, train bool, attrs map[string]ir.AttrValue) *cost.Graph {
+func load(tb testing.TB, path string, train *autodiff.TrainOptions, attrs map[string]ir.AttrValue) *cost.Graph {
 	tb.Helper()
 	prog, err := check.NewProgram(parser.Parse)
 	if err != nil {
@@ -61,8 +76,8 @@ func load(tb testing.TB, path string, train bool, attrs map[string]ir.AttrValue)
 	if g, err = partition.Decompose(g, m); err != nil {
 		tb.Fatal(err)
 	}
-	if train {
-		if g, _, err = autodiff.TrainingGraph(g, m, autodiff.TrainOptions{}); err != nil {
+	if train != nil {
+		if g, _, err = autodiff.TrainingGraph(g, m, *train); err != nil {
 			tb.Fatal(err)
 		}
 	}

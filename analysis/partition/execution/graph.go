@@ -82,11 +82,18 @@ type Piece struct {
 	At   []int64
 }
 
-// Tile reports whether the input is exactly the device's own whole tile:
-// one band, equal to the tile, from the device alone.
-func (in *Input) Tile(tile Box) bool {
+// ReadsOwnTile reports whether op's input j is exactly its slot's own
+// whole tile of the value: one band, equal to the tile, from the slot
+// alone (in a pipeline plan's graph a slot of another stage than the
+// value's reads it from that stage's slots, even a scalar).
+func (eg *Graph) ReadsOwnTile(op *Op, j int) bool {
+	in, v := op.In[j], op.Node.Inputs[j]
+	if in == nil || !eg.Holds(v, op.Device) {
+		return false
+	}
+	tile := eg.Tiles[v][op.Device]
 	return len(in.Bands) == 1 && len(in.Sums) == 1 && in.Bands[0].Box.Equal(tile) &&
-		len(in.Sums[0]) == 1 && in.Sums[0][0].Box.Equal(tile)
+		len(in.Sums[0]) == 1 && in.Sums[0][0].From == op.Device && in.Sums[0][0].Box.Equal(tile)
 }
 
 // FetchBytes is the bytes the graph's fetches move between devices.
