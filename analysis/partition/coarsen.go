@@ -272,10 +272,17 @@ func (c *Coarse) ties(g *cost.Graph) {
 // replaces (inputs: the parameter, its gradient, then its states;
 // outputs: the parameter's next value, then the states'): the next
 // training step reads it where this one read the parameter, so the two
-// are laid out alike.
+// are laid out alike. The other nodes of the update role (gradient
+// clipping's, a schedule's) read no parameter first, and are not tied
+// so: a clipped gradient is no parameter's gradient, and cannot be held
+// as partial sums as the gradient it scales can.
 func tieUpdates(g *cost.Graph, index map[*ir.Value]int, tu *unionfind.Sets) {
+	params := map[*ir.Value]bool{}
+	for _, p := range g.IR.Params {
+		params[p.Value] = true
+	}
 	for _, n := range g.IR.Nodes {
-		if n.Role != "update" {
+		if n.Role != "update" || len(n.Inputs) == 0 || !params[n.Inputs[0]] {
 			continue
 		}
 		for o, v := range n.Outputs {

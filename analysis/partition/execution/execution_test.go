@@ -145,3 +145,31 @@ func planned(t *testing.T, cg *cost.Graph, name string, devices int) (*partition
 	}
 	return res, eg
 }
+
+// TestClippedGradients: a training graph that clips its gradients to a
+// global norm and follows a learning-rate schedule partitions over 2 and
+// 4 devices (clipping's nodes of the update role are no optimizer
+// updates: a clipped gradient is not tied to the gradient it scales,
+// which alone may be held as partial sums), and its execution graph
+// gives the unpartitioned step.
+func TestClippedGradients(t *testing.T) {
+	opts := &autodiff.TrainOptions{Optimizer: "adam", ClipNorm: 0.5, Schedule: autodiff.Schedule{Decay: "cosine", Warmup: 2, Total: 10}}
+	cg := examplegraph.LoadTrained(t, "mlp", map[string]int64{"batch": 8, "hidden": 16}, opts)
+	inputs := examplegraph.RandomInputs(cg.IR, 10)
+	want, err := exec.Run(cg.IR, exec.Interp{}, inputs, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, devices := range []int{2, 4} {
+		_, eg := planned(t, cg, "search", devices)
+		got, err := eg.Run(inputs, want.Params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, w := range want.Outputs {
+			if err := tensor.Compare(got[name], w, tensor.Reordered(lang.F32, 1<<12)); err != nil {
+				t.Errorf("%d devices: output %s: %v", devices, name, err)
+			}
+		}
+	}
+}
