@@ -34,6 +34,19 @@ type builder struct {
 	time int
 	// backends are the libraries offered the contractions (Options).
 	backends []string
+	// shared, for a plan of several devices, records what the next step
+	// touches (pending) and, per buffer, the steps of other devices
+	// reading it and its first step on its own device, so that a buffer
+	// may share bytes with one another device read before it
+	// (allocate's waits); nil: no buffer is read by another device.
+	shared *sharedReads
+}
+
+// sharedReads are the reads across devices of a plan's buffers.
+type sharedReads struct {
+	pending []int
+	remote  map[int][]plan.StepRef
+	first   map[int]plan.StepRef
 }
 
 // lifetime is when a buffer's contents matter: from its first write to
@@ -95,6 +108,8 @@ func (b *builder) touch(id int) {
 	l.last = b.time
 	if v, ok := b.views[id]; ok {
 		b.touch(v.base)
+	} else if b.shared != nil {
+		b.shared.pending = append(b.shared.pending, id)
 	}
 }
 
@@ -107,7 +122,33 @@ func (b *builder) addStep(device int, init bool, s plan.Step) int {
 	}
 	*list = append(*list, s)
 	b.time++
+	b.sharedStep(device, init, len(*list)-1)
 	return len(*list) - 1
+}
+
+// sharedStep records the reads across devices of the buffers the step
+// just added touches; a buffer another device reads at init is kept
+// for the whole run (an init step has no reference to wait for).
+func (b *builder) sharedStep(device int, init bool, index int) {
+	sh := b.shared
+	if sh == nil {
+		return
+	}
+	ref := plan.StepRef{Device: device, Step: index}
+	for _, id := range sh.pending {
+		switch {
+		case b.p.Buffers[id].Device != device && init:
+			b.keep(id)
+		case b.p.Buffers[id].Device != device:
+			sh.remote[id] = append(sh.remote[id], ref)
+		case init:
+		default:
+			if _, ok := sh.first[id]; !ok {
+				sh.first[id] = ref
+			}
+		}
+	}
+	sh.pending = sh.pending[:0]
 }
 
 // launch adds a launch of k with its argument buffers, resolved by their

@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"slices"
 	"sort"
 
 	"tofuc/codegen/emit"
@@ -37,6 +38,7 @@ func (b *builder) allocate() {
 			placed = append(placed, id)
 			b.p.ArenaBytes[d] = max(b.p.ArenaBytes[d], off+b.p.Buffers[id].Bytes)
 		}
+		b.waitForReaders(placed)
 	}
 	for id := range b.p.Buffers {
 		if _, ok := b.views[id]; ok {
@@ -87,4 +89,37 @@ func (b *builder) viewOffset(id int) (int64, int) {
 		return off + v.offset, v.base
 	}
 	return b.p.Buffers[v.base].Offset + v.offset, v.base
+}
+
+// waitForReaders makes the first step of each buffer of a device wait
+// for the other devices' reads of every buffer that held its bytes
+// before it: devices run side by side, so without the wait a device
+// could overwrite bytes that another still reads.
+func (b *builder) waitForReaders(placed []int) {
+	sh := b.shared
+	if sh == nil {
+		return
+	}
+	for _, x := range placed {
+		reads := sh.remote[x]
+		if len(reads) == 0 || b.life[x].always {
+			continue
+		}
+		bx := b.p.Buffers[x]
+		for _, y := range placed {
+			by, first := b.p.Buffers[y], sh.first[y]
+			if y == x || b.life[y].first <= b.life[x].last || by.Offset >= bx.Offset+bx.Bytes || bx.Offset >= by.Offset+by.Bytes {
+				continue
+			}
+			if _, ok := sh.first[y]; !ok {
+				continue // first used at init, or never
+			}
+			step := &b.p.Steps[first.Device][first.Step]
+			for _, r := range reads {
+				if !slices.Contains(step.After, r) {
+					step.After = append(step.After, r)
+				}
+			}
+		}
+	}
 }

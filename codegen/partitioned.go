@@ -54,6 +54,7 @@ type (
 func CompilePartitioned(eg *execution.Graph, g *ir.Graph, dir string, opts Options) (*Compiled, error) {
 	start := time.Now()
 	b := newBuilder(g.Name, eg.PhysicalDevices(), opts.Precision)
+	b.shared = &sharedReads{remote: map[int][]plan.StepRef{}, first: map[int]plan.StepRef{}}
 	pb := &partitioned{builder: b, eg: eg, lastWrite: map[tileKey]int{}, launched: map[*ir.Node][]int{}}
 	if err := pb.build(g); err != nil {
 		return nil, err
@@ -103,9 +104,7 @@ func (p *partitioned) tile(v *ir.Value, d int) int {
 	key := p.tileKey(v, d)
 	box := p.eg.Tiles[v][key.d]
 	role := roleOf(v)
-	id := p.buffer(key, fmt.Sprintf("%s@%s", v.Name, p.slot(key.d)), p.eg.Device(d), v.DType, boxShape(box), role)
-	p.keep(id) // tiles may be read by any device at any later step
-	return id
+	return p.buffer(key, fmt.Sprintf("%s@%s", v.Name, p.slot(key.d)), p.eg.Device(d), v.DType, boxShape(box), role)
 }
 
 // tileKey is the key of slot d's tile of v: its owner's.
@@ -133,6 +132,7 @@ func (p *partitioned) bindTiles(list *[]plan.Binding, v *ir.Value, role string) 
 			continue // its stage's slots hold v; a device's slots share a tile
 		}
 		id := p.tile(v, d)
+		p.keep(id) // the runtime writes or reads it around the steps
 		if role != plan.RoleActivation && p.p.Buffers[id].Role == plan.RoleActivation || role == plan.RoleOutput {
 			p.p.Buffers[id].Role = role
 		}
@@ -264,8 +264,7 @@ func (p *partitioned) outputKey(op *execution.Op, def *ir.Def) any {
 			return p.tileKey(v, d)
 		}
 		key := partKey{n, o, d}
-		id := p.buffer(key, fmt.Sprintf("%s@%s part", v.Name, p.slot(d)), p.dev(d), v.DType, boxShape(op.Outputs[o]), roleOf(v))
-		p.keep(id) // read by other devices
+		p.buffer(key, fmt.Sprintf("%s@%s part", v.Name, p.slot(d)), p.dev(d), v.DType, boxShape(op.Outputs[o]), roleOf(v))
 		return key
 	}
 	key := deviceLocalKey{n, def, d}
@@ -406,7 +405,6 @@ func (p *partitioned) reduce(ops []*execution.Op, launched []int) ([][]int, erro
 				to = p.tile(v, d)
 			} else {
 				to = p.buffer(reducedKey{n, o, d}, fmt.Sprintf("%s@%s combined", v.Name, p.slot(d)), p.dev(d), v.DType, boxShape(op.Outputs[o]), roleOf(v))
-				p.keep(to) // read by other devices
 			}
 			s.To = to
 			var err error

@@ -18,17 +18,22 @@ const (
 
 // checkOverlap refuses two buffers of a device that share bytes while
 // both are live. A buffer is live from the first step of its device that
-// uses it (or a view of it) to the last, Init's steps before Steps'; the
-// buffers of the inputs, parameters and outputs, and those a step of
-// another device uses, live throughout. A buffer and its views share
+// uses it (or a view of it) to the last, Init's steps before Steps', and
+// over every step of its device that may run while another device's
+// step reads it (reads: the window checkRaces found, between the last
+// step that ends before the read starts and the first that starts after
+// it ends: a device may give the bytes to another buffer once it has
+// waited for the read); the buffers of the inputs, parameters and
+// outputs, and those another device's init steps read, live
+// throughout. A buffer and its views share
 // bytes (a view lies within the buffer it is a view of: checkView), so
 // only the buffers that are no view are compared, each live while any
 // of its views is. The code generator places buffers by lifetimes at
 // least as long (docs/plan.md, "Buffer"), so that every plan it writes
 // passes. A sweep over time with a count of live buffers per byte range
 // (rangeCount) costs the buffers times the logarithm of their number.
-func (p *Plan) checkOverlap(roots []int) error {
-	live := p.liveSpans(roots)
+func (p *Plan) checkOverlap(roots []int, reads []remoteRead) error {
+	live := p.liveSpans(roots, reads)
 	var ids []int // the roots used, with bytes
 	for id, l := range live {
 		if roots[id] == id && l.first != unused && p.Buffers[id].Bytes > 0 {
@@ -59,7 +64,7 @@ func (p *Plan) checkOverlap(roots []int) error {
 
 // liveSpans is when each buffer is live, a view's steps counted for the
 // buffer it is a view of.
-func (p *Plan) liveSpans(roots []int) []span {
+func (p *Plan) liveSpans(roots []int, reads []remoteRead) []span {
 	live := make([]span, len(p.Buffers))
 	for i := range live {
 		live[i] = span{first: unused}
@@ -84,6 +89,21 @@ func (p *Plan) liveSpans(roots []int) []span {
 	for d := range p.Devices {
 		p.touchSteps(d, touch)
 	}
+	for _, r := range reads {
+		// The owner's steps between r.last and r.next, counted after
+		// its init steps, may run while r reads.
+		init := len(p.Init[r.owner])
+		if lo, hi := init+r.last+1, init+r.next-1; lo <= hi {
+			l := &live[r.root]
+			switch {
+			case l.first == always:
+			case l.first == unused:
+				l.first, l.last = lo, hi
+			default:
+				l.first, l.last = min(l.first, lo), max(l.last, hi)
+			}
+		}
+	}
 	for i := range live {
 		if live[i].first == always {
 			live[i].last = math.MaxInt
@@ -93,17 +113,19 @@ func (p *Plan) liveSpans(roots []int) []span {
 }
 
 // touchSteps calls touch with every buffer device d's steps use and the
-// step's time (always for another device's buffer: read throughout).
+// step's time; another device's buffer only when an init step reads it
+// (always: read throughout), the steps' reads being liveSpans' windows.
 func (p *Plan) touchSteps(d int, touch func(id, at int)) {
 	at := 0
-	for _, list := range [][]Step{p.Init[d], p.Steps[d]} {
+	for k, list := range [][]Step{p.Init[d], p.Steps[d]} {
 		for i := range list {
 			reads, writes := p.access(&list[i])
 			for _, id := range append(slices.Clone(reads), writes...) {
-				if p.Buffers[id].Device != d {
-					touch(id, always)
-				} else {
+				switch {
+				case p.Buffers[id].Device == d:
 					touch(id, at)
+				case k == 0:
+					touch(id, always)
 				}
 			}
 			at++

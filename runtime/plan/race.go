@@ -26,11 +26,12 @@ type remoteRead struct {
 // reads are the only accesses two devices make to the same bytes.
 // Happens-before is computed one device at a time (clock), for the
 // devices that read or own such bytes: at most the steps times the
-// devices.
-func (p *Plan) checkRaces(steps [][]Step, order []StepRef, roots []int) error {
+// devices. It returns the reads, each with the window of its owner's
+// steps that may run while it does (checkOverlap's).
+func (p *Plan) checkRaces(steps [][]Step, order []StepRef, roots []int) ([]remoteRead, error) {
 	reads, writes := p.remoteAccesses(steps, roots)
 	if len(reads) == 0 {
-		return nil
+		return nil, nil
 	}
 	base := make([]int, len(steps)+1) // base[d]: the global index of device d's first step
 	for d, list := range steps {
@@ -53,10 +54,10 @@ func (p *Plan) checkRaces(steps [][]Step, order []StepRef, roots []int) error {
 	for _, r := range reads {
 		ws := writes[r.root]
 		if k, _ := slices.BinarySearch(ws, r.last+1); k < len(ws) && ws[k] < r.next {
-			return p.raceError(steps, r, ws[k])
+			return nil, p.raceError(steps, r, ws[k])
 		}
 	}
-	return nil
+	return reads, nil
 }
 
 // remoteAccesses lists the reads of other devices' buffers and, for the

@@ -9,18 +9,18 @@ import (
 // checkList checks every step of a list (Init or Steps), then their
 // order: no cycle, and every device's reads of another's buffers
 // ordered with that device's writes of them.
-func (p *Plan) checkList(steps [][]Step, roots []int, held []bool) error {
+func (p *Plan) checkList(steps [][]Step, roots []int, held []bool) ([]remoteRead, error) {
 	for d, list := range steps {
 		for i := range list {
 			s := &list[i]
 			if err := p.checkStep(d, s, steps, roots, held); err != nil {
-				return fmt.Errorf("%s: %w", s.Where(d, i), err)
+				return nil, fmt.Errorf("%s: %w", s.Where(d, i), err)
 			}
 		}
 	}
 	order, err := Order(steps)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	return p.checkRaces(steps, order, roots)
 }

@@ -32,12 +32,14 @@ func (p *Plan) Validate() error {
 		return err
 	}
 	held := p.heldRoots(roots)
-	for _, steps := range [][][]Step{p.Init, p.Steps} {
-		if err := p.checkList(steps, roots, held); err != nil {
-			return err
-		}
+	if _, err := p.checkList(p.Init, roots, held); err != nil {
+		return err
 	}
-	return p.checkOverlap(roots)
+	reads, err := p.checkList(p.Steps, roots, held)
+	if err != nil {
+		return err
+	}
+	return p.checkOverlap(roots, reads)
 }
 
 // checkHeader checks the version, the devices and their arenas.

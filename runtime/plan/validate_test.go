@@ -233,3 +233,33 @@ func crossDependencies(n int) *Plan {
 	}
 	return p
 }
+
+// TestBytesReusedAfterRemoteReads: a device may give the bytes of a
+// buffer another device reads to a later buffer once the later buffer's
+// first step waits for every such read (device 1 reads y by a copy and
+// by a reduction); waiting for one of them, or none, is refused.
+func TestBytesReusedAfterRemoteReads(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after []StepRef
+		want  string
+	}{
+		{"no wait", nil, "share bytes"},
+		{"a wait for the copy only", []StepRef{{Device: 1, Step: 0}}, "share bytes"},
+		{"a wait for both reads", []StepRef{{Device: 1, Step: 2}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := twoDevices()
+			y := p.Buffers[1]
+			p.Buffers = append(p.Buffers, Buffer{ID: 7, Name: "y2", Device: 0, DType: "f32", Shape: []int64{4}, Bytes: 16, Role: RoleActivation, Offset: y.Offset, ViewOf: -1})
+			p.Steps[0] = append(p.Steps[0], Step{Op: Launch, Kernel: 0, Args: []int{0, 7}, After: tc.after, Label: "y2"})
+			err := p.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
