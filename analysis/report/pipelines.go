@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"tofuc/analysis/partition"
 	"tofuc/analysis/stages"
 	"tofuc/lang"
 )
@@ -89,8 +90,9 @@ func NewPipelines(ls *stages.Layers, plans ...*stages.Plan) *Pipelines {
 	return out
 }
 
-// summary writes the plans side by side, then each one's stages.
-func (p *Pipelines) summary(w io.Writer, partitionStep float64) {
+// summary writes the plans side by side, then each one's stages;
+// objective is the partition search's.
+func (p *Pipelines) summary(w io.Writer, partitionStep float64, objective string) {
 	if p.Error != "" {
 		fmt.Fprintf(w, "pipeline plans: none: %s\n", p.Error)
 		return
@@ -109,7 +111,10 @@ func (p *Pipelines) summary(w io.Writer, partitionStep float64) {
 	}
 	if partitionStep > 0 {
 		verdict := "the operator-partitioned plan stays chosen"
-		if p.Chosen {
+		switch {
+		case objective == partition.Bytes:
+			verdict += " (the objective is bytes, and pipeline plans are priced in time only)"
+		case p.Chosen:
 			verdict = fmt.Sprintf("%s's plan is chosen (tofuc compile --pipeline runs it)", first.Method)
 		}
 		fmt.Fprintf(w, "  %s / the operator-partitioned plan (%s a step) throughput: %.2f: %s\n",

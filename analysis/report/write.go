@@ -85,7 +85,7 @@ func (r *Report) Summary(w io.Writer) {
 		fmt.Fprintf(w, "  your plan (%s): %s per step, %s per device; the chosen plan communicates %s\n", c.File, lang.FormatBytes(c.CommBytes), lang.FormatBytes(c.MaxMemoryBytes), lang.FormatBytes(c.OptimumBytes))
 	}
 	if r.Pipelines != nil {
-		r.Pipelines.summary(w, r.StepSeconds)
+		r.Pipelines.summary(w, r.StepSeconds, r.Objective)
 	}
 }
 

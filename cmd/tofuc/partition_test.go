@@ -370,6 +370,13 @@ func TestPartitionPipeline(t *testing.T) {
 	if rep.Pipelines.Chosen != faster || !faster || !strings.Contains(out.String(), "  chosen         graphpipe's pipeline plan, not this one: ") {
 		t.Errorf("GraphPipe %g s, the partition plan %g s: chosen %v (over PCIe Uno's towers run side by side faster):\n%s", rep.Pipelines.Plans[0].StepSeconds, rep.StepSeconds, rep.Pipelines.Chosen, out.String())
 	}
+	// Under the bytes objective the pipeline plan, priced in time only,
+	// is not chosen, and the summary says why.
+	out.Reset()
+	if code := run([]string{"partition", "../../examples/uno.tdl", "--train", "--loss", "mse", "--devices", "8", "--topology", "pcie", "--pipeline", "--objective", "bytes"}, &out, &errb); code != exitOK ||
+		!strings.Contains(out.String(), "the operator-partitioned plan stays chosen (the objective is bytes, and pipeline plans are priced in time only)") || strings.Contains(out.String(), "  chosen  ") {
+		t.Errorf("--objective bytes: exit %d:\n%s", code, out.String())
+	}
 	errb.Reset()
 	if code := run([]string{"partition", "../../examples/uno.tdl", "--devices", "8", "--pipeline"}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "--pipeline goes with --train") {
 		t.Errorf("exit %d: %s", code, errb.String())
