@@ -305,16 +305,28 @@ func neighbour(g *cost.Graph, members []int, self int, group []int, producer map
 
 // addParams counts each layer's parameters: every parameter its nodes
 // read, once (all of a parameter's readers are in one layer:
-// layerClasses); a trained one's gradient too.
+// layerClasses); a trained one's gradient too; and the graph's outputs
+// its nodes compute (each parameter's next value and its optimizer
+// states', which a compiled plan holds beside the parameters until the
+// step ends).
 func (ls *Layers) addParams(g *cost.Graph) {
 	seen := map[*ir.Value]bool{}
 	params := map[*ir.Value]*ir.Param{}
 	for _, p := range g.IR.Params {
 		params[p.Value] = p
 	}
+	outputs := map[*ir.Value]bool{}
+	for _, v := range g.IR.Outputs {
+		outputs[v] = true
+	}
 	for li := range ls.Layers {
 		l := &ls.Layers[li]
 		for _, j := range l.Nodes {
+			for _, v := range g.IR.Nodes[j].Outputs {
+				if outputs[v] {
+					l.StateBytes += g.Bytes(v)
+				}
+			}
 			for _, v := range g.IR.Nodes[j].Inputs {
 				p, ok := params[v]
 				if !ok || seen[v] {

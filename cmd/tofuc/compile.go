@@ -144,7 +144,12 @@ func compileModel(path, name string, set map[string]ir.AttrValue, opts pipeline.
 	}
 	fmt.Fprintf(stdout, "%s: %s of %d distinct kernels in %d modules, %d devices (%.1fs)\n",
 		m.Graph.Name, launches, st.Distinct, st.Modules, res.Plan.Devices, time.Since(start).Seconds())
-	fmt.Fprintf(stdout, "memory: %s per device (the largest arena of its buffers)\n", lang.FormatBytes(slices.Max(res.Plan.ArenaBytes)))
+	arena := slices.Max(res.Plan.ArenaBytes)
+	fmt.Fprintf(stdout, "memory: %s per device (the largest arena of its buffers)\n", lang.FormatBytes(arena))
+	if opts.Memory > 0 && arena > opts.Memory {
+		fmt.Fprintf(stderr, "tofuc: warning: the compiled plan's largest arena, %s, is over --memory %s: the plan search's memory model counts less than the compiled buffers take; give a smaller --memory (docs/cli.md, compile)\n",
+			lang.FormatBytes(arena), lang.FormatBytes(opts.Memory))
+	}
 	if res.Plan.Precision != precision.Exact {
 		fmt.Fprintf(stdout, "precision: %s (docs/precision.md)\n", res.Plan.Precision)
 	}

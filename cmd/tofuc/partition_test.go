@@ -319,6 +319,17 @@ func TestCompileObjective(t *testing.T) {
 			t.Errorf("%s: exit %d, %q; want %d and %q", args, status, stderr, exitUsage, want)
 		}
 	}
+	// A compiled plan over --memory is said: Uno's partition plan over
+	// 8 devices is modelled at 26.35 MiB a device and compiled at 26.99.
+	if _, err := toolchain.Find(); err == nil {
+		status, stdout, stderr := tofuc("compile", "../../examples/uno.tdl", "--train", "--loss", "mse", "--devices", "8", "--memory", "26.5MiB", "-o", t.TempDir(), "--emit", "plan")
+		if status != exitOK || !strings.Contains(stderr, "tofuc: warning: the compiled plan's largest arena, ") || !strings.Contains(stderr, "is over --memory 26.50 MiB") {
+			t.Errorf("--memory 26.5MiB: exit %d: %s%s", status, stdout, stderr)
+		}
+		if status, _, stderr := tofuc("compile", "../../examples/uno.tdl", "--train", "--loss", "mse", "--devices", "8", "--memory", "40MiB", "-o", t.TempDir(), "--emit", "plan"); status != exitOK || strings.Contains(stderr, "warning") {
+			t.Errorf("--memory 40MiB: exit %d: %s", status, stderr)
+		}
+	}
 	// More devices than any built-in topology: said before searching.
 	start := time.Now()
 	status, _, stderr := tofuc("compile", "../../examples/mlp.tdl", "--devices", "64", "-o", t.TempDir())
