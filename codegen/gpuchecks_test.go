@@ -33,6 +33,14 @@ var gpuCheckModels = []modelcase.Case{
 	{File: "rnn", Train: true, Set: map[string]any{"layers": 2, "hidden": 64, "steps": 8, "batch": 8, "classes": 10}},
 }
 
+// gpuCheckPipelines are the pipeline plans a GPU machine checks, on 4
+// devices: the small multi-modal example's training graph, whose
+// GraphPipe plan runs its branches on devices of their own.
+var gpuCheckPipelines = []modelcase.Case{
+	{File: "multimodal", Train: true, Pipeline: true, Devices: 4, Classes: 2, Set: map[string]any{"layers": 1, "hidden": 16, "heads": 2, "batch": 8,
+		"vocab": 50, "text_len": 6, "patches": 4, "patch_dim": 12, "frames": 5, "mel": 7, "classes": 2}},
+}
+
 // TestWriteGPUChecks writes into $TOFUC_GPU_CHECKS the plans that a GPU
 // machine checks (docs/gpu.md), each folder a compiled plan (PTX, host
 // and SIMT modules) with a executor.Check of the cpu runtime's outputs: the
@@ -96,29 +104,33 @@ func TestWriteGPUChecks(t *testing.T) {
 			writeCheck(t, c.Plan, dir, check)
 		})
 	}
+	var models []modelcase.Case
 	for _, m := range gpuCheckModels {
 		for _, run := range []struct {
 			devices int
 			prec    precision.Mode
 		}{{1, precision.Exact}, {4, precision.Exact}, {1, precision.F32}, {1, precision.TF32}, {1, precision.BF16}, {1, precision.F16}} {
 			m.Devices, m.Precision = run.devices, run.prec
-			t.Run(m.String(), func(t *testing.T) {
-				dir := freshDir(t, filepath.Join(root, m.String()))
-				c, err := m.Compile(dir, emit)
-				if err != nil {
-					t.Fatal(err)
-				}
-				check := &executor.Check{Inputs: executor.Filled(c.Plan.Inputs), Params: executor.Filled(c.Plan.Params), Filled: true, Tolerance: map[string]tensor.Tolerance{}}
-				for _, b := range c.Plan.Outputs {
-					tol := tensor.Reordered(lang.ParseDType(b.DType), 1<<12)
-					if run.prec.InF32() {
-						tol = rounding.ModelTolerance(run.prec, c.Depth)
-					}
-					check.Tolerance[b.Name] = twice(tol)
-				}
-				writeCheck(t, c.Plan, dir, check)
-			})
+			models = append(models, m)
 		}
+	}
+	for _, m := range append(models, gpuCheckPipelines...) {
+		t.Run(m.String(), func(t *testing.T) {
+			dir := freshDir(t, filepath.Join(root, m.String()))
+			c, err := m.Compile(dir, emit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := &executor.Check{Inputs: executor.Filled(c.Plan.Inputs), Params: executor.Filled(c.Plan.Params), Filled: true, Tolerance: map[string]tensor.Tolerance{}}
+			for _, b := range c.Plan.Outputs {
+				tol := tensor.Reordered(lang.ParseDType(b.DType), 1<<12)
+				if m.Precision.InF32() {
+					tol = rounding.ModelTolerance(m.Precision, c.Depth)
+				}
+				check.Tolerance[b.Name] = twice(tol)
+			}
+			writeCheck(t, c.Plan, dir, check)
+		})
 	}
 }
 

@@ -35,6 +35,9 @@ type Case struct {
 	// Backends are the host libraries placement offers (docs/placement.md);
 	// the plan keeps every group's variants (pipeline.Options.AllVariants).
 	Backends []string
+	// Pipeline offers GraphPipe's pipeline plan (tofuc compile
+	// --pipeline).
+	Pipeline bool
 }
 
 func (c Case) String() string {
@@ -43,6 +46,9 @@ func (c Case) String() string {
 		name += "-train"
 	}
 	name = fmt.Sprintf("%s-%ddev", name, c.Devices)
+	if c.Pipeline {
+		name += "-pipeline"
+	}
 	if c.Precision != precision.Exact {
 		name += "-" + c.Precision.String()
 	}
@@ -70,7 +76,7 @@ func (c Case) Compile(dir string, emit []string) (*Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := pipeline.Options{Devices: c.Devices, Emit: emit, Seed: 1, Precision: c.Precision, Backends: c.Backends, AllVariants: len(c.Backends) > 0}
+	opts := pipeline.Options{Devices: c.Devices, Emit: emit, Seed: 1, Precision: c.Precision, Backends: c.Backends, AllVariants: len(c.Backends) > 0, Pipeline: c.Pipeline}
 	if c.Train {
 		opts.Train = &autodiff.TrainOptions{}
 	}
