@@ -55,7 +55,7 @@ func CompilePartitioned(eg *execution.Graph, g *ir.Graph, dir string, opts Optio
 	start := time.Now()
 	b := newBuilder(g.Name, eg.PhysicalDevices(), opts.Precision)
 	b.shared = &sharedReads{remote: map[int][]plan.StepRef{}, first: map[int]plan.StepRef{}}
-	pb := &partitioned{builder: b, eg: eg, lastWrite: map[tileKey]int{}, launched: map[*ir.Node][]int{}}
+	pb := &partitioned{builder: b, eg: eg, lastWrite: map[tileKey]int{}, launched: map[*ir.Node][]int{}, bound: map[*ir.Value]bool{}}
 	if err := pb.build(g); err != nil {
 		return nil, err
 	}
@@ -69,14 +69,18 @@ type partitioned struct {
 	lastWrite map[tileKey]int
 	// launched is each node's last launch on each slot's device.
 	launched map[*ir.Node][]int
+	// bound are the inputs and parameters, which the runtime writes.
+	bound map[*ir.Value]bool
 }
 
 func (p *partitioned) build(g *ir.Graph) error {
 	for _, v := range g.Inputs {
+		p.bound[v] = true
 		p.bindTiles(&p.p.Inputs, v, plan.RoleInput)
 		p.p.Inputs[len(p.p.Inputs)-1].Classes = g.LabelClasses(v)
 	}
 	for _, q := range g.Params {
+		p.bound[q.Value] = true
 		p.bindTiles(&p.p.Params, q.Value, plan.RoleParameter)
 	}
 	if p.eg.Sequence != nil {
@@ -307,17 +311,27 @@ func (p *partitioned) binder(op *execution.Op) func(*ir.Tensor) (kernel.Binding,
 
 // gatherRegion fills the region buffer of input j of op from the pieces
 // of its fetch, its own tile's among them: one buffer per partial sum
-// to add when the input is partial there, then their sum.
+// to add when the input is partial there, then their sum. A partial sum
+// whose tiles no step writes (the devices holding it computed an empty
+// part: a batch split over more devices than samples) is zero and is
+// left out: its tiles hold nothing, not zeros.
 func (p *partitioned) gatherRegion(op *execution.Op, j int) error {
 	n, d := op.Node, op.Device
 	v, in := n.Inputs[j], op.In[j]
 	id := p.buffer(regionKey{n, j, d}, fmt.Sprintf("%s@%s in%d", n.Name, p.slot(d), j), p.dev(d), v.DType, in.Shape, plan.RoleWorkspace)
-	if len(in.Sums) == 1 {
-		p.copyPieces(d, id, v, in.Sums[0])
+	sums := in.Sums
+	if len(sums) > 1 {
+		sums = slices.DeleteFunc(slices.Clone(sums), func(pieces []execution.Piece) bool { return p.unwritten(v, pieces) })
+	}
+	switch len(sums) {
+	case 0:
+		return fmt.Errorf("no step writes any partial sum of %s it reads", v.Name)
+	case 1:
+		p.copyPieces(d, id, v, sums[0])
 		return nil
 	}
 	sum := plan.Step{Op: plan.Reduce, Reducer: "sum", To: id, Label: "add partial sums of " + v.Name}
-	for s, pieces := range in.Sums {
+	for s, pieces := range sums {
 		part := p.buffer(sumKey{n, j, d, s}, fmt.Sprintf("%s@%s in%d sum%d", n.Name, p.slot(d), j, s), p.dev(d), v.DType, in.Shape, plan.RoleWorkspace)
 		p.copyPieces(d, part, v, pieces)
 		sum.Parts = append(sum.Parts, part)
@@ -332,6 +346,20 @@ func (p *partitioned) gatherRegion(op *execution.Op, j int) error {
 	p.touch(id)
 	p.addStep(p.dev(d), false, sum)
 	return nil
+}
+
+// unwritten reports whether no step writes the tiles the pieces of v
+// come from (the runtime writes an input's and a parameter's).
+func (p *partitioned) unwritten(v *ir.Value, pieces []execution.Piece) bool {
+	if p.bound[v] {
+		return false
+	}
+	for _, piece := range pieces {
+		if _, ok := p.lastWrite[p.tileKey(v, piece.From)]; ok {
+			return false
+		}
+	}
+	return true
 }
 
 // copyPieces adds a copy, on slot d's device, of every piece of v from
@@ -382,8 +410,12 @@ func (p *partitioned) reduce(ops []*execution.Op, launched []int) ([][]int, erro
 			key := fmt.Sprint(p.dev(d), o, op.Groups[o])
 			if c, ok := combined[key]; ok {
 				ready[d][o] = c.step
-				if !toTile {
+				switch {
+				case !toTile:
 					p.bufferOf[reducedKey{n, o, d}] = c.to
+				case p.tile(v, d) != c.to:
+					// The slots of a data-parallel stage share the tile.
+					return nil, fmt.Errorf("slot %s combines %s into a tile of its own, which no step writes", p.slot(d), v.Name)
 				}
 				continue
 			}

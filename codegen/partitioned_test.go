@@ -13,7 +13,9 @@ import (
 	"tofuc/internal/examplegraph"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/runtime/cpu"
 	"tofuc/runtime/exec"
+	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/tensor"
 )
@@ -148,5 +150,66 @@ func TestPartitionedCollectives(t *testing.T) {
 		if !slices.Equal(ds, groups[key]) {
 			t.Errorf("all-reduce %s: steps on devices %v, not on each member once", key, ds)
 		}
+	}
+}
+
+// TestPartitionedEmptyParts: the MLP's training step at batch 2 and 3
+// over 4 and 8 devices, where some devices get no sample and so write
+// no partial sum of a weight's gradient: the updates add only the sums
+// that are written (a buffer never written holds whatever its bytes
+// held before, once buffers share bytes), and equal the interpreter's.
+// Run in cpu's strict mode too.
+func TestPartitionedEmptyParts(t *testing.T) {
+	tl := tools(t)
+	for _, c := range []struct {
+		batch, devices int
+		plan           string
+	}{{2, 4, "search"}, {2, 8, "search"}, {3, 4, "data_parallel"}} {
+		t.Run(fmt.Sprintf("batch %d on %d devices, %s", c.batch, c.devices, c.plan), func(t *testing.T) {
+			g := loadExample(t, "mlp", true, attrs("batch", c.batch, "hidden", 24))
+			inputs := examplegraph.RandomInputs(g, 10)
+			want, err := exec.Run(g, exec.Interp{}, inputs, nil, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cg, err := cost.NewGraph(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res *partition.Result
+			if c.plan == "search" {
+				res, err = partition.Search(cg, c.devices, partition.Options{})
+			} else {
+				res, err = partition.Baseline(cg, c.plan, c.devices, partition.Options{})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			eg, err := execution.Build(cg, res.Plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			comp, err := codegen.CompilePartitioned(eg, g, dir, codegen.Options{Emit: []string{"host"}, Tools: tl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, strict := range []bool{false, true} {
+				pr, err := executor.Open(comp.Plan, dir, cpu.Kind.Name, executor.Options{Strict: strict})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := pr.Run(inputs, want.Params)
+				pr.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for name, w := range want.Outputs {
+					if err := tensor.Compare(got[name], w, tensor.Reordered(lang.F32, 1<<12)); err != nil {
+						t.Errorf("strict %v: output %s: %v", strict, name, err)
+					}
+				}
+			}
+		})
 	}
 }

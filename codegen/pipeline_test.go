@@ -26,7 +26,8 @@ import (
 // reordered sums). The models: the MLP (with SGD, with Adam, whose
 // step count is a scalar input every stage's updates read, and with a
 // learning-rate schedule of that step), the multi-branch multi-modal
-// example, and two branches of dropout whose seed is such an input.
+// example, two branches of dropout whose seed is such an input, and a
+// model with a parameter no operator reads.
 // The plans: GraphPipe's as searched over PCIe, and the layers cut
 // into two stages of two devices with two and four micro-batches, so
 // that devices run several slots and stages pass activations and
@@ -54,6 +55,7 @@ func TestPipelinePlans(t *testing.T) {
 				"vocab": 50, "text_len": 6, "patches": 4, "patch_dim": 12, "frames": 5, "mel": 7})
 		}, 2, false},
 		{"dropout branches", func() *cost.Graph { return examplegraph.LoadFile(t, "testdata/branches.tdl", true, nil) }, 5, false},
+		{"a spare parameter", func() *cost.Graph { return examplegraph.LoadFile(t, "testdata/spare.tdl", true, nil) }, 4, false},
 	}
 	for _, c := range cases {
 		cg := c.load()
@@ -93,7 +95,9 @@ func TestPipelinePlans(t *testing.T) {
 						t.Fatal(err)
 					}
 					if ordered {
-						eg.Sequence = p.Order(eg, ls)
+						if eg.Sequence, err = p.Order(eg, ls); err != nil {
+							t.Fatal(err)
+						}
 					}
 					dir := t.TempDir()
 					comp, err := codegen.CompilePartitioned(eg, g, dir, codegen.Options{Emit: []string{"host", "simt"}, Tools: tl})

@@ -482,7 +482,9 @@ func (pp *pipelinePlan) graph(g *cost.Graph, devices int) (*execution.Graph, err
 	if err != nil {
 		return nil, err
 	}
-	eg.Sequence = pp.plan.Order(eg, pp.layers)
+	if eg.Sequence, err = pp.plan.Order(eg, pp.layers); err != nil {
+		return nil, err
+	}
 	return eg, nil
 }
 

@@ -57,7 +57,7 @@ func dataParallel(g *cost.Graph, slots int) (*cost.Plan, error) {
 // order, the updates after every pass. A plan whose schedule does not
 // list a pass (its stages changed after the search) runs every stage's
 // forward passes, then its backward passes (GPipe's order).
-func (p *Plan) Order(eg *execution.Graph, ls *Layers) []execution.Unit {
+func (p *Plan) Order(eg *execution.Graph, ls *Layers) ([]execution.Unit, error) {
 	stageOf := map[int]int{} // node → stage
 	first := make([]int, len(p.Stages))
 	slot := 0

@@ -172,11 +172,18 @@ func TestOrderFollowsSchedule(t *testing.T) {
 		}
 		return out
 	}
-	if got := fmt.Sprint(passOrder(p.Order(eg, ls))); got != "[F0 B0 F1 B1]" {
+	seq, err := p.Order(eg, ls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(passOrder(seq)); got != "[F0 B0 F1 B1]" {
 		t.Errorf("the last stage's passes run %s, want 1F1B's [F0 B0 F1 B1]", got)
 	}
 	p.Schedule = nil
-	if got := fmt.Sprint(passOrder(p.Order(eg, ls))); got != "[F0 F1 B0 B1]" {
+	if seq, err = p.Order(eg, ls); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(passOrder(seq)); got != "[F0 F1 B0 B1]" {
 		t.Errorf("without a schedule the last stage's passes run %s, want GPipe's [F0 F1 B0 B1]", got)
 	}
 }

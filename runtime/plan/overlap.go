@@ -19,13 +19,12 @@ const (
 // checkOverlap refuses two buffers of a device that share bytes while
 // both are live. A buffer is live from the first step of its device that
 // uses it (or a view of it) to the last, Init's steps before Steps', and
-// over every step of its device that may run while another device's
-// step reads it (reads: the window checkRaces found, between the last
-// step that ends before the read starts and the first that starts after
-// it ends: a device may give the bytes to another buffer once it has
-// waited for the read); the buffers of the inputs, parameters and
-// outputs, and those another device's init steps read, live
-// throughout. A buffer and its views share
+// on to the last step of its device that may start before another
+// device's step reading it ends (reads: the step before the first that
+// starts after the read ends, which checkRaces found): a device may give
+// the bytes to another buffer once it has waited for the read; the
+// buffers of the inputs, parameters and outputs, and those another
+// device's init steps read, live throughout. A buffer and its views share
 // bytes (a view lies within the buffer it is a view of: checkView), so
 // only the buffers that are no view are compared, each live while any
 // of its views is. The code generator places buffers by lifetimes at
@@ -90,18 +89,22 @@ func (p *Plan) liveSpans(roots []int, reads []remoteRead) []span {
 		p.touchSteps(d, touch)
 	}
 	for _, r := range reads {
-		// The owner's steps between r.last and r.next, counted after
-		// its init steps, may run while r reads.
+		// Every step of the owner before the first that starts after r
+		// ends (r.next, counted after its init steps) may run before or
+		// while r reads: the bytes must hold the buffer until then.
 		init := len(p.Init[r.owner])
-		if lo, hi := init+r.last+1, init+r.next-1; lo <= hi {
-			l := &live[r.root]
-			switch {
-			case l.first == always:
-			case l.first == unused:
-				l.first, l.last = lo, hi
-			default:
-				l.first, l.last = min(l.first, lo), max(l.last, hi)
-			}
+		hi := init + r.next - 1
+		if hi < 0 {
+			continue // read before the owner's first step: nothing of it is live
+		}
+		lo := min(init+r.last+1, hi)
+		l := &live[r.root]
+		switch {
+		case l.first == always:
+		case l.first == unused:
+			l.first, l.last = lo, hi
+		default:
+			l.first, l.last = min(l.first, lo), max(l.last, hi)
 		}
 	}
 	for i := range live {

@@ -245,6 +245,7 @@ func TestBytesReusedAfterRemoteReads(t *testing.T) {
 		want  string
 	}{
 		{"no wait", nil, "share bytes"},
+		{"a read after the bytes are given away", nil, "share bytes"},
 		{"a wait for the copy only", []StepRef{{Device: 1, Step: 0}}, "share bytes"},
 		{"a wait for both reads", []StepRef{{Device: 1, Step: 2}}, ""},
 	} {
@@ -253,6 +254,11 @@ func TestBytesReusedAfterRemoteReads(t *testing.T) {
 			y := p.Buffers[1]
 			p.Buffers = append(p.Buffers, Buffer{ID: 7, Name: "y2", Device: 0, DType: "f32", Shape: []int64{4}, Bytes: 16, Role: RoleActivation, Offset: y.Offset, ViewOf: -1})
 			p.Steps[0] = append(p.Steps[0], Step{Op: Launch, Kernel: 0, Args: []int{0, 7}, After: tc.after, Label: "y2"})
+			if tc.name == "a read after the bytes are given away" {
+				// Device 1 reads y only once y2 has its bytes.
+				p.Steps[1][0].After = []StepRef{{Device: 0, Step: 2}}
+				p.Steps[1][2].After = []StepRef{{Device: 0, Step: 2}}
+			}
 			err := p.Validate()
 			switch {
 			case tc.want == "" && err != nil:

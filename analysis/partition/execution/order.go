@@ -2,6 +2,7 @@ package execution
 
 import (
 	"container/heap"
+	"fmt"
 	"math"
 
 	"tofuc/lang/ir"
@@ -22,8 +23,8 @@ const Done = -1
 // completion), a completion after its node's copies. Among the units
 // ready, the least by key comes first (completions as soon as they are
 // ready), ties by node then slot: a compiled plan's devices run their
-// steps in this order.
-func (eg *Graph) Order(key func(Unit) float64) []Unit {
+// steps in this order. Units left out (a cycle) are an error.
+func (eg *Graph) Order(key func(Unit) float64) ([]Unit, error) {
 	o := newOrdering(eg)
 	for j, ops := range eg.Ops {
 		done := Unit{j, Done}
@@ -49,7 +50,11 @@ func (eg *Graph) Order(key func(Unit) float64) []Unit {
 		}
 		o.add(done, math.Inf(-1))
 	}
-	return o.sort()
+	out := o.sort()
+	if len(out) < len(o.units) {
+		return nil, fmt.Errorf("the execution graph's units wait for one another: %d of %d ordered", len(out), len(o.units))
+	}
+	return out, nil
 }
 
 // writer is the unit after which slot e's tile of v holds its values

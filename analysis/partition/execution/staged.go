@@ -7,6 +7,7 @@ import (
 	"tofuc/analysis/cost"
 	"tofuc/analysis/strategy"
 	"tofuc/lang/ir"
+	"tofuc/runtime/plan"
 )
 
 // Part is one stage of a pipeline plan: its nodes, partitioned by Plan
@@ -132,6 +133,14 @@ func newStaging(g *cost.Graph, parts []Part, devices int) (*staging, []int, []in
 				st.home[v] = partOf[j]
 			}
 		}
+	}
+	for _, v := range g.Tensors() {
+		if _, ok := st.home[v]; !ok {
+			st.home[v] = 0 // an input or a parameter no operator reads
+		}
+	}
+	if len(physical) > plan.MaxTiles {
+		return nil, nil, nil, fmt.Errorf("%d slots (micro-batches times devices, over the stages): a plan binds an input to at most %d tiles", len(physical), plan.MaxTiles)
 	}
 	return st, physical, partOf, nil
 }
