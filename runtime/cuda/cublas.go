@@ -28,9 +28,9 @@ type cublasAPI struct {
 	sgemm       func(h uintptr, ta, tb, m, n, k int32, alpha *float32, a uint64, lda int32, b uint64, ldb int32, beta *float32, c uint64, ldc int32) int32
 }
 
-// cublasLib loads cuBLAS: $TOFUC_LIBCUBLAS, else CUDA 12's, then 11's.
+// cublasLib loads cuBLAS: $TOFUC_LIBCUBLAS, else CUDA 13's, 12's, then 11's (PyTorch 2.11's cu130 wheels ship 13's, whose v2 calls are those below).
 var cublasLib = &gpuLibrary[cublasAPI]{label: "backend " + plan.CUBLAS, where: toolkitOrWheels, what: "cuBLAS", env: "TOFUC_LIBCUBLAS",
-	files: []string{"libcublas.so.12", "libcublas.so.11"},
+	files: []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11"},
 	symbols: func(api *cublasAPI) []symbol {
 		return []symbol{{&api.create, "cublasCreate_v2"}, {&api.destroy, "cublasDestroy_v2"},
 			{&api.setStream, "cublasSetStream_v2"}, {&api.setMathMode, "cublasSetMathMode"}, {&api.sgemm, "cublasSgemm_v2"}}
