@@ -223,10 +223,16 @@ func (p *partitioned) complete(ops []*execution.Op) error {
 func (p *partitioned) device(op *execution.Op) (int, error) {
 	n, d := op.Node, op.Device
 	for j, v := range n.Inputs {
-		if v.Const == nil && !p.eg.ReadsOwnTile(op, j) {
-			if err := p.gatherRegion(op, j); err != nil {
-				return 0, err
-			}
+		var err error
+		switch {
+		case v.Const != nil:
+		case p.eg.ReadsOwnTile(op, j):
+			err = p.zeroUnwritten(v, d)
+		default:
+			err = p.gatherRegion(op, j)
+		}
+		if err != nil {
+			return 0, err
 		}
 	}
 	last := -1
@@ -327,13 +333,14 @@ func (p *partitioned) gatherRegion(op *execution.Op, j int) error {
 	case 0:
 		return fmt.Errorf("no step writes any partial sum of %s it reads", v.Name)
 	case 1:
-		p.copyPieces(d, id, v, sums[0])
-		return nil
+		return p.copyPieces(d, id, v, sums[0])
 	}
 	sum := plan.Step{Op: plan.Reduce, Reducer: "sum", To: id, Label: "add partial sums of " + v.Name}
 	for s, pieces := range sums {
 		part := p.buffer(sumKey{n, j, d, s}, fmt.Sprintf("%s@%s in%d sum%d", n.Name, p.slot(d), j, s), p.dev(d), v.DType, in.Shape, plan.RoleWorkspace)
-		p.copyPieces(d, part, v, pieces)
+		if err := p.copyPieces(d, part, v, pieces); err != nil {
+			return err
+		}
 		sum.Parts = append(sum.Parts, part)
 	}
 	for _, part := range sum.Parts {
@@ -362,10 +369,35 @@ func (p *partitioned) unwritten(v *ir.Value, pieces []execution.Piece) bool {
 	return true
 }
 
+// zeroUnwritten fills slot d's tile of v with zeros where no step has
+// written it and a step is about to read it: a partial sum of a slot
+// that computed an empty part (a batch split over more slots than
+// samples) is zero, and its bytes may have held another buffer.
+func (p *partitioned) zeroUnwritten(v *ir.Value, d int) error {
+	key := p.tileKey(v, d)
+	if _, ok := p.lastWrite[key]; ok || p.bound[v] {
+		return nil
+	}
+	p.tile(v, d)
+	k, err := zeroKernel(fmt.Sprintf("zeros for %s@%s", v.Name, p.slot(key.d)), key, v.DType, boxShape(p.eg.Tiles[v][key.d]))
+	if err != nil {
+		return err
+	}
+	last, err := p.launch(p.dev(d), false, k)
+	if err != nil {
+		return err
+	}
+	p.lastWrite[key] = last
+	return nil
+}
+
 // copyPieces adds a copy, on slot d's device, of every piece of v from
 // its slot's tile into buffer to.
-func (p *partitioned) copyPieces(d, to int, v *ir.Value, pieces []execution.Piece) {
+func (p *partitioned) copyPieces(d, to int, v *ir.Value, pieces []execution.Piece) error {
 	for _, piece := range pieces {
+		if err := p.zeroUnwritten(v, piece.From); err != nil {
+			return err
+		}
 		src := p.tile(v, piece.From)
 		s := plan.Step{Op: plan.Copy, From: src, To: to, Src: planBox(piece.Box.Relative(p.eg.Tiles[v][piece.From])), At: piece.At, Label: "fetch " + v.Name}
 		if w, ok := p.lastWrite[p.tileKey(v, piece.From)]; ok && p.dev(piece.From) != p.dev(d) {
@@ -375,6 +407,7 @@ func (p *partitioned) copyPieces(d, to int, v *ir.Value, pieces []execution.Piec
 		p.touch(to)
 		p.addStep(p.dev(d), false, s)
 	}
+	return nil
 }
 
 // reduce combines partial outputs over each group: every member adds an

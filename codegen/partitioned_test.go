@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"tofuc/analysis/cost"
@@ -153,21 +154,32 @@ func TestPartitionedCollectives(t *testing.T) {
 	}
 }
 
-// TestPartitionedEmptyParts: the MLP's training step at batch 2 and 3
-// over 4 and 8 devices, where some devices get no sample and so write
-// no partial sum of a weight's gradient: the updates add only the sums
-// that are written (a buffer never written holds whatever its bytes
-// held before, once buffers share bytes), and equal the interpreter's.
-// Run in cpu's strict mode too.
+// TestPartitionedEmptyParts: training steps where some devices get no
+// sample and so compute no partial sum of a weight's gradient (the MLP
+// at batch 2 and 3 over 4 and 8 devices, the RNN at batch 2 over 3,
+// whose time steps accumulate their gradients' partial sums in the
+// tiles, as the search finds it and as compile chooses it): the updates
+// add only the sums that are written, and a tile
+// read but never written is filled with zeros first (its bytes may have
+// held another buffer), so that they equal the interpreter's. Run in
+// cpu's strict mode too.
 func TestPartitionedEmptyParts(t *testing.T) {
 	tl := tools(t)
 	for _, c := range []struct {
-		batch, devices int
-		plan           string
-	}{{2, 4, "search"}, {2, 8, "search"}, {3, 4, "data_parallel"}} {
-		t.Run(fmt.Sprintf("batch %d on %d devices, %s", c.batch, c.devices, c.plan), func(t *testing.T) {
-			g := loadExample(t, "mlp", true, attrs("batch", c.batch, "hidden", 24))
-			inputs := examplegraph.RandomInputs(g, 10)
+		model   string
+		set     map[string]ir.AttrValue
+		devices int
+		plan    string
+	}{
+		{"mlp", attrs("batch", 2, "hidden", 24), 4, "search"},
+		{"mlp", attrs("batch", 2, "hidden", 24), 8, "search"},
+		{"mlp", attrs("batch", 3, "hidden", 24), 4, "data_parallel"},
+		{"rnn", attrs("layers", 2, "hidden", 16, "steps", 3, "batch", 2, "classes", 4), 3, "search"},
+		{"rnn", attrs("layers", 2, "hidden", 16, "steps", 3, "batch", 2, "classes", 4), 3, "chosen"},
+	} {
+		t.Run(fmt.Sprintf("%s %v on %d devices, %s", c.model, c.set["batch"].Int, c.devices, c.plan), func(t *testing.T) {
+			g := loadExample(t, c.model, true, c.set)
+			inputs := examplegraph.RandomInputs(g, 4)
 			want, err := exec.Run(g, exec.Interp{}, inputs, nil, 1)
 			if err != nil {
 				t.Fatal(err)
@@ -177,9 +189,15 @@ func TestPartitionedEmptyParts(t *testing.T) {
 				t.Fatal(err)
 			}
 			var res *partition.Result
-			if c.plan == "search" {
+			switch c.plan {
+			case "search":
 				res, err = partition.Search(cg, c.devices, partition.Options{})
-			} else {
+			case "chosen": // as tofuc compile chooses it
+				var out *partition.Outcome
+				if out, err = partition.Run(cg, c.devices, partition.Options{Seed: partition.DefaultSeed}, false); err == nil {
+					res = out.Best
+				}
+			default:
 				res, err = partition.Baseline(cg, c.plan, c.devices, partition.Options{})
 			}
 			if err != nil {
@@ -194,6 +212,15 @@ func TestPartitionedEmptyParts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			zeros := 0
+			for _, list := range comp.Plan.Steps {
+				for _, st := range list {
+					if strings.HasPrefix(st.Label, "zeros for ") {
+						zeros++
+					}
+				}
+			}
+			t.Logf("%d tiles filled with zeros", zeros)
 			for _, strict := range []bool{false, true} {
 				pr, err := executor.Open(comp.Plan, dir, cpu.Kind.Name, executor.Options{Strict: strict})
 				if err != nil {

@@ -92,3 +92,18 @@ func fold(reducer string, dt lang.DType, a, b ir.Expr) (ir.Expr, error) {
 	}
 	return nil, fmt.Errorf("unknown reducer %q", reducer)
 }
+
+// zeroKernel is a kernel writing zeros into the buffer of key, of dtype
+// dt and shape.
+func zeroKernel(label string, key any, dt lang.DType, shape []int64) (*kernel.Kernel, error) {
+	out := &ir.Def{Tensor: &ir.Tensor{Name: "out", DType: dt}, Body: &ir.Const{T: dt}}
+	for i, n := range shape {
+		out.Tensor.Shape = append(out.Tensor.Shape, lang.Const(n))
+		out.Vars = append(out.Vars, &ir.Var{Name: fmt.Sprintf("i%d", i), Extent: lang.Const(n)})
+	}
+	inst := &ir.Instance{Op: "zeros", Outputs: []*ir.Def{out}}
+	bind := func(t *ir.Tensor) (kernel.Binding, error) {
+		return kernel.Binding{}, fmt.Errorf("zeros reads no tensor, not %s", t.Name)
+	}
+	return kernel.Build(label, key, []kernel.Stage{{Inst: inst, Def: out, Bind: bind}})
+}

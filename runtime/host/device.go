@@ -17,7 +17,9 @@
 //     can go, a Wait holding a queue until the Record it waits for has
 //     run. A copy that does not wait for the device producing its data
 //     therefore reads stale memory: the tests use it to expose ordering
-//     mistakes that other modes would only show at times.
+//     mistakes that other modes would only show at times. Its memory
+//     starts as NaNs (every byte 0xff), so that a read of bytes no step
+//     wrote shows too.
 //
 // In every mode a Wait for an event no Record precedes (which CUDA
 // ignores), a host transfer while work is queued, and an access outside
@@ -154,6 +156,13 @@ func (d *device) Alloc(n int64) (executor.Ptr, error) {
 		return 0, err
 	}
 	s := d.sys
+	if s.mode == Strict {
+		// Bytes no step has written read as NaNs (every byte 0xff), not
+		// as the zeros of fresh memory, which would hide the read.
+		for i := range m.Bytes() {
+			m.Bytes()[i] = 0xff
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i := sort.Search(len(s.allocs), func(i int) bool { return s.allocs[i].Addr(0) > m.Addr(0) })
