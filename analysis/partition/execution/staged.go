@@ -97,9 +97,10 @@ func newStaging(g *cost.Graph, parts []Part, devices int) (*staging, []int, []in
 	}
 	var physical []int
 	for i, part := range parts {
-		if len(part.Plan.Factors) == 0 { // one slot, every tensor whole
-		} else if err := g.Validate(part.Plan); err != nil {
-			return nil, nil, nil, fmt.Errorf("stage %d: %w", i, err)
+		if len(part.Plan.Factors) > 0 { // none: one slot, every tensor whole
+			if err := g.Validate(part.Plan); err != nil {
+				return nil, nil, nil, fmt.Errorf("stage %d: %w", i, err)
+			}
 		}
 		if len(part.Devices) != part.Plan.Devices() {
 			return nil, nil, nil, fmt.Errorf("stage %d: %d devices for the %d slots of its plan", i, len(part.Devices), part.Plan.Devices())
