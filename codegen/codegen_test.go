@@ -174,6 +174,36 @@ func loadPlan(t *testing.T, p *plan.Plan, dir string, emulated bool) []loaded {
 	return out
 }
 
+// loadStrict loads plan p on the cpu runtime's strict mode, which runs a
+// device's queue only when it must and starts its memory as NaNs.
+func loadStrict(t *testing.T, p *plan.Plan, dir string) loaded {
+	t.Helper()
+	pr, err := executor.Open(p, dir, cpu.Kind.Name, executor.Options{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pr.Close() })
+	return loaded{"cpu, strict", pr}
+}
+
+// runsEqual runs each loaded plan on the inputs and the parameters want
+// started from, and compares every output with want's under the
+// tolerance for reordered sums.
+func runsEqual(t *testing.T, runs []loaded, inputs map[string]*tensor.Tensor, want *exec.Result) {
+	t.Helper()
+	for _, run := range runs {
+		got, err := run.p.Run(inputs, want.Params)
+		if err != nil {
+			t.Fatalf("%s: %v", run.name, err)
+		}
+		for name, w := range want.Outputs {
+			if err := tensor.Compare(got[name], w, tensor.Reordered(lang.F32, 1<<12)); err != nil {
+				t.Errorf("%s: output %s: %v", run.name, name, err)
+			}
+		}
+	}
+}
+
 // TestNegativeExtentIsAnError: a tensor whose extent comes out negative
 // (a convolution's kernel taller than its padded input) is an error
 // naming it when the plan is built, before anything is compiled or

@@ -12,11 +12,8 @@ import (
 	"tofuc/analysis/partition/execution"
 	"tofuc/codegen"
 	"tofuc/internal/examplegraph"
-	"tofuc/lang"
 	"tofuc/lang/ir"
-	"tofuc/runtime/cpu"
 	"tofuc/runtime/exec"
-	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/tensor"
 )
@@ -88,17 +85,7 @@ func TestPartitionedPlans(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, run := range loadPlan(t, comp.Plan, dir, true) {
-					got, err := run.p.Run(inputs, want.Params)
-					if err != nil {
-						t.Fatalf("%s: %v", run.name, err)
-					}
-					for name, w := range want.Outputs {
-						if err := tensor.Compare(got[name], w, tensor.Reordered(lang.F32, 1<<12)); err != nil {
-							t.Errorf("%s: output %s: %v", run.name, name, err)
-						}
-					}
-				}
+				runsEqual(t, loadPlan(t, comp.Plan, dir, true), inputs, want)
 				t.Logf("%d launches of %d distinct kernels; arenas %v bytes", comp.Stats.Kernels, comp.Stats.Distinct, comp.Plan.ArenaBytes)
 			})
 		}
@@ -221,22 +208,7 @@ func TestPartitionedEmptyParts(t *testing.T) {
 				}
 			}
 			t.Logf("%d tiles filled with zeros", zeros)
-			for _, strict := range []bool{false, true} {
-				pr, err := executor.Open(comp.Plan, dir, cpu.Kind.Name, executor.Options{Strict: strict})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := pr.Run(inputs, want.Params)
-				pr.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
-				for name, w := range want.Outputs {
-					if err := tensor.Compare(got[name], w, tensor.Reordered(lang.F32, 1<<12)); err != nil {
-						t.Errorf("strict %v: output %s: %v", strict, name, err)
-					}
-				}
-			}
+			runsEqual(t, append(loadPlan(t, comp.Plan, dir, false), loadStrict(t, comp.Plan, dir)), inputs, want)
 		})
 	}
 }

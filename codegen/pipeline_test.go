@@ -11,9 +11,7 @@ import (
 	"tofuc/codegen"
 	"tofuc/internal/examplegraph"
 	"tofuc/lang"
-	"tofuc/runtime/cpu"
 	"tofuc/runtime/exec"
-	"tofuc/runtime/executor"
 	"tofuc/runtime/plan"
 	"tofuc/runtime/tensor"
 )
@@ -107,23 +105,7 @@ func TestPipelinePlans(t *testing.T) {
 					if comp.Plan.Devices != eg.PhysicalDevices() {
 						t.Errorf("the plan has %d devices, the pipeline %d", comp.Plan.Devices, eg.PhysicalDevices())
 					}
-					runs := loadPlan(t, comp.Plan, dir, true)
-					strict, err := executor.Open(comp.Plan, dir, cpu.Kind.Name, executor.Options{Strict: true})
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { strict.Close() })
-					for _, run := range append(runs, loaded{"cpu, strict", strict}) {
-						got, err := run.p.Run(inputs, want.Params)
-						if err != nil {
-							t.Fatalf("%s: %v", run.name, err)
-						}
-						for name, w := range want.Outputs {
-							if err := tensor.Compare(got[name], w, tensor.Reordered(lang.F32, 1<<12)); err != nil {
-								t.Errorf("%s: output %s: %v", run.name, name, err)
-							}
-						}
-					}
+					runsEqual(t, append(loadPlan(t, comp.Plan, dir, true), loadStrict(t, comp.Plan, dir)), inputs, want)
 					t.Logf("%d stages, %d slots on %d devices; %d launches, %d copies", len(p.Stages), eg.Devices, comp.Plan.Devices, comp.Stats.Kernels, countSteps(comp.Plan, plan.Copy))
 				})
 			}
