@@ -44,7 +44,9 @@ type Options struct {
 	// Pipeline offers GraphPipe's pipeline plan of the training graph
 	// (analysis/stages) beside the partition plan: under the time
 	// objective the one of the shorter simulated step is compiled.
-	Pipeline bool
+	// AlwaysPipeline, with it, compiles GraphPipe's plan whatever its
+	// step, and a graph that has none is an error.
+	Pipeline, AlwaysPipeline bool
 	// Train, when not nil, compiles the model's training graph (loss,
 	// backward operators, optimizer updates).
 	Train *autodiff.TrainOptions
@@ -383,7 +385,7 @@ func compilePartitioned(g *ir.Graph, m *Model, dir string, opts Options, copts c
 		return nil, nil, fmt.Errorf("%s: %w", m.Path, err)
 	}
 	popt := partition.Options{Memory: opts.Memory, Objective: opts.Objective, Seed: partition.DefaultSeed, Progress: func(part, parts int) { p.Show("partitioning: %d of %d", part, parts) }}
-	in := PartitionInput{Model: m.Graph.Name, File: m.Path, Train: opts.Train != nil, Devices: opts.Devices, Pipeline: opts.Pipeline}
+	in := PartitionInput{Model: m.Graph.Name, File: m.Path, Train: opts.Train != nil, Devices: opts.Devices, Pipeline: opts.Pipeline, AlwaysPipeline: opts.AlwaysPipeline}
 	prep, pipe, err := partitionPlans(cg, in, popt)
 	if err != nil {
 		return nil, nil, err
@@ -417,8 +419,9 @@ type PartitionInput struct {
 	// price beside the optimum.
 	Strategy string
 	// Pipeline adds the pipeline plans of a training graph, GraphPipe's
-	// and the sequential pipeline's (analysis/stages).
-	Pipeline bool
+	// and the sequential pipeline's (analysis/stages); AlwaysPipeline,
+	// with it, chooses GraphPipe's whatever its step.
+	Pipeline, AlwaysPipeline bool
 }
 
 // partitionGraph is the execution graph of the partition plan reported.
@@ -461,7 +464,12 @@ func partitionPlans(g *cost.Graph, in PartitionInput, opt partition.Options) (*r
 	}
 	var pipe *pipelinePlan
 	r.Pipelines, pipe = pipelinePlans(g, in.Devices, out.Topology, opt.Memory)
-	r.Pipelines.Chosen = pipe != nil && out.Objective == partition.Time && pipe.plan.Seconds < r.StepSeconds
+	faster := pipe != nil && out.Objective == partition.Time && pipe.plan.Seconds < r.StepSeconds
+	r.Pipelines.Asked = pipe != nil && in.AlwaysPipeline && !faster
+	r.Pipelines.Chosen = faster || r.Pipelines.Asked
+	if in.AlwaysPipeline && pipe == nil {
+		return r, nil, fmt.Errorf("--pipeline=always: the model has no pipeline plan: %s", r.Pipelines.Error)
+	}
 	return r, pipe, nil
 }
 

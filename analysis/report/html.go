@@ -163,7 +163,7 @@ figure{margin:0;font-size:12px;width:170px;overflow-wrap:anywhere}
 {{range .R.MemoryTradeOff}}<tr><td>{{bytes .LimitBytes}}</td>{{if .Plan}}<td>{{bytes .CommBytes}}</td><td>{{bytes .MaxMemoryBytes}}</td><td>{{seconds .StepSeconds}}</td><td>{{.Plan}}</td>{{else}}<td colspan="4">none fits</td>{{end}}</tr>
 {{end}}</table>{{end}}
 {{with .R.Pipelines}}<h2 id="pipelines">Pipeline plans</h2>
-{{if .Error}}<p>None: {{.Error}}</p>{{else}}<p>Simulated: {{.Layers}} layers, batch {{.Batch}}. {{if .Chosen}}The first plan is faster than the operator-partitioned plan and is chosen (<code>tofuc compile --pipeline</code> runs it).{{else}}The operator-partitioned plan stays chosen.{{end}} Forward passes blue, backward orange, all-reduce and updates green; a row per stage.</p>
+{{if .Error}}<p>None: {{.Error}}</p>{{else}}<p>Simulated: {{.Layers}} layers, batch {{.Batch}}. {{if .Asked}}The first plan is chosen, as <code>tofuc compile --pipeline=always</code> asks.{{else if .Chosen}}The first plan is faster than the operator-partitioned plan and is chosen (<code>tofuc compile --pipeline</code> runs it).{{else}}The operator-partitioned plan stays chosen.{{end}} Forward passes blue, backward orange, all-reduce and updates green; a row per stage.</p>
 {{range .Plans}}<h3>{{.Method}} ({{.Structure}}): {{seconds .StepSeconds}} a step, bubble {{pct .Bubble}}</h3>
 <div class="timeline">{{.Timeline}}</div>
 <table><tr><th>stage</th><th>layers</th><th>devices</th><th>micro-batches × samples</th><th>forward</th><th>backward</th><th>all-reduce, updates</th><th>a sample</th><th>in flight</th><th>memory a device</th><th>feeds</th></tr>

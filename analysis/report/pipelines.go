@@ -21,8 +21,12 @@ type Pipelines struct {
 	Plans  []PipelinePlan `json:"plans"`
 	// Chosen says that the first plan (GraphPipe's) is chosen over the
 	// operator-partitioned plan: its simulated step is shorter, under
-	// the time objective. tofuc compile --pipeline then runs it.
+	// the time objective, or Asked. tofuc compile --pipeline then runs
+	// it.
 	Chosen bool `json:"chosen"`
+	// Asked says that it was chosen, though not faster, because the
+	// user asked for it (tofuc compile --pipeline=always).
+	Asked bool `json:"asked,omitempty"`
 	// Error says why there are no plans ("" when there are).
 	Error string `json:"error,omitempty"`
 }
@@ -112,6 +116,8 @@ func (p *Pipelines) summary(w io.Writer, partitionStep float64, objective string
 	if partitionStep > 0 {
 		verdict := "the operator-partitioned plan stays chosen"
 		switch {
+		case p.Asked:
+			verdict = fmt.Sprintf("%s's plan is chosen, as --pipeline=always asks", first.Method)
 		case objective == partition.Bytes:
 			verdict += " (the objective is bytes, and pipeline plans are priced in time only)"
 		case p.Chosen:

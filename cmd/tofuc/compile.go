@@ -29,7 +29,8 @@ type compileFlags struct {
 	backends         []string
 	train            trainFlags
 	dynamic          string
-	pipeline         bool
+	// pipeline is --pipeline: "" (off), "faster" or "always".
+	pipeline string
 }
 
 func runCompile(args []string, stdout, stderr io.Writer) int {
@@ -40,7 +41,8 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.devices, "devices", 1, "compile for N devices: the model is partitioned first (tofuc partition)")
 	fs.Var((*byteSize)(&f.memory), "memory", "with --devices: the memory per device, e.g. 80GB (0: unlimited)")
 	registerObjective(fs, &f.objective)
-	fs.BoolVar(&f.pipeline, "pipeline", false, "with --train and --devices: offer GraphPipe's pipeline plan beside the partition plan, and compile it where its simulated step is shorter (tofuc partition --pipeline)")
+	fs.StringVar(&f.pipeline, "pipeline", "", "with --train and --devices: offer GraphPipe's pipeline plan beside the partition plan, and compile it where its simulated step is shorter (tofuc partition --pipeline); --pipeline=always compiles it whatever its step")
+	fs.Lookup("pipeline").NoOptDefVal = pipelineFaster
 	fs.StringVar(&f.model, "model", "", "the model to compile (default: the only one)")
 	fs.StringArrayVar(&f.sets, "set", nil, "override a model attribute, NAME=VALUE (repeatable)")
 	fs.BoolVar(&f.noOptimize, "no-optimize", false, "skip the verified rewrites (tofuc optimize) of an inference graph")
@@ -80,6 +82,12 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 }
 
 // validate checks the flags and returns the compile's options.
+// The values of compile's --pipeline.
+const (
+	pipelineFaster = "faster"
+	pipelineAlways = "always"
+)
+
 func (f *compileFlags) validate(nargs int, trainChanged bool) (pipeline.Options, error) {
 	switch {
 	case nargs != 1:
@@ -93,10 +101,14 @@ func (f *compileFlags) validate(nargs int, trainChanged bool) (pipeline.Options,
 	if err != nil {
 		return opts, err
 	}
-	if f.pipeline && (opts.Train == nil || opts.Devices < 2) {
+	switch {
+	case f.pipeline != "" && f.pipeline != pipelineFaster && f.pipeline != pipelineAlways:
+		return opts, fmt.Errorf("--pipeline=%s: expected --pipeline (compiled where faster) or --pipeline=always", f.pipeline)
+	case f.pipeline != "" && (opts.Train == nil || opts.Devices < 2):
 		return opts, fmt.Errorf("--pipeline goes with --train and --devices N > 1 (a pipeline runs a training step's micro-batches on several devices)")
 	}
-	opts.Jobs, opts.Seed, opts.NoParams, opts.Pipeline = f.jobs, f.seed, f.noParams, f.pipeline
+	opts.Jobs, opts.Seed, opts.NoParams = f.jobs, f.seed, f.noParams
+	opts.Pipeline, opts.AlwaysPipeline = f.pipeline != "", f.pipeline == pipelineAlways
 	for _, e := range strings.Split(f.emit, ",") {
 		e = strings.TrimSpace(e)
 		if !slices.Contains(pipeline.ArtefactNames(), e) {

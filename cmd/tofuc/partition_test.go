@@ -465,6 +465,40 @@ func TestCompilePipeline(t *testing.T) {
 	}
 }
 
+// TestCompilePipelineAlways: --pipeline=always compiles GraphPipe's plan
+// where the partition plan simulates faster, and says so; a model
+// without pipeline plans is refused with the reason; another value of
+// --pipeline is a usage error.
+func TestCompilePipelineAlways(t *testing.T) {
+	if _, err := toolchain.Find(); err != nil {
+		t.Skip(err)
+	}
+	dir := filepath.Join(t.TempDir(), "plan")
+	status, _, stderr := tofuc("compile", "../../examples/transformer.tdl", "--train", "--set", "layers=1", "--set", "seq=16", "--devices", "4",
+		"--pipeline=always", "-o", dir, "--emit", "host,report")
+	if status != exitOK {
+		t.Fatalf("compile: exit %d: %s", status, stderr)
+	}
+	summary, err := os.ReadFile(filepath.Join(dir, "report.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(summary), "graphpipe's plan is chosen, as --pipeline=always asks") || !strings.Contains(string(summary), "throughput: 0.") {
+		t.Errorf("the slower pipeline plan is not chosen as asked:\n%s", summary)
+	}
+	if status, _, stderr := tofuc("run", dir, "--random-inputs", "--out", t.TempDir()); status != exitOK {
+		t.Errorf("run: exit %d: %s", status, stderr)
+	}
+	status, _, stderr = tofuc("compile", "../../examples/rnn.tdl", "--train", "--devices", "4", "--pipeline=always", "-o", t.TempDir(), "--emit", "host")
+	if status != exitUser || !strings.Contains(stderr, "--pipeline=always: the model has no pipeline plan: data parallelism splits the input") {
+		t.Errorf("rnn: exit %d: %s", status, stderr)
+	}
+	status, _, stderr = tofuc("compile", "../../examples/mlp.tdl", "--train", "--devices", "4", "--pipeline=sometimes", "-o", t.TempDir())
+	if status != exitUsage || !strings.Contains(stderr, "expected --pipeline (compiled where faster) or --pipeline=always") {
+		t.Errorf("--pipeline=sometimes: exit %d: %s", status, stderr)
+	}
+}
+
 func compareNPY(t *testing.T, what, got, want string) {
 	t.Helper()
 	g, err := npy.ReadFile(got)
