@@ -272,11 +272,26 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	if pk.FLOPs, err = kernelFLOPs(k); err != nil {
 		return 0, err
 	}
+	pk.GEMMs = hostGEMMs(k)
 	for _, s := range k.Sites {
 		pk.Sites = append(pk.Sites, plan.Site{Pos: s.Pos.String(), Tensor: s.Tensor, Shape: s.Shape})
 	}
 	b.p.Kernels = append(b.p.Kernels, pk)
 	return idx, nil
+}
+
+// hostGEMMs are the shapes of the packed products k's host flavour
+// computes: the chained kernel's before its own; none for a kernel that
+// only packs a factor.
+func hostGEMMs(k *kernel.Kernel) []plan.GEMM {
+	var out []plan.GEMM
+	if k.Before != nil {
+		out = hostGEMMs(k.Before)
+	}
+	if k.GEMM != nil && !k.PackOnly {
+		out = append(out, k.GEMM.Shape())
+	}
+	return out
 }
 
 // kernelFLOPs are the FLOPs of k's stages and row locals, and of the

@@ -91,7 +91,7 @@ var toyKind = executor.Kind{Name: "toy", Module: "toy", Summary: "the toy target
 	if err != nil {
 		return nil, err
 	}
-	return host.Open(p, e, host.ModeOf(p.Devices, opts.Strict)), nil
+	return host.Open(p, e, host.ModeOf(p.Devices, opts)), nil
 }}
 
 // TestRegistration adds a kernel form, a target and a kind of device

@@ -21,7 +21,27 @@ import (
 // not run (host-only kernels, a placement group's library variants) and
 // opaque steps (host functions) take no time. Compute and Transfer are
 // the launches' and the transfers' time on the device that ends last.
+//
+// On a topology of one host process (Topology.HostProcess) the kernels
+// priced are those the host runs (GPU-only ones skipped), a packed
+// product's at the device's contraction model (its GEMMs padded to
+// whole tiles, f½ once a launch), and the devices share the process's
+// threads: the step is every device's work one after the other (never
+// shorter than the path of waits above, which is made of such work),
+// plus the device's step_seconds; Compute and Transfer are then the
+// sums over the devices. The run's
+// copies of the inputs and outputs are not part of it (the plan's steps
+// start with the inputs on the devices, as executor.Program.Bench times
+// them).
 func SimulatePlan(p *plan.Plan, t *Topology) (*Simulation, error) {
+	return SimulatePlanTimed(p, t, nil)
+}
+
+// SimulatePlanTimed is SimulatePlan with the steps of measured taking
+// the seconds measured (kernels timed alone: FlexFlow's simulator, which
+// measures each operator and simulates how they run together), the
+// others priced as SimulatePlan prices them.
+func SimulatePlanTimed(p *plan.Plan, t *Topology, measured map[plan.StepRef]float64) (*Simulation, error) {
 	if p.Devices > len(t.Devices) {
 		return nil, fmt.Errorf("the topology %q has %d devices, the plan %d", t.Name, len(t.Devices), p.Devices)
 	}
@@ -29,7 +49,7 @@ func SimulatePlan(p *plan.Plan, t *Topology) (*Simulation, error) {
 	if err != nil {
 		return nil, err
 	}
-	ps := &planSim{p: p, t: t, end: make([][]float64, p.Devices), busy: make([][2]float64, p.Devices)}
+	ps := &planSim{p: p, t: t, measured: measured, end: make([][]float64, p.Devices), busy: make([][2]float64, p.Devices)}
 	for d, list := range p.Steps {
 		ps.end[d] = make([]float64, len(list))
 	}
@@ -46,16 +66,32 @@ func SimulatePlan(p *plan.Plan, t *Topology) (*Simulation, error) {
 			last = d
 		}
 	}
-	return &Simulation{Seconds: ps.finish(last), Compute: ps.busy[last][0], Transfer: ps.busy[last][1]}, nil
+	sim := &Simulation{Seconds: ps.finish(last), Compute: ps.busy[last][0], Transfer: ps.busy[last][1]}
+	if t.HostProcess {
+		ps.shareThreads(sim)
+	}
+	return sim, nil
+}
+
+// shareThreads makes sim, the step of devices running at once, that of
+// devices sharing one process's threads (SimulatePlan).
+func (ps *planSim) shareThreads(sim *Simulation) {
+	sim.Compute, sim.Transfer = 0, 0
+	for _, b := range ps.busy {
+		sim.Compute += b[0]
+		sim.Transfer += b[1]
+	}
+	sim.Seconds = sim.Compute + sim.Transfer + ps.t.Devices[0].StepSeconds
 }
 
 // planSim is SimulatePlan's state: when each step ends, and each
 // device's time launching kernels and moving data.
 type planSim struct {
-	p    *plan.Plan
-	t    *Topology
-	end  [][]float64
-	busy [][2]float64
+	p        *plan.Plan
+	t        *Topology
+	measured map[plan.StepRef]float64
+	end      [][]float64
+	busy     [][2]float64
 }
 
 // finish is when device d's last step ends.
@@ -82,6 +118,9 @@ func (ps *planSim) step(order []plan.StepRef) (int, error) {
 	compute, transfer, err := ps.price(r.Device, s)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", s.Where(r.Device, r.Step), err)
+	}
+	if seconds, ok := ps.measured[r]; ok {
+		compute, transfer = seconds, 0
 	}
 	for _, m := range members {
 		ps.end[m.Device][m.Step] = start + compute + transfer
@@ -137,14 +176,31 @@ func (ps *planSim) price(d int, s *plan.Step) (compute, transfer float64, err er
 	return 0, 0, nil
 }
 
-// kernel is kernel k's roofline on device d, 0 for one a GPU skips.
+// kernel is kernel k's roofline on device d (KernelSeconds).
 func (ps *planSim) kernel(d, k int) float64 {
-	kn := &ps.p.Kernels[k]
-	if !kn.OnGPU() {
+	return KernelSeconds(&ps.p.Kernels[k], ps.t, d)
+}
+
+// KernelSeconds is a launch of kernel kn on device d of t, as
+// SimulatePlan prices it: its roofline, 0 for a kernel the device skips
+// (a GPU's host-only kernels, a host process's GPU-only ones).
+func KernelSeconds(kn *plan.Kernel, t *Topology, d int) float64 {
+	dev := t.Roofline(d)
+	if !t.HostProcess {
+		if !kn.OnGPU() {
+			return 0
+		}
+		return max(dev.ComputeSeconds(kn.FLOPs, 0, 0), float64(kn.Bytes)/dev.Bandwidth) + dev.Launch
+	}
+	if !kn.OnHost() || kn.HostRange == 0 {
 		return 0
 	}
-	dev := ps.t.Roofline(d)
-	return max(dev.ComputeSeconds(kn.FLOPs, 0, 0), float64(kn.Bytes)/dev.Bandwidth) + dev.Launch
+	var padding int64
+	for _, g := range kn.GEMMs {
+		padding += ContractionShape{Batch: g.Batch, Rows: g.Rows, Cols: g.Cols, Depth: g.Depth}.Padding(dev.TileRows, dev.TileCols, dev.NarrowCols)
+	}
+	contractions := min(len(kn.GEMMs), 1) // a chained pair pays f½ once
+	return max(dev.ComputeSeconds(kn.FLOPs, padding, contractions), float64(kn.Bytes)/dev.Bandwidth) + dev.Launch
 }
 
 // move is bytes from device a to device b: over their fastest link, or

@@ -17,6 +17,11 @@ type Topology struct {
 	Name    string           `json:"name"`
 	Devices []TopologyDevice `json:"devices"`
 	Links   []Link           `json:"links"`
+	// HostProcess says that the devices are the host runtime's devices of
+	// one process (the cpu backend, --devices N): they launch the host's
+	// kernels on one pool of threads, which they share
+	// (SimulatePlan). tofuc bench --calibrate --devices N writes one.
+	HostProcess bool `json:"host_process,omitempty"`
 }
 
 // TopologyDevice is one accelerator (or the host's cores as one device).

@@ -16,6 +16,7 @@ import (
 	"tofuc/lang/precision"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/npy"
+	"tofuc/runtime/plan"
 	"tofuc/runtime/planio"
 	"tofuc/runtime/tensor"
 )
@@ -77,7 +78,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.peak, "peak", false, "measure the host's peak f32 FLOP rate on --threads threads instead (no MODEL)")
 	fs.BoolVar(&f.calibrate, "calibrate", false, "measure this host with the cpu backend on --threads threads and print a topology describing it, for --topology (no MODEL)")
 	fs.StringVar(&f.topology, "topology", "", "also simulate the step on device 0 of a topology ("+strings.Join(cost.TopologyNames(), ", ")+", or a FILE)")
-	fs.IntVar(&f.devices, "devices", 1, "compiled backends: compile for N devices, as tofuc compile --devices")
+	fs.IntVar(&f.devices, "devices", 1, "compiled backends: compile for N devices, as tofuc compile --devices; with --calibrate: describe N devices of this process")
 	fs.Var((*byteSize)(&f.memory), "memory", "compiled backends, with --devices: the memory per device, as tofuc compile --memory")
 	registerObjective(fs, &f.objective)
 	fs.BoolVar(&f.noOptimize, "no-optimize", false, "compiled backends: skip the verified rewrites, as tofuc compile --no-optimize")
@@ -88,7 +89,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return status
 	}
 	modelFlags := false
-	for _, name := range []string{"backend", "json", "model", "set", "in", "params", "topology", "devices", "memory", "objective", "no-optimize", "precision", "keep"} {
+	for _, name := range []string{"backend", "json", "model", "set", "in", "params", "topology", "memory", "objective", "no-optimize", "precision", "keep"} {
 		modelFlags = modelFlags || fs.Changed(name)
 	}
 	switch {
@@ -98,12 +99,16 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "bench", "%v", checkThreads(f.threads))
 	case f.peak && f.calibrate:
 		return usageError(stderr, "bench", "--peak and --calibrate are two different measurements: give one")
+	case f.devices < 1 || f.devices > plan.MaxDevices:
+		return usageError(stderr, "bench", "--devices must be 1 to %d", plan.MaxDevices)
 	case f.peak && fs.NArg() > 0:
 		return usageError(stderr, "bench", "--peak takes no MODEL")
+	case f.peak && fs.Changed("devices"):
+		return usageError(stderr, "bench", "--peak takes no --devices")
 	case f.peak:
 		return runPeak(f, stdout, stderr)
 	case f.calibrate && (fs.NArg() > 0 || modelFlags):
-		return usageError(stderr, "bench", "--calibrate takes no MODEL and only --threads, --runs and --seed (it prints a topology in JSON)")
+		return usageError(stderr, "bench", "--calibrate takes no MODEL and only --threads, --runs, --seed and --devices (it prints a topology in JSON)")
 	case f.calibrate:
 		return runCalibrate(f, stdout, stderr)
 	case fs.NArg() != 1:

@@ -33,12 +33,15 @@ const calibrateRounds = 3
 //     model's written to stderr;
 //   - io_bandwidth: the copy model's input over the rest of its run
 //     beyond its kernel and the fixed cost.
+//
+// With --devices N the topology has N such devices, of one process
+// (hostTopology), for the plans tofuc run times (--runs, --topology).
 func runCalibrate(f benchFlags, stdout, stderr io.Writer) int {
 	d, err := calibrate(f, stderr)
 	if err != nil {
 		return fail(stderr, err)
 	}
-	t := cost.Topology{Name: fmt.Sprintf("this host, measured by tofuc bench --calibrate (%s/%s)", runtime.GOOS, runtime.GOARCH), Devices: []cost.TopologyDevice{d}, Links: []cost.Link{}}
+	t := hostTopology(d, f.devices)
 	if err := t.Validate(); err != nil {
 		return fail(stderr, fmt.Errorf("the measurements give no valid topology: %w", err))
 	}
@@ -46,6 +49,24 @@ func runCalibrate(f benchFlags, stdout, stderr io.Writer) int {
 	enc.SetIndent("", "  ")
 	enc.Encode(t)
 	return exitOK
+}
+
+// hostTopology is n host devices of one process, each measured as d,
+// sharing its threads (cost.Topology.HostProcess): a copy between two
+// reads and writes host memory, at half its bandwidth, and pays a
+// launch's fixed cost.
+func hostTopology(d cost.TopologyDevice, n int) cost.Topology {
+	t := cost.Topology{Name: fmt.Sprintf("this host, measured by tofuc bench --calibrate (%s/%s)", runtime.GOOS, runtime.GOARCH), Links: []cost.Link{}, HostProcess: true}
+	link := cost.Link{Bandwidth: d.MemoryBandwidth / 2, Latency: d.LaunchSeconds}
+	for i := range n {
+		t.Devices = append(t.Devices, d)
+		link.Devices = append(link.Devices, i)
+	}
+	if n > 1 {
+		t.Name += fmt.Sprintf(", %d devices sharing its threads", n)
+		t.Links = append(t.Links, link)
+	}
+	return t
 }
 
 func calibrate(f benchFlags, stderr io.Writer) (cost.TopologyDevice, error) {

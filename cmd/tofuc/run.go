@@ -1,13 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"tofuc/analysis/autodiff"
+	"tofuc/analysis/cost"
 	"tofuc/codegen/toolchain"
 	"tofuc/internal/cliargs"
 	"tofuc/lang"
@@ -33,6 +37,10 @@ type runFlags struct {
 	timeout time.Duration
 	// ranks is --nproc-per-node: ranks to start on this machine.
 	ranks int
+	// runs is --runs: timed runs after a warm-up (0: one run, untimed);
+	// topology --topology: a topology to simulate the plan's step on.
+	runs     int
+	topology string
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
@@ -47,6 +55,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.threads, "threads", 0, "host threads (0: all cores; as ranks, their share of the cores)")
 	fs.IntVar(&f.ranks, "nproc-per-node", 0, "start this many ranks on this machine through mpirun, one a device of the plan (docs/distributed.md)")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "as ranks: how long a rank waits for another before it fails, naming the rank that holds it")
+	fs.IntVar(&f.runs, "runs", 0, "time this many runs after a warm-up and print their median step (the outputs written are the last run's)")
+	fs.StringVar(&f.topology, "topology", "", "with --runs: also simulate the plan's step on a topology ("+strings.Join(cost.TopologyNames(), ", ")+", or a FILE, such as tofuc bench --calibrate --devices N writes)")
 	fs.Int64Var(&f.batch, "batch", 0, "of a plan compiled with --dynamic: the batch size of the random inputs (default: that of the inputs given, else the largest size compiled)")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
@@ -66,6 +76,12 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "run", "--timeout must be positive")
 	case f.ranks < 0 || fs.Changed("nproc-per-node") && f.ranks == 0:
 		return usageError(stderr, "run", "--nproc-per-node must be at least 1")
+	case f.runs < 0:
+		return usageError(stderr, "run", "--runs must not be negative")
+	case f.topology != "" && f.runs == 0:
+		return usageError(stderr, "run", "--topology goes with --runs (it compares the simulated step with the measured one)")
+	case f.runs > 0 && (f.ranks > 0 || mpi.Launched()):
+		return usageError(stderr, "run", "--runs times a plan run in one process; ranks are not timed")
 	case f.ranks > 0 && mpi.Launched():
 		return usageError(stderr, "run", "--nproc-per-node starts the ranks itself: run it without mpirun")
 	}
@@ -96,19 +112,141 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 // it drew and its outputs: nothing is written unless the run succeeds.
 func runPlan(dir string, f runFlags, specs map[string]string, stdout io.Writer) error {
 	if dynamic.Is(dir) {
+		if f.runs > 0 {
+			return fmt.Errorf("--runs times a plan of fixed shapes; %s was compiled with --dynamic (time one batch size with tofuc bench)", dir)
+		}
 		return runDynamic(dir, f, specs, stdout)
 	}
 	if f.batch != 0 {
 		return errBatch(dir)
 	}
-	p, prog, params, err := loadPlan(dir, f.params, "", func(p *plan.Plan) (*executor.Program, error) {
-		return executor.Open(p, dir, f.backend, executor.Options{Threads: f.threads})
-	})
+	p, prog, params, err := loadPlan(dir, f.params, "", openPlan(dir, f, false))
 	if err != nil {
 		return err
 	}
 	defer prog.Close()
-	return newInputs(p, f, specs).runAndWrite(prog.Run, params, stdout)
+	if f.runs == 0 {
+		return newInputs(p, f, specs).runAndWrite(prog.Run, params, stdout)
+	}
+	return runTimed(dir, p, prog, f, specs, params, stdout)
+}
+
+// openPlan opens a plan compiled into dir as f asks, its devices one
+// step at a time where oneAtATime (executor.Options.OneAtATime).
+func openPlan(dir string, f runFlags, oneAtATime bool) func(*plan.Plan) (*executor.Program, error) {
+	return func(p *plan.Plan) (*executor.Program, error) {
+		return executor.Open(p, dir, f.backend, executor.Options{Threads: f.threads, OneAtATime: oneAtATime})
+	}
+}
+
+// runTimed runs plan p (prog) once and writes its inputs and outputs,
+// then times f.runs runs of its steps (executor.Program.Bench); with
+// --topology, it times them again with the devices one step at a time,
+// each launch alone, and prints the step simulated both on the
+// topology's roofline and with those times (printRunTimes).
+func runTimed(dir string, p *plan.Plan, prog *executor.Program, f runFlags, specs map[string]string, params map[string]*tensor.Tensor, stdout io.Writer) error {
+	topo, err := loadRunTopology(f.topology)
+	if err != nil {
+		return err
+	}
+	var together, alone *executor.Timing
+	runThenTime := func(inputs, params map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+		out, err := prog.Run(inputs, params)
+		if err == nil {
+			together, err = prog.Bench(inputs, params, f.runs)
+		}
+		if err == nil && topo != nil {
+			alone, err = timeAlone(dir, p, f, inputs, params)
+		}
+		return out, err
+	}
+	if err := newInputs(p, f, specs).runAndWrite(runThenTime, params, stdout); err != nil {
+		return err
+	}
+	return printRunTimes(stdout, p, runTimes{together, alone}, topo)
+}
+
+// timeAlone times f.runs runs of the steps of plan p, compiled into
+// dir, with its devices one step at a time.
+func timeAlone(dir string, p *plan.Plan, f runFlags, inputs, params map[string]*tensor.Tensor) (*executor.Timing, error) {
+	var prog *executor.Program
+	q, err := planio.Read(dir, func(q *plan.Plan) (err error) {
+		prog, err = openPlan(dir, f, true)(q)
+		return err
+	})
+	if prog != nil {
+		defer prog.Close()
+	}
+	switch {
+	case err != nil:
+		return nil, err
+	case q.Seal != p.Seal:
+		return nil, fmt.Errorf("%s: the plan changed while it was timed", dir)
+	}
+	return prog.Bench(inputs, params, f.runs)
+}
+
+// loadRunTopology is --topology's topology (nil: none given).
+func loadRunTopology(nameOrPath string) (*cost.Topology, error) {
+	if nameOrPath == "" {
+		return nil, nil
+	}
+	t, err := cost.LoadTopology(nameOrPath)
+	if err != nil {
+		return nil, fmt.Errorf("--topology: %w", err)
+	}
+	return t, nil
+}
+
+// runTimes are a plan's steps timed with its devices at once (together)
+// and, given a topology, one step at a time (alone; else nil).
+type runTimes struct{ together, alone *executor.Timing }
+
+// slowestLaunches is how many launches printRunTimes lists.
+const slowestLaunches = 10
+
+// printRunTimes prints the plan's timed steps and, given a topology, the
+// step simulated on its roofline and with each launch as timed alone;
+// then the slowest launches, each as timed and as simulated.
+func printRunTimes(w io.Writer, p *plan.Plan, t runTimes, topo *cost.Topology) error {
+	median := t.together.Plan.Median
+	fmt.Fprintf(w, "step: median %.3f ms, min %.3f ms over %d runs of the steps on %d devices (inputs and parameters on them already)\n",
+		median*1e3, t.together.Plan.Min*1e3, t.together.Runs, p.Devices)
+	alone := map[plan.StepRef]float64{}
+	if topo != nil {
+		sim, err := cost.SimulatePlan(p, topo)
+		if err != nil {
+			return fmt.Errorf("simulating the plan on %s: %w", topo.Name, err)
+		}
+		fmt.Fprintf(w, "simulated on %s: %.3f ms (%+.1f%% of the median; compute %.3f ms, transfers %.3f ms)\n",
+			topo.Name, sim.Seconds*1e3, 100*(sim.Seconds/median-1), sim.Compute*1e3, sim.Transfer*1e3)
+		for _, k := range t.alone.Kernels {
+			alone[plan.StepRef{Device: k.Device, Step: k.Step}] = k.Time.Median
+		}
+		if sim, err = cost.SimulatePlanTimed(p, topo, alone); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "simulated with each launch as timed alone (the devices one step at a time: median %.3f ms): %.3f ms (%+.1f%% of the median)\n",
+			t.alone.Plan.Median*1e3, sim.Seconds*1e3, 100*(sim.Seconds/median-1))
+	}
+	ks := slices.Clone(t.together.Kernels)
+	slices.SortStableFunc(ks, func(a, b executor.KernelTiming) int { return cmp.Compare(b.Time.Median, a.Time.Median) })
+	fmt.Fprintf(w, "%10s %10s %10s %6s %5s  %s\n", "median ms", "alone", "roofline", "device", "step", "launch")
+	for i, k := range ks {
+		if i == slowestLaunches {
+			fmt.Fprintf(w, "  ... %d more\n", len(ks)-i)
+			break
+		}
+		timedAlone, roofline := "-", "-"
+		if s, ok := alone[plan.StepRef{Device: k.Device, Step: k.Step}]; ok {
+			timedAlone = fmt.Sprintf("%.3f", s*1e3)
+		}
+		if ki := slices.IndexFunc(p.Kernels, func(pk plan.Kernel) bool { return pk.Name == k.Kernel }); topo != nil && ki >= 0 {
+			roofline = fmt.Sprintf("%.3f", cost.KernelSeconds(&p.Kernels[ki], topo, k.Device)*1e3)
+		}
+		fmt.Fprintf(w, "%10.3f %10s %10s %6d %5d  %s %s\n", k.Time.Median*1e3, timedAlone, roofline, k.Device, k.Step, k.Kernel, k.Label)
+	}
+	return nil
 }
 
 // loadPlan reads the plan compiled into dir, loads it (open) and reads

@@ -3,6 +3,7 @@ package kernel
 import (
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/runtime/plan"
 )
 
 // GEMM describes a kernel whose first stage is a sum of products,
@@ -49,6 +50,22 @@ func (g *GEMM) PackedFactor() ir.Expr {
 		return g.B
 	}
 	return g.A
+}
+
+// Shape is g's extents as the plan records them (plan.GEMM): A's side
+// as rows, B's as columns.
+func (g *GEMM) Shape() plan.GEMM {
+	return plan.GEMM{Batch: extents(g.Batch), Rows: extents(g.Rows), Cols: extents(g.Cols), Depth: extents(g.K)}
+}
+
+// extents is the product of vars' constant extents.
+func extents(vars []*ir.Var) int64 {
+	n := int64(1)
+	for _, v := range vars {
+		c, _ := v.Extent.IsConst()
+		n *= c
+	}
+	return n
 }
 
 // Swap makes B the row side and A the column side.

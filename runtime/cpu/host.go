@@ -38,7 +38,7 @@ func open(p *plan.Plan, dir string, opts executor.Options) ([]executor.Device, e
 	if err != nil {
 		return nil, err
 	}
-	return host.Open(p, e, host.ModeOf(opts.DevicesRun(p), opts.Strict)), nil
+	return host.Open(p, e, host.ModeOf(opts.DevicesRun(p), opts)), nil
 }
 
 // NewHost loads the shared object of the plan module (target) called

@@ -38,6 +38,10 @@ type Options struct {
 	// OneRank opens the devices for a process that runs one of them, a
 	// rank of several (OpenRank): host devices run its work inline.
 	OneRank bool
+	// OneAtATime makes host devices run each step as it is enqueued, in
+	// the order of the plan's steps, one step of one device at a time:
+	// each kernel is timed alone (tofuc run --runs).
+	OneAtATime bool
 }
 
 var (

@@ -7,7 +7,9 @@
 // How enqueued work runs is the devices' Mode:
 //
 //   - Inline: at once, on the goroutine that enqueues it. A plan of one
-//     device runs so: no hand-over per step.
+//     device runs so: no hand-over per step; so does a plan of several
+//     timed one step at a time (executor.Options.OneAtATime), enqueued
+//     in the order of its steps.
 //   - Streams: each device has a goroutine of its own that runs its
 //     queue in order, a Wait holding it until the Record it waits for has
 //     run on another device's goroutine: the devices of a partitioned
@@ -60,13 +62,14 @@ const (
 	Strict
 )
 
-// ModeOf is the mode a plan of n devices runs in: Strict when asked
-// (tests), else Inline for one device and Streams for several.
-func ModeOf(n int, strict bool) Mode {
+// ModeOf is the mode a plan of n devices runs in, as opts ask: Strict
+// when asked (tests), else Inline for one device or one at a time, and
+// Streams for several.
+func ModeOf(n int, opts executor.Options) Mode {
 	switch {
-	case strict:
+	case opts.Strict:
 		return Strict
-	case n == 1:
+	case n == 1 || opts.OneAtATime:
 		return Inline
 	}
 	return Streams

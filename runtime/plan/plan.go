@@ -138,6 +138,21 @@ type Kernel struct {
 	Sites []Site `json:"sites,omitempty"`
 	FLOPs int64  `json:"flops"`
 	Bytes int64  `json:"bytes"`
+	// GEMMs are the packed matrix products the host flavour computes in
+	// a launch (a chain: its first kernel's, then its own), for the
+	// simulator's contraction model (analysis/cost.SimulatePlan); none
+	// for other kernels. Runtimes do not read them.
+	GEMMs []GEMM `json:"gemms,omitempty"`
+}
+
+// GEMM is the shape of a packed matrix product: for each of Batch
+// indices, Rows × Cols outputs, each a sum of Depth products; Rows is
+// the side the host's micro-kernel broadcasts (codegen/kernel.GEMM's A).
+type GEMM struct {
+	Batch int64 `json:"batch"`
+	Rows  int64 `json:"rows"`
+	Cols  int64 `json:"cols"`
+	Depth int64 `json:"depth"`
 }
 
 // OnHost reports whether the host runtime runs k's launches: every

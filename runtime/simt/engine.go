@@ -65,7 +65,7 @@ func open(p *plan.Plan, dir string, opts executor.Options) ([]executor.Device, e
 	if err != nil {
 		return nil, err
 	}
-	return host.Open(p, e, host.ModeOf(opts.DevicesRun(p), opts.Strict)), nil
+	return host.Open(p, e, host.ModeOf(opts.DevicesRun(p), opts)), nil
 }
 
 // Runs reports whether a GPU launches k (plan.Kernel.OnGPU): the

@@ -1,0 +1,92 @@
+package cost
+
+import (
+	"math"
+	"testing"
+
+	"tofuc/runtime/plan"
+)
+
+// hostDevice is a host device of the contraction model: 100 GFLOP/s
+// at the limit, f½ 1 MFLOP, tiles of 8 × 32, narrow up to 4 columns.
+var hostDevice = TopologyDevice{Name: "host", PeakFLOPS: 100e9, MemoryBandwidth: 20e9, MemoryBytes: 1 << 30,
+	LaunchSeconds: 1e-6, StepSeconds: 5e-6, ContractionHalfFLOPs: 1e6, ContractionTile: []int64{8, 32}, ContractionNarrowCols: 4, ChainedLaunches: true}
+
+// twoLaunches is a plan of two devices, each launching kernel k once,
+// independently, and of those kernels.
+func twoLaunches(kernels ...plan.Kernel) *plan.Plan {
+	p := &plan.Plan{Devices: 2, Kernels: kernels, Steps: make([][]plan.Step, 2)}
+	for d := range 2 {
+		for k := range kernels {
+			p.Steps[d] = append(p.Steps[d], plan.Step{Op: plan.Launch, Kernel: k})
+		}
+	}
+	return p
+}
+
+// TestSimulatePlanHostProcess: on a topology of one host process, the
+// devices' independent launches take their sum (they share the threads;
+// without HostProcess they overlap), the host's kernels are priced (a
+// GPU-only one is not, a host-only chain is) and a packed product pays
+// its padding to whole tiles and f½ once per launch.
+func TestSimulatePlanHostProcess(t *testing.T) {
+	// 64 × 30 outputs of depth 100: columns padded to 32, rows whole.
+	gemm := plan.Kernel{Kind: "contraction", Grid: 1, HostRange: 1, FLOPs: 2 * 64 * 30 * 100, Bytes: 4 * (64*100 + 30*100 + 64*30),
+		GEMMs: []plan.GEMM{{Batch: 1, Rows: 64, Cols: 30, Depth: 100}}}
+	gpuOnly := plan.Kernel{Kind: "elementwise", Grid: 1, GPUOnly: true, FLOPs: 1e9, Bytes: 1e9}
+	chain := plan.Kernel{Kind: "contraction", HostRange: 1, HostOnly: true, FLOPs: 2 * 2 * 8 * 4 * 10,
+		GEMMs: []plan.GEMM{{Batch: 1, Rows: 8, Cols: 4, Depth: 10}, {Batch: 1, Rows: 8, Cols: 4, Depth: 10}}}
+	p := twoLaunches(gemm, gpuOnly, chain)
+	host := &Topology{Name: "host", Devices: []TopologyDevice{hostDevice, hostDevice}, HostProcess: true}
+
+	gemmSeconds := (float64(gemm.FLOPs) + 2*100*64*2 + 1e6) / 100e9
+	gemmSeconds = max(gemmSeconds, float64(gemm.Bytes)/20e9) + 1e-6
+	chainSeconds := (float64(chain.FLOPs)+1e6)/100e9 + 1e-6 // narrow: no padding; f½ once
+	for i, want := range []float64{gemmSeconds, 0, chainSeconds} {
+		if got := KernelSeconds(&p.Kernels[i], host, 0); math.Abs(got-want) > 1e-15 {
+			t.Errorf("kernel %d: %g s on the host, want %g", i, got, want)
+		}
+	}
+	sim, err := SimulatePlan(p, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2*(gemmSeconds+chainSeconds) + 5e-6; math.Abs(sim.Seconds-want) > 1e-15 || math.Abs(sim.Compute-want+5e-6) > 1e-15 {
+		t.Errorf("sharing the threads: step %g s, compute %g s; want %g s, the two devices' launches one after the other and step_seconds", sim.Seconds, sim.Compute, want)
+	}
+
+	apart := &Topology{Name: "apart", Devices: host.Devices}
+	if sim, err = SimulatePlan(p, apart); err != nil {
+		t.Fatal(err)
+	}
+	gpu := apart.Roofline(0)
+	want := max(gpu.ComputeSeconds(gemm.FLOPs, 0, 0), float64(gemm.Bytes)/gpu.Bandwidth) + 1e-6 +
+		max(gpu.ComputeSeconds(gpuOnly.FLOPs, 0, 0), float64(gpuOnly.Bytes)/gpu.Bandwidth) + 1e-6
+	if math.Abs(sim.Seconds-want) > 1e-12 {
+		t.Errorf("devices of their own (GPU pricing: the GPU-only kernel, not the chain): step %g s, want %g", sim.Seconds, want)
+	}
+}
+
+// TestSimulatePlanHostCopies: a copy from another device of a host
+// process takes the link between them, one after the launches.
+func TestSimulatePlanHostCopies(t *testing.T) {
+	k := plan.Kernel{Kind: "elementwise", Grid: 1, HostRange: 1, FLOPs: 1000, Bytes: 4e6}
+	p := &plan.Plan{Devices: 2, Kernels: []plan.Kernel{k}, Steps: make([][]plan.Step, 2),
+		Buffers: []plan.Buffer{{ID: 0, Device: 0, DType: "f32", Shape: []int64{1 << 20}, Bytes: 4 << 20}, {ID: 1, Device: 1, DType: "f32", Shape: []int64{1 << 20}, Bytes: 4 << 20}}}
+	p.Steps[0] = []plan.Step{{Op: plan.Launch, Kernel: 0}}
+	p.Steps[1] = []plan.Step{
+		{Op: plan.Copy, From: 0, To: 1, Src: []plan.Dim{{Hi: 1 << 20}}, After: []plan.StepRef{{Device: 0, Step: 0}}},
+		{Op: plan.Launch, Kernel: 0},
+	}
+	link := Link{Devices: []int{0, 1}, Bandwidth: 10e9, Latency: 1e-6}
+	host := &Topology{Name: "host", Devices: []TopologyDevice{hostDevice, hostDevice}, Links: []Link{link}, HostProcess: true}
+	sim, err := SimulatePlan(p, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	launch := KernelSeconds(&k, host, 0)
+	copySeconds := float64(4<<20)/10e9 + 1e-6
+	if want := 2*launch + copySeconds + 5e-6; math.Abs(sim.Seconds-want) > 1e-15 {
+		t.Errorf("step %g s, want %g (two launches and a copy)", sim.Seconds, want)
+	}
+}
