@@ -37,10 +37,13 @@ func SimulatePlan(p *plan.Plan, t *Topology) (*Simulation, error) {
 	return SimulatePlanTimed(p, t, nil)
 }
 
-// SimulatePlanTimed is SimulatePlan with the steps of measured taking
-// the seconds measured (kernels timed alone: FlexFlow's simulator, which
-// measures each operator and simulates how they run together), the
-// others priced as SimulatePlan prices them.
+// SimulatePlanTimed is SimulatePlan with the launch and reduce steps of
+// measured taking the seconds measured (kernels timed alone: FlexFlow's
+// simulator, which measures each operator and simulates how they run
+// together), the other steps priced as SimulatePlan prices them (copies
+// and collectives over the topology's links) but for a placement
+// group's steps, which take their time measured, or none where they
+// did not run (another backend's variant ran).
 func SimulatePlanTimed(p *plan.Plan, t *Topology, measured map[plan.StepRef]float64) (*Simulation, error) {
 	if p.Devices > len(t.Devices) {
 		return nil, fmt.Errorf("the topology %q has %d devices, the plan %d", t.Name, len(t.Devices), p.Devices)
@@ -84,6 +87,12 @@ func (ps *planSim) shareThreads(sim *Simulation) {
 	sim.Seconds = sim.Compute + sim.Transfer + ps.t.Devices[0].StepSeconds
 }
 
+// TimedAlone says whether SimulatePlanTimed takes step s as measured:
+// a launch, a reduce step, a placement group's step.
+func TimedAlone(s *plan.Step) bool {
+	return s.Op == plan.Launch || s.Op == plan.Reduce || s.Place != nil
+}
+
 // planSim is SimulatePlan's state: when each step ends, and each
 // device's time launching kernels and moving data.
 type planSim struct {
@@ -119,7 +128,7 @@ func (ps *planSim) step(order []plan.StepRef) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", s.Where(r.Device, r.Step), err)
 	}
-	if seconds, ok := ps.measured[r]; ok {
+	if seconds, ok := ps.measured[r]; ps.measured != nil && (ok && TimedAlone(s) || s.Place != nil) {
 		compute, transfer = seconds, 0
 	}
 	for _, m := range members {

@@ -90,3 +90,37 @@ func TestSimulatePlanHostCopies(t *testing.T) {
 		t.Errorf("step %g s, want %g (two launches and a copy)", sim.Seconds, want)
 	}
 }
+
+// TestSimulatePlanTimed: launches take their measured seconds, an
+// all-reduce and a copy stay priced over the links whatever was
+// measured for them, and a placement group's step that was not measured
+// (its variant did not run) takes none.
+func TestSimulatePlanTimed(t *testing.T) {
+	k := plan.Kernel{Kind: "elementwise", Grid: 1, HostRange: 1, FLOPs: 1000, Bytes: 4000, Reducer: "sum"}
+	p := &plan.Plan{Devices: 2, Kernels: []plan.Kernel{k}, Steps: make([][]plan.Step, 2)}
+	for d := range 2 {
+		p.Buffers = append(p.Buffers, plan.Buffer{ID: d, Device: d, DType: "f32", Shape: []int64{1 << 20}, Bytes: 4 << 20})
+	}
+	for d := range 2 {
+		p.Steps[d] = []plan.Step{
+			{Op: plan.Launch, Kernel: 0},
+			{Op: plan.AllReduce, Kernel: 0, Reducer: "sum", Parts: []int{0, 1}, Group: []int{0, 1}, To: d},
+			{Op: plan.Launch, Kernel: 0, Place: &plan.Placed{Group: 0, Variants: []string{plan.Generated}}},
+		}
+	}
+	link := Link{Devices: []int{0, 1}, Bandwidth: 10e9, Latency: 1e-6}
+	host := &Topology{Name: "host", Devices: []TopologyDevice{hostDevice, hostDevice}, Links: []Link{link}, HostProcess: true}
+	measured := map[plan.StepRef]float64{}
+	for d := range 2 {
+		measured[plan.StepRef{Device: d, Step: 0}] = 1e-3
+		measured[plan.StepRef{Device: d, Step: 1}] = 5 // an all-reduce's kernel: not what the simulation charges
+	}
+	sim, err := SimulatePlanTimed(p, host, measured)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allReduce := AllReduceSeconds(4<<20, 2, link)
+	if want := 2*1e-3 + 2*allReduce + 5e-6; math.Abs(sim.Seconds-want) > 1e-12 {
+		t.Errorf("step %g s, want %g: two launches as measured, the all-reduce priced on each device, the unmeasured placed steps none", sim.Seconds, want)
+	}
+}

@@ -41,7 +41,7 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.devices, "devices", 1, "compile for N devices: the model is partitioned first (tofuc partition)")
 	fs.Var((*byteSize)(&f.memory), "memory", "with --devices: the memory per device, e.g. 80GB (0: unlimited)")
 	registerObjective(fs, &f.objective)
-	fs.StringVar(&f.pipeline, "pipeline", "", "with --train and --devices: offer GraphPipe's pipeline plan beside the partition plan, and compile it where its simulated step is shorter (tofuc partition --pipeline); --pipeline=always compiles it whatever its step")
+	fs.StringVar(&f.pipeline, "pipeline", "", "with --train and --devices: offer GraphPipe's pipeline plan beside the partition plan, and compile it where its simulated step is shorter (tofuc partition --pipeline; also --pipeline=faster); --pipeline=always compiles it whatever its step")
 	fs.Lookup("pipeline").NoOptDefVal = pipelineFaster
 	fs.StringVar(&f.model, "model", "", "the model to compile (default: the only one)")
 	fs.StringArrayVar(&f.sets, "set", nil, "override a model attribute, NAME=VALUE (repeatable)")
@@ -55,6 +55,9 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	f.train.register(fs)
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
+	}
+	if fs.Changed("pipeline") && f.pipeline == "" {
+		f.pipeline = "(empty)"
 	}
 	opts, err := f.validate(fs.NArg(), f.train.changed(fs))
 	if err != nil {
@@ -81,13 +84,13 @@ func runCompile(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// validate checks the flags and returns the compile's options.
 // The values of compile's --pipeline.
 const (
 	pipelineFaster = "faster"
 	pipelineAlways = "always"
 )
 
+// validate checks the flags and returns the compile's options.
 func (f *compileFlags) validate(nargs int, trainChanged bool) (pipeline.Options, error) {
 	switch {
 	case nargs != 1:

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"tofuc/lang"
 	"tofuc/parser"
+	"tofuc/codegen/toolchain"
 	"tofuc/pipeline"
 
 	"tofuc/analysis/check"
@@ -78,6 +79,9 @@ func runPartition(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := topo.CheckLinked(f.devices); err != nil {
 		return usageError(stderr, "partition", "--topology: %v", err)
+	}
+	if topo.HostProcess && f.devices > 1 {
+		toolchain.Warn("--topology %s: its devices share one process's threads (host_process), which the search does not model: it simulates them running at once (tofuc run --runs --topology simulates a compiled plan's sharing)", topo.Name)
 	}
 	opt := partition.Options{Factors: factors, Memory: f.memory, Objective: f.objective, Topology: topo, Seed: f.seed}
 	p := newProgress(stderr)

@@ -486,6 +486,15 @@ func TestCompilePipelineAlways(t *testing.T) {
 	if !strings.Contains(string(summary), "graphpipe's plan is chosen, as --pipeline=always asks") || !strings.Contains(string(summary), "throughput: 0.") {
 		t.Errorf("the slower pipeline plan is not chosen as asked:\n%s", summary)
 	}
+	var rep struct {
+		Pipelines struct{ Chosen, Asked bool }
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "report.json")); err != nil || json.Unmarshal(b, &rep) != nil || !rep.Pipelines.Chosen || !rep.Pipelines.Asked {
+		t.Errorf("report.json: pipelines %+v (%v)", rep.Pipelines, err)
+	}
+	if html, err := os.ReadFile(filepath.Join(dir, "report.html")); err != nil || !strings.Contains(string(html), "The first plan is chosen, as <code>tofuc compile --pipeline=always</code> asks.") {
+		t.Errorf("report.html does not say the pipeline plan was asked for (%v)", err)
+	}
 	if status, _, stderr := tofuc("run", dir, "--random-inputs", "--out", t.TempDir()); status != exitOK {
 		t.Errorf("run: exit %d: %s", status, stderr)
 	}
@@ -493,9 +502,11 @@ func TestCompilePipelineAlways(t *testing.T) {
 	if status != exitUser || !strings.Contains(stderr, "--pipeline=always: the model has no pipeline plan: data parallelism splits the input") {
 		t.Errorf("rnn: exit %d: %s", status, stderr)
 	}
-	status, _, stderr = tofuc("compile", "../../examples/mlp.tdl", "--train", "--devices", "4", "--pipeline=sometimes", "-o", t.TempDir())
-	if status != exitUsage || !strings.Contains(stderr, "expected --pipeline (compiled where faster) or --pipeline=always") {
-		t.Errorf("--pipeline=sometimes: exit %d: %s", status, stderr)
+	for _, value := range []string{"sometimes", ""} {
+		status, _, stderr = tofuc("compile", "../../examples/mlp.tdl", "--train", "--devices", "4", "--pipeline="+value, "-o", t.TempDir())
+		if status != exitUsage || !strings.Contains(stderr, "expected --pipeline (compiled where faster) or --pipeline=always") {
+			t.Errorf("--pipeline=%s: exit %d: %s", value, status, stderr)
+		}
 	}
 }
 

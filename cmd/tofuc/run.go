@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"tofuc/analysis/autodiff"
@@ -55,8 +55,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.threads, "threads", 0, "host threads (0: all cores; as ranks, their share of the cores)")
 	fs.IntVar(&f.ranks, "nproc-per-node", 0, "start this many ranks on this machine through mpirun, one a device of the plan (docs/distributed.md)")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Minute, "as ranks: how long a rank waits for another before it fails, naming the rank that holds it")
-	fs.IntVar(&f.runs, "runs", 0, "time this many runs after a warm-up and print their median step (the outputs written are the last run's)")
-	fs.StringVar(&f.topology, "topology", "", "with --runs: also simulate the plan's step on a topology ("+strings.Join(cost.TopologyNames(), ", ")+", or a FILE, such as tofuc bench --calibrate --devices N writes)")
+	fs.IntVar(&f.runs, "runs", 0, "after the run, time this many runs of the plan's steps and print their median (the outputs written are the first, untimed run's)")
+	fs.StringVar(&f.topology, "topology", "", "with --runs on the cpu backend: also simulate the plan's step on a topology FILE of this process's devices (tofuc bench --calibrate --devices N writes one)")
 	fs.Int64Var(&f.batch, "batch", 0, "of a plan compiled with --dynamic: the batch size of the random inputs (default: that of the inputs given, else the largest size compiled)")
 	if status, done := parseFlags(fs, args, stdout); done {
 		return status
@@ -80,6 +80,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "run", "--runs must not be negative")
 	case f.topology != "" && f.runs == 0:
 		return usageError(stderr, "run", "--topology goes with --runs (it compares the simulated step with the measured one)")
+	case f.topology != "" && f.backend != cpu.Kind.Name:
+		return usageError(stderr, "run", "--topology goes with the cpu backend: %s runs GPU kernels under an emulator, whose times say nothing of a GPU's", f.backend)
 	case f.runs > 0 && (f.ranks > 0 || mpi.Launched()):
 		return usageError(stderr, "run", "--runs times a plan run in one process; ranks are not timed")
 	case f.ranks > 0 && mpi.Launched():
@@ -145,7 +147,7 @@ func openPlan(dir string, f runFlags, oneAtATime bool) func(*plan.Plan) (*execut
 // each launch alone, and prints the step simulated both on the
 // topology's roofline and with those times (printRunTimes).
 func runTimed(dir string, p *plan.Plan, prog *executor.Program, f runFlags, specs map[string]string, params map[string]*tensor.Tensor, stdout io.Writer) error {
-	topo, err := loadRunTopology(f.topology)
+	topo, err := loadRunTopology(f.topology, p)
 	if err != nil {
 		return err
 	}
@@ -186,13 +188,22 @@ func timeAlone(dir string, p *plan.Plan, f runFlags, inputs, params map[string]*
 	return prog.Bench(inputs, params, f.runs)
 }
 
-// loadRunTopology is --topology's topology (nil: none given).
-func loadRunTopology(nameOrPath string) (*cost.Topology, error) {
+// loadRunTopology is --topology's topology (nil: none given), checked,
+// before anything runs, to describe plan p's devices on this host.
+func loadRunTopology(nameOrPath string, p *plan.Plan) (*cost.Topology, error) {
 	if nameOrPath == "" {
 		return nil, nil
 	}
 	t, err := cost.LoadTopology(nameOrPath)
-	if err != nil {
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("--topology: %w", err)
+	case !t.HostProcess:
+		return nil, fmt.Errorf("--topology: %q does not describe the devices of one host process (no host_process): the cpu backend's devices share this process's threads; tofuc bench --calibrate --devices %d writes such a file", t.Name, p.Devices)
+	case len(t.Devices) < p.Devices:
+		return nil, fmt.Errorf("--topology: %q has %d devices, the plan %d (tofuc bench --calibrate --devices %d writes one of %d)", t.Name, len(t.Devices), p.Devices, p.Devices, p.Devices)
+	}
+	if err := t.CheckLinked(p.Devices); err != nil {
 		return nil, fmt.Errorf("--topology: %w", err)
 	}
 	return t, nil
@@ -210,8 +221,8 @@ const slowestLaunches = 10
 // then the slowest launches, each as timed and as simulated.
 func printRunTimes(w io.Writer, p *plan.Plan, t runTimes, topo *cost.Topology) error {
 	median := t.together.Plan.Median
-	fmt.Fprintf(w, "step: median %.3f ms, min %.3f ms over %d runs of the steps on %d devices (inputs and parameters on them already)\n",
-		median*1e3, t.together.Plan.Min*1e3, t.together.Runs, p.Devices)
+	fmt.Fprintf(w, "step: median %.3f ms, min %.3f ms over %d runs of the steps on %s (inputs and parameters on them already)\n",
+		median*1e3, t.together.Plan.Min*1e3, t.together.Runs, devicesOf(p))
 	alone := map[plan.StepRef]float64{}
 	if topo != nil {
 		sim, err := cost.SimulatePlan(p, topo)
@@ -223,6 +234,8 @@ func printRunTimes(w io.Writer, p *plan.Plan, t runTimes, topo *cost.Topology) e
 		for _, k := range t.alone.Kernels {
 			alone[plan.StepRef{Device: k.Device, Step: k.Step}] = k.Time.Median
 		}
+		// The steps SimulatePlanTimed takes as measured: the rest it prices.
+		maps.DeleteFunc(alone, func(r plan.StepRef, _ float64) bool { return !cost.TimedAlone(&p.Steps[r.Device][r.Step]) })
 		if sim, err = cost.SimulatePlanTimed(p, topo, alone); err != nil {
 			return err
 		}
@@ -231,22 +244,38 @@ func printRunTimes(w io.Writer, p *plan.Plan, t runTimes, topo *cost.Topology) e
 	}
 	ks := slices.Clone(t.together.Kernels)
 	slices.SortStableFunc(ks, func(a, b executor.KernelTiming) int { return cmp.Compare(b.Time.Median, a.Time.Median) })
-	fmt.Fprintf(w, "%10s %10s %10s %6s %5s  %s\n", "median ms", "alone", "roofline", "device", "step", "launch")
+	if topo == nil {
+		fmt.Fprintf(w, "%10s %6s %5s  %s\n", "median ms", "device", "step", "launch")
+	} else {
+		fmt.Fprintf(w, "%10s %10s %10s %6s %5s  %s\n", "median ms", "alone", "roofline", "device", "step", "launch")
+	}
 	for i, k := range ks {
 		if i == slowestLaunches {
 			fmt.Fprintf(w, "  ... %d more\n", len(ks)-i)
 			break
 		}
+		if topo == nil {
+			fmt.Fprintf(w, "%10.3f %6d %5d  %s %s\n", k.Time.Median*1e3, k.Device, k.Step, k.Kernel, k.Label)
+			continue
+		}
 		timedAlone, roofline := "-", "-"
 		if s, ok := alone[plan.StepRef{Device: k.Device, Step: k.Step}]; ok {
 			timedAlone = fmt.Sprintf("%.3f", s*1e3)
 		}
-		if ki := slices.IndexFunc(p.Kernels, func(pk plan.Kernel) bool { return pk.Name == k.Kernel }); topo != nil && ki >= 0 {
-			roofline = fmt.Sprintf("%.3f", cost.KernelSeconds(&p.Kernels[ki], topo, k.Device)*1e3)
+		if s := &p.Steps[k.Device][k.Step]; s.Op == plan.Launch && s.Place == nil {
+			roofline = fmt.Sprintf("%.3f", cost.KernelSeconds(&p.Kernels[s.Kernel], topo, k.Device)*1e3)
 		}
 		fmt.Fprintf(w, "%10.3f %10s %10s %6d %5d  %s %s\n", k.Time.Median*1e3, timedAlone, roofline, k.Device, k.Step, k.Kernel, k.Label)
 	}
 	return nil
+}
+
+// devicesOf is "1 device" or "N devices", plan p's.
+func devicesOf(p *plan.Plan) string {
+	if p.Devices == 1 {
+		return "1 device"
+	}
+	return fmt.Sprintf("%d devices", p.Devices)
 }
 
 // loadPlan reads the plan compiled into dir, loads it (open) and reads

@@ -18,8 +18,10 @@ import (
 // TestRunTimed: tofuc run --runs times a compiled pipeline plan and,
 // with --topology, prints the step simulated on the topology's roofline
 // and with each launch timed alone, and the slowest launches with all
-// three times; --topology without --runs and a negative --runs are
-// refused. Every contraction kernel of the plan records the packed
+// three times; --topology without --runs, a negative --runs and
+// --topology with the simt backend are refused, and a topology that does
+// not describe the plan's devices on this host (not a host process's,
+// too few devices) before anything runs or is written. Every contraction kernel of the plan records the packed
 // products its FLOPs count (plan.Kernel.GEMMs, which the host's
 // simulation prices).
 func TestRunTimed(t *testing.T) {
@@ -80,12 +82,31 @@ func TestRunTimed(t *testing.T) {
 			}
 		}
 	}
+	small := hostTopology(dev, 2)
+	if b, err = json.Marshal(small); err != nil {
+		t.Fatal(err)
+	}
+	smallFile := filepath.Join(t.TempDir(), "host2.json")
+	if err := os.WriteFile(smallFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ topology, want string }{
+		{"h100-nvlink", "does not describe the devices of one host process (no host_process)"},
+		{smallFile, "has 2 devices, the plan 4 (tofuc bench --calibrate --devices 4 writes one of 4)"},
+	} {
+		out := t.TempDir()
+		status, _, stderr := tofuc("run", dir, "--random-inputs", "--out", out, "--runs", "2", "--topology", c.topology)
+		if entries, _ := os.ReadDir(out); status != exitUser || !strings.Contains(stderr, c.want) || len(entries) > 0 {
+			t.Errorf("--topology %s: exit %d, %d files written: %s", c.topology, status, len(entries), stderr)
+		}
+	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--topology", topoFile}, "--topology goes with --runs"},
 		{[]string{"--runs", "-1"}, "--runs must not be negative"},
+		{[]string{"--runs", "2", "--topology", topoFile, "--backend", "simt"}, "--topology goes with the cpu backend"},
 	} {
 		status, _, stderr := tofuc(append([]string{"run", dir, "--random-inputs", "--out", t.TempDir()}, c.args...)...)
 		if status != exitUsage || !strings.Contains(stderr, c.want) {
