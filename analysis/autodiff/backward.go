@@ -2,6 +2,8 @@ package autodiff
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"tofuc/analysis/interval"
@@ -72,7 +74,9 @@ func backwardFor(inst *ir.Instance, j int, seeded []bool) (*ir.Instance, error) 
 		if d.err != nil {
 			return fmt.Errorf("%s: %w", def.Pos, d.err)
 		}
+		h := &hoister{def: def, local: slices.Contains(inst.Locals, def), into: b, reads: map[*ir.Reduce]ir.Expr{}}
 		for _, t := range d.terms {
+			t.coef = h.hoist(t.coef)
 			contribs[t.read.T] = append(contribs[t.read.T], scatter{term: t, def: def})
 		}
 		return nil
@@ -101,6 +105,120 @@ func backwardFor(inst *ir.Instance, j int, seeded []bool) (*ir.Instance, error) 
 	b.Outputs = []*ir.Def{gradDef(g, contribs[in])}
 	b.Locals = neededLocals(b)
 	return b, nil
+}
+
+// hoister makes the reductions that the gradient terms of one Def
+// recompute, and that take the same value at every element of the
+// reductions around them (their free variables are the Def's), reads of
+// locals over the Def's variables: of the Def itself where it is a local
+// whose body is that reduction, else of a new local of b's. Inline, a
+// coefficient recomputed them at every element it was summed over:
+// softmax_cross_entropy's gradient recomputed a row's sum of
+// exponentials at every class, the attention weights' gradient its
+// maximum over the keys at every key (seconds a step). The values are
+// the same, computed alike.
+type hoister struct {
+	def   *ir.Def
+	local bool // def is a local of the forward operator: the gradient reads it
+	into  *ir.Instance
+	reads map[*ir.Reduce]ir.Expr // the read replacing each reduction met
+}
+
+// hoist is e with its outermost reductions that depend on no variable
+// but the Def's replaced by reads of locals.
+func (h *hoister) hoist(e ir.Expr) ir.Expr {
+	replace := map[ir.Expr]ir.Expr{}
+	ir.Walk(e, func(x ir.Expr) bool {
+		r, ok := x.(*ir.Reduce)
+		if !ok || !h.invariant(r) {
+			return true
+		}
+		replace[r] = h.read(r)
+		return false
+	})
+	if len(replace) == 0 {
+		return e
+	}
+	return cloneReplacing(e, map[*ir.Var]*ir.Var{}, replace)
+}
+
+// invariant says whether r reads no variable but the Def's.
+func (h *hoister) invariant(r *ir.Reduce) bool {
+	for v := range freeVars(r) {
+		if !slices.Contains(h.def.Vars, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// read is the read of a local holding r at the Def's variables.
+func (h *hoister) read(r *ir.Reduce) ir.Expr {
+	here := make([]ir.Expr, len(h.def.Vars))
+	for i, v := range h.def.Vars {
+		here[i] = &ir.VarRef{V: v}
+	}
+	if h.local && h.def.Body == ir.Expr(r) {
+		return &ir.Access{Pos: h.def.Pos, T: h.def.Tensor, Index: here}
+	}
+	if read, ok := h.reads[r]; ok {
+		return read
+	}
+	scope := map[*ir.Var]*ir.Var{} // the local's variables are its own
+	vars := make([]*ir.Var, len(h.def.Vars))
+	for i, v := range h.def.Vars {
+		vars[i] = &ir.Var{Name: v.Name, Extent: v.Extent}
+		scope[v] = vars[i]
+	}
+	inner := &ir.Reduce{Kind: r.Kind, Vars: r.Vars, Body: h.hoist(r.Body), T: r.T}
+	t := &ir.Tensor{Name: freeName(h.into, h.def.Tensor.Name+"_part"), DType: r.T, Shape: shapeOf(vars)}
+	h.into.Locals = append(h.into.Locals, &ir.Def{Pos: h.def.Pos, Tensor: t, Vars: vars, Body: clone(inner, scope)})
+	h.reads[r] = &ir.Access{Pos: h.def.Pos, T: t, Index: here}
+	return h.reads[r]
+}
+
+// freeVars are the variables e reads that no reduction in it binds.
+func freeVars(e ir.Expr) map[*ir.Var]bool {
+	free := map[*ir.Var]bool{}
+	var walk func(e ir.Expr, bound map[*ir.Var]bool)
+	walk = func(e ir.Expr, bound map[*ir.Var]bool) {
+		switch x := e.(type) {
+		case *ir.VarRef:
+			if !bound[x.V] {
+				free[x.V] = true
+			}
+			return
+		case *ir.Reduce:
+			inner := maps.Clone(bound)
+			for _, v := range x.Vars {
+				inner[v] = true
+			}
+			walk(x.Body, inner)
+			return
+		case *ir.Opaque:
+			for _, v := range x.Args {
+				for _, ix := range v.Index {
+					if ix != nil {
+						walk(ix, bound)
+					}
+				}
+			}
+		}
+		for _, c := range ir.Children(e) {
+			walk(c, bound)
+		}
+	}
+	walk(e, map[*ir.Var]bool{})
+	return free
+}
+
+// shapeOf is the extents of vars.
+func shapeOf(vars []*ir.Var) []lang.Dim {
+	shape := make([]lang.Dim, len(vars))
+	for i, v := range vars {
+		shape[i] = v.Extent
+	}
+	return shape
 }
 
 // neededLocals is b's locals that its output reads, directly or through
@@ -408,10 +526,20 @@ func substitute(e ir.Expr, sub map[*ir.Var]ir.Expr) ir.Expr {
 // reduction selects) does not share variables with a reduction around it.
 func freshen(e ir.Expr) ir.Expr { return clone(e, map[*ir.Var]*ir.Var{}) }
 
-func clone(e ir.Expr, scope map[*ir.Var]*ir.Var) ir.Expr {
+// clone copies e, its free variables renamed by scope and every
+// reduction's variables fresh.
+func clone(e ir.Expr, scope map[*ir.Var]*ir.Var) ir.Expr { return cloneReplacing(e, scope, nil) }
+
+// cloneReplacing is clone with the nodes of e in replace replaced (as
+// they are, not copied).
+func cloneReplacing(e ir.Expr, scope map[*ir.Var]*ir.Var, replace map[ir.Expr]ir.Expr) ir.Expr {
 	if e == nil {
 		return nil
 	}
+	if r, ok := replace[e]; ok {
+		return r
+	}
+	clone := func(e ir.Expr, scope map[*ir.Var]*ir.Var) ir.Expr { return cloneReplacing(e, scope, replace) }
 	list := func(xs []ir.Expr) []ir.Expr {
 		out := make([]ir.Expr, len(xs))
 		for i, x := range xs {

@@ -398,8 +398,69 @@ func holds(e ir.Expr, is func(ir.Expr) bool) bool {
 }
 
 // recomputable reports whether local d is recomputed where it is read
-// for its size alone (see Inlined).
+// for its size alone (see Inlined), and not launched because a costly
+// call would run again at every term of a sum reading it (summedAgain).
 func recomputable(inst *ir.Instance, d *ir.Def) bool {
 	size, ok := inlineSize(inst, d, map[*ir.Def]int{})
-	return ok && size <= maxInline
+	return ok && size <= maxInline && !(costlyToRecompute(inst, d, map[*ir.Def]bool{}) && summedAgain(inst, d))
+}
+
+// costlyToRecompute says whether local d, recomputed, calls one of
+// costlyFuncs, itself or through the locals it recomputes (seen: those
+// visited).
+func costlyToRecompute(inst *ir.Instance, d *ir.Def, seen map[*ir.Def]bool) bool {
+	seen[d] = true
+	if holdsCostlyCall(d.Body) {
+		return true
+	}
+	costly := false
+	localReads(inst, d.Body, func(_ *ir.Access, l *ir.Def) {
+		if size, ok := inlineSize(inst, l, map[*ir.Def]int{}); !costly && !seen[l] && ok && size <= maxInline {
+			costly = costlyToRecompute(inst, l, seen)
+		}
+	})
+	return costly
+}
+
+// summedAgain says whether a Def of inst reads local d inside a
+// reduction at an index that leaves out one of the reader's variables:
+// each element of d is read once for every value of it (the attention
+// weights' gradient, summed over the keys at every channel of a query),
+// so that, recomputed, d's costly calls would run that many times.
+func summedAgain(inst *ir.Instance, d *ir.Def) bool {
+	for _, r := range append(slices.Clone(inst.Locals), inst.Outputs...) {
+		again := false
+		ir.Walk(r.Body, func(x ir.Expr) bool {
+			if _, ok := x.(*ir.Reduce); !ok || again {
+				return !again
+			}
+			ir.Walk(x, func(y ir.Expr) bool {
+				if acc, ok := y.(*ir.Access); ok && acc.T == d.Tensor && !indexesAll(acc, r.Vars) {
+					again = true
+				}
+				return !again
+			})
+			return false
+		})
+		if again {
+			return true
+		}
+	}
+	return false
+}
+
+// indexesAll says whether acc's index reads every one of vars.
+func indexesAll(acc *ir.Access, vars []*ir.Var) bool {
+	read := map[*ir.Var]bool{}
+	for _, ix := range acc.Index {
+		for v := range ir.VarRefs(ix) {
+			read[v] = true
+		}
+	}
+	for _, v := range vars {
+		if !read[v] {
+			return false
+		}
+	}
+	return true
 }

@@ -312,3 +312,31 @@ func TestChainScalarOperand(t *testing.T) {
 		t.Fatal("no kernels")
 	}
 }
+
+// TestCostlyLocalSummedAgainIsLaunched: a local calling a costly
+// function that a sum reads at every output column (an activation inside
+// a matmul) is launched, so that its tanh runs once an element, not once
+// a column; read by a sum at every output variable (a row sum of it), or
+// cheap, it is recomputed where it is read.
+func TestCostlyLocalSummedAgainIsLaunched(t *testing.T) {
+	src := `op act_matmul(x: [N, K], w: [K, M]) -> [N, M] =
+    let g: [N, K] = lambda n, k: tanh(x[n, k]) in
+    lambda n, m: sum(lambda k: g[n, k] * w[k, m])
+op act_rowsum(x: [N, K]) -> [N] =
+    let g: [N, K] = lambda n, k: tanh(x[n, k]) in
+    lambda n: sum(lambda k: g[n, k])
+op cheap_matmul(x: [N, K], w: [K, M]) -> [N, M] =
+    let g: [N, K] = lambda n, k: x[n, k] * 2.0 in
+    lambda n, m: sum(lambda k: g[n, k] * w[k, m])
+model m<batch = 1>(x: f32[batch, 16], w: f32[16, 8]) {
+    return act_matmul(x, w), act_rowsum(x), cheap_matmul(x, w)
+}
+`
+	g := load(t, src, 4)
+	want := map[string]int{"act_matmul": 2, "act_rowsum": 1, "cheap_matmul": 1}
+	for _, n := range g.Nodes {
+		if got := len(schedule.Launches(n.Inst)); got != want[n.Inst.Op] {
+			t.Errorf("%s: %d launches, want %d", n.Inst.Op, got, want[n.Inst.Op])
+		}
+	}
+}
