@@ -5,9 +5,9 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"tofuc/codegen/toolchain"
 	"tofuc/lang"
 	"tofuc/parser"
-	"tofuc/codegen/toolchain"
 	"tofuc/pipeline"
 
 	"tofuc/analysis/check"
