@@ -170,24 +170,57 @@ func unbroken(s string) string { return strings.ReplaceAll(s, lambdaBreak, "") }
 
 // breakLine breaks a line that is too long after its first nested lambda's
 // colon, indenting the rest one more level, and the rest likewise while it
-// is too long (derived operators nest many reductions on a line).
+// is too long (derived operators nest many reductions on a line); a line
+// with no nested lambda left breaks after its outermost additions
+// (breakSums).
 func breakLine(s, indent string) string {
 	if len(indent)+len(unbroken(s)) <= lineWidth {
 		return unbroken(s)
 	}
 	first, rest, ok := strings.Cut(s, lambdaBreak)
 	if !ok {
-		return s
+		return breakSums(s, indent, indent+indentUnit)
 	}
 	return first + "\n" + indent + indentUnit + breakRest(strings.TrimLeft(rest, " "), indent+indentUnit)
 }
 
 func breakRest(s, indent string) string {
-	first, rest, ok := strings.Cut(s, lambdaBreak)
-	if !ok || len(indent)+len(unbroken(s)) <= lineWidth {
+	if len(indent)+len(unbroken(s)) <= lineWidth {
 		return unbroken(s)
 	}
+	first, rest, ok := strings.Cut(s, lambdaBreak)
+	if !ok {
+		return breakSums(s, indent, indent)
+	}
 	return first + "\n" + indent + breakRest(strings.TrimLeft(rest, " "), indent)
+}
+
+// breakSums breaks s, a line starting at indent, after the last " + "
+// outside brackets that leaves the line within lineWidth (else after the
+// first), the rest at next, likewise while it is too long: a derived
+// operator's sum of terms, reductions read from locals, has no lambda to
+// break after.
+func breakSums(s, indent, next string) string {
+	if len(indent)+len(s) <= lineWidth {
+		return s
+	}
+	at, depth := -1, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(', '[':
+			depth++
+		case ')', ']':
+			depth--
+		case '+':
+			if depth == 0 && i > 0 && s[i-1] == ' ' && i+1 < len(s) && s[i+1] == ' ' && (at < 0 || len(indent)+i+1 <= lineWidth) {
+				at = i
+			}
+		}
+	}
+	if at < 0 {
+		return s
+	}
+	return s[:at+1] + "\n" + next + breakSums(s[at+2:], next, next)
 }
 
 func (fm *formatter) model(d *ModelDecl) {

@@ -129,6 +129,10 @@ type hoister struct {
 func (h *hoister) hoist(e ir.Expr) ir.Expr {
 	replace := map[ir.Expr]ir.Expr{}
 	ir.Walk(e, func(x ir.Expr) bool {
+		if h.local && x == h.def.Body {
+			replace[x] = h.self() // the derivative of a call names the call: rsqrt's
+			return false
+		}
 		r, ok := x.(*ir.Reduce)
 		if !ok || !h.invariant(r) {
 			return true
@@ -152,15 +156,26 @@ func (h *hoister) invariant(r *ir.Reduce) bool {
 	return true
 }
 
-// read is the read of a local holding r at the Def's variables.
-func (h *hoister) read(r *ir.Reduce) ir.Expr {
+// self is the read of the Def at its own variables.
+func (h *hoister) self() ir.Expr {
+	return &ir.Access{Pos: h.def.Pos, T: h.def.Tensor, Index: h.here()}
+}
+
+// here is the Def's variables, as an index.
+func (h *hoister) here() []ir.Expr {
 	here := make([]ir.Expr, len(h.def.Vars))
 	for i, v := range h.def.Vars {
 		here[i] = &ir.VarRef{V: v}
 	}
+	return here
+}
+
+// read is the read of a local holding r at the Def's variables.
+func (h *hoister) read(r *ir.Reduce) ir.Expr {
 	if h.local && h.def.Body == ir.Expr(r) {
-		return &ir.Access{Pos: h.def.Pos, T: h.def.Tensor, Index: here}
+		return h.self()
 	}
+	here := h.here()
 	if read, ok := h.reads[r]; ok {
 		return read
 	}

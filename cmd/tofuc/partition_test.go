@@ -466,16 +466,17 @@ func TestCompilePipeline(t *testing.T) {
 }
 
 // TestCompilePipelineAlways: --pipeline=always compiles GraphPipe's plan
-// where the partition plan simulates faster, and says so; a model
-// without pipeline plans is refused with the reason; another value of
-// --pipeline is a usage error.
+// where it would not be chosen (under the bytes objective, which prices
+// no pipeline), and the report says so; a model without pipeline plans
+// is refused with the reason; another value of --pipeline is a usage
+// error.
 func TestCompilePipelineAlways(t *testing.T) {
 	if _, err := toolchain.Find(); err != nil {
 		t.Skip(err)
 	}
 	dir := filepath.Join(t.TempDir(), "plan")
-	status, _, stderr := tofuc("compile", "../../examples/transformer.tdl", "--train", "--set", "layers=1", "--set", "seq=16", "--devices", "4",
-		"--pipeline=always", "-o", dir, "--emit", "host,report")
+	status, _, stderr := tofuc("compile", "../../examples/mlp.tdl", "--train", "--set", "batch=16", "--set", "hidden=24", "--devices", "4",
+		"--objective", "bytes", "--pipeline=always", "-o", dir, "--emit", "host,report")
 	if status != exitOK {
 		t.Fatalf("compile: exit %d: %s", status, stderr)
 	}
@@ -483,7 +484,7 @@ func TestCompilePipelineAlways(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(summary), "graphpipe's plan is chosen, as --pipeline=always asks") || !strings.Contains(string(summary), "throughput: 0.") {
+	if !strings.Contains(string(summary), "graphpipe's plan is chosen, as --pipeline=always asks") {
 		t.Errorf("the slower pipeline plan is not chosen as asked:\n%s", summary)
 	}
 	var rep struct {
