@@ -111,7 +111,8 @@ func backwardFor(inst *ir.Instance, j int, seeded []bool) (*ir.Instance, error) 
 // recompute, and that take the same value at every element of the
 // reductions around them (their free variables are the Def's), reads of
 // locals over the Def's variables: of the Def itself where it is a local
-// whose body is that reduction, else of a new local of b's. Inline, a
+// whose body is that reduction (or any expression a derivative names:
+// rsqrt's names the call), else of a new local of b's. Inline, a
 // coefficient recomputed them at every element it was summed over:
 // softmax_cross_entropy's gradient recomputed a row's sum of
 // exponentials at every class, the attention weights' gradient its
@@ -124,8 +125,9 @@ type hoister struct {
 	reads map[*ir.Reduce]ir.Expr // the read replacing each reduction met
 }
 
-// hoist is e with its outermost reductions that depend on no variable
-// but the Def's replaced by reads of locals.
+// hoist is e with the Def's body, where the Def is a local, and its
+// outermost reductions that depend on no variable but the Def's
+// replaced by reads of locals.
 func (h *hoister) hoist(e ir.Expr) ir.Expr {
 	replace := map[ir.Expr]ir.Expr{}
 	ir.Walk(e, func(x ir.Expr) bool {
@@ -170,15 +172,13 @@ func (h *hoister) here() []ir.Expr {
 	return here
 }
 
-// read is the read of a local holding r at the Def's variables.
+// read is the read of a new local holding r at the Def's variables
+// (the same one for every read of r).
 func (h *hoister) read(r *ir.Reduce) ir.Expr {
-	if h.local && h.def.Body == ir.Expr(r) {
-		return h.self()
-	}
-	here := h.here()
 	if read, ok := h.reads[r]; ok {
 		return read
 	}
+	here := h.here()
 	scope := map[*ir.Var]*ir.Var{} // the local's variables are its own
 	vars := make([]*ir.Var, len(h.def.Vars))
 	for i, v := range h.def.Vars {
