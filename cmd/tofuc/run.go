@@ -103,7 +103,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if n := os.Getenv("WORLD_SIZE"); n != "" && n != "1" {
 		toolchain.Warn("$WORLD_SIZE is %s (torchrun's environment), but host ranks start under mpirun or with --nproc-per-node (docs/distributed.md): this process runs the whole plan", n)
 	}
-	if err := runPlan(fs.Arg(0), f, specs, stdout); err != nil {
+	if err := runPlan(fs.Arg(0), f, specs, stdout, stderr); err != nil {
 		return fail(stderr, err)
 	}
 	return exitOK
@@ -112,7 +112,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 // runPlan loads a compiled plan and its parameters (everything checked
 // first), reads or draws its inputs, runs it once and writes the inputs
 // it drew and its outputs: nothing is written unless the run succeeds.
-func runPlan(dir string, f runFlags, specs map[string]string, stdout io.Writer) error {
+func runPlan(dir string, f runFlags, specs map[string]string, stdout, stderr io.Writer) error {
 	if dynamic.Is(dir) {
 		if f.runs > 0 {
 			return fmt.Errorf("--runs times a plan of fixed shapes; %s was compiled with --dynamic (time one batch size with tofuc bench)", dir)
@@ -130,7 +130,7 @@ func runPlan(dir string, f runFlags, specs map[string]string, stdout io.Writer) 
 	if f.runs == 0 {
 		return newInputs(p, f, specs).runAndWrite(prog.Run, params, stdout)
 	}
-	return runTimed(dir, p, prog, f, specs, params, stdout)
+	return runTimed(dir, p, prog, f, specs, params, stdout, stderr)
 }
 
 // openPlan opens a plan compiled into dir as f asks, its devices one
@@ -146,20 +146,25 @@ func openPlan(dir string, f runFlags, oneAtATime bool) func(*plan.Plan) (*execut
 // --topology, it times them again with the devices one step at a time,
 // each launch alone, and prints the step simulated both on the
 // topology's roofline and with those times (printRunTimes).
-func runTimed(dir string, p *plan.Plan, prog *executor.Program, f runFlags, specs map[string]string, params map[string]*tensor.Tensor, stdout io.Writer) error {
+func runTimed(dir string, p *plan.Plan, prog *executor.Program, f runFlags, specs map[string]string, params map[string]*tensor.Tensor, stdout, stderr io.Writer) error {
 	topo, err := loadRunTopology(f.topology, p)
 	if err != nil {
 		return err
 	}
 	var together, alone *executor.Timing
+	progress := newProgress(stderr)
 	runThenTime := func(inputs, params map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+		progress.Show("running the plan once")
 		out, err := prog.Run(inputs, params)
 		if err == nil {
+			progress.Show("timing %d runs of the steps, twice (the second with each launch timed)", f.runs)
 			together, err = prog.Bench(inputs, params, f.runs)
 		}
 		if err == nil && topo != nil {
+			progress.Show("timing them again with the devices one step at a time")
 			alone, err = timeAlone(dir, p, f, inputs, params)
 		}
+		progress.done()
 		return out, err
 	}
 	if err := newInputs(p, f, specs).runAndWrite(runThenTime, params, stdout); err != nil {
