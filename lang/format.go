@@ -196,17 +196,23 @@ func breakRest(s, indent string) string {
 }
 
 // breakSums breaks s, a line starting at indent, after the last " + "
-// outside brackets that leaves the line within lineWidth (else after the
-// first), the rest at next, likewise while it is too long: a derived
-// operator's sum of terms, reductions read from locals, has no lambda to
-// break after.
+// outside brackets and strings that leaves the line within lineWidth
+// (else after the first), the rest at next, likewise while it is too
+// long: a derived operator's sum of terms, reductions read from locals,
+// has no lambda to break after.
 func breakSums(s, indent, next string) string {
 	if len(indent)+len(s) <= lineWidth {
 		return s
 	}
-	at, depth := -1, 0
+	at, depth, quoted := -1, 0, false
 	for i := 0; i < len(s); i++ {
+		if quoted {
+			quoted = s[i] != '"' || s[i-1] == '\\'
+			continue
+		}
 		switch s[i] {
+		case '"':
+			quoted = true
 		case '(', '[':
 			depth++
 		case ')', ']':

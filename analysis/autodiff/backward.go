@@ -45,12 +45,13 @@ func BackwardSeeded(inst *ir.Instance, seeded []bool) (backs []*ir.Instance, wrt
 func backwardFor(inst *ir.Instance, j int, seeded []bool) (*ir.Instance, error) {
 	b := &ir.Instance{Op: inst.Op + ".grad_" + inst.Inputs[j].Name, Pos: inst.Pos, Attrs: inst.Attrs}
 	b.Inputs = append(b.Inputs, inst.Inputs...)
+	taken := namesOf(inst)
 	seeds := map[*ir.Tensor]*ir.Tensor{} // a tensor of inst -> its gradient
 	for k, o := range inst.Outputs {
 		if !o.Tensor.DType.IsFloat() || seeded != nil && !seeded[k] {
 			continue
 		}
-		g := &ir.Tensor{Name: freeName(inst, "d"+o.Tensor.Name), DType: o.Tensor.DType, Shape: o.Tensor.Shape}
+		g := &ir.Tensor{Name: taken.fresh("d" + o.Tensor.Name), DType: o.Tensor.DType, Shape: o.Tensor.Shape}
 		b.Inputs = append(b.Inputs, g)
 		seeds[o.Tensor] = g
 	}
@@ -74,7 +75,7 @@ func backwardFor(inst *ir.Instance, j int, seeded []bool) (*ir.Instance, error) 
 		if d.err != nil {
 			return fmt.Errorf("%s: %w", def.Pos, d.err)
 		}
-		h := &hoister{def: def, local: slices.Contains(inst.Locals, def), into: b, reads: map[*ir.Reduce]ir.Expr{}}
+		h := &hoister{def: def, local: slices.Contains(inst.Locals, def), into: b, names: taken, reads: map[*ir.Reduce]ir.Expr{}}
 		for _, t := range d.terms {
 			t.coef = h.hoist(t.coef)
 			contribs[t.read.T] = append(contribs[t.read.T], scatter{term: t, def: def})
@@ -94,14 +95,14 @@ func backwardFor(inst *ir.Instance, j int, seeded []bool) (*ir.Instance, error) 
 		if len(cs) == 0 || !l.Tensor.DType.IsFloat() {
 			continue
 		}
-		g := &ir.Tensor{Name: freeName(inst, "d"+l.Tensor.Name), DType: l.Tensor.DType, Shape: l.Tensor.Shape}
+		g := &ir.Tensor{Name: taken.fresh("d" + l.Tensor.Name), DType: l.Tensor.DType, Shape: l.Tensor.Shape}
 		b.Locals = append(b.Locals, gradDef(g, cs))
 		if err := collect(l, g); err != nil {
 			return nil, err
 		}
 	}
 	in := inst.Inputs[j]
-	g := &ir.Tensor{Name: freeName(inst, "d"+in.Name), DType: in.DType, Shape: in.Shape}
+	g := &ir.Tensor{Name: taken.fresh("d" + in.Name), DType: in.DType, Shape: in.Shape}
 	b.Outputs = []*ir.Def{gradDef(g, contribs[in])}
 	b.Locals = neededLocals(b)
 	return b, nil
@@ -122,6 +123,7 @@ type hoister struct {
 	def   *ir.Def
 	local bool // def is a local of the forward operator: the gradient reads it
 	into  *ir.Instance
+	names names
 	reads map[*ir.Reduce]ir.Expr // the read replacing each reduction met
 }
 
@@ -130,22 +132,78 @@ type hoister struct {
 // replaced by reads of locals.
 func (h *hoister) hoist(e ir.Expr) ir.Expr {
 	replace := map[ir.Expr]ir.Expr{}
-	ir.Walk(e, func(x ir.Expr) bool {
-		if h.local && x == h.def.Body {
-			replace[x] = h.self() // the derivative of a call names the call: rsqrt's
-			return false
-		}
-		r, ok := x.(*ir.Reduce)
-		if !ok || !h.invariant(r) {
-			return true
-		}
-		replace[r] = h.read(r)
-		return false
-	})
+	h.find(e, false, replace)
 	if len(replace) == 0 {
 		return e
 	}
 	return cloneReplacing(e, map[*ir.Var]*ir.Var{}, replace)
+}
+
+// find adds to replace the read of a local for each expression of e that
+// hoist replaces. guarded says that e is evaluated under a condition (a
+// select's branch, an access's default, the right of && or ||): a
+// reduction there is hoisted only where its reads are in range at every
+// element of the local (inBounds), which computes it unconditionally.
+func (h *hoister) find(e ir.Expr, guarded bool, replace map[ir.Expr]ir.Expr) {
+	if h.local && e == h.def.Body {
+		replace[e] = h.self() // the derivative of a call names the call: rsqrt's
+		return
+	}
+	if r, ok := e.(*ir.Reduce); ok && h.invariant(r) && (!guarded || inBounds(r, h.def.Vars)) {
+		replace[r] = h.read(r)
+		return
+	}
+	switch x := e.(type) {
+	case *ir.Select:
+		h.find(x.C, guarded, replace)
+		h.find(x.A, true, replace)
+		h.find(x.B, true, replace)
+		return
+	case *ir.Access:
+		for _, ix := range x.Index {
+			h.find(ix, guarded, replace)
+		}
+		if x.Default != nil {
+			h.find(x.Default, true, replace)
+		}
+		return
+	case *ir.Binary:
+		if x.Op == ir.OpAnd || x.Op == ir.OpOr {
+			h.find(x.L, guarded, replace)
+			h.find(x.R, true, replace)
+			return
+		}
+	}
+	for _, c := range ir.Children(e) {
+		h.find(c, guarded, replace)
+	}
+}
+
+// inBounds says whether every read of r without a default is in range
+// for every value of vars and of r's variables, as the interval analysis
+// proves it (an index computed from data is not).
+func inBounds(r *ir.Reduce, vars []*ir.Var) bool {
+	env := interval.Env{}
+	for _, v := range vars {
+		env[v] = interval.Range(v.Extent)
+	}
+	ok := true
+	ir.Walk(r, func(x ir.Expr) bool {
+		switch x := x.(type) {
+		case *ir.Reduce:
+			for _, v := range x.Vars {
+				env[v] = interval.Range(v.Extent)
+			}
+		case *ir.Opaque:
+			ok = false
+		case *ir.Access:
+			for d, ix := range x.Index {
+				ok = ok && (x.Default != nil || inRange(ix, x.T.Shape[d], env))
+			}
+		}
+		return ok
+	})
+	return ok
 }
 
 // invariant says whether r reads no variable but the Def's.
@@ -186,7 +244,7 @@ func (h *hoister) read(r *ir.Reduce) ir.Expr {
 		scope[v] = vars[i]
 	}
 	inner := &ir.Reduce{Kind: r.Kind, Vars: r.Vars, Body: h.hoist(r.Body), T: r.T}
-	t := &ir.Tensor{Name: freeName(h.into, h.def.Tensor.Name+"_part"), DType: r.T, Shape: shapeOf(vars)}
+	t := &ir.Tensor{Name: h.names.fresh(h.def.Tensor.Name + "_part"), DType: r.T, Shape: shapeOf(vars)}
 	h.into.Locals = append(h.into.Locals, &ir.Def{Pos: h.def.Pos, Tensor: t, Vars: vars, Body: clone(inner, scope)})
 	h.reads[r] = &ir.Access{Pos: h.def.Pos, T: t, Index: here}
 	return h.reads[r]
@@ -271,18 +329,28 @@ func neededLocals(b *ir.Instance) []*ir.Def {
 	return kept
 }
 
-// freeName makes a tensor name that no tensor of inst has.
-func freeName(inst *ir.Instance, name string) string {
-	taken := map[string]bool{}
+// names are the tensor names of a backward operator taken: its forward
+// operator's and those handed out (fresh).
+type names map[string]bool
+
+// namesOf is the names of inst's tensors.
+func namesOf(inst *ir.Instance) names {
+	taken := names{}
 	for _, t := range inst.Inputs {
 		taken[t.Name] = true
 	}
 	for _, d := range append(append([]*ir.Def(nil), inst.Locals...), inst.Outputs...) {
 		taken[d.Tensor.Name] = true
 	}
-	for taken[name] {
+	return taken
+}
+
+// fresh is name, made unique by underscores, and now taken.
+func (n names) fresh(name string) string {
+	for n[name] {
 		name += "_"
 	}
+	n[name] = true
 	return name
 }
 
