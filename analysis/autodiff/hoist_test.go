@@ -103,12 +103,7 @@ op collide(x: [N, K]) -> [N] =
 			t.Fatal(err)
 		}
 		for _, back := range symBacks {
-			text := ir.FormatTDL(back, "g")
-			printed, err := p.LoadSource(back.Op+".tdl", []byte(text))
-			if err == nil {
-				err = printed.Check("", nil)
-			}
-			if err != nil {
+			if text, err := printChecked(p, back); err != nil {
 				t.Errorf("%s: the printed gradient does not check: %v\n%s", name, err, text)
 			}
 		}

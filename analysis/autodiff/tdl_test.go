@@ -37,12 +37,7 @@ func TestBackwardPrintsAsCheckedTDL(t *testing.T) {
 			continue
 		}
 		for _, back := range backs {
-			src := ir.FormatTDL(back, "g")
-			m, err := p.LoadSource(back.Op+".tdl", []byte(src))
-			if err == nil {
-				err = m.Check("", nil)
-			}
-			if err != nil {
+			if src, err := printChecked(p, back); err != nil {
 				t.Errorf("%s: the printed backward does not check: %v\n%s", name, err, src)
 				continue
 			}
@@ -50,6 +45,17 @@ func TestBackwardPrintsAsCheckedTDL(t *testing.T) {
 		}
 	}
 	t.Logf("%d backward operators printed and checked", printed)
+}
+
+// printChecked prints backward operator back as TDL and checks the text
+// with program p, returning it.
+func printChecked(p *check.Program, back *ir.Instance) (string, error) {
+	src := ir.FormatTDL(back, "g")
+	m, err := p.LoadSource(back.Op+".tdl", []byte(src))
+	if err == nil {
+		err = m.Check("", nil)
+	}
+	return src, err
 }
 
 // TestPrintedBackwardComputesTheSame prints the symbolic backward
