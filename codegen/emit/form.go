@@ -16,7 +16,7 @@ import (
 // (the plan's `form`), which kernels it applies to, how it sizes a GPU
 // launch and the host's calls, and how it lowers the kernel's body in
 // each flavour. This package's forms are declared in form_threads.go,
-// form_blocks.go, form_rows.go, tiled.go, tensorcore.go and chain.go
+// form_blocks.go, form_rows.go, form_planes.go, form_scatter.go, tiled.go, tensorcore.go and chain.go
 // and registered below; RegisterForm adds one from elsewhere.
 //
 // A kernel that only the host runs (kernel.Kernel.HostOnly) is not
@@ -56,11 +56,12 @@ var (
 
 // The forms of this package, the most general first (forms are tried
 // newest first): a chained launch, then a kernel computing row locals,
-// a depthwise convolution (planes, on the host), then a contraction on
+// a sum scattered by an index read from data (on the host), a depthwise
+// convolution (planes, on the host), then a contraction on
 // tensor cores (in the tf32, bf16 and f16 modes), any
 // contraction, a long reduction, and any kernel.
 func init() {
-	for _, f := range []Form{threadsForm{}, blocksForm{}, tiledForm{}, tensorCoreForm{mode: precision.TF32}, tensorCoreForm{mode: precision.BF16}, tensorCoreForm{mode: precision.F16}, planesForm{}, rowsForm{}, chainForm{}} {
+	for _, f := range []Form{threadsForm{}, blocksForm{}, tiledForm{}, tensorCoreForm{mode: precision.TF32}, tensorCoreForm{mode: precision.BF16}, tensorCoreForm{mode: precision.F16}, planesForm{}, scatterForm{}, rowsForm{}, chainForm{}} {
 		RegisterForm(f)
 	}
 }
