@@ -16,6 +16,7 @@ type HostEngine struct {
 	lib     *native.Library
 	threads int
 	pool    *pool // threads-1 workers, where there are several threads
+	slots   *slots
 }
 
 // The host runs libraries' steps and quiets its pool before them.
@@ -49,7 +50,7 @@ func NewHost(p *plan.Plan, dir, module string, threads int) (*HostEngine, error)
 		threads = runtime.GOMAXPROCS(0)
 	}
 	hostlib.SetThreads(threads)
-	e := &HostEngine{threads: threads}
+	e := &HostEngine{threads: threads, slots: newSlots(threads)}
 	if len(p.Kernels) == 0 {
 		return e, nil // nothing to launch
 	}
@@ -98,7 +99,8 @@ func (e *HostEngine) Launch(k *plan.Kernel, argv uintptr) error {
 }
 
 // run calls fn on items [lo, hi) split over the threads (the caller and
-// the pool's workers). The range is cut into up to four pieces per
+// the pool's workers), once that many of the engine's threads are free
+// (slots). The range is cut into up to four pieces per
 // thread (whole items, at least a grain each) that the threads take in
 // turn, so that a thread slowed by another process on the machine, or a
 // piece dearer than the others, does not hold the launch up while the
@@ -110,9 +112,13 @@ func (e *HostEngine) run(fn uintptr, argv uintptr, lo, hi, grain int64) {
 	grains := max(1, n/max(1, grain))
 	parts := min(int64(e.threads), grains)
 	if parts <= 1 {
+		e.slots.acquire(1)
+		defer e.slots.release(1)
 		native.Call(fn, argv, uintptr(lo), uintptr(hi))
 		return
 	}
+	e.slots.acquire(int(parts))
+	defer e.slots.release(int(parts))
 	pieces := min(grains, 4*parts)
 	e.pool.run(pieces, func(p int64) {
 		native.Call(fn, argv, uintptr(lo+n*p/pieces), uintptr(lo+n*(p+1)/pieces))
