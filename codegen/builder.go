@@ -269,7 +269,10 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 		}
 		pk.Bytes += n
 	}
-	if pk.FLOPs, err = kernelFLOPs(k); err != nil {
+	if pk.FLOPs, err = kernelCount(k, cost.DefFLOPs); err != nil {
+		return 0, err
+	}
+	if pk.MathCalls, err = mathCalls(k); err != nil {
 		return 0, err
 	}
 	pk.GEMMs = hostGEMMs(k)
@@ -294,9 +297,10 @@ func hostGEMMs(k *kernel.Kernel) []plan.GEMM {
 	return out
 }
 
-// kernelFLOPs are the FLOPs of k's stages and row locals, and of the
-// kernel chained before it, less the sum an epilogue reads.
-func kernelFLOPs(k *kernel.Kernel) (int64, error) {
+// kernelCount is count (cost.DefFLOPs, say) over k's stages and row
+// locals, and the kernel chained before it, less the sum an epilogue
+// reads (a library computed it).
+func kernelCount(k *kernel.Kernel, count func(*ir.Def) (int64, error)) (int64, error) {
 	defs := k.Stages
 	if k.Rows != nil {
 		for _, l := range k.Rows.Locals {
@@ -305,7 +309,7 @@ func kernelFLOPs(k *kernel.Kernel) (int64, error) {
 	}
 	var total int64
 	for _, d := range defs {
-		f, err := cost.DefFLOPs(d)
+		f, err := count(d)
 		if err != nil {
 			return 0, err
 		}
@@ -313,17 +317,36 @@ func kernelFLOPs(k *kernel.Kernel) (int64, error) {
 	}
 	if in := k.SumIn; in != nil { // an epilogue: a library computed the sum
 		first := k.Stages[0]
-		f, err := cost.DefFLOPs(&ir.Def{Tensor: first.Tensor, Vars: first.Vars, Body: in.Reduce})
+		f, err := count(&ir.Def{Tensor: first.Tensor, Vars: first.Vars, Body: in.Reduce})
 		if err != nil {
 			return 0, err
 		}
 		total -= f
 	}
 	if k.Before != nil {
-		f, err := kernelFLOPs(k.Before)
+		f, err := kernelCount(k.Before, count)
 		return total + f, err
 	}
 	return total, nil
+}
+
+// mathCalls counts k's calls of each costly math function
+// (cost.CalibratedMath), nil where it makes none.
+func mathCalls(k *kernel.Kernel) (map[string]int64, error) {
+	var calls map[string]int64
+	for _, fn := range cost.CalibratedMath {
+		n, err := kernelCount(k, func(d *ir.Def) (int64, error) { return cost.DefMathCalls(d, fn) })
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			if calls == nil {
+				calls = map[string]int64{}
+			}
+			calls[fn] = n
+		}
+	}
+	return calls, nil
 }
 
 // kernelName is "k" and the start of the hash of k's GPU-flavour IR for

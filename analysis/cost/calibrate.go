@@ -6,8 +6,10 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 
 	"tofuc/lang/ir"
+	"tofuc/lang/precision"
 )
 
 // The reference models of `tofuc bench --calibrate`: typical layers of
@@ -101,6 +103,55 @@ var (
 }`
 )
 
+// CalibratedMath are the math functions whose calls --calibrate prices
+// (TopologyDevice.MathSeconds): the host's library routines of tens of
+// operations that models call. The rest (abs, sqrt, floor, max, …) are
+// an instruction or a few, and count as one operation, as every call did
+// before.
+var CalibratedMath = []string{"exp", "log", "tanh", "erf", "sigmoid", "sin", "cos", "pow"}
+
+// mathArgs are where a math reference model calls its function: four
+// calls an element, on values that differ, so that its kernel computes
+// more than it reads or writes.
+var mathArgs = []string{"x", "x + 0.5", "x - 0.5", "0.5 * x"}
+
+// CalibrationMathSources are the math reference models, one per
+// function of CalibratedMath in order: four calls of it per element of
+// 2¹⁸ values (log and pow on positive ones).
+func CalibrationMathSources() []string {
+	var out []string
+	for _, fn := range CalibratedMath {
+		call := fn + "(X)"
+		switch fn {
+		case "log":
+			call = "log(abs(X) + 1.0)"
+		case "pow":
+			call = "pow(abs(X) + 1.0, X)"
+		}
+		var terms []string
+		for _, a := range mathArgs {
+			terms = append(terms, strings.ReplaceAll(call, "X", a))
+		}
+		out = append(out, fmt.Sprintf("model math_%s(x: f32[262144]) {\n    y = %s\n    return y\n}", fn, strings.Join(terms, " + ")))
+	}
+	return out
+}
+
+// MathModes are the precision modes whose math costs --calibrate
+// measures: the host computes f32 values' functions in double in the
+// exact mode and in f32 in the others (docs/precision.md), whose costs
+// the f32 mode's stand for.
+var MathModes = []precision.Mode{precision.Exact, precision.F32}
+
+// mathModeKey is the key of TopologyDevice.MathSeconds whose costs a
+// plan of mode m pays.
+func mathModeKey(m precision.Mode) string {
+	if m.InF32() {
+		return precision.F32.String()
+	}
+	return precision.Exact.String()
+}
+
 // CalibrationSources are the reference models of a calibration, in the
 // order Calibrate times them: the large add, the tiny add, the tiny
 // matmul, the copy, then the contractions.
@@ -120,8 +171,13 @@ type Timing struct {
 // columns) and its narrow kernel's most columns, and where to write each
 // reference contraction's time and model (nil: nowhere).
 type Calibration struct {
-	Graphs     []*ir.Graph
-	Time       func(i int) (Timing, error)
+	Graphs []*ir.Graph
+	Time   func(i int) (Timing, error)
+	// MathGraphs are the math reference models (CalibrationMathSources'
+	// order) and TimeMath times model i compiled in a mode of MathModes;
+	// nil: math calls are not priced.
+	MathGraphs []*ir.Graph
+	TimeMath   func(i int, mode precision.Mode) (Timing, error)
 	Rounds     int
 	Tile       []int64
 	NarrowCols int64
@@ -221,7 +277,74 @@ func Calibrate(d *TopologyDevice, c Calibration) error {
 	if rest := cp.Median - cp.Kernels - d.StepSeconds; rest > 0 {
 		d.IOBandwidth = float64(cp.inputBytes) / rest
 	} // else 0: not modelled (the copy lost in the noise)
+	return calibrateMath(d, c)
+}
+
+// calibrateMath sets d.MathSeconds from the math reference models, each
+// timed in c.Rounds rounds in each of MathModes, the round of its median
+// kernel time kept: a call's cost is its model's kernel time beyond the
+// launch and the model's operations at peak_flops (each call counted as
+// one there), over its calls.
+func calibrateMath(d *TopologyDevice, c Calibration) error {
+	if c.TimeMath == nil {
+		return nil
+	}
+	if len(c.MathGraphs) != len(CalibratedMath) {
+		return fmt.Errorf("%d math graphs for %d functions", len(c.MathGraphs), len(CalibratedMath))
+	}
+	d.MathSeconds = map[string]map[string]float64{}
+	for _, mode := range MathModes {
+		costs := map[string]float64{}
+		for i, g := range c.MathGraphs {
+			fn := CalibratedMath[i]
+			est, err := Roofline(g, Device{PeakFLOPS: 1, Bandwidth: 1})
+			if err != nil {
+				return err
+			}
+			calls, err := graphMathCalls(g, fn)
+			if err != nil {
+				return err
+			}
+			if calls == 0 {
+				return fmt.Errorf("the math reference model %s calls no %s", g.Name, fn)
+			}
+			var times []float64
+			for range max(1, c.Rounds) {
+				t, err := c.TimeMath(i, mode)
+				if err != nil {
+					return err
+				}
+				times = append(times, t.Kernels)
+			}
+			slices.Sort(times)
+			kernel := times[len(times)/2]
+			compute := kernel - d.LaunchSeconds*float64(max(1, est.Launches)) - float64(est.FLOPs)/d.PeakFLOPS
+			costs[fn] = max(0, compute/float64(calls))
+			if c.Log != nil {
+				fmt.Fprintf(c.Log, "calibrate: %-5s %-7s %8.3f ms for %d calls: %6.2f ns a call\n", mode, fn, kernel*1e3, calls, costs[fn]*1e9)
+			}
+		}
+		d.MathSeconds[mathModeKey(mode)] = costs
+	}
 	return nil
+}
+
+// graphMathCalls counts the calls of math function fn that g's
+// operators make.
+func graphMathCalls(g *ir.Graph, fn string) (int64, error) {
+	var total int64
+	for _, n := range g.Nodes {
+		for _, ds := range [][]*ir.Def{n.Inst.Locals, n.Inst.Outputs} {
+			for _, d := range ds {
+				c, err := DefMathCalls(d, fn)
+				if err != nil {
+					return 0, err
+				}
+				total += c
+			}
+		}
+	}
+	return total, nil
 }
 
 // measured is a reference model's kept timing (its median round), its

@@ -30,7 +30,21 @@ func InstanceFLOPs(inst *ir.Instance) (int64, error) {
 // elements times the operations of its body, where a reduction costs its
 // body plus one combination per element of its range. Index arithmetic is
 // free.
-func DefFLOPs(d *ir.Def) (int64, error) {
+func DefFLOPs(d *ir.Def) (int64, error) { return defCount(d, flopsOf, 1) }
+
+// DefMathCalls counts the calls of math function fn (ir.MathFuncs) that
+// one Def makes: its number of elements times the calls of its body.
+func DefMathCalls(d *ir.Def, fn string) (int64, error) {
+	return defCount(d, func(e ir.Expr) int64 {
+		if c, ok := e.(*ir.Call); ok && c.Fn == fn {
+			return 1
+		}
+		return 0
+	}, 0)
+}
+
+// defCount is d's number of elements times exprCount of its body.
+func defCount(d *ir.Def, own func(ir.Expr) int64, perTerm int64) (int64, error) {
 	n := int64(1)
 	for _, v := range d.Vars {
 		e, ok := v.Extent.IsConst()
@@ -42,7 +56,7 @@ func DefFLOPs(d *ir.Def) (int64, error) {
 			return 0, err
 		}
 	}
-	f, err := exprFLOPs(d.Body)
+	f, err := exprCount(d.Body, own, perTerm)
 	if err != nil {
 		return 0, err
 	}
@@ -67,26 +81,34 @@ func checkedMul(a, b int64) (int64, error) {
 	return 0, errOverflow
 }
 
-func exprFLOPs(e ir.Expr) (int64, error) {
-	var own int64
+// flopsOf is the floating-point operations of node e itself: one for a
+// float arithmetic operation or a math call, none for the rest.
+func flopsOf(e ir.Expr) int64 {
 	switch e := e.(type) {
 	case *ir.Binary:
 		if e.T.IsFloat() {
-			own = 1
+			return 1
 		}
 	case *ir.Unary:
 		if e.T.IsFloat() {
-			own = 1
+			return 1
 		}
 	case *ir.Call:
-		own = 1
-	case *ir.Reduce:
-		body, err := exprFLOPs(e.Body)
+		return 1
+	}
+	return 0
+}
+
+// exprCount sums own over e's nodes, a reduction's body counted once per
+// element of its range, with perTerm more per element (its combination).
+func exprCount(e ir.Expr, own func(ir.Expr) int64, perTerm int64) (int64, error) {
+	if r, ok := e.(*ir.Reduce); ok {
+		body, err := exprCount(r.Body, own, perTerm)
 		if err != nil {
 			return 0, err
 		}
 		n := int64(1)
-		for _, v := range e.Vars {
+		for _, v := range r.Vars {
 			c, ok := v.Extent.IsConst()
 			if !ok {
 				return 0, fmt.Errorf("reduction extent %s is not concrete", v.Extent)
@@ -95,19 +117,20 @@ func exprFLOPs(e ir.Expr) (int64, error) {
 				return 0, err
 			}
 		}
-		if body, err = checkedAdd(body, 1); err != nil {
+		if body, err = checkedAdd(body, perTerm); err != nil {
 			return 0, err
 		}
 		return checkedMul(n, body)
 	}
+	total := own(e)
 	for _, c := range ir.Children(e) {
-		f, err := exprFLOPs(c)
+		f, err := exprCount(c, own, perTerm)
 		if err == nil {
-			own, err = checkedAdd(own, f)
+			total, err = checkedAdd(total, f)
 		}
 		if err != nil {
 			return 0, err
 		}
 	}
-	return own, nil
+	return total, nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"tofuc/lang"
+	"tofuc/lang/precision"
 	"tofuc/runtime/plan"
 )
 
@@ -187,13 +188,15 @@ func (ps *planSim) price(d int, s *plan.Step) (compute, transfer float64, err er
 
 // kernel is kernel k's roofline on device d (KernelSeconds).
 func (ps *planSim) kernel(d, k int) float64 {
-	return KernelSeconds(&ps.p.Kernels[k], ps.t, d)
+	return KernelSeconds(&ps.p.Kernels[k], ps.p.Precision, ps.t, d)
 }
 
-// KernelSeconds is a launch of kernel kn on device d of t, as
-// SimulatePlan prices it: its roofline, 0 for a kernel the device skips
-// (a GPU's host-only kernels, a host process's GPU-only ones).
-func KernelSeconds(kn *plan.Kernel, t *Topology, d int) float64 {
+// KernelSeconds is a launch of kernel kn, compiled in precision mode
+// mode, on device d of t, as SimulatePlan prices it: its roofline, 0 for
+// a kernel the device skips (a GPU's host-only kernels, a host
+// process's GPU-only ones). On a host process its compute adds its
+// costly math calls at the device's measured costs (MathSeconds).
+func KernelSeconds(kn *plan.Kernel, mode precision.Mode, t *Topology, d int) float64 {
 	dev := t.Roofline(d)
 	if !t.HostProcess {
 		if !kn.OnGPU() {
@@ -209,7 +212,18 @@ func KernelSeconds(kn *plan.Kernel, t *Topology, d int) float64 {
 		padding += ContractionShape{Batch: g.Batch, Rows: g.Rows, Cols: g.Cols, Depth: g.Depth}.Padding(dev.TileRows, dev.TileCols, dev.NarrowCols)
 	}
 	contractions := min(len(kn.GEMMs), 1) // a chained pair pays f½ once
-	return max(dev.ComputeSeconds(kn.FLOPs, padding, contractions), float64(kn.Bytes)/dev.Bandwidth) + dev.Launch
+	compute := dev.ComputeSeconds(kn.FLOPs, padding, contractions) + mathSeconds(kn, t.Devices[d].MathSeconds[mathModeKey(mode)])
+	return max(compute, float64(kn.Bytes)/dev.Bandwidth) + dev.Launch
+}
+
+// mathSeconds is what kn's costly math calls cost beyond the operation
+// each counts as, at costs per call by function (none where missing).
+func mathSeconds(kn *plan.Kernel, costs map[string]float64) float64 {
+	s := 0.0
+	for fn, n := range kn.MathCalls {
+		s += float64(n) * costs[fn]
+	}
+	return s
 }
 
 // move is bytes from device a to device b: over their fastest link, or

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"tofuc/lang/precision"
 	"tofuc/runtime/plan"
 )
 
@@ -43,7 +44,7 @@ func TestSimulatePlanHostProcess(t *testing.T) {
 	gemmSeconds = max(gemmSeconds, float64(gemm.Bytes)/20e9) + 1e-6
 	chainSeconds := (float64(chain.FLOPs)+1e6)/100e9 + 1e-6 // narrow: no padding; f½ once
 	for i, want := range []float64{gemmSeconds, 0, chainSeconds} {
-		if got := KernelSeconds(&p.Kernels[i], host, 0); math.Abs(got-want) > 1e-15 {
+		if got := KernelSeconds(&p.Kernels[i], p.Precision, host, 0); math.Abs(got-want) > 1e-15 {
 			t.Errorf("kernel %d: %g s on the host, want %g", i, got, want)
 		}
 	}
@@ -84,7 +85,7 @@ func TestSimulatePlanHostCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	launch := KernelSeconds(&k, host, 0)
+	launch := KernelSeconds(&k, precision.Exact, host, 0)
 	copySeconds := float64(4<<20)/10e9 + 1e-6
 	if want := 2*launch + copySeconds + 5e-6; math.Abs(sim.Seconds-want) > 1e-15 {
 		t.Errorf("step %g s, want %g (two launches and a copy)", sim.Seconds, want)
@@ -122,5 +123,49 @@ func TestSimulatePlanTimed(t *testing.T) {
 	allReduce := AllReduceSeconds(4<<20, 2, link)
 	if want := 2*1e-3 + 2*allReduce + 5e-6; math.Abs(sim.Seconds-want) > 1e-12 {
 		t.Errorf("step %g s, want %g: two launches as measured, the all-reduce priced on each device, the unmeasured placed steps none", sim.Seconds, want)
+	}
+}
+
+// TestKernelSecondsMathCalls: on a host process whose device has
+// measured math costs, a launch's costly calls add to its compute at
+// the costs of its plan's mode (the f32 costs for every mode but
+// exact; a function without a cost adds nothing), and can make a
+// memory-bound kernel compute-bound; without costs, or on a GPU
+// topology, the roofline is as before. Negative or infinite costs are
+// refused.
+func TestKernelSecondsMathCalls(t *testing.T) {
+	k := plan.Kernel{Kind: "elementwise", Grid: 1, HostRange: 1, FLOPs: 3e6, Bytes: 8e6,
+		MathCalls: map[string]int64{"erf": 1e6, "exp": 2e6}}
+	dev := hostDevice
+	plain := &Topology{Name: "host", Devices: []TopologyDevice{dev}, HostProcess: true}
+	memory := 8e6/20e9 + 1e-6 // the bytes at the bandwidth, and the launch
+	if got := KernelSeconds(&k, precision.Exact, plain, 0); math.Abs(got-memory) > 1e-15 {
+		t.Errorf("no math costs: %g s, want the memory-bound %g", got, memory)
+	}
+	dev.MathSeconds = map[string]map[string]float64{
+		"exact": {"erf": 4e-9, "exp": 1e-9},
+		"f32":   {"erf": 1e-9},
+	}
+	host := &Topology{Name: "host", Devices: []TopologyDevice{dev}, HostProcess: true}
+	exact := 3e6/100e9 + 1e6*4e-9 + 2e6*1e-9 + 1e-6
+	f32 := max(3e6/100e9+1e6*1e-9, 8e6/20e9) + 1e-6
+	for _, c := range []struct {
+		mode precision.Mode
+		want float64
+	}{{precision.Exact, exact}, {precision.F32, f32}, {precision.BF16, f32}} {
+		if got := KernelSeconds(&k, c.mode, host, 0); math.Abs(got-c.want) > 1e-15 {
+			t.Errorf("%s: %g s, want %g", c.mode, got, c.want)
+		}
+	}
+	gpu := &Topology{Name: "gpu", Devices: host.Devices}
+	if got, want := KernelSeconds(&k, precision.Exact, gpu, 0), max(3e6/100e9, 8e6/20e9)+1e-6; math.Abs(got-want) > 1e-15 {
+		t.Errorf("on a GPU topology: %g s, want the roofline without math costs %g", got, want)
+	}
+	for _, bad := range []float64{-1e-9, math.Inf(1), math.NaN()} {
+		d := hostDevice
+		d.MathSeconds = map[string]map[string]float64{"exact": {"exp": bad}}
+		if err := (&Topology{Devices: []TopologyDevice{d}}).Validate(); err == nil {
+			t.Errorf("math_seconds %g accepted", bad)
+		}
 	}
 }

@@ -58,6 +58,15 @@ type TopologyDevice struct {
 	// launch (Device.ChainedLaunches), as the host runtime does, which
 	// --calibrate measures. Absent: as two, as a GPU does.
 	ChainedLaunches bool `json:"chained_launches,omitempty"`
+	// MathSeconds, when given, is what one call of a costly math
+	// function (CalibratedMath) costs beyond one operation, in seconds,
+	// by the precision mode it was measured in ("exact", "f32") and the
+	// function: --calibrate measures it on the host, where a call is a
+	// library routine of tens of operations (an erf in double took 4 ns
+	// a value on two threads). A host kernel's compute adds its calls
+	// (plan.Kernel.MathCalls) at these costs (KernelSeconds). Absent, or
+	// a function or mode missing: a call is one operation.
+	MathSeconds map[string]map[string]float64 `json:"math_seconds,omitempty"`
 }
 
 // Link connects devices through one interconnect (a switch, a bus): each
@@ -172,6 +181,13 @@ func (t *Topology) Validate() error {
 		}
 		if d.ContractionNarrowCols < 0 {
 			return fmt.Errorf("device %d (%s): contraction_narrow_cols must not be negative", i, d.Name)
+		}
+		for mode, fns := range d.MathSeconds {
+			for fn, sec := range fns {
+				if sec < 0 || math.IsInf(sec, 0) || math.IsNaN(sec) {
+					return fmt.Errorf("device %d (%s): math_seconds %s %s must be a number not negative", i, d.Name, mode, fn)
+				}
+			}
 		}
 	}
 	for i, l := range t.Links {

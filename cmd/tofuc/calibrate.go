@@ -11,6 +11,8 @@ import (
 
 	"tofuc/analysis/cost"
 	"tofuc/codegen/blocking"
+	"tofuc/lang/ir"
+	"tofuc/lang/precision"
 	"tofuc/pipeline"
 )
 
@@ -32,7 +34,10 @@ const calibrateRounds = 3
 //     launch (cost.FitHalfPerformance), each reference's time and the
 //     model's written to stderr;
 //   - io_bandwidth: the copy model's input over the rest of its run
-//     beyond its kernel and the fixed cost.
+//     beyond its kernel and the fixed cost;
+//   - math_seconds: what a call of each costly math function costs
+//     beyond one operation, in the exact and f32 modes, from models
+//     that call it four times an element (cost.CalibrationMathSources).
 //
 // With --devices N the topology has N such devices, of one process
 // (hostTopology), for the plans tofuc run times (--runs, --topology).
@@ -79,28 +84,26 @@ func calibrate(f benchFlags, stderr io.Writer) (cost.TopologyDevice, error) {
 	defer os.RemoveAll(dir)
 	mr, nr, narrow := blocking.HostTile()
 	c := cost.Calibration{Rounds: calibrateRounds, Tile: []int64{mr, nr}, NarrowCols: narrow, Log: stderr}
-	var paths []string
-	for i, src := range cost.CalibrationSources() {
-		path := filepath.Join(dir, fmt.Sprintf("m%d.tdl", i))
-		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-			return d, err
-		}
-		m, _, err := benchModel(path, benchFlags{})
-		if err != nil {
-			return d, err
-		}
-		paths = append(paths, path)
-		c.Graphs = append(c.Graphs, m.Graph)
+	paths, graphs, err := writeModels(dir, "m", cost.CalibrationSources())
+	if err != nil {
+		return d, err
 	}
+	mathPaths, mathGraphs, err := writeModels(dir, "math", cost.CalibrationMathSources())
+	if err != nil {
+		return d, err
+	}
+	c.Graphs, c.MathGraphs = graphs, mathGraphs
 	// Unoptimised: the kernels timed are those of the reference
 	// contractions as written, which a rewrite could turn into others.
-	c.Time = func(i int) (cost.Timing, error) {
-		res, err := bench(paths[i], benchFlags{backend: "cpu", runs: f.runs, threads: f.threads, seed: f.seed}, pipeline.Options{NoOptimize: true}, nil, stderr)
+	timeModel := func(path string, mode precision.Mode) (cost.Timing, error) {
+		res, err := bench(path, benchFlags{backend: "cpu", runs: f.runs, threads: f.threads, seed: f.seed}, pipeline.Options{NoOptimize: true, Precision: mode}, nil, stderr)
 		if err != nil {
 			return cost.Timing{}, err
 		}
 		return cost.Timing{Median: res.Median, Kernels: kernelSeconds(res)}, nil
 	}
+	c.Time = func(i int) (cost.Timing, error) { return timeModel(paths[i], precision.Default) }
+	c.TimeMath = func(i int, mode precision.Mode) (cost.Timing, error) { return timeModel(mathPaths[i], mode) }
 	if err := cost.Calibrate(&d, c); err != nil {
 		return d, err
 	}
@@ -110,6 +113,23 @@ func calibrate(f benchFlags, stderr io.Writer) (cost.TopologyDevice, error) {
 	}
 	d.MemoryBytes = int64(info.Totalram) * int64(info.Unit)
 	return d, nil
+}
+
+// writeModels writes each source to a file of dir, prefix and its index,
+// and checks it.
+func writeModels(dir, prefix string, sources []string) (paths []string, graphs []*ir.Graph, err error) {
+	for i, src := range sources {
+		path := filepath.Join(dir, fmt.Sprintf("%s%d.tdl", prefix, i))
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			return nil, nil, err
+		}
+		m, _, err := benchModel(path, benchFlags{})
+		if err != nil {
+			return nil, nil, err
+		}
+		paths, graphs = append(paths, path), append(graphs, m.Graph)
+	}
+	return paths, graphs, nil
 }
 
 // kernelSeconds is the time of a bench's median run spent in kernels.

@@ -236,9 +236,18 @@ func TestBenchCalibrate(t *testing.T) {
 		t.Errorf("a quantity was not measured:\n%s", out.String())
 	}
 	// Every reference contraction (all models but the two adds and the
-	// copy) is reported with the fitted model's time for it.
-	if n, want := strings.Count(errb.String(), "calibrate: "), len(cost.CalibrationSources())-3; n != want {
-		t.Errorf("%d reference contractions reported, want %d:\n%s", n, want, errb.String())
+	// copy) is reported with the fitted model's time for it, and every
+	// math model in each mode with its cost a call.
+	if n, want := strings.Count(errb.String(), "calibrate: "), len(cost.CalibrationSources())-3+len(cost.MathModes)*len(cost.CalibratedMath); n != want {
+		t.Errorf("%d reference models reported, want %d:\n%s", n, want, errb.String())
+	}
+	for _, mode := range cost.MathModes {
+		costs := topo.Devices[0].MathSeconds[mode.String()]
+		for _, fn := range cost.CalibratedMath {
+			if _, ok := costs[fn]; !ok {
+				t.Errorf("no cost of %s in the %s mode:\n%s", fn, mode, out.String())
+			}
+		}
 	}
 	for _, args := range [][]string{
 		{"bench", "--calibrate", "../../examples/mlp.tdl"},

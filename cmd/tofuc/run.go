@@ -268,7 +268,7 @@ func printRunTimes(w io.Writer, p *plan.Plan, t runTimes, topo *cost.Topology) e
 			timedAlone = fmt.Sprintf("%.3f", s*1e3)
 		}
 		if s := &p.Steps[k.Device][k.Step]; s.Op == plan.Launch && s.Place == nil {
-			roofline = fmt.Sprintf("%.3f", cost.KernelSeconds(&p.Kernels[s.Kernel], topo, k.Device)*1e3)
+			roofline = fmt.Sprintf("%.3f", cost.KernelSeconds(&p.Kernels[s.Kernel], p.Precision, topo, k.Device)*1e3)
 		}
 		fmt.Fprintf(w, "%10.3f %10s %10s %6d %5d  %s %s\n", k.Time.Median*1e3, timedAlone, roofline, k.Device, k.Step, k.Kernel, k.Label)
 	}

@@ -143,6 +143,11 @@ type Kernel struct {
 	// simulator's contraction model (analysis/cost.SimulatePlan); none
 	// for other kernels. Runtimes do not read them.
 	GEMMs []GEMM `json:"gemms,omitempty"`
+	// MathCalls are the calls a launch makes of each costly math
+	// function (analysis/cost.CalibratedMath), for the simulator, which
+	// prices them at the host's measured cost; none where it makes none.
+	// Runtimes do not read them.
+	MathCalls map[string]int64 `json:"math_calls,omitempty"`
 }
 
 // GEMM is the shape of a packed matrix product: for each of Batch

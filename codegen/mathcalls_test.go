@@ -1,0 +1,40 @@
+package codegen_test
+
+import (
+	"testing"
+
+	"tofuc/codegen"
+	"tofuc/lang/precision"
+)
+
+// TestMathCalls: the plan records each launch's calls of the costly
+// math functions, for the simulator (cost.KernelSeconds): over the
+// plan, an erf and two exponentials an element, a tanh an element inside
+// a sum, and no sqrt (an instruction, not priced).
+func TestMathCalls(t *testing.T) {
+	g := modelFromSource(t, `model m(x: f32[64, 32]) {
+    y = erf(x) + exp(x) * exp(2.0 * x)
+    s = reduce_sum<axes = [1]>(tanh(x))
+    r = sqrt(abs(x))
+    return y, s, r
+}`)
+	c, err := codegen.Compile(g, t.TempDir(), codegen.Options{Tools: tools(t), Precision: precision.F32, Emit: []string{"host"}, Backends: []string{"none"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := map[string]int64{}
+	for _, k := range c.Plan.Kernels {
+		for fn, n := range k.MathCalls {
+			total[fn] += n
+		}
+	}
+	want := map[string]int64{"erf": 2048, "exp": 4096, "tanh": 2048}
+	if len(total) != len(want) {
+		t.Errorf("calls %v, want %v", total, want)
+	}
+	for fn, n := range want {
+		if total[fn] != n {
+			t.Errorf("%d calls of %s, want %d (all: %v)", total[fn], fn, n, total)
+		}
+	}
+}
