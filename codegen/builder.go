@@ -272,7 +272,12 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	if pk.FLOPs, err = kernelCount(k, cost.DefFLOPs); err != nil {
 		return 0, err
 	}
-	if pk.MathCalls, err = mathCalls(k); err != nil {
+	if _, ok := form.(emit.Recounter); ok && !k.GPUOnly {
+		if pk.HostFLOPs, err = hostCount(k, form, cost.DefFLOPs); err != nil {
+			return 0, err
+		}
+	}
+	if pk.MathCalls, err = mathCalls(k, form); err != nil {
 		return 0, err
 	}
 	pk.GEMMs = hostGEMMs(k)
@@ -330,12 +335,22 @@ func kernelCount(k *kernel.Kernel, count func(*ir.Def) (int64, error)) (int64, e
 	return total, nil
 }
 
+// hostCount is count over what k's host flavour in form computes: its
+// kernelCount, or less where the form recounts it (emit.Recounter).
+func hostCount(k *kernel.Kernel, form emit.Form, count func(*ir.Def) (int64, error)) (int64, error) {
+	if r, ok := form.(emit.Recounter); ok {
+		return r.HostWork(k, count)
+	}
+	return kernelCount(k, count)
+}
+
 // mathCalls counts k's calls of each costly math function
-// (cost.CalibratedMath), nil where it makes none.
-func mathCalls(k *kernel.Kernel) (map[string]int64, error) {
+// (cost.CalibratedMath), as its host flavour in form makes them (the
+// simulator prices them on the host only), nil where it makes none.
+func mathCalls(k *kernel.Kernel, form emit.Form) (map[string]int64, error) {
 	var calls map[string]int64
 	for _, fn := range cost.CalibratedMath {
-		n, err := kernelCount(k, func(d *ir.Def) (int64, error) { return cost.DefMathCalls(d, fn) })
+		n, err := hostCount(k, form, func(d *ir.Def) (int64, error) { return cost.DefMathCalls(d, fn) })
 		if err != nil {
 			return nil, err
 		}

@@ -53,7 +53,8 @@ model scatters(ids: i64[40], ids2: i64[6, 7], big: i64[300], idd: i64[40, 24], d
 // gradient, a histogram) take the scatter
 // form on the host, in every mode: the index before or after the
 // variable, offset, a guard before it, the term reading the scattered
-// variable, an integer sum, an index read per column, a stage after the
+// variable (the plan's FLOPs on the host counting only the terms
+// added), an integer sum, an index read per column, a stage after the
 // sum, and 3,000 rows (accumulators a chunk of columns at a time); an
 // output of 3 rows and an index that reads the output's own variable do
 // not. Each equals the interpreter, on the host and the SIMT emulator
@@ -71,8 +72,20 @@ func TestScatterForm(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The FLOPs of the lambdas, and those the host computes: each
+			// column's 40 terms, not every row's (y3: 0.5 · s + 1.0 at
+			// each of the 8 × 24 elements, a product and an addition a
+			// term).
+			flops := map[string][2]int64{
+				"y0 (rows_of)": {8 * 24 * 40, 24 * 40},
+				"y3 (reads_u)": {8 * 24 * (2 + 2*40), 8*24*2 + 24*40*2},
+				"y9 (rows_of)": {3000 * 200 * 300, 200 * 300},
+			}
 			seen := map[string]bool{}
 			for _, k := range c.Plan.Kernels {
+				if want, ok := flops[k.Label]; ok && (k.FLOPs != want[0] || k.HostFLOPs != want[1]) {
+					t.Errorf("%s: %d FLOPs, %d on the host; want %d and %d", k.Label, k.FLOPs, k.HostFLOPs, want[0], want[1])
+				}
 				name, ops, _ := strings.Cut(k.Label, " ")
 				seen[strings.SplitN(name, ".", 2)[0]] = true
 				if got, want := k.Form == "scatter", !notScatter[ops]; got != want {

@@ -194,8 +194,9 @@ func (ps *planSim) kernel(d, k int) float64 {
 // KernelSeconds is a launch of kernel kn, compiled in precision mode
 // mode, on device d of t, as SimulatePlan prices it: its roofline, 0 for
 // a kernel the device skips (a GPU's host-only kernels, a host
-// process's GPU-only ones). On a host process its compute adds its
-// costly math calls at the device's measured costs (MathSeconds).
+// process's GPU-only ones). On a host process it computes the host
+// flavour's FLOPs (HostFLOPs where given) and its costly math calls at
+// the device's measured costs (MathSeconds).
 func KernelSeconds(kn *plan.Kernel, mode precision.Mode, t *Topology, d int) float64 {
 	dev := t.Roofline(d)
 	if !t.HostProcess {
@@ -212,7 +213,11 @@ func KernelSeconds(kn *plan.Kernel, mode precision.Mode, t *Topology, d int) flo
 		padding += ContractionShape{Batch: g.Batch, Rows: g.Rows, Cols: g.Cols, Depth: g.Depth}.Padding(dev.TileRows, dev.TileCols, dev.NarrowCols)
 	}
 	contractions := min(len(kn.GEMMs), 1) // a chained pair pays f½ once
-	compute := dev.ComputeSeconds(kn.FLOPs, padding, contractions) + mathSeconds(kn, t.Devices[d].MathSeconds[mathModeKey(mode)])
+	flops := kn.FLOPs
+	if kn.HostFLOPs > 0 {
+		flops = kn.HostFLOPs // the host's form computes less
+	}
+	compute := dev.ComputeSeconds(flops, padding, contractions) + mathSeconds(kn, t.Devices[d].MathSeconds[mathModeKey(mode)])
 	return max(compute, float64(kn.Bytes)/dev.Bandwidth) + dev.Launch
 }
 

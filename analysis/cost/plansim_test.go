@@ -131,7 +131,8 @@ func TestSimulatePlanTimed(t *testing.T) {
 // the costs of its plan's mode (the f32 costs for every mode but
 // exact; a function without a cost adds nothing), and can make a
 // memory-bound kernel compute-bound; without costs, or on a GPU
-// topology, the roofline is as before. Negative or infinite costs are
+// topology, the roofline is as before. A kernel whose host form computes
+// less (HostFLOPs) is priced at that on the host, not on a GPU. Negative or infinite costs are
 // refused.
 func TestKernelSecondsMathCalls(t *testing.T) {
 	k := plan.Kernel{Kind: "elementwise", Grid: 1, HostRange: 1, FLOPs: 3e6, Bytes: 8e6,
@@ -160,6 +161,13 @@ func TestKernelSecondsMathCalls(t *testing.T) {
 	gpu := &Topology{Name: "gpu", Devices: host.Devices}
 	if got, want := KernelSeconds(&k, precision.Exact, gpu, 0), max(3e6/100e9, 8e6/20e9)+1e-6; math.Abs(got-want) > 1e-15 {
 		t.Errorf("on a GPU topology: %g s, want the roofline without math costs %g", got, want)
+	}
+	scatter := plan.Kernel{Kind: "reduction", Grid: 1, HostRange: 1, FLOPs: 1e10, HostFLOPs: 1e6, Bytes: 8}
+	if got, want := KernelSeconds(&scatter, precision.F32, plain, 0), 1e6/100e9+1e-6; math.Abs(got-want) > 1e-15 {
+		t.Errorf("a host form computing less: %g s on the host, want its host FLOPs' %g", got, want)
+	}
+	if got, want := KernelSeconds(&scatter, precision.F32, gpu, 0), 1e10/100e9+1e-6; math.Abs(got-want) > 1e-15 {
+		t.Errorf("the same on a GPU: %g s, want every FLOP's %g", got, want)
 	}
 	for _, bad := range []float64{-1e-9, math.Inf(1), math.NaN()} {
 		d := hostDevice

@@ -9,6 +9,7 @@ import (
 
 	"tofuc/codegen/blocking"
 	"tofuc/codegen/kernel"
+	tir "tofuc/lang/ir"
 	"tofuc/lang/precision"
 )
 
@@ -38,6 +39,14 @@ type Form interface {
 	// range.
 	GPU(f *Func)
 	Host(f *Func, begin, end value.Value)
+}
+
+// Recounter is a form whose host flavour computes less than its
+// kernel's lambdas say (the scatter form skips the terms its condition
+// rules out): HostWork is count (cost.DefFLOPs, or a math function's
+// cost.DefMathCalls) over what the host flavour computes of k.
+type Recounter interface {
+	HostWork(k *kernel.Kernel, count func(*tir.Def) (int64, error)) (int64, error)
 }
 
 // Launch is a GPU launch: blocks, threads per block, shared memory in

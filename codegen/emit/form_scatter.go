@@ -63,6 +63,28 @@ const scatterScratch = 1 << 20
 
 func (scatterForm) GPU(f *Func) { threadsForm{}.GPU(f) }
 
+// HostWork: the stages at every output element, less the sum's terms
+// there, plus each column's terms, counted once (the condition, the
+// index and the term where selected, as the sum of e).
+func (scatterForm) HostWork(k *kernel.Kernel, count func(*tir.Def) (int64, error)) (int64, error) {
+	sc, _ := scatterOf(k)
+	var total int64
+	for _, d := range k.Stages {
+		n, err := count(d)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	first := k.Stages[0]
+	dense, err := count(&tir.Def{Tensor: first.Tensor, Vars: first.Vars, Body: sc.sum})
+	if err != nil {
+		return 0, err
+	}
+	terms, err := count(&tir.Def{Tensor: first.Tensor, Vars: sc.columns, Body: &tir.Reduce{Kind: tir.Sum, Vars: sc.sum.Vars, Body: sc.sel.A, T: sc.sum.T}})
+	return total - dense + terms, err
+}
+
 func (scatterForm) Host(f *Func, begin, end value.Value) {
 	sc, _ := scatterOf(f.f.k)
 	f.f.scatterHost(sc, begin, end)

@@ -138,6 +138,11 @@ type Kernel struct {
 	Sites []Site `json:"sites,omitempty"`
 	FLOPs int64  `json:"flops"`
 	Bytes int64  `json:"bytes"`
+	// HostFLOPs, when not 0, is what the host flavour computes where its
+	// form computes less than FLOPs, the lambdas' count (the scatter
+	// form adds only the terms its condition selects), for the
+	// simulator. Runtimes do not read it.
+	HostFLOPs int64 `json:"host_flops,omitempty"`
 	// GEMMs are the packed matrix products the host flavour computes in
 	// a launch (a chain: its first kernel's, then its own), for the
 	// simulator's contraction model (analysis/cost.SimulatePlan); none
