@@ -277,8 +277,10 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 			return 0, err
 		}
 	}
-	if pk.MathCalls, err = mathCalls(k, form); err != nil {
-		return 0, err
+	if !k.GPUOnly && !k.PackOnly { // the host runs it, and calls its functions
+		if pk.MathCalls, err = mathCalls(k, form); err != nil {
+			return 0, err
+		}
 	}
 	pk.GEMMs = hostGEMMs(k)
 	for _, s := range k.Sites {
@@ -336,12 +338,25 @@ func kernelCount(k *kernel.Kernel, count func(*ir.Def) (int64, error)) (int64, e
 }
 
 // hostCount is count over what k's host flavour in form computes: its
-// kernelCount, or less where the form recounts it (emit.Recounter).
+// kernelCount, less and plus what the form computes otherwise
+// (emit.Recounter).
 func hostCount(k *kernel.Kernel, form emit.Form, count func(*ir.Def) (int64, error)) (int64, error) {
-	if r, ok := form.(emit.Recounter); ok {
-		return r.HostWork(k, count)
+	total, err := kernelCount(k, count)
+	r, ok := form.(emit.Recounter)
+	if err != nil || !ok {
+		return total, err
 	}
-	return kernelCount(k, count)
+	dense, instead := r.HostDefs(k)
+	for i, defs := range [][]*ir.Def{dense, instead} {
+		for _, d := range defs {
+			n, err := count(d)
+			if err != nil {
+				return 0, err
+			}
+			total += []int64{-n, n}[i]
+		}
+	}
+	return total, nil
 }
 
 // mathCalls counts k's calls of each costly math function

@@ -63,7 +63,7 @@ func (r RowLocal) BufferLen() int64 {
 // each row that shares its key), and not empty, and its buffer not
 // empty.
 //
-// An element-wise local that calls a costly math function (costlyFuncs)
+// An element-wise local that calls a costly math function (ir.CostlyFunc)
 // is a candidate too, where the instance has row locals: it is a row
 // local only if buffered and read at two places or more (softmax's and
 // attention's exponentials, read by the sum and by the output, computed
@@ -356,22 +356,13 @@ func hasDuplicate(pos []int) bool {
 	return false
 }
 
-// costlyFuncs are the math functions whose result a row buffer keeps
-// rather than computing them again at each read (softmax's exp).
-var costlyFuncs = map[string]bool{"exp": true, "log": true, "tanh": true, "sigmoid": true, "erf": true, "pow": true,
-	"sin": true, "cos": true, "tan": true, "asin": true, "acos": true, "atan": true, "sinh": true, "cosh": true,
-	"asinh": true, "acosh": true, "atanh": true, "atan2": true}
-
-// CostlyFunc reports whether math function fn is one of costlyFuncs:
-// tens of operations per value where most are one.
-func CostlyFunc(fn string) bool { return costlyFuncs[fn] }
-
-// holdsCostlyCall reports whether e calls one of costlyFuncs and no
-// opaque function.
+// holdsCostlyCall reports whether e calls a costly math function
+// (ir.CostlyFunc: a row buffer keeps its result rather than computing
+// it again at each read, softmax's exp) and no opaque function.
 func holdsCostlyCall(e ir.Expr) bool {
 	return holds(e, func(x ir.Expr) bool {
 		c, ok := x.(*ir.Call)
-		return ok && costlyFuncs[c.Fn]
+		return ok && ir.CostlyFunc(c.Fn)
 	})
 }
 
@@ -405,9 +396,9 @@ func recomputable(inst *ir.Instance, d *ir.Def) bool {
 	return ok && size <= maxInline && !(costlyToRecompute(inst, d, map[*ir.Def]bool{}) && summedAgain(inst, d))
 }
 
-// costlyToRecompute says whether local d, recomputed, calls one of
-// costlyFuncs, itself or through the locals it recomputes (seen: those
-// visited).
+// costlyToRecompute says whether local d, recomputed, calls a costly
+// math function (ir.CostlyFunc), itself or through the locals it
+// recomputes (seen: those visited).
 func costlyToRecompute(inst *ir.Instance, d *ir.Def, seen map[*ir.Def]bool) bool {
 	seen[d] = true
 	if holdsCostlyCall(d.Body) {

@@ -43,10 +43,11 @@ type Form interface {
 
 // Recounter is a form whose host flavour computes less than its
 // kernel's lambdas say (the scatter form skips the terms its condition
-// rules out): HostWork is count (cost.DefFLOPs, or a math function's
-// cost.DefMathCalls) over what the host flavour computes of k.
+// rules out): what it computes of k is k's lambdas less the Defs dense,
+// plus the Defs instead, for counting (cost.DefFLOPs, or a math
+// function's cost.DefMathCalls); the Defs are not lowered.
 type Recounter interface {
-	HostWork(k *kernel.Kernel, count func(*tir.Def) (int64, error)) (int64, error)
+	HostDefs(k *kernel.Kernel) (dense, instead []*tir.Def)
 }
 
 // Launch is a GPU launch: blocks, threads per block, shared memory in

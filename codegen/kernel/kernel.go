@@ -163,7 +163,7 @@ func (r *Rows) Work(k *Kernel) int64 {
 }
 
 // costlyCallWork is what ElementWork counts for a call of a costly math
-// function (schedule.CostlyFunc): a vectorised exp or tanh is a
+// function (ir.CostlyFunc): a vectorised exp or tanh is a
 // polynomial, a scaling and a division, some twenty operations.
 const costlyCallWork = 20
 
@@ -182,7 +182,7 @@ func (k *Kernel) ElementWork() int64 {
 				n = satAdd(n, satMul(ir.Extent(x.Vars), work(x.Body)))
 				return false
 			case *ir.Call:
-				if schedule.CostlyFunc(x.Fn) {
+				if ir.CostlyFunc(x.Fn) {
 					n = satAdd(n, costlyCallWork)
 					return true
 				}

@@ -2,6 +2,7 @@ package ir
 
 import (
 	"math"
+	"slices"
 
 	"tofuc/lang"
 )
@@ -41,6 +42,22 @@ var binaryMath = map[string]func(float64, float64) float64{
 	"min":   math.Min,
 	"atan2": math.Atan2,
 }
+
+// costlyFuncs are the math functions that are library routines of tens
+// of operations a value (codegen/mathir), where the others are an
+// instruction or a few.
+var costlyFuncs = []string{"exp", "log", "tanh", "sigmoid", "erf", "pow", "sin", "cos", "tan", "asin", "acos", "atan",
+	"sinh", "cosh", "asinh", "acosh", "atanh", "atan2"}
+
+// CostlyFunc reports whether math function fn is a routine of tens of
+// operations a value where most are one: what a row buffer keeps
+// rather than computing again (analysis/schedule), what makes a kernel's
+// element costly (codegen/kernel), and what the host simulator prices
+// by measurement (analysis/cost).
+func CostlyFunc(fn string) bool { return slices.Contains(costlyFuncs, fn) }
+
+// CostlyFuncs lists the costly math functions (CostlyFunc).
+func CostlyFuncs() []string { return slices.Clone(costlyFuncs) }
 
 // FloatFunc returns the float64 function TDL defines for the
 // element-wise math function name (MathFuncs) on floats: unary or
