@@ -99,8 +99,9 @@ func (e *HostEngine) Launch(k *plan.Kernel, argv uintptr) error {
 }
 
 // run calls fn on items [lo, hi) split over the threads (the caller and
-// the pool's workers), once that many of the engine's threads are free
-// (slots). The range is cut into up to four pieces per
+// the pool's workers), once the threads it needs are free (slots): one
+// for a range that runs on the caller alone, all of them for one split
+// over several. The range is cut into up to four pieces per
 // thread (whole items, at least a grain each) that the threads take in
 // turn, so that a thread slowed by another process on the machine, or a
 // piece dearer than the others, does not hold the launch up while the
@@ -117,8 +118,10 @@ func (e *HostEngine) run(fn uintptr, argv uintptr, lo, hi, grain int64) {
 		native.Call(fn, argv, uintptr(lo), uintptr(hi))
 		return
 	}
-	e.slots.acquire(int(parts))
-	defer e.slots.release(int(parts))
+	// The pool's workers join any launch they see, so a launch split
+	// over several threads holds them all.
+	e.slots.acquire(e.threads)
+	defer e.slots.release(e.threads)
 	pieces := min(grains, 4*parts)
 	e.pool.run(pieces, func(p int64) {
 		native.Call(fn, argv, uintptr(lo+n*p/pieces), uintptr(lo+n*(p+1)/pieces))

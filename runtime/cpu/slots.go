@@ -2,14 +2,17 @@ package cpu
 
 import "sync"
 
-// slots hands the engine's threads out to launches: a launch takes as
-// many as it splits its range over, in the order the launches asked,
-// waiting until that many are free. The devices of one process (a
-// pipeline's stages) launch from goroutines of their own; launching at
-// once, each on every thread, they ran more threads than there are
-// cores, callers spinning for pieces that preempted threads held: the
-// multi-modal example's 4-device training step took 15% longer than
-// its launches one at a time (docs/partition.md).
+// slots hands the engine's threads out to launches, in the order the
+// launches asked, each waiting until the threads it takes are free: one
+// for a launch on the caller's thread alone, all of them for a launch
+// split over the pool (whose workers join whichever launch they see
+// last: two launches of two threads each, at once on four threads, ran
+// on five). The devices of one process (a pipeline's stages) launch
+// from goroutines of their own; launching at once, each on every
+// thread, they ran more threads than there are cores, callers spinning
+// for pieces that preempted threads held: the multi-modal example's
+// 4-device training step took 20% longer than with the slots
+// (docs/decisions.md, "Launches take the host's threads in turn").
 type slots struct {
 	mu         sync.Mutex
 	turn       *sync.Cond
