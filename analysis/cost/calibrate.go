@@ -104,43 +104,58 @@ var (
 )
 
 // CalibratedMath are the math functions whose calls --calibrate prices
-// (TopologyDevice.MathSeconds): the host's library routines of tens of
-// operations that models call. The rest (abs, sqrt, floor, max, …) are
-// an instruction or a few, and count as one operation, as every call did
-// before.
-var CalibratedMath = []string{"exp", "log", "tanh", "erf", "sigmoid", "sin", "cos", "pow"}
+// (TopologyDevice.MathSeconds): the costly ones (ir.CostlyFunc), library
+// routines of tens of operations, but pow. A pow's cost depends on its
+// exponent 350-fold: a constant one gets a routine of its own without
+// branches (codegen/mathir), an integer one squares, and the general
+// one took 48 ns a call, so that one measured cost overpriced Adam's
+// updates tenfold. The rest (pow, abs, sqrt, floor, max, …) count as
+// one operation, as every call did before.
+var CalibratedMath = slices.DeleteFunc(ir.CostlyFuncs(), func(fn string) bool { return fn == "pow" })
 
-// mathArgs are where a math reference model calls its function: four
-// calls an element, on values that differ, so that its kernel computes
-// more than it reads or writes.
-var mathArgs = []string{"x", "x + 0.5", "x - 0.5", "0.5 * x"}
+// mathArgs are where the math reference model calls each function: four
+// calls an element on values that differ (so that its kernel computes
+// more than it reads or writes) and are spread as the input is.
+var mathArgs = []string{"x", "-x", "0.5 * x", "0.75 * x"}
 
-// CalibrationMathSources are the math reference models, one per
-// function of CalibratedMath in order: four calls of it per element of
-// 2¹⁸ values (log and pow on positive ones).
-func CalibrationMathSources() []string {
-	var out []string
+// mathCall is a call of fn on X within its domain: the inputs are drawn
+// from N(0, 1).
+func mathCall(fn string) string {
+	switch fn {
+	case "log", "acosh":
+		return fn + "(abs(X) + 1.0)"
+	case "asin", "acos", "atanh":
+		return fn + "(min(max(X, -0.99), 0.99))"
+	case "atan2":
+		return "atan2(X, abs(x) + 0.5)"
+	}
+	return fn + "(X)"
+}
+
+// MathOutput is the output of the math reference model that calls fn.
+func MathOutput(fn string) string { return "m_" + fn }
+
+// CalibrationMathSource is the math reference model: for each function
+// of CalibratedMath, an output (MathOutput) that calls it four times on
+// each of 2¹⁸ values, its own kernel.
+func CalibrationMathSource() string {
+	var lines, outs []string
 	for _, fn := range CalibratedMath {
-		call := fn + "(X)"
-		switch fn {
-		case "log":
-			call = "log(abs(X) + 1.0)"
-		case "pow":
-			call = "pow(abs(X) + 1.0, X)"
-		}
 		var terms []string
 		for _, a := range mathArgs {
-			terms = append(terms, strings.ReplaceAll(call, "X", a))
+			terms = append(terms, strings.ReplaceAll(mathCall(fn), "X", a))
 		}
-		out = append(out, fmt.Sprintf("model math_%s(x: f32[262144]) {\n    y = %s\n    return y\n}", fn, strings.Join(terms, " + ")))
+		lines = append(lines, fmt.Sprintf("    %s = %s\n", MathOutput(fn), strings.Join(terms, " + ")))
+		outs = append(outs, MathOutput(fn))
 	}
-	return out
+	return fmt.Sprintf("model math(x: f32[262144]) {\n%s    return %s\n}", strings.Join(lines, ""), strings.Join(outs, ", "))
 }
 
 // MathModes are the precision modes whose math costs --calibrate
-// measures: the host computes f32 values' functions in double in the
-// exact mode and in f32 in the others (docs/precision.md), whose costs
-// the f32 mode's stand for.
+// measures: the exact mode computes f32 values' functions in double,
+// the others in f32 where the math library has an f32 form (exp, log,
+// tanh, sigmoid, erf: codegen/mathir) and in double otherwise; the f32
+// mode's costs stand for the others'.
 var MathModes = []precision.Mode{precision.Exact, precision.F32}
 
 // mathModeKey is the key of TopologyDevice.MathSeconds whose costs a
@@ -173,11 +188,12 @@ type Timing struct {
 type Calibration struct {
 	Graphs []*ir.Graph
 	Time   func(i int) (Timing, error)
-	// MathGraphs are the math reference models (CalibrationMathSources'
-	// order) and TimeMath times model i compiled in a mode of MathModes;
-	// nil: math calls are not priced.
-	MathGraphs []*ir.Graph
-	TimeMath   func(i int, mode precision.Mode) (Timing, error)
+	// MathGraph is the math reference model (CalibrationMathSource),
+	// and TimeMath times it compiled in a mode of MathModes: the median
+	// run's kernel seconds by the output they compute; nil: math calls
+	// are not priced.
+	MathGraph  *ir.Graph
+	TimeMath   func(mode precision.Mode) (map[string]float64, error)
 	Rounds     int
 	Tile       []int64
 	NarrowCols int64
@@ -280,46 +296,53 @@ func Calibrate(d *TopologyDevice, c Calibration) error {
 	return calibrateMath(d, c)
 }
 
-// calibrateMath sets d.MathSeconds from the math reference models, each
-// timed in c.Rounds rounds in each of MathModes, the round of its median
-// kernel time kept: a call's cost is its model's kernel time beyond the
-// launch and the model's operations at peak_flops (each call counted as
-// one there), over its calls.
+// calibrateMath sets d.MathSeconds from the math reference model,
+// timed in c.Rounds rounds in each of MathModes, each function's median
+// kernel time kept. A call's cost is its kernel's time beyond the
+// launch, over its calls, less the one operation it counts as; 0 where
+// the kernel took no longer than its bytes at the memory's bandwidth
+// (its calls cost less than the memory around them, which the
+// roofline's max prices already).
 func calibrateMath(d *TopologyDevice, c Calibration) error {
 	if c.TimeMath == nil {
 		return nil
 	}
-	if len(c.MathGraphs) != len(CalibratedMath) {
-		return fmt.Errorf("%d math graphs for %d functions", len(c.MathGraphs), len(CalibratedMath))
+	g := c.MathGraph
+	elems := int64(1)
+	for _, dim := range g.Inputs[0].Shape {
+		n, _ := dim.IsConst()
+		elems *= n
 	}
+	memory := float64(8*elems) / d.MemoryBandwidth // an f32 read and written
 	d.MathSeconds = map[string]map[string]float64{}
 	for _, mode := range MathModes {
-		costs := map[string]float64{}
-		for i, g := range c.MathGraphs {
-			fn := CalibratedMath[i]
-			est, err := Roofline(g, Device{PeakFLOPS: 1, Bandwidth: 1})
+		times := map[string][]float64{}
+		for range max(1, c.Rounds) {
+			kernels, err := c.TimeMath(mode)
 			if err != nil {
 				return err
 			}
+			for _, fn := range CalibratedMath {
+				times[fn] = append(times[fn], kernels[MathOutput(fn)])
+			}
+		}
+		costs := map[string]float64{}
+		for _, fn := range CalibratedMath {
 			calls, err := graphMathCalls(g, fn)
 			if err != nil {
 				return err
 			}
 			if calls == 0 {
-				return fmt.Errorf("the math reference model %s calls no %s", g.Name, fn)
+				return fmt.Errorf("the math reference model calls no %s", fn)
 			}
-			var times []float64
-			for range max(1, c.Rounds) {
-				t, err := c.TimeMath(i, mode)
-				if err != nil {
-					return err
-				}
-				times = append(times, t.Kernels)
+			slices.Sort(times[fn])
+			kernel := times[fn][len(times[fn])/2]
+			if kernel <= 0 {
+				return fmt.Errorf("the math reference model's %s took no time: no kernel of that output was timed", MathOutput(fn))
 			}
-			slices.Sort(times)
-			kernel := times[len(times)/2]
-			compute := kernel - d.LaunchSeconds*float64(max(1, est.Launches)) - float64(est.FLOPs)/d.PeakFLOPS
-			costs[fn] = max(0, compute/float64(calls))
+			if compute := kernel - d.LaunchSeconds; compute > memory {
+				costs[fn] = max(0, compute/float64(calls)-1/d.PeakFLOPS)
+			}
 			if c.Log != nil {
 				fmt.Fprintf(c.Log, "calibrate: %-5s %-7s %8.3f ms for %d calls: %6.2f ns a call\n", mode, fn, kernel*1e3, calls, costs[fn]*1e9)
 			}

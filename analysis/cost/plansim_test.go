@@ -132,7 +132,9 @@ func TestSimulatePlanTimed(t *testing.T) {
 // exact; a function without a cost adds nothing), and can make a
 // memory-bound kernel compute-bound; without costs, or on a GPU
 // topology, the roofline is as before. A kernel whose host form computes
-// less (HostFLOPs) is priced at that on the host, not on a GPU. Negative or infinite costs are
+// less (HostFLOPs) is priced at that on the host, not on a GPU. Costs
+// that are no measurement, of a mode or function not measured, or on a
+// topology that does not apply them, are refused. Negative or infinite costs are
 // refused.
 func TestKernelSecondsMathCalls(t *testing.T) {
 	k := plan.Kernel{Kind: "elementwise", Grid: 1, HostRange: 1, FLOPs: 3e6, Bytes: 8e6,
@@ -169,11 +171,25 @@ func TestKernelSecondsMathCalls(t *testing.T) {
 	if got, want := KernelSeconds(&scatter, precision.F32, gpu, 0), 1e10/100e9+1e-6; math.Abs(got-want) > 1e-15 {
 		t.Errorf("the same on a GPU: %g s, want every FLOP's %g", got, want)
 	}
-	for _, bad := range []float64{-1e-9, math.Inf(1), math.NaN()} {
+	for _, bad := range []map[string]map[string]float64{
+		{"exact": {"exp": -1e-9}},
+		{"exact": {"exp": math.Inf(1)}},
+		{"exact": {"exp": math.NaN()}},
+		{"exact": {"exp": 1e308}},
+		{"bf16": {"exp": 1e-9}},   // no mode measured
+		{"exact": {"expf": 1e-9}}, // no such function
+		{"f32": {"pow": 1e-9}},    // not priced
+	} {
 		d := hostDevice
-		d.MathSeconds = map[string]map[string]float64{"exact": {"exp": bad}}
-		if err := (&Topology{Devices: []TopologyDevice{d}}).Validate(); err == nil {
-			t.Errorf("math_seconds %g accepted", bad)
+		d.MathSeconds = bad
+		if err := (&Topology{Devices: []TopologyDevice{d}, HostProcess: true}).Validate(); err == nil {
+			t.Errorf("math_seconds %v accepted", bad)
 		}
+	}
+	if err := (&Topology{Devices: host.Devices}).Validate(); err == nil {
+		t.Error("math_seconds accepted on a topology that is not a host process, where nothing applies them")
+	}
+	if err := host.Validate(); err != nil {
+		t.Error(err)
 	}
 }

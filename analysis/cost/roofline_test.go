@@ -124,3 +124,32 @@ func TestRooflineChainedLaunch(t *testing.T) {
 		}
 	}
 }
+
+// TestCalibrationMathSource: the math reference model checks, and each
+// of its outputs calls its function four times an element and no other
+// priced function, so that a kernel's time is its function's.
+func TestCalibrationMathSource(t *testing.T) {
+	_, g, err := check.LoadModel(parser.Parse, "math.tdl", []byte(cost.CalibrationMathSource()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const elems = 1 << 18
+	for _, fn := range cost.CalibratedMath {
+		var calls int64
+		for _, n := range g.Nodes {
+			for _, d := range n.Inst.Outputs {
+				c, err := cost.DefMathCalls(d, fn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c > 0 && !strings.HasPrefix(n.Outputs[0].Name, cost.MathOutput(fn)) {
+					t.Errorf("%s calls %s", n.Outputs[0].Name, fn)
+				}
+				calls += c
+			}
+		}
+		if calls != 4*elems {
+			t.Errorf("%d calls of %s, want %d", calls, fn, 4*elems)
+		}
+	}
+}

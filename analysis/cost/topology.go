@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"tofuc/lang/precision"
 )
 
 // Topology describes a machine for the step-time simulation: its devices
@@ -62,10 +64,12 @@ type TopologyDevice struct {
 	// function (CalibratedMath) costs beyond one operation, in seconds,
 	// by the precision mode it was measured in ("exact", "f32") and the
 	// function: --calibrate measures it on the host, where a call is a
-	// library routine of tens of operations (an erf in double took 4 ns
-	// a value on two threads). A host kernel's compute adds its calls
-	// (plan.Kernel.MathCalls) at these costs (KernelSeconds). Absent, or
-	// a function or mode missing: a call is one operation.
+	// library routine of tens of operations (an erf in double took 12 ns
+	// a value on two threads). On a host process (HostProcess) a
+	// compiled plan's kernel adds its calls (plan.Kernel.MathCalls) at
+	// these costs (KernelSeconds); the graph's simulations (Simulate,
+	// SimulateOne) do not. Absent, or a function missing: a call is one
+	// operation.
 	MathSeconds map[string]map[string]float64 `json:"math_seconds,omitempty"`
 }
 
@@ -182,12 +186,8 @@ func (t *Topology) Validate() error {
 		if d.ContractionNarrowCols < 0 {
 			return fmt.Errorf("device %d (%s): contraction_narrow_cols must not be negative", i, d.Name)
 		}
-		for mode, fns := range d.MathSeconds {
-			for fn, sec := range fns {
-				if sec < 0 || math.IsInf(sec, 0) || math.IsNaN(sec) {
-					return fmt.Errorf("device %d (%s): math_seconds %s %s must be a number not negative", i, d.Name, mode, fn)
-				}
-			}
+		if err := t.validMathSeconds(d); err != nil {
+			return fmt.Errorf("device %d (%s): %w", i, d.Name, err)
 		}
 	}
 	for i, l := range t.Links {
@@ -201,6 +201,42 @@ func (t *Topology) Validate() error {
 		}
 	}
 	return nil
+}
+
+// maxMathSeconds bounds a math call's cost: a millisecond is no
+// measurement of a routine of tens of operations.
+const maxMathSeconds = 1e-3
+
+// validMathSeconds checks d's math_seconds: only on a host process
+// (where the simulator applies them), in a mode of MathModes, for
+// functions of CalibratedMath, each from 0 to maxMathSeconds.
+func (t *Topology) validMathSeconds(d TopologyDevice) error {
+	if len(d.MathSeconds) > 0 && !t.HostProcess {
+		return fmt.Errorf("math_seconds price the host's kernels: they need host_process (tofuc bench --calibrate writes both)")
+	}
+	for mode, fns := range d.MathSeconds {
+		if !slices.ContainsFunc(MathModes, func(m precision.Mode) bool { return m.String() == mode }) {
+			return fmt.Errorf("math_seconds: no mode %q (the modes measured: %s)", mode, modeNames(MathModes))
+		}
+		for fn, sec := range fns {
+			if !slices.Contains(CalibratedMath, fn) {
+				return fmt.Errorf("math_seconds %s: no function %q (those priced: %s)", mode, fn, strings.Join(CalibratedMath, ", "))
+			}
+			if !(sec >= 0 && sec <= maxMathSeconds) {
+				return fmt.Errorf("math_seconds %s %s: %g s a call, want 0 to %g", mode, fn, sec, maxMathSeconds)
+			}
+		}
+	}
+	return nil
+}
+
+// modeNames lists modes' names.
+func modeNames(modes []precision.Mode) string {
+	var names []string
+	for _, m := range modes {
+		names = append(names, m.String())
+	}
+	return strings.Join(names, ", ")
 }
 
 // Roofline is device i as a roofline profile.

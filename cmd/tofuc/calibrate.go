@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"tofuc/analysis/cost"
@@ -35,9 +36,10 @@ const calibrateRounds = 3
 //     model's written to stderr;
 //   - io_bandwidth: the copy model's input over the rest of its run
 //     beyond its kernel and the fixed cost;
-//   - math_seconds: what a call of each costly math function costs
-//     beyond one operation, in the exact and f32 modes, from models
-//     that call it four times an element (cost.CalibrationMathSources).
+//   - math_seconds: what a call of each costly math function but pow
+//     costs beyond one operation, in the exact and f32 modes, from a
+//     model with an output per function that calls it four times an
+//     element (cost.CalibrationMathSource).
 //
 // With --devices N the topology has N such devices, of one process
 // (hostTopology), for the plans tofuc run times (--runs, --topology).
@@ -88,22 +90,30 @@ func calibrate(f benchFlags, stderr io.Writer) (cost.TopologyDevice, error) {
 	if err != nil {
 		return d, err
 	}
-	mathPaths, mathGraphs, err := writeModels(dir, "math", cost.CalibrationMathSources())
+	mathPaths, mathGraphs, err := writeModels(dir, "math", []string{cost.CalibrationMathSource()})
 	if err != nil {
 		return d, err
 	}
-	c.Graphs, c.MathGraphs = graphs, mathGraphs
+	c.Graphs, c.MathGraph = graphs, mathGraphs[0]
 	// Unoptimised: the kernels timed are those of the reference
 	// contractions as written, which a rewrite could turn into others.
-	timeModel := func(path string, mode precision.Mode) (cost.Timing, error) {
-		res, err := bench(path, benchFlags{backend: "cpu", runs: f.runs, threads: f.threads, seed: f.seed}, pipeline.Options{NoOptimize: true, Precision: mode}, nil, stderr)
+	timeModel := func(path string, mode precision.Mode) (*benchResult, error) {
+		return bench(path, benchFlags{backend: "cpu", runs: f.runs, threads: f.threads, seed: f.seed}, pipeline.Options{NoOptimize: true, Precision: mode}, nil, stderr)
+	}
+	c.Time = func(i int) (cost.Timing, error) {
+		res, err := timeModel(paths[i], precision.Default)
 		if err != nil {
 			return cost.Timing{}, err
 		}
 		return cost.Timing{Median: res.Median, Kernels: kernelSeconds(res)}, nil
 	}
-	c.Time = func(i int) (cost.Timing, error) { return timeModel(paths[i], precision.Default) }
-	c.TimeMath = func(i int, mode precision.Mode) (cost.Timing, error) { return timeModel(mathPaths[i], mode) }
+	c.TimeMath = func(mode precision.Mode) (map[string]float64, error) {
+		res, err := timeModel(mathPaths[0], mode)
+		if err != nil {
+			return nil, err
+		}
+		return kernelSecondsByOutput(res), nil
+	}
 	if err := cost.Calibrate(&d, c); err != nil {
 		return d, err
 	}
@@ -139,6 +149,19 @@ func kernelSeconds(r *benchResult) float64 {
 		s += k.Seconds
 	}
 	return s
+}
+
+// kernelSecondsByOutput is the time of a bench's median run spent in
+// the kernels of each output of its model, which a kernel's label names
+// first ("y (exp+add)", "y.t (…)" for one of its intermediates).
+func kernelSecondsByOutput(r *benchResult) map[string]float64 {
+	out := map[string]float64{}
+	for _, k := range r.Kernels {
+		name, _, _ := strings.Cut(k.Label, " ")
+		name, _, _ = strings.Cut(name, ".")
+		out[name] += k.Seconds
+	}
+	return out
 }
 
 // threadsOf is the number of threads --threads n means.
