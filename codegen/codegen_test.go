@@ -15,6 +15,7 @@ import (
 	"tofuc/internal/examplegraph"
 	"tofuc/lang"
 	"tofuc/lang/ir"
+	"tofuc/lang/precision"
 	"tofuc/runtime/cpu"
 	"tofuc/runtime/exec"
 	"tofuc/runtime/executor"
@@ -68,6 +69,24 @@ func attrs(kv ...any) map[string]ir.AttrValue {
 		}
 	}
 	return out
+}
+
+// inEachMode compiles g with opts in the exact and the f32 modes, each
+// in a subtest of its own and a folder of its own, and runs check on
+// the result.
+func inEachMode(t *testing.T, g *ir.Graph, opts codegen.Options, check func(t *testing.T, mode precision.Mode, c *codegen.Compiled, dir string)) {
+	t.Helper()
+	for _, mode := range []precision.Mode{precision.Exact, precision.F32} {
+		t.Run(mode.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			opts.Precision = mode
+			c, err := codegen.Compile(g, dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, mode, c, dir)
+		})
+	}
 }
 
 func tools(t *testing.T) *toolchain.Tools {

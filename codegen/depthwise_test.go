@@ -36,27 +36,19 @@ model dw(x14: f32[2, 24, 14, 14], x7: f32[1, 24, 7, 7], x5: f32[1, 24, 5, 5], x3
 // batch of single rows), except depthwise ones in the f32 modes, which
 // take the planes form, with the interpreter's results.
 func TestDepthwiseConvolutions(t *testing.T) {
-	tl := tools(t)
 	g := modelFromSource(t, depthwiseModel)
-	for _, mode := range []precision.Mode{precision.Exact, precision.F32} {
-		t.Run(mode.String(), func(t *testing.T) {
-			dir := t.TempDir()
-			c, err := codegen.Compile(g, dir, codegen.Options{Tools: tl, Precision: mode})
-			if err != nil {
-				t.Fatal(err)
+	inEachMode(t, g, codegen.Options{Tools: tools(t)}, func(t *testing.T, mode precision.Mode, c *codegen.Compiled, dir string) {
+		for _, k := range c.Plan.Kernels {
+			want := "threads"
+			if mode != precision.Exact && !strings.HasPrefix(k.Label, "g14") {
+				want = "planes" // depthwise, in an f32 mode
 			}
-			for _, k := range c.Plan.Kernels {
-				want := "threads"
-				if mode != precision.Exact && !strings.HasPrefix(k.Label, "g14") {
-					want = "planes" // depthwise, in an f32 mode
-				}
-				if k.Form != want {
-					t.Errorf("%s: form %s, want %s", k.Label, k.Form, want)
-				}
+			if k.Form != want {
+				t.Errorf("%s: form %s, want %s", k.Label, k.Form, want)
 			}
-			matchInterp(t, "dw", g, c.Plan, dir, true, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 49) })
-		})
-	}
+		}
+		matchInterp(t, "dw", g, c.Plan, dir, true, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 49) })
+	})
 }
 
 // TestVectorProductsKeepTheirGEMM: batches of one-row products stay

@@ -63,7 +63,6 @@ func randomDepthwise(r *rand.Rand, i int) depthwiseCase {
 // where the column stride is 3) and give the interpreter's results, on
 // the host and the SIMT emulator (the threads form's code).
 func TestPlanesForm(t *testing.T) {
-	tl := tools(t)
 	r := rand.New(rand.NewPCG(7, 30))
 	const count = 40
 	var ins, body, outs []string
@@ -75,29 +74,22 @@ func TestPlanesForm(t *testing.T) {
 	}
 	src := fmt.Sprintf("model dws(%s) {\n%s    return %s\n}\n", strings.Join(ins, ", "), strings.Join(body, ""), strings.Join(outs, ", "))
 	g := modelFromSource(t, src)
-	for _, mode := range []precision.Mode{precision.Exact, precision.F32} {
-		t.Run(mode.String(), func(t *testing.T) {
-			dir := t.TempDir()
-			c, err := codegen.Compile(g, dir, codegen.Options{Tools: tl, Precision: mode, Emit: []string{"host", "simt"}, Backends: []string{"none"}})
-			if err != nil {
-				t.Fatal(err)
+	inEachMode(t, g, codegen.Options{Tools: tools(t), Emit: []string{"host", "simt"}, Backends: []string{"none"}}, func(t *testing.T, mode precision.Mode, c *codegen.Compiled, dir string) {
+		planes := 0
+		for _, k := range c.Plan.Kernels {
+			out := strings.SplitN(k.Label, " ", 2)[0]
+			out = strings.SplitN(out, ".", 2)[0]
+			wantPlanes := mode != precision.Exact && want[out]
+			if got := k.Form == "planes"; got != wantPlanes {
+				t.Errorf("%s: form %s, want planes %v", k.Label, k.Form, wantPlanes)
 			}
-			planes := 0
-			for _, k := range c.Plan.Kernels {
-				out := strings.SplitN(k.Label, " ", 2)[0]
-				out = strings.SplitN(out, ".", 2)[0]
-				wantPlanes := mode != precision.Exact && want[out]
-				if got := k.Form == "planes"; got != wantPlanes {
-					t.Errorf("%s: form %s, want planes %v", k.Label, k.Form, wantPlanes)
-				}
-				if k.Form == "planes" {
-					planes++
-				}
+			if k.Form == "planes" {
+				planes++
 			}
-			if mode != precision.Exact && planes < count/2 {
-				t.Errorf("%d kernels of the planes form, want at least %d", planes, count/2)
-			}
-			matchInterp(t, "dws", g, c.Plan, dir, true, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 49) })
-		})
-	}
+		}
+		if mode != precision.Exact && planes < count/2 {
+			t.Errorf("%d kernels of the planes form, want at least %d", planes, count/2)
+		}
+		matchInterp(t, "dws", g, c.Plan, dir, true, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 49) })
+	})
 }

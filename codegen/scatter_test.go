@@ -66,48 +66,40 @@ model scatters(ids: i64[40], ids2: i64[6, 7], big: i64[50], idd: i64[40, 24], do
 // form. Each equals the interpreter, on the host and the SIMT emulator
 // (which runs the GPU's code).
 func TestScatterForm(t *testing.T) {
-	tl := tools(t)
 	g := modelFromSource(t, scatterModel)
 	// The operators whose kernels are not of the form (neg: y8's
 	// argument, a kernel of its own).
 	notScatter := map[string]bool{"(few_values)": true, "(index_reads_u)": true, "(neg)": true}
-	for _, mode := range []precision.Mode{precision.Exact, precision.F32} {
-		t.Run(mode.String(), func(t *testing.T) {
-			dir := t.TempDir()
-			c, err := codegen.Compile(g, dir, codegen.Options{Tools: tl, Precision: mode, Emit: []string{"host", "simt"}, Backends: []string{"none"}})
-			if err != nil {
-				t.Fatal(err)
+	inEachMode(t, g, codegen.Options{Tools: tools(t), Emit: []string{"host", "simt"}, Backends: []string{"none"}}, func(t *testing.T, mode precision.Mode, c *codegen.Compiled, dir string) {
+		// The FLOPs of the lambdas, and those the host computes: each
+		// column's 40 terms, not every row's, and each term's index
+		// once (y3: 0.5 · s + 1.0 at each of the 8 × 24 elements, a
+		// product and an addition a term).
+		flops := map[string][2]int64{
+			"y0 (rows_of)": {8 * 24 * 40, 24*40 + 40},
+			"y3 (reads_u)": {8 * 24 * (2 + 2*40), 8*24*2 + 24*40*2 + 40},
+			"y9 (rows_of)": {8000 * 40 * 50, 40*50 + 50},
+		}
+		seen := map[string]bool{}
+		for _, k := range c.Plan.Kernels {
+			if want, ok := flops[k.Label]; ok && (k.FLOPs != want[0] || k.HostFLOPs != want[1]) {
+				t.Errorf("%s: %d FLOPs, %d on the host; want %d and %d", k.Label, k.FLOPs, k.HostFLOPs, want[0], want[1])
 			}
-			// The FLOPs of the lambdas, and those the host computes: each
-			// column's 40 terms, not every row's, and each term's index
-			// once (y3: 0.5 · s + 1.0 at each of the 8 × 24 elements, a
-			// product and an addition a term).
-			flops := map[string][2]int64{
-				"y0 (rows_of)": {8 * 24 * 40, 24*40 + 40},
-				"y3 (reads_u)": {8 * 24 * (2 + 2*40), 8*24*2 + 24*40*2 + 40},
-				"y9 (rows_of)": {8000 * 40 * 50, 40*50 + 50},
+			name, ops, _ := strings.Cut(k.Label, " ")
+			seen[strings.SplitN(name, ".", 2)[0]] = true
+			want := !notScatter[ops] && k.Label != "y11 (narrow_histogram)" // i8(u) wraps at 128
+			if got := k.Form == "scatter"; got != want {
+				t.Errorf("%s: form %s, want scatter %v", k.Label, k.Form, want)
 			}
-			seen := map[string]bool{}
-			for _, k := range c.Plan.Kernels {
-				if want, ok := flops[k.Label]; ok && (k.FLOPs != want[0] || k.HostFLOPs != want[1]) {
-					t.Errorf("%s: %d FLOPs, %d on the host; want %d and %d", k.Label, k.FLOPs, k.HostFLOPs, want[0], want[1])
-				}
-				name, ops, _ := strings.Cut(k.Label, " ")
-				seen[strings.SplitN(name, ".", 2)[0]] = true
-				want := !notScatter[ops] && k.Label != "y11 (narrow_histogram)" // i8(u) wraps at 128
-				if got := k.Form == "scatter"; got != want {
-					t.Errorf("%s: form %s, want scatter %v", k.Label, k.Form, want)
-				}
-				if k.Label == "y0 (rows_of)" && (k.Grid != 8*24 || k.Block != 64 || !k.Sync) {
-					// A GPU runs it as without the form: a block per element
-					// for its 40 terms (the blocks form).
-					t.Errorf("%s: GPU launch %d × %d, sync %v; want 192 × 64, sync", k.Label, k.Grid, k.Block, k.Sync)
-				}
+			if k.Label == "y0 (rows_of)" && (k.Grid != 8*24 || k.Block != 64 || !k.Sync) {
+				// A GPU runs it as without the form: a block per element
+				// for its 40 terms (the blocks form).
+				t.Errorf("%s: GPU launch %d × %d, sync %v; want 192 × 64, sync", k.Label, k.Grid, k.Block, k.Sync)
 			}
-			if len(seen) != 12 {
-				t.Errorf("kernels for %d outputs, want 12: %v", len(seen), seen)
-			}
-			matchInterp(t, "scatters", g, c.Plan, dir, true, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 300) })
-		})
-	}
+		}
+		if len(seen) != 12 {
+			t.Errorf("kernels for %d outputs, want 12: %v", len(seen), seen)
+		}
+		matchInterp(t, "scatters", g, c.Plan, dir, true, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 300) })
+	})
 }
