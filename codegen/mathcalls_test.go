@@ -12,16 +12,23 @@ import (
 // plan, an erf and two exponentials an element, a tanh an element inside
 // a sum, and no sqrt (an instruction, not priced); a sum of the scatter
 // form counts the exponentials of the terms it adds (64 a column), not
-// of every row's.
+// of every row's, and a guard before its index once a term (a tanh) or,
+// reading the column, once a term and column (a sin).
 func TestMathCalls(t *testing.T) {
 	g := modelFromSource(t, `op scatter_exp<V = 8>(ids: i64[I], x: f32[I, D]) -> f32[V, D] =
     lambda u, d: sum(lambda i < I: select(ids[i] == u, exp(x[i, d]), 0.0))
-model m(x: f32[64, 32], ids: i64[64]) {
+op guarded_by_term<V = 8>(ids: i64[I], x: f32[I, D], y: f32[I]) -> f32[V, D] =
+    lambda u, d: sum(lambda i < I: select(tanh(y[i]) > 0.0 && ids[i] == u, x[i, d], 0.0))
+op guarded_by_column<V = 8>(ids: i64[I], x: f32[I, D]) -> f32[V, D] =
+    lambda u, d: sum(lambda i < I: select(sin(x[i, d]) > 0.0 && ids[i] == u, x[i, d], 0.0))
+model m(x: f32[64, 32], ids: i64[64], z: f32[64]) {
     y = erf(x) + exp(x) * exp(2.0 * x)
     h = scatter_exp(ids, x)
+    gt = guarded_by_term(ids, x, z)
+    gc = guarded_by_column(ids, x)
     s = reduce_sum<axes = [1]>(tanh(x))
     r = sqrt(abs(x))
-    return y, s, r, h
+    return y, s, r, h, gt, gc
 }`)
 	c, err := codegen.Compile(g, t.TempDir(), codegen.Options{Tools: tools(t), Precision: precision.F32, Emit: []string{"host"}, Backends: []string{"none"}})
 	if err != nil {
@@ -33,7 +40,7 @@ model m(x: f32[64, 32], ids: i64[64]) {
 			total[fn] += n
 		}
 	}
-	want := map[string]int64{"erf": 2048, "exp": 4096 + 32*64, "tanh": 2048}
+	want := map[string]int64{"erf": 2048, "exp": 4096 + 32*64, "tanh": 2048 + 64, "sin": 32 * 64}
 	if len(total) != len(want) {
 		t.Errorf("calls %v, want %v", total, want)
 	}

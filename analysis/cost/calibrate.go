@@ -340,6 +340,7 @@ func calibrateMath(d *TopologyDevice, c Calibration) error {
 			if kernel <= 0 {
 				return fmt.Errorf("the math reference model's %s took no time: no kernel of that output was timed", MathOutput(fn))
 			}
+			costs[fn] = 0 // memory-bound at four calls an element
 			if compute := kernel - d.LaunchSeconds; compute > memory {
 				costs[fn] = max(0, compute/float64(calls)-1/d.PeakFLOPS)
 			}

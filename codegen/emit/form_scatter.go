@@ -59,11 +59,13 @@ func gpuForm(k *kernel.Kernel, p precision.Mode) Form {
 }
 
 // HostRange: the columns (the output's other variables, flat), a grain
-// of at least scatterWork terms and stores.
+// of at least scatterWork terms and stores, and at least a chunk's
+// fewest columns (so that two threads share a line of the output at
+// most where their columns meet).
 func (scatterForm) HostRange(k *kernel.Kernel) (items, grain int64) {
 	sc, _ := scatterOf(k)
 	perColumn := sc.terms() + extent(sc.u)
-	return sc.width(), max(1, scatterWork/perColumn)
+	return sc.width(), max(minScatterChunk, scatterWork/perColumn)
 }
 
 // scatterWork is the least work (terms added, values stored) a host
@@ -95,9 +97,9 @@ func (sc scatter) chunk(accBytes int64) int64 {
 func (scatterForm) GPU(f *Func) { gpuForm(f.f.k, f.f.m.Precision).GPU(f) }
 
 // HostDefs: the sum at every output element is computed instead as
-// each term's index (and the guards before it) once, per column where
-// they read a column, and at each column the rest of the condition and
-// the term where selected.
+// each term's guards and index, once a term or, where they read a
+// column, once a term and column, and at each column the rest of the
+// condition and the term where selected, added.
 func (scatterForm) HostDefs(k *kernel.Kernel) (dense, instead []*tir.Def) {
 	sc, ok := scatterOf(k)
 	if !ok {
@@ -108,12 +110,14 @@ func (scatterForm) HostDefs(k *kernel.Kernel) (dense, instead []*tir.Def) {
 	if sc.perColumn {
 		indexVars = sc.columns
 	}
-	termsOf := func(vars []*tir.Var, cond []tir.Expr, e tir.Expr) *tir.Def {
-		sel := &tir.Select{C: allOf(cond), A: e, B: &tir.Const{T: e.Type()}, T: e.Type()}
-		return &tir.Def{Tensor: first.Tensor, Vars: vars, Body: &tir.Reduce{Kind: tir.Sum, Vars: sc.sum.Vars, Body: sel, T: e.Type()}}
+	// where is e where conds hold (a select of 0 elsewhere, which counts
+	// nothing).
+	where := func(conds []tir.Expr, e tir.Expr) *tir.Select {
+		return &tir.Select{C: allOf(conds), A: e, B: &tir.Const{T: e.Type()}, T: e.Type()}
 	}
-	return []*tir.Def{{Tensor: first.Tensor, Vars: first.Vars, Body: sc.sum}},
-		[]*tir.Def{termsOf(indexVars, sc.guards, sc.g), termsOf(sc.columns, sc.rest, sc.sel.A)}
+	index := &tir.Def{Tensor: first.Tensor, Vars: append(slices.Clone(indexVars), sc.sum.Vars...), Body: where(sc.guards, sc.g)}
+	terms := &tir.Def{Tensor: first.Tensor, Vars: sc.columns, Body: &tir.Reduce{Kind: tir.Sum, Vars: sc.sum.Vars, Body: where(sc.rest, sc.sel.A), T: sc.sum.T}}
+	return []*tir.Def{{Tensor: first.Tensor, Vars: first.Vars, Body: sc.sum}}, []*tir.Def{index, terms}
 }
 
 // allOf is the conjunction of conds, true where there are none.
@@ -269,8 +273,11 @@ func (f *fn) scatterHost(sc scatter, begin, end value.Value) {
 	scratch := f.scratch(values*chunk*accBytes(acc), acc)
 	f.loop(begin, end, i64(chunk), func(first value.Value) {
 		count := f.smin(i64(chunk), f.b.NewSub(end, first))
-		f.vectorLoop(i64(0), i64(values*chunk), func(i value.Value) {
-			f.b.NewStore(f.identity(tir.Sum, sc.sum.T), f.b.NewGetElementPtr(acc, scratch, i))
+		f.loop(i64(0), i64(values), i64(1), func(v value.Value) {
+			row := f.b.NewMul(v, i64(chunk))
+			f.vectorLoop(i64(0), count, func(j value.Value) {
+				f.b.NewStore(f.identity(tir.Sum, sc.sum.T), f.b.NewGetElementPtr(acc, scratch, f.b.NewAdd(row, j)))
+			})
 		})
 		f.scatterTerms(sc, scratch, acc, chunk, first, count)
 		f.scatterStore(sc, scratch, acc, chunk, first, count)
