@@ -164,11 +164,10 @@ const minScatterValues = 4
 
 // scatterOf describes k as a kernel of the scatter form: one top-level
 // reduction in its first stage, a sum of more than unrollLimit terms of
-// select(C, e, 0) where C is a
-// chain of && with a conjunct u == g (or g == u), u an output variable
-// of at least minScatterValues values and g an integer, neither g nor
-// the conjuncts before it reading u. Rows, chains and GEMMs keep their
-// own forms.
+// select(C, e, 0) where C is a chain of && with a conjunct u == g (or
+// g == u), u an output variable of at least minScatterValues values and
+// g an integer, neither g nor the conjuncts before it reading u. Rows,
+// chains and GEMMs keep their own forms.
 func scatterOf(k *kernel.Kernel) (scatter, bool) {
 	if len(k.Reductions) != 1 || k.Rows != nil || k.Before != nil || k.GEMM != nil || k.PackOnly || len(k.Vars) == 0 {
 		return scatter{}, false
