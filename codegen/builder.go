@@ -272,9 +272,13 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 	if pk.FLOPs, err = kernelCount(k, cost.DefFLOPs); err != nil {
 		return 0, err
 	}
-	if _, ok := form.(emit.Recounter); ok && !k.GPUOnly {
-		if pk.HostFLOPs, err = hostCount(k, form, cost.DefFLOPs); err != nil {
+	if !k.GPUOnly {
+		hostFLOPs, err := hostCount(k, form, cost.DefFLOPs)
+		if err != nil {
 			return 0, err
+		}
+		if hostFLOPs != pk.FLOPs { // its host form computes otherwise
+			pk.HostFLOPs = hostFLOPs
 		}
 	}
 	if !k.GPUOnly && !k.PackOnly { // the host runs it, and calls its functions
@@ -314,13 +318,9 @@ func kernelCount(k *kernel.Kernel, count func(*ir.Def) (int64, error)) (int64, e
 			defs = append(defs[:len(defs):len(defs)], l.Def)
 		}
 	}
-	var total int64
-	for _, d := range defs {
-		f, err := count(d)
-		if err != nil {
-			return 0, err
-		}
-		total += f
+	total, err := countAll(defs, count)
+	if err != nil {
+		return 0, err
 	}
 	if in := k.SumIn; in != nil { // an epilogue: a library computed the sum
 		first := k.Stages[0]
@@ -337,6 +337,19 @@ func kernelCount(k *kernel.Kernel, count func(*ir.Def) (int64, error)) (int64, e
 	return total, nil
 }
 
+// countAll is count summed over defs.
+func countAll(defs []*ir.Def, count func(*ir.Def) (int64, error)) (int64, error) {
+	var total int64
+	for _, d := range defs {
+		n, err := count(d)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
 // hostCount is count over what k's host flavour in form computes: its
 // kernelCount, less and plus what the form computes otherwise
 // (emit.Recounter).
@@ -347,16 +360,12 @@ func hostCount(k *kernel.Kernel, form emit.Form, count func(*ir.Def) (int64, err
 		return total, err
 	}
 	dense, instead := r.HostDefs(k)
-	for i, defs := range [][]*ir.Def{dense, instead} {
-		for _, d := range defs {
-			n, err := count(d)
-			if err != nil {
-				return 0, err
-			}
-			total += []int64{-n, n}[i]
-		}
+	less, err := countAll(dense, count)
+	if err != nil {
+		return 0, err
 	}
-	return total, nil
+	more, err := countAll(instead, count)
+	return total - less + more, err
 }
 
 // mathCalls counts k's calls of each costly math function
