@@ -49,7 +49,8 @@ model scatters(ids: i64[40], ids2: i64[6, 7], big: i64[50], idd: i64[40, 24], do
     y9 = rows_of<V = 8000>(big, bigx)
     y10 = narrow_histogram(ids32)
     y11 = narrow_histogram<V = 300>(ids8)
-    return y0, y1, y2, y3, y4, y5, y6, y7, y8, y9, y10, y11
+    y12 = per_column<V = 8000>(idd, dout)
+    return y0, y1, y2, y3, y4, y5, y6, y7, y8, y9, y10, y11, y12
 }
 `
 
@@ -58,8 +59,8 @@ model scatters(ids: i64[40], ids2: i64[6, 7], big: i64[50], idd: i64[40, 24], do
 // mode: the index before or after the variable, offset, a guard before
 // it, the term reading the scattered variable (the plan's FLOPs on the
 // host counting only the terms added), an integer sum, an index read
-// per column, a stage after the sum, 8,000 rows (accumulators two or
-// three chunks of columns at a time), and an i32 index (the checker
+// per column, a stage after the sum, 8,000 rows (in three blocks of
+// rows; read per column, in two chunks of columns), and an i32 index (the checker
 // compares it with i32(u)); an output of 3 rows, an index that reads
 // the output's own variable and an i8 index of 300 rows (i8(u) wraps)
 // do not. On a GPU the kernels keep the launch they had without the
@@ -96,8 +97,8 @@ func TestScatterForm(t *testing.T) {
 				t.Errorf("%s: GPU launch %d × %d, sync %v; want 192 × 64, sync", k.Label, k.Grid, k.Block, k.Sync)
 			}
 		}
-		if len(seen) != 12 {
-			t.Errorf("kernels for %d outputs, want 12: %v", len(seen), seen)
+		if len(seen) != 13 {
+			t.Errorf("kernels for %d outputs, want 13: %v", len(seen), seen)
 		}
 		matchInterp(t, "scatters", g, c.Plan, dir, true, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 300) })
 	})

@@ -8,6 +8,7 @@ import (
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
+	"tofuc/codegen/blocking"
 	"tofuc/codegen/kernel"
 	"tofuc/lang"
 	tir "tofuc/lang/ir"
@@ -21,22 +22,23 @@ import (
 // GatherElements'), and a histogram. Element by element, each output
 // element tests every term: O(V·R) per column for V values of u and R
 // terms; a multi-modal model's embedding gradient (1,000 rows, 512
-// tokens, 256 columns) took 174 ms. Here a call computes a range of the
-// output's other variables (its columns): for each term r in order it
-// computes v = g(r) once, and where 0 ≤ v < V adds the term to v's
-// accumulators (the rest of the condition tested per column, as the
-// element-by-element code would at u = v); then it runs the kernel's
-// stages from the accumulators and stores: O(R + V) per column.
+// tokens, 256 columns) took 174 ms. Here an item computes a block of
+// the output: rows (values of u) by a chunk of the output's other
+// variables (its columns, flat; scatter.blocks). For each term r in
+// order it computes v = g(r) once, and where v is one of the block's
+// rows adds the term to v's accumulators (the rest of the condition
+// tested per column, as the element-by-element code would at u = v);
+// then it runs the kernel's stages from the accumulators and stores:
+// O(R + V) per column where the block holds every row.
 //
 // Each output element's terms are added in the order of r, in the
 // accumulator's domain (double in the exact mode), as one element's sum
 // would add them; the skipped terms are the zeros the select gives. The
-// accumulators, V a column, are scratch memory: a chunk of columns at a
-// time, at least a cache line of them (stores of whole lines to the
-// output), more while they fit in scatterScratch bytes; only the rows a
-// term reaches are zeroed and read (accumulators.touched).
-// Where even one chunk would take more than maxScatterScratch, the form
-// does not apply. The GPU computes the kernel as it would without this form
+// accumulators, a block's, are scratch memory: at least a cache line of
+// columns (stores of whole lines to the output), more while they fit in
+// scatterScratch bytes; only the rows a term reaches are zeroed and read
+// (accumulators.touched). Where even a chunk of every row would take
+// more than maxScatterScratch, the form does not apply. The GPU computes the kernel as it would without this form
 // (gpuForm: blocks or threads).
 type scatterForm struct{}
 
@@ -60,14 +62,12 @@ func gpuForm(k *kernel.Kernel, p precision.Mode) Form {
 	return threadsForm{}
 }
 
-// HostRange: the columns (the output's other variables, flat), a grain
-// of at least scatterWork terms and stores, and at least a chunk's
-// fewest columns (so that two threads share a line of the output at
-// most where their columns meet).
+// HostRange: the blocks (scatter.blocks), a grain of at least
+// scatterWork terms and stores.
 func (scatterForm) HostRange(k *kernel.Kernel) (items, grain int64) {
 	sc, _ := scatterOf(k)
-	perColumn := sc.terms() + extent(sc.u)
-	return sc.width(), max(minScatterChunk, scatterWork/perColumn)
+	b := sc.blocks(8)
+	return b.items(), max(1, scatterWork/(sc.terms()+b.rows*b.cols))
 }
 
 // scatterWork is the least work (terms added, values stored) a host
@@ -75,27 +75,58 @@ func (scatterForm) HostRange(k *kernel.Kernel) (items, grain int64) {
 const scatterWork = 1 << 14
 
 // scatterScratch is what a call's accumulators may take, in bytes,
-// beyond a chunk of minScatterChunk columns; maxScatterScratch bounds
-// that chunk (a vocabulary of millions of rows: the form does not
+// beyond a block of minScatterChunk columns; maxScatterScratch bounds
+// that block (a vocabulary of millions of rows: the form does not
 // apply).
 const (
 	scatterScratch    = 1 << 20
 	maxScatterScratch = 1 << 28
 )
 
-// minScatterChunk is the fewest columns a chunk holds (where there are
+// minScatterChunk is the fewest columns a block holds (where there are
 // as many): a cache line of f32 outputs. A chunk of one or two columns
 // wrote each of the output's lines 8 to 16 times: 200,000 rows of 512
 // columns took 2.7 s, against 0.2 s element by element.
 const minScatterChunk = CacheLine / 4
 
-// chunk is how many columns a call accumulates at a time, in
-// accumulators of accBytes bytes. (Chunks of every column, where the
-// rows the terms reach fit in 1 MiB, were no faster on DLRM's
-// embedding gradients: 6.9–7.0 against 5.1–6.3 ms.)
-func (sc scatter) chunk(accBytes int64) int64 {
-	values := extent(sc.u)
-	return min(sc.width(), max(minScatterChunk, scatterScratch/(values*accBytes)))
+// minScatterRows is the fewest rows a block of rows holds.
+const minScatterRows = 256
+
+// scatterBlocks is how a scatter kernel's output is split into blocks of
+// rows (values of u) by columns, each an item of its host range: rows ×
+// cols accumulators at a time, rowBlocks × colChunks blocks, the column
+// chunk innermost.
+type scatterBlocks struct {
+	rows, cols, rowBlocks, colChunks int64
+}
+
+func (b scatterBlocks) items() int64 { return b.rowBlocks * b.colChunks }
+
+// blocks is the split of sc's output for accumulators of accBytes bytes
+// (8 where HostRange asks, which must not depend on the precision mode:
+// a block of f32 accumulators is then half its budget). Every row in
+// one block where a column chunk of them all fits the scratch; else,
+// where the index is computed once a term, blocks of rows of every
+// column that fit it (the output written row after row: DLRM's
+// gradient of 100,000 rows of 64 columns took 4.4–5.0 ms in chunks of
+// 16 columns, each row's line a quarter of the way through its
+// neighbours', and 1.6 in blocks of 2,048 whole rows), as long as
+// computing every term's index once a block costs at most an eighth of
+// the stores; else chunks of columns of every row.
+func (sc scatter) blocks(accBytes int64) scatterBlocks {
+	values, width := extent(sc.u), sc.width()
+	b := scatterBlocks{rows: values, cols: min(width, max(minScatterChunk, scatterScratch/(values*accBytes)))}
+	if b.cols < width && !sc.perColumn {
+		byRows := scatterBlocks{cols: min(width, max(minScatterChunk, scatterScratch/(minScatterRows*accBytes)))}
+		byRows.rows = min(values, max(minScatterRows, scatterScratch/(byRows.cols*accBytes)))
+		byRows.rowBlocks = blocking.CeilDiv(values, byRows.rows)
+		if 8*byRows.rowBlocks*sc.terms() <= values*width {
+			b = byRows
+		}
+	}
+	b.rowBlocks = max(1, blocking.CeilDiv(values, b.rows))
+	b.colChunks = max(1, blocking.CeilDiv(width, b.cols))
+	return b
 }
 
 func (scatterForm) GPU(f *Func) { gpuForm(f.f.k, f.f.m.Precision).GPU(f) }
@@ -268,25 +299,36 @@ func (sc scatter) terms() int64 { return tir.Extent(sc.sum.Vars) }
 // extents.
 func (sc scatter) width() int64 { return tir.Extent(sc.columns) }
 
-// accumulators are a chunk's sums: chunk of type t a row (row v at
-// v·chunk, its first count in use), and a byte a row that says whether
-// a term has reached it, so that only those rows are zeroed and read
-// (an embedding table of 100,000 rows gets at most a row per token).
+// accumulators are a block's sums: chunk of type t a row (row v at
+// (v-first)·chunk, its first count in use, for rows [first,
+// first+rows)), and a byte a row that says whether a term has reached
+// it, so that only those rows are zeroed and read (an embedding table
+// of 100,000 rows gets at most a row per token).
 type accumulators struct {
-	sums, touched value.Value
-	t             types.Type
-	chunk         int64
-	count         value.Value
+	sums, touched      value.Value
+	t                  types.Type
+	chunk              int64
+	first, rows, count value.Value
 }
 
 // at is the address of row v's accumulator for column j of the chunk.
 func (a *accumulators) at(f *fn, v, j value.Value) value.Value {
-	return f.b.NewGetElementPtr(a.t, a.sums, f.b.NewAdd(f.b.NewMul(v, i64(a.chunk)), j))
+	return f.b.NewGetElementPtr(a.t, a.sums, f.b.NewAdd(f.b.NewMul(f.b.NewSub(v, a.first), i64(a.chunk)), j))
+}
+
+// holds is whether row v is one of the block's, as an i1.
+func (a *accumulators) holds(f *fn, v value.Value) value.Value {
+	return f.b.NewAnd(f.b.NewICmp(enum.IPredSGE, v, a.first), f.b.NewICmp(enum.IPredSLT, v, f.b.NewAdd(a.first, a.rows)))
+}
+
+// touchedAt is the address of row v's byte.
+func (a *accumulators) touchedAt(f *fn, v value.Value) value.Value {
+	return f.b.NewGetElementPtr(types.I8, a.touched, f.b.NewSub(v, a.first))
 }
 
 // isTouched is whether a term has reached row v, as an i1.
 func (a *accumulators) isTouched(f *fn, v value.Value) value.Value {
-	return f.b.NewICmp(enum.IPredNE, f.b.NewLoad(types.I8, f.b.NewGetElementPtr(types.I8, a.touched, v)), constant.NewInt(types.I8, 0))
+	return f.b.NewICmp(enum.IPredNE, f.b.NewLoad(types.I8, a.touchedAt(f, v)), constant.NewInt(types.I8, 0))
 }
 
 // touch zeroes row v's accumulators the first time a term reaches it.
@@ -295,20 +337,22 @@ func (f *fn) touch(a *accumulators, sum *tir.Reduce, v value.Value) {
 		f.vectorLoop(i64(0), a.count, func(j value.Value) {
 			f.b.NewStore(f.identity(tir.Sum, sum.T), a.at(f, v, j))
 		})
-		f.b.NewStore(constant.NewInt(types.I8, 1), f.b.NewGetElementPtr(types.I8, a.touched, v))
+		f.b.NewStore(constant.NewInt(types.I8, 1), a.touchedAt(f, v))
 	})
 }
 
-// scatterHost computes columns [begin, end), chunk columns at a time.
+// scatterHost computes blocks [begin, end) (scatter.blocks).
 func (f *fn) scatterHost(sc scatter, begin, end value.Value) {
 	t := f.m.domain(sc.sum.T)
-	values := extent(sc.u)
-	chunk := sc.chunk(accBytes(t))
-	a := &accumulators{t: t, chunk: chunk, sums: f.scratch(values*chunk*accBytes(t), t), touched: f.scratch(values, types.I8)}
-	f.loop(begin, end, i64(chunk), func(first value.Value) {
-		a.count = f.smin(i64(chunk), f.b.NewSub(end, first))
-		f.vectorLoop(i64(0), i64(values), func(v value.Value) {
-			f.b.NewStore(constant.NewInt(types.I8, 0), f.b.NewGetElementPtr(types.I8, a.touched, v))
+	b := sc.blocks(8)
+	a := &accumulators{t: t, chunk: b.cols, sums: f.scratch(b.rows*b.cols*accBytes(t), t), touched: f.scratch(b.rows, types.I8)}
+	f.loop(begin, end, i64(1), func(item value.Value) {
+		a.first = f.b.NewMul(f.b.NewUDiv(item, i64(b.colChunks)), i64(b.rows))
+		a.rows = f.smin(i64(b.rows), f.b.NewSub(i64(extent(sc.u)), a.first))
+		first := f.b.NewMul(f.b.NewURem(item, i64(b.colChunks)), i64(b.cols))
+		a.count = f.smin(i64(b.cols), f.b.NewSub(i64(sc.width()), first))
+		f.vectorLoop(i64(0), a.rows, func(r value.Value) {
+			f.b.NewStore(constant.NewInt(types.I8, 0), f.b.NewGetElementPtr(types.I8, a.touched, r))
 		})
 		f.scatterTerms(sc, a, first)
 		f.scatterStore(sc, a, first)
@@ -330,7 +374,7 @@ func accBytes(t types.Type) int64 {
 // the accumulator of its value v = g and each column of [first,
 // first+count) whose condition holds there at u = v (the guards and the
 // equation hold; the conjuncts after it are tested at u = v, as &&
-// tests them): accumulator v·chunk + j for column first + j.
+// tests them): accumulator (v-a.first)·chunk + j for column first + j.
 func (f *fn) scatterTerms(sc scatter, a *accumulators, first value.Value) {
 	columns := func(body func(j value.Value)) {
 		f.loop(i64(0), a.count, i64(1), func(j value.Value) {
@@ -339,12 +383,12 @@ func (f *fn) scatterTerms(sc scatter, a *accumulators, first value.Value) {
 		})
 	}
 	// index runs body with u bound to v = g where the guards hold and v
-	// is in range, row v's accumulators zeroed if no term reached them
+	// is one of the block's rows (in range), row v's accumulators zeroed if no term reached them
 	// before.
 	index := func(body func(v value.Value)) {
 		f.whenAll(sc.guards, func() {
 			v := f.expr(sc.g)
-			f.ifThen(f.b.NewAnd(f.b.NewICmp(enum.IPredSGE, v, i64(0)), f.b.NewICmp(enum.IPredSLT, v, i64(extent(sc.u)))), func() {
+			f.ifThen(a.holds(f, v), func() {
 				f.vars[sc.u] = v
 				f.touch(a, sc.sum, v)
 				body(v)
@@ -394,11 +438,11 @@ func (f *fn) holds(e tir.Expr) value.Value {
 	return f.b.NewICmp(enum.IPredNE, f.truth(f.expr(e), e.Type()), i64(0))
 }
 
-// scatterStore runs the kernel's stages at every output element of
-// columns [first, first+count), its sum read from the accumulators, and
+// scatterStore runs the kernel's stages at every output element of the
+// block's rows and columns [first, first+count), its sum read from the accumulators, and
 // stores them.
 func (f *fn) scatterStore(sc scatter, a *accumulators, first value.Value) {
-	f.loop(i64(0), i64(extent(sc.u)), i64(1), func(v value.Value) {
+	f.loop(a.first, f.b.NewAdd(a.first, a.rows), i64(1), func(v value.Value) {
 		// A row no term reached stores its stages at the sum's identity,
 		// its accumulators never written.
 		row := func(sum func(j value.Value) value.Value) func() {

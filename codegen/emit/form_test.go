@@ -5,6 +5,8 @@ import (
 
 	"tofuc/codegen/blocking"
 	"tofuc/codegen/kernel"
+	"tofuc/lang"
+	tir "tofuc/lang/ir"
 	"tofuc/lang/precision"
 )
 
@@ -58,6 +60,39 @@ func TestMMALayout(t *testing.T) {
 		wm, wn, ok := mmaLayout(tc.tile, tc.depth)
 		if wm != tc.wm || wn != tc.wn || ok != tc.ok {
 			t.Errorf("%+v, depth %d: %d × %d, %v; want %d × %d, %v", tc.tile, tc.depth, wm, wn, ok, tc.wm, tc.wn, tc.ok)
+		}
+	}
+}
+
+// TestScatterBlocks: a scatter kernel's output is one block of rows
+// where a chunk of columns of every row fits the scratch, blocks of
+// whole rows where it does not and its index is computed once a term
+// (unless computing it once a block costs more than an eighth of the
+// stores), and chunks of columns of every row where it is read per
+// column.
+func TestScatterBlocks(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		values, width, terms int64
+		perColumn            bool
+		want                 scatterBlocks
+	}{
+		{"small table", 100, 512, 512, false, scatterBlocks{rows: 100, cols: 512, rowBlocks: 1, colChunks: 1}},
+		{"table of 1,000 rows", 1000, 512, 512, false, scatterBlocks{rows: 256, cols: 512, rowBlocks: 4, colChunks: 1}},
+		{"table of 1,000 rows, index per column", 1000, 512, 512, true, scatterBlocks{rows: 1000, cols: 131, rowBlocks: 1, colChunks: 4}},
+		{"large table", 100000, 64, 64, false, scatterBlocks{rows: 2048, cols: 64, rowBlocks: 49, colChunks: 1}},
+		{"large table, wide rows", 100000, 1024, 64, false, scatterBlocks{rows: 256, cols: 512, rowBlocks: 391, colChunks: 2}},
+		{"large table, many terms", 100000, 64, 1 << 20, false, scatterBlocks{rows: 100000, cols: 16, rowBlocks: 1, colChunks: 4}},
+		{"large table, index per column", 100000, 64, 64, true, scatterBlocks{rows: 100000, cols: 16, rowBlocks: 1, colChunks: 4}},
+	} {
+		sc := scatter{
+			u:         &tir.Var{Name: "u", Extent: lang.Const(tc.values)},
+			sum:       &tir.Reduce{Vars: []*tir.Var{{Name: "i", Extent: lang.Const(tc.terms)}}},
+			columns:   []*tir.Var{{Name: "d", Extent: lang.Const(tc.width)}},
+			perColumn: tc.perColumn,
+		}
+		if got := sc.blocks(8); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
 }
