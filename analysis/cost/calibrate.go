@@ -214,8 +214,8 @@ type Calibration struct {
 //   - StepSeconds: the smaller of the tiny models' runs beyond their
 //     kernels (the runtime's fixed cost per step);
 //   - PeakFLOPS and ContractionHalfFLOPs: Hockney's r∞ and f½ fitted to
-//     the reference contractions' kernels beyond their launch
-//     (FitHalfPerformance);
+//     the reference contractions' kernels beyond their launch and their
+//     serial bytes (FitHalfPerformance; ContractionShape.SerialBytes);
 //   - IOBandwidth: the copy model's input over the rest of its run
 //     beyond its kernel and the fixed cost.
 func Calibrate(d *TopologyDevice, c Calibration) error {
@@ -266,8 +266,8 @@ func Calibrate(d *TopologyDevice, c Calibration) error {
 	d.StepSeconds = min(max(0, tinyAdd.Median-tinyAdd.Kernels), max(0, tinyMatmul.Median-tinyMatmul.Kernels))
 	refs := append([]*measured{tinyMatmul}, ms[4:]...)
 	// Each reference is one contraction kernel (its epilogue fused):
-	// its compute is its kernel's time beyond the launch, for its FLOPs
-	// padded to the host micro-kernel's tiles.
+	// its compute is its kernel's time beyond the launch and its serial
+	// bytes, for its FLOPs padded to the host micro-kernel's tiles.
 	d.ContractionTile, d.ContractionNarrowCols = c.Tile, c.NarrowCols
 	var flops, seconds []float64
 	padding := make([]int64, len(refs))
@@ -277,7 +277,7 @@ func Calibrate(d *TopologyDevice, c Calibration) error {
 		}
 		padding[i] = m.est.Kernels[0].Contraction.Padding(d.ContractionTile[0], d.ContractionTile[1], d.ContractionNarrowCols)
 		flops = append(flops, float64(m.est.FLOPs+padding[i]))
-		seconds = append(seconds, m.computeSeconds(d.LaunchSeconds))
+		seconds = append(seconds, m.computeSeconds(d.LaunchSeconds, d.MemoryBandwidth))
 	}
 	var err error
 	if d.PeakFLOPS, d.ContractionHalfFLOPs, err = FitHalfPerformance(flops, seconds); err != nil {
@@ -286,7 +286,7 @@ func Calibrate(d *TopologyDevice, c Calibration) error {
 	dev := Device{PeakFLOPS: d.PeakFLOPS, HalfFLOPs: d.ContractionHalfFLOPs}
 	for i, m := range refs {
 		if c.Log != nil {
-			fmt.Fprintf(c.Log, "calibrate: %-10s %8.2f MFLOP (%7.2f padded) in %8.3f ms (%6.1f GFLOP/s), model %8.3f ms\n",
+			fmt.Fprintf(c.Log, "calibrate: %-10s %8.2f MFLOP (%7.2f padded) computed in %8.3f ms (%6.1f GFLOP/s), model %8.3f ms\n",
 				m.name, float64(m.est.FLOPs)/1e6, flops[i]/1e6, seconds[i]*1e3, float64(m.est.FLOPs)/seconds[i]/1e9, dev.ComputeSeconds(m.est.FLOPs, padding[i], 1)*1e3)
 		}
 	}
@@ -381,8 +381,10 @@ type measured struct {
 }
 
 // computeSeconds is a reference contraction's kernel time beyond its
-// launch, at least a hundredth of the kernel's time (a kernel lost in
-// the noise of the launch counts as that).
-func (m *measured) computeSeconds(launch float64) float64 {
-	return max(m.Kernels/100, m.Kernels-launch*float64(max(1, m.est.Launches)))
+// launch and its serial bytes at bandwidth (ContractionShape.SerialBytes),
+// at least a hundredth of the kernel's time (a kernel lost in the noise
+// of the launch counts as that).
+func (m *measured) computeSeconds(launch, bandwidth float64) float64 {
+	serial := float64(m.est.Kernels[0].Contraction.SerialBytes()) / bandwidth
+	return max(m.Kernels/100, m.Kernels-launch*float64(max(1, m.est.Launches))-serial)
 }

@@ -11,9 +11,50 @@ import (
 // weights alone (the host packs it once, with them), else the side with
 // fewer elements; the host's micro-kernel computes whole tiles of rows
 // × columns, so a side that is no multiple of the tile is padded.
+// RowsPacked and ColsPacked say that a side's factor is packed with the
+// weights, once, not at each launch.
 type ContractionShape struct {
 	Batch, Rows, Cols, Depth int64
+	RowsPacked, ColsPacked   bool
 }
+
+// Packed is the floats a launch of the shape packs: each factor not
+// packed with the weights, once (the host packs a row side's strips
+// again for each chunk of columns a task takes, which this leaves out).
+func (c ContractionShape) Packed() int64 {
+	var side int64
+	if !c.RowsPacked {
+		side += c.Rows
+	}
+	if !c.ColsPacked {
+		side += c.Cols
+	}
+	return c.Batch * c.Depth * side
+}
+
+// SerialBytes is the memory traffic of a launch of the shape that its
+// multiplications do not hide: the host's GEMM packs a block of a
+// factor, then multiplies it, then writes the block's outputs, each
+// task in turn on its own thread, so that reading what it packs (a
+// float of 4 bytes each, Packed; the packed copy stays in cache) and
+// writing its outputs (4 bytes each, and the line read first) are
+// passes of their own, where the reads of the factor packed with the
+// weights stream beside the FMAs. On two threads a linear layer's
+// product of 32 rows by 1,000 × 1,000 weights took 0.84 ms packing them
+// at each launch against 0.56 ms packed once, and the weight gradients
+// of a training step, 32 products for each of 1 to 4 million outputs,
+// ran 0.3 ns an output beyond their FLOPs at the peak.
+func (c ContractionShape) SerialBytes() int64 {
+	return packedFloatBytes*c.Packed() + outputBytes*c.Batch*c.Rows*c.Cols
+}
+
+// packedFloatBytes is what packing reads of a float (an f32), and
+// outputBytes what a contraction's output element moves (an f32
+// written, its line read before).
+const (
+	packedFloatBytes = 4
+	outputBytes      = 8
+)
 
 // Padding is the FLOPs that micro-tiles of tileRows × tileCols add to
 // the shape's multiply-adds (two FLOPs each): those of the rows and
@@ -86,8 +127,12 @@ func (f factor) onWeights(weight func(*ir.Tensor) bool) bool {
 // shape is the contraction's shape with the factor on weights as rows.
 func (c contraction) shape(weight func(*ir.Tensor) bool) ContractionShape {
 	s := c.ContractionShape
-	if !c.rows.onWeights(weight) && c.cols.onWeights(weight) {
+	switch {
+	case c.rows.onWeights(weight):
+		s.RowsPacked = true
+	case c.cols.onWeights(weight):
 		s.Rows, s.Cols = s.Cols, s.Rows
+		s.RowsPacked = true
 	}
 	return s
 }

@@ -89,7 +89,13 @@ func TestContractionRate(t *testing.T) {
 			t.Fatalf("batch %d: %+v, want one contraction kernel with no padding", batch, e.Kernels)
 		}
 		f := float64(e.FLOPs)
-		rate := f / (e.Time - dev.Launch)
+		// Beyond its compute, the serial bytes: the batch's factor
+		// packed (the weights were, with them) and the outputs.
+		c := e.Kernels[0].Contraction
+		if want := int64(4*batch*512 + 8*batch*256); c.SerialBytes() != want {
+			t.Errorf("batch %d: %d serial bytes, want %d", batch, c.SerialBytes(), want)
+		}
+		rate := f / (e.Time - dev.Launch - float64(c.SerialBytes())/dev.Bandwidth)
 		if want := dev.PeakFLOPS * f / (f + dev.HalfFLOPs); math.Abs(rate/want-1) > 1e-9 {
 			t.Errorf("batch %d: %g FLOP/s, want r∞·f/(f+f½) = %g", batch, rate, want)
 		}
@@ -106,13 +112,13 @@ func TestContractionRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := e.Kernels[0]
-	if want := (cost.ContractionShape{Batch: 1, Rows: 256, Cols: 40, Depth: 512}); k.Contraction == nil || *k.Contraction != want {
+	if want := (cost.ContractionShape{Batch: 1, Rows: 256, Cols: 40, Depth: 512, RowsPacked: true}); k.Contraction == nil || *k.Contraction != want {
 		t.Fatalf("shape %+v, want %+v", k.Contraction, want)
 	}
 	if want := int64(2 * 512 * 256 * (64 - 40)); k.Padding != want {
 		t.Errorf("padding %d FLOPs, want %d", k.Padding, want)
 	}
-	if want := (float64(k.FLOPs+k.Padding)+dev.HalfFLOPs)/dev.PeakFLOPS + dev.Launch; math.Abs(k.Time-want) > 1e-15 {
+	if want := (float64(k.FLOPs+k.Padding)+dev.HalfFLOPs)/dev.PeakFLOPS + float64(4*40*512+8*40*256)/dev.Bandwidth + dev.Launch; math.Abs(k.Time-want) > 1e-15 {
 		t.Errorf("time %g, want %g", k.Time, want)
 	}
 	// At batch 1 the one column is padded to a tile, unless the device
@@ -167,7 +173,10 @@ func TestChainedHalfPerformance(t *testing.T) {
 		if e.Launches != n || len(e.Kernels) != 2 {
 			t.Fatalf("chained launches %v: %d launches of %d kernels, want %d of 2", chained, e.Launches, len(e.Kernels), n)
 		}
-		if want := (float64(e.FLOPs)+float64(n)*dev.HalfFLOPs)/dev.PeakFLOPS + float64(n)*dev.Launch; math.Abs(e.Time/want-1) > 1e-12 {
+		// Each product packs both factors (inputs) and writes its
+		// outputs, chained or not.
+		serial := float64(4*(64*100+100*200+64*200+200*50)+8*(64*200+64*50)) / dev.Bandwidth
+		if want := (float64(e.FLOPs)+float64(n)*dev.HalfFLOPs)/dev.PeakFLOPS + serial + float64(n)*dev.Launch; math.Abs(e.Time/want-1) > 1e-12 {
 			t.Errorf("chained launches %v: %g s, want %g (%d f½, %d launches)", chained, e.Time, want, n, n)
 		}
 	}
@@ -182,12 +191,12 @@ func TestContractionOf(t *testing.T) {
 		want *cost.ContractionShape
 	}{
 		// The weights' side (256) is the rows though the batch (64)
-		// is smaller.
-		{linearModel(64, 784, 256), &cost.ContractionShape{Batch: 1, Rows: 256, Cols: 64, Depth: 784}},
+		// is smaller, packed with the weights.
+		{linearModel(64, 784, 256), &cost.ContractionShape{Batch: 1, Rows: 256, Cols: 64, Depth: 784, RowsPacked: true}},
 		// Two inputs: the smaller side.
 		{"model m(a: f32[48, 100], b: f32[100, 20]) {\n    return matmul(a, b)\n}\n", &cost.ContractionShape{Batch: 1, Rows: 20, Cols: 48, Depth: 100}},
 		// A convolution: rows the output channels, columns the image.
-		{"model m(x: f32[1, 16, 10, 10]) {\n    w = param f32[24, 16, 3, 3]\n    return conv2d<pads = [1, 1, 1, 1]>(x, w)\n}\n", &cost.ContractionShape{Batch: 1, Rows: 24, Cols: 100, Depth: 144}},
+		{"model m(x: f32[1, 16, 10, 10]) {\n    w = param f32[24, 16, 3, 3]\n    return conv2d<pads = [1, 1, 1, 1]>(x, w)\n}\n", &cost.ContractionShape{Batch: 1, Rows: 24, Cols: 100, Depth: 144, RowsPacked: true}},
 		{"model m(a: f32[64, 32]) {\n    return reduce_sum<axes = [1]>(a * a)\n}\n", nil},
 		{"model m(a: f32[64, 32]) {\n    return reduce_sum<axes = [1]>(a)\n}\n", nil},
 	} {
@@ -255,8 +264,9 @@ func TestTopologyContractionFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 40 columns padded to 64, and f½.
-	if want := sim.Seconds + (2*512*256*24+2e6)/1e11; math.Abs(slower.Seconds-want) > 1e-12 {
+	// 40 columns padded to 64, and f½; the serial bytes (the batch's
+	// 40 × 512 floats packed, 40 × 256 outputs) besides.
+	if want := sim.Seconds + (2*512*256*24+2e6)/1e11 + float64(4*40*512+8*40*256)/1e10; math.Abs(slower.Seconds-want) > 1e-12 {
 		t.Errorf("with the fields: %g s, want %g s", slower.Seconds, want)
 	}
 	for _, bad := range []string{`"contraction_half_flops": -1`, `"contraction_tile": [8]`, `"contraction_tile": [0, 32]`, `"contraction_narrow_cols": -1`} {
@@ -270,5 +280,27 @@ func TestTopologyContractionFields(t *testing.T) {
 				t.Errorf("%s: a GPU profile with the host's contraction fields", name)
 			}
 		}
+	}
+}
+
+// TestSerialBytes: a contraction's serial bytes are 4 a float of each
+// factor it packs at the launch (not one packed with the weights) and 8
+// an output, for every batch index.
+func TestSerialBytes(t *testing.T) {
+	for _, c := range []struct {
+		shape cost.ContractionShape
+		want  int64
+	}{
+		{cost.ContractionShape{Batch: 1, Rows: 32, Cols: 1000, Depth: 1000}, 4*1000*(32+1000) + 8*32*1000},
+		{cost.ContractionShape{Batch: 1, Rows: 1000, Cols: 32, Depth: 1000, RowsPacked: true}, 4*1000*32 + 8*32*1000},
+		{cost.ContractionShape{Batch: 3, Rows: 8, Cols: 16, Depth: 5, ColsPacked: true}, 3 * (4*5*8 + 8*8*16)},
+	} {
+		if got := c.shape.SerialBytes(); got != c.want {
+			t.Errorf("%+v: %d serial bytes, want %d", c.shape, got, c.want)
+		}
+	}
+	// A GPU profile (no contraction model) hides them behind the FLOPs.
+	if got, want := cost.H100.Seconds(1e-3, 1, 1e12), 1e-3; got != want {
+		t.Errorf("on an H100: %g s, want %g", got, want)
 	}
 }

@@ -208,9 +208,11 @@ func KernelSeconds(kn *plan.Kernel, mode precision.Mode, t *Topology, d int) flo
 	if !kn.OnHost() || kn.HostRange == 0 {
 		return 0
 	}
-	var padding int64
+	var padding, serial int64
 	for _, g := range kn.GEMMs {
-		padding += ContractionShape{Batch: g.Batch, Rows: g.Rows, Cols: g.Cols, Depth: g.Depth}.Padding(dev.TileRows, dev.TileCols, dev.NarrowCols)
+		c := ContractionShape{Batch: g.Batch, Rows: g.Rows, Cols: g.Cols, Depth: g.Depth, RowsPacked: g.RowsPacked, ColsPacked: g.ColsPacked}
+		padding += c.Padding(dev.TileRows, dev.TileCols, dev.NarrowCols)
+		serial += c.SerialBytes()
 	}
 	contractions := min(len(kn.GEMMs), 1) // a chained pair pays f½ once
 	flops := kn.FLOPs
@@ -218,7 +220,7 @@ func KernelSeconds(kn *plan.Kernel, mode precision.Mode, t *Topology, d int) flo
 		flops = kn.HostFLOPs // the host's form computes less
 	}
 	compute := dev.ComputeSeconds(flops, padding, contractions) + mathSeconds(kn, t.Devices[d].MathSeconds[mathModeKey(mode)])
-	return max(compute, float64(kn.Bytes)/dev.Bandwidth) + dev.Launch
+	return dev.Seconds(compute, kn.Bytes, serial) + dev.Launch
 }
 
 // mathSeconds is what kn's costly math calls cost beyond the operation

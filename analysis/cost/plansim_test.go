@@ -29,7 +29,8 @@ func twoLaunches(kernels ...plan.Kernel) *plan.Plan {
 // devices' independent launches take their sum (they share the threads;
 // without HostProcess they overlap), the host's kernels are priced (a
 // GPU-only one is not, a host-only chain is) and a packed product pays
-// its padding to whole tiles and f½ once per launch.
+// its padding to whole tiles and f½ once per launch, and its serial
+// bytes (ContractionShape.SerialBytes) besides.
 func TestSimulatePlanHostProcess(t *testing.T) {
 	// 64 × 30 outputs of depth 100: columns padded to 32, rows whole.
 	gemm := plan.Kernel{Kind: "contraction", Grid: 1, HostRange: 1, FLOPs: 2 * 64 * 30 * 100, Bytes: 4 * (64*100 + 30*100 + 64*30),
@@ -40,9 +41,12 @@ func TestSimulatePlanHostProcess(t *testing.T) {
 	p := twoLaunches(gemm, gpuOnly, chain)
 	host := &Topology{Name: "host", Devices: []TopologyDevice{hostDevice, hostDevice}, HostProcess: true}
 
+	// The longer of compute and bytes, then the serial bytes: both
+	// factors packed (4 bytes a float) and the outputs written (8
+	// bytes each); the chain's two GEMMs each.
 	gemmSeconds := (float64(gemm.FLOPs) + 2*100*64*2 + 1e6) / 100e9
-	gemmSeconds = max(gemmSeconds, float64(gemm.Bytes)/20e9) + 1e-6
-	chainSeconds := (float64(chain.FLOPs)+1e6)/100e9 + 1e-6 // narrow: no padding; f½ once
+	gemmSeconds = max(gemmSeconds, float64(gemm.Bytes)/20e9) + float64(4*100*(64+30)+8*64*30)/20e9 + 1e-6
+	chainSeconds := (float64(chain.FLOPs)+1e6)/100e9 + float64(2*(4*10*(8+4)+8*8*4))/20e9 + 1e-6 // narrow: no padding; f½ once
 	for i, want := range []float64{gemmSeconds, 0, chainSeconds} {
 		if got := KernelSeconds(&p.Kernels[i], p.Precision, host, 0); math.Abs(got-want) > 1e-15 {
 			t.Errorf("kernel %d: %g s on the host, want %g", i, got, want)

@@ -35,6 +35,19 @@ type Device struct {
 	ChainedLaunches bool
 }
 
+// Seconds is the time on d of a kernel of compute seconds
+// (ComputeSeconds) that reads and writes bytes of memory: the longer of
+// the two; on a device of the contraction model (HalfFLOPs positive,
+// the host), serial bytes besides, its contractions' traffic between
+// their multiplications (ContractionShape.SerialBytes).
+func (d Device) Seconds(compute float64, bytes, serial int64) float64 {
+	t := max(compute, float64(bytes)/d.Bandwidth)
+	if d.HalfFLOPs > 0 {
+		t += float64(serial) / d.Bandwidth
+	}
+	return t
+}
+
 // ComputeSeconds is the compute time on d of a kernel of flops FLOPs,
 // of which contractions are contraction kernels, whose FLOPs padded to
 // whole micro-tiles are flops plus padding (ContractionShape.Padding):
@@ -247,11 +260,13 @@ func estimateKernel(s *schedule.Schedule, k int, d Device, weights map[*ir.Value
 		}
 	}
 	contractions := 0
+	var serial int64
 	if f, ok := memo.contraction(kern.Def); ok {
 		c := f.shape(tensorWeight(root, weights))
 		contractions = 1
 		ke.Contraction = &c
 		ke.Padding = c.Padding(d.TileRows, d.TileCols, d.NarrowCols)
+		serial = c.SerialBytes()
 	}
 	launch := d.Launch
 	switch {
@@ -263,7 +278,7 @@ func estimateKernel(s *schedule.Schedule, k int, d Device, weights map[*ir.Value
 	case before != nil && memo.isContraction(before.Def):
 		contractions = 1
 	}
-	ke.Time = max(d.ComputeSeconds(ke.FLOPs, ke.Padding, contractions), float64(ke.Bytes)/d.Bandwidth) + launch
+	ke.Time = d.Seconds(d.ComputeSeconds(ke.FLOPs, ke.Padding, contractions), ke.Bytes, serial) + launch
 	return ke, nil
 }
 

@@ -178,11 +178,11 @@ func newTaskGraph(g *Graph) *taskGraph {
 	return tg
 }
 
-// KernelSeconds is the roofline time of the view's kernels on d: the longer
-// of its FLOPs at the peak (with the padding and the half-performance
-// size of each contraction it launches, Device.ComputeSeconds) and its
-// inputs' and outputs' bytes at the memory bandwidth, plus a launch
-// overhead per kernel.
+// KernelSeconds is the roofline time of the view's kernels on d
+// (Device.Seconds: its FLOPs at the peak, with the padding and the
+// half-performance size of each contraction it launches, its inputs'
+// and outputs' bytes at the memory bandwidth, and its contractions'
+// serial bytes), plus a launch overhead per kernel.
 func (v *View) KernelSeconds(d Device) (float64, error) {
 	v.kernelOnce.Do(func() {
 		inst := v.Inst
@@ -202,11 +202,12 @@ func (v *View) KernelSeconds(d Device) (float64, error) {
 		}
 	})
 	k := v.kernel
-	padding := int64(0)
+	var padding, serial int64
 	for _, c := range k.contractions {
 		padding += c.Padding(d.TileRows, d.TileCols, d.NarrowCols)
+		serial += c.SerialBytes()
 	}
-	return max(d.ComputeSeconds(k.flops, padding, len(k.contractions)), float64(k.bytes)/d.Bandwidth) + float64(k.launches)*d.Launch, k.err
+	return d.Seconds(d.ComputeSeconds(k.flops, padding, len(k.contractions)), k.bytes, serial) + float64(k.launches)*d.Launch, k.err
 }
 
 // kernelSize is what the roofline reads of a view.

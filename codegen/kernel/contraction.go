@@ -55,7 +55,7 @@ func (g *GEMM) PackedFactor() ir.Expr {
 // Shape is g's extents as the plan records them (plan.GEMM): A's side
 // as rows, B's as columns.
 func (g *GEMM) Shape() plan.GEMM {
-	return plan.GEMM{Batch: extents(g.Batch), Rows: extents(g.Rows), Cols: extents(g.Cols), Depth: extents(g.K)}
+	return plan.GEMM{Batch: extents(g.Batch), Rows: extents(g.Rows), Cols: extents(g.Cols), Depth: extents(g.K), RowsPacked: g.PackedA != nil, ColsPacked: g.BPacked}
 }
 
 // extents is the product of vars' constant extents.

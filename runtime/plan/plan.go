@@ -163,6 +163,10 @@ type GEMM struct {
 	Rows  int64 `json:"rows"`
 	Cols  int64 `json:"cols"`
 	Depth int64 `json:"depth"`
+	// RowsPacked and ColsPacked say that a side's factor was packed
+	// with the weights, once: the launch reads it packed.
+	RowsPacked bool `json:"rows_packed,omitempty"`
+	ColsPacked bool `json:"cols_packed,omitempty"`
 }
 
 // OnHost reports whether the host runtime runs k's launches: every
