@@ -269,11 +269,11 @@ func (b *builder) kernel(k *kernel.Kernel) (int, error) {
 		}
 		pk.Bytes += n
 	}
-	if pk.FLOPs, err = kernelCount(k, cost.DefFLOPs); err != nil {
+	if pk.FLOPs, err = kernelCount(k, cost.DefFLOPsRecomputing); err != nil {
 		return 0, err
 	}
 	if !k.GPUOnly {
-		hostFLOPs, err := hostCount(k, form, cost.DefFLOPs)
+		hostFLOPs, err := hostCount(k, form, cost.DefFLOPsRecomputing)
 		if err != nil {
 			return 0, err
 		}
@@ -308,23 +308,29 @@ func hostGEMMs(k *kernel.Kernel) []plan.GEMM {
 	return out
 }
 
-// kernelCount is count (cost.DefFLOPs, say) over k's stages and row
-// locals, and the kernel chained before it, less the sum an epilogue
-// reads (a library computed it).
-func kernelCount(k *kernel.Kernel, count func(*ir.Def) (int64, error)) (int64, error) {
+// counter counts something of a Def (cost.DefFLOPsRecomputing, say)
+// whose reads of the tensors recomputed gives a Def for compute them
+// where they read them.
+type counter func(d *ir.Def, recomputed func(*ir.Tensor) *ir.Def) (int64, error)
+
+// kernelCount is count over k's stages and row locals, and the kernel
+// chained before it, less the sum an epilogue reads (a library computed
+// it); reads of its other locals and of its inlined producers count
+// their Defs where they read them (recomputedIn).
+func kernelCount(k *kernel.Kernel, count counter) (int64, error) {
 	defs := k.Stages
 	if k.Rows != nil {
 		for _, l := range k.Rows.Locals {
 			defs = append(defs[:len(defs):len(defs)], l.Def)
 		}
 	}
-	total, err := countAll(defs, count)
+	total, err := countAll(k, defs, count)
 	if err != nil {
 		return 0, err
 	}
 	if in := k.SumIn; in != nil { // an epilogue: a library computed the sum
 		first := k.Stages[0]
-		f, err := count(&ir.Def{Tensor: first.Tensor, Vars: first.Vars, Body: in.Reduce})
+		f, err := count(&ir.Def{Tensor: first.Tensor, Vars: first.Vars, Body: in.Reduce}, recomputedIn(k))
 		if err != nil {
 			return 0, err
 		}
@@ -337,11 +343,11 @@ func kernelCount(k *kernel.Kernel, count func(*ir.Def) (int64, error)) (int64, e
 	return total, nil
 }
 
-// countAll is count summed over defs.
-func countAll(defs []*ir.Def, count func(*ir.Def) (int64, error)) (int64, error) {
+// countAll is count summed over defs, which kernel k computes.
+func countAll(k *kernel.Kernel, defs []*ir.Def, count counter) (int64, error) {
 	var total int64
 	for _, d := range defs {
-		n, err := count(d)
+		n, err := count(d, recomputedIn(k))
 		if err != nil {
 			return 0, err
 		}
@@ -350,21 +356,40 @@ func countAll(defs []*ir.Def, count func(*ir.Def) (int64, error)) (int64, error)
 	return total, nil
 }
 
+// recomputedIn says which tensors kernel k computes where it reads them
+// (kernel.Source's Local): a Def for them, nil for the rest and for its
+// row locals, which it computes once a row (counted as Defs of their
+// own).
+func recomputedIn(k *kernel.Kernel) func(*ir.Tensor) *ir.Def {
+	rowLocal := map[*ir.Def]bool{}
+	if k.Rows != nil {
+		for _, l := range k.Rows.Locals {
+			rowLocal[l.Def] = true
+		}
+	}
+	return func(t *ir.Tensor) *ir.Def {
+		if src, ok := k.Source(t); ok && src.Local != nil && !rowLocal[src.Local] {
+			return src.Local
+		}
+		return nil
+	}
+}
+
 // hostCount is count over what k's host flavour in form computes: its
 // kernelCount, less and plus what the form computes otherwise
 // (emit.Recounter).
-func hostCount(k *kernel.Kernel, form emit.Form, count func(*ir.Def) (int64, error)) (int64, error) {
+func hostCount(k *kernel.Kernel, form emit.Form, count counter) (int64, error) {
 	total, err := kernelCount(k, count)
 	r, ok := form.(emit.Recounter)
 	if err != nil || !ok {
 		return total, err
 	}
 	dense, instead := r.HostDefs(k)
-	less, err := countAll(dense, count)
+	less, err := countAll(k, dense, count)
 	if err != nil {
 		return 0, err
 	}
-	more, err := countAll(instead, count)
+	more, err := countAll(k, instead, count)
 	return total - less + more, err
 }
 
@@ -374,7 +399,9 @@ func hostCount(k *kernel.Kernel, form emit.Form, count func(*ir.Def) (int64, err
 func mathCalls(k *kernel.Kernel, form emit.Form) (map[string]int64, error) {
 	var calls map[string]int64
 	for _, fn := range cost.CalibratedMath {
-		n, err := hostCount(k, form, func(d *ir.Def) (int64, error) { return cost.DefMathCalls(d, fn) })
+		n, err := hostCount(k, form, func(d *ir.Def, recomputed func(*ir.Tensor) *ir.Def) (int64, error) {
+			return cost.DefMathCalls(d, fn, recomputed)
+		})
 		if err != nil {
 			return nil, err
 		}

@@ -360,7 +360,7 @@ func graphMathCalls(g *ir.Graph, fn string) (int64, error) {
 	for _, n := range g.Nodes {
 		for _, ds := range [][]*ir.Def{n.Inst.Locals, n.Inst.Outputs} {
 			for _, d := range ds {
-				c, err := DefMathCalls(d, fn)
+				c, err := DefMathCalls(d, fn, nil)
 				if err != nil {
 					return 0, err
 				}

@@ -8,6 +8,7 @@ import (
 
 	"tofuc/analysis/check"
 	"tofuc/analysis/cost"
+	"tofuc/lang"
 	"tofuc/lang/ir"
 )
 
@@ -138,7 +139,7 @@ func TestCalibrationMathSource(t *testing.T) {
 		var calls int64
 		for _, n := range g.Nodes {
 			for _, d := range n.Inst.Outputs {
-				c, err := cost.DefMathCalls(d, fn)
+				c, err := cost.DefMathCalls(d, fn, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -151,5 +152,42 @@ func TestCalibrationMathSource(t *testing.T) {
 		if calls != 4*elems {
 			t.Errorf("%d calls of %s, want %d", calls, fn, 4*elems)
 		}
+	}
+}
+
+// TestDefFLOPsRecomputing: a read of a tensor computed where it is read
+// costs its Def's body there, inside a sum once a term; others cost
+// nothing, as in DefFLOPs.
+func TestDefFLOPsRecomputing(t *testing.T) {
+	n := &ir.Var{Name: "n", Extent: lang.Const(8)}
+	k := &ir.Var{Name: "k", Extent: lang.Const(4)}
+	x := &ir.Tensor{Name: "x", DType: lang.F32}
+	local := &ir.Tensor{Name: "e", DType: lang.F32}
+	// e[n] = exp(x[n]) * 2: two operations.
+	e := &ir.Def{Tensor: local, Vars: []*ir.Var{n}, Body: &ir.Binary{Op: ir.OpMul, T: lang.F32,
+		L: &ir.Call{Fn: "exp", T: lang.F32, Args: []ir.Expr{&ir.Access{T: x, Index: []ir.Expr{&ir.VarRef{V: n}}}}},
+		R: &ir.Const{T: lang.F32, Float: 2}}}
+	// out[n] = e[n] + sum(k: e[k]): one addition, four terms of a sum
+	// (each a read of e and a combination).
+	read := func(v *ir.Var) ir.Expr { return &ir.Access{T: local, Index: []ir.Expr{&ir.VarRef{V: v}}} }
+	out := &ir.Def{Tensor: &ir.Tensor{Name: "out", DType: lang.F32}, Vars: []*ir.Var{n}, Body: &ir.Binary{Op: ir.OpAdd, T: lang.F32,
+		L: read(n), R: &ir.Reduce{Kind: ir.Sum, Vars: []*ir.Var{k}, Body: read(k), T: lang.F32}}}
+	recomputed := func(t *ir.Tensor) *ir.Def {
+		if t == local {
+			return e
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		recomputed func(*ir.Tensor) *ir.Def
+		want       int64
+	}{{nil, 8 * (1 + 4*1)}, {recomputed, 8 * (1 + 2 + 4*(2+1))}} {
+		got, err := cost.DefFLOPsRecomputing(out, c.recomputed)
+		if err != nil || got != c.want {
+			t.Errorf("recomputed %v: %d FLOPs (%v), want %d", c.recomputed != nil, got, err, c.want)
+		}
+	}
+	if calls, err := cost.DefMathCalls(out, "exp", recomputed); err != nil || calls != 8*5 {
+		t.Errorf("%d calls of exp (%v), want 40", calls, err)
 	}
 }
