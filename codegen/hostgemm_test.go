@@ -25,11 +25,16 @@ import (
 // transposes; big shares B (columns of 2, 3, 2 and 3 panels), wide has
 // 250 rows in one task (two blocks of packed A: 240 and 10); tn reads A
 // across the depth; few has three strips of rows by 196 columns, which
-// sharing B would leave in fewer than four tasks, so it does not.
+// sharing B would leave in fewer than four tasks, so it does not; nt
+// reads B along the depth (an input gradient's transposed weights), its
+// 300 columns nine panels of 32 packed by vector transposes and 12 one
+// at a time, its last block of depth 88 deep (not a whole number of
+// vectors).
 const hostGEMMModel = `
 model chunks(a: f32[70, 64], b196: f32[64, 196], b784: f32[64, 784], b3136: f32[16, 3136], w: f32[100, 16], b49: f32[16, 49],
              b5: f32[64, 5], x: f32[6, 9, 20], y: f32[6, 20, 600], res: f32[70, 784],
-             s: f32[70, 1], m: f32[70, 1], p: f32[250, 600], q: f32[600, 300], q2: f32[600, 512], r: f32[600, 24], f24: f32[24, 64]) {
+             s: f32[70, 1], m: f32[70, 1], p: f32[250, 600], q: f32[600, 300], q2: f32[600, 512], r: f32[600, 24], f24: f32[24, 64],
+             ant: f32[40, 600], bnt: f32[300, 600]) {
     c196 = matmul(a, b196)
     c784 = relu((matmul(a, b784) - m) * s + res)
     c3136 = relu(matmul(w, b3136))
@@ -40,7 +45,8 @@ model chunks(a: f32[70, 64], b196: f32[64, 196], b784: f32[64, 784], b3136: f32[
     wide = matmul(p, q2)
     tn = matmul_tn(r, q)
     few = matmul(f24, b196)
-    return c196, c784, c3136, c49, c5, bmm, big, wide, tn, few
+    nt = matmul_nt(ant, bnt)
+    return c196, c784, c3136, c49, c5, bmm, big, wide, tn, few, nt
 }
 `
 
@@ -69,8 +75,8 @@ func TestHostGEMMChunks(t *testing.T) {
 			}
 		}
 	}
-	if contractions != 10 {
-		t.Fatalf("%d contraction kernels, want 10", contractions)
+	if contractions != 11 {
+		t.Fatalf("%d contraction kernels, want 11", contractions)
 	}
 	if sharing == 0 || sharing == contractions {
 		t.Errorf("%d of %d contractions share a packed B: both ways should be covered", sharing, contractions)

@@ -105,7 +105,9 @@ func (f *fn) packB(g *kernel.GEMM, s blocking.Shape, bp, panelLen, pc, kc, jc, n
 		f.b.NewStore(f.factorF32(g.B), at(ks, j))
 	}
 	if f.contiguousAlong(g.B, g.K) {
-		f.forRange(jc, nc, g.Cols, func(j value.Value) {
+		from := f.packPanelsAlongDepth(g, s, bp, panelLen, pc, kc, jc, nc)
+		f.forRange(f.b.NewAdd(jc, from), f.b.NewSub(nc, from), g.Cols, func(j value.Value) {
+			j = f.b.NewAdd(from, j)
 			f.forRange(pc, kc, g.K, func(ks value.Value) { store(ks, j) })
 		})
 	} else {
@@ -136,6 +138,58 @@ func (f *fn) packB(g *kernel.GEMM, s blocking.Shape, bp, panelLen, pc, kc, jc, n
 			f.b.NewStore(constant.NewFloat(types.Float, 0), at(ks, j))
 		})
 	})
+}
+
+// packPanelsAlongDepth packs the whole panels of B's columns [jc,
+// jc+nc) for k in [pc, pc+kc), as packB does, where B is one f32 read
+// contiguous along its one depth variable, never out of range, with one
+// column variable and NR a power of two (an input gradient's transposed
+// weights): each VL values of the depth are NR vector loads, one per
+// column, transposed by interleaving (transposeRows) into VL rows of the
+// panel; the depth's last kc mod VL values one at a time. It returns the
+// columns it packed, none where B is no such read. (Element by element,
+// a 1,000 × 1,000 transposed weight took 0.3 ms more to pack than the
+// same weight read along its columns.)
+func (f *fn) packPanelsAlongDepth(g *kernel.GEMM, s blocking.Shape, bp, panelLen, pc, kc, jc, nc value.Value) value.Value {
+	if len(g.Cols) != 1 || len(g.K) != 1 || s.NR&(s.NR-1) != 0 {
+		return i64(0)
+	}
+	colVar, kVar := g.Cols[0], g.K[0]
+	f.vars[colVar], f.vars[kVar] = jc, pc
+	if _, _, ok := f.rowsAlongDepth(g.B, colVar, kVar); !ok {
+		return i64(0)
+	}
+	panels := f.b.NewUDiv(nc, i64(s.NR))
+	vec := types.NewVector(uint64(s.VL), types.Float)
+	whole := f.b.NewMul(f.b.NewUDiv(kc, i64(s.VL)), i64(s.VL))
+	f.loop(i64(0), panels, i64(1), func(p value.Value) {
+		j0 := f.b.NewAdd(jc, f.b.NewMul(p, i64(s.NR)))
+		f.vars[colVar], f.vars[kVar] = j0, pc
+		first, colStep, _ := f.rowsAlongDepth(g.B, colVar, kVar)
+		panel := f.b.NewGetElementPtr(types.Float, bp, f.b.NewMul(p, panelLen))
+		f.loop(i64(0), whole, i64(s.VL), func(ks value.Value) {
+			cols := make([]value.Value, s.NR)
+			for i := range cols {
+				at := f.b.NewAdd(first.flat, f.b.NewAdd(i64(int64(i)*colStep), ks))
+				l := f.b.NewLoad(vec, f.b.NewBitCast(f.b.NewGetElementPtr(types.Float, f.bufs[first.arg], at), types.NewPointer(vec)))
+				l.Align = 4
+				cols[i] = l
+			}
+			for t, v := range f.transposeRows(cols) {
+				at := f.b.NewAdd(f.b.NewMul(ks, i64(s.NR)), i64(int64(t)*s.VL))
+				st := f.b.NewStore(v, f.b.NewBitCast(f.b.NewGetElementPtr(types.Float, panel, at), types.NewPointer(vec)))
+				st.Align = 4
+			}
+		})
+		f.loop(whole, kc, i64(1), func(ks value.Value) {
+			f.vars[kVar] = f.b.NewAdd(pc, ks)
+			for i := range s.NR {
+				f.vars[colVar] = f.b.NewAdd(j0, i64(i))
+				f.b.NewStore(f.factorF32(g.B), f.b.NewGetElementPtr(types.Float, panel, f.b.NewAdd(f.b.NewMul(ks, i64(s.NR)), i64(i))))
+			}
+		})
+	})
+	return f.b.NewMul(panels, i64(s.NR))
 }
 
 // packA stores A[ir+i, k] for k in [pc, pc+kc), i in [0, MR) (zero past
