@@ -160,7 +160,6 @@ func (f *fn) packPanelsAlongDepth(g *kernel.GEMM, s blocking.Shape, bp, panelLen
 		return i64(0)
 	}
 	panels := f.b.NewUDiv(nc, i64(s.NR))
-	vec := types.NewVector(uint64(s.VL), types.Float)
 	whole := f.b.NewMul(f.b.NewUDiv(kc, i64(s.VL)), i64(s.VL))
 	f.loop(i64(0), panels, i64(1), func(p value.Value) {
 		j0 := f.b.NewAdd(jc, f.b.NewMul(p, i64(s.NR)))
@@ -168,18 +167,7 @@ func (f *fn) packPanelsAlongDepth(g *kernel.GEMM, s blocking.Shape, bp, panelLen
 		first, colStep, _ := f.rowsAlongDepth(g.B, colVar, kVar)
 		panel := f.b.NewGetElementPtr(types.Float, bp, f.b.NewMul(p, panelLen))
 		f.loop(i64(0), whole, i64(s.VL), func(ks value.Value) {
-			cols := make([]value.Value, s.NR)
-			for i := range cols {
-				at := f.b.NewAdd(first.flat, f.b.NewAdd(i64(int64(i)*colStep), ks))
-				l := f.b.NewLoad(vec, f.b.NewBitCast(f.b.NewGetElementPtr(types.Float, f.bufs[first.arg], at), types.NewPointer(vec)))
-				l.Align = 4
-				cols[i] = l
-			}
-			for t, v := range f.transposeRows(cols) {
-				at := f.b.NewAdd(f.b.NewMul(ks, i64(s.NR)), i64(int64(t)*s.VL))
-				st := f.b.NewStore(v, f.b.NewBitCast(f.b.NewGetElementPtr(types.Float, panel, at), types.NewPointer(vec)))
-				st.Align = 4
-			}
+			f.transposeInto(panel, first, s.NR, colStep, s.VL, ks)
 		})
 		f.loop(whole, kc, i64(1), func(ks value.Value) {
 			f.vars[kVar] = f.b.NewAdd(pc, ks)
@@ -247,24 +235,31 @@ func (f *fn) packFullStrip(g *kernel.GEMM, s blocking.Shape, ap, pc, kc, ir valu
 		scalar(i64(0))
 		return
 	}
-	arg := first.arg
-	vec := types.NewVector(uint64(s.VL), types.Float)
 	whole := f.b.NewMul(f.b.NewUDiv(kc, i64(s.VL)), i64(s.VL))
 	f.loop(i64(0), whole, i64(s.VL), func(ks value.Value) {
-		rows := make([]value.Value, s.MR)
-		for i := range rows {
-			at := f.b.NewAdd(first.flat, f.b.NewAdd(f.b.NewMul(i64(int64(i)), i64(rowStep)), ks))
-			l := f.b.NewLoad(vec, f.b.NewBitCast(f.b.NewGetElementPtr(types.Float, f.bufs[arg], at), types.NewPointer(vec)))
-			l.Align = 4
-			rows[i] = l
-		}
-		for t, v := range f.transposeRows(rows) {
-			at := f.b.NewAdd(f.b.NewMul(ks, i64(s.MR)), i64(int64(t)*s.VL))
-			st := f.b.NewStore(v, f.b.NewBitCast(f.b.NewGetElementPtr(types.Float, ap, at), types.NewPointer(vec)))
-			st.Align = 4
-		}
+		f.transposeInto(ap, first, s.MR, rowStep, s.VL, ks)
 	})
 	scalar(whole)
+}
+
+// transposeInto loads n vectors of vl floats, vector i at depth ks of
+// the read first advanced by i·step, and stores them transposed
+// (transposeRows) as the n values of each of the vl depths from ks:
+// dst[(ks + k)·n + i] = first[i·step + ks + k].
+func (f *fn) transposeInto(dst value.Value, first flatRead, n, step, vl int64, ks value.Value) {
+	vec := types.NewVector(uint64(vl), types.Float)
+	rows := make([]value.Value, n)
+	for i := range rows {
+		at := f.b.NewAdd(first.flat, f.b.NewAdd(i64(int64(i)*step), ks))
+		l := f.b.NewLoad(vec, f.b.NewBitCast(f.b.NewGetElementPtr(types.Float, f.bufs[first.arg], at), types.NewPointer(vec)))
+		l.Align = 4
+		rows[i] = l
+	}
+	for t, v := range f.transposeRows(rows) {
+		at := f.b.NewAdd(f.b.NewMul(ks, i64(n)), i64(int64(t)*vl))
+		st := f.b.NewStore(v, f.b.NewBitCast(f.b.NewGetElementPtr(types.Float, dst, at), types.NewPointer(vec)))
+		st.Align = 4
+	}
 }
 
 // flatRead is a read of argument arg at flat element index flat.
