@@ -357,18 +357,30 @@ func countAll(k *kernel.Kernel, defs []*ir.Def, count counter) (int64, error) {
 }
 
 // recomputedIn says which tensors kernel k computes where it reads them
-// (kernel.Source's Local): a Def for them, nil for the rest and for its
+// (kernel.Source's Local): a Def for them, nil for the rest, for its
 // row locals, which it computes once a row (counted as Defs of their
-// own).
+// own), and for what a contraction's factors read, which it computes
+// once a packed element (rows · depth, or columns · depth), not at each
+// of the sum's reads (rows · columns · depth): left out, as before.
 func recomputedIn(k *kernel.Kernel) func(*ir.Tensor) *ir.Def {
-	rowLocal := map[*ir.Def]bool{}
+	skip := map[*ir.Tensor]bool{}
 	if k.Rows != nil {
 		for _, l := range k.Rows.Locals {
-			rowLocal[l.Def] = true
+			skip[l.Def.Tensor] = true
+		}
+	}
+	if g := k.GEMM; g != nil {
+		for _, factor := range []ir.Expr{g.A, g.B} {
+			ir.Walk(factor, func(e ir.Expr) bool {
+				if a, ok := e.(*ir.Access); ok {
+					skip[a.T] = true
+				}
+				return true
+			})
 		}
 	}
 	return func(t *ir.Tensor) *ir.Def {
-		if src, ok := k.Source(t); ok && src.Local != nil && !rowLocal[src.Local] {
+		if src, ok := k.Source(t); ok && src.Local != nil && !skip[t] {
 			return src.Local
 		}
 		return nil

@@ -17,7 +17,7 @@ import (
 // reading the column, once a term and column (a sin); a local computed
 // where it is read counts there, its exponential and its FLOPs (they
 // were left out, so that an attention gradient's kernel of 65,536
-// exponentials counted none).
+// exponentials counted none), but not in a contraction's factor.
 func TestMathCalls(t *testing.T) {
 	g := modelFromSource(t, `op scatter_exp<V = 8>(ids: i64[I], x: f32[I, D]) -> f32[V, D] =
     lambda u, d: sum(lambda i < I: select(ids[i] == u, exp(x[i, d]), 0.0))
@@ -28,7 +28,10 @@ op guarded_by_column<V = 8>(ids: i64[I], x: f32[I, D]) -> f32[V, D] =
 op recomputed_exp(x: [N, D]) -> [N, D] =
     let e: [N, D] = lambda n, d: exp(x[n, d]) * 2.0 in
     lambda n, d: e[n, d] + 1.0
-model m(x: f32[64, 32], ids: i64[64], z: f32[64]) {
+op factor_local(x: [N, K], w: [K, M], s: [K]) -> [N, M] =
+    let e: [N, K] = lambda n, k: x[n, k] * s[k] + 1.0 in
+    lambda n, j: sum(lambda k < K: e[n, k] * w[k, j])
+model m(x: f32[64, 32], ids: i64[64], z: f32[64], wf: f32[32, 16], sf: f32[32]) {
     y = erf(x) + exp(x) * exp(2.0 * x)
     h = scatter_exp(ids, x)
     gt = guarded_by_term(ids, x, z)
@@ -36,7 +39,8 @@ model m(x: f32[64, 32], ids: i64[64], z: f32[64]) {
     s = reduce_sum<axes = [1]>(tanh(x))
     r = sqrt(abs(x))
     re = recomputed_exp(x)
-    return y, s, r, h, gt, gc, re
+    fl = factor_local(x, wf, sf)
+    return y, s, r, h, gt, gc, re, fl
 }`)
 	c, err := codegen.Compile(g, t.TempDir(), codegen.Options{Tools: tools(t), Precision: precision.F32, Emit: []string{"host"}, Backends: []string{"none"}})
 	if err != nil {
@@ -48,6 +52,11 @@ model m(x: f32[64, 32], ids: i64[64], z: f32[64]) {
 		// the sum, at each of 2,048 elements.
 		if strings.HasPrefix(k.Label, "re ") && k.FLOPs != 3*2048 {
 			t.Errorf("%s: %d FLOPs, want %d (the local's computed where it is read)", k.Label, k.FLOPs, 3*2048)
+		}
+		// A contraction's factor computes its local once a packed
+		// element, not at each of the sum's reads: the sum's FLOPs.
+		if strings.HasPrefix(k.Label, "fl ") && (k.Kind != "contraction" || k.FLOPs != 2*64*16*32) {
+			t.Errorf("%s: a %s of %d FLOPs, want a contraction of %d", k.Label, k.Kind, k.FLOPs, 2*64*16*32)
 		}
 		for fn, n := range k.MathCalls {
 			total[fn] += n

@@ -36,7 +36,7 @@ op index_reads_u<V = 8>(ids: i64[I], x: f32[I, D]) -> f32[V, D] =
     lambda u, d: sum(lambda i < I: select(ids[(i + u) % I] == u, x[i, d], 0.0))
 
 model scatters(ids: i64[40], ids2: i64[6, 7], big: i64[50], idd: i64[40, 24], dout: f32[40, 24], x3: f32[24, 6, 7],
-        w: f32[8, 24], bigx: f32[50, 40], ids32: i32[40], ids8: i8[40]) {
+        w: f32[8, 24], bigx: f32[50, 40], ids32: i32[40], ids8: i8[40], empty: f32[40, 0]) {
     y0 = rows_of(ids, dout)
     y1 = cols_of(ids2, x3)
     y2 = guarded(ids, dout)
@@ -50,7 +50,8 @@ model scatters(ids: i64[40], ids2: i64[6, 7], big: i64[50], idd: i64[40, 24], do
     y10 = narrow_histogram(ids32)
     y11 = narrow_histogram<V = 300>(ids8)
     y12 = per_column<V = 8000>(idd, dout)
-    return y0, y1, y2, y3, y4, y5, y6, y7, y8, y9, y10, y11, y12
+    y13 = rows_of<V = 80>(ids, empty)
+    return y0, y1, y2, y3, y4, y5, y6, y7, y8, y9, y10, y11, y12, y13
 }
 `
 
@@ -60,7 +61,8 @@ model scatters(ids: i64[40], ids2: i64[6, 7], big: i64[50], idd: i64[40, 24], do
 // it, the term reading the scattered variable (the plan's FLOPs on the
 // host counting only the terms added), an integer sum, an index read
 // per column, a stage after the sum, 8,000 rows (in three blocks of
-// rows; read per column, in two chunks of columns), and an i32 index (the checker
+// rows; read per column, in two chunks of columns), no columns at all,
+// and an i32 index (the checker
 // compares it with i32(u)); an output of 3 rows, an index that reads
 // the output's own variable and an i8 index of 300 rows (i8(u) wraps)
 // do not. On a GPU the kernels keep the launch they had without the
@@ -97,8 +99,8 @@ func TestScatterForm(t *testing.T) {
 				t.Errorf("%s: GPU launch %d × %d, sync %v; want 192 × 64, sync", k.Label, k.Grid, k.Block, k.Sync)
 			}
 		}
-		if len(seen) != 13 {
-			t.Errorf("kernels for %d outputs, want 13: %v", len(seen), seen)
+		if len(seen) != 14 {
+			t.Errorf("kernels for %d outputs, want 14: %v", len(seen), seen)
 		}
 		matchInterp(t, "scatters", g, c.Plan, dir, true, func(dt lang.DType) tensor.Tolerance { return tensor.Reordered(dt, 300) })
 	})

@@ -66,7 +66,7 @@ func gpuForm(k *kernel.Kernel, p precision.Mode) Form {
 // scatterWork terms and stores.
 func (scatterForm) HostRange(k *kernel.Kernel) (items, grain int64) {
 	sc, _ := scatterOf(k)
-	b := sc.blocks(8)
+	b := sc.blocks()
 	return b.items(), max(1, scatterWork/(sc.terms()+b.rows*b.cols))
 }
 
@@ -92,6 +92,10 @@ const minScatterChunk = CacheLine / 4
 // minScatterRows is the fewest rows a block of rows holds.
 const minScatterRows = 256
 
+// scatterAccBytes is the size of an accumulator the blocks are sized
+// for: a double's (or an i64's).
+const scatterAccBytes = 8
+
 // scatterBlocks is how a scatter kernel's output is split into blocks of
 // rows (values of u) by columns, each an item of its host range: rows ×
 // cols accumulators at a time, rowBlocks × colChunks blocks, the column
@@ -102,9 +106,9 @@ type scatterBlocks struct {
 
 func (b scatterBlocks) items() int64 { return b.rowBlocks * b.colChunks }
 
-// blocks is the split of sc's output for accumulators of accBytes bytes
-// (8 where HostRange asks, which must not depend on the precision mode:
-// a block of f32 accumulators is then half its budget). Every row in
+// blocks is the split of sc's output, for accumulators of
+// scatterAccBytes (HostRange's split must not depend on the precision
+// mode: a block of f32 accumulators is half its budget). Every row in
 // one block where a column chunk of them all fits the scratch; else,
 // where the index is computed once a term, blocks of rows of every
 // column that fit it (the output written row after row: DLRM's
@@ -112,9 +116,14 @@ func (b scatterBlocks) items() int64 { return b.rowBlocks * b.colChunks }
 // 16 columns, each row's line a quarter of the way through its
 // neighbours', and 1.6 in blocks of 2,048 whole rows), as long as
 // computing every term's index once a block costs at most an eighth of
-// the stores; else chunks of columns of every row.
-func (sc scatter) blocks(accBytes int64) scatterBlocks {
+// the stores; else chunks of columns of every row. No columns: no
+// blocks.
+func (sc scatter) blocks() scatterBlocks {
+	const accBytes = scatterAccBytes
 	values, width := extent(sc.u), sc.width()
+	if width == 0 {
+		return scatterBlocks{rows: values}
+	}
 	b := scatterBlocks{rows: values, cols: min(width, max(minScatterChunk, scatterScratch/(values*accBytes)))}
 	if b.cols < width && !sc.perColumn {
 		byRows := scatterBlocks{cols: min(width, max(minScatterChunk, scatterScratch/(minScatterRows*accBytes)))}
@@ -132,18 +141,21 @@ func (sc scatter) blocks(accBytes int64) scatterBlocks {
 func (scatterForm) GPU(f *Func) { gpuForm(f.f.k, f.f.m.Precision).GPU(f) }
 
 // HostDefs: the sum at every output element is computed instead as
-// each term's guards and index, once a term or, where they read a
-// column, once a term and column, and at each column the rest of the
-// condition and the term where selected, added.
+// each term's guards and index, once a term and block or, where they
+// read a column, once a term, block of rows and column, and at each
+// column the rest of the condition and the term where selected, added.
 func (scatterForm) HostDefs(k *kernel.Kernel) (dense, instead []*tir.Def) {
 	sc, ok := scatterOf(k)
 	if !ok {
 		return nil, nil
 	}
 	first := k.Stages[0]
-	var indexVars []*tir.Var
+	// The index is computed for every block: once an item of the host
+	// range, or, per column, once a block of rows and column.
+	b := sc.blocks()
+	indexVars := []*tir.Var{{Name: "block", Extent: lang.Const(b.items())}}
 	if sc.perColumn {
-		indexVars = sc.columns
+		indexVars = append([]*tir.Var{{Name: "block", Extent: lang.Const(b.rowBlocks)}}, sc.columns...)
 	}
 	// where is e where conds hold (a select of 0 elsewhere, which counts
 	// nothing).
@@ -344,7 +356,7 @@ func (f *fn) touch(a *accumulators, sum *tir.Reduce, v value.Value) {
 // scatterHost computes blocks [begin, end) (scatter.blocks).
 func (f *fn) scatterHost(sc scatter, begin, end value.Value) {
 	t := f.m.domain(sc.sum.T)
-	b := sc.blocks(8)
+	b := sc.blocks()
 	a := &accumulators{t: t, chunk: b.cols, sums: f.scratch(b.rows*b.cols*accBytes(t), t), touched: f.scratch(b.rows, types.I8)}
 	f.loop(begin, end, i64(1), func(item value.Value) {
 		a.first = f.b.NewMul(f.b.NewUDiv(item, i64(b.colChunks)), i64(b.rows))

@@ -84,6 +84,7 @@ func TestScatterBlocks(t *testing.T) {
 		{"large table, wide rows", 100000, 1024, 64, false, scatterBlocks{rows: 256, cols: 512, rowBlocks: 391, colChunks: 2}},
 		{"large table, many terms", 100000, 64, 1 << 20, false, scatterBlocks{rows: 100000, cols: 16, rowBlocks: 1, colChunks: 4}},
 		{"large table, index per column", 100000, 64, 64, true, scatterBlocks{rows: 100000, cols: 16, rowBlocks: 1, colChunks: 4}},
+		{"no columns", 8000, 0, 64, false, scatterBlocks{rows: 8000}},
 	} {
 		sc := scatter{
 			u:         &tir.Var{Name: "u", Extent: lang.Const(tc.values)},
@@ -91,7 +92,7 @@ func TestScatterBlocks(t *testing.T) {
 			columns:   []*tir.Var{{Name: "d", Extent: lang.Const(tc.width)}},
 			perColumn: tc.perColumn,
 		}
-		if got := sc.blocks(8); got != tc.want {
+		if got := sc.blocks(); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}

@@ -143,15 +143,15 @@ func (f *fn) packB(g *kernel.GEMM, s blocking.Shape, bp, panelLen, pc, kc, jc, n
 // packPanelsAlongDepth packs the whole panels of B's columns [jc,
 // jc+nc) for k in [pc, pc+kc), as packB does, where B is one f32 read
 // contiguous along its one depth variable, never out of range, with one
-// column variable and NR a power of two (an input gradient's transposed
-// weights): each VL values of the depth are NR vector loads, one per
+// column variable (an input gradient's transposed weights; NR, two
+// vectors, is a power of two): each VL values of the depth are NR vector loads, one per
 // column, transposed by interleaving (transposeRows) into VL rows of the
 // panel; the depth's last kc mod VL values one at a time. It returns the
 // columns it packed, none where B is no such read. (Element by element,
 // a 1,000 × 1,000 transposed weight took 0.3 ms more to pack than the
 // same weight read along its columns.)
 func (f *fn) packPanelsAlongDepth(g *kernel.GEMM, s blocking.Shape, bp, panelLen, pc, kc, jc, nc value.Value) value.Value {
-	if len(g.Cols) != 1 || len(g.K) != 1 || s.NR&(s.NR-1) != 0 {
+	if len(g.Cols) != 1 || len(g.K) != 1 {
 		return i64(0)
 	}
 	colVar, kVar := g.Cols[0], g.K[0]

@@ -122,7 +122,7 @@ func (g *fnb) pow2f(n value.Value) value.Value {
 // that k times it is exact), e**r = 1 + r + r²·P(r) with P of degree 5
 // on |r| ≤ ln2/2, scaled by 2**k in two multiplications (so that a
 // subnormal result is reached without 2**k leaving the exponents).
-// +Inf above 88.72, 0 below -103.97, NaN for NaN.
+// +Inf above 88.72, 0 below -103.28, NaN for NaN.
 func expf(g *fnb, x value.Value) value.Value {
 	const (
 		log2e  = 1.44269504088896341
@@ -132,13 +132,13 @@ func expf(g *fnb, x value.Value) value.Value {
 		minLog = -103.278929903431851103
 	)
 	b := g.b
-	// Clamped so that k's conversion to an integer is defined; the
-	// results out of range are chosen below. Below minLog (a mask's
-	// -Inf) e**0 is computed instead: at minLog the scaling would make
-	// a subnormal, which a CPU multiplies in a microcode assist (a
-	// causal softmax's exponentials took 4× as long in f32 as in
-	// double).
-	var xc value.Value = b.NewCall(g.l.intrinsicOf("maxnum", types.Float), b.NewCall(g.l.intrinsicOf("minnum", types.Float), x, kf(float64(float32(maxLog)))), kf(float64(float32(minLog))))
+	// Clamped above (and NaN made maxLog) so that k's conversion to an
+	// integer is defined; the results out of range are chosen below.
+	// Below minLog (a mask's -Inf) e**0 is computed instead of a clamp
+	// to minLog, whose scaling would make a subnormal, which a CPU
+	// multiplies in a microcode assist (a causal softmax's
+	// exponentials took 4× as long in f32 as in double).
+	var xc value.Value = b.NewCall(g.l.intrinsicOf("minnum", types.Float), x, kf(float64(float32(maxLog))))
 	xc = b.NewSelect(b.NewFCmp(enum.FPredOLT, x, kf(float64(float32(minLog)))), kf(0), xc)
 	k := g.intrinsicf("floor", b.NewFAdd(b.NewFMul(xc, kf(float64(float32(log2e)))), kf(0.5)))
 	r := b.NewFSub(xc, b.NewFMul(k, kf(ln2Hi)))
