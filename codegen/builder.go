@@ -346,8 +346,9 @@ func kernelCount(k *kernel.Kernel, count counter) (int64, error) {
 // countAll is count summed over defs, which kernel k computes.
 func countAll(k *kernel.Kernel, defs []*ir.Def, count counter) (int64, error) {
 	var total int64
+	recomputed := recomputedIn(k)
 	for _, d := range defs {
-		n, err := count(d, recomputedIn(k))
+		n, err := count(d, recomputed)
 		if err != nil {
 			return 0, err
 		}

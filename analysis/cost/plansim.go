@@ -203,7 +203,7 @@ func KernelSeconds(kn *plan.Kernel, mode precision.Mode, t *Topology, d int) flo
 		if !kn.OnGPU() {
 			return 0
 		}
-		return max(dev.ComputeSeconds(kn.FLOPs, 0, 0), float64(kn.Bytes)/dev.Bandwidth) + dev.Launch
+		return dev.Seconds(dev.ComputeSeconds(kn.FLOPs, 0, 0), kn.Bytes, 0) + dev.Launch
 	}
 	if !kn.OnHost() || kn.HostRange == 0 {
 		return 0

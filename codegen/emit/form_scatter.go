@@ -38,8 +38,9 @@ import (
 // columns (stores of whole lines to the output), more while they fit in
 // scatterScratch bytes; only the rows a term reaches are zeroed and read
 // (accumulators.touched). Where even a chunk of every row would take
-// more than maxScatterScratch, the form does not apply. The GPU computes the kernel as it would without this form
-// (gpuForm: blocks or threads).
+// more than maxScatterScratch, the form does not apply. The GPU
+// computes the kernel as it would without this form (gpuForm: blocks
+// or threads).
 type scatterForm struct{}
 
 func (scatterForm) Name() string { return "scatter" }
@@ -119,17 +120,15 @@ func (b scatterBlocks) items() int64 { return b.rowBlocks * b.colChunks }
 // the stores; else chunks of columns of every row. No columns: no
 // blocks.
 func (sc scatter) blocks() scatterBlocks {
-	const accBytes = scatterAccBytes
 	values, width := extent(sc.u), sc.width()
 	if width == 0 {
 		return scatterBlocks{rows: values}
 	}
-	b := scatterBlocks{rows: values, cols: min(width, max(minScatterChunk, scatterScratch/(values*accBytes)))}
+	b := scatterBlocks{rows: values, cols: min(width, max(minScatterChunk, scatterScratch/(values*scatterAccBytes)))}
 	if b.cols < width && !sc.perColumn {
-		byRows := scatterBlocks{cols: min(width, max(minScatterChunk, scatterScratch/(minScatterRows*accBytes)))}
-		byRows.rows = min(values, max(minScatterRows, scatterScratch/(byRows.cols*accBytes)))
-		byRows.rowBlocks = blocking.CeilDiv(values, byRows.rows)
-		if 8*byRows.rowBlocks*sc.terms() <= values*width {
+		byRows := scatterBlocks{cols: min(width, max(minScatterChunk, scatterScratch/(minScatterRows*scatterAccBytes)))}
+		byRows.rows = min(values, max(minScatterRows, scatterScratch/(byRows.cols*scatterAccBytes)))
+		if 8*blocking.CeilDiv(values, byRows.rows)*sc.terms() <= values*width {
 			b = byRows
 		}
 	}
@@ -395,8 +394,8 @@ func (f *fn) scatterTerms(sc scatter, a *accumulators, first value.Value) {
 		})
 	}
 	// index runs body with u bound to v = g where the guards hold and v
-	// is one of the block's rows (in range), row v's accumulators zeroed if no term reached them
-	// before.
+	// is one of the block's rows (in range), row v's accumulators zeroed
+	// if no term reached them before.
 	index := func(body func(v value.Value)) {
 		f.whenAll(sc.guards, func() {
 			v := f.expr(sc.g)
@@ -451,8 +450,8 @@ func (f *fn) holds(e tir.Expr) value.Value {
 }
 
 // scatterStore runs the kernel's stages at every output element of the
-// block's rows and columns [first, first+count), its sum read from the accumulators, and
-// stores them.
+// block's rows and columns [first, first+count), its sum read from the
+// accumulators, and stores them.
 func (f *fn) scatterStore(sc scatter, a *accumulators, first value.Value) {
 	f.loop(a.first, f.b.NewAdd(a.first, a.rows), i64(1), func(v value.Value) {
 		// A row no term reached stores its stages at the sum's identity,

@@ -144,9 +144,10 @@ func (f *fn) packB(g *kernel.GEMM, s blocking.Shape, bp, panelLen, pc, kc, jc, n
 // jc+nc) for k in [pc, pc+kc), as packB does, where B is one f32 read
 // contiguous along its one depth variable, never out of range, with one
 // column variable (an input gradient's transposed weights; NR, two
-// vectors, is a power of two): each VL values of the depth are NR vector loads, one per
-// column, transposed by interleaving (transposeRows) into VL rows of the
-// panel; the depth's last kc mod VL values one at a time. It returns the
+// vectors, is a power of two): each VL values of the depth are NR
+// vector loads, one per column, transposed by interleaving
+// (transposeRows) into VL rows of the panel; the depth's last kc mod VL
+// values one at a time. It returns the
 // columns it packed, none where B is no such read. (Element by element,
 // a 1,000 × 1,000 transposed weight took 0.3 ms more to pack than the
 // same weight read along its columns.)
